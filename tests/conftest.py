@@ -1,0 +1,9 @@
+"""Shared pytest configuration: the acceptance cases live beside the project."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
