@@ -1,0 +1,483 @@
+"""Graph IR: a small, closed set of nodes that capture builds and codegen runs.
+
+A :class:`Graph` is a doubly linked list of :class:`Node` objects in execution
+order.  It hands out unique Python-identifier names in O(1) (amortized), keeps
+each node's ``users`` up to date, and checks its own invariants in
+:meth:`Graph.lint`.  The IR knows nothing of how it was captured: ops are named
+by op-registry strings (``"numpy.add"``), never by Python objects, so a graph
+can be serialized to JSON and resolved again by name.
+
+Allowed argument values (what serialization must handle): :class:`Node`,
+``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, numpy scalars
+(exact type kept: ``np.float64(2.0)`` is not ``2.0``), ``np.dtype``, ``slice``,
+``Ellipsis``, ``sympy.Expr`` / ``sympy.Basic`` booleans (symbolic sizes), and
+tuples / lists / dicts (str keys) of these.
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import keyword
+import re
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+import sympy
+
+OPCODES = ("placeholder", "call_function", "output")
+
+# Names generated code must never bind: keywords, builtins (pyexpr prints
+# min()/max()), the numpy module alias and the method receiver.
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "self", "forward"}
+_NOT_IDENT = re.compile(r"[^0-9a-zA-Z_]")
+
+
+class Namespace:
+    """Unique identifiers in O(1) amortized time.
+
+    ``create("add")`` returns ``add``, then ``add_1``, ``add_2``...; a keyword,
+    builtin or reserved base gets a suffix (``sum`` -> ``sum_1``).
+    """
+
+    def __init__(self, reserved: frozenset[str] | set[str] = _RESERVED) -> None:
+        self._used: set[str] = set()
+        self._counters: dict[str, int] = {}
+        self._reserved = reserved
+
+    @staticmethod
+    def sanitize(base: str) -> str:
+        """Turn any text into a Python identifier (``x.shape`` -> ``x_shape``)."""
+        name = _NOT_IDENT.sub("_", str(base)) or "_"
+        if name[0].isdigit():
+            name = f"_{name}"
+        return name
+
+    def create(self, base: str) -> str:
+        base = self.sanitize(base)
+        if base not in self._used and base not in self._reserved:
+            self._used.add(base)
+            return base
+        n = self._counters.get(base, 0)
+        while True:
+            n += 1
+            candidate = f"{base}_{n}"
+            if candidate not in self._used and candidate not in self._reserved:
+                break
+        self._counters[base] = n
+        self._used.add(candidate)
+        return candidate
+
+    def add(self, name: str) -> None:
+        """Mark an existing name as taken (raises ValueError if already taken)."""
+        if name in self._used:
+            raise ValueError(f"name {name!r} is already used in this graph")
+        self._used.add(name)
+
+    def discard(self, name: str) -> None:
+        self._used.discard(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._used or name in self._reserved
+
+
+def map_arg(value: Any, fn: Callable[["Node"], Any]) -> Any:
+    """Rebuild ``value`` with every Node replaced by ``fn(node)``.
+
+    Recurses into tuples, lists, dicts and slices; everything else is returned as is.
+    """
+    if isinstance(value, Node):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_arg(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_arg(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: map_arg(v, fn) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(map_arg(value.start, fn), map_arg(value.stop, fn), map_arg(value.step, fn))
+    return value
+
+
+def iter_nodes(value: Any) -> Iterator["Node"]:
+    """Every Node inside an argument value, in order (duplicates included)."""
+    if isinstance(value, Node):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from iter_nodes(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from iter_nodes(v)
+    elif isinstance(value, slice):
+        for v in (value.start, value.stop, value.step):
+            yield from iter_nodes(v)
+
+
+def iter_exprs(value: Any) -> Iterator[sympy.Basic]:
+    """Every sympy expression inside an argument value (symbolic ints and bools)."""
+    if isinstance(value, sympy.Basic):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            yield from iter_exprs(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from iter_exprs(v)
+    elif isinstance(value, slice):
+        for v in (value.start, value.stop, value.step):
+            yield from iter_exprs(v)
+
+
+class Node:
+    """One operation of a :class:`Graph`.
+
+    Opcodes (``op``):
+
+    - ``"placeholder"``: a graph input.  ``target`` is the input's name (the
+      generated function's parameter); ``args``/``kwargs`` are empty.
+    - ``"call_function"``: ``target`` is an op-registry name (``"numpy.add"``,
+      ``"numpy.ndarray.reshape"``, ``"tpe.check_input"``); the op's callable is
+      called with ``args``/``kwargs``, in which Nodes stand for the values
+      they produced and sympy expressions for symbolic ints/bools.
+    - ``"output"``: the single graph result.  ``target`` is ``"output"`` and
+      ``args == (values,)`` with ``values`` a flat list of Nodes / constants.
+
+    ``meta`` keys (all optional except ``shape`` on array-valued nodes, which
+    :meth:`Graph.lint` requires on placeholders and call_function nodes unless
+    ``meta["shape"]`` is explicitly ``None`` for a non-array value):
+
+    - ``"shape"``: ``tuple[int | sympy.Expr, ...]`` symbolic shape, or None;
+    - ``"dtype"``: ``np.dtype``;
+    - ``"source"``: ``records.SourceLoc`` of the user's line, or None;
+    - ``"module_path"``: dotted fqn of the module whose forward made the node;
+    - ``"bind"``: ``{axis: sympy.Symbol}`` symbols whose runtime value is this
+      node's ``.shape[axis]``; the key ``None`` means the node's value itself
+      is the (int) value of the symbol.  Codegen emits the binding right after
+      the node.
+
+    ``users`` maps every node that reads this one to None (an ordered set).
+    """
+
+    __slots__ = ("graph", "name", "op", "target", "_args", "_kwargs", "meta", "users",
+                 "_prev", "_next", "_erased")
+
+    def __init__(self, graph: Optional["Graph"], name: str, op: str, target: str,
+                 args: tuple = (), kwargs: Optional[dict] = None, meta: Optional[dict] = None) -> None:
+        self.graph = graph
+        self.name = name
+        self.op = op
+        self.target = target
+        self._args: tuple = ()
+        self._kwargs: dict = {}
+        self.meta: dict = dict(meta) if meta else {}
+        self.users: dict[Node, None] = {}
+        self._prev: Node = self
+        self._next: Node = self
+        self._erased = False
+        self._set_inputs(tuple(args), dict(kwargs or {}))
+
+    # -- inputs ---------------------------------------------------------------
+    @property
+    def args(self) -> tuple:
+        return self._args
+
+    @args.setter
+    def args(self, value: tuple) -> None:
+        self._set_inputs(tuple(value), self._kwargs)
+
+    @property
+    def kwargs(self) -> dict:
+        return self._kwargs
+
+    @kwargs.setter
+    def kwargs(self, value: dict) -> None:
+        self._set_inputs(self._args, dict(value))
+
+    def _set_inputs(self, args: tuple, kwargs: dict) -> None:
+        for old in self.all_input_nodes:
+            old.users.pop(self, None)
+        self._args, self._kwargs = args, kwargs
+        for new in self.all_input_nodes:
+            new.users[self] = None
+
+    @property
+    def all_input_nodes(self) -> list["Node"]:
+        """Distinct Nodes read by this node, first-use order."""
+        seen: dict[Node, None] = {}
+        for n in iter_nodes((self._args, self._kwargs)):
+            seen[n] = None
+        return list(seen)
+
+    def replace_all_uses_with(self, replacement: Any) -> list["Node"]:
+        """Make every user read ``replacement`` instead of this node; returns the users changed."""
+        users = list(self.users)
+        for user in users:
+            swap = (lambda n: replacement if n is self else n)
+            user._set_inputs(map_arg(user._args, swap), map_arg(user._kwargs, swap))
+        return users
+
+    def replace_input_with(self, old: "Node", new: Any) -> None:
+        swap = (lambda n: new if n is old else n)
+        self._set_inputs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+
+    # -- navigation ----------------------------------------------------------
+    @property
+    def next(self) -> "Node":
+        return self._next
+
+    @property
+    def prev(self) -> "Node":
+        return self._prev
+
+    # -- printing ------------------------------------------------------------
+    def format_node(self) -> str:
+        """One stable line: ``name = op[target](args) :: shape dtype``."""
+        parts = [_fmt(a) for a in self._args]
+        parts += [f"{k}={_fmt(v)}" for k, v in self._kwargs.items()]
+        text = f"{self.name} = {self.op}[{self.target}]({', '.join(parts)})"
+        if "shape" in self.meta and self.meta["shape"] is not None:
+            text += f" :: ({', '.join(str(d) for d in self.meta['shape'])}{',' if len(self.meta['shape']) == 1 else ''})"
+            dtype = self.meta.get("dtype")
+            if dtype is not None:
+                text += f" {np.dtype(dtype)}"
+        bind = self.meta.get("bind")
+        if bind:
+            text += " bind{" + ", ".join(f"{k}: {v}" for k, v in bind.items()) + "}"
+        return text
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _fmt(value: Any) -> str:
+    """Stable text of an argument value for dumps and error messages."""
+    if isinstance(value, Node):
+        return f"%{value.name}"
+    if isinstance(value, tuple):
+        inner = ", ".join(_fmt(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_fmt(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, slice):
+        return f"slice({_fmt(value.start)}, {_fmt(value.stop)}, {_fmt(value.step)})"
+    if isinstance(value, np.dtype):
+        return f"dtype({value})"
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, sympy.Basic):
+        return str(value)
+    return repr(value)
+
+
+class Graph:
+    """An ordered, linted container of :class:`Node` objects.
+
+    Nodes are appended at the insertion point (the end, unless inside
+    :meth:`inserting_before` / :meth:`inserting_after`).  Names are unique
+    identifiers that shadow no keyword, builtin, ``np`` or ``self``.
+    """
+
+    def __init__(self) -> None:
+        self._root = Node(None, "_root", "root", "")
+        self._namespace = Namespace()
+        self._insert_before: Node = self._root   # insert new nodes before this one
+        self._len = 0
+
+    # -- iteration -----------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        """A snapshot list of the nodes in execution order."""
+        out = []
+        n = self._root._next
+        while n is not self._root:
+            out.append(n)
+            n = n._next
+        return out
+
+    def __len__(self) -> int:
+        return self._len
+
+    def placeholders(self) -> list[Node]:
+        return [n for n in self.nodes if n.op == "placeholder"]
+
+    @property
+    def output_node(self) -> Optional[Node]:
+        last = self._root._prev
+        return last if last.op == "output" else None
+
+    # -- construction --------------------------------------------------------
+    def create_node(self, op: str, target: str, args: tuple = (), kwargs: Optional[dict] = None,
+                    name: Optional[str] = None, meta: Optional[dict] = None) -> Node:
+        """Create a node at the insertion point; ``name`` is a hint made unique.
+
+        Raises:
+            ValueError: unknown ``op``.
+        """
+        if op not in OPCODES:
+            raise ValueError(f"unknown opcode {op!r}; expected one of {OPCODES}")
+        unique = self._namespace.create(name or _hint_from_target(target))
+        node = Node(self, unique, op, target, args, kwargs, meta)
+        before = self._insert_before
+        node._prev, node._next = before._prev, before
+        before._prev._next = node
+        before._prev = node
+        self._len += 1
+        return node
+
+    def placeholder(self, name: str, meta: Optional[dict] = None) -> Node:
+        """A graph input; ``target`` keeps ``name`` as given, ``node.name`` is its identifier."""
+        return self.create_node("placeholder", name, name=name, meta=meta)
+
+    def call_function(self, target: str, args: tuple = (), kwargs: Optional[dict] = None,
+                      meta: Optional[dict] = None, name_hint: Optional[str] = None) -> Node:
+        """A call of op-registry name ``target`` (e.g. ``"numpy.add"``)."""
+        return self.create_node("call_function", target, args, kwargs, name=name_hint, meta=meta)
+
+    def output(self, values: list) -> Node:
+        """The graph result: a flat list of Nodes / constants."""
+        return self.create_node("output", "output", (list(values),), name="output")
+
+    @contextlib.contextmanager
+    def inserting_before(self, node: Optional[Node] = None):
+        """New nodes go right before ``node`` (None: at the end) inside the ``with`` block."""
+        saved = self._insert_before
+        self._insert_before = self._root if node is None else node
+        try:
+            yield
+        finally:
+            self._insert_before = saved
+
+    @contextlib.contextmanager
+    def inserting_after(self, node: Node):
+        """New nodes go right after ``node`` (in creation order) inside the ``with`` block."""
+        with self.inserting_before(node._next):
+            yield
+
+    def erase_node(self, node: Node) -> None:
+        """Remove a node nobody reads.
+
+        Raises:
+            RuntimeError: the node still has users.
+        """
+        if node.users:
+            raise RuntimeError(f"cannot erase node {node.name!r}: still used by "
+                               f"{[u.name for u in node.users]}")
+        if node._erased or node.graph is not self:
+            raise RuntimeError(f"node {node.name!r} is not in this graph")
+        node._set_inputs((), {})
+        node._prev._next = node._next
+        node._next._prev = node._prev
+        if self._insert_before is node:
+            self._insert_before = node._next
+        node._erased = True
+        self._namespace.discard(node.name)
+        self._len -= 1
+
+    def replace_all_uses_with(self, old: Node, new: Any) -> list[Node]:
+        return old.replace_all_uses_with(new)
+
+    def eliminate_dead_code(self, is_impure: Callable[[Node], bool] = lambda n: False) -> bool:
+        """Erase call_function nodes without users (unless ``is_impure``); True if any went."""
+        changed = False
+        for node in reversed(self.nodes):
+            if node.op == "call_function" and not node.users and not is_impure(node):
+                self.erase_node(node)
+                changed = True
+        return changed
+
+    def copy(self) -> tuple["Graph", dict[Node, Node]]:
+        """An independent copy (meta dicts copied shallowly) and the old->new node map."""
+        new = Graph()
+        mapping: dict[Node, Node] = {}
+        for node in self.nodes:
+            args = map_arg(node.args, mapping.__getitem__)
+            kwargs = map_arg(node.kwargs, mapping.__getitem__)
+            copy = Node(new, node.name, node.op, node.target, args, kwargs, node.meta)
+            if "bind" in copy.meta:
+                copy.meta["bind"] = dict(copy.meta["bind"])
+            new._namespace.add(node.name)
+            before = new._root
+            copy._prev, copy._next = before._prev, before
+            before._prev._next = copy
+            before._prev = copy
+            new._len += 1
+            mapping[node] = copy
+        return new, mapping
+
+    # -- checking ------------------------------------------------------------
+    def lint(self) -> None:
+        """Check the graph's invariants.
+
+        Checks: known opcodes; every node belongs to this graph; names unique,
+        valid identifiers and not reserved; every input is defined earlier
+        (topological order) and in this graph; ``users`` agrees with the
+        inputs; placeholders come first; exactly one output, last; placeholder
+        and call_function nodes carry ``meta["shape"]`` (None allowed for
+        non-array values) and ``meta["bind"]`` names sympy Symbols.
+
+        Raises:
+            RuntimeError: naming the node and the broken rule, followed by the graph dump.
+        """
+        seen: dict[Node, int] = {}
+        names: set[str] = set()
+        saw_compute = False
+        outputs = 0
+        for index, node in enumerate(self.nodes):
+            def fail(msg: str) -> None:
+                raise RuntimeError(f"lint: node {node.name!r}: {msg}\n{self}")
+            if node.graph is not self or node._erased:
+                fail("belongs to another graph or was erased")
+            if node.op not in OPCODES:
+                fail(f"unknown opcode {node.op!r}")
+            if not node.name.isidentifier() or keyword.iskeyword(node.name) or node.name in _RESERVED:
+                fail("name is not a usable Python identifier")
+            if node.name in names:
+                fail("duplicate name")
+            names.add(node.name)
+            if outputs:
+                fail("node after the output node")
+            for inp in node.all_input_nodes:
+                if inp not in seen:
+                    fail(f"input %{inp.name} is not defined before this node in this graph")
+                if node not in inp.users:
+                    fail(f"missing from the users of %{inp.name}")
+            for user in node.users:
+                if node not in user.all_input_nodes:
+                    fail(f"lists %{user.name} as a user, but that node does not read it")
+            if node.op == "placeholder":
+                if saw_compute:
+                    fail("placeholder after a call_function node")
+                if node.args or node.kwargs:
+                    fail("placeholder with arguments")
+            elif node.op == "call_function":
+                saw_compute = True
+                if not isinstance(node.target, str) or not node.target:
+                    fail(f"call_function target must be a registry name string, got {node.target!r}")
+            else:
+                outputs += 1
+                if len(node.args) != 1 or not isinstance(node.args[0], (list, tuple)):
+                    fail("output must have args == (list_of_values,)")
+            if node.op != "output":
+                if "shape" not in node.meta:
+                    fail("meta['shape'] is missing")
+                for key, sym in (node.meta.get("bind") or {}).items():
+                    if not isinstance(sym, sympy.Symbol):
+                        fail(f"meta['bind'][{key!r}] = {sym!r} is not a sympy.Symbol")
+            seen[node] = index
+        if outputs != 1:
+            raise RuntimeError(f"lint: graph must end with exactly one output node, found {outputs}\n{self}")
+
+    # -- printing ------------------------------------------------------------
+    def __str__(self) -> str:
+        """Stable text dump, one node per line in execution order."""
+        return "\n".join(n.format_node() for n in self.nodes)
+
+    def __repr__(self) -> str:
+        return f"<Graph with {self._len} nodes>"
+
+
+def _hint_from_target(target: str) -> str:
+    """``"numpy.ndarray.reshape"`` -> ``"reshape"``; ``"tpe.check_input"`` -> ``"check_input"``."""
+    return str(target).rsplit(".", 1)[-1] or "node"
