@@ -1,0 +1,798 @@
+"""The dynamic-shape spec: ``Dim``, derived dims, hints, and normalizing a spec.
+
+A user states which input sizes may vary with ``dynamic_shapes``.  This module
+holds the spec objects and turns any accepted spec form into one flat list,
+:class:`LeafSpec` per array leaf of ``tree_flatten((args, kwargs))``, which
+capture consumes.  Ranges are *not* checked against the example sizes here;
+capture does that and raises ``ConstraintsExceededError``.
+
+Accepted forms (see DESIGN.md "Conventions for dynamic shapes"):
+
+* ``None``: every size static;
+* a dict keyed by argument name; a tuple/list by input position (positional
+  inputs, then keyword inputs in call order);
+* nested to match the input pytree (``{"extras": {"scale": {0: b}}}``);
+* per array a dict ``{axis: Dim}`` or a per-axis tuple/list;
+* ``None`` / an int / ``Dim.STATIC`` on an axis or subtree means static;
+* ``Dim.AUTO`` and ``Dim.DYNAMIC`` hints;
+* :class:`ShapesCollection` (spec keyed by array identity);
+* :class:`AdditionalInputs` (axes whose size varies across example sets are dynamic).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Iterator, Optional
+
+import numpy as np
+
+from . import pytree
+
+__all__ = [
+    "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
+    "Constraint", "EqualityConstraint", "LeafSpec", "normalize_dynamic_shapes",
+    "input_leaf_paths", "collect_dims", "equality_constraints_from",
+]
+
+_SUPPORTED_DERIVED = "derived dims support only k*dx + c with an integer k >= 1 and an integer c"
+
+
+def _as_int(value: Any, what: str) -> int:
+    """An exact Python int from an int-like value; TypeError otherwise (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} must be an integer, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+class _DimHint:
+    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC`` (compared by identity)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"Dim.{self.kind}"
+
+    def __reduce__(self):
+        return (_hint, (self.kind,))
+
+
+def _hint(kind: str) -> _DimHint:
+    return getattr(Dim, kind)
+
+
+class Dim:
+    """A named symbolic dimension with an inclusive integer range.
+
+    Args:
+        name: any Python identifier (``"S"``, ``"N"``, ``"E"``, ``"I"`` included).
+        min: smallest admitted size, default 1; ``0`` admits empty inputs.
+        max: largest admitted size, default ``None`` (unbounded).
+
+    Raises:
+        TypeError: a non-string name or non-integer bound.
+        ValueError: a name that is not an identifier, ``min < 0`` or ``max < min``.
+
+    Two ``Dim`` objects with the same name and range compare equal; a name used
+    with two different ranges in one spec is an error at normalize time.
+    ``k*dim + c`` builds a :class:`DerivedDim`.
+    """
+
+    AUTO: _DimHint
+    DYNAMIC: _DimHint
+    STATIC: _DimHint
+
+    __slots__ = ("name", "min", "max")
+
+    def __init__(self, name: str, *, min: Optional[int] = None, max: Optional[int] = None):
+        if not isinstance(name, str):
+            raise TypeError(f"Dim name must be a str, got {name!r}")
+        if not name.isidentifier():
+            raise ValueError(f"Dim name must be a Python identifier, got {name!r}")
+        lo = 1 if min is None else _as_int(min, f"Dim {name!r} min")
+        if max is None or (isinstance(max, float) and max == math.inf):
+            hi = None
+        else:
+            hi = _as_int(max, f"Dim {name!r} max")
+        if lo < 0:
+            raise ValueError(f"Dim {name!r}: min={lo} is negative; sizes are >= 0")
+        if hi is not None and hi < lo:
+            raise ValueError(f"Dim {name!r}: max={hi} is smaller than min={lo}")
+        self.name = name
+        self.min = lo
+        self.max = hi
+
+    @property
+    def __name__(self) -> str:  # noqa: A003 - the seed's attribute name
+        return self.name
+
+    @property
+    def root(self) -> "Dim":
+        return self
+
+    def __repr__(self) -> str:
+        parts = [repr(self.name)]
+        if self.min != 1:
+            parts.append(f"min={self.min}")
+        if self.max is not None:
+            parts.append(f"max={self.max}")
+        return f"Dim({', '.join(parts)})"
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not Dim:
+            return NotImplemented
+        return (self.name, self.min, self.max) == (other.name, other.min, other.max)
+
+    def __hash__(self) -> int:
+        return hash(("Dim", self.name, self.min, self.max))
+
+    # k*dx + c arithmetic; everything else is refused with what is supported.
+    def __mul__(self, k: Any) -> "_DerivedDim":
+        return _DerivedDim._make(self, 1, 0)._scaled(k)
+
+    __rmul__ = __mul__
+
+    def __add__(self, c: Any) -> "_DerivedDim":
+        return _DerivedDim._make(self, 1, 0)._shifted(c, +1)
+
+    __radd__ = __add__
+
+    def __sub__(self, c: Any) -> "_DerivedDim":
+        return _DerivedDim._make(self, 1, 0)._shifted(c, -1)
+
+    def __rsub__(self, other: Any):
+        raise NotImplementedError(f"{other!r} - {self.name}: {_SUPPORTED_DERIVED} (no negative multiples)")
+
+    def __neg__(self):
+        raise NotImplementedError(f"-{self.name}: {_SUPPORTED_DERIVED} (no negative multiples)")
+
+    def __floordiv__(self, other):
+        raise NotImplementedError(f"{self.name} // {other!r}: {_SUPPORTED_DERIVED}")
+
+    def __truediv__(self, other):
+        raise NotImplementedError(f"{self.name} / {other!r}: {_SUPPORTED_DERIVED}")
+
+    def __mod__(self, other):
+        raise NotImplementedError(f"{self.name} % {other!r}: {_SUPPORTED_DERIVED}")
+
+    def __pow__(self, other):
+        raise NotImplementedError(f"{self.name} ** {other!r}: {_SUPPORTED_DERIVED}")
+
+
+Dim.AUTO = _DimHint("AUTO")
+Dim.DYNAMIC = _DimHint("DYNAMIC")
+Dim.STATIC = _DimHint("STATIC")
+
+
+class _DerivedDim:
+    """A size fixed by a root dim: ``scale * root + offset`` (``scale >= 1``).
+
+    Built by arithmetic on a :class:`Dim` (``2*dx + 1``, ``dx - 1``); a derived
+    dim of a derived dim folds into this root form.  ``min``/``max`` are the
+    implied range of the derived size (``max`` is None when the root is unbounded).
+    """
+
+    __slots__ = ("root", "scale", "offset")
+
+    def __init__(self, root: Dim, scale: int = 1, offset: int = 0):
+        if type(root) is not Dim:
+            raise TypeError(f"a derived dim's root must be a Dim, got {root!r}")
+        scale = _as_int(scale, "derived dim scale")
+        offset = _as_int(offset, "derived dim offset")
+        if scale < 1:
+            raise NotImplementedError(f"{scale}*{root.name}: {_SUPPORTED_DERIVED}")
+        self.root, self.scale, self.offset = root, scale, offset
+
+    @classmethod
+    def _make(cls, root: Dim, scale: int, offset: int) -> "_DerivedDim":
+        return cls(root, scale, offset)
+
+    @property
+    def name(self) -> str:
+        return _affine_text(self.root.name, self.scale, self.offset)
+
+    __name__ = name
+
+    @property
+    def min(self) -> int:
+        return self.scale * self.root.min + self.offset
+
+    @property
+    def max(self) -> Optional[int]:
+        return None if self.root.max is None else self.scale * self.root.max + self.offset
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not _DerivedDim:
+            return NotImplemented
+        return (self.root, self.scale, self.offset) == (other.root, other.scale, other.offset)
+
+    def __hash__(self) -> int:
+        return hash(("DerivedDim", self.root, self.scale, self.offset))
+
+    def _scaled(self, k: Any) -> "_DerivedDim":
+        if isinstance(k, (Dim, _DerivedDim)):
+            raise TypeError(f"{self.name} * {k.name}: {_SUPPORTED_DERIVED} (a product of two dims is not)")
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"{self.name} * {k!r}: {_SUPPORTED_DERIVED}")
+        if k < 1:
+            raise NotImplementedError(f"{k}*({self.name}): {_SUPPORTED_DERIVED}")
+        return _DerivedDim(self.root, self.scale * int(k), self.offset * int(k))
+
+    def _shifted(self, c: Any, sign: int) -> "_DerivedDim":
+        if isinstance(c, (Dim, _DerivedDim)):
+            raise TypeError(f"{self.name} {'+' if sign > 0 else '-'} {c.name}: {_SUPPORTED_DERIVED} "
+                            f"(a sum of two dims is not)")
+        if isinstance(c, bool) or not isinstance(c, numbers.Integral):
+            raise TypeError(f"{self.name} + {c!r}: {_SUPPORTED_DERIVED}")
+        return _DerivedDim(self.root, self.scale, self.offset + sign * int(c))
+
+    def __mul__(self, k: Any) -> "_DerivedDim":
+        return self._scaled(k)
+
+    __rmul__ = __mul__
+
+    def __add__(self, c: Any) -> "_DerivedDim":
+        return self._shifted(c, +1)
+
+    __radd__ = __add__
+
+    def __sub__(self, c: Any) -> "_DerivedDim":
+        return self._shifted(c, -1)
+
+    def __rsub__(self, other: Any):
+        raise NotImplementedError(f"{other!r} - ({self.name}): {_SUPPORTED_DERIVED}")
+
+    def __neg__(self):
+        raise NotImplementedError(f"-({self.name}): {_SUPPORTED_DERIVED}")
+
+    def __floordiv__(self, other):
+        raise NotImplementedError(f"({self.name}) // {other!r}: {_SUPPORTED_DERIVED}")
+
+    __truediv__ = __mod__ = __pow__ = __floordiv__
+
+
+DerivedDim = _DerivedDim
+
+
+def _affine_text(root: str, scale: int, offset: int) -> str:
+    """``root``, ``2*root``, ``root + 1``, ``2*root - 3`` (the fix-line notation)."""
+    text = root if scale == 1 else f"{scale}*{root}"
+    if offset > 0:
+        text += f" + {offset}"
+    elif offset < 0:
+        text += f" - {-offset}"
+    return text
+
+
+def dims(*names: str, min: Optional[int] = None, max: Optional[int] = None) -> tuple[Dim, ...]:
+    """Several named dims with the same bounds: ``batch, seq = dims("batch", "seq", max=512)``."""
+    return tuple(Dim(n, min=min, max=max) for n in names)
+
+
+@dataclass
+class Constraint:
+    """A range restriction attached to one input dimension (seed signature).
+
+    ``source`` is the input path (e.g. ``"x"``), ``dim`` the axis.  A derived
+    dim's size is ``scale * root + offset``.
+    """
+
+    source: Any
+    dim: int
+    name: Optional[str] = None
+    min: Optional[int] = None
+    max: Optional[int] = None
+    warn_only: bool = False
+    root: Optional[str] = None
+    scale: int = 1
+    offset: int = 0
+
+
+@dataclass
+class EqualityConstraint:
+    """Input sites ``(input name, axis)`` whose sizes must stay equal."""
+
+    sites: tuple[tuple[str, int], ...]
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    """The spec of one array input: its path and its dynamic axes.
+
+    ``axes`` maps an axis (non-negative) to a :class:`Dim`, a :class:`DerivedDim`,
+    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.
+    """
+
+    path: str
+    axes: dict
+
+    def constraints(self) -> list[Constraint]:
+        out = []
+        for axis, d in sorted(self.axes.items()):
+            if isinstance(d, Dim):
+                out.append(Constraint(self.path, axis, d.name, d.min, d.max))
+            elif isinstance(d, _DerivedDim):
+                out.append(Constraint(self.path, axis, d.name, d.min, d.max,
+                                      root=d.root.name, scale=d.scale, offset=d.offset))
+        return out
+
+
+# --- binding inputs to names --------------------------------------------------------------
+
+def _signature_target(model: Any) -> Any:
+    forward = getattr(model, "forward", None)
+    if forward is not None and callable(forward) and not inspect.isfunction(model):
+        return forward
+    return model
+
+
+@dataclass(frozen=True)
+class _TopInput:
+    """One top-level input: its printed path, the parameter it binds to, and its value."""
+
+    path: str
+    param: Optional[str]    # the named parameter, or None for a *args/**kwargs item
+    group: Optional[str]    # the *args / **kwargs parameter name for such items
+    key: Any                # index into *args or key into **kwargs
+    value: Any
+
+
+def _bind_inputs(model: Any, args: tuple, kwargs: dict) -> list[_TopInput]:
+    """Top-level inputs in ``tree_flatten((args, kwargs))`` order with their names."""
+    try:
+        sig = inspect.signature(_signature_target(model))
+    except (TypeError, ValueError):
+        sig = None
+    params = list(sig.parameters.values()) if sig is not None else []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    var_kw = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if sig is not None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}") from None
+    out: list[_TopInput] = []
+    for i, value in enumerate(args):
+        if sig is None:
+            out.append(_TopInput(f"args[{i}]", None, "args", i, value))
+        elif i < len(positional):
+            name = positional[i].name
+            out.append(_TopInput(name, name, None, None, value))
+        else:
+            j = i - len(positional)
+            out.append(_TopInput(f"{var_pos}[{j}]", None, var_pos, j, value))
+    for key, value in kwargs.items():
+        if sig is None or key in named:
+            out.append(_TopInput(key, key, None, None, value))
+        else:
+            out.append(_TopInput(f"{var_kw}[{key!r}]", None, var_kw, key, value))
+    return out
+
+
+def input_leaf_paths(model: Any, args: tuple, kwargs: Optional[dict] = None) -> list[str]:
+    """The path of every leaf of ``tree_flatten((args, kwargs))``: ``"x"``, ``"extras['scale']"``, ``"args[1]"``."""
+    out = []
+    for top in _bind_inputs(model, tuple(args), dict(kwargs or {})):
+        out += [p for p, _ in pytree.tree_leaves_with_path(top.value, top.path)]
+    return out
+
+
+# --- ShapesCollection / AdditionalInputs ---------------------------------------------------
+
+class ShapesCollection:
+    """Spec per array object, keyed by identity: ``shapes[x] = {0: batch}``.
+
+    ``dynamic_shapes(model, args, kwargs)`` returns the equivalent spec keyed by
+    argument name.  Every array given a spec must be one of the inputs.
+    """
+
+    def __init__(self):
+        self._specs: dict[int, tuple[Any, Any]] = {}
+
+    def __setitem__(self, array: Any, spec: Any) -> None:
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"ShapesCollection keys must be input arrays, got {type(array).__name__}")
+        self._specs[id(array)] = (array, spec)  # keep the array alive so its id stays unique
+
+    def __getitem__(self, array: Any) -> Any:
+        try:
+            return self._specs[id(array)][1]
+        except KeyError:
+            raise KeyError("this array has no spec in the ShapesCollection") from None
+
+    def __contains__(self, array: Any) -> bool:
+        return id(array) in self._specs
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        return iter(list(self._specs.values()))
+
+    def dynamic_shapes(self, model: Any, args: tuple, kwargs: Optional[dict] = None) -> dict:
+        """The spec keyed by argument name that this collection describes.
+
+        Raises:
+            ValueError: an array in the collection is not among the inputs.
+        """
+        used: set[int] = set()
+
+        def spec_of(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                if id(value) in self._specs:
+                    used.add(id(value))
+                    return self._specs[id(value)][1]
+                return None
+            parts = pytree._children(value)
+            if parts is None or value is None:
+                return None
+            kind, context, values, _ = parts
+            inner = [spec_of(v) for v in values]
+            if kind == "tuple":
+                return tuple(inner)
+            if kind == "list":
+                return inner
+            return dict(zip(context, inner))  # dicts, and dataclasses by field name
+
+        spec = _top_level_spec(_bind_inputs(model, tuple(args), dict(kwargs or {})), spec_of)
+        unused = [a for key, (a, _) in self._specs.items() if key not in used]
+        if unused:
+            shapes = ", ".join(str(tuple(a.shape)) for a in unused)
+            raise ValueError(f"ShapesCollection has specs for {len(unused)} array(s) that are not model inputs "
+                             f"(shapes {shapes}); key it by the very array objects passed to export")
+        return spec
+
+
+def _top_level_spec(tops: list[_TopInput], spec_of) -> dict:
+    """Assemble a dict-by-argument-name spec (``*args``/``**kwargs`` grouped under their names)."""
+    spec: dict[str, Any] = {}
+    for top in tops:
+        sub = spec_of(top.value)
+        if top.param is not None:
+            spec[top.param] = sub
+        elif isinstance(top.key, int):
+            spec[top.group] = tuple(spec.get(top.group, ())) + (sub,)
+        else:
+            spec.setdefault(top.group, {})[top.key] = sub
+    return spec
+
+
+class AdditionalInputs:
+    """Infer dynamic axes from several representative input sets.
+
+    ``add(args, kwargs)`` records one set.  An axis whose size differs between
+    the sets (the export example included) becomes ``Dim.DYNAMIC``; others are
+    static.  ``verify(ep)`` runs the exported program on every recorded set.
+    """
+
+    def __init__(self):
+        self._examples: list[tuple[tuple, dict]] = []
+
+    def add(self, args: Any, kwargs: Optional[dict] = None) -> None:
+        if not isinstance(args, tuple):
+            args = tuple(args) if isinstance(args, list) else (args,)
+        self._examples.append((args, dict(kwargs or {})))
+
+    def __len__(self) -> int:
+        return len(self._examples)
+
+    def examples(self) -> list[tuple[tuple, dict]]:
+        return list(self._examples)
+
+    def dynamic_shapes(self, model: Any, args: tuple, kwargs: Optional[dict] = None) -> dict:
+        """The spec keyed by argument name: ``Dim.DYNAMIC`` where sizes vary, ``None`` elsewhere.
+
+        Raises:
+            ValueError: no example set was added, or the sets differ in structure or rank.
+        """
+        if not self._examples:
+            raise ValueError("AdditionalInputs has no example sets; call .add(args, kwargs) first")
+        kwargs = dict(kwargs or {})
+        base_leaves, base_tree = pytree.tree_flatten((tuple(args), kwargs))
+        paths = input_leaf_paths(model, args, kwargs)
+        varies: list[set[int]] = [set() for _ in base_leaves]
+        for n, (a, k) in enumerate(self._examples):
+            leaves, tree = pytree.tree_flatten((a, k))
+            if tree != base_tree:
+                raise ValueError(f"AdditionalInputs set {n} has structure {tree!r}, "
+                                 f"but the export example has {base_tree!r}")
+            for i, (leaf, base) in enumerate(zip(leaves, base_leaves)):
+                if isinstance(base, np.ndarray) != isinstance(leaf, np.ndarray):
+                    raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' is an array in one set only")
+                if isinstance(base, np.ndarray):
+                    if leaf.ndim != base.ndim:
+                        raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
+                                         f"the export example has rank {base.ndim}")
+                    varies[i] |= {ax for ax in range(base.ndim) if leaf.shape[ax] != base.shape[ax]}
+        specs = iter([
+            ({ax: Dim.DYNAMIC for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else None
+            for leaf, v in zip(base_leaves, varies)
+        ])
+
+        def spec_of(value: Any) -> Any:
+            leaves, tree = pytree.tree_flatten(value)
+            sub = [next(specs) for _ in leaves]
+            if tree.is_leaf():
+                return sub[0]
+            return _rebuild_spec(tree, sub)
+
+        return _top_level_spec(_bind_inputs(model, tuple(args), kwargs), spec_of)
+
+    def verify(self, ep: Any) -> None:
+        """Run ``ep.module()`` on every added set; the program must admit them all.
+
+        Raises:
+            whatever the program raises (``ConstraintsExceededError`` for a refused set).
+        """
+        module = ep.module()
+        for args, kwargs in self._examples:
+            module(*args, **kwargs)
+
+
+def _rebuild_spec(tree: pytree.TreeSpec, leaf_specs: list) -> Any:
+    """A spec shaped like ``tree`` (dicts/tuples/lists; dataclasses as dicts by field)."""
+    it = iter(leaf_specs)
+
+    def build(t: pytree.TreeSpec) -> Any:
+        if t.is_leaf():
+            return next(it)
+        if t.kind == "None":
+            return None
+        inner = [build(c) for c in t.children]
+        if t.kind == "tuple":
+            return tuple(inner)
+        if t.kind == "list":
+            return inner
+        return dict(zip(t.context, inner))
+
+    return build(tree)
+
+
+# --- normalize ----------------------------------------------------------------------------
+
+def _is_static(spec: Any) -> bool:
+    return spec is None or spec is Dim.STATIC
+
+
+def _kind_name(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of rank {value.ndim}"
+    return f"a {type(value).__name__}"
+
+
+def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
+                             dynamic_shapes: Any) -> list[Optional[LeafSpec]]:
+    """Flatten any accepted spec form into one entry per input leaf.
+
+    Args:
+        model: the callable or module (its ``forward`` signature names the inputs).
+        args, kwargs: the example inputs as passed to ``export``.
+        dynamic_shapes: the user's spec (see the module docstring), or None.
+
+    Returns:
+        ``[LeafSpec | None, ...]`` aligned with ``pytree.tree_flatten((args, kwargs))[0]``:
+        a :class:`LeafSpec` (maybe with no axes) for every ``np.ndarray`` leaf,
+        ``None`` for every other leaf.
+
+    Raises:
+        ValueError: the spec does not match the inputs; the message names the
+            argument path and says what was expected.
+        TypeError: the example inputs do not bind to the model's signature.
+    """
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    kwargs = dict(kwargs or {})
+    tops = _bind_inputs(model, args, kwargs)
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(model, args, kwargs)
+    elif isinstance(dynamic_shapes, ShapesCollection):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(model, args, kwargs)
+
+    per_top = _split_top_level(dynamic_shapes, tops, _param_names(model))
+    out: list[Optional[LeafSpec]] = []
+    for top, spec in zip(tops, per_top):
+        _walk(top.value, spec, top.path, out)
+    _check_dim_names(out)
+    return out
+
+
+def _param_names(model: Any) -> set[str]:
+    try:
+        return set(inspect.signature(_signature_target(model)).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _split_top_level(spec: Any, tops: list[_TopInput], all_params: set[str]) -> list[Any]:
+    """The sub-spec for each top-level input."""
+    names = ", ".join(repr(t.path) for t in tops) or "none"
+    if _is_static(spec):
+        return [None] * len(tops)
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != len(tops):
+            raise ValueError(f"dynamic_shapes is a {type(spec).__name__} of {len(spec)} entries, but the model "
+                             f"received {len(tops)} inputs ({names}); give one entry per input, in order")
+        return list(spec)
+    if not isinstance(spec, dict):
+        raise ValueError(f"dynamic_shapes must be a dict keyed by argument name, a tuple/list by position, "
+                         f"a ShapesCollection, AdditionalInputs or None; got {type(spec).__name__}")
+    by_param = {t.param: i for i, t in enumerate(tops) if t.param is not None}
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(tops):
+        if t.group is not None:
+            groups.setdefault(t.group, []).append(i)
+    out: list[Any] = [None] * len(tops)
+    for key, sub in spec.items():
+        if key in by_param:
+            out[by_param[key]] = sub
+        elif key in groups:
+            members = groups[key]
+            if isinstance(tops[members[0]].key, int):  # *args: a sequence spec
+                if _is_static(sub):
+                    continue
+                if not isinstance(sub, (tuple, list)) or len(sub) != len(members):
+                    raise ValueError(f"spec for '*{key}' must be a tuple/list of {len(members)} entries "
+                                     f"(one per extra positional input), got {sub!r}")
+                for i, s in zip(members, sub):
+                    out[i] = s
+            else:  # **kwargs: a dict spec keyed by keyword
+                if _is_static(sub):
+                    continue
+                known = {tops[i].key: i for i in members}
+                if not isinstance(sub, dict):
+                    raise ValueError(f"spec for '**{key}' must be a dict keyed by keyword, got {sub!r}")
+                for k, s in sub.items():
+                    if k not in known:
+                        raise ValueError(f"spec for '**{key}' names keyword {k!r}, which was not passed")
+                    out[known[k]] = s
+        else:
+            kw_item = next((i for i, t in enumerate(tops) if t.group is not None and t.key == key), None)
+            if kw_item is not None and isinstance(key, str):
+                out[kw_item] = sub  # a **kwargs item named directly
+            elif _is_static(sub) and key in all_params:
+                continue  # a parameter left at its default; static is the only sensible spec
+            else:
+                raise ValueError(f"dynamic_shapes names argument {key!r} that the model does not take "
+                                 f"(or that was not passed); the inputs are {names}")
+    return out
+
+
+def _walk(value: Any, spec: Any, path: str, out: list) -> None:
+    """Match ``spec`` against the input subtree ``value``; append one entry per leaf."""
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)):
+        raise ValueError(f"spec for '{path}': a {type(spec).__name__} must be the whole dynamic_shapes argument")
+    if isinstance(value, np.ndarray):
+        out.append(LeafSpec(path, _array_axes(value, spec, path)))
+        return
+    parts = pytree._children(value)
+    if parts is None:  # a non-array leaf (number, string, object)
+        if not _is_static(spec):
+            raise ValueError(f"spec for '{path}' gives dims {spec!r}, but the input is {_kind_name(value)}, "
+                             f"not an array; use None")
+        out.append(None)
+        return
+    kind, context, values, _ = parts
+    if value is None:
+        if not _is_static(spec):
+            raise ValueError(f"spec for '{path}' gives {spec!r}, but the input is None; use None")
+        return
+    if _is_static(spec):
+        for p, leaf in pytree.tree_leaves_with_path(value, path):
+            out.append(LeafSpec(p, {}) if isinstance(leaf, np.ndarray) else None)
+        return
+    if kind in ("tuple", "list"):
+        if not isinstance(spec, (tuple, list)) or len(spec) != len(values):
+            raise ValueError(f"spec for '{path}' must be a tuple/list of {len(values)} entries to match the "
+                             f"input {kind} of length {len(values)}, got {spec!r}")
+        for i, (v, s) in enumerate(zip(values, spec)):
+            _walk(v, s, f"{path}[{i}]", out)
+        return
+    keyed = kind == "dict"
+    if isinstance(spec, dict):
+        sub = spec
+    elif not keyed and type(spec) is type(value):
+        sub = {f: getattr(spec, f) for f in context}
+    elif not keyed and isinstance(spec, (tuple, list)) and len(spec) == len(context):
+        sub = dict(zip(context, spec))
+    else:
+        what = "a dict with the same keys" if keyed else "a dict keyed by field name"
+        raise ValueError(f"spec for '{path}' must be {what} to match the input {_kind_name(value)}, got {spec!r}")
+    extra = [k for k in sub if k not in context and not (not keyed and _is_static(sub[k]))]
+    if extra:
+        raise ValueError(f"spec for '{path}' names {extra[0]!r}, which the input does not have "
+                         f"(it has {list(context)})")
+    for k, v in zip(context, values):
+        _walk(v, sub.get(k), path + pytree.key_str(kind, k), out)
+
+
+def _array_axes(value: np.ndarray, spec: Any, path: str) -> dict:
+    rank = value.ndim
+    if _is_static(spec):
+        return {}
+    if isinstance(spec, dict):
+        items = []
+        for axis, d in spec.items():
+            if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+                raise ValueError(f"spec for '{path}' has key {axis!r}; axes must be ints")
+            if not -rank <= axis < rank:
+                raise ValueError(f"spec for '{path}' names axis {axis}, but the input has rank {rank}")
+            items.append((int(axis) % rank, d))
+    elif isinstance(spec, (tuple, list)):
+        if len(spec) != rank:
+            raise ValueError(f"spec for '{path}' has {len(spec)} axes but the input has rank {rank} "
+                             f"(shape {tuple(value.shape)})")
+        items = list(enumerate(spec))
+    else:
+        raise ValueError(f"spec for '{path}' must be a dict {{axis: Dim}} or a tuple/list with one entry per "
+                         f"axis (the input has rank {rank}), got {spec!r}")
+    axes: dict = {}
+    for axis, d in items:
+        if axis in axes:
+            raise ValueError(f"spec for '{path}' gives axis {axis} twice")
+        if _is_static(d):
+            continue
+        if isinstance(d, numbers.Integral) and not isinstance(d, bool):
+            if int(d) != value.shape[axis]:
+                raise ValueError(f"spec for '{path}' pins axis {axis} to {int(d)}, but the example "
+                                 f"has size {value.shape[axis]} there")
+            continue
+        if isinstance(d, (Dim, _DerivedDim)) or d is Dim.AUTO or d is Dim.DYNAMIC:
+            axes[axis] = d
+            continue
+        if isinstance(d, type) and issubclass(d, Dim):
+            raise ValueError(f"spec for '{path}' axis {axis} is the class Dim; use Dim('name', ...)")
+        raise ValueError(f"spec for '{path}' axis {axis} must be a Dim, a derived dim, Dim.AUTO, "
+                         f"Dim.DYNAMIC, Dim.STATIC, an int or None; got {d!r}")
+    return dict(sorted(axes.items()))
+
+
+def _check_dim_names(leaves: list[Optional[LeafSpec]]) -> None:
+    """One name, one range: two different Dims may not share a name."""
+    seen: dict[str, tuple[Dim, str]] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            root = d.root if isinstance(d, (Dim, _DerivedDim)) else None
+            if root is None:
+                continue
+            where = f"{leaf.path}.shape[{axis}]"
+            prev = seen.get(root.name)
+            if prev is None:
+                seen[root.name] = (root, where)
+            elif prev[0] != root:
+                raise ValueError(f"Dim name {root.name!r} is used with two different ranges: {prev[0]!r} at "
+                                 f"{prev[1]} and {root!r} at {where}; use one Dim object")
+
+
+def collect_dims(leaves: list[Optional[LeafSpec]]) -> dict[str, Dim]:
+    """Every root :class:`Dim` in the normalized spec, by name (roots of derived dims included)."""
+    out: dict[str, Dim] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for d in leaf.axes.values():
+            if isinstance(d, (Dim, _DerivedDim)):
+                out.setdefault(d.root.name, d.root)
+    return out
+
+
+def equality_constraints_from(leaves: list[Optional[LeafSpec]]) -> list[EqualityConstraint]:
+    """An :class:`EqualityConstraint` per named Dim used (directly) at two or more sites."""
+    sites: dict[str, list[tuple[str, int]]] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            if isinstance(d, Dim):
+                sites.setdefault(d.name, []).append((leaf.path, axis))
+    return [EqualityConstraint(tuple(s), name) for name, s in sites.items() if len(s) > 1]

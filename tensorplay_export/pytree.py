@@ -1,0 +1,344 @@
+"""Flatten nested inputs/outputs into leaves and back, with printable leaf paths.
+
+Containers are ``tuple``, ``list``, ``dict`` (insertion order), ``None`` (a
+container with no leaves) and dataclasses registered with
+:func:`register_dataclass`.  Everything else -- arrays, numbers, strings,
+namedtuples, unregistered objects -- is a leaf.
+
+A :class:`TreeSpec` records the container skeleton.  It round-trips through a
+JSON-able dict (:func:`treespec_to_json` / :func:`treespec_from_json`); loading
+resolves dataclasses only through the names registered here, never by
+importing a dotted path, so an archive cannot make us import code.
+
+Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
+``.field``; :func:`tree_leaves_with_path` prepends a caller-chosen root such as
+``"x"`` or ``"args"`` (``"x"``, ``"extras['scale']"``, ``"args[1]"``).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .errors import ArchiveError
+
+__all__ = [
+    "TreeSpec",
+    "LEAF",
+    "tree_flatten",
+    "tree_unflatten",
+    "tree_leaves",
+    "tree_leaves_with_path",
+    "tree_map",
+    "register_dataclass",
+    "is_registered_dataclass",
+    "treespec_to_json",
+    "treespec_from_json",
+    "key_str",
+]
+
+# Built-in container kinds as they appear in TreeSpec.kind and in JSON.
+_TUPLE, _LIST, _DICT, _NONE, _LEAF = "tuple", "list", "dict", "None", "leaf"
+_BUILTIN_KINDS = (_TUPLE, _LIST, _DICT, _NONE, _LEAF)
+# JSON may carry these dict-key types; anything else is refused on save.
+_KEY_TYPES = (str, int, bool, float, type(None))
+
+
+@dataclass(frozen=True)
+class _DataclassEntry:
+    cls: type
+    name: str
+    fields: tuple[str, ...]
+    return_none_fields: bool
+
+
+_BY_CLASS: dict[type, _DataclassEntry] = {}
+_BY_NAME: dict[str, _DataclassEntry] = {}
+
+
+def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
+                       return_none_fields: bool = True) -> type:
+    """Register a dataclass as a pytree container (flattened field by field).
+
+    Args:
+        cls: a ``@dataclass`` class; its ``__init__`` must accept every field by name.
+        serialized_type_name: the name written into serialized TreeSpecs; it must
+            resolve back to ``cls`` when loading.  Defaults to ``module.qualname``.
+        return_none_fields: when True a field holding ``None`` stays one leaf whose
+            value is ``None`` (the leaf count does not depend on which fields are
+            set); when False a ``None`` field is an empty container (no leaves).
+
+    Returns:
+        ``cls`` itself, so this can be used as a decorator.
+
+    Raises:
+        TypeError: ``cls`` is not a dataclass.
+        ValueError: the serialized name is already taken by another class.
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
+    name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
+    if name in _BUILTIN_KINDS:
+        raise ValueError(f"serialized_type_name {name!r} is reserved")
+    taken = _BY_NAME.get(name)
+    if taken is not None and taken.cls is not cls:
+        raise ValueError(f"serialized_type_name {name!r} is already registered for {taken.cls!r}")
+    old = _BY_CLASS.get(cls)
+    if old is not None and old.name != name:
+        del _BY_NAME[old.name]
+    fields = tuple(f.name for f in dataclasses.fields(cls))
+    entry = _DataclassEntry(cls, name, fields, bool(return_none_fields))
+    _BY_CLASS[cls] = entry
+    _BY_NAME[name] = entry
+    return cls
+
+
+def is_registered_dataclass(obj_or_cls: Any) -> bool:
+    cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+    return cls in _BY_CLASS
+
+
+@dataclass(frozen=True)
+class TreeSpec:
+    """The container skeleton of a pytree.
+
+    ``kind`` is ``"tuple"``, ``"list"``, ``"dict"``, ``"None"``, ``"leaf"`` or a
+    registered dataclass's serialized name.  ``context`` is the dict keys (in
+    order) or the dataclass field names; for a dataclass registered with
+    ``return_none_fields=False`` it also lists the fields that were ``None``.
+    """
+
+    kind: str
+    context: tuple = ()
+    children: tuple["TreeSpec", ...] = ()
+    none_fields: tuple[str, ...] = ()
+
+    @property
+    def num_leaves(self) -> int:
+        if self.kind == _LEAF:
+            return 1
+        return sum(c.num_leaves for c in self.children)
+
+    def is_leaf(self) -> bool:
+        return self.kind == _LEAF
+
+    def __repr__(self) -> str:
+        if self.kind == _LEAF:
+            return "*"
+        if self.kind == _NONE:
+            return "None"
+        inner = ", ".join(repr(c) for c in self.children)
+        if self.kind == _TUPLE:
+            return f"({inner}{',' if len(self.children) == 1 else ''})"
+        if self.kind == _LIST:
+            return f"[{inner}]"
+        if self.kind == _DICT:
+            return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.context, self.children)) + "}"
+        return f"{self.kind}(" + ", ".join(f"{k}={c!r}" for k, c in zip(self.context, self.children)) + ")"
+
+
+_LEAF_SPEC = TreeSpec(_LEAF)
+LEAF = _LEAF_SPEC
+
+
+def _children(obj: Any) -> tuple[str, tuple, list, tuple] | None:
+    """(kind, context, child values, none_fields) for a container; None for a leaf."""
+    t = type(obj)
+    if obj is None:
+        return _NONE, (), [], ()
+    if t is tuple:
+        return _TUPLE, (), list(obj), ()
+    if t is list:
+        return _LIST, (), list(obj), ()
+    if t is dict:
+        return _DICT, tuple(obj.keys()), list(obj.values()), ()
+    entry = _BY_CLASS.get(t)
+    if entry is None:
+        return None
+    if entry.return_none_fields:
+        return entry.name, entry.fields, [_NoneLeaf.wrap(getattr(obj, f)) for f in entry.fields], ()
+    present = tuple(f for f in entry.fields if getattr(obj, f) is not None)
+    nones = tuple(f for f in entry.fields if getattr(obj, f) is None)
+    return entry.name, present, [getattr(obj, f) for f in present], nones
+
+
+class _NoneLeaf:
+    """Marks a None field of a ``return_none_fields=True`` dataclass: a leaf, not a container."""
+
+    @staticmethod
+    def wrap(value: Any) -> Any:
+        return _NONE_LEAF if value is None else value
+
+
+_NONE_LEAF = _NoneLeaf()
+
+
+def tree_flatten(obj: Any) -> tuple[list, TreeSpec]:
+    """Flatten ``obj`` into ``(leaves, spec)``; leaves in depth-first, left-to-right order."""
+    leaves: list = []
+    spec = _flatten(obj, leaves)
+    return leaves, spec
+
+
+def _flatten(obj: Any, leaves: list) -> TreeSpec:
+    if obj is _NONE_LEAF:
+        leaves.append(None)
+        return _LEAF_SPEC
+    parts = _children(obj)
+    if parts is None:
+        leaves.append(obj)
+        return _LEAF_SPEC
+    kind, context, values, nones = parts
+    children = tuple(_flatten(v, leaves) for v in values)
+    return TreeSpec(kind, context, children, nones)
+
+
+def tree_unflatten(leaves: list | tuple, spec: TreeSpec) -> Any:
+    """Rebuild the tree from ``leaves`` and ``spec``.
+
+    Raises:
+        ValueError: the number of leaves does not match ``spec.num_leaves``.
+    """
+    leaves = list(leaves)
+    if len(leaves) != spec.num_leaves:
+        raise ValueError(f"tree_unflatten: spec {spec!r} needs {spec.num_leaves} leaves, got {len(leaves)}")
+    it = iter(leaves)
+    return _unflatten(it, spec)
+
+
+def _unflatten(it: Iterator, spec: TreeSpec) -> Any:
+    kind = spec.kind
+    if kind == _LEAF:
+        return next(it)
+    if kind == _NONE:
+        return None
+    values = [_unflatten(it, c) for c in spec.children]
+    if kind == _TUPLE:
+        return tuple(values)
+    if kind == _LIST:
+        return values
+    if kind == _DICT:
+        return dict(zip(spec.context, values))
+    entry = _BY_NAME.get(kind)
+    if entry is None:
+        raise ArchiveError(f"tree_unflatten: dataclass {kind!r} is not registered (use register_dataclass)")
+    fields = dict(zip(spec.context, values))
+    for name in spec.none_fields:
+        fields[name] = None
+    return entry.cls(**fields)
+
+
+def tree_leaves(obj: Any) -> list:
+    return tree_flatten(obj)[0]
+
+
+def tree_map(fn: Callable[[Any], Any], obj: Any) -> Any:
+    leaves, spec = tree_flatten(obj)
+    return tree_unflatten([fn(x) for x in leaves], spec)
+
+
+def key_str(kind: str, key: Any) -> str:
+    """The path piece for one child: ``[0]`` for sequences, ``['k']`` for dicts, ``.f`` for dataclasses."""
+    if kind in (_TUPLE, _LIST):
+        return f"[{key}]"
+    if kind == _DICT:
+        return f"[{key!r}]"
+    return f".{key}"
+
+
+def tree_leaves_with_path(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    """``[(path, leaf), ...]`` in :func:`tree_flatten` order.
+
+    >>> tree_leaves_with_path({"scale": 1, "bias": [2, 3]}, "extras")
+    [("extras['scale']", 1), ("extras['bias'][0]", 2), ("extras['bias'][1]", 3)]
+    """
+    out: list[tuple[str, Any]] = []
+    _with_path(obj, prefix, out)
+    return out
+
+
+def _with_path(obj: Any, path: str, out: list) -> None:
+    if obj is _NONE_LEAF:
+        out.append((path, None))
+        return
+    parts = _children(obj)
+    if parts is None:
+        out.append((path, obj))
+        return
+    kind, context, values, _ = parts
+    keys = range(len(values)) if kind in (_TUPLE, _LIST) else context
+    for key, value in zip(keys, values):
+        _with_path(value, path + key_str(kind, key), out)
+
+
+# --- JSON -----------------------------------------------------------------------------
+
+def treespec_to_json(spec: TreeSpec) -> dict:
+    """A JSON-able dict for ``spec`` (dict keys must be str/int/float/bool/None).
+
+    Raises:
+        ValueError: a dict key of another type (it could not be restored exactly).
+    """
+    node: dict[str, Any] = {"type": spec.kind}
+    if spec.kind == _DICT:
+        keys = []
+        for key in spec.context:
+            if not isinstance(key, _KEY_TYPES):
+                raise ValueError(f"cannot serialize dict key {key!r} of type {type(key).__name__}")
+            keys.append({"t": type(key).__name__, "v": key})
+        node["keys"] = keys
+    elif spec.kind not in _BUILTIN_KINDS:
+        node["fields"] = list(spec.context)
+        if spec.none_fields:
+            node["none_fields"] = list(spec.none_fields)
+    if spec.kind not in (_LEAF, _NONE):
+        node["children"] = [treespec_to_json(c) for c in spec.children]
+    return node
+
+
+_KEY_DECODERS = {"str": str, "int": int, "float": float, "bool": bool, "NoneType": lambda v: None}
+
+
+def treespec_from_json(data: Any) -> TreeSpec:
+    """Inverse of :func:`treespec_to_json`.
+
+    Raises:
+        ArchiveError: malformed data, or a dataclass name that is not registered.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise ArchiveError(f"treespec: expected an object with a string 'type', got {data!r}")
+    kind = data["type"]
+    if kind == _LEAF:
+        return _LEAF_SPEC
+    if kind == _NONE:
+        return TreeSpec(_NONE)
+    children_data = data.get("children")
+    if not isinstance(children_data, list):
+        raise ArchiveError(f"treespec {kind!r}: 'children' must be a list")
+    children = tuple(treespec_from_json(c) for c in children_data)
+    if kind in (_TUPLE, _LIST):
+        return TreeSpec(kind, (), children)
+    if kind == _DICT:
+        raw = data.get("keys")
+        if not isinstance(raw, list) or len(raw) != len(children):
+            raise ArchiveError("treespec dict: 'keys' must be a list as long as 'children'")
+        keys = []
+        for item in raw:
+            decode = _KEY_DECODERS.get(item.get("t")) if isinstance(item, dict) else None
+            if decode is None:
+                raise ArchiveError(f"treespec dict: bad key entry {item!r}")
+            keys.append(decode(item.get("v")))
+        return TreeSpec(_DICT, tuple(keys), children)
+    entry = _BY_NAME.get(kind)
+    if entry is None:
+        raise ArchiveError(f"treespec: unknown type {kind!r}; register the dataclass with "
+                           f"register_dataclass(cls, serialized_type_name={kind!r}) before loading")
+    fields = data.get("fields")
+    nones = data.get("none_fields", [])
+    if not isinstance(fields, list) or len(fields) != len(children) or not isinstance(nones, list):
+        raise ArchiveError(f"treespec {kind!r}: 'fields' must be a list as long as 'children'")
+    unknown = set(fields) | set(nones)
+    unknown -= set(entry.fields)
+    if unknown:
+        raise ArchiveError(f"treespec {kind!r}: fields {sorted(unknown)} do not exist on {entry.cls.__name__}")
+    return TreeSpec(kind, tuple(fields), children, tuple(nones))
