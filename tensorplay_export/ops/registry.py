@@ -1,0 +1,192 @@
+"""The op registry: the single opset of ``tensorplay_export``.
+
+Every operation a captured program may run is an :class:`OpDef` registered
+here under a qualified name (``"numpy.add"``, ``"numpy.ndarray.reshape"``,
+``"tpe.getitem"``).  Graphs, codegen and serialization name ops only by that
+string and resolve them with :func:`get_op`; nothing else is ever imported by
+name when a program is loaded.
+
+Conventions for adding an op (read before writing one):
+
+- **Name.** ``"numpy.<func>"`` for a numpy function or ufunc (same name as in
+  the ``numpy`` namespace), ``"numpy.ndarray.<method>"`` only when the method
+  differs from the function (``reshape`` takes ``*shape``), ``"tpe.<name>"``
+  for ops of our own (indexing, shape arrays, tuple access).
+- **impl.** A plain callable run on concrete values: numpy arrays, Python
+  ints (symbolic sizes arrive as their example/runtime ints), numpy scalars,
+  slices.  Capture runs it on the example values; generated code runs it at
+  run time.  It must not look at capture state.
+- **shape_rule.** ``rule(ctx, *args, **kwargs) -> shape`` (or a list of shapes
+  when ``multi_output=True``).  Arguments mirror the impl's, except that every
+  array is an :class:`ArrayInfo` (``.shape`` a tuple of ``int | sympy.Expr``,
+  ``.dtype``, ``.vrange`` the known value range or None) and every symbolic
+  int is a ``sympy.Expr``.  The rule is pure: it reads its arguments and emits
+  requirements only through ``ctx`` (see :class:`ShapeCtx`): ``ctx.require``
+  (a guard that must hold), ``ctx.bounds`` (index values must stay inside an
+  array), ``ctx.choose`` (follow the example's side of a comparison and
+  record it), ``ctx.broadcast`` (the one broadcasting helper), ``ctx.hint``,
+  ``ctx.canon``, ``ctx.unbacked`` (data-dependent sizes).  It never branches
+  with a plain ``if`` on a sympy relation: use ``ctx.choose``.  Emit minimal
+  guards (``Eq(Mod(n, 4), 0)``, not ``Eq(3*b*n, 12*b*floor(n/4))``):
+  ``ctx.require`` canonicalizes, but a rule that knows the simpler form
+  should say it.
+- **value_range** (optional): ``vr(ctx, *args, **kwargs) -> (lo, hi) | None``
+  for integer outputs whose values are bounded by sizes (``arange(s)`` ->
+  ``(0, s - 1)``); it enables index-bounds guards downstream.
+- **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
+  ``ndarray`` method names that dispatch to this op during capture.
+- Registering an op without a shape rule raises ``TypeError``.  Capture checks
+  every op on every call: substituting the example sizes into the rule's
+  shape must give numpy's shape (else an internal error names both).  Add a
+  test for each op in ``tests/ops/`` (``test_registry.py`` walks the registry).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from ..errors import UnsupportedOpError
+
+
+@dataclass
+class OpDef:
+    """One registered op: name, numpy implementation, pure shape rule, extras."""
+
+    name: str
+    impl: Callable[..., Any]
+    shape_rule: Callable[..., Any]
+    decomposition: Optional[Callable[..., Any]] = None
+    numpy_funcs: tuple = ()
+    methods: tuple = ()
+    value_range: Optional[Callable[..., Any]] = None
+    multi_output: bool = False
+    doc: str = ""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.impl(*args, **kwargs)
+
+
+_OPS: dict[str, OpDef] = {}
+_BY_FUNC: dict[Any, OpDef] = {}
+_BY_METHOD: dict[str, OpDef] = {}
+
+
+def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
+                decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
+                methods: tuple = (), value_range: Optional[Callable[..., Any]] = None,
+                multi_output: bool = False, doc: str = "") -> OpDef:
+    """Register an op and return its :class:`OpDef`.
+
+    Raises:
+        TypeError: ``impl`` or ``shape_rule`` is not callable (an op without a shape rule).
+        ValueError: ``name`` is already registered.
+    """
+    if not callable(shape_rule):
+        raise TypeError(f"op {name!r} needs a shape rule; got {shape_rule!r}")
+    if not callable(impl):
+        raise TypeError(f"op {name!r} needs a callable impl; got {impl!r}")
+    if name in _OPS:
+        raise ValueError(f"op {name!r} is already registered")
+    op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
+               value_range, multi_output, doc)
+    _OPS[name] = op
+    for func in op.numpy_funcs:
+        _BY_FUNC[func] = op
+    for method in op.methods:
+        _BY_METHOD[method] = op
+    return op
+
+
+def op(name: str, impl: Callable[..., Any], **extra: Any) -> Callable[[Callable], Callable]:
+    """Decorator form: ``@op("numpy.tile", np.tile, numpy_funcs=(np.tile,))`` on the shape rule."""
+    def wrap(rule: Callable) -> Callable:
+        register_op(name, impl, rule, **extra)
+        return rule
+    return wrap
+
+
+def get_op(name: str) -> OpDef:
+    """The op registered as ``name``.
+
+    Raises:
+        UnsupportedOpError: no such op (e.g. a program written by a newer version).
+    """
+    _ensure_loaded()
+    try:
+        return _OPS[name]
+    except KeyError:
+        raise UnsupportedOpError(f"unknown op {name!r}: it is not in the op registry") from None
+
+
+def has_op(name: str) -> bool:
+    _ensure_loaded()
+    return name in _OPS
+
+
+def lookup_func(func: Any) -> Optional[OpDef]:
+    """The op a numpy function / ufunc dispatches to during capture, or None."""
+    _ensure_loaded()
+    try:
+        return _BY_FUNC.get(func)
+    except TypeError:  # unhashable callable
+        return None
+
+
+def lookup_method(name: str) -> Optional[OpDef]:
+    """The op an ``ndarray`` method name dispatches to during capture, or None."""
+    _ensure_loaded()
+    return _BY_METHOD.get(name)
+
+
+def all_ops() -> dict[str, OpDef]:
+    """A copy of the registry (name -> OpDef), every op family loaded."""
+    _ensure_loaded()
+    return dict(_OPS)
+
+
+def func_name(func: Any) -> str:
+    """Printable name of a numpy callable for error messages (``numpy.linalg.inv``)."""
+    module = getattr(func, "__module__", None) or "numpy"
+    name = getattr(func, "__name__", repr(func))
+    if module.startswith("numpy"):
+        module = "numpy" if module in ("numpy", "numpy._core.multiarray", "numpy._core.numeric",
+                                       "numpy._core.fromnumeric", "numpy._core.umath") else module
+    return f"{module}.{name}"
+
+
+_LOADED = False
+
+
+def _ensure_loaded() -> None:
+    """Import every op family module once (they register themselves on import)."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    from . import families  # noqa: F401  (registers all ops)
+
+
+@dataclass
+class ArrayInfo:
+    """What a shape rule sees of an array argument.
+
+    ``shape``: tuple of ``int | sympy.Expr``; ``dtype``: ``np.dtype``;
+    ``vrange``: ``(lo, hi)`` sympy/int bounds of the values when known (integer
+    index arrays built from sizes), else None.
+    """
+
+    shape: tuple
+    dtype: Any
+    vrange: Optional[tuple] = None
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@dataclass
+class RuleResult:
+    """Extra outputs of a rule run besides the shapes (filled through the ctx)."""
+
+    unbacked: list = field(default_factory=list)   # (out_index, axis, symbol)
+    vranges: dict = field(default_factory=dict)    # out_index -> (lo, hi)

@@ -1,0 +1,398 @@
+"""Symbolic sizes seen by user code during capture: SymInt, SymFloat, SymBool.
+
+``x.shape[i]`` on a traced array returns a :class:`SymInt` for a symbolic axis
+(static axes stay plain Python ints).  Arithmetic stays symbolic; the result
+collapses back to a plain ``int`` whenever sympy folds it to a number
+(``s - s`` is ``0``).  Turning a symbolic value into a Python value is where
+guards come from:
+
+- ``bool(SymBool)`` (an ``if``/``assert``/``while`` on a comparison) records a
+  guard with the user's source line and follows the example's branch;
+- ``int()``/``__index__``/``__format__`` specialize: they record
+  ``Eq(expr, example)`` (kind ``"specialization"``) and return the example;
+- ``float(SymFloat)`` specializes the same way.
+
+``str(s)`` is the symbolic text (``"seq"``), as in torch; code that keys a
+cache on it sees one key per symbol rather than per size.
+
+Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
+created its symbols; this module imports neither z3 nor the capture layer.
+``SymInt.__array_ufunc__`` (``np.sqrt(s)``) is forwarded to ``env.tracer``,
+set by capture.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from typing import Any, Callable
+
+import sympy
+
+_INT_TYPES = (int,)
+
+
+def _is_int_like(value: Any) -> bool:
+    import numpy as np
+
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def to_expr(value: Any) -> Any:
+    """sympy form of an int-like operand, or NotImplemented for anything else."""
+    import numpy as np
+
+    if isinstance(value, (SymInt, SymFloat, SymBool)):
+        return value.expr
+    if isinstance(value, (bool, np.bool_)):
+        return sympy.Integer(int(value))
+    if isinstance(value, (int, np.integer)):
+        return sympy.Integer(int(value))
+    if isinstance(value, (float, np.floating)):
+        return sympy.Float(float(value))
+    return NotImplemented
+
+
+def wrap_int(expr: Any, env: Any) -> Any:
+    """A plain int when ``expr`` is a number, else a SymInt."""
+    if isinstance(expr, (int,)):
+        return expr
+    if expr.is_Integer:
+        return int(expr)
+    return SymInt(expr, env)
+
+
+def wrap_float(expr: Any, env: Any) -> Any:
+    expr = sympy.sympify(expr)
+    if expr.is_Number:
+        return float(expr)
+    # Keep float arithmetic explicit so printed code divides as floats.
+    return SymFloat(expr, env)
+
+
+def wrap_bool(expr: Any, env: Any) -> Any:
+    if expr is sympy.true or expr is True:
+        return True
+    if expr is sympy.false or expr is False:
+        return False
+    return SymBool(expr, env)
+
+
+def _floordiv(a, b):
+    return sympy.floor(a / b)
+
+
+def _truediv(a, b):
+    return a * sympy.Float(1.0) / b
+
+
+class SymInt:
+    """A symbolic integer size: ``expr`` over the env's size symbols."""
+
+    __slots__ = ("expr", "env")
+
+    def __init__(self, expr: sympy.Expr, env: Any) -> None:
+        self.expr = expr
+        self.env = env
+
+    # -- example value and printing -----------------------------------------
+    @property
+    def hint(self) -> int:
+        """The value this size has in the example inputs."""
+        return int(self.env.hint(self.expr))
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self.expr)
+        return format(self.env.specialize(self.expr, f"formatted with {spec!r}"), spec)
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    # -- concretization (specializes) ---------------------------------------
+    def __index__(self) -> int:
+        return self.env.specialize(self.expr, "used as a Python int (__index__)")
+
+    def __int__(self) -> int:
+        return self.env.specialize(self.expr, "converted with int()")
+
+    def __float__(self) -> float:
+        return float(self.env.specialize(self.expr, "converted with float()"))
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a size")
+
+    # -- arithmetic -----------------------------------------------------------
+    def _op(self, other: Any, fn: Callable, reflected: bool = False, result: str = "int") -> Any:
+        o = to_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        a, b = (o, self.expr) if reflected else (self.expr, o)
+        out = fn(a, b)
+        if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
+            return wrap_int(out, self.env)
+        return wrap_float(out, self.env)
+
+    def __add__(self, o): return self._op(o, operator.add)
+    def __radd__(self, o): return self._op(o, operator.add, True)
+    def __sub__(self, o): return self._op(o, operator.sub)
+    def __rsub__(self, o): return self._op(o, operator.sub, True)
+    def __mul__(self, o): return self._op(o, operator.mul)
+    def __rmul__(self, o): return self._op(o, operator.mul, True)
+
+    def __floordiv__(self, o):
+        if isinstance(o, (float, SymFloat)):
+            return self._op(o, lambda a, b: sympy.floor(a / b), result="float")
+        return self._op(o, _floordiv)
+
+    def __rfloordiv__(self, o):
+        if isinstance(o, (float, SymFloat)):
+            return self._op(o, lambda a, b: sympy.floor(a / b), True, result="float")
+        return self._op(o, _floordiv, True)
+
+    def __mod__(self, o): return self._op(o, sympy.Mod)
+    def __rmod__(self, o): return self._op(o, sympy.Mod, True)
+    def __truediv__(self, o): return self._op(o, _truediv, result="float")
+    def __rtruediv__(self, o): return self._op(o, _truediv, True, result="float")
+
+    def __divmod__(self, o):
+        return (self // o, self % o)
+
+    def __rdivmod__(self, o):
+        return (o // self, o % self)
+
+    def __pow__(self, o, mod=None):
+        if mod is not None:
+            return NotImplemented
+        if _is_int_like(o) and int(o) >= 0:
+            return self._op(o, operator.pow)
+        return self._op(o, operator.pow, result="float")
+
+    def __rpow__(self, o):
+        if _is_int_like(o):
+            # 2 ** s is an int only for s >= 0, which sizes are.
+            return self._op(o, operator.pow, True)
+        return self._op(o, operator.pow, True, result="float")
+
+    def __neg__(self): return wrap_int(-self.expr, self.env)
+    def __pos__(self): return self
+    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env)
+    def __round__(self, ndigits=None): return self
+    def __trunc__(self): return self
+    def __floor__(self): return self
+    def __ceil__(self): return self
+
+    # -- comparisons (SymBool; guards happen only on bool()) ----------------
+    def _cmp(self, other: Any, rel: Callable) -> Any:
+        o = to_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return wrap_bool(rel(self.expr, o), self.env)
+
+    def __eq__(self, o):
+        if o is self:
+            return True
+        return self._cmp(o, sympy.Eq)
+
+    def __ne__(self, o):
+        if o is self:
+            return False
+        return self._cmp(o, sympy.Ne)
+
+    def __lt__(self, o): return self._cmp(o, sympy.Lt)
+    def __le__(self, o): return self._cmp(o, sympy.Le)
+    def __gt__(self, o): return self._cmp(o, sympy.Gt)
+    def __ge__(self, o): return self._cmp(o, sympy.Ge)
+
+    # -- numpy ----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        tracer = getattr(self.env, "tracer", None)
+        if tracer is None:
+            return NotImplemented
+        return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        return np.asarray(self.__index__(), dtype=dtype)
+
+
+def _has_float(expr: Any) -> bool:
+    return isinstance(expr, sympy.Basic) and expr.has(sympy.Float)
+
+
+class SymFloat:
+    """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float."""
+
+    __slots__ = ("expr", "env")
+
+    def __init__(self, expr: sympy.Expr, env: Any) -> None:
+        self.expr = expr
+        self.env = env
+
+    @property
+    def hint(self) -> float:
+        return float(self.env.hint(self.expr))
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def __float__(self) -> float:
+        return float(self.env.specialize(self.expr, "converted with float()"))
+
+    def __int__(self) -> int:
+        return int(self.env.specialize(self.expr, "converted with int()"))
+
+    def __format__(self, spec: str) -> str:
+        return format(float(self), spec)
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
+
+    def _op(self, other, fn, reflected=False):
+        o = to_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        a, b = (o, self.expr) if reflected else (self.expr, o)
+        return wrap_float(fn(a, b), self.env)
+
+    def __add__(self, o): return self._op(o, operator.add)
+    def __radd__(self, o): return self._op(o, operator.add, True)
+    def __sub__(self, o): return self._op(o, operator.sub)
+    def __rsub__(self, o): return self._op(o, operator.sub, True)
+    def __mul__(self, o): return self._op(o, operator.mul)
+    def __rmul__(self, o): return self._op(o, operator.mul, True)
+    def __truediv__(self, o): return self._op(o, _truediv)
+    def __rtruediv__(self, o): return self._op(o, _truediv, True)
+    def __pow__(self, o): return self._op(o, operator.pow)
+    def __rpow__(self, o): return self._op(o, operator.pow, True)
+    def __neg__(self): return wrap_float(-self.expr, self.env)
+    def __pos__(self): return self
+    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env)
+
+    def __floordiv__(self, o): return self._op(o, lambda a, b: sympy.floor(a / b))
+    def __rfloordiv__(self, o): return self._op(o, lambda a, b: sympy.floor(a / b), True)
+
+    def __round__(self, ndigits=None):
+        if ndigits is None:
+            return int(self)
+        return round(float(self), ndigits)
+
+    def __trunc__(self): return int(self)
+    def __floor__(self): return wrap_int(sympy.floor(self.expr), self.env)
+    def __ceil__(self): return wrap_int(sympy.ceiling(self.expr), self.env)
+
+    def _cmp(self, other, rel):
+        o = to_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return wrap_bool(rel(self.expr, o), self.env)
+
+    def __eq__(self, o): return self._cmp(o, sympy.Eq)
+    def __ne__(self, o): return self._cmp(o, sympy.Ne)
+    def __lt__(self, o): return self._cmp(o, sympy.Lt)
+    def __le__(self, o): return self._cmp(o, sympy.Le)
+    def __gt__(self, o): return self._cmp(o, sympy.Gt)
+    def __ge__(self, o): return self._cmp(o, sympy.Ge)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        tracer = getattr(self.env, "tracer", None)
+        if tracer is None:
+            return NotImplemented
+        return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
+
+
+class SymBool:
+    """A symbolic comparison; ``bool()`` records a guard and follows the example."""
+
+    __slots__ = ("expr", "env")
+
+    def __init__(self, expr: sympy.Basic, env: Any) -> None:
+        self.expr = expr
+        self.env = env
+
+    def __bool__(self) -> bool:
+        return self.env.evaluate(self.expr, "branch on a size comparison")
+
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    __str__ = __repr__
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def _logic(self, other, fn, reflected=False):
+        if isinstance(other, SymBool):
+            o = other.expr
+        elif isinstance(other, bool):
+            o = sympy.true if other else sympy.false
+        else:
+            return NotImplemented
+        a, b = (o, self.expr) if reflected else (self.expr, o)
+        return wrap_bool(fn(a, b), self.env)
+
+    def __and__(self, o): return self._logic(o, sympy.And)
+    def __rand__(self, o): return self._logic(o, sympy.And, True)
+    def __or__(self, o): return self._logic(o, sympy.Or)
+    def __ror__(self, o): return self._logic(o, sympy.Or, True)
+    def __xor__(self, o): return self._logic(o, sympy.Xor)
+    def __invert__(self): return wrap_bool(sympy.Not(self.expr), self.env)
+
+    def __eq__(self, o):
+        if isinstance(o, (SymBool, bool)):
+            other = o.expr if isinstance(o, SymBool) else (sympy.true if o else sympy.false)
+            return wrap_bool(sympy.Equivalent(self.expr, other), self.env)
+        return NotImplemented
+
+    def __int__(self) -> int:
+        return int(bool(self))
+
+    __index__ = __int__
+
+
+def is_symbolic(value: Any) -> bool:
+    return isinstance(value, (SymInt, SymFloat, SymBool))
+
+
+def _minmax(builtin: Callable, sym: Callable, args: tuple, kwargs: dict) -> Any:
+    values = args[0] if len(args) == 1 else args
+    if kwargs or len(args) == 0:
+        return builtin(*args, **kwargs)
+    if len(args) == 1:
+        try:
+            values = list(values)
+        except TypeError:
+            return builtin(*args, **kwargs)
+    syms = [v for v in values if isinstance(v, SymInt)]
+    if not syms or not all(isinstance(v, SymInt) or _is_int_like(v) for v in values):
+        return builtin(*args, **kwargs)
+    env = syms[0].env
+    return wrap_int(sym(*[to_expr(v) for v in values]), env)
+
+
+def sym_min(*args: Any, **kwargs: Any) -> Any:
+    """``min`` that stays symbolic on sizes (``Min(s, 512)``) instead of recording a guard."""
+    return _minmax(builtins.min, sympy.Min, args, kwargs)
+
+
+def sym_max(*args: Any, **kwargs: Any) -> Any:
+    """``max`` that stays symbolic on sizes (``Max(8, b)``) instead of recording a guard."""
+    return _minmax(builtins.max, sympy.Max, args, kwargs)
+
+
+def sym_sqrt(value: Any) -> Any:
+    """``math.sqrt`` on a size as a symbolic float."""
+    if isinstance(value, (SymInt, SymFloat)):
+        return wrap_float(sympy.sqrt(value.expr), value.env)
+    return math.sqrt(value)
