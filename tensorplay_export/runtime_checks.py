@@ -1,0 +1,335 @@
+"""Runtime input checks: the dynamic-shape contract as assertion nodes in the graph.
+
+Export ends by calling :func:`insert_input_checks`, which puts ``tpe.*`` check
+nodes ahead of all compute, so the contract travels with the program (codegen,
+save/load, decompositions, ``call_exported``).  The generated code reads::
+
+    check_input = tpe_check_input(x, 'x', (None, None, 8), float32, '(batch, seq, 8)')
+    batch = check_input.shape[0]
+    seq = check_input.shape[1]
+    del check_input
+    tpe_assert_range(seq, 1, 512, 'x.shape[1]', 'seq')
+    tpe_assert_dim(y, 'y', 0, batch, 'x.shape[0]', 'dim batch')
+
+Each check is a call with plain int comparisons (well under 2% of a call).
+
+Checks, in this order: per input, rank + static sizes + dtype
+(``tpe.check_input``); roots bound only through a derived size ``k*r + c``
+(``tpe.derived_root``: divisibility and range of ``r``); range of each
+directly bound root (``tpe.assert_range``); every other dynamic axis equals
+its expression (``tpe.assert_dim``: repeated symbols, derived relations);
+extra guards (``tpe.assert_guard``).  Shape problems raise
+:class:`~tensorplay_export.errors.ConstraintsExceededError`; a wrong dtype
+raises :class:`InputDtypeError` (a ``TypeError``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from .codegen import pyexpr
+from .errors import ConstraintsExceededError
+from .graph import Graph, Node
+from .records import ValueRange
+
+__all__ = ["InputSite", "InputContract", "insert_input_checks", "InputDtypeError", "CHECK_OPS",
+           "check_input", "derived_root", "assert_range", "assert_dim", "assert_guard"]
+
+
+class InputDtypeError(TypeError):
+    """An input's dtype differs from the one the program was exported with."""
+
+
+@dataclass
+class InputSite:
+    """One array input as the contract sees it.
+
+    ``path``: user-facing path (``"x"``, ``"extras['scale']"``); ``placeholder``:
+    name of its placeholder node; ``shape``: ``tuple[int | sympy.Expr]`` over
+    root symbols; ``dtype``: expected ``np.dtype`` (None: not checked).
+    """
+
+    path: str
+    placeholder: str
+    shape: tuple
+    dtype: Optional[np.dtype] = None
+
+
+@dataclass
+class InputContract:
+    """What every call of the program must satisfy.
+
+    ``ranges``: root symbol -> inclusive :class:`ValueRange`; ``guards``: extra
+    sympy booleans over root symbols (accepted AUTO guards, divisibility,
+    relations); ``names``: display names of symbols (default ``symbol.name``).
+    """
+
+    sites: list[InputSite]
+    ranges: dict = field(default_factory=dict)
+    guards: list = field(default_factory=list)
+    names: dict = field(default_factory=dict)
+
+
+# -- the check ops (run in generated code; registered as "tpe.<name>") ----------
+
+def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], shape_text: str) -> Any:
+    """Check rank, static sizes (``static[i]`` int; None = dynamic) and dtype; returns ``x``.
+
+    Raises:
+        ConstraintsExceededError: not an array, wrong rank, or a static size differs.
+        InputDtypeError: dtype differs.
+    """
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise ConstraintsExceededError(
+            f"{path} must be an array of shape {shape_text}, got {type(x).__name__}")
+    if len(shape) != len(static):
+        raise ConstraintsExceededError(
+            f"{path} has rank {len(shape)} (shape {tuple(shape)}), but the contract expects rank "
+            f"{len(static)}: {shape_text}")
+    for axis, want in enumerate(static):
+        if want is not None and shape[axis] != want:
+            raise ConstraintsExceededError(
+                f"{path}.shape[{axis}] = {shape[axis]} must be {want} (static in {shape_text})")
+    if dtype is not None and x.dtype != dtype:
+        raise InputDtypeError(f"{path} has dtype {x.dtype}, but the program expects {dtype}")
+    return x
+
+
+def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Optional[int],
+                 expr_text: str, root: str) -> int:
+    """Bind root ``r`` from ``x.shape[axis] == k*r + c``; check divisibility and ``lo <= r <= hi``.
+
+    Raises:
+        ConstraintsExceededError: the size is not ``k*r + c`` for an integer ``r`` in range.
+    """
+    size = x.shape[axis]
+    r, rem = divmod(size - c, k)
+    if rem:
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
+            f"(size - {c} must be divisible by {k})" if c else
+            f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
+            f"(it must be divisible by {k})")
+    if r < lo or (hi is not None and r > hi):
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in "
+            f"[{lo}, {'inf' if hi is None else hi}]")
+    return r
+
+
+def assert_range(value: int, lo: int, hi: Optional[int], where: str, name: str) -> None:
+    """``lo <= value <= hi`` (``hi`` None: unbounded).
+
+    Raises:
+        ConstraintsExceededError: ``x.shape[1] = 513 is outside seq in [1, 512]``.
+    """
+    if value < lo or (hi is not None and value > hi):
+        raise ConstraintsExceededError(
+            f"{where} = {value} is outside {name} in [{lo}, {'inf' if hi is None else hi}]")
+
+
+def assert_dim(x: Any, path: str, axis: int, expected: int, what: str, detail: str) -> None:
+    """``x.shape[axis] == expected``.
+
+    Raises:
+        ConstraintsExceededError: ``y.shape[0] = 7 must equal x.shape[0] = 8 (dim dx)``.
+    """
+    got = x.shape[axis]
+    if got != expected:
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {got} must equal {what} = {expected} ({detail})")
+
+
+def assert_guard(ok: bool, where: str, value: int, text: str, names: tuple, values: tuple) -> None:
+    """An extra relation over root sizes holds.
+
+    Raises:
+        ConstraintsExceededError: ``x.shape[0] = 6 violates 2*cols == rows (cols = 4, rows = 6)``.
+    """
+    if not ok:
+        shown = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
+        raise ConstraintsExceededError(f"{where} = {value} violates {text} ({shown})")
+
+
+CHECK_OPS = {
+    "tpe.check_input": check_input,
+    "tpe.derived_root": derived_root,
+    "tpe.assert_range": assert_range,
+    "tpe.assert_dim": assert_dim,
+    "tpe.assert_guard": assert_guard,
+}
+
+
+def _register_with_registry() -> None:
+    """Make the check ops resolvable by name through the op registry (serialization)."""
+    try:
+        from .ops import registry
+    except ImportError:  # registry not present: codegen resolves CHECK_OPS directly
+        return
+    rules = {
+        "tpe.check_input": lambda ctx, x, *a, **k: x.shape,
+        "tpe.derived_root": lambda ctx, *a, **k: (),
+        "tpe.assert_range": lambda ctx, *a, **k: (),
+        "tpe.assert_dim": lambda ctx, *a, **k: (),
+        "tpe.assert_guard": lambda ctx, *a, **k: (),
+    }
+    for name, impl in CHECK_OPS.items():
+        if name not in registry._OPS:
+            registry.register_op(name, impl, rules[name], doc=(impl.__doc__ or "").split("\n")[0])
+
+
+_register_with_registry()
+
+
+# -- inserting the checks ----------------------------------------------------------
+
+def _display(expr: sympy.Basic, names: dict) -> str:
+    """Readable text of an expression over display names (``2*cols == rows``)."""
+    syms = {s: names.get(s, s.name) for s in expr.free_symbols}
+    return pyexpr(expr, syms).replace(" * ", "*")
+
+
+def _affine(expr: sympy.Expr) -> Optional[tuple[sympy.Symbol, int, int]]:
+    """``k*r + c`` with integer ``k >= 1`` and ``c`` -> ``(r, k, c)``; else None."""
+    syms = expr.free_symbols
+    if len(syms) != 1:
+        return None
+    (r,) = syms
+    poly = sympy.Poly(expr, r) if expr.is_polynomial(r) else None
+    if poly is None or poly.degree() != 1:
+        return None
+    k, c = poly.all_coeffs()
+    if not (k.is_Integer and c.is_Integer and k >= 1):
+        return None
+    return r, int(k), int(c)
+
+
+def _bound(value: Any) -> Optional[int]:
+    return None if value is None or value == math.inf else int(value)
+
+
+def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
+    """Insert the contract's assertion nodes ahead of all compute in ``graph``.
+
+    Args:
+        graph: a captured graph whose placeholders include every
+            ``site.placeholder``.  Binds of input symbols on those placeholders
+            move to the check nodes (so a wrong rank fails cleanly before any
+            ``x.shape[i]`` is read).
+        contract: the sites, root ranges, extra guards and display names.
+
+    Returns:
+        The inserted nodes, in order.
+
+    Raises:
+        ValueError: a site names no placeholder, a dynamic size is not a root
+            symbol or ``k*r + c`` expression over bound roots, or a guard uses
+            a symbol no input binds.
+    """
+    names = dict(contract.names)
+    by_name: dict[str, Node] = {}
+    for n in graph.placeholders():
+        by_name.setdefault(n.name, n)
+        by_name.setdefault(n.target, n)
+    first_compute = next((n for n in graph.nodes if n.op != "placeholder"), None)
+    disp = (lambda s: names.get(s, s.name))
+    bound_at: dict[sympy.Symbol, str] = {}       # symbol -> "x.shape[1]" text of its binding site
+    inserted: list[Node] = []
+    checks: list[tuple[InputSite, Node]] = []
+    with graph.inserting_before(first_compute):
+        # 1. rank, static sizes, dtype; bind bare root symbols at their first site.
+        for site in contract.sites:
+            ph = by_name.get(site.placeholder)
+            if ph is None:
+                raise ValueError(f"input site {site.path!r}: no placeholder named {site.placeholder!r}")
+            shape = tuple(sympy.sympify(d) if isinstance(d, sympy.Basic) else d for d in site.shape)
+            static = tuple(int(d) if not isinstance(d, sympy.Basic) or d.is_Integer else None for d in shape)
+            text = "(" + ", ".join(_display(d, names) if isinstance(d, sympy.Basic) else str(d)
+                                   for d in shape) + ("," if len(shape) == 1 else "") + ")"
+            dtype = None if site.dtype is None else np.dtype(site.dtype)
+            chk = graph.call_function("tpe.check_input", (ph, site.path, static, dtype, text),
+                                      meta={"shape": shape, "dtype": dtype},
+                                      name_hint=f"check_{ph.name}")
+            moved = ph.meta.pop("bind", None) or {}
+            bind = dict(moved)
+            for axis, d in enumerate(shape):
+                if isinstance(d, sympy.Symbol) and d not in bound_at and axis not in bind:
+                    bind[axis] = d
+            for axis, sym in bind.items():
+                bound_at.setdefault(sym, f"{site.path}.shape[{axis}]")
+            chk.meta["bind"] = bind
+            inserted.append(chk)
+            checks.append((site, chk))
+        # 2. roots seen only through k*r + c: bind r = (size - c) // k with its checks.
+        derived_done: set[sympy.Symbol] = set()
+        for site, chk in checks:
+            for axis, d in enumerate(chk.meta["shape"]):
+                if not isinstance(d, sympy.Basic) or d.is_Integer or isinstance(d, sympy.Symbol):
+                    continue
+                aff = _affine(d)
+                if aff is None or aff[0] in bound_at:
+                    continue
+                r, k, c = aff
+                vr = contract.ranges.get(r, ValueRange(0))
+                node = graph.call_function(
+                    "tpe.derived_root",
+                    (chk, site.path, axis, k, c, int(vr.lower), _bound(vr.upper), _display(d, names), disp(r)),
+                    meta={"shape": None, "bind": {None: r}}, name_hint=f"root_{disp(r).lstrip('_') or 'r'}")
+                bound_at[r] = f"{site.path}.shape[{axis}]"
+                derived_done.add(r)
+                inserted.append(node)
+        # 3. ranges of directly bound roots.
+        for sym, vr in contract.ranges.items():
+            if sym not in bound_at or sym in derived_done:
+                continue
+            lo, hi = int(vr.lower), _bound(vr.upper)
+            inserted.append(graph.call_function(
+                "tpe.assert_range", (sym, lo, hi, bound_at[sym], disp(sym)), meta={"shape": None}))
+        # 4. every other dynamic axis equals its expression.
+        for site, chk in checks:
+            for axis, d in enumerate(chk.meta["shape"]):
+                if not isinstance(d, sympy.Basic) or d.is_Integer:
+                    continue
+                here = f"{site.path}.shape[{axis}]"
+                missing = d.free_symbols - bound_at.keys()
+                if missing:
+                    raise ValueError(f"input site {here}: size {d} uses {sorted(map(str, missing))}, "
+                                     "which no input axis binds (only root symbols and k*r + c are supported)")
+                if isinstance(d, sympy.Symbol):
+                    if bound_at[d] == here:
+                        continue
+                    what, detail = bound_at[d], f"dim {disp(d)}"
+                else:
+                    aff = _affine(d)
+                    if aff is not None and bound_at[aff[0]] == here:
+                        continue
+                    what = _display(d, names)
+                    detail = ", ".join(f"{disp(s)} from {bound_at[s]}"
+                                       for s in sorted(d.free_symbols, key=lambda s: s.name))
+                inserted.append(graph.call_function(
+                    "tpe.assert_dim", (chk, site.path, axis, d, what, detail), meta={"shape": None}))
+        # 5. extra guards.
+        order = list(bound_at)
+        for guard in contract.guards:
+            guard = sympy.sympify(guard)
+            if guard is sympy.true:
+                continue
+            syms = sorted(guard.free_symbols, key=order.index if guard.free_symbols <= bound_at.keys()
+                          else (lambda s: 0))
+            missing = guard.free_symbols - bound_at.keys()
+            if missing:
+                raise ValueError(f"guard {guard} uses {sorted(map(str, missing))}, which no input axis binds")
+            first = syms[0] if syms else None
+            where = bound_at[first] if first is not None else "input"
+            inserted.append(graph.call_function(
+                "tpe.assert_guard",
+                (guard, where, first if first is not None else 0, _display(guard, names),
+                 tuple(disp(s) for s in syms), tuple(syms)),
+                meta={"shape": None}))
+    return inserted
+
