@@ -1,0 +1,18 @@
+"""solver: decide symbolic size guards (sympy in, verdicts out) with interval
+arithmetic and z3, and synthesize verified fixes for violated guards.
+
+Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
+"""
+from .canon import canonicalize
+from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, evaluate, make_symbol
+from .fixes import (ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
+                    suggest_fixes)
+from .intervals import bounds, decide
+from .translate import Translator, UnsupportedExpressionError, to_z3
+
+__all__ = [
+    "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
+    "UnsupportedExpressionError", "evaluate", "make_symbol", "RangeFix", "ConstantFix",
+    "RelationFix", "Unfixable", "GuardCheck", "Translator", "to_z3", "bounds", "decide",
+    "PROVED", "REFUTED", "UNKNOWN",
+]

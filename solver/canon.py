@@ -1,0 +1,203 @@
+"""Range-aware canonical form of size guards: readable and cheap to decide.
+
+``canonicalize(expr, ranges)`` rewrites bottom-up with a few rules, each sound
+for every assignment inside ``ranges`` (each has a z3 soundness test in
+tests/solver/test_canon.py):
+
+1. ``Min``/``Max``: drop an argument another argument dominates over the ranges
+   (interval of their difference), e.g. ``Min(128*s, 512*s) -> 128*s`` for s >= 0.
+2. ``Eq(x, Min(x, a, ...)) -> x <= a & ...`` and ``Eq(x, Max(x, a)) -> x >= a``
+   (true for any integers; the readable form of a broadcast/slice guard).
+3. ``x - k*floor(x/k) -> Mod(x, k)`` for a constant k > 0 (any integer x).
+4. Relations: move everything to one side, pull out the common factor
+   (``factor_terms``) and drop factors whose interval excludes 0 (for ``Eq``/``Ne``)
+   or is > 0 (inequalities; a negative factor flips the relation). This is why
+   the form depends on the ranges: ``batch`` is dropped only when ``batch >= 1``.
+5. A relation the intervals decide becomes ``true``/``false``.
+
+Never calls ``sympy.simplify`` (slow, and not range-aware).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import sympy
+from sympy.core.relational import Relational
+
+from .intervals import bounds, decide
+
+_REL = (sympy.Eq, sympy.Ne, sympy.Lt, sympy.Le, sympy.Gt, sympy.Ge)
+_FLIP = {sympy.Lt: sympy.Gt, sympy.Le: sympy.Ge, sympy.Gt: sympy.Lt, sympy.Ge: sympy.Le,
+         sympy.Eq: sympy.Eq, sympy.Ne: sympy.Ne}
+
+
+def canonicalize(expr, ranges: Mapping | None = None):
+    """Range-aware cleanup of a size expression or guard.
+
+    Args:
+        expr: sympy expression or boolean over size symbols.
+        ranges: ``{Symbol or name: (lo, hi_or_None)}`` inclusive; symbols not
+            listed use their sympy assumptions (positive -> >= 1).
+
+    Returns:
+        An expression equal to ``expr`` for every assignment inside ``ranges``
+        (possibly ``sympy.true``/``sympy.false``).
+    """
+    ranges = ranges or {}
+    return _canon(sympy.sympify(expr), ranges)
+
+
+def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
+    if e.is_Atom:
+        return e
+    args = [_canon(a, ranges) for a in e.args] if not isinstance(e, sympy.Piecewise) else None
+    if isinstance(e, sympy.Piecewise):
+        e = sympy.Piecewise(*[(_canon(v, ranges), _canon(c, ranges)) for v, c in e.args])
+        return e
+    if isinstance(e, (sympy.Min, sympy.Max)):
+        return _drop_dominated(type(e), args, ranges)
+    if isinstance(e, Relational) and isinstance(e, _REL):
+        return _canon_rel(type(e), args[0], args[1], ranges)
+    if isinstance(e, sympy.Add):
+        return _mod_pattern(sympy.Add(*args))
+    if tuple(args) == e.args:
+        return e
+    return e.func(*args)
+
+
+def _drop_dominated(kind, args, ranges) -> sympy.Basic:
+    """Min/Max without the arguments that can never be the answer."""
+    kept: list = []
+    for a in args:
+        if any(_dominates(kind, k, a, ranges) for k in kept):
+            continue  # a kept argument is always at least as good
+        kept = [k for k in kept if not _dominates(kind, a, k, ranges)]
+        kept.append(a)
+    return kind(*kept) if len(kept) > 1 else kept[0]
+
+
+def _dominates(kind, a, b, ranges) -> bool:
+    """True if ``a`` is always the Min (resp. Max) of {a, b}: a <= b (resp. a >= b)."""
+    lo, hi = bounds(a - b, ranges)
+    return hi <= 0 if kind is sympy.Min else lo >= 0
+
+
+def _minmax_eq(lhs, rhs):
+    """Eq(x, Min(x, a, ..)) -> And(x <= a, ..); Max likewise; else None."""
+    for x, m in ((lhs, rhs), (rhs, lhs)):
+        if isinstance(m, (sympy.Min, sympy.Max)) and x in m.args:
+            others = [a for a in m.args if a != x]
+            rel = sympy.Le if isinstance(m, sympy.Min) else sympy.Ge
+            return sympy.And(*[rel(x, a) for a in others])
+    return None
+
+
+def _canon_rel(kind, lhs, rhs, ranges) -> sympy.Basic:
+    if kind in (sympy.Eq, sympy.Ne):
+        rewritten = _minmax_eq(lhs, rhs)
+        if rewritten is not None:
+            out = _canon(rewritten, ranges)
+            return out if kind is sympy.Eq else sympy.Not(out)
+    rel = kind(lhs, rhs)
+    if rel in (sympy.true, sympy.false):
+        return rel
+    verdict = decide(rel, ranges)
+    if verdict is not None:
+        return sympy.true if verdict else sympy.false
+    reduced = _cancel_factors(kind, lhs, rhs, ranges)
+    if reduced is None:
+        return rel
+    kind2, diff = reduced
+    out = _split(kind2, diff)
+    verdict = decide(out, ranges) if out not in (sympy.true, sympy.false) else None
+    if verdict is not None:
+        return sympy.true if verdict else sympy.false
+    return out
+
+
+def _cancel_factors(kind, lhs, rhs, ranges):
+    """(kind, diff) with ``diff <kind> 0`` equivalent to the relation, or None if nothing changed."""
+    diff = lhs - rhs
+    if diff.is_Number:
+        return None
+    content, prim = diff.as_content_primitive()  # content is a positive rational
+    factored = sympy.factor_terms(prim)
+    coeff, factors = factored.as_coeff_mul()
+    changed = content != 1 or (coeff != 1 and coeff != -1)
+    keep = []
+    sign = 1
+    if coeff < 0:
+        sign = -1
+    for f in factors:
+        lo, hi = bounds(f, ranges)
+        if kind in (sympy.Eq, sympy.Ne):
+            if lo > 0 or hi < 0:
+                changed = True
+                continue
+        else:
+            if lo > 0:
+                changed = True
+                continue
+            if hi < 0:
+                changed = True
+                sign = -sign
+                continue
+        keep.append(f)
+    core = sympy.Mul(*keep)
+    modded = _mod_pattern(core)
+    if modded != core:
+        changed = True
+        core = modded
+    if not changed:
+        return None
+    if sign < 0:
+        if kind in (sympy.Eq, sympy.Ne):
+            core = -core
+        else:
+            kind = _FLIP[kind]
+    return kind, core
+
+
+def _split(kind, diff) -> sympy.Basic:
+    """``diff <kind> 0`` written as ``positive terms <kind> negated negative terms``."""
+    terms = sympy.Add.make_args(diff)
+    pos = [t for t in terms if not _is_negative_term(t)]
+    neg = [-t for t in terms if _is_negative_term(t)]
+    if not pos or (all(t.is_Number for t in pos) and not all(t.is_Number for t in neg)):
+        # keep the symbols on the left: `seq > 4`, not `4 < seq`
+        return _FLIP[kind](sympy.Add(*neg), sympy.Add(*pos))
+    return kind(sympy.Add(*pos), sympy.Add(*neg))
+
+
+def _is_negative_term(t) -> bool:
+    c, _ = t.as_coeff_Mul()
+    return bool(c.is_negative)
+
+
+def _mod_pattern(e: sympy.Basic) -> sympy.Basic:
+    """Rewrite ``x - k*floor(x/k)`` inside an Add as ``Mod(x, k)`` (k a positive integer)."""
+    if not isinstance(e, sympy.Add):
+        return e
+    terms = list(e.args)
+    for t in terms:
+        c, rest = t.as_coeff_Mul()
+        if not isinstance(rest, sympy.floor) or not c.is_Integer or c >= 0:
+            continue
+        num, den = rest.args[0].as_numer_denom()
+        if not den.is_Integer or int(den) != -int(c):
+            continue
+        k = int(den)
+        if _terms_subset(num, e - t):
+            # x - k*floor(x/k) == Mod(x, k) for every integer x
+            return sympy.Mod(num, k) + sympy.expand(e - t - num)
+    return e
+
+
+def _terms_subset(num, rest) -> bool:
+    have = list(sympy.Add.make_args(sympy.expand(rest)))
+    for term in sympy.Add.make_args(sympy.expand(num)):
+        if term in have:
+            have.remove(term)
+        else:
+            return False
+    return True

@@ -1,0 +1,258 @@
+"""sympy -> z3 translation of integer size expressions and guards.
+
+Supported constructs (everything else raises ``UnsupportedExpressionError``
+naming the sympy class):
+
+- integer and rational constants, ``true``/``false``;
+- symbols (always z3 ``Int``; sizes are integers);
+- ``+``, ``*``, integer powers (negative powers only as real division);
+- ``floor(a/b)``, ``ceiling(a/b)`` (exact integer division, Python floor
+  semantics for either sign of ``b``), ``Mod(a, b)`` (sign of ``b``, like Python);
+- ``Min``, ``Max``, ``Abs``, ``Piecewise`` (with a final ``True`` branch);
+- ``Eq Ne Lt Le Gt Ge``, ``And Or Not Implies Xor Equivalent``, ``ITE``.
+
+A rational constant that is not an integer outside ``floor``/``ceiling``
+(``s/2 <= 3``) is translated over z3 reals, which z3 mixes with integers exactly.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import sympy
+import z3
+from sympy.logic import boolalg
+
+
+class UnsupportedExpressionError(TypeError):
+    """A sympy construct the solver cannot translate (named in the message)."""
+
+    def __init__(self, construct: str, expr: object, detail: str = "") -> None:
+        self.construct = construct
+        self.expr = expr
+        extra = f": {detail}" if detail else ""
+        super().__init__(
+            f"solver cannot translate `{construct}` in '{expr}'{extra}. Supported: integer "
+            "+ - *, integer powers, floor(a/b), ceiling(a/b), Mod, Min, Max, Abs, Piecewise, "
+            "Eq/Ne/Lt/Le/Gt/Ge, And/Or/Not, integer and rational constants."
+        )
+
+
+class Translator:
+    """Translate sympy expressions into one z3 context, one ``Int`` per symbol name.
+
+    Args:
+        ctx: the z3 context (``None`` = z3's main context).
+
+    The same name always maps to the same z3 variable, so ``Symbol('s')`` and
+    ``Symbol('s', integer=True, positive=True)`` are the same size here.
+    """
+
+    def __init__(self, ctx: z3.Context | None = None) -> None:
+        self.ctx = ctx
+        self.vars: dict[str, z3.ArithRef] = {}
+        self._cache: dict[sympy.Basic, z3.ExprRef] = {}
+
+    def var(self, name: str) -> z3.ArithRef:
+        """The z3 integer variable for size ``name`` (created on first use)."""
+        v = self.vars.get(name)
+        if v is None:
+            v = z3.Int(name, self.ctx)
+            self.vars[name] = v
+        return v
+
+    def __call__(self, expr) -> z3.ExprRef:
+        """Translate ``expr`` (a sympy expression, or a Python int/bool).
+
+        Raises:
+            UnsupportedExpressionError: a construct outside the supported set.
+        """
+        expr = sympy.sympify(expr)
+        hit = self._cache.get(expr)
+        if hit is None:
+            hit = self._tr(expr)
+            self._cache[expr] = hit
+        return hit
+
+    # -- dispatch -------------------------------------------------------------
+    def _tr(self, e: sympy.Basic) -> z3.ExprRef:
+        if e is sympy.true or e is True:
+            return z3.BoolVal(True, self.ctx)
+        if e is sympy.false or e is False:
+            return z3.BoolVal(False, self.ctx)
+        if isinstance(e, sympy.Integer):
+            return z3.IntVal(int(e), self.ctx)
+        if isinstance(e, sympy.Rational):
+            return z3.RealVal(f"{e.p}/{e.q}", self.ctx)
+        if isinstance(e, sympy.Symbol):
+            return self.var(e.name)
+        handler = _HANDLERS.get(type(e))
+        if handler is None:
+            for cls, h in _HANDLERS.items():
+                if isinstance(e, cls):
+                    handler = h
+                    break
+        if handler is None:
+            raise UnsupportedExpressionError(type(e).__name__, e)
+        return handler(self, e)
+
+    def _int(self, e: sympy.Basic) -> z3.ExprRef:
+        return self(e)
+
+    # -- arithmetic -----------------------------------------------------------
+    def _add(self, e: sympy.Add) -> z3.ExprRef:
+        return z3.Sum([self(a) for a in e.args])
+
+    def _mul(self, e: sympy.Mul) -> z3.ExprRef:
+        num, den = e.as_numer_denom()
+        if den != 1 and not den.is_Number:
+            # symbolic denominator outside floor: exact real division
+            return z3.ToReal(self(num)) / z3.ToReal(self(den))
+        return z3.Product([self(a) for a in e.args])
+
+    def _pow(self, e: sympy.Pow) -> z3.ExprRef:
+        base, exp = e.args
+        if not exp.is_Integer:
+            raise UnsupportedExpressionError("Pow", e, "only integer exponents are supported")
+        n = int(exp)
+        if n == 0:
+            return z3.IntVal(1, self.ctx)
+        b = self(base)
+        prod = b
+        for _ in range(abs(n) - 1):
+            prod = prod * b
+        if n < 0:
+            return z3.RealVal(1, self.ctx) / z3.ToReal(prod)
+        return prod
+
+    def _floor(self, e: sympy.Basic) -> z3.ExprRef:
+        num, den = e.args[0].as_numer_denom()
+        return _floordiv(self(num), self(den), self.ctx)
+
+    def _ceiling(self, e: sympy.Basic) -> z3.ExprRef:
+        num, den = e.args[0].as_numer_denom()
+        return -_floordiv(-self(num), self(den), self.ctx)
+
+    def _mod(self, e: sympy.Mod) -> z3.ExprRef:
+        a, b = e.args
+        num_a, den_a = a.as_numer_denom()
+        num_b, den_b = b.as_numer_denom()
+        if den_a != 1 or den_b != 1:
+            raise UnsupportedExpressionError("Mod", e, "only integer operands are supported")
+        za, zb = self(a), self(b)
+        if b.is_Integer and int(b) > 0:
+            return za % zb  # z3's Euclidean mod equals Python's for a positive divisor
+        return za - zb * _floordiv(za, zb, self.ctx)
+
+    def _min(self, e: sympy.Min) -> z3.ExprRef:
+        args = [self(a) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = z3.If(a < out, a, out)
+        return out
+
+    def _max(self, e: sympy.Max) -> z3.ExprRef:
+        args = [self(a) for a in e.args]
+        out = args[0]
+        for a in args[1:]:
+            out = z3.If(a > out, a, out)
+        return out
+
+    def _abs(self, e: sympy.Abs) -> z3.ExprRef:
+        a = self(e.args[0])
+        return z3.If(a >= 0, a, -a)
+
+    def _piecewise(self, e: sympy.Piecewise) -> z3.ExprRef:
+        pairs = list(e.args)
+        last_val, last_cond = pairs[-1]
+        if last_cond is not sympy.true:
+            raise UnsupportedExpressionError("Piecewise", e, "needs a final (value, True) branch")
+        out = self(last_val)
+        for val, cond in reversed(pairs[:-1]):
+            out = z3.If(self(cond), self(val), out)
+        return out
+
+    def _ite(self, e: boolalg.ITE) -> z3.ExprRef:
+        c, a, b = e.args
+        return z3.If(self(c), self(a), self(b))
+
+    # -- relations and logic ----------------------------------------------------
+    def _rel(self, e: sympy.core.relational.Relational) -> z3.ExprRef:
+        a, b = self(e.lhs), self(e.rhs)
+        op = _REL_OPS[type(e)]
+        return op(a, b)
+
+    def _and(self, e) -> z3.ExprRef:
+        return z3.And([self(a) for a in e.args])
+
+    def _or(self, e) -> z3.ExprRef:
+        return z3.Or([self(a) for a in e.args])
+
+    def _not(self, e) -> z3.ExprRef:
+        return z3.Not(self(e.args[0]))
+
+    def _implies(self, e) -> z3.ExprRef:
+        return z3.Implies(self(e.args[0]), self(e.args[1]))
+
+    def _xor(self, e) -> z3.ExprRef:
+        out = self(e.args[0])
+        for a in e.args[1:]:
+            out = z3.Xor(out, self(a))
+        return out
+
+    def _equivalent(self, e) -> z3.ExprRef:
+        first = self(e.args[0])
+        return z3.And([first == self(a) for a in e.args[1:]])
+
+
+def _floordiv(a: z3.ExprRef, b: z3.ExprRef, ctx) -> z3.ExprRef:
+    """floor(a / b) over integers with Python semantics for either sign of b.
+
+    z3's integer ``/`` is Euclidean (remainder >= 0): it equals floor division
+    for b > 0; for b < 0, floor(a/b) = floor(-a/-b).
+    """
+    if z3.is_int_value(b) and b.as_long() > 0:
+        return a / b
+    if z3.is_int_value(b) and b.as_long() < 0:
+        return (-a) / (-b)
+    return z3.If(b > 0, a / b, (-a) / (-b))
+
+
+_REL_OPS: dict[type, Callable] = {
+    sympy.Eq: lambda a, b: a == b,
+    sympy.Ne: lambda a, b: a != b,
+    sympy.Lt: lambda a, b: a < b,
+    sympy.Le: lambda a, b: a <= b,
+    sympy.Gt: lambda a, b: a > b,
+    sympy.Ge: lambda a, b: a >= b,
+}
+
+_HANDLERS: dict[type, Callable[[Translator, sympy.Basic], z3.ExprRef]] = {
+    sympy.Add: Translator._add,
+    sympy.Mul: Translator._mul,
+    sympy.Pow: Translator._pow,
+    sympy.floor: Translator._floor,
+    sympy.ceiling: Translator._ceiling,
+    sympy.Mod: Translator._mod,
+    sympy.Min: Translator._min,
+    sympy.Max: Translator._max,
+    sympy.Abs: Translator._abs,
+    sympy.Piecewise: Translator._piecewise,
+    boolalg.ITE: Translator._ite,
+    sympy.Eq: Translator._rel,
+    sympy.Ne: Translator._rel,
+    sympy.Lt: Translator._rel,
+    sympy.Le: Translator._rel,
+    sympy.Gt: Translator._rel,
+    sympy.Ge: Translator._rel,
+    sympy.And: Translator._and,
+    sympy.Or: Translator._or,
+    sympy.Not: Translator._not,
+    sympy.Implies: Translator._implies,
+    sympy.Xor: Translator._xor,
+    sympy.Equivalent: Translator._equivalent,
+}
+
+
+def to_z3(expr, ctx: z3.Context | None = None) -> z3.ExprRef:
+    """One-shot translation of ``expr`` (see ``Translator``)."""
+    return Translator(ctx)(expr)
