@@ -1,0 +1,341 @@
+"""Turn violated guards into a ConstraintViolationError with counterexamples and fixes.
+
+Capture records every guard the model placed on sizes (``records.GuardRecord``)
+and hands the ones the declared ranges do not imply to
+:func:`build_violation_error`.  The text keeps the widely known layout::
+
+    Constraints violated (seq)!
+      - Not all values of seq = x.shape[1] in the specified range seq <= 1024 satisfy the guard seq <= 512
+        counterexample: seq = 513
+        at model.py:12  `return x + POS[:s]`
+    Suggested fixes:
+      seq = Dim('seq', max=512)
+
+One bullet per violated guard (capture order, duplicates dropped); the
+counterexample comes from ``solver.ShapeSolver.implies`` under the declared
+ranges; the fix lines come from one ``solver.suggest_fixes`` call over all
+guards, so they are verified together.  The ``Suggested fixes:`` block is last
+and is exactly what ``refine_dynamic_shapes_from_suggested_fixes`` reads; it is
+left out when no fix line applies (no bogus fix is ever printed).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Iterable, Mapping, Optional
+
+import sympy
+from sympy.printing.precedence import PRECEDENCE
+from sympy.printing.str import StrPrinter
+
+from .errors import ConstraintViolationError, DataDependentError
+from .records import DimInfo, GuardRecord
+
+__all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
+           "format_guard", "format_range"]
+
+# Kinds of DimInfo whose names a user can write in a fix line.
+_NAMED = "named"
+_DYNAMIC = "dynamic"
+
+
+def _solver_api():
+    """The solver package (looked up at call time so tests can substitute it)."""
+    import solver
+
+    return solver
+
+
+# --- printing -------------------------------------------------------------------------------
+
+class _GuardPrinter(StrPrinter):
+    """Python-like text: ``dx == dy``, ``n % 4 == 0``, ``(W + 63) // 64``, ``a and b``."""
+
+    def parenthesize(self, item, level, strict=False):
+        # `%` and `//` print as Python operators, which bind like `*`: wrap them
+        # inside products and powers so `2*(n // 4)` does not read as `(2*n) // 4`.
+        if isinstance(item, (sympy.Mod, sympy.floor)) and level >= PRECEDENCE["Mul"]:
+            return f"({self._print(item)})"
+        return super().parenthesize(item, level, strict)
+
+    def _print_Relational(self, expr):
+        op = {"==": "==", "!=": "!="}.get(expr.rel_op)
+        if op is None:
+            return super()._print_Relational(expr)
+        return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
+
+    def _print_Mod(self, expr):
+        a, b = expr.args
+        return f"{self.parenthesize(a, PRECEDENCE['Mul'], strict=True)} % " \
+               f"{self.parenthesize(b, PRECEDENCE['Mul'], strict=True)}"
+
+    def _print_floor(self, expr):
+        num, den = sympy.fraction(sympy.together(expr.args[0]))
+        if den != 1:
+            return f"{self.parenthesize(num, PRECEDENCE['Mul'], strict=True)} // " \
+                   f"{self.parenthesize(den, PRECEDENCE['Mul'], strict=True)}"
+        return f"floor({self._print(expr.args[0])})"
+
+    def _join(self, expr, word: str) -> str:
+        parts = []
+        for arg in sorted(expr.args, key=str):
+            text = self._print(arg)
+            parts.append(f"({text})" if isinstance(arg, (sympy.And, sympy.Or)) else text)
+        return f" {word} ".join(parts)
+
+    def _print_And(self, expr):
+        return self._join(expr, "and")
+
+    def _print_Or(self, expr):
+        return self._join(expr, "or")
+
+    def _print_Not(self, expr):
+        return f"not ({self._print(expr.args[0])})"
+
+
+_PRINTER = _GuardPrinter()
+
+
+def format_guard(expr: Any) -> str:
+    """Readable text for a size guard or expression (``seq <= 512``, ``dx == dy``)."""
+    return _PRINTER.doprint(expr)
+
+
+def format_range(name: str, lower: int, upper: float | int | None) -> str:
+    """``seq <= 1024``, ``2 <= seq <= 1024``, ``seq >= 1`` (the declared range of one dim)."""
+    if upper is None or upper == math.inf:
+        return f"{name} >= {lower}"
+    if lower == 1:
+        return f"{name} <= {int(upper)}"
+    return f"{lower} <= {name} <= {int(upper)}"
+
+
+def _names(expr: Any) -> list[str]:
+    return sorted({s.name for s in getattr(expr, "free_symbols", ())})
+
+
+def _dim_with_sites(name: str, dims: Mapping[str, DimInfo]) -> str:
+    info = dims.get(name)
+    if info is None or not info.sites:
+        return name
+    return f"{name} = {' = '.join(info.sites)}"
+
+
+def _cex_text(cex: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} = {cex[k]}" for k in sorted(cex))
+
+
+# --- solver calls ---------------------------------------------------------------------------
+
+def _upper_or_none(upper: float | int | None) -> Optional[int]:
+    return None if upper is None or upper == math.inf else int(upper)
+
+
+def _counterexample(api, expr: Any, dims: Mapping[str, DimInfo]):
+    """``implies(expr)`` under the declared ranges of its symbols -> Verdict."""
+    s = api.ShapeSolver()
+    mapping = {}
+    for sym in expr.free_symbols:
+        info = dims.get(sym.name)
+        lower, upper = (info.lower, _upper_or_none(info.upper)) if info is not None else (0, None)
+        mapping[sym] = s.declare(sym.name, lower=lower, upper=upper)
+    return s.implies(expr.xreplace(mapping))
+
+
+def _unfixable_entries(fs: Any) -> list[tuple[Any, dict]]:
+    out = []
+    for item in getattr(fs, "unfixable", None) or []:
+        if isinstance(item, tuple):
+            guard, cex = item[0], (item[1] if len(item) > 1 else None)
+        else:
+            guard, cex = getattr(item, "guard", None), getattr(item, "counterexample", None)
+        out.append((guard, dict(cex or {})))
+    return out
+
+
+_LINE_NAME = re.compile(r"[^\W\d]\w*")
+
+
+def _line_names(line: str) -> set[str]:
+    """The dim names a fix line mentions (``Dim`` and keywords of the range form excluded)."""
+    text = re.sub(r"Dim\(\s*'[^']*'", "", line)
+    text = re.sub(r"\b(min|max)\s*=", "", text)
+    return set(_LINE_NAME.findall(text)) - {"Dim", "None"}
+
+
+# --- the error ------------------------------------------------------------------------------
+
+def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
+            unfixable: Optional[dict]) -> list[str]:
+    names = _names(record.expr)
+    guard = format_guard(record.expr)
+    dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
+    sites = ", ".join(_dim_with_sites(n, dims) for n in names)
+    if record.kind == "specialization" and len(names) == 1:
+        value = _specialized_value(record.expr, dims.get(names[0]))
+        why = f" ({record.reason})" if record.reason else ""
+        head = f"  - {sites} was specialized to {value}{why}"
+    else:
+        ranges = ", ".join(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims)
+        plural = "s" if len(names) > 1 else ""
+        head = f"  - Not all values of {sites} in the specified range{plural} {ranges} satisfy the guard {guard}"
+        if record.reason and record.kind not in ("guard", "shape"):
+            head += f" ({record.reason})"
+    lines = [head]
+    cex = verdict.counterexample if verdict is not None and verdict.status == "refuted" else None
+    if not cex and unfixable:
+        cex = unfixable
+    if cex:
+        lines.append(f"    counterexample: {_cex_text(cex)}")
+    elif verdict is not None and verdict.status == "unknown":
+        lines.append(f"    counterexample: none found, the solver could not decide this guard ({verdict.reason})")
+    if record.source is not None:
+        lines.append(f"    at {record.source}")
+    for note in record.notes:
+        lines.append(f"    note: {note}")
+    for n in dynamic:
+        where = " and ".join(dims[n].sites) or n
+        lines.append(f"    {where} is Dim.DYNAMIC, which the model cannot keep fully dynamic here; mark it "
+                     f"Dim.AUTO (accept what the model needs), Dim.STATIC, or a named Dim with the right range")
+    if unfixable is not None:
+        lines.append("    " + _unfixable_sentence(names))
+    return lines
+
+
+def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
+    if isinstance(expr, sympy.Eq):
+        for a, b in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if isinstance(a, sympy.Symbol) and b.is_Integer:
+                return int(b)
+    return info.hint if info is not None else format_guard(expr)
+
+
+def _unfixable_sentence(names: list[str]) -> str:
+    if len(names) > 1:
+        return (f"no suggested fix: this guard ties {', '.join(names)} together in a way no Dim range or "
+                f"relation dy = k*dx + c expresses; change the model so each size is checked on its own or the "
+                f"sizes are linked linearly, or pick max= bounds by hand that keep every combination inside it")
+    name = names[0] if names else "this size"
+    return (f"no suggested fix: no range, constant or multiple of {name} expresses this guard; change the model "
+            f"so it does not need it for the sizes you declare")
+
+
+def build_violation_error(violations: list[GuardRecord],
+                          dims: Mapping[str, DimInfo]) -> ConstraintViolationError:
+    """Build (do not raise) the error for guards the declared ranges do not imply.
+
+    Args:
+        violations: the violated guards, in capture order; each ``expr`` is a sympy
+            boolean over root size symbols named as the dims.
+        dims: every size symbol by name (named, dynamic and auto dims) with its
+            declared range, example size and input sites.
+
+    Returns:
+        A ``ConstraintViolationError`` whose text is the report described in the
+        module docstring.  ``err.violations`` holds the records, ``err.fixes`` the
+        printed fix lines, ``err.unfixable`` the guards without a fix.
+
+    Raises:
+        ValueError: ``violations`` is empty.
+    """
+    if not violations:
+        raise ValueError("build_violation_error needs at least one violated guard")
+    api = _solver_api()
+    records = _dedupe(violations)
+    guards = [r.expr for r in records]
+    used = sorted({n for g in guards for n in _names(g)})
+    solver_dims = {n: (dims[n].lower, _upper_or_none(dims[n].upper)) for n in used if n in dims}
+    hints = {n: int(info.hint) for n, info in dims.items() if info.hint is not None}
+    fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints)
+
+    writable = {n for n, info in dims.items() if info.kind == _NAMED}
+    lines = [ln for ln in list(getattr(fs, "lines", []) or []) if _line_names(ln) <= writable | _new_roots(fs)]
+    fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
+    unfix = _unfixable_entries(fs)
+    unfix_by_text = {str(g): cex for g, cex in unfix}
+
+    out = [f"Constraints violated ({', '.join(used)})!"]
+    for record in records:
+        verdict = _counterexample(api, record.expr, dims)
+        names = set(_names(record.expr))
+        unfixable = unfix_by_text.get(str(record.expr))
+        if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
+            unfixable = {}  # no printed fix touches this guard's dims: say so instead of staying silent
+        out += _bullet(record, dims, verdict, unfixable)
+    if lines:
+        out.append("Suggested fixes:")
+        out += [f"  {ln}" for ln in lines]
+    err = ConstraintViolationError("\n".join(out))
+    err.violations = records
+    err.fixes = lines
+    err.unfixable = [g for g, _ in unfix]
+    return err
+
+
+def _new_roots(fs: Any) -> set[str]:
+    """Names introduced by the fixes themselves (``_n = Dim('_n', ...)``)."""
+    out = set()
+    for ln in getattr(fs, "lines", []) or []:
+        m = re.match(r"\s*([^\W\d]\w*)\s*=\s*Dim\(", ln)
+        if m and m.group(1).startswith("_"):
+            out.add(m.group(1))
+    return out
+
+
+def _dedupe(records: Iterable[GuardRecord]) -> list[GuardRecord]:
+    seen = set()
+    out = []
+    for r in records:
+        key = (str(r.expr), r.source)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
+
+
+# --- data-dependent guards ------------------------------------------------------------------
+
+def data_dependent_error(record: GuardRecord, symbol_info: Mapping[str, DimInfo]) -> DataDependentError:
+    """Build (do not raise) the error for a guard on a data-dependent (unbacked) size.
+
+    Args:
+        record: the guard the model asked for (``source`` = the line that asked).
+        symbol_info: the unbacked symbols by name; ``hint`` is the example value,
+            ``lower``/``upper`` the known range, and ``sites[0]`` says which op and
+            line produced it (e.g. ``"numpy.nonzero at model.py:9  `nz = ...`"``).
+
+    Returns:
+        A ``DataDependentError`` naming the symbol, its producer, the comparison and
+        the line that asked for it.
+    """
+    names = _names(record.expr)
+    unbacked = [n for n in names if n in symbol_info and symbol_info[n].kind == "unbacked"] or \
+        [n for n in names if n in symbol_info]
+    guard = format_guard(record.expr)
+    example = ", ".join(f"{n} = {symbol_info[n].hint}" for n in unbacked)
+    what = f"the example has {example}" if example else "no example value"
+    out = [f"Could not guard on data-dependent expression {guard} ({what})"]
+    for n in unbacked:
+        info = symbol_info[n]
+        producer = f"produced by {info.sites[0]}" if info.sites else "produced by a data-dependent op"
+        out.append(f"  - {n} is a data-dependent size, {producer}; its range is "
+                   f"{format_range_brackets(info.lower, info.upper)}")
+    asked = f"{record.source}" if record.source is not None else "an unknown line"
+    op = f" ({record.op})" if record.op else ""
+    out.append(f"  asked for at {asked}{op}")
+    for note in record.notes:
+        out.append(f"  note: {note}")
+    out.append("A data-dependent size is known only at run time, so export cannot pick a branch for it: compute "
+               "both sides and select with np.where, or move the check out of the exported function.")
+    err = DataDependentError("\n".join(out))
+    err.record = record
+    err.symbols = unbacked
+    return err
+
+
+format_data_dependent_error = data_dependent_error
+
+
+def format_range_brackets(lower: int, upper: float | int | None) -> str:
+    hi = "inf" if upper is None or upper == math.inf else str(int(upper))
+    return f"[{lower}, {hi}]"
