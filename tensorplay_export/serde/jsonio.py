@@ -1,0 +1,130 @@
+"""Strict, deterministic JSON for archives: one way to write, a paranoid way to read.
+
+Writing: UTF-8, ``sort_keys=True``, separators ``(",", ":")``, ASCII-escaped, no
+NaN/Infinity literals (floats are stored as hex strings by the value codec, so a
+non-finite float reaching ``json`` is a bug).  The same object always gives the
+same bytes.
+
+Reading: the byte size is checked before decoding, the text must be UTF-8,
+``NaN``/``Infinity`` literals and duplicate object keys are refused, and nesting
+deeper than :data:`MAX_JSON_DEPTH` is refused (checked without recursion, so a
+hostile document cannot exhaust the interpreter stack).  Every failure is an
+:class:`~tensorplay_export.errors.ArchiveError` naming the member.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn
+
+from ..errors import ArchiveError
+
+MAX_JSON_BYTES = 256 * 1024 * 1024  # one program document, bytes
+MAX_JSON_DEPTH = 200  # nesting of arrays/objects; the codecs recurse once per level
+
+
+def fail(member: str, problem: str) -> NoReturn:
+    """Raise the one error kind of this package: ``archive member '<member>': <problem>``."""
+    raise ArchiveError(f"archive member '{member}': {problem}")
+
+
+def dumps(obj: Any) -> bytes:
+    """Deterministic JSON bytes of ``obj`` (sorted keys, fixed separators, ASCII)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text.encode("ascii")
+
+
+def _reject_constant(token: str) -> NoReturn:
+    raise ValueError(f"non-finite number literal {token} is not allowed")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r} in a JSON object")
+        out[key] = value
+    return out
+
+
+def check_depth(obj: Any, member: str, limit: int = MAX_JSON_DEPTH) -> None:
+    """Refuse JSON values nested deeper than ``limit`` (iterative walk, no recursion)."""
+    stack = [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            fail(member, f"JSON nesting deeper than {limit} levels")
+        if isinstance(value, dict):
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+
+
+def loads(data: bytes, member: str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """Parse archive JSON strictly.
+
+    Args:
+        data: the raw member bytes.
+        member: archive member name used in error messages.
+        max_bytes: size limit checked before decoding.
+    Raises:
+        ArchiveError: too large, not UTF-8, not JSON, NaN/Infinity literal,
+            duplicate key, or nested deeper than ``MAX_JSON_DEPTH``.
+    """
+    if len(data) > max_bytes:
+        fail(member, f"JSON document of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
+    try:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as err:
+        fail(member, f"not UTF-8 text ({err.reason} at byte {err.start})")
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+    except RecursionError:
+        fail(member, f"JSON nesting deeper than {MAX_JSON_DEPTH} levels")
+    except ValueError as err:  # JSONDecodeError, our hooks, and int-digit limits
+        fail(member, f"invalid JSON: {err}")
+    check_depth(obj, member)
+    return obj
+
+
+def expect(cond: bool, member: str, problem: str) -> None:
+    """``fail(member, problem)`` unless ``cond``."""
+    if not cond:
+        fail(member, problem)
+
+
+def get_dict(obj: Any, member: str, what: str, keys: set[str], optional: frozenset[str] = frozenset()) -> dict:
+    """Check ``obj`` is a JSON object whose key set is ``keys`` (plus any of ``optional``)."""
+    if not isinstance(obj, dict):
+        fail(member, f"{what} must be a JSON object, got {type(obj).__name__}")
+    missing = sorted(keys - obj.keys())
+    extra = sorted(obj.keys() - keys - optional)
+    if missing:
+        fail(member, f"{what} is missing key(s) {missing}")
+    if extra:
+        fail(member, f"{what} has unknown key(s) {extra}")
+    return obj
+
+
+def get_int(value: Any, member: str, what: str, lo: int | None = None, hi: int | None = None) -> int:
+    """Check ``value`` is a JSON integer (not a bool) within ``[lo, hi]``."""
+    if type(value) is not int:
+        fail(member, f"{what} must be an integer, got {value!r:.80}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        fail(member, f"{what} = {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def get_str(value: Any, member: str, what: str, max_len: int = 4096) -> str:
+    """Check ``value`` is a JSON string of at most ``max_len`` characters."""
+    if not isinstance(value, str):
+        fail(member, f"{what} must be a string, got {value!r:.80}")
+    if len(value) > max_len:
+        fail(member, f"{what} is longer than {max_len} characters")
+    return value
+
+
+def get_list(value: Any, member: str, what: str) -> list:
+    """Check ``value`` is a JSON array."""
+    if not isinstance(value, list):
+        fail(member, f"{what} must be a JSON array, got {type(value).__name__}")
+    return value

@@ -1,0 +1,115 @@
+"""Reading ``.npy`` / ``.npz`` members safely: never pickle, sizes checked first.
+
+A ``.npy`` member must be format version 1.0 or 2.0 with a header of at most
+:data:`MAX_HEADER_BYTES`, a non-object, non-structured dtype, at most
+:data:`MAX_NDIM` dimensions, and exactly ``prod(shape) * itemsize`` data bytes
+after the header (no truncation, no trailing bytes).  The header is parsed by
+numpy's literal-only parser; nothing is unpickled, whatever the header says.
+
+``.npz`` members are nested zips (read with the same :class:`ZipReader`
+checks) whose members are ``<key>.npy``.
+"""
+from __future__ import annotations
+
+import io
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArchiveError
+from .jsonio import fail
+from .zipio import ZipReader, zip_bytes
+
+MAX_HEADER_BYTES = 10_000
+MAX_NDIM = 64
+MAX_NPZ_BYTES = 1 << 34  # sample inputs are read into memory: 16 GiB cap
+
+
+def _parse_header(stream: Any, member: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """(shape, fortran_order, dtype, header_bytes) of the .npy header at the stream start."""
+    try:
+        version = np.lib.format.read_magic(stream)
+    except (ValueError, OSError, EOFError) as err:
+        fail(member, f"not an .npy file ({err})")
+    if version not in ((1, 0), (2, 0)):
+        fail(member, f"unsupported .npy format version {version}")
+    reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    try:
+        shape, fortran, dtype = reader(stream, max_header_size=MAX_HEADER_BYTES)
+    except (ValueError, SyntaxError, TypeError, OSError, EOFError, MemoryError) as err:
+        fail(member, f"invalid .npy header ({str(err)[:200]})")
+    if dtype.hasobject:
+        fail(member, f"object dtype {dtype} refused: loading it would need pickle")
+    if dtype.fields is not None or dtype.subdtype is not None:
+        fail(member, f"structured dtype {dtype} is not supported")
+    if len(shape) > MAX_NDIM or any(type(n) is not int or n < 0 for n in shape):
+        fail(member, f"invalid array shape {shape!r:.100}")
+    header_len = stream.tell()
+    return tuple(shape), bool(fortran), dtype, header_len
+
+
+def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int | None = None) -> np.ndarray:
+    """Load an ``.npy`` member as an array.
+
+    Args:
+        zr: the archive.
+        member: member name (``.npy``).
+        mmap: copy-on-write memory map instead of reading, when the archive was
+            opened by path and the member is stored uncompressed.
+        max_bytes: refuse larger members before reading (default: no limit
+            beyond the container's own).
+    Returns:
+        the array (``np.memmap`` when mapped), writable.
+    Raises:
+        ArchiveError: bad header, object/structured dtype, size mismatch, corrupt data.
+    """
+    size = zr.size(member)
+    if max_bytes is not None and size > max_bytes:
+        fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
+    with zr.open(member) as stream:
+        head = io.BytesIO(stream.read(min(size, MAX_HEADER_BYTES + 16)))
+        shape, fortran, dtype, header_len = _parse_header(head, member)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if header_len + nbytes != size:
+            fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
+                         f"member has {size - header_len}")
+        order = "F" if fortran else "C"
+        offset = zr.data_offset(member)
+        if mmap and zr.path is not None and offset is not None and nbytes > 0:
+            return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order=order)
+        out = np.empty(shape, dtype=dtype, order=order)
+        view = memoryview(out.reshape(-1, order="A").view(np.uint8)) if nbytes else memoryview(bytearray())
+        got = head.readinto(view)
+        try:
+            while got < nbytes:
+                n = stream.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+            trailing = stream.read(1)
+        except Exception as err:  # noqa: BLE001 - zipfile raises BadZipFile/zlib.error/OSError on corruption
+            fail(member, f"corrupt data ({type(err).__name__}: {err})")
+        if got != nbytes or trailing:
+            fail(member, f"data size does not match the header ({got} of {nbytes} bytes)")
+        return out
+
+
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """A deterministic ``.npz`` (stored, aligned, fixed timestamps) of ``key -> array``."""
+    return zip_bytes({f"{key}.npy": np.asarray(value) for key, value in arrays.items()})
+
+
+def read_npz(zr: ZipReader, member: str) -> dict[str, np.ndarray]:
+    """``key -> array`` from an ``.npz`` member, every nested ``.npy`` checked like :func:`read_npy`."""
+    data = zr.read(member, MAX_NPZ_BYTES)
+    with ZipReader(io.BytesIO(data)) as inner:
+        out: dict[str, np.ndarray] = {}
+        for name in inner.names:
+            if not name.endswith(".npy") or "/" in name:
+                fail(f"{member}/{name}", "an .npz may only hold top-level .npy members")
+            try:
+                out[name[:-4]] = read_npy(inner, name)
+            except ArchiveError as err:  # name the outer member too
+                raise ArchiveError(f"{member}: {err}") from None
+        return out

@@ -1,0 +1,313 @@
+"""The zip container: a deterministic, aligned writer and a distrustful reader.
+
+Writer (:func:`write_zip`): members are written in sorted name order, all
+``ZIP_STORED``, with the fixed timestamp 1980-01-01 00:00:00, Unix permissions
+0644 and no comments.  Each member's data starts at an offset that is a
+multiple of :data:`ALIGN` (64) bytes from the start of the archive: the local
+header carries an alignment extra field (id ``0xD935``: uint16 alignment, then
+zero padding).  ``.npy`` payloads therefore start aligned, and numpy's own
+64-byte header padding aligns the array data, which allows ``np.memmap``.
+
+Reader (:class:`ZipReader`): before any member is read it checks the member
+count, name syntax (no absolute paths, ``..``, backslashes, drive letters,
+control characters, empty segments), duplicate names, encryption,
+compression method, declared sizes against limits and against the file size,
+each local header against the central directory, and that no two members'
+data overlap (the overlapping-entry zip bomb).  Every failure is an
+:class:`~tensorplay_export.errors.ArchiveError`.
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import struct
+import tempfile
+import zipfile
+import zlib
+from typing import IO, Any, Callable, Mapping
+
+import numpy as np
+
+from ..errors import ArchiveError
+from .jsonio import fail
+
+ALIGN = 64
+_ALIGN_EXTRA_ID = 0xD935
+_DATE = (1980, 1, 1, 0, 0, 0)
+MAX_MEMBERS = 100_000
+MAX_NAME_BYTES = 1024
+MAX_MEMBER_BYTES = 1 << 40  # declared uncompressed size of one member
+MAX_TOTAL_BYTES = 1 << 41  # declared uncompressed size of all members
+MAX_DEFLATE_RATIO = 1000  # declared uncompressed / compressed, for deflated members
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+def npy_header(array: np.ndarray) -> bytes:
+    """The .npy (version 1.0, or 2.0 if needed) header for a C-contiguous ``array``."""
+    buf = io.BytesIO()
+    header = np.lib.format.header_data_from_array_1_0(array)
+    try:
+        np.lib.format.write_array_header_1_0(buf, header)
+    except ValueError:  # header longer than 64 KiB: numpy's format 2.0
+        buf = io.BytesIO()
+        np.lib.format.write_array_header_2_0(buf, header)
+    return buf.getvalue()
+
+
+def _payload_parts(value: Any) -> tuple[bytes, memoryview | bytes]:
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        if array.dtype.hasobject:
+            raise ArchiveError("cannot store an object array (it would need pickle)")
+        flat = array.reshape(-1).view(np.uint8) if array.size else np.empty(0, np.uint8)
+        return npy_header(array), memoryview(flat)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return b"", bytes(value)
+    raise TypeError(f"zip payload must be bytes or an ndarray, got {type(value).__name__}")
+
+
+def _align_extra(offset: int, name: bytes, zip64: bool) -> bytes:
+    base = offset + _LOCAL_HEADER.size + len(name) + (20 if zip64 else 0)
+    pad = (-base) % ALIGN
+    if pad == 0:
+        return b""
+    if pad < 6:
+        pad += ALIGN
+    return struct.pack("<HHH", _ALIGN_EXTRA_ID, pad - 4, ALIGN) + b"\0" * (pad - 6)
+
+
+def write_zip(fh: IO[bytes], members: Mapping[str, Any]) -> None:
+    """Write ``members`` (name -> bytes | ndarray) as a deterministic aligned zip.
+
+    ``fh`` must be a seekable binary file positioned at 0 (so offsets are absolute).
+    Arrays are streamed without an extra copy of their data.
+    """
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(members):
+            header, data = _payload_parts(members[name])
+            size = len(header) + (data.nbytes if isinstance(data, memoryview) else len(data))
+            info = zipfile.ZipInfo(name, date_time=_DATE)
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            info.file_size = size
+            zip64 = size * 1.05 > zipfile.ZIP64_LIMIT  # the rule zipfile uses for the local header
+            info.extra = _align_extra(fh.tell(), name.encode("utf-8"), zip64)
+            with zf.open(info, "w", force_zip64=zip64) as out:
+                out.write(header)
+                out.write(data)
+
+
+_ATOMIC_TMP_PREFIX = ".tpe-"
+
+
+def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
+    """Run ``write(fh)`` on a fresh seekable temp file, then publish it to ``f``.
+
+    For a path: the temp file is created in the destination's folder, flushed,
+    fsynced and renamed over the destination with ``os.replace`` (atomic); on any
+    failure it is removed and the destination is untouched.  For a writable
+    binary file object: the finished bytes are copied into it.
+    """
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_ATOMIC_TMP_PREFIX + os.path.basename(path) + ".",
+                                   suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w+b") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+        return
+    if not hasattr(f, "write"):
+        raise TypeError(f"expected a path or a writable binary file object, got {type(f).__name__}")
+    with tempfile.TemporaryFile() as fh:
+        write(fh)
+        fh.seek(0)
+        shutil.copyfileobj(fh, f, 1 << 20)
+
+
+def zip_bytes(members: Mapping[str, Any]) -> bytes:
+    """The archive bytes of ``members`` in memory (used for the nested ``.npz``)."""
+    buf = io.BytesIO()
+    write_zip(buf, members)
+    return buf.getvalue()
+
+
+def check_member_name(name: Any, where: str = "archive") -> str:
+    """Refuse names that could escape an extraction folder or alias another member."""
+    if not isinstance(name, str) or not name:
+        fail(where, f"empty or non-text member name {name!r:.60}")
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        fail(name[:80], f"member name longer than {MAX_NAME_BYTES} bytes")
+    if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
+        fail(name, "absolute or non-POSIX member path")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        fail(name, "control character in member name")
+    for part in name.split("/"):
+        if part in ("", ".", ".."):
+            fail(name, f"member path has an empty, '.' or '..' segment")
+    return name
+
+
+class ZipReader:
+    """Validated read access to a zip archive (see the module docstring for the checks).
+
+    Args:
+        f: a path or a readable binary file object (a non-seekable one is read into memory).
+    Attributes:
+        path: the file path when opened by path (enables :meth:`data_offset` + memmap), else None.
+        names: member names in archive order.
+    Raises:
+        ArchiveError: the container is not a valid, safe zip.
+    """
+
+    def __init__(self, f: Any, *, max_members: int = MAX_MEMBERS, max_total: int = MAX_TOTAL_BYTES):
+        self.path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
+        self._own = self.path is not None
+        try:
+            if self.path is not None:
+                self._fh: IO[bytes] = open(self.path, "rb")
+            else:
+                self._fh = f if _seekable(f) else io.BytesIO(f.read())
+            self._zf = zipfile.ZipFile(self._fh, "r")
+        except FileNotFoundError:
+            raise
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+                struct.error, NotImplementedError, AttributeError) as err:
+            self.close()
+            raise ArchiveError(f"archive: not a readable zip file ({type(err).__name__}: {err})") from None
+        try:
+            self._validate(max_members, max_total)
+        except BaseException:
+            self.close()
+            raise
+
+    def _validate(self, max_members: int, max_total: int) -> None:
+        infos = self._zf.infolist()
+        if len(infos) > max_members:
+            raise ArchiveError(f"archive: {len(infos)} members exceed the limit of {max_members}")
+        self._infos: dict[str, zipfile.ZipInfo] = {}
+        self._data_start: dict[str, int] = {}
+        total = 0
+        self._fh.seek(0, os.SEEK_END)
+        file_size = self._fh.tell()
+        dir_start = getattr(self._zf, "start_dir", file_size)
+        for info in infos:
+            name = check_member_name(info.filename)
+            if name in self._infos:
+                fail(name, "duplicate member name")
+            if info.flag_bits & 0x1:
+                fail(name, "encrypted members are not supported")
+            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                fail(name, f"unsupported compression method {info.compress_type}")
+            if info.file_size > MAX_MEMBER_BYTES:
+                fail(name, f"declared size {info.file_size} bytes exceeds the limit of {MAX_MEMBER_BYTES}")
+            if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+                fail(name, f"stored member declares {info.file_size} bytes but occupies {info.compress_size}")
+            if (info.compress_type == zipfile.ZIP_DEFLATED
+                    and info.file_size > MAX_DEFLATE_RATIO * max(info.compress_size, 1) + 1024):
+                fail(name, f"compression ratio {info.file_size}/{info.compress_size} looks like a zip bomb")
+            total += info.file_size
+            if total > max_total:
+                fail(name, f"declared total size exceeds the limit of {max_total} bytes")
+            self._infos[name] = info
+            self._data_start[name] = self._local_data_start(info, dir_start)
+        spans = sorted((i.header_offset, self._data_start[n] + i.compress_size, n)
+                       for n, i in self._infos.items())
+        for (_, end, name), (start, _, other) in zip(spans, spans[1:]):
+            if end > start:
+                fail(other, f"member data overlaps member '{name}'")
+        if spans and spans[-1][1] > dir_start:
+            fail(spans[-1][2], "member data runs into the central directory")
+        self.names = [i.filename for i in infos]
+
+    def _local_data_start(self, info: zipfile.ZipInfo, dir_start: int) -> int:
+        name = info.filename
+        if info.header_offset < 0 or info.header_offset + _LOCAL_HEADER.size > dir_start:
+            fail(name, "local header offset is outside the archive")
+        self._fh.seek(info.header_offset)
+        raw = self._fh.read(_LOCAL_HEADER.size)
+        if len(raw) != _LOCAL_HEADER.size:
+            fail(name, "truncated local header")
+        fields = _LOCAL_HEADER.unpack(raw)
+        if fields[0] != b"PK\x03\x04":
+            fail(name, "bad local header signature")
+        name_len, extra_len = fields[-2], fields[-1]
+        local_name = self._fh.read(name_len)
+        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        if local_name.decode(encoding, "replace") != name:
+            fail(name, "local header name differs from the central directory")
+        return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+    # -- access -----------------------------------------------------------------------
+    def __contains__(self, name: str) -> bool:
+        return name in self._infos
+
+    def info(self, name: str) -> zipfile.ZipInfo:
+        """The validated ZipInfo; ArchiveError when the member is missing."""
+        if name not in self._infos:
+            fail(name, "missing from the archive")
+        return self._infos[name]
+
+    def size(self, name: str) -> int:
+        """Declared uncompressed size in bytes."""
+        return self.info(name).file_size
+
+    def read(self, name: str, limit: int) -> bytes:
+        """All bytes of ``name``; refuses a declared size above ``limit`` before reading."""
+        info = self.info(name)
+        if info.file_size > limit:
+            fail(name, f"member of {info.file_size} bytes exceeds the limit of {limit} bytes")
+        with self.open(name) as stream:
+            try:
+                data = stream.read(info.file_size + 1)
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as err:
+                fail(name, f"corrupt data ({type(err).__name__}: {err})")
+        if len(data) != info.file_size:
+            fail(name, f"holds {len(data)} bytes but declares {info.file_size}")
+        return data
+
+    def open(self, name: str) -> IO[bytes]:
+        """A stream over the member's uncompressed bytes (CRC checked at its end)."""
+        info = self.info(name)
+        try:
+            return self._zf.open(info, "r")
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as err:
+            fail(name, f"cannot open ({type(err).__name__}: {err})")
+
+    def data_offset(self, name: str) -> int | None:
+        """Absolute file offset of a STORED member's bytes (for memmap); None if compressed."""
+        info = self.info(name)
+        return self._data_start[name] if info.compress_type == zipfile.ZIP_STORED else None
+
+    def close(self) -> None:
+        zf = getattr(self, "_zf", None)
+        if zf is not None:
+            zf.close()
+        if self._own and getattr(self, "_fh", None) is not None:
+            self._fh.close()
+
+    def __enter__(self) -> "ZipReader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _seekable(f: Any) -> bool:
+    try:
+        return bool(f.seekable())
+    except (AttributeError, OSError, ValueError):
+        return False
