@@ -1,0 +1,206 @@
+"""refine_dynamic_shapes_from_suggested_fixes: every fix form, spec shapes, sharing, errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorplay_export.dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from tensorplay_export.refine import (
+    ConstFix, RangeFix, RelationFix, parse_fix_line, parse_suggested_fixes,
+    refine_dynamic_shapes_from_suggested_fixes as refine,
+)
+
+
+def message(*fix_lines: str, tail: str = "") -> str:
+    body = "\n".join(f"  {line}" for line in fix_lines)
+    return ("Constraints violated (seq)!\n"
+            "  - Not all values of seq = x.shape[1] in the specified range seq <= 1024 satisfy the guard seq <= 512\n"
+            "    counterexample: seq = 513\n"
+            "    at model.py:12  `return x + POS[:s]`\n"
+            f"Suggested fixes:\n{body}\n{tail}")
+
+
+# --- parsing --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line, want", [
+    ("seq = Dim('seq', max=512)", RangeFix("seq", None, 512, "seq = Dim('seq', max=512)")),
+    ("seq = Dim('seq', min=2, max=512)", RangeFix("seq", 2, 512, "seq = Dim('seq', min=2, max=512)")),
+    ('seq = Dim("seq", min=0)', RangeFix("seq", 0, None, 'seq = Dim("seq", min=0)')),
+    ("S = Dim('S')", RangeFix("S", None, None, "S = Dim('S')")),
+    ("lambda = Dim('lambda', max=3)", RangeFix("lambda", None, 3, "lambda = Dim('lambda', max=3)")),
+    ("batch = 4", ConstFix("batch", 4, "batch = 4")),
+    ("dy = dx", RelationFix("dy", "dx", 1, 0, "dy = dx")),
+    ("dx = dy + 1", RelationFix("dx", "dy", 1, 1, "dx = dy + 1")),
+    ("dx = dy - 1", RelationFix("dx", "dy", 1, -1, "dx = dy - 1")),
+    ("dy = 2*dx", RelationFix("dy", "dx", 2, 0, "dy = 2*dx")),
+    ("dy = 2*dx + 1", RelationFix("dy", "dx", 2, 1, "dy = 2*dx + 1")),
+    ("n = 4*_n", RelationFix("n", "_n", 4, 0, "n = 4*_n")),
+    ("n = _n*4", RelationFix("n", "_n", 4, 0, "n = _n*4")),
+])
+def test_parse_forms(line, want):
+    assert parse_fix_line(line) == want
+
+
+@pytest.mark.parametrize("line, msg", [
+    ("seq = Dim('other', max=5)", "named 'other' but assigned to 'seq'"),
+    ("seq = Dim('seq', mx=5)", "cannot read 'mx=5'"),
+    ("seq = Dim('seq', max=5, max=6)", "cannot read 'max=6'"),
+    ("seq = Dim('seq', max=5.5)", "cannot read"),
+    ("dy = dx * dz", "cannot apply fix line"),
+    ("dy = 2*dx*3", "cannot apply fix line"),
+    ("dy = dx + dz", "cannot apply fix line"),
+    ("dy = -2*dx", "cannot apply fix line"),
+    ("dy == dx", "cannot apply fix line"),
+    ("__import__('os').system('true')", "cannot apply fix line"),
+    ("dy = Dim", "malformed"),
+])
+def test_parse_malformed(line, msg):
+    with pytest.raises(ValueError, match=msg.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        parse_fix_line(line)
+
+
+def test_block_stops_at_blank_line_and_ignores_counterexample():
+    text = message("seq = Dim('seq', max=512)", tail="\nmore = text that is not a fix\n")
+    assert [f.name for f in parse_suggested_fixes(text)] == ["seq"]
+
+
+def test_missing_or_empty_block():
+    with pytest.raises(ValueError, match="no 'Suggested fixes:' block"):
+        refine("Constraints violated (seq)!\n    counterexample: seq = 513\n", {"x": {1: Dim("seq")}})
+    with pytest.raises(ValueError, match="has no fix lines"):
+        refine("Suggested fixes:\n\nseq = 4\n", {"x": {1: Dim("seq")}})
+
+
+# --- applying -------------------------------------------------------------------------------
+
+def test_range_on_dict_spec_keeps_other_dims():
+    batch, seq = Dim("batch", max=64), Dim("seq", max=1024)
+    spec = {"x": {0: batch, 1: seq}}
+    out = refine(message("seq = Dim('seq', max=512)"), spec)
+    assert out == {"x": {0: batch, 1: Dim("seq", max=512)}}
+    assert out["x"][0] is batch
+    assert spec["x"][1] is seq  # the input spec is not mutated
+
+
+def test_shared_dims_stay_shared_tuple_and_nested():
+    b = Dim("batch", max=32)
+    spec = ({0: b}, {"scale": {0: b}, "bias": None, "more": [(b, None)]})
+    out = refine(message("batch = Dim('batch', max=16)"), spec)
+    new = out[0][0]
+    assert new == Dim("batch", max=16)
+    assert out[1]["scale"][0] is new and out[1]["more"][0][0] is new
+    assert isinstance(out, tuple) and isinstance(out[1]["more"], list) and isinstance(out[1]["more"][0], tuple)
+    assert out[1]["bias"] is None
+
+
+def test_constant():
+    b = Dim("batch", max=64)
+    out = refine(message("batch = 4"), {"x": {0: b}, "y": [b, None]})
+    assert out == {"x": {0: 4}, "y": [4, None]}
+
+
+def test_equality_makes_one_shared_object():
+    dx, dy = Dim("dx", max=100), Dim("dy", max=100)
+    out = refine(message("dy = dx"), {"x": {0: dx}, "y": {0: dy}})
+    assert out["x"][0] is dx and out["y"][0] is dx
+
+
+def test_offset_relation_with_refined_root():
+    dx, dy = Dim("dx", max=100), Dim("dy", max=100)
+    out = refine(message("dx = dy + 1", "dy = Dim('dy', max=99)"), {"x": {0: dx}, "y": {0: dy}})
+    new_dy = out["y"][0]
+    assert new_dy == Dim("dy", max=99)
+    assert isinstance(out["x"][0], _DerivedDim) and out["x"][0].root is new_dy
+    assert (out["x"][0].scale, out["x"][0].offset) == (1, 1)
+
+
+def test_multiple_relation_range_after_relation_line():
+    dx, dy = Dim("dx", max=100), Dim("dy", max=100)
+    out = refine(message("dy = 2*dx", "dx = Dim('dx', max=50)"), [{0: dx}, {0: dy, 1: dy}])
+    assert out[0][0] == Dim("dx", max=50)
+    d = out[1][0]
+    assert isinstance(d, _DerivedDim) and d.root is out[0][0] and (d.scale, d.offset) == (2, 0)
+    assert out[1][1] is d
+
+
+def test_new_root_divisibility():
+    n = Dim("n", max=1000)
+    out = refine(message("_n = Dim('_n', max=250)", "n = 4*_n"), {"x": {0: n}})
+    d = out["x"][0]
+    assert isinstance(d, _DerivedDim) and d.root == Dim("_n", max=250) and d.scale == 4
+
+
+def test_derived_dim_in_spec_is_rebased():
+    dx = Dim("dx", max=100)
+    spec = {"x": {0: dx}, "y": {0: dx + 1}, "z": {0: dx + 1}}
+    out = refine(message("dx = Dim('dx', max=20)"), spec)
+    assert out["y"][0].root is out["x"][0] and out["y"][0].offset == 1 and out["z"][0] is out["y"][0]
+    out = refine(message("dx = 5"), spec)
+    assert out == {"x": {0: 5}, "y": {0: 6}, "z": {0: 6}}
+    out = refine(message("_dx = Dim('_dx', max=10)", "dx = 2*_dx"), spec)
+    assert out["y"][0].root == Dim("_dx", max=10) and (out["y"][0].scale, out["y"][0].offset) == (2, 1)
+
+
+def test_chained_relations_fold_to_root():
+    a, b, c = Dim("a"), Dim("b"), Dim("c")
+    out = refine(message("c = 2*b + 1", "b = a + 3"), {"x": (a, b, c)})
+    d = out["x"][2]
+    assert d.root is a and (d.scale, d.offset) == (2, 7)
+
+
+def test_relation_to_constant_root():
+    out = refine(message("a = 4", "b = 2*a"), {"x": (Dim("a"), Dim("b"))})
+    assert out == {"x": (4, 8)}
+
+
+def test_shapes_collection_spec():
+    x = np.zeros((3, 4))
+    seq = Dim("seq")
+    sc = ShapesCollection()
+    sc[x] = {1: seq}
+    out = refine(message("seq = Dim('seq', max=8)"), sc)
+    assert isinstance(out, ShapesCollection) and out[x] == {1: Dim("seq", max=8)}
+
+
+def test_hints_and_statics_untouched():
+    spec = {"x": {0: Dim.AUTO, 1: Dim.DYNAMIC, 2: None, 3: Dim("k")}, "y": None}
+    out = refine(message("k = 16"), spec)
+    assert out == {"x": {0: Dim.AUTO, 1: Dim.DYNAMIC, 2: None, 3: 16}, "y": None}
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+def test_unknown_dim():
+    with pytest.raises(ValueError, match="names dim 'zz', which is not in dynamic_shapes .its named dims: seq"):
+        refine(message("zz = Dim('zz', max=5)"), {"x": {1: Dim("seq")}})
+
+
+def test_unknown_relation_root():
+    with pytest.raises(ValueError, match="relates 'seq' to 'q'"):
+        refine(message("seq = 2*q"), {"x": {1: Dim("seq")}})
+
+
+def test_conflicting_and_cyclic_lines():
+    spec = {"x": (Dim("a"), Dim("b"))}
+    with pytest.raises(ValueError, match="both define 'a'"):
+        refine(message("a = 4", "a = 5"), spec)
+    with pytest.raises(ValueError, match="cycle"):
+        refine(message("a = b + 1", "b = a + 1"), spec)
+
+
+def test_negative_sizes_refused():
+    spec = {"x": (Dim("a"), Dim("b"))}
+    with pytest.raises(ValueError, match="negative"):
+        refine(message("a = -1"), spec)
+    with pytest.raises(ValueError, match="negative size"):
+        refine(message("a = 0", "b = a - 1"), spec)
+
+
+def test_additional_inputs_refused():
+    with pytest.raises(ValueError, match="AdditionalInputs"):
+        refine(message("a = 4"), AdditionalInputs())
+
+
+def test_malformed_line_in_message():
+    with pytest.raises(ValueError, match="cannot apply fix line 'seq <= 512'"):
+        refine(message("seq <= 512"), {"x": {1: Dim("seq")}})
