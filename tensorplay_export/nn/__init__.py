@@ -1,5 +1,22 @@
-"""tensorplay_export.nn: a torch-like module system and layers over numpy arrays."""
+"""tensorplay_export.nn: a torch-like module system, layers and functional ops over numpy arrays.
 
+Model code written against this package is what `tensorplay_export.export` captures:
+`Module.__call__` goes through the capture hook, parameters and buffers live in the
+dicts capture swaps traced arrays into, and `functional` is plain numpy calls.
+"""
+
+from tensorplay_export.nn import functional, init
+from tensorplay_export.nn.attention import MultiheadAttention
+from tensorplay_export.nn.containers import ModuleDict, ModuleList, Sequential
+from tensorplay_export.nn.conv import AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool2d
+from tensorplay_export.nn.init import manual_seed
+from tensorplay_export.nn.layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, Linear,
+                                         LogSoftmax, ReLU, RMSNorm, Sigmoid, SiLU, Softmax, Tanh)
 from tensorplay_export.nn.module import IncompatibleKeys, Module, Parameter
 
-__all__ = ["Module", "Parameter", "IncompatibleKeys"]
+__all__ = [
+    "Module", "Parameter", "IncompatibleKeys", "functional", "init", "manual_seed",
+    "Linear", "Embedding", "LayerNorm", "RMSNorm", "Dropout", "ReLU", "GELU", "SiLU", "Sigmoid", "Tanh",
+    "Softmax", "LogSoftmax", "Flatten", "Identity", "MultiheadAttention", "Conv1d", "Conv2d",
+    "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "Sequential", "ModuleList", "ModuleDict",
+]
