@@ -462,6 +462,9 @@ class ShapeSolver:
 
     def _contradiction_reason(self, e) -> str:
         """One line naming the facts (explicit and implicit) that cannot hold together."""
+        if e is sympy.false:
+            return ("contradictory: the query is identically false (sympy decides comparisons "
+                    "from the implicit facts that sizes are integers >= 1, or >= 0 for min=0)")
         names = sorted(self._bounds)
         s, labels = self._new_solver(names, self._residual, track=True)
         if e is not None and e is not sympy.true:
@@ -479,7 +482,7 @@ class ShapeSolver:
             if r == z3.unsat:
                 facts = sorted(labels[str(b)] for b in s.unsat_core())
         facts.append("sizes are integers (implicit)")
-        return "contradictory: no sizes satisfy " + "; ".join(facts)
+        return "contradictory: no sizes satisfy all of: " + "; ".join(facts)
 
 
 def _max_lo(lo, c):

@@ -1,0 +1,200 @@
+"""ShapeSolver: issue 2's right values 1, 2, 3, 5 (verdict) and 11, plus the
+three-valued contract, caching, counters and declarations."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy
+
+from solver import ShapeSolver, Verdict, evaluate, make_symbol
+
+pytestmark = pytest.mark.z3
+
+
+def _inside(solver, cex):
+    for name, v in cex.items():
+        lo, hi = solver.ranges[name]
+        assert (lo is None or v >= lo) and (hi is None or v <= hi), (name, v, lo, hi)
+
+
+# -- issue 2 right values ------------------------------------------------------------
+def test_rv1_min_tautology_is_proved():
+    solver = ShapeSolver()
+    s = solver.declare("s", lower=1, upper=2048)
+    v = solver.implies(sympy.Eq(sympy.Min(128 * s, 512 * s), 128 * s))
+    assert v.status == "proved"
+    assert solver.stats["z3_calls"] == 0  # decided by the fast path
+
+
+def test_rv2_bound_is_refuted_with_counterexample_above_512():
+    solver = ShapeSolver()
+    s = solver.declare("s", lower=1, upper=1024)
+    v = solver.implies(s <= 512)
+    assert v.status == "refuted"
+    assert 513 <= v.counterexample["s"] <= 1024
+    assert "s=" in v.reason
+
+
+def test_rv3_max_of_ceiling_is_proved():
+    solver = ShapeSolver()
+    W = solver.declare("W", lower=64, upper=128)
+    e = 16 * sympy.floor((W + 63) / 64)
+    assert solver.implies(sympy.Eq(sympy.Max(1, e), e)).status == "proved"
+
+
+def test_rv5_broadcast_disjunction_is_refuted():
+    solver = ShapeSolver()
+    dx = solver.declare("dx", 1, 100)
+    dy = solver.declare("dy", 1, 100)
+    guard = sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))
+    v = solver.implies(guard)
+    assert v.status == "refuted"
+    assert evaluate(guard, v.counterexample) is False
+    _inside(solver, v.counterexample)
+
+
+def test_rv11_contradictory_assumptions_name_the_facts():
+    solver = ShapeSolver()
+    u = solver.declare("u", lower=2)
+    N = solver.declare("N", lower=2)
+    solver.assume(sympy.Eq(u * N, 5))
+    v = solver.satisfiable(True)
+    assert v.status == "refuted"
+    assert v.reason.startswith("contradictory")
+    for fact in ("u >= 2", "N >= 2", "Eq(N*u, 5)", "sizes are integers"):
+        assert fact in v.reason
+
+
+# -- three outcomes, counterexamples, contradictions ---------------------------------------
+def test_counterexample_respects_assumptions():
+    solver = ShapeSolver()
+    dx = solver.declare("dx", 1, 100)
+    dy = solver.declare("dy", 1, 100)
+    solver.assume(sympy.Eq(dy, 2 * dx))
+    v = solver.implies(dy <= 50)
+    assert v.refuted
+    assert v.counterexample["dy"] == 2 * v.counterexample["dx"] and v.counterexample["dy"] > 50
+    assert solver.implies(dy <= 200).proved
+
+
+def test_implicit_lower_bound_is_named():
+    solver = ShapeSolver()
+    s = solver.declare("s", upper=10)
+    v = solver.satisfiable(sympy.Lt(s, 1, evaluate=False))
+    assert v.refuted
+    assert "sizes are >= 1" in v.reason
+    # sympy itself folds `s < 1` to False from the symbol's assumptions; say so
+    v = ShapeSolver().satisfiable(s < 1)
+    assert v.refuted and "sizes are integers >= 1" in v.reason
+
+
+def test_timeout_is_unknown_never_proved():
+    solver = ShapeSolver(timeout_ms=50)
+    x, y, z = (solver.declare(n) for n in "xyz")
+    v = solver.implies(sympy.Ne(x ** 3 + y ** 3, z ** 3))  # true (Fermat n=3), beyond z3's reach
+    assert v.status == "unknown"
+    assert not v.proved and v.counterexample is None
+    assert solver.stats["unknown"] == 1
+
+
+def test_verdict_refuses_truth_testing():
+    with pytest.raises(TypeError, match="three outcomes"):
+        bool(Verdict("unknown"))
+
+
+def test_satisfiable_gives_a_witness():
+    solver = ShapeSolver()
+    n = solver.declare("n", 1, 1000)
+    v = solver.satisfiable(sympy.And(sympy.Eq(sympy.Mod(n, 7), 3), n > 900))
+    assert v.proved
+    assert v.counterexample["n"] % 7 == 3 and v.counterexample["n"] > 900
+
+
+def test_contradictory_assumptions_prove_vacuously_and_say_so():
+    solver = ShapeSolver()
+    s = solver.declare("s", 1, 10)
+    solver.assume(s > 20)
+    v = solver.implies(s > 1000)
+    assert v.proved and v.reason.startswith("vacuously")
+    assert solver.satisfiable(True).refuted
+
+
+def test_assumed_bounds_feed_the_fast_path():
+    solver = ShapeSolver()
+    s = solver.declare("s", 1, 1024)
+    solver.assume(s <= 512)
+    assert solver.ranges["s"] == (1, 512)
+    assert solver.implies(sympy.Eq(s, sympy.Min(512, s))).proved
+    assert solver.stats["z3_calls"] == 0
+
+
+def test_and_is_is_true_three_valued():
+    solver = ShapeSolver(timeout_ms=50)
+    s = solver.declare("s", 1, 64)
+    assert solver.is_true(s <= 64) is True
+    assert solver.is_true(s < 10) is False
+
+
+# -- cache and counters ------------------------------------------------------------------
+def test_cache_on_canonical_form_and_state():
+    solver = ShapeSolver()
+    b = solver.declare("b", 1, 16)
+    s = solver.declare("s", 1, 1024)
+    v1 = solver.implies(sympy.Eq(s, sympy.Min(512, s)))
+    assert v1.refuted and solver.stats["z3_calls"] == 1
+    v2 = solver.implies(s <= 512)  # same canonical form: no second z3 call
+    assert v2.refuted and v2.via == "cache"
+    assert solver.stats["z3_calls"] == 1
+    v3 = solver.implies(sympy.Eq(s, sympy.Min(512, s)))
+    assert v3.via == "cache" and solver.stats["cache_hits"] == 2
+    solver.assume(s <= 512)  # new state: the cached refutation no longer applies
+    assert solver.implies(s <= 512).proved
+    assert solver.stats["queries"] == 4
+    assert solver.stats["decided_without_z3"] + solver.stats["reached_z3"] == 4
+
+
+def test_shared_cache_between_solvers():
+    cache: dict = {}
+    for _ in range(2):
+        solver = ShapeSolver(cache=cache)
+        s = solver.declare("s", 1, 1024)
+        solver.implies(sympy.Ne(s, 700))
+    assert solver.stats["cache_hits"] == 1 and solver.stats["z3_calls"] == 0
+
+
+# -- declarations -----------------------------------------------------------------------
+def test_declare_symbol_assumptions():
+    solver = ShapeSolver()
+    s = solver.declare("S", 1, 8)
+    z = solver.declare("lambda", 0)
+    assert s.is_integer and s.is_positive
+    assert z.is_integer and z.is_nonnegative and z.is_positive is None
+    assert solver.declare("S", 1, 8) is s
+    with pytest.raises(ValueError, match="already declared"):
+        solver.declare("S", 1, 9)
+    with pytest.raises(ValueError, match="empty range"):
+        solver.declare("E", 5, 4)
+    assert solver.declare("I", 1, math.inf) == make_symbol("I")
+
+
+def test_zero_sizes_are_reasoned_about_exactly():
+    solver = ShapeSolver()
+    n = solver.declare("n", 0, 10)
+    v = solver.implies(n >= 1)
+    assert v.refuted and v.counterexample == {"n": 0}
+
+
+def test_undeclared_symbols_use_their_assumptions():
+    solver = ShapeSolver()
+    s = sympy.Symbol("s", integer=True, positive=True)
+    assert solver.implies(s >= 1).proved
+    assert solver.implies(s >= 2).refuted
+
+
+def test_evaluate_helper():
+    s = sympy.Symbol("s", integer=True, positive=True)
+    assert evaluate(sympy.floor((s + 63) / 64), {"s": 65}) == 2
+    assert evaluate(sympy.Eq(sympy.Mod(s, 4), 0), {s: 8}) is True
+    with pytest.raises(ValueError, match="no value for 's'"):
+        evaluate(s + 1, {})
