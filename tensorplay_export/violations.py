@@ -142,14 +142,18 @@ def _counterexample(api, expr: Any, dims: Mapping[str, DimInfo]):
     return s.implies(expr.xreplace(mapping))
 
 
-def _unfixable_entries(fs: Any) -> list[tuple[Any, dict]]:
+def _unfixable_entries(fs: Any) -> list[tuple[Any, dict, str]]:
+    """``(guard, counterexample, reason)`` for each guard the solver could not fix."""
     out = []
     for item in getattr(fs, "unfixable", None) or []:
         if isinstance(item, tuple):
-            guard, cex = item[0], (item[1] if len(item) > 1 else None)
+            guard = item[0]
+            cex = item[1] if len(item) > 1 else None
+            reason = item[2] if len(item) > 2 else ""
         else:
-            guard, cex = getattr(item, "guard", None), getattr(item, "counterexample", None)
-        out.append((guard, dict(cex or {})))
+            guard = getattr(item, "guard", None)
+            cex, reason = getattr(item, "counterexample", None), getattr(item, "reason", "")
+        out.append((guard, dict(cex or {}), str(reason or "")))
     return out
 
 
@@ -166,7 +170,7 @@ def _line_names(line: str) -> set[str]:
 # --- the error ------------------------------------------------------------------------------
 
 def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
-            unfixable: Optional[dict]) -> list[str]:
+            unfixable: Optional[tuple[dict, str]]) -> list[str]:
     names = _names(record.expr)
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
@@ -179,12 +183,12 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         ranges = ", ".join(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims)
         plural = "s" if len(names) > 1 else ""
         head = f"  - Not all values of {sites} in the specified range{plural} {ranges} satisfy the guard {guard}"
-        if record.reason and record.kind not in ("guard", "shape"):
+        if record.reason and record.kind != "guard":  # a user `if` explains itself by its source line
             head += f" ({record.reason})"
     lines = [head]
     cex = verdict.counterexample if verdict is not None and verdict.status == "refuted" else None
     if not cex and unfixable:
-        cex = unfixable
+        cex = unfixable[0]
     if cex:
         lines.append(f"    counterexample: {_cex_text(cex)}")
     elif verdict is not None and verdict.status == "unknown":
@@ -197,8 +201,8 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         where = " and ".join(dims[n].sites) or n
         lines.append(f"    {where} is Dim.DYNAMIC, which the model cannot keep fully dynamic here; mark it "
                      f"Dim.AUTO (accept what the model needs), Dim.STATIC, or a named Dim with the right range")
-    if unfixable is not None:
-        lines.append("    " + _unfixable_sentence(names))
+    if unfixable is not None and set(names) - set(dynamic):  # the DYNAMIC note already says what to do
+        lines.append("    " + _unfixable_sentence(names, unfixable[1]))
     return lines
 
 
@@ -210,7 +214,10 @@ def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
     return info.hint if info is not None else format_guard(expr)
 
 
-def _unfixable_sentence(names: list[str]) -> str:
+def _unfixable_sentence(names: list[str], reason: str = "") -> str:
+    if reason:
+        return (f"no suggested fix: {reason}. Change the model so it does not need this guard for the "
+                f"sizes you declare, or pick bounds by hand that keep every allowed combination inside it")
     if len(names) > 1:
         return (f"no suggested fix: this guard ties {', '.join(names)} together in a way no Dim range or "
                 f"relation dy = k*dx + c expresses; change the model so each size is checked on its own or the "
@@ -252,7 +259,7 @@ def build_violation_error(violations: list[GuardRecord],
     lines = [ln for ln in list(getattr(fs, "lines", []) or []) if _line_names(ln) <= writable | _new_roots(fs)]
     fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
-    unfix_by_text = {str(g): cex for g, cex in unfix}
+    unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
     out = [f"Constraints violated ({', '.join(used)})!"]
     for record in records:
@@ -260,7 +267,7 @@ def build_violation_error(violations: list[GuardRecord],
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
         if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
-            unfixable = {}  # no printed fix touches this guard's dims: say so instead of staying silent
+            unfixable = ({}, "")  # no printed fix touches this guard's dims: say so instead of staying silent
         out += _bullet(record, dims, verdict, unfixable)
     if lines:
         out.append("Suggested fixes:")
@@ -268,7 +275,7 @@ def build_violation_error(violations: list[GuardRecord],
     err = ConstraintViolationError("\n".join(out))
     err.violations = records
     err.fixes = lines
-    err.unfixable = [g for g, _ in unfix]
+    err.unfixable = [g for g, _, _ in unfix]
     return err
 
 

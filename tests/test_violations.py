@@ -1,0 +1,327 @@
+"""violations.py: the ConstraintViolationError text, its fixes, and the refine round trip."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import pytest
+import sympy
+
+import solver
+from tensorplay_export import violations
+from tensorplay_export.dynamic_shapes import Dim, _DerivedDim
+from tensorplay_export.errors import ConstraintViolationError, DataDependentError
+from tensorplay_export.records import DimInfo, GuardRecord, SourceLoc
+from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes as refine
+
+pytestmark = pytest.mark.z3
+
+MODEL_SRC = """import numpy as np
+POS = np.zeros((512, 8))
+
+
+def model(x, y):
+    s = x.shape[1]
+    h = x + POS[:s]
+    if s == 512:
+        return h * 2.0
+    z = x.reshape(4, 6)
+    w = np.concatenate([x, x]) * y
+    return x.reshape(-1, 4)
+"""
+
+
+@pytest.fixture
+def loc(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(MODEL_SRC)
+    return lambda line: SourceLoc(str(path), line)
+
+
+def sym(name, lower=1):
+    return sympy.Symbol(name, integer=True, positive=True) if lower >= 1 else \
+        sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def info(name, lower, upper, hint, *sites, kind="named"):
+    return DimInfo(name, lower, upper, hint, list(sites), kind)
+
+
+# --- the exact layout (issue 4) ---------------------------------------------------------------
+
+def test_issue4_layout_exactly(loc):
+    seq = sym("seq")
+    err = violations.build_violation_error(
+        [GuardRecord(seq <= 512, "index_bounds", "slice of a 512-row constant", loc(7))],
+        {"seq": info("seq", 1, 1024, 16, "x.shape[1]")})
+    assert isinstance(err, ConstraintViolationError) and isinstance(err, ValueError)
+    assert str(err) == (
+        "Constraints violated (seq)!\n"
+        "  - Not all values of seq = x.shape[1] in the specified range seq <= 1024 satisfy the guard seq <= 512"
+        " (slice of a 512-row constant)\n"
+        "    counterexample: seq = 513\n"
+        "    at model.py:7  `h = x + POS[:s]`\n"
+        "Suggested fixes:\n"
+        "  seq = Dim('seq', max=512)")
+    assert err.fixes == ["seq = Dim('seq', max=512)"]
+
+
+def test_plain_guard_has_no_reason_suffix(loc):
+    seq = sym("seq")
+    err = violations.build_violation_error([GuardRecord(seq <= 512, "guard", "user branch", loc(7))],
+                                           {"seq": info("seq", 1, 1024, 16, "x.shape[1]")})
+    assert "satisfy the guard seq <= 512\n" in str(err)
+
+
+def test_conjoined_bounds_one_fix_one_call(loc, monkeypatch):
+    seq = sym("seq")
+    calls = []
+    real = solver.suggest_fixes
+
+    def spy(guards, dims, hints):
+        calls.append(list(guards))
+        return real(guards, dims=dims, hints=hints)
+
+    monkeypatch.setattr(solver, "suggest_fixes", spy)
+    err = violations.build_violation_error(
+        [GuardRecord(seq <= 512, "index_bounds", "", loc(7)),
+         GuardRecord(sympy.Ne(seq, 512), "guard", "", loc(8))],
+        {"seq": info("seq", 1, None, 7, "x.shape[1]")})
+    text = str(err)
+    assert len(calls) == 1 and len(calls[0]) == 2
+    assert text.count("  - Not all values of seq = x.shape[1] in the specified range seq >= 1") == 2
+    assert "satisfy the guard seq != 512" in text and "counterexample: seq = 512" in text
+    assert "at model.py:8  `if s == 512:`" in text
+    assert text.endswith("Suggested fixes:\n  seq = Dim('seq', max=511)")
+    assert refine(text, {"x": {1: Dim("seq")}}) == {"x": {1: Dim("seq", max=511)}}
+
+
+def test_relation_names_both_dims_and_sites(loc):
+    dx, dy = sym("dx"), sym("dy")
+    guard = sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))
+    err = violations.build_violation_error(
+        [GuardRecord(guard, "shape", "broadcast", loc(11))],
+        {"dx": info("dx", 1, 100, 8, "x.shape[0]"), "dy": info("dy", 1, 100, 8, "y.shape[0]")})
+    text = str(err)
+    assert text.startswith("Constraints violated (dx, dy)!\n")
+    assert "Not all values of dx = x.shape[0], dy = y.shape[0] in the specified ranges dx <= 100, dy <= 100 " \
+           "satisfy the guard dx == 1 or dx == dy or dy == 1" in text
+    cex_line = next(l for l in text.splitlines() if "counterexample" in l)
+    cex = dict(p.split(" = ") for p in cex_line.split(": ", 1)[1].split(", "))
+    d, e = int(cex["dx"]), int(cex["dy"])
+    assert d != e and d != 1 and e != 1
+    spec = {"x": {0: Dim("dx", max=100)}, "y": {0: Dim("dy", max=100)}}
+    out = refine(text, spec)
+    assert out["x"][0] is out["y"][0] or out["x"][0] == out["y"][0]
+
+
+def test_specialization_bullet(loc):
+    b = sym("batch")
+    err = violations.build_violation_error(
+        [GuardRecord(sympy.Eq(b, 4), "specialization", "reshape(4, 6) needs 4*6 elements", loc(10))],
+        {"batch": info("batch", 1, 64, 4, "x.shape[0]")})
+    text = str(err)
+    assert "  - batch = x.shape[0] was specialized to 4 (reshape(4, 6) needs 4*6 elements)\n" in text
+    assert "counterexample: batch = " in text and "at model.py:10  `z = x.reshape(4, 6)`" in text
+    assert text.endswith("Suggested fixes:\n  batch = 4")
+    assert refine(text, {"x": {0: Dim("batch", max=64)}}) == {"x": {0: 4}}
+
+
+def test_unfixable_has_counterexample_and_sentence_no_fix_block(loc):
+    dx, dy = sym("dx"), sym("dy")
+    err = violations.build_violation_error(
+        [GuardRecord(dx * dy <= 4096, "guard", "", loc(11))],
+        {"dx": info("dx", 1, 1024, 32, "x.shape[0]"), "dy": info("dy", 1, 1024, 32, "y.shape[0]")})
+    text = str(err)
+    assert "satisfy the guard dx*dy <= 4096" in text
+    assert "counterexample: dx = " in text
+    assert "no suggested fix:" in text and "Change the model" in text
+    assert "Suggested fixes:" not in text
+    assert err.fixes == [] and len(err.unfixable) == 1
+
+
+def test_mixed_fixable_and_unfixable(loc):
+    dx, dy, seq = sym("dx"), sym("dy"), sym("seq")
+    dims = {"dx": info("dx", 1, 1024, 32, "x.shape[0]"), "dy": info("dy", 1, 1024, 32, "y.shape[0]"),
+            "seq": info("seq", 1, 1024, 16, "x.shape[1]")}
+    err = violations.build_violation_error(
+        [GuardRecord(dx * dy <= 4096, "guard", "", loc(11)), GuardRecord(seq <= 512, "guard", "", loc(7))], dims)
+    text = str(err)
+    assert text.startswith("Constraints violated (dx, dy, seq)!")
+    assert text.endswith("Suggested fixes:\n  seq = Dim('seq', max=512)")
+    assert text.count("no suggested fix") == 1
+
+
+def test_divisibility_round_trip(loc):
+    n = sym("n")
+    err = violations.build_violation_error([GuardRecord(sympy.Eq(sympy.Mod(n, 4), 0), "shape", "", loc(12))],
+                                           {"n": info("n", 1, 1000, 8, "x.shape[0]")})
+    text = str(err)
+    assert "satisfy the guard n % 4 == 0" in text
+    assert text.endswith("Suggested fixes:\n  _n = Dim('_n', max=250)\n  n = 4*_n")
+    out = refine(text, {"x": {0: Dim("n", max=1000)}})
+    d = out["x"][0]
+    assert isinstance(d, _DerivedDim) and d.root == Dim("_n", max=250) and d.scale == 4
+
+
+ROUND_TRIPS = [
+    # (guards over the named symbols, dims {name: (lower, upper, hint, site)}, expected refined spec entries)
+    ("offset", lambda dx, dy: [sympy.Eq(dx - 1, dy)],
+     {"dx": (1, 100, 9), "dy": (1, 100, 8)}, lambda out: out["x"][0] == Dim("dy", max=99) + 1
+     and out["y"][0] == Dim("dy", max=99) and out["x"][0].root is out["y"][0]),
+    ("double", lambda dx, dy: [sympy.Eq(2 * dx, dy)],
+     {"dx": (1, 100, 4), "dy": (1, 100, 8)}, lambda out: out["x"][0] == Dim("dx", max=50)
+     and out["y"][0] == 2 * Dim("dx", max=50) and out["y"][0].root is out["x"][0]),
+    ("matmul", lambda dx, dy: [sympy.Eq(dy, 16)],
+     {"dx": (1, 32, 3), "dy": (1, 64, 16)}, lambda out: out["y"][0] == 16 and out["x"][0] == Dim("dx", max=32)),
+    ("branch", lambda dx, dy: [dx > 4],
+     {"dx": (1, 64, 8), "dy": (1, 64, 8)}, lambda out: out["x"][0] == Dim("dx", min=5, max=64)),
+    ("even", lambda dx, dy: [sympy.Eq(2 * sympy.floor(dy / 2), dy)],
+     {"dx": (1, 16, 2), "dy": (1, 64, 10)},
+     lambda out: isinstance(out["y"][0], _DerivedDim) and out["y"][0].scale == 2
+     and out["y"][0].root.max == 32 and out["y"][0].offset == 0),
+]
+
+
+@pytest.mark.parametrize("name, guards, ranges, check", ROUND_TRIPS, ids=[r[0] for r in ROUND_TRIPS])
+def test_round_trip(loc, name, guards, ranges, check):
+    dx, dy = sym("dx"), sym("dy")
+    sites = {"dx": "x.shape[0]", "dy": "y.shape[0]"}
+    dims = {n: info(n, lo, hi, h, sites[n]) for n, (lo, hi, h) in ranges.items()}
+    spec = {"x": {0: Dim("dx", min=ranges["dx"][0], max=ranges["dx"][1])},
+            "y": {0: Dim("dy", min=ranges["dy"][0], max=ranges["dy"][1])}}
+    err = violations.build_violation_error([GuardRecord(g, "shape", "", loc(11)) for g in guards(dx, dy)], dims)
+    text = str(err)
+    assert "counterexample:" in text and "model.py:11" in text
+    out = refine(text, spec)
+    assert check(out), (text, out)
+    # every size pair the refined spec admits satisfies every guard
+    for sizes in _admitted_pairs(out):
+        env = {dx: sizes[0], dy: sizes[1]}
+        assert all(bool(g.subs(env)) for g in guards(dx, dy)), (sizes, text)
+
+
+def _admitted_pairs(spec):
+    """(x.shape[0], y.shape[0]) for every assignment of the spec's root dims (unbounded roots capped)."""
+    entries = [spec["x"][0], spec["y"][0]]
+    roots = {d.root.name: d.root for d in entries if isinstance(d, (Dim, _DerivedDim))}
+    ranges = [range(r.min, (r.max if r.max is not None else r.min + 50) + 1) for r in roots.values()]
+    for combo in itertools.product(*ranges):
+        env = dict(zip(roots, combo))
+        yield tuple(d if isinstance(d, int) else
+                    env[d.name] if isinstance(d, Dim) else d.scale * env[d.root.name] + d.offset
+                    for d in entries)
+
+
+def test_shape_guard_reason_is_shown(loc):
+    b = sym("batch")
+    err = violations.build_violation_error(
+        [GuardRecord(sympy.Eq(6 * b, 24), "shape", "reshape (batch, 6) -> (4, 6)", loc(10))],
+        {"batch": info("batch", 1, 64, 4, "x.shape[0]")})
+    assert "satisfy the guard 6*batch == 24 (reshape (batch, 6) -> (4, 6))\n" in str(err)
+    assert str(err).endswith("Suggested fixes:\n  batch = 4")
+
+
+def test_dynamic_dim_gets_no_fix_line_and_a_hint(loc):
+    s0, dx = sym("s0"), sym("dx")
+    dims = {"s0": info("s0", 1, None, 4, "x.shape[0]", kind="dynamic"), "dx": info("dx", 1, 16, 2, "y.shape[0]")}
+    err = violations.build_violation_error(
+        [GuardRecord(sympy.Eq(s0, 4), "specialization", "int() on a size", loc(10)),
+         GuardRecord(dx <= 10, "guard", "", loc(8))], dims)
+    text = str(err)
+    assert text.startswith("Constraints violated (dx, s0)!")
+    assert "  - s0 = x.shape[0] was specialized to 4 (int() on a size)" in text
+    assert "x.shape[0] is Dim.DYNAMIC" in text and "Dim.AUTO" in text and "Dim.STATIC" in text
+    assert "s0 = 4" not in text.split("Suggested fixes:")[1]
+    assert text.endswith("Suggested fixes:\n  dx = Dim('dx', max=10)")
+
+
+def test_deterministic_and_deduplicated(loc):
+    a, b = sym("b"), sym("a")
+    dims = {"a": info("a", 1, 100, 5, "x.shape[0]"), "b": info("b", 1, 100, 5, "x.shape[1]")}
+    recs = [GuardRecord(a <= 50, "guard", "", loc(8)), GuardRecord(b <= 20, "guard", "", loc(8)),
+            GuardRecord(a <= 50, "guard", "", loc(8))]
+    t1 = str(violations.build_violation_error(recs, dims))
+    t2 = str(violations.build_violation_error(list(recs), dims))
+    assert t1 == t2 and t1.startswith("Constraints violated (a, b)!") and t1.count("  - ") == 2
+
+
+def test_empty_violations_is_an_error():
+    with pytest.raises(ValueError, match="at least one"):
+        violations.build_violation_error([], {})
+
+
+def test_with_a_fake_solver_unknown_verdict(monkeypatch, loc):
+    @dataclass
+    class V:
+        status: str
+        counterexample: dict | None = None
+        reason: str = ""
+
+    class FakeSolver:
+        def declare(self, name, lower=1, upper=None):
+            return sym(name, lower)
+
+        def implies(self, guard):
+            return V("unknown", None, "timeout after 200 ms")
+
+    @dataclass
+    class FS:
+        lines: list = field(default_factory=list)
+        unfixable: list = field(default_factory=list)
+
+    class API:
+        ShapeSolver = FakeSolver
+        calls = []
+
+        @classmethod
+        def suggest_fixes(cls, guards, dims, hints):
+            cls.calls.append((guards, dims, hints))
+            return FS(["n = Dim('n', max=7)", "bogus = 3"])
+
+    monkeypatch.setattr(violations, "_solver_api", lambda: API)
+    n = sym("n")
+    err = violations.build_violation_error([GuardRecord(n ** 3 <= 400, "guard", "", loc(8))],
+                                           {"n": info("n", 1, None, 3, "x.shape[0]")})
+    text = str(err)
+    assert "counterexample: none found, the solver could not decide this guard (timeout after 200 ms)" in text
+    assert API.calls == [([n ** 3 <= 400], {"n": (1, None)}, {"n": 3})]
+    # a fix line naming a dim the user cannot write is never printed
+    assert text.endswith("Suggested fixes:\n  n = Dim('n', max=7)")
+
+
+@pytest.mark.parametrize("expr, text", [
+    (lambda n, m: sympy.Eq(sympy.Mod(n, 4), 0), "n % 4 == 0"),
+    (lambda n, m: sympy.Eq(3 * n, 6 * sympy.floor(n / 2)), "3*n == 6*(n // 2)"),
+    (lambda n, m: 2 * sympy.floor((n + 63) / 64) <= 5, "2*((n + 63) // 64) <= 5"),
+    (lambda n, m: sympy.Eq(sympy.Mod(2 * n, 4), 0), "2*(n % 2) == 0"),
+    (lambda n, m: sympy.Eq(sympy.Mod(n + 1, 4), 0), "(n + 1) % 4 == 0"),
+    (lambda n, m: sympy.Eq(sympy.Mod(n * m, 4), 0), "(m*n) % 4 == 0"),
+    (lambda n, m: sympy.Ne(n, m), "n != m"),
+    (lambda n, m: sympy.Not(sympy.Eq(sympy.Min(n, 3), 3)), "Min(3, n) != 3"),
+    (lambda n, m: sympy.Or(sympy.Eq(n, m), sympy.And(n < 3, sympy.Ne(m, 1))), "(m != 1 and n < 3) or n == m"),
+])
+def test_format_guard(expr, text):
+    assert violations.format_guard(expr(sym("n"), sym("m"))) == text
+
+
+def test_format_range():
+    assert violations.format_range("s", 1, 1024) == "s <= 1024"
+    assert violations.format_range("s", 2, 1024) == "2 <= s <= 1024"
+    assert violations.format_range("s", 0, float("inf")) == "s >= 0"
+    assert violations.format_range("s", 1, None) == "s >= 1"
+
+
+def test_data_dependent_error(loc):
+    u0 = sym("u0", 0)
+    rec = GuardRecord(u0 > 3, "data_dependent", "", loc(8), op="bool")
+    err = violations.data_dependent_error(
+        rec, {"u0": info("u0", 0, 10, 6, f"numpy.nonzero at {loc(7)}", kind="unbacked")})
+    text = str(err)
+    assert isinstance(err, DataDependentError) and isinstance(err, RuntimeError)
+    assert text.splitlines()[0] == "Could not guard on data-dependent expression u0 > 3 (the example has u0 = 6)"
+    assert "  - u0 is a data-dependent size, produced by numpy.nonzero at model.py:7  `h = x + POS[:s]`; " \
+           "its range is [0, 10]" in text
+    assert "  asked for at model.py:8  `if s == 512:` (bool)" in text
+    assert "np.where" in text
+    assert violations.format_data_dependent_error is violations.data_dependent_error
