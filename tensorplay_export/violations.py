@@ -66,14 +66,14 @@ class _GuardPrinter(StrPrinter):
 
     def _print_Mod(self, expr):
         a, b = expr.args
-        return f"{self.parenthesize(a, PRECEDENCE['Mul'], strict=True)} % " \
-               f"{self.parenthesize(b, PRECEDENCE['Mul'], strict=True)}"
+        return f"{self.parenthesize(a, PRECEDENCE['Mul'])} % " \
+               f"{self.parenthesize(b, PRECEDENCE['Mul'])}"
 
     def _print_floor(self, expr):
         num, den = sympy.fraction(sympy.together(expr.args[0]))
         if den != 1:
-            return f"{self.parenthesize(num, PRECEDENCE['Mul'], strict=True)} // " \
-                   f"{self.parenthesize(den, PRECEDENCE['Mul'], strict=True)}"
+            return f"{self.parenthesize(num, PRECEDENCE['Mul'])} // " \
+                   f"{self.parenthesize(den, PRECEDENCE['Mul'])}"
         return f"floor({self._print(expr.args[0])})"
 
     def _join(self, expr, word: str) -> str:
