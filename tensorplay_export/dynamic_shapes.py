@@ -29,11 +29,13 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from . import pytree
+from .errors import ConstraintsExceededError
+from .records import DimInfo
 
 __all__ = [
     "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
     "Constraint", "EqualityConstraint", "LeafSpec", "normalize_dynamic_shapes",
-    "input_leaf_paths", "collect_dims", "equality_constraints_from",
+    "input_leaf_paths", "collect_dims", "equality_constraints_from", "named_dim_infos",
 ]
 
 _SUPPORTED_DERIVED = "derived dims support only k*dx + c with an integer k >= 1 and an integer c"
@@ -796,3 +798,67 @@ def equality_constraints_from(leaves: list[Optional[LeafSpec]]) -> list[Equality
             if isinstance(d, Dim):
                 sites.setdefault(d.name, []).append((leaf.path, axis))
     return [EqualityConstraint(tuple(s), name) for name, s in sites.items() if len(s) > 1]
+
+
+def _range_text(d: Any) -> str:
+    hi = "inf" if d.max is None else str(d.max)
+    return f"[{d.min}, {hi}]"
+
+
+def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
+                    check: bool = True) -> dict[str, DimInfo]:
+    """``DimInfo`` per named root dim: declared range, example size (hint), input sites.
+
+    Args:
+        leaves: ``normalize_dynamic_shapes(...)`` output.
+        flat_inputs: ``pytree.tree_flatten((args, kwargs))[0]`` (same order as ``leaves``).
+        check: verify every example size against its dim: inside the declared range,
+            the same at every site of a shared dim, and ``scale*root + offset`` for a
+            derived dim with an integral root size inside the root's range.
+
+    Returns:
+        ``{name: DimInfo(name, min, max or math.inf, hint, ["x.shape[0]", ...], "named")}``.
+        A root used only through derived dims gets its hint from the first such site
+        and sites like ``"y.shape[0] = 2*b + 1"``.
+
+    Raises:
+        ConstraintsExceededError: with ``check``, an example size breaks its dim,
+            e.g. ``x.shape[1] = 513 is outside seq in [1, 512]``.
+    """
+    infos: dict[str, DimInfo] = {}
+    derived_sites: list[tuple[str, _DerivedDim, int]] = []
+    for leaf, value in zip(leaves, flat_inputs):
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            site = f"{leaf.path}.shape[{axis}]"
+            size = int(value.shape[axis])
+            if isinstance(d, Dim):
+                if check and not (d.min <= size and (d.max is None or size <= d.max)):
+                    raise ConstraintsExceededError(f"{site} = {size} is outside {d.name} in {_range_text(d)}")
+                info = infos.get(d.name)
+                if info is None:
+                    infos[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, size, [site])
+                else:
+                    if check and info.hint != size:
+                        raise ConstraintsExceededError(
+                            f"{site} = {size} but {info.sites[0]} = {info.hint}; both are Dim {d.name!r} "
+                            f"and must be equal")
+                    info.sites.append(site)
+            elif isinstance(d, _DerivedDim):
+                derived_sites.append((site, d, size))
+    for site, d, size in derived_sites:
+        root = d.root
+        quotient, rest = divmod(size - d.offset, d.scale)
+        if check and (rest != 0 or not (root.min <= quotient and (root.max is None or quotient <= root.max))):
+            raise ConstraintsExceededError(
+                f"{site} = {size} is not {d.name} for any {root.name} in {_range_text(root)}")
+        info = infos.get(root.name)
+        if info is None:
+            infos[root.name] = DimInfo(root.name, root.min, math.inf if root.max is None else root.max,
+                                       quotient, [f"{site} = {d.name}"])
+        elif check and info.hint != quotient:
+            raise ConstraintsExceededError(
+                f"{site} = {size} needs {root.name} = {quotient}, but {info.sites[0]} "
+                f"gives {root.name} = {info.hint}; {site} must be {d.scale * info.hint + d.offset}")
+    return infos

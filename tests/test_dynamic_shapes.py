@@ -11,7 +11,8 @@ import pytest
 from tensorplay_export import pytree
 from tensorplay_export.dynamic_shapes import (
     AdditionalInputs, Constraint, DerivedDim, Dim, EqualityConstraint, LeafSpec, ShapesCollection,
-    _DerivedDim, collect_dims, dims, equality_constraints_from, input_leaf_paths, normalize_dynamic_shapes,
+    _DerivedDim, collect_dims, dims, equality_constraints_from, input_leaf_paths, named_dim_infos,
+    normalize_dynamic_shapes,
 )
 
 
@@ -356,3 +357,35 @@ def test_constraints_and_equalities():
     leaves = normalize_dynamic_shapes(f_xy, (x, x), {}, {"x": {0: b}, "y": {0: b}})
     assert equality_constraints_from(leaves) == [EqualityConstraint((("x", 0), ("y", 0)), "b")]
     assert isinstance(leaves[0], LeafSpec)
+
+
+def test_named_dim_infos_and_checks():
+    from tensorplay_export.errors import ConstraintsExceededError
+
+    b = Dim("b", max=8)
+    x, y = arr(4, 3), arr(9, 3)
+    spec = {"x": {0: b}, "y": {0: 2 * b + 1}}
+    leaves = normalize_dynamic_shapes(f_xy, (x, y), {}, spec)
+    infos = named_dim_infos(leaves, [x, y])
+    assert list(infos) == ["b"]
+    got = infos["b"]
+    assert (got.name, got.lower, got.upper, got.hint, got.sites, got.kind) == ("b", 1, 8, 4, ["x.shape[0]"], "named")
+
+    only_derived = named_dim_infos(normalize_dynamic_shapes(f_xy, (x, y), {}, {"y": {0: 2 * b + 1}}), [x, y])
+    assert only_derived["b"].hint == 4 and only_derived["b"].sites == ["y.shape[0] = 2*b + 1"]
+    assert math.isinf(named_dim_infos(normalize_dynamic_shapes(f_xy, (x, y), {}, {"x": {0: Dim("u")}}),
+                                      [x, y])["u"].upper)
+
+    def fails(spec, x, y, msg):
+        leaves = normalize_dynamic_shapes(f_xy, (x, y), {}, spec)
+        with pytest.raises(ConstraintsExceededError, match=re.escape(msg)):
+            named_dim_infos(leaves, [x, y])
+
+    fails({"x": {1: Dim("seq", max=2)}}, arr(4, 3), y, "x.shape[1] = 3 is outside seq in [1, 2]")
+    fails({"x": {0: Dim("seq", min=5)}}, arr(4, 3), y, "x.shape[0] = 4 is outside seq in [5, inf]")
+    fails({"x": {0: b}, "y": {0: b}}, arr(4, 3), arr(5, 3), "y.shape[0] = 5 but x.shape[0] = 4")
+    fails({"x": {0: b}, "y": {0: 2 * b}}, arr(4, 3), arr(10, 3),
+          "y.shape[0] = 10 needs b = 5, but x.shape[0] gives b = 4; y.shape[0] must be 8")
+    fails({"y": {0: 2 * b}}, x, arr(9, 3), "y.shape[0] = 9 is not 2*b for any b in [1, 8]")
+    assert named_dim_infos(normalize_dynamic_shapes(f_xy, (arr(40, 3), y), {}, {"x": {0: b}}),
+                           [arr(40, 3), y], check=False)["b"].hint == 40
