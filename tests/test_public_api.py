@@ -1,0 +1,55 @@
+"""The flat public API: every seed name, and which ones are still missing."""
+import inspect
+
+import tensorplay_export as tpe
+
+SEED_FUNCTIONS = ["default_decompositions", "dims", "draft_export", "export_for_training", "export", "load_pt2",
+                  "load", "package_pt2", "refine_dynamic_shapes_from_suggested_fixes", "register_dataclass",
+                  "save", "unflatten"]
+SEED_CLASSES = ["AdditionalInputs", "ConstantArgument", "Constraint", "CustomDecompTable", "CustomObjArgument",
+                "Dim", "EqualityConstraint", "ExportBackwardSignature", "ExportedProgram", "ExportGraphSignature",
+                "FlatArgsAdapter", "GraphSignature", "InputKind", "InputSpec", "ModuleCallEntry",
+                "ModuleCallSignature", "OutputKind", "OutputSpec", "PT2ArchiveContents", "ShapesCollection",
+                "SymBoolArgument", "SymFloatArgument", "SymIntArgument", "TensorArgument", "TokenArgument",
+                "UnflattenedModule", "WeightType"]
+SEED_OTHER = ["DerivedDim", "ConstraintsExceededError"]
+EXTRA = ["nn", "ConstraintViolationError", "DataDependentError", "UnsupportedOpError", "ArchiveError", "ValueRange"]
+
+# Names whose modules have not landed yet (export.py, draft, archive, decompositions, unflatten).
+# This set may only shrink: when a module lands its names must import, and this test keeps passing.
+KNOWN_MISSING = {"export", "export_for_training", "draft_export", "DraftExportReport", "save", "load",
+                 "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType", "default_decompositions",
+                 "CustomDecompTable", "unflatten", "UnflattenedModule", "FlatArgsAdapter"}
+
+
+def test_seed_counts():
+    assert len(SEED_FUNCTIONS) == 12 and len(SEED_CLASSES) == 27
+
+
+def test_every_present_name_is_exported_and_missing_set_only_shrinks():
+    wanted = SEED_FUNCTIONS + SEED_CLASSES + SEED_OTHER + EXTRA
+    missing = {n for n in wanted if not hasattr(tpe, n)}
+    assert missing <= KNOWN_MISSING, f"names that should exist but do not: {missing - KNOWN_MISSING}; " \
+                                     f"import errors: {tpe._IMPORT_ERRORS}"
+    assert set(tpe._MISSING) <= KNOWN_MISSING
+    for n in wanted:
+        if n not in missing:
+            assert n in tpe.__all__, n
+    print("still missing:", sorted(missing))
+
+
+def test_kinds_of_present_names():
+    for n in SEED_FUNCTIONS:
+        if hasattr(tpe, n):
+            assert callable(getattr(tpe, n)) and not inspect.isclass(getattr(tpe, n)), n
+    for n in SEED_CLASSES:
+        if hasattr(tpe, n):
+            assert inspect.isclass(getattr(tpe, n)), n
+    assert issubclass(tpe.ConstraintsExceededError, RuntimeError)
+    assert issubclass(tpe.ConstraintViolationError, ValueError)
+    assert issubclass(tpe.ArchiveError, ValueError)
+
+
+def test_all_names_resolve():
+    for n in tpe.__all__:
+        assert hasattr(tpe, n), n
