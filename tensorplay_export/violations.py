@@ -302,7 +302,10 @@ def _dedupe(records: Iterable[GuardRecord]) -> list[GuardRecord]:
 
 # --- data-dependent guards ------------------------------------------------------------------
 
-def data_dependent_error(record: GuardRecord, symbol_info: Mapping[str, DimInfo]) -> DataDependentError:
+def data_dependent_error(record: GuardRecord, symbol_info: Optional[Mapping[str, DimInfo]] = None, *,
+                         symbol: Any = None, op: Optional[str] = None, produced_at: Any = None,
+                         hint: Optional[int] = None, lower: int = 0,
+                         upper: float | int | None = None) -> DataDependentError:
     """Build (do not raise) the error for a guard on a data-dependent (unbacked) size.
 
     Args:
@@ -310,16 +313,25 @@ def data_dependent_error(record: GuardRecord, symbol_info: Mapping[str, DimInfo]
         symbol_info: the unbacked symbols by name; ``hint`` is the example value,
             ``lower``/``upper`` the known range, and ``sites[0]`` says which op and
             line produced it (e.g. ``"numpy.nonzero at model.py:9  `nz = ...`"``).
+        symbol, op, produced_at, hint, lower, upper: the keyword form for one
+            symbol, used instead of ``symbol_info`` (``produced_at`` is a SourceLoc).
 
     Returns:
         A ``DataDependentError`` naming the symbol, its producer, the comparison and
         the line that asked for it.
     """
+    if symbol_info is None:
+        symbol_info = {}
+        if symbol is not None:
+            name = getattr(symbol, "name", str(symbol))
+            where = f" at {produced_at}" if produced_at is not None else ""
+            site = f"{op or 'a data-dependent op'}{where}"
+            symbol_info[name] = DimInfo(name, lower, math.inf if upper is None else upper, hint, [site], "unbacked")
     names = _names(record.expr)
     unbacked = [n for n in names if n in symbol_info and symbol_info[n].kind == "unbacked"] or \
         [n for n in names if n in symbol_info]
     guard = format_guard(record.expr)
-    example = ", ".join(f"{n} = {symbol_info[n].hint}" for n in unbacked)
+    example = ", ".join(f"{n} = {symbol_info[n].hint}" for n in unbacked if symbol_info[n].hint is not None)
     what = f"the example has {example}" if example else "no example value"
     out = [f"Could not guard on data-dependent expression {guard} ({what})"]
     for n in unbacked:

@@ -327,3 +327,15 @@ def test_data_dependent_error(loc):
     assert "  asked for at model.py:8  `if s == 512:` (bool)" in text
     assert "np.where" in text
     assert violations.format_data_dependent_error is violations.data_dependent_error
+
+
+def test_data_dependent_error_keyword_form(loc):
+    u0 = sym("u0", 0)
+    rec = GuardRecord(u0 > 3, "data_dependent", "", loc(8))
+    text = str(violations.data_dependent_error(rec, symbol=u0, op="numpy.nonzero", produced_at=loc(7),
+                                               hint=6, upper=10))
+    assert "data-dependent expression u0 > 3 (the example has u0 = 6)" in text
+    assert "produced by numpy.nonzero at model.py:7  `h = x + POS[:s]`; its range is [0, 10]" in text
+    assert "asked for at model.py:8" in text
+    text = str(violations.data_dependent_error(rec, symbol=u0, op="numpy.nonzero"))
+    assert "(no example value)" in text and "its range is [0, inf]" in text
