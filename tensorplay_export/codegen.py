@@ -3,9 +3,10 @@
 Generated code is meant to be read::
 
     def forward(self, p_weight, x):
-        check_input = tpe_check_input(x, 'x', (None, 8), float32)
-        seq = check_input.shape[0]
-        del check_input
+        check_x = tpe_check_input(x, 'x', (None, 8), float32, '(seq, 8)')
+        seq = check_x.shape[0]
+        del check_x
+        tpe_assert_range(seq, 2, 512, 'x.shape[0]', 'seq')
         matmul = numpy_matmul(x, p_weight)
         del x, p_weight
         reshape = numpy_ndarray_reshape(matmul, (seq // 2, 16))

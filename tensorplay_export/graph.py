@@ -159,7 +159,7 @@ class Node:
     """
 
     __slots__ = ("graph", "name", "op", "target", "_args", "_kwargs", "meta", "users",
-                 "_prev", "_next", "_erased")
+                 "_inputs", "_prev", "_next", "_erased")
 
     def __init__(self, graph: Optional["Graph"], name: str, op: str, target: str,
                  args: tuple = (), kwargs: Optional[dict] = None, meta: Optional[dict] = None) -> None:
@@ -171,6 +171,7 @@ class Node:
         self._kwargs: dict = {}
         self.meta: dict = dict(meta) if meta else {}
         self.users: dict[Node, None] = {}
+        self._inputs: tuple[Node, ...] = ()
         self._prev: Node = self
         self._next: Node = self
         self._erased = False
@@ -194,19 +195,17 @@ class Node:
         self._set_inputs(self._args, dict(value))
 
     def _set_inputs(self, args: tuple, kwargs: dict) -> None:
-        for old in self.all_input_nodes:
+        for old in self._inputs:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
-        for new in self.all_input_nodes:
+        self._inputs = tuple(dict.fromkeys(iter_nodes((args, kwargs))))
+        for new in self._inputs:
             new.users[self] = None
 
     @property
     def all_input_nodes(self) -> list["Node"]:
         """Distinct Nodes read by this node, first-use order."""
-        seen: dict[Node, None] = {}
-        for n in iter_nodes((self._args, self._kwargs)):
-            seen[n] = None
-        return list(seen)
+        return list(self._inputs)
 
     def replace_all_uses_with(self, replacement: Any) -> list["Node"]:
         """Make every user read ``replacement`` instead of this node; returns the users changed."""

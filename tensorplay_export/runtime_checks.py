@@ -4,12 +4,17 @@ Export ends by calling :func:`insert_input_checks`, which puts ``tpe.*`` check
 nodes ahead of all compute, so the contract travels with the program (codegen,
 save/load, decompositions, ``call_exported``).  The generated code reads::
 
-    check_input = tpe_check_input(x, 'x', (None, None, 8), float32, '(batch, seq, 8)')
-    batch = check_input.shape[0]
-    seq = check_input.shape[1]
-    del check_input
+    check_x = tpe_check_input(x, 'x', (None, None, 8), float32, '(batch, seq, 8)')
+    batch = check_x.shape[0]
+    seq = check_x.shape[1]
+    del check_x
+    check_y = tpe_check_input(y, 'y', (None, None, 8), float32, '(batch, seq, 8)')
+    tpe_assert_range(batch, 1, None, 'x.shape[0]', 'batch')
     tpe_assert_range(seq, 1, 512, 'x.shape[1]', 'seq')
-    tpe_assert_dim(y, 'y', 0, batch, 'x.shape[0]', 'dim batch')
+    tpe_assert_dim(check_y, 'y', 0, batch, 'x.shape[0]', 'dim batch')
+    tpe_assert_dim(check_y, 'y', 1, seq, 'x.shape[1]', 'dim seq')
+    del check_y
+    add = numpy_add(x, y)
 
 Each check is a call with plain int comparisons (well under 2% of a call).
 
