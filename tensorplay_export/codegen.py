@@ -237,7 +237,6 @@ class _Emitter:
         key = id(value)
         if key not in self.const_ids:
             self.const_ids[key] = self.glob(hint, value)
-            self.globals.setdefault("_keepalive", []).append(value)
         return self.const_ids[key]
 
     def arg(self, v: Any, node: Node) -> str:

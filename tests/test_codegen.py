@@ -226,3 +226,29 @@ def test_interpreter_one_method_per_opcode_subclass():
 
     Tracing(build_graph(), OPS).run(np.ones((2, 2), np.float32))
     assert seen == ["numpy.add", "numpy.exp", "numpy.ndarray.reshape", "numpy.multiply"]
+
+
+def test_strings_and_names_stay_data():
+    """Nothing in a graph (as a loaded archive could carry) becomes code: strings are repr'd, names sanitized."""
+    g = Graph()
+    x = g.placeholder("x); import os; (", meta={"shape": (2,)})
+    evil = "'); __import__('os').system('echo pwned'); ('"
+    n = g.call_function("tpe.echo", (x, evil), {"not an identifier": 1}, meta={"shape": (2,)},
+                        name_hint="a b")
+    g.output([n])
+    seen = []
+    gm = GraphModule(g, {"tpe.echo": lambda a, s, **kw: seen.append((s, kw)) or a})
+    gm(np.zeros(2))
+    assert seen == [(evil, {"not an identifier": 1})]
+    assert "import os" not in gm.code.replace(repr(evil), "")
+
+
+def test_array_constant_bound_by_identity():
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (3,)})
+    table = np.array([1.0, 2.0, 3.0], np.float32)
+    g.output([g.call_function("numpy.add", (x, table), meta={"shape": (3,)})])
+    gm = GraphModule(g, OPS)
+    assert "numpy_add(x, ndarray_c)" in gm.code
+    out = gm(np.ones(3, np.float32))[0]
+    assert out.dtype == np.float32 and out.tolist() == [2.0, 3.0, 4.0]
