@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 import sympy
@@ -131,15 +132,27 @@ def _upper_or_none(upper: float | int | None) -> Optional[int]:
     return None if upper is None or upper == math.inf else int(upper)
 
 
+@dataclass
+class _SolverFailure:
+    """Stands in for a Verdict when the solver raised (e.g. an unsupported construct)."""
+
+    reason: str
+    status: str = "unknown"
+    counterexample: Optional[dict] = None
+
+
 def _counterexample(api, expr: Any, dims: Mapping[str, DimInfo]):
     """``implies(expr)`` under the declared ranges of its symbols -> Verdict."""
-    s = api.ShapeSolver()
-    mapping = {}
-    for sym in expr.free_symbols:
-        info = dims.get(sym.name)
-        lower, upper = (info.lower, _upper_or_none(info.upper)) if info is not None else (0, None)
-        mapping[sym] = s.declare(sym.name, lower=lower, upper=upper)
-    return s.implies(expr.xreplace(mapping))
+    try:
+        s = api.ShapeSolver()
+        mapping = {}
+        for sym in expr.free_symbols:
+            info = dims.get(sym.name)
+            lower, upper = (info.lower, _upper_or_none(info.upper)) if info is not None else (0, None)
+            mapping[sym] = s.declare(sym.name, lower=lower, upper=upper)
+        return s.implies(expr.xreplace(mapping))
+    except Exception as err:  # noqa: BLE001 - the report must still be built; say why there is no example
+        return _SolverFailure(f"{type(err).__name__}: {err}")
 
 
 def _unfixable_entries(fs: Any) -> list[tuple[Any, dict, str]]:
@@ -253,10 +266,14 @@ def build_violation_error(violations: list[GuardRecord],
     used = sorted({n for g in guards for n in _names(g)})
     solver_dims = {n: (dims[n].lower, _upper_or_none(dims[n].upper)) for n in used if n in dims}
     hints = {n: int(info.hint) for n, info in dims.items() if info.hint is not None}
-    fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints)
+    try:
+        fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints)
+    except Exception as err:  # noqa: BLE001 - report the violations even when no fix can be computed
+        fs = _NoFixes([(g, {}, f"the solver could not synthesize a fix ({type(err).__name__}: {err})")
+                       for g in guards])
 
-    writable = {n for n, info in dims.items() if info.kind == _NAMED}
-    lines = [ln for ln in list(getattr(fs, "lines", []) or []) if _line_names(ln) <= writable | _new_roots(fs)]
+    lines = _writable_lines(list(getattr(fs, "lines", []) or []),
+                            {n for n, info in dims.items() if info.kind == _NAMED})
     fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
@@ -279,14 +296,29 @@ def build_violation_error(violations: list[GuardRecord],
     return err
 
 
-def _new_roots(fs: Any) -> set[str]:
-    """Names introduced by the fixes themselves (``_n = Dim('_n', ...)``)."""
-    out = set()
-    for ln in getattr(fs, "lines", []) or []:
-        m = re.match(r"\s*([^\W\d]\w*)\s*=\s*Dim\(", ln)
-        if m and m.group(1).startswith("_"):
-            out.add(m.group(1))
-    return out
+@dataclass
+class _NoFixes:
+    unfixable: list
+    lines: tuple = ()
+
+
+def _range_lhs(line: str) -> Optional[str]:
+    """``_n`` for ``_n = Dim('_n', ...)``; None for other lines."""
+    m = re.match(r"\s*([^\W\d]\w*)\s*=\s*Dim\(", line)
+    return m.group(1) if m else None
+
+
+def _writable_lines(lines: list[str], writable: set[str]) -> list[str]:
+    """The fix lines a user can apply: only named dims and the new roots the fixes introduce.
+
+    A line about a Dim.DYNAMIC/AUTO symbol is dropped (those have no name to write),
+    and so is a new-root line that no remaining relation uses.
+    """
+    roots = {r for r in map(_range_lhs, lines) if r and r.startswith("_") and r not in writable}
+    kept = [ln for ln in lines if _line_names(ln) <= writable | roots]
+    relations = [ln for ln in kept if _range_lhs(ln) is None]
+    used = set().union(*map(_line_names, relations)) if relations else set()
+    return [ln for ln in kept if _range_lhs(ln) not in roots - used]
 
 
 def _dedupe(records: Iterable[GuardRecord]) -> list[GuardRecord]:

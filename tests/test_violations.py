@@ -339,3 +339,34 @@ def test_data_dependent_error_keyword_form(loc):
     assert "asked for at model.py:8" in text
     text = str(violations.data_dependent_error(rec, symbol=u0, op="numpy.nonzero"))
     assert "(no example value)" in text and "its range is [0, inf]" in text
+
+
+def test_writable_lines_filter():
+    lines = ["_n = Dim('_n', max=250)", "n = 4*_n", "seq = Dim('seq', max=8)", "dy = 2*s0", "s0 = 4"]
+    assert violations._writable_lines(lines, {"n", "seq", "dy"}) == lines[:3]
+    # the divisibility of a DYNAMIC dim: both the relation and its now unused root are dropped
+    assert violations._writable_lines(lines, {"seq"}) == ["seq = Dim('seq', max=8)"]
+
+
+def test_solver_errors_still_give_a_report(monkeypatch, loc):
+    class API:
+        class ShapeSolver:
+            def declare(self, name, lower=1, upper=None):
+                return sym(name)
+
+            def implies(self, guard):
+                raise RuntimeError("unsupported construct: Xor")
+
+        @staticmethod
+        def suggest_fixes(guards, dims, hints):
+            raise RuntimeError("unsupported construct: Xor")
+
+    monkeypatch.setattr(violations, "_solver_api", lambda: API)
+    n = sym("n")
+    text = str(violations.build_violation_error([GuardRecord(n <= 3, "guard", "", loc(8))],
+                                                {"n": info("n", 1, 9, 2, "x.shape[0]")}))
+    assert "counterexample: none found, the solver could not decide this guard " \
+           "(RuntimeError: unsupported construct: Xor)" in text
+    assert "no suggested fix: the solver could not synthesize a fix (RuntimeError: unsupported construct: Xor)" \
+           in text
+    assert "Suggested fixes:" not in text
