@@ -367,6 +367,9 @@ class ExportedModule:
             args, kwargs = self._normalize(args, kwargs, spec)
         leaves, got = tree_flatten((tuple(args), dict(kwargs)))
         if spec is not None and got != spec:
+            # Dicts built in another key order are the same input to the model.
+            leaves, got = tree_flatten(_conform((tuple(args), dict(kwargs)), spec))
+        if spec is not None and got != spec:
             raise TypeError(f"the exported program was called with inputs structured as {got!r}, "
                             f"but it was exported for {spec!r}")
         return leaves
@@ -426,6 +429,16 @@ class ExportedModule:
 
     def __repr__(self) -> str:
         return f"ExportedModule(\n{self.code})"
+
+
+def _conform(value: Any, spec: Any) -> Any:
+    """``value`` with every dict reordered to the key order ``spec`` records (same keys only)."""
+    kind = getattr(spec, "kind", None)
+    if kind == "dict" and type(value) is dict and set(value) == set(spec.context):
+        return {k: _conform(value[k], c) for k, c in zip(spec.context, spec.children)}
+    if kind in ("tuple", "list") and type(value) in (tuple, list) and len(value) == len(spec.children):
+        return type(value)(_conform(v, c) for v, c in zip(value, spec.children))
+    return value
 
 
 def _same_constant(got: Any, want: Any) -> bool:

@@ -178,3 +178,47 @@ def test_issue5_placeholders_raise_not_implemented():
     for call in (lambda: ep.run_decompositions(),):
         with pytest.raises(NotImplementedError, match="issue 5"):
             call()
+
+
+def test_nested_inputs_and_dataclass_output():
+    """model(x, extras={"scale": s, "bias": b}) -> Out(y=..., aux=None); checks name the nested path."""
+    import dataclasses
+
+    from tensorplay_export.pytree import register_dataclass
+
+    @dataclasses.dataclass
+    class Out:
+        y: object
+        aux: object = None
+
+    register_dataclass(Out, serialized_type_name="test_program.Out")
+    n = sympy.Symbol("n", integer=True, positive=True)
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (n,), "dtype": F32})
+    sc = g.placeholder("extras_scale", meta={"shape": (n,), "dtype": F32})
+    bi = g.placeholder("extras_bias", meta={"shape": (), "dtype": F32})
+    y = g.call_function("numpy.add", (g.call_function("numpy.multiply", (x, sc), meta={"shape": (n,)}), bi),
+                        meta={"shape": (n,)})
+    g.output([y, None])
+    insert_input_checks(g, InputContract(
+        [InputSite("x", "x", (n,), F32), InputSite("extras['scale']", "extras_scale", (n,), F32),
+         InputSite("extras['bias']", "extras_bias", (), F32)], {n: ValueRange(2, 8)}))
+    ex = (np.ones(3, np.float32), {"scale": np.ones(3, np.float32), "bias": np.float32(1)})
+    _, in_spec = tree_flatten((ex, {}))
+    _, out_spec = tree_flatten(Out(y=ex[0]))
+    sig = signature_from_graph(g)
+    ep = ExportedProgram(GraphModule(g, OPS), sig, (ex, {}),
+                         module_call_graph=[ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec))],
+                         range_constraints={n: ValueRange(2, 8)})
+    m = ep.module()
+    out = m(np.arange(4, dtype=np.float32), {"scale": np.full(4, 2, np.float32), "bias": np.array(1, np.float32)})
+    assert isinstance(out, Out) and out.aux is None
+    np.testing.assert_array_equal(out.y, [1, 3, 5, 7])
+    with pytest.raises(ConstraintsExceededError,
+                       match=re.escape("extras['scale'].shape[0] = 5 must equal x.shape[0] = 4 (dim n)")):
+        m(np.zeros(4, np.float32), {"scale": np.zeros(5, np.float32), "bias": np.array(1, np.float32)})
+    # a dict built in another key order is the same input
+    out = m(np.ones(4, np.float32), {"bias": np.array(0, np.float32), "scale": np.full(4, 3, np.float32)})
+    np.testing.assert_array_equal(out.y, [3, 3, 3, 3])
+    with pytest.raises(TypeError, match="structured as"):
+        m(np.zeros(4, np.float32), {"scale": np.zeros(4, np.float32)})
