@@ -427,26 +427,15 @@ class ShapesCollection:
         Raises:
             ValueError: an array in the collection is not among the inputs.
         """
+        kwargs = dict(kwargs or {})
         used: set[int] = set()
-
-        def spec_of(value: Any) -> Any:
-            if isinstance(value, np.ndarray):
-                if id(value) in self._specs:
-                    used.add(id(value))
-                    return self._specs[id(value)][1]
-                return None
-            parts = pytree._children(value)
-            if parts is None or value is None:
-                return None
-            kind, context, values, _ = parts
-            inner = [spec_of(v) for v in values]
-            if kind == "tuple":
-                return tuple(inner)
-            if kind == "list":
-                return inner
-            return dict(zip(context, inner))  # dicts, and dataclasses by field name
-
-        spec = _top_level_spec(_bind_inputs(model, tuple(args), dict(kwargs or {})), spec_of)
+        leaf_specs = []
+        for leaf in pytree.tree_leaves((tuple(args), kwargs)):
+            entry = self._specs.get(id(leaf)) if isinstance(leaf, np.ndarray) else None
+            if entry is not None:
+                used.add(id(leaf))
+            leaf_specs.append(None if entry is None else entry[1])
+        spec = _spec_by_argument(model, tuple(args), kwargs, leaf_specs)
         unused = [a for key, (a, _) in self._specs.items() if key not in used]
         if unused:
             shapes = ", ".join(str(tuple(a.shape)) for a in unused)
@@ -455,11 +444,18 @@ class ShapesCollection:
         return spec
 
 
-def _top_level_spec(tops: list[_TopInput], spec_of) -> dict:
-    """Assemble a dict-by-argument-name spec (``*args``/``**kwargs`` grouped under their names)."""
+def _spec_by_argument(model: Any, args: tuple, kwargs: dict, leaf_specs: list) -> dict:
+    """A dict-by-argument-name spec from one spec per leaf of ``tree_flatten((args, kwargs))``.
+
+    Containers are rebuilt as dicts/tuples/lists (dataclasses as dicts by field);
+    ``*args`` items are grouped into a tuple and ``**kwargs`` items into a dict
+    under the parameter's name.
+    """
+    it = iter(leaf_specs)
     spec: dict[str, Any] = {}
-    for top in tops:
-        sub = spec_of(top.value)
+    for top in _bind_inputs(model, args, kwargs):
+        _, tree = pytree.tree_flatten(top.value)
+        sub = _rebuild_spec(tree, [next(it) for _ in range(tree.num_leaves)])
         if top.param is not None:
             spec[top.param] = sub
         elif isinstance(top.key, int):
@@ -516,19 +512,9 @@ class AdditionalInputs:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
                                          f"the export example has rank {base.ndim}")
                     varies[i] |= {ax for ax in range(base.ndim) if leaf.shape[ax] != base.shape[ax]}
-        specs = iter([
-            ({ax: Dim.DYNAMIC for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else None
-            for leaf, v in zip(base_leaves, varies)
-        ])
-
-        def spec_of(value: Any) -> Any:
-            leaves, tree = pytree.tree_flatten(value)
-            sub = [next(specs) for _ in leaves]
-            if tree.is_leaf():
-                return sub[0]
-            return _rebuild_spec(tree, sub)
-
-        return _top_level_spec(_bind_inputs(model, tuple(args), kwargs), spec_of)
+        leaf_specs = [({ax: Dim.DYNAMIC for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else None
+                      for leaf, v in zip(base_leaves, varies)]
+        return _spec_by_argument(model, tuple(args), kwargs, leaf_specs)
 
     def verify(self, ep: Any) -> None:
         """Run ``ep.module()`` on every added set; the program must admit them all.

@@ -389,3 +389,17 @@ def test_named_dim_infos_and_checks():
     fails({"y": {0: 2 * b}}, x, arr(9, 3), "y.shape[0] = 9 is not 2*b for any b in [1, 8]")
     assert named_dim_infos(normalize_dynamic_shapes(f_xy, (arr(40, 3), y), {}, {"x": {0: b}}),
                            [arr(40, 3), y], check=False)["b"].hint == 40
+
+
+def test_shapes_collection_with_var_args_and_kwargs():
+    def model(x, *rest, **extra):
+        return x
+
+    x, a, k = arr(2), arr(3), arr(4)
+    b = Dim("b")
+    sc = ShapesCollection()
+    sc[a] = {0: b}
+    sc[k] = (Dim.AUTO,)
+    assert sc.dynamic_shapes(model, (x, a), {"k": k}) == {"x": None, "rest": ({0: b},), "extra": {"k": (Dim.AUTO,)}}
+    got = normalize_dynamic_shapes(model, (x, a), {"k": k}, sc)
+    assert axes(got) == [("x", {}), ("rest[0]", {0: b}), ("extra['k']", {0: Dim.AUTO})]
