@@ -370,3 +370,79 @@ def test_solver_errors_still_give_a_report(monkeypatch, loc):
     assert "no suggested fix: the solver could not synthesize a fix (RuntimeError: unsupported construct: Xor)" \
            in text
     assert "Suggested fixes:" not in text
+
+
+# --- the acceptance cases, spec side: real specs and inputs, hand-written guards ----------------
+
+CASES_DIR = __import__("pathlib").Path("/work/shared/cases")
+
+
+def _case_guards(b, s, dx, dy, k, n):
+    floor = sympy.floor
+    return {
+        "case_branch_on_size": [b > 4],
+        "case_conjoined_bounds": [s <= 512, sympy.Ne(s, 512)],
+        "case_double_relation": [sympy.Eq(2 * dx, dy)],
+        "case_equal_dims": [sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))],
+        "case_even_pooling": [sympy.Eq(b * s * 3, b * 6 * floor(s / 2))],
+        "case_matmul_inner": [sympy.Eq(k, 16)],
+        "case_offset_relation": [sympy.Eq(dx - 1, dy)],
+        "case_position_table_slice": [s <= 512],
+        "case_position_table_take": [s <= 512],
+        "case_reshape_divisible": [sympy.Eq(sympy.Mod(n, 4), 0)],
+        "case_specialize_constant": [sympy.Eq(6 * b, 24)],
+    }
+
+
+def _load_case(name):
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(CASES_DIR))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_spec_test_{name}", CASES_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def _contract_admits(model, spec, args, kwargs):
+    """Whether the spec alone (ranges, relations, constants) admits these inputs."""
+    from tensorplay_export import pytree
+    from tensorplay_export.dynamic_shapes import named_dim_infos, normalize_dynamic_shapes
+    from tensorplay_export.errors import ConstraintsExceededError
+
+    try:
+        leaves = normalize_dynamic_shapes(model, args, kwargs, spec)
+        named_dim_infos(leaves, pytree.tree_leaves((args, kwargs)))
+    except (ConstraintsExceededError, ValueError):
+        return False
+    return True
+
+
+@pytest.mark.skipif(not CASES_DIR.is_dir(), reason="shared acceptance cases not present")
+@pytest.mark.parametrize("case_name", sorted(_case_guards(*[sym(c) for c in "abcdef"])))
+def test_violation_case_spec_round_trip(case_name):
+    from tensorplay_export import pytree
+    from tensorplay_export.dynamic_shapes import named_dim_infos, normalize_dynamic_shapes
+
+    case = _load_case(case_name)
+    syms = {name: sym(name) for name in ("batch", "seq", "dx", "dy", "k", "n")}
+    guards = _case_guards(*syms.values())[case_name]
+    args, kwargs = case.make_inputs(**case.EXAMPLE)
+    spec = case.dynamic_shapes()
+    leaves = normalize_dynamic_shapes(case.model, args, kwargs, spec)
+    dims = named_dim_infos(leaves, pytree.tree_leaves((args, kwargs)))
+    source = SourceLoc(str(CASES_DIR / f"{case_name}.py"), 1)
+    err = violations.build_violation_error([GuardRecord(g, "shape", "", source) for g in guards], dims)
+    text = str(err)
+    assert "Constraints violated" in text and "counterexample:" in text and f"{case_name}.py:1" in text
+    refined = refine(text, spec)
+    grid = case.EXPECT["grid"]
+    for combo in itertools.product(*grid.values()):
+        sizes = dict(zip(grid, combo))
+        a, kw = case.make_inputs(**sizes)
+        assert _contract_admits(case.model, refined, a, kw) == bool(case.EXPECT["admits"](**sizes)), \
+            (sizes, text, refined)
