@@ -791,6 +791,14 @@ def _range_text(d: Any) -> str:
     return f"[{d.min}, {hi}]"
 
 
+def _solve_for_root(site: str, d: _DerivedDim) -> str:
+    """``site = scale*root + offset`` solved for root: ``(y.shape[0] - 1)/2``, ``y.shape[0] + 1``."""
+    text = _affine_text(site, 1, -d.offset)
+    if d.scale == 1:
+        return text
+    return f"({text})/{d.scale}" if d.offset else f"{text}/{d.scale}"
+
+
 def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
                     check: bool = True) -> dict[str, DimInfo]:
     """``DimInfo`` per named root dim: declared range, example size (hint), input sites.
@@ -805,7 +813,7 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
     Returns:
         ``{name: DimInfo(name, min, max or math.inf, hint, ["x.shape[0]", ...], "named")}``.
         A root used only through derived dims gets its hint from the first such site
-        and sites like ``"y.shape[0] = 2*b + 1"``.
+        and a site solved for the root: ``y.shape[0] = 2*b + 1`` gives ``"(y.shape[0] - 1)/2"``.
 
     Raises:
         ConstraintsExceededError: with ``check``, an example size breaks its dim,
@@ -842,7 +850,7 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
         info = infos.get(root.name)
         if info is None:
             infos[root.name] = DimInfo(root.name, root.min, math.inf if root.max is None else root.max,
-                                       quotient, [f"{site} = {d.name}"])
+                                       quotient, [_solve_for_root(site, d)])
         elif check and info.hint != quotient:
             raise ConstraintsExceededError(
                 f"{site} = {size} needs {root.name} = {quotient}, but {info.sites[0]} "
