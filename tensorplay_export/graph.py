@@ -26,6 +26,10 @@ import sympy
 
 OPCODES = ("placeholder", "call_function", "output")
 
+# Targets called for their effect (runtime assertions): never removed as dead code.
+# runtime_checks.py adds its "tpe.*" check ops here.
+SIDE_EFFECT_TARGETS: set[str] = set()
+
 # Names generated code must never bind: keywords, builtins (pyexpr prints
 # min()/max()), the numpy module alias and the method receiver.
 _RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "self", "forward"}
@@ -378,10 +382,16 @@ class Graph:
         return old.replace_all_uses_with(new)
 
     def eliminate_dead_code(self, is_impure: Callable[[Node], bool] = lambda n: False) -> bool:
-        """Erase call_function nodes without users (unless ``is_impure``); True if any went."""
+        """Erase call_function nodes without users; True if any went.
+
+        Kept: nodes for which ``is_impure(node)`` is true, nodes that bind
+        symbols (``meta["bind"]``) and targets in ``SIDE_EFFECT_TARGETS``
+        (the runtime input checks).
+        """
         changed = False
         for node in reversed(self.nodes):
-            if node.op == "call_function" and not node.users and not is_impure(node):
+            if (node.op == "call_function" and not node.users and not node.meta.get("bind")
+                    and node.target not in SIDE_EFFECT_TARGETS and not is_impure(node)):
                 self.erase_node(node)
                 changed = True
         return changed

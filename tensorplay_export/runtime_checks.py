@@ -38,7 +38,7 @@ import sympy
 
 from .codegen import pyexpr
 from .errors import ConstraintsExceededError
-from .graph import Graph, Node
+from .graph import SIDE_EFFECT_TARGETS, Graph, Node
 from .records import ValueRange
 
 __all__ = ["InputSite", "InputContract", "insert_input_checks", "InputDtypeError", "CHECK_OPS",
@@ -168,6 +168,9 @@ CHECK_OPS = {
     "tpe.assert_dim": assert_dim,
     "tpe.assert_guard": assert_guard,
 }
+
+
+SIDE_EFFECT_TARGETS.update(CHECK_OPS)
 
 
 def _register_with_registry() -> None:

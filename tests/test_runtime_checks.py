@@ -218,3 +218,12 @@ def test_checks_are_cheap():
     per_call_overhead = checked - unchecked
     # a handful of int comparisons: a few microseconds at most, whatever the array size
     assert per_call_overhead < 20e-6, per_call_overhead
+
+
+def test_dead_code_elimination_keeps_checks():
+    g, inserted = attention_like()
+    with g.inserting_before(g.output_node):
+        g.call_function("numpy.add", (g.placeholders()[0], 1.0), meta={"shape": (batch, seq, 8)})
+    assert g.eliminate_dead_code()
+    assert [n.name for n in g.nodes if n.op == "call_function"][:len(inserted)] == [n.name for n in inserted]
+    assert sum(1 for n in g.nodes if n.target == "numpy.add") == 1
