@@ -1,0 +1,243 @@
+"""What the model sees during capture: lazy constants, symbolic min/max, creation functions.
+
+Numpy cannot dispatch ``POS[:s]`` on a plain ndarray global, so the model must
+be handed traced values in the first place.  Two mechanisms, both scoped to
+the capturing thread:
+
+- **Cloned functions over a globals view.**  The model function (and every
+  ``nn.Module.forward`` it calls, and every plain Python function it reaches
+  through its globals or closure) runs as a clone whose globals are a
+  :class:`GlobalsView`: a dict subclass that reads through to the real module
+  dict and translates on read.  An ndarray global becomes a lazily lifted
+  constant (its ``c_<name>`` placeholder appears only if an op uses it); a
+  name bound to a numpy creation function becomes the patched one; a missing
+  ``min``/``max`` becomes the symbolic one.  The real module dict is never
+  modified, so other threads never see traced values.  (Assigning a global
+  inside the model writes to the view, not the module.)  Closure cells and
+  ``__defaults__`` get the same translation in the clone.
+- **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` are
+  replaced by wrappers for the duration of any capture (reference-counted,
+  restored with an ``is`` check).  A wrapper does nothing unless this
+  thread's tracer is set and is not inside an op's numpy impl, so numpy's own
+  Python code and other threads get the original behaviour.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from ..symbolic import SymInt, sym_max, sym_min
+from .tracer import CURRENT
+
+CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
+            "array", "asarray", "asanyarray", "prod")
+_ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
+_BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
+_WRAPPERS: dict[str, Callable] = {}
+_LOCK = threading.Lock()
+_ACTIVE = 0
+
+
+def _is_traced(value: Any) -> bool:
+    from .traced import TracedArray
+
+    return isinstance(value, TracedArray)
+
+
+def _flat_scalars(data: Any) -> list | None:
+    """The flat list of a (nested) sequence of ints/SymInts that contains a SymInt, else None."""
+    if not isinstance(data, (list, tuple)):
+        return None
+    flat = []
+    for v in data:
+        if isinstance(v, (list, tuple)):
+            return None
+        flat.append(v)
+    if any(isinstance(v, SymInt) for v in flat) and all(
+            isinstance(v, (SymInt, int, np.integer)) and not isinstance(v, bool) for v in flat):
+        return flat
+    return None
+
+
+def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """A numpy creation call made by model code during capture: always traced."""
+    from ..ops.registry import get_op
+
+    kwargs = dict(kwargs)
+    kwargs.pop("like", None)
+    original = _ORIGINALS[name]
+    if name in ("array", "asarray", "asanyarray"):
+        data = args[0] if args else kwargs.pop("object", None)
+        dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+        if _is_traced(data):
+            if name == "array" and kwargs.get("copy", True) is not False:
+                out = tracer.call(get_op("numpy.copy"), (data,), {})
+                return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+            if dtype is None or np.dtype(dtype) == data.dtype:
+                return data
+            return tracer.call(get_op("numpy.ndarray.astype"), (data, dtype), {})
+        flat = _flat_scalars(data)
+        if flat is not None:
+            out = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
+            return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+        if isinstance(data, (list, tuple)) and data and all(_is_traced(v) for v in data):
+            out = tracer.call(get_op("numpy.stack"), (list(data),), {})
+            return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+        value = original(*args, **kwargs)
+        if isinstance(value, np.ndarray):
+            return tracer.lift_constant("c_array", value)
+        return value
+    if name == "prod":
+        data = args[0] if args else kwargs.get("a")
+        flat = _flat_scalars(data)
+        if flat is not None:
+            vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
+            return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
+        return original(*args, **kwargs)
+    return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
+
+
+def _make_wrapper(name: str) -> Callable:
+    original = _ORIGINALS[name]
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        tracer = CURRENT.get()
+        if tracer is None or tracer.in_impl:
+            return original(*args, **kwargs)
+        return creation_call(tracer, name, args, kwargs)
+
+    wrapper.__tpe_original__ = original
+    return wrapper
+
+
+for _name in CREATION:
+    _WRAPPERS[_name] = _make_wrapper(_name)
+
+
+def patch_numpy() -> None:
+    """Install the creation wrappers on ``numpy`` (reference-counted across captures)."""
+    global _ACTIVE
+    with _LOCK:
+        if _ACTIVE == 0:
+            for name, wrapper in _WRAPPERS.items():
+                if getattr(np, name) is _ORIGINALS[name]:
+                    setattr(np, name, wrapper)
+        _ACTIVE += 1
+
+
+def unpatch_numpy() -> None:
+    """Undo :func:`patch_numpy` when the last capture ends (only bindings still ours)."""
+    global _ACTIVE
+    with _LOCK:
+        _ACTIVE -= 1
+        if _ACTIVE == 0:
+            for name, wrapper in _WRAPPERS.items():
+                if getattr(np, name) is wrapper:
+                    setattr(np, name, _ORIGINALS[name])
+
+
+# -- cloned functions ----------------------------------------------------------------------------
+_LIBRARY_MODULES = ("numpy", "sympy", "tensorplay_export.capture", "tensorplay_export.ops",
+                    "tensorplay_export.shape_env", "tensorplay_export.symbolic", "tensorplay_export.export")
+
+
+def _is_user_function(fn: Any) -> bool:
+    if not isinstance(fn, types.FunctionType):
+        return False
+    module = fn.__globals__.get("__name__", "") or ""
+    return not module.startswith(_LIBRARY_MODULES) and not module.startswith(("z3", "solver"))
+
+
+class GlobalsView(dict):
+    """Globals of a cloned function: reads through to ``real`` and translates on read."""
+
+    def __init__(self, real: dict, tracer: Any) -> None:
+        super().__init__()
+        self._real = real
+        self._tracer = tracer
+        self._cache: dict = {}
+        builtins_ = real.get("__builtins__")
+        if builtins_ is not None:
+            dict.__setitem__(self, "__builtins__", builtins_)
+        for key in ("__name__", "__file__", "__package__", "__spec__", "__loader__"):
+            if key in real:
+                dict.__setitem__(self, key, real[key])
+
+    def __getitem__(self, key: str) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        try:
+            value = self._real[key]
+        except KeyError:
+            if key == "min":
+                return sym_min
+            if key == "max":
+                return sym_max
+            raise
+        return translate(self._tracer, key, value)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._real
+
+
+def translate(tracer: Any, name: str, value: Any) -> Any:
+    """The capture-time stand-in for a value read from a global, cell or default."""
+    if type(value) is np.ndarray:
+        return tracer.lift_constant(f"c_{name}", value)
+    if isinstance(value, types.FunctionType):
+        orig_name = _BY_ORIGINAL.get(id(value))
+        if orig_name is not None and value is _ORIGINALS[orig_name]:
+            return _WRAPPERS[orig_name]
+        if _is_user_function(value):
+            return clone_function(tracer, value)
+        return value
+    orig_name = _BY_ORIGINAL.get(id(value))
+    if orig_name is not None and value is _ORIGINALS[orig_name]:
+        return _WRAPPERS[orig_name]
+    return value
+
+
+def clone_function(tracer: Any, fn: types.FunctionType) -> types.FunctionType:
+    """``fn`` rebuilt over a :class:`GlobalsView` with translated closure cells and defaults."""
+    clones = tracer.function_clones
+    hit = clones.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    views = tracer.globals_views
+    view = views.get(id(fn.__globals__))
+    if view is None:
+        view = GlobalsView(fn.__globals__, tracer)
+        views[id(fn.__globals__)] = view
+    closure = None
+    if fn.__closure__:
+        cells = []
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                content = cell.cell_contents
+            except ValueError:  # empty cell (recursive def not yet bound)
+                cells.append(cell)
+                continue
+            cells.append(types.CellType(translate(tracer, var, content)))
+        closure = tuple(cells)
+    defaults = fn.__defaults__
+    if defaults:
+        names = fn.__code__.co_varnames[fn.__code__.co_argcount - len(defaults):fn.__code__.co_argcount]
+        defaults = tuple(translate(tracer, n, d) for n, d in zip(names, defaults))
+    clone = types.FunctionType(fn.__code__, view, fn.__name__, defaults, closure)
+    clone.__kwdefaults__ = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else None
+    clone.__dict__.update(fn.__dict__)
+    clone.__qualname__ = fn.__qualname__
+    clone.__module__ = fn.__module__
+    clones[id(fn)] = (fn, clone)
+    return clone

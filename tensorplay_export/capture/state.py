@@ -1,0 +1,141 @@
+"""Module state during capture: lifted parameters/buffers/constants and module calls.
+
+Parameters become ``p_<fqn>`` placeholders, buffers (persistent or not)
+``b_<fqn>``, and plain ndarray attributes of modules lazily ``c_<fqn>``
+(dots -> underscores).  The traced values are swapped into each module's
+``_parameters``/``_buffers`` dicts (and instance ``__dict__`` for plain
+arrays) for the duration of the capture and swapped back afterwards, only
+where the binding still holds our object (``is`` check), so nothing traced is
+left in the user's module.  A buffer that ``forward`` reassigns or writes in
+place is a buffer mutation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from .tracer import Tracer
+
+
+def placeholder_name(prefix: str, fqn: str) -> str:
+    return f"{prefix}_{fqn.replace('.', '_')}"
+
+
+@dataclass
+class LiftedState:
+    """What was lifted from a module, and how to put the module back."""
+
+    params: list = field(default_factory=list)       # (fqn, traced, value)
+    buffers: list = field(default_factory=list)      # (fqn, traced, value, persistent)
+    swaps: list = field(default_factory=list)        # (dict, key, original, traced)
+    fqn_of: dict = field(default_factory=dict)       # id(module) -> fqn
+    buffer_slots: dict = field(default_factory=dict)  # fqn -> (module, name)
+
+    def restore(self) -> None:
+        for d, key, original, traced in reversed(self.swaps):
+            if d.get(key) is traced:
+                d[key] = original
+            elif key in d and not isinstance(d.get(key), np.ndarray):
+                # forward reassigned it (buffer update): put the original back, eager-free
+                d[key] = original
+
+
+def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
+    """Create state placeholders (params first, then buffers) and swap traced values in."""
+    state = LiftedState()
+    modules = list(model.named_modules())
+    state.fqn_of = {id(m): fqn for fqn, m in modules}
+    seen: dict[int, Any] = {}
+    for fqn, param in model.named_parameters(remove_duplicate=False):
+        if id(param) in seen:
+            continue
+        traced = tracer.placeholder(placeholder_name("p", fqn), np.asarray(param), tuple(param.shape))
+        seen[id(param)] = traced
+        state.params.append((fqn, traced, param))
+    non_persistent = set()
+    for mfqn, m in modules:
+        for name in getattr(m, "_non_persistent_buffers_set", ()):
+            non_persistent.add(f"{mfqn}.{name}" if mfqn else name)
+    for fqn, buf in model.named_buffers(remove_duplicate=False):
+        if id(buf) in seen or buf is None:
+            continue
+        value = np.asarray(buf)
+        traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
+        seen[id(buf)] = traced
+        state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
+    for mfqn, m in modules:
+        for dict_name in ("_parameters", "_buffers"):
+            d = getattr(m, dict_name, None) or {}
+            for key, value in list(d.items()):
+                traced = seen.get(id(value))
+                if traced is not None:
+                    state.swaps.append((d, key, value, traced))
+                    d[key] = traced
+                    if dict_name == "_buffers":
+                        state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (m, key)
+        inst = m.__dict__
+        for key, value in list(inst.items()):
+            if type(value) is np.ndarray:
+                fqn = f"{mfqn}.{key}" if mfqn else key
+                traced = tracer.lift_constant(placeholder_name("c", fqn), value)
+                state.swaps.append((inst, key, value, traced))
+                inst[key] = traced
+    return state
+
+
+def buffer_mutations(state: LiftedState) -> list:
+    """(fqn, new traced value) of every buffer forward wrote or reassigned."""
+    out = []
+    for fqn, traced, _value, _persistent in state.buffers:
+        module, key = state.buffer_slots.get(fqn, (None, None))
+        current = module._buffers.get(key) if module is not None else traced
+        if current is not traced or traced.node.op != "placeholder":
+            out.append((fqn, current))
+    return out
+
+
+@dataclass
+class ModuleCalls:
+    """Module call boundaries recorded through ``nn.module._CALL_HOOK``."""
+
+    preserve: tuple = ()
+    order: list = field(default_factory=list)        # fqns in first-call order
+    signatures: dict = field(default_factory=dict)   # fqn -> (in nodes, out nodes)
+
+
+def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
+    """The ``_CALL_HOOK`` of a capture: module path stack, cloned forwards, call records."""
+    from .patching import clone_function
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        fqn = state.fqn_of.get(id(module), type(module).__name__)
+        tracer.module_path.append(fqn)
+        if fqn not in calls.order:
+            calls.order.append(fqn)
+        try:
+            forward = module.__dict__.get("forward")
+            if forward is None:
+                fn = type(module).forward
+                import types
+
+                if isinstance(fn, types.FunctionType):
+                    out = clone_function(tracer, fn)(module, *args, **kwargs)
+                else:
+                    out = module.forward(*args, **kwargs)
+            else:
+                out = forward(*args, **kwargs)
+        finally:
+            tracer.module_path.pop()
+        if fqn in calls.preserve and fqn not in calls.signatures:
+            from ..pytree import tree_flatten
+
+            calls.signatures[fqn] = (tree_flatten((args, kwargs)), tree_flatten(out))
+        return out
+
+    return hook
+
+
+def fqn_module_path(tracer: Tracer) -> Optional[str]:
+    return tracer.module_path[-1] if tracer.module_path else None

@@ -1,0 +1,307 @@
+"""TracedArray: the duck-typed stand-in for a numpy array during capture.
+
+It is deliberately *not* an ndarray subclass: numpy would then read its data
+without asking (``np.asarray``, ``tolist``, ``memoryview``) and silently bake
+example values into the program.  Instead every route into numpy dispatches
+to the tracer (``__array_ufunc__``, ``__array_function__``, methods,
+operators, indexing), and ``__array__`` raises with the user's line.
+
+Writes (``__setitem__``, in-place operators) are applied in place on the
+example value (eager semantics, so views see them) and recorded as a
+functional node that the traced array is rebound to; the replay check at the
+end of capture catches writes the functional graph cannot express.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from ..errors import CaptureError, DataDependentError, UnsupportedOpError
+from ..ops.registry import func_name, get_op, lookup_func, lookup_method
+from ..shape_env import user_source
+from ..symbolic import SymInt, wrap_int
+
+_UFUNC_REDUCE = {"add": "numpy.sum", "multiply": "numpy.prod", "maximum": "numpy.max",
+                 "minimum": "numpy.min", "logical_and": "numpy.all", "logical_or": "numpy.any"}
+_UFUNC_ACCUMULATE = {"add": "numpy.cumsum", "multiply": "numpy.cumprod"}
+
+
+class TracedArray:
+    """A traced value: graph node, symbolic shape, dtype, example value, value range."""
+
+    __slots__ = ("_tracer", "_node", "_shape", "example", "vrange", "_lazy", "__weakref__")
+    __array_priority__ = 1000
+    __hash__ = None  # like ndarray
+
+    def __init__(self, tracer: Any, node: Any, shape: tuple, example: Any,
+                 vrange: Optional[tuple] = None) -> None:
+        self._tracer = tracer
+        self._node = node
+        self._shape = tuple(shape)
+        self.example = example
+        self.vrange = vrange
+        self._lazy: Optional[str] = None
+
+    # -- identity ------------------------------------------------------------
+    @property
+    def node(self) -> Any:
+        if self._node is None:
+            self._node = self._tracer.materialize(self)
+        return self._node
+
+    def _rebind(self, other: "TracedArray") -> None:
+        """After an in-place write: this array now is ``other``'s node (same example object)."""
+        self._node = other.node
+        self._shape = other._shape
+        self.vrange = other.vrange
+
+    def __repr__(self) -> str:
+        shape = ", ".join(str(d) for d in self._shape)
+        return f"TracedArray(shape=({shape}), dtype={self.dtype})"
+
+    # -- properties ------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        env = self._tracer.env
+        return tuple(d if isinstance(d, int) else wrap_int(d, env) for d in self._shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.asarray(self.example).dtype if not isinstance(self.example, np.ndarray) \
+            else self.example.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self) -> Any:
+        out: Any = 1
+        for d in self.shape:
+            out = out * d
+        return out
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> Any:
+        return self.size * self.itemsize
+
+    @property
+    def T(self) -> "TracedArray":
+        return self._call("numpy.transpose", (self,))
+
+    @property
+    def mT(self) -> "TracedArray":
+        return self._call("numpy.swapaxes", (self, -1, -2))
+
+    @property
+    def real(self) -> "TracedArray":
+        return self._call("numpy.real", (self,))
+
+    @property
+    def flat(self):
+        raise UnsupportedOpError(f"ndarray.flat is not supported during capture; use ravel()\n"
+                                 f"  at {user_source(2)}")
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]  # a SymInt here is specialized by CPython's __index__ call
+
+    def __iter__(self):
+        n = self.shape[0] if self._shape else None
+        if n is None:
+            raise TypeError("iteration over a 0-d array")
+        for i in range(n):
+            yield self[i]
+
+    # -- dispatch ----------------------------------------------------------------
+    def _call(self, name: str, args: tuple, kwargs: Optional[dict] = None) -> Any:
+        return self._tracer.call(get_op(name), args, kwargs or {}, source=user_source(3))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        op = lookup_method(name)
+        if op is None:
+            if hasattr(np.ndarray, name):
+                raise UnsupportedOpError(f"ndarray.{name} has no shape rule (not supported during capture)"
+                                         f"\n  at {user_source(2)}")
+            raise AttributeError(f"'TracedArray' (standing in for numpy.ndarray) has no attribute {name!r}")
+        tracer = self._tracer
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            return tracer.call(op, (self, *args), kwargs, source=user_source(2))
+
+        method.__name__ = name
+        return method
+
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        op = lookup_func(func)
+        if op is None:
+            raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
+                                     f"\n  at {user_source(2)}")
+        result = self._tracer.call(op, tuple(args), dict(kwargs), source=user_source(2))
+        if func is np.unique and isinstance(result, tuple) and len(result) == 1:
+            return result[0]
+        return result
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        src = user_source(2)
+        out = kwargs.pop("out", None)
+        if method == "__call__":
+            op = lookup_func(ufunc)
+            if op is None:
+                raise UnsupportedOpError(f"{func_name(ufunc)} has no shape rule (not supported during "
+                                         f"capture)\n  at {src}")
+            result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
+        elif method == "reduce" and ufunc.__name__ in _UFUNC_REDUCE:
+            kwargs.setdefault("axis", 0)
+            result = self._tracer.call(get_op(_UFUNC_REDUCE[ufunc.__name__]), tuple(inputs), kwargs,
+                                       source=src)
+        elif method == "accumulate" and ufunc.__name__ in _UFUNC_ACCUMULATE:
+            kwargs.setdefault("axis", 0)
+            result = self._tracer.call(get_op(_UFUNC_ACCUMULATE[ufunc.__name__]), tuple(inputs), kwargs,
+                                       source=src)
+        else:
+            raise UnsupportedOpError(f"{func_name(ufunc)}.{method} is not supported during capture"
+                                     f"\n  at {src}")
+        if out is None:
+            return result
+        targets = out if isinstance(out, tuple) else (out,)
+        results = result if isinstance(result, tuple) else (result,)
+        for target, value in zip(targets, results):
+            if not isinstance(target, TracedArray):
+                raise UnsupportedOpError(f"out= must be a traced array during capture\n  at {src}")
+            target._write_all(value, src)
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise CaptureError(
+            "numpy asked for the concrete data of a traced array (np.asarray/np.array/an unsupported "
+            "path); that would bake the example values into the program.\n"
+            f"  at {user_source(2)}")
+
+    # -- concretization of values: data-dependent --------------------------------
+    def _data_dependent(self, what: str) -> Any:
+        raise DataDependentError(
+            f"data-dependent: the model {what} of a traced array's values, which the program cannot "
+            f"know ahead of time\n  at {user_source(3)}")
+
+    def __bool__(self) -> bool:
+        return self._data_dependent("branches on the truth value")
+
+    def __float__(self) -> float:
+        return self._data_dependent("reads the float value")
+
+    def __int__(self) -> int:
+        return self._data_dependent("reads the int value")
+
+    def __index__(self) -> int:
+        return self._data_dependent("uses as a Python int the value")
+
+    def __complex__(self) -> complex:
+        return self._data_dependent("reads the complex value")
+
+    def item(self, *args: Any) -> Any:
+        return self._data_dependent("reads .item()")
+
+    def tolist(self) -> Any:
+        return self._data_dependent("reads .tolist()")
+
+    # -- indexing --------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> "TracedArray":
+        return self._tracer.call(get_op("tpe.getitem"), (self, key), {}, source=user_source(2))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        src = user_source(2)
+        new = self._tracer.call(get_op("tpe.setitem"), (self, key, value), {}, source=src)
+        # eager semantics: write into the example (views of it see the write)
+        self.example[self._tracer.example(key)] = self._tracer.example(value)
+        new.example = self.example
+        self._rebind(new)
+        self._tracer.writes.append(("setitem", src))
+
+    def _write_all(self, value: Any, src: Any) -> None:
+        """``self[...] = value`` for in-place operators and ``out=``."""
+        new = self._tracer.call(get_op("tpe.setitem"), (self, Ellipsis, value), {}, source=src)
+        np.copyto(self.example, self._tracer.example(value), casting="same_kind")
+        new.example = self.example
+        self._rebind(new)
+        self._tracer.writes.append(("in-place", src))
+
+    def _inplace(self, name: str, other: Any) -> "TracedArray":
+        src = user_source(3)
+        if not isinstance(self.example, np.ndarray):
+            return self._tracer.call(get_op(name), (self, other), {}, source=src)
+        result = self._tracer.call(get_op(name), (self, other), {}, source=src)
+        self._write_all(result, src)
+        return self
+
+    # -- operators ---------------------------------------------------------------------
+    def _bin(self, name: str, other: Any, reflected: bool = False) -> Any:
+        args = (other, self) if reflected else (self, other)
+        return self._tracer.call(get_op(name), args, {}, source=user_source(3))
+
+    def __add__(self, o): return self._bin("numpy.add", o)
+    def __radd__(self, o): return self._bin("numpy.add", o, True)
+    def __sub__(self, o): return self._bin("numpy.subtract", o)
+    def __rsub__(self, o): return self._bin("numpy.subtract", o, True)
+    def __mul__(self, o): return self._bin("numpy.multiply", o)
+    def __rmul__(self, o): return self._bin("numpy.multiply", o, True)
+    def __truediv__(self, o): return self._bin("numpy.divide", o)
+    def __rtruediv__(self, o): return self._bin("numpy.divide", o, True)
+    def __floordiv__(self, o): return self._bin("numpy.floor_divide", o)
+    def __rfloordiv__(self, o): return self._bin("numpy.floor_divide", o, True)
+    def __mod__(self, o): return self._bin("numpy.remainder", o)
+    def __rmod__(self, o): return self._bin("numpy.remainder", o, True)
+    def __pow__(self, o): return self._bin("numpy.power", o)
+    def __rpow__(self, o): return self._bin("numpy.power", o, True)
+    def __matmul__(self, o): return self._bin("numpy.matmul", o)
+    def __rmatmul__(self, o): return self._bin("numpy.matmul", o, True)
+    def __and__(self, o): return self._bin("numpy.bitwise_and", o)
+    def __rand__(self, o): return self._bin("numpy.bitwise_and", o, True)
+    def __or__(self, o): return self._bin("numpy.bitwise_or", o)
+    def __ror__(self, o): return self._bin("numpy.bitwise_or", o, True)
+    def __xor__(self, o): return self._bin("numpy.bitwise_xor", o)
+    def __rxor__(self, o): return self._bin("numpy.bitwise_xor", o, True)
+    def __lshift__(self, o): return self._bin("numpy.left_shift", o)
+    def __rshift__(self, o): return self._bin("numpy.right_shift", o)
+    def __eq__(self, o): return self._bin("numpy.equal", o)
+    def __ne__(self, o): return self._bin("numpy.not_equal", o)
+    def __lt__(self, o): return self._bin("numpy.less", o)
+    def __le__(self, o): return self._bin("numpy.less_equal", o)
+    def __gt__(self, o): return self._bin("numpy.greater", o)
+    def __ge__(self, o): return self._bin("numpy.greater_equal", o)
+
+    def __divmod__(self, o):
+        return (self // o, self % o)
+
+    def __neg__(self): return self._call("numpy.negative", (self,))
+    def __pos__(self): return self._call("numpy.positive", (self,))
+    def __abs__(self): return self._call("numpy.absolute", (self,))
+    def __invert__(self): return self._call("numpy.invert", (self,))
+
+    def __iadd__(self, o): return self._inplace("numpy.add", o)
+    def __isub__(self, o): return self._inplace("numpy.subtract", o)
+    def __imul__(self, o): return self._inplace("numpy.multiply", o)
+    def __itruediv__(self, o): return self._inplace("numpy.divide", o)
+    def __ifloordiv__(self, o): return self._inplace("numpy.floor_divide", o)
+    def __imod__(self, o): return self._inplace("numpy.remainder", o)
+    def __ipow__(self, o): return self._inplace("numpy.power", o)
+    def __imatmul__(self, o): return self._inplace("numpy.matmul", o)
+    def __iand__(self, o): return self._inplace("numpy.bitwise_and", o)
+    def __ior__(self, o): return self._inplace("numpy.bitwise_or", o)
+    def __ixor__(self, o): return self._inplace("numpy.bitwise_xor", o)
+
+
+def sym_size_expr(d: Any) -> Any:
+    """sympy form of a shape entry (for rules that take shapes as arguments)."""
+    if isinstance(d, SymInt):
+        return d.expr
+    return sympy.Integer(int(d)) if not isinstance(d, sympy.Basic) else d

@@ -1,0 +1,244 @@
+"""The tracer: runs every op on example values and on symbolic shapes, recording a graph.
+
+One :class:`Tracer` exists per capture and is reachable only through the
+context variable :data:`CURRENT` (so patched numpy functions act only for the
+capturing call and thread).  :meth:`Tracer.call` is the single dispatch point:
+
+1. numpy runs the op's impl on the example values (errors are re-raised with
+   the op and the user's line);
+2. the op's pure shape rule runs on the symbolic shapes, emitting
+   requirements through a :class:`~tensorplay_export.ops.ctx.ShapeCtx`;
+3. the rule's shape with the example sizes substituted must equal numpy's
+   shape (an internal error names the op and both shapes otherwise);
+4. a ``call_function`` node is appended and traced arrays are returned.
+"""
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from ..errors import CaptureError, UnsupportedOpError
+from ..graph import Graph, Node
+from ..ops.ctx import ShapeCtx, as_dim
+from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func
+from ..shape_env import ShapeEnv, user_source
+from ..symbolic import SymBool, SymFloat, SymInt
+
+CURRENT: contextvars.ContextVar = contextvars.ContextVar("tpe_tracer", default=None)
+
+
+def current() -> Optional["Tracer"]:
+    return CURRENT.get()
+
+
+class Tracer:
+    """Graph, ShapeEnv and lifted constants of one capture."""
+
+    def __init__(self, env: ShapeEnv, graph: Optional[Graph] = None) -> None:
+        self.env = env
+        env.tracer = self
+        self.graph = graph if graph is not None else Graph()
+        self.constants: dict[str, np.ndarray] = {}       # placeholder name -> value
+        self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
+        self._const_keep: list = []                      # keep ids unique while tracing
+        self.user_anchor: Optional[Node] = None          # constants go before this placeholder
+        self.module_path: list[str] = []
+        self.writes: list = []                           # (op, SourceLoc) of in-place writes
+        self.in_impl = False                             # numpy's own code runs: wrappers pass through
+        self.function_clones: dict = {}                  # id(fn) -> (fn, clone)
+        self.globals_views: dict = {}                    # id(real globals) -> GlobalsView
+
+    # -- placeholders ----------------------------------------------------------
+    def placeholder(self, name: str, value: np.ndarray, shape: tuple, meta: Optional[dict] = None,
+                    vrange: Optional[tuple] = None) -> "TracedArray":
+        """A graph input carrying ``value`` with symbolic ``shape``."""
+        from .traced import TracedArray
+
+        m = {"shape": tuple(shape), "dtype": np.asarray(value).dtype, "source": None}
+        if meta:
+            m.update(meta)
+        node = self.graph.placeholder(name, meta=m)
+        return TracedArray(self, node, tuple(shape), value, vrange)
+
+    def lift_constant(self, name: str, value: np.ndarray) -> "TracedArray":
+        """A lazily lifted constant: its ``c_<name>`` placeholder appears only on first use."""
+        from .traced import TracedArray
+
+        known = self._const_by_id.get(id(value))
+        if known is not None:
+            return known
+        traced = TracedArray(self, None, tuple(value.shape), value, None)
+        traced._lazy = name
+        self._const_by_id[id(value)] = traced
+        self._const_keep.append(value)
+        return traced
+
+    def materialize(self, traced: "TracedArray") -> Node:
+        """Create the placeholder of a lazily lifted constant (before the user inputs)."""
+        name = traced._lazy
+        base = name if name.startswith("c_") else f"c_{name}"
+        with self.graph.inserting_before(self.user_anchor):
+            node = self.graph.placeholder(base, meta={"shape": tuple(np.shape(traced.example)),
+                                                      "dtype": np.asarray(traced.example).dtype,
+                                                      "source": None})
+        self.constants[node.name] = traced.example
+        traced._lazy = None
+        return node
+
+    def constant_node(self, value: np.ndarray) -> Node:
+        """A plain ndarray reaching an op (not lifted through globals): lift it now."""
+        return self.lift_constant("c_const", value).node
+
+    # -- value conversion ------------------------------------------------------
+    def example(self, value: Any) -> Any:
+        """The concrete value numpy sees for an argument (SymInt -> Python int, weak)."""
+        from .traced import TracedArray
+
+        if isinstance(value, TracedArray):
+            return value.example
+        if isinstance(value, SymInt):
+            return int(self.env.hint(value.expr))
+        if isinstance(value, SymFloat):
+            return float(self.env.hint(value.expr))
+        if isinstance(value, SymBool):
+            return bool(value)
+        if isinstance(value, tuple):
+            return tuple(self.example(v) for v in value)
+        if isinstance(value, list):
+            return [self.example(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.example(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(self.example(value.start), self.example(value.stop), self.example(value.step))
+        return value
+
+    def info(self, value: Any) -> Any:
+        """What a shape rule sees: ArrayInfo for arrays, sympy for symbolic ints."""
+        from .traced import TracedArray
+
+        if isinstance(value, TracedArray):
+            return ArrayInfo(value._shape, value.dtype, value.vrange)
+        if isinstance(value, np.ndarray):
+            return ArrayInfo(tuple(value.shape), value.dtype, None)
+        if isinstance(value, (SymInt, SymFloat, SymBool)):
+            return value.expr
+        if isinstance(value, tuple):
+            return tuple(self.info(v) for v in value)
+        if isinstance(value, list):
+            return [self.info(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.info(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(self.info(value.start), self.info(value.stop), self.info(value.step))
+        return value
+
+    def node_arg(self, value: Any) -> Any:
+        """What goes into the node's args: Nodes, sympy expressions, exact constants."""
+        from .traced import TracedArray
+
+        if isinstance(value, TracedArray):
+            return value.node
+        if isinstance(value, (SymInt, SymFloat, SymBool)):
+            return value.expr
+        if isinstance(value, np.ndarray):
+            return self.constant_node(value)
+        if isinstance(value, tuple):
+            return tuple(self.node_arg(v) for v in value)
+        if isinstance(value, list):
+            return [self.node_arg(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.node_arg(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(self.node_arg(value.start), self.node_arg(value.stop), self.node_arg(value.step))
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return np.dtype(value)
+        return value
+
+    # -- dispatch --------------------------------------------------------------
+    def call(self, op: OpDef | str, args: tuple, kwargs: Optional[dict] = None,
+             source: Any = None) -> Any:
+        """Run ``op`` on examples and symbols, record a node, return traced results."""
+        from .traced import TracedArray
+
+        if isinstance(op, str):
+            op = get_op(op)
+        kwargs = kwargs or {}
+        src = source if source is not None else user_source(2)
+        ex_args = self.example(args)
+        ex_kwargs = self.example(kwargs)
+        self.in_impl = True
+        try:
+            result = op.impl(*ex_args, **ex_kwargs)
+        except (CaptureError, UnsupportedOpError):
+            raise
+        except Exception as err:
+            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}") from err
+        finally:
+            self.in_impl = False
+        outs = list(result) if op.multi_output else [result]
+        concrete = [tuple(np.shape(o)) for o in outs]
+        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        try:
+            shapes = op.shape_rule(ctx, *self.info(args), **self.info(kwargs))
+        except (CaptureError, UnsupportedOpError):
+            raise
+        except Exception as err:
+            if type(err).__name__ in ("DataDependentError",):
+                raise
+            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}\n"
+                               f"  at {src}") from err
+        shapes = list(shapes) if op.multi_output else [shapes]
+        if len(shapes) != len(outs):
+            raise CaptureError(f"internal error: shape rule of {op.name} gave {len(shapes)} outputs, "
+                               f"numpy gave {len(outs)}")
+        shapes = [tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in s) for s in shapes]
+        for s, c in zip(shapes, concrete):
+            got = tuple(self.env.hint(d) for d in s)
+            if got != c:
+                raise CaptureError(f"internal error: shape rule of {op.name} gives {s} = {got} for the "
+                                   f"example, but numpy gives {c}\n  at {src}")
+        meta: dict = {"source": src}
+        if self.module_path:
+            meta["module_path"] = self.module_path[-1]
+        node_args = self.node_arg(tuple(args))
+        node_kwargs = self.node_arg(dict(kwargs))
+        if not op.multi_output:
+            meta.update(shape=shapes[0], dtype=_dtype_of(result))
+            node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
+            self._bind(node, 0, ctx)
+            if self.user_anchor is None:
+                self.user_anchor = node
+            return TracedArray(self, node, shapes[0], result, ctx.vranges.get(0))
+        meta.update(shape=None, dtype=None)
+        node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
+        if self.user_anchor is None:
+            self.user_anchor = node
+        traced = []
+        for i, (s, value) in enumerate(zip(shapes, outs)):
+            item = self.graph.call_function("tpe.item", (node, i), {}, name_hint=f"{node.name}_{i}",
+                                            meta={"shape": s, "dtype": _dtype_of(value), "source": src})
+            self._bind(item, i, ctx)
+            traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
+        return tuple(traced) if isinstance(result, tuple) else traced
+
+    def _bind(self, node: Node, out: int, ctx: ShapeCtx) -> None:
+        for index, axis, sym in ctx.unbacked:
+            if index == out:
+                node.meta.setdefault("bind", {})[axis] = sym
+
+    def sym_ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+        """``np.sqrt(s)`` and friends on symbolic sizes: a 0-d traced numpy value."""
+        op = lookup_func(ufunc) if method == "__call__" else None
+        if op is None:
+            raise UnsupportedOpError(f"{func_name(ufunc)}.{method} on a symbolic size is not supported"
+                                     f"\n  at {user_source(2)}")
+        return self.call(op, tuple(inputs), kwargs, source=user_source(2))
+
+
+def _dtype_of(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.dtype
+    return np.asarray(value).dtype

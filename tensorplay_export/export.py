@@ -1,0 +1,437 @@
+"""export(): capture a numpy model into an ExportedProgram with a proven shape contract.
+
+Flow: normalize the spec -> one symbol per Dim (AUTO dims ``s0, s1, ...``) ->
+copy the inputs -> trace the model (every op: numpy on the examples + shape
+rule on the symbols, guards decided by the solver) -> replay check -> either
+a ``ConstraintViolationError`` listing every violated guard with fixes, or an
+``ExportedProgram`` whose graph starts with the runtime input checks.
+
+:func:`capture` is the internal entry that returns everything (graph,
+records, env) without raising for violations, for ``draft_export``.
+"""
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from . import pytree
+from .capture.patching import clone_function, patch_numpy, unpatch_numpy
+from .capture.replay import check_replay
+from .capture.state import ModuleCalls, buffer_mutations, lift_module_state, make_call_hook
+from .capture.tracer import CURRENT, Tracer
+from .capture.traced import TracedArray
+from .errors import CaptureError, ConstraintsExceededError
+from .graph import Graph, Node, map_arg
+from .records import DimInfo, ValueRange
+from .shape_env import ShapeEnv
+from .symbolic import SymBool, SymFloat, SymInt
+
+__all__ = ["export", "export_for_training", "capture", "CaptureResult"]
+
+
+@dataclass
+class CaptureResult:
+    """Everything one capture produced (``export``/``draft_export`` build on it)."""
+
+    graph: Graph
+    env: ShapeEnv
+    tracer: Tracer
+    dims: dict                       # name -> DimInfo
+    sites: list                      # (path, placeholder name, symbolic shape, dtype) per array input
+    input_kinds: list                # (placeholder name, kind, target, persistent, value)
+    in_spec: Any
+    out_spec: Any
+    outputs: list                    # flat user output values (traced or constants)
+    mutations: list                  # (fqn, traced) buffer mutations
+    calls: ModuleCalls
+    leaf_specs: list
+    failures: list = field(default_factory=list)  # exceptions caught in draft mode
+
+    @property
+    def violations(self) -> list:
+        return self.env.violations
+
+
+def _solver() -> Any:
+    from solver import ShapeSolver
+
+    return ShapeSolver(timeout_ms=200)
+
+
+def _leaf_name(path: str) -> str:
+    out = []
+    for ch in path:
+        out.append(ch if ch.isalnum() or ch == "_" else "_")
+    name = "_".join(p for p in "".join(out).split("_") if p) or "arg"
+    return name if not name[0].isdigit() else f"_{name}"
+
+
+def _copy_tree(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_copy_tree(v) for v in value)
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    return value
+
+
+def _make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple[list, dict]:
+    """Symbolic shape per array leaf; DimInfo per user-visible symbol.
+
+    Raises:
+        ConstraintsExceededError: an example size outside its declared range, or two
+            sites of one Dim with different example sizes.
+    """
+    from .dynamic_shapes import Dim, _DerivedDim
+
+    dims: dict[str, DimInfo] = {}
+    shapes: list = []
+    for leaf, spec, path in zip(leaves, specs, paths):
+        if not isinstance(leaf, np.ndarray):
+            shapes.append(None)
+            continue
+        shape: list = []
+        for axis, size in enumerate(leaf.shape):
+            d = spec.axes.get(axis) if spec is not None else None
+            site = f"{path}.shape[{axis}]"
+            if d is None or d is Dim.STATIC or isinstance(d, int):
+                shape.append(int(size))
+                continue
+            if d is Dim.AUTO:
+                sym = env.auto_symbol(size)
+                dims[sym.name] = DimInfo(sym.name, 1, math.inf, int(size), [site], "auto")
+                shape.append(sym)
+                continue
+            if d is Dim.DYNAMIC:
+                name = f"{_leaf_name(path)}_dim{axis}"
+                sym = env.create_symbol(name, 0 if size == 0 else 1, None, size, "dynamic")
+                dims[name] = DimInfo(name, env.ranges[sym][0], math.inf, int(size), [site], "dynamic")
+                shape.append(sym)
+                continue
+            if isinstance(d, _DerivedDim):
+                root, k, c = d.root, d.scale, d.offset
+                if (size - c) % k or (size - c) // k < root.min or \
+                        (root.max is not None and (size - c) // k > root.max):
+                    raise ConstraintsExceededError(
+                        f"{site} = {size} is outside {d.name} for {root.name} in "
+                        f"[{root.min}, {root.max if root.max is not None else 'inf'}]")
+                rsize = (size - c) // k
+                sym = _named(env, dims, root, rsize, f"{site} ({d.name})")
+                shape.append(k * sym + c)
+                continue
+            if isinstance(d, Dim):
+                if size < d.min or (d.max is not None and size > d.max):
+                    raise ConstraintsExceededError(
+                        f"{site} = {size} is outside {d.name} in [{d.min}, {d.max if d.max is not None else 'inf'}]")
+                shape.append(_named(env, dims, d, size, site))
+                continue
+            raise TypeError(f"unsupported dim spec {d!r} for {site}")
+        shapes.append(tuple(shape))
+    return shapes, dims
+
+
+def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Symbol:
+    info = dims.get(d.name)
+    if info is not None:
+        if info.hint != size:
+            raise ConstraintsExceededError(
+                f"{site} = {size}, but {info.sites[0]} = {info.hint} and both are the dim {d.name}: "
+                f"the example inputs disagree with the declared dynamic_shapes")
+        info.sites.append(site)
+        return env.create_symbol(d.name, d.min, d.max, size, "named")
+    sym = env.create_symbol(d.name, d.min, d.max, size, "named")
+    dims[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, int(size), [site], "named")
+    return sym
+
+
+def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
+            mode: str = "export", preserve_module_call_signature: tuple = ()) -> CaptureResult:
+    """Trace ``model`` on the examples; never raises for violations (see ``result.violations``).
+
+    Raises:
+        ConstraintsExceededError: an example outside its declared range.
+        DataDependentError: (mode ``"export"``) a guard on a data-dependent size.
+        CaptureError / UnsupportedOpError: capture itself failed (with the user's line).
+    """
+    from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
+
+    from .ops.registry import all_ops
+
+    all_ops()  # load every op family before anything is patched
+    kwargs = dict(kwargs or {})
+    args = tuple(args)
+    specs = normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
+    leaves, in_spec = pytree.tree_flatten((args, kwargs))
+    paths = input_leaf_paths(model, args, kwargs)
+    env = ShapeEnv(_solver(), mode)
+    shapes, dims = _make_symbols(env, leaves, specs, paths)
+    tracer = Tracer(env)
+    from .nn.module import _CALL_HOOK, Module
+
+    is_module = isinstance(model, Module)
+    state = lift_module_state(tracer, model) if is_module else None
+    input_kinds: list = []
+    if state is not None:
+        for fqn, traced, value in state.params:
+            input_kinds.append((traced.node.name, "parameter", fqn, None, np.asarray(value)))
+        for fqn, traced, value, persistent in state.buffers:
+            input_kinds.append((traced.node.name, "buffer", fqn, persistent, np.asarray(value)))
+    # user inputs (copies, so the model cannot mutate the caller's arrays)
+    work = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
+    pristine = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
+    traced_leaves: list = []
+    sites: list = []
+    used_names: set = set()
+    for leaf, shape, path in zip(work, shapes, paths):
+        name = _leaf_name(path)
+        while name in used_names:
+            name += "_"
+        used_names.add(name)
+        if isinstance(leaf, np.ndarray):
+            bind = {axis: d for axis, d in enumerate(shape) if isinstance(d, sympy.Symbol)}
+            t = tracer.placeholder(name, leaf, shape, {"bind": bind} if bind else None)
+            if tracer.user_anchor is None:
+                tracer.user_anchor = t.node
+            traced_leaves.append(t)
+            sites.append((path, t.node.name, shape, leaf.dtype))
+            input_kinds.append((t.node.name, "user_input", path, None, leaf))
+        else:
+            node = tracer.graph.placeholder(name, meta={"shape": None, "dtype": None})
+            if tracer.user_anchor is None:
+                tracer.user_anchor = node
+            traced_leaves.append(leaf)
+            input_kinds.append((node.name, "user_input_constant", path, None, leaf))
+    t_args, t_kwargs = pytree.tree_unflatten(traced_leaves, in_spec)
+    calls = ModuleCalls(tuple(preserve_module_call_signature))
+    token = CURRENT.set(tracer)
+    hook_token = _CALL_HOOK.set(make_call_hook(tracer, state, calls)) if is_module else None
+    patch_numpy()
+    try:
+        if is_module:
+            out = model(*t_args, **t_kwargs)
+        elif isinstance(model, types.FunctionType):
+            out = clone_function(tracer, model)(*t_args, **t_kwargs)
+        elif isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
+            out = clone_function(tracer, model.__func__)(model.__self__, *t_args, **t_kwargs)
+        else:
+            out = model(*t_args, **t_kwargs)
+        mutations = buffer_mutations(state) if state is not None else []
+    finally:
+        unpatch_numpy()
+        if hook_token is not None:
+            _CALL_HOOK.reset(hook_token)
+        CURRENT.reset(token)
+        if state is not None:
+            state.restore()
+    out_leaves, out_spec = pytree.tree_flatten(out)
+    outputs = []
+    for v in out_leaves:
+        if isinstance(v, (SymInt, SymFloat, SymBool)):
+            v = env.specialize(v.expr, "returned as a model output")
+        outputs.append(v)
+    result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
+                           outputs, mutations, calls, specs)
+    # lift constants referenced by outputs, then finish the graph
+    values: list = []
+    for _fqn, traced in mutations:
+        values.append(traced.node if isinstance(traced, TracedArray) else traced)
+    for v in outputs:
+        values.append(v.node if isinstance(v, TracedArray) else v)
+    for name, value in tracer.constants.items():
+        input_kinds.insert(_state_count(input_kinds), (name, "constant", name, None, value))
+    tracer.graph.output(values)
+    inputs = {}
+    for name, kind, target, persistent, value in input_kinds:
+        inputs[name] = value
+    for leaf, (name, kind, *_rest) in zip(pristine, [k for k in input_kinds if k[1].startswith("user")]):
+        inputs[name] = leaf
+    _eliminate_dead_code(tracer.graph)
+    expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+        [v.example if isinstance(v, TracedArray) else v for v in outputs]
+    check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
+                 tracer.writes)
+    return result
+
+
+def _state_count(input_kinds: list) -> int:
+    return sum(1 for k in input_kinds if k[1] in ("parameter", "buffer", "constant"))
+
+
+def _eliminate_dead_code(graph: Graph) -> None:
+    graph.eliminate_dead_code(is_impure=lambda n: bool(n.meta.get("bind")))
+
+
+# -- building the program ------------------------------------------------------------------------
+def _finish_graph(result: CaptureResult) -> Any:
+    """Apply AUTO replacements, insert the runtime checks; returns (contract, ranges)."""
+    from .runtime_checks import InputContract, InputSite, insert_input_checks
+
+    env = result.env
+    repl = env.replacements
+    graph = result.graph
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, sympy.Basic):
+            return v.xreplace(repl) if repl else v
+        if isinstance(v, tuple):
+            return tuple(sub(x) for x in v)
+        if isinstance(v, list):
+            return [sub(x) for x in v]
+        if isinstance(v, dict):
+            return {k: sub(x) for k, x in v.items()}
+        if isinstance(v, slice):
+            return slice(sub(v.start), sub(v.stop), sub(v.step))
+        return v
+
+    if repl:
+        for node in graph.nodes:
+            if node.op == "call_function":
+                node.args = sub(node.args)
+                node.kwargs = sub(node.kwargs)
+            if node.meta.get("shape") is not None:
+                node.meta["shape"] = tuple(_as_int(sub(d)) for d in node.meta["shape"])
+            bind = node.meta.get("bind")
+            if bind:
+                node.meta["bind"] = {a: s for a, s in bind.items() if s not in repl}
+    sites = [InputSite(path, ph, tuple(_as_int(sub(d)) for d in shape), dtype)
+             for path, ph, shape, dtype in result.sites]
+    ranges: dict = {}
+    for sym, (lo, hi) in env.ranges.items():
+        if sym in repl or env.kinds.get(sym) == "unbacked":
+            continue
+        ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
+    guards = []
+    for rec in env.accepted:
+        g = env.canon(sub(rec.expr))
+        if g is not sympy.true and g not in guards:
+            guards.append(g)
+    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
+    insert_input_checks(graph, contract)
+    all_ranges = dict(ranges)
+    for sym, (lo, hi) in env.ranges.items():
+        if env.kinds.get(sym) == "unbacked":
+            all_ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
+    return contract, all_ranges
+
+
+def _as_int(d: Any) -> Any:
+    if isinstance(d, sympy.Basic) and d.is_Integer:
+        return int(d)
+    return d
+
+
+def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Any:
+    """The ExportedProgram of a capture without violations."""
+    from .codegen import GraphModule
+    from .dynamic_shapes import equality_constraints_from
+    from .program import ExportedProgram
+    from .signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry,
+                            ModuleCallSignature, OutputKind, OutputSpec, TensorArgument)
+
+    contract, ranges = _finish_graph(result)
+    graph = result.graph
+    input_specs = []
+    state_dict: dict = {}
+    constants: dict = {}
+    for name, kind, target, persistent, value in result.input_kinds:
+        if kind == "parameter":
+            input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(name), target))
+            state_dict[target] = value
+        elif kind == "buffer":
+            input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(name), target, persistent))
+            if persistent:
+                state_dict[target] = value
+            else:
+                constants[target] = value
+        elif kind == "constant":
+            input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), target))
+            constants[target] = value
+        elif kind == "user_input":
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name)))
+        else:
+            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value)))
+    order = {n.name: i for i, n in enumerate(graph.placeholders())}
+    input_specs.sort(key=lambda s: order[s.arg.name])
+    out_node = graph.output_node
+    output_specs = []
+    values = out_node.args[0]
+    n_mut = len(result.mutations)
+    for i, v in enumerate(values):
+        arg = TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument(f"out{i}", v)
+        if i < n_mut:
+            output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
+        else:
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
+    signature = ExportGraphSignature(input_specs, output_specs)
+    from .dynamic_shapes import _signature_target
+    import inspect
+
+    try:
+        arg_names = list(inspect.signature(_signature_target(model)).parameters)
+    except (TypeError, ValueError):
+        arg_names = None
+    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
+    entries = [root]
+    for fqn in result.calls.order:
+        if fqn == "":
+            continue
+        sig = None
+        if fqn in result.calls.signatures:
+            (ins, ispec), (outs, ospec) = result.calls.signatures[fqn]
+            sig = ModuleCallSignature(
+                [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+                 for v in ins],
+                [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+                 for v in outs], ispec, ospec)
+        entries.append(ModuleCallEntry(fqn, sig))
+    placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
+    equalities = []
+    for eq in equality_constraints_from(result.leaf_specs):
+        equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
+    gm = GraphModule(graph)
+    return ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
+                           module_call_graph=entries, range_constraints=ranges,
+                           equality_constraints=equalities, state_dict=state_dict, constants=constants)
+
+
+def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = False,
+           preserve_module_call_signature: Any = (), **kwargs: Any) -> Any:
+    """Capture ``model`` on the example inputs into an ExportedProgram.
+
+    Args:
+        model: an ``nn.Module`` or a plain callable over numpy arrays.
+        *args, **kwargs: example inputs (pytrees of arrays and constants).
+        dynamic_shapes: which sizes may vary (see DESIGN.md, "Conventions for dynamic shapes").
+        strict: accepted; validation is identical in both modes.
+        preserve_module_call_signature: submodule fqns whose call signatures are recorded.
+
+    Returns:
+        ExportedProgram whose ``module()`` checks every call against the contract.
+
+    Raises:
+        ConstraintViolationError: the model needs more than the declared dims allow.
+        DataDependentError: a guard on a data-dependent size.
+        ConstraintsExceededError: an example size is outside its declared range.
+        UnsupportedOpError: an op without a shape rule (names the numpy function and line).
+        CaptureError: numpy raised inside the model, or the replay check failed.
+    """
+    result = capture(model, args, kwargs, dynamic_shapes, mode="export",
+                     preserve_module_call_signature=tuple(preserve_module_call_signature or ()))
+    if result.env.violations:
+        from .violations import build_violation_error
+
+        raise build_violation_error(result.env.violations, result.dims)
+    return build_program(result, model, args, kwargs, dynamic_shapes)
+
+
+def export_for_training(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> Any:
+    """Like :func:`export`; buffers assigned in ``forward`` are ``BUFFER_MUTATION`` outputs."""
+    return export(model, *args, dynamic_shapes=dynamic_shapes, **kwargs)

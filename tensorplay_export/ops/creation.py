@@ -1,0 +1,114 @@
+"""Creation ops with (possibly symbolic) sizes: arange, zeros/ones/empty/full, *_like,
+eye/identity/tri/tril/triu, linspace, and ``tpe.shape_array`` (``np.array(x.shape)``).
+
+During capture the numpy creation functions are patched (see
+``capture/patching.py``) so these run even when no argument is an array.
+``arange`` records its value range ``[start, stop - 1]`` so gathers with it
+get index-bounds guards.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .ctx import as_dim, is_static
+from .elementwise import shape_of
+from .registry import register_op
+
+
+def norm_shape(shape: Any) -> tuple:
+    if isinstance(shape, (list, tuple)):
+        return tuple(as_dim(sympy.sympify(d)) if isinstance(d, sympy.Basic) else int(d) for d in shape)
+    return (as_dim(sympy.sympify(shape)) if isinstance(shape, sympy.Basic) else int(shape),)
+
+
+def _arange_rule(ctx: Any, start: Any, stop: Any = None, step: Any = None, dtype: Any = None,
+                 **kwargs: Any) -> tuple:
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    values = (start, stop, step)
+    if not all(isinstance(v, (int, np.integer, sympy.Basic)) for v in values):
+        if all(is_static(v) or isinstance(v, (float, np.floating)) for v in values):
+            return (len(np.arange(start, stop, step)),)
+        raise NotImplementedError("arange with symbolic float bounds is not supported")
+    if not is_static(step):
+        raise NotImplementedError("arange with a symbolic step is not supported")
+    step = int(step)
+    span = sympy.sympify(stop) - start
+    if step > 0:
+        n = span if step == 1 else sympy.floor((span + step - 1) / step)
+        ctx.vrange(start, sympy.sympify(start) + (n - 1) * step)
+    else:
+        n = sympy.floor((-span - step - 1) / (-step))
+        ctx.vrange(sympy.sympify(start) + (n - 1) * step, start)
+    return (ctx.canon(sympy.Max(n, 0)),)
+
+
+register_op("numpy.arange", np.arange, _arange_rule, numpy_funcs=(np.arange,))
+
+
+def _fill_rule(ctx: Any, shape: Any, *args: Any, **kwargs: Any) -> tuple:
+    return norm_shape(shape)
+
+
+for _name in ("zeros", "ones", "empty", "full"):
+    _fn = getattr(np, _name)
+    register_op(f"numpy.{_name}", _fn, _fill_rule, numpy_funcs=(_fn,))
+
+
+def _like_rule(ctx: Any, a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> tuple:
+    return shape_of(a) if shape is None else norm_shape(shape)
+
+
+for _name in ("zeros_like", "ones_like", "empty_like", "full_like"):
+    _fn = getattr(np, _name)
+    register_op(f"numpy.{_name}", _fn, _like_rule, numpy_funcs=(_fn,))
+
+
+def _eye_rule(ctx: Any, N: Any, M: Any = None, k: Any = 0, *args: Any, **kwargs: Any) -> tuple:
+    return norm_shape((N, N if M is None else M))
+
+
+register_op("numpy.eye", np.eye, _eye_rule, numpy_funcs=(np.eye,))
+register_op("numpy.tri", np.tri, _eye_rule, numpy_funcs=(np.tri,))
+register_op("numpy.identity", np.identity, lambda ctx, n, *a, **k: norm_shape((n, n)),
+            numpy_funcs=(np.identity,))
+
+
+def _tril_rule(ctx: Any, m: Any, k: Any = 0) -> tuple:
+    return shape_of(m)
+
+
+register_op("numpy.tril", np.tril, _tril_rule, numpy_funcs=(np.tril,))
+register_op("numpy.triu", np.triu, _tril_rule, numpy_funcs=(np.triu,))
+
+
+def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
+                   retstep: bool = False, dtype: Any = None, axis: int = 0, **kwargs: Any) -> tuple:
+    if retstep:
+        raise NotImplementedError("linspace(retstep=True) is not supported during capture")
+    extra = shape_of(start) or shape_of(stop)
+    if extra:
+        raise NotImplementedError("linspace with array start/stop is not supported during capture")
+    return norm_shape(num)
+
+
+register_op("numpy.linspace", np.linspace, _linspace_rule, numpy_funcs=(np.linspace,))
+
+
+def _shape_array(*sizes: Any) -> np.ndarray:
+    return np.array(sizes)
+
+
+def _shape_array_rule(ctx: Any, *sizes: Any) -> tuple:
+    lo = sympy.Min(*[sympy.sympify(s) for s in sizes]) if sizes else 0
+    hi = sympy.Max(*[sympy.sympify(s) for s in sizes]) if sizes else 0
+    ctx.vrange(lo, hi)
+    return (len(sizes),)
+
+
+register_op("tpe.shape_array", _shape_array, _shape_array_rule,
+            doc="np.array of a tuple of sizes (x.shape): an int64 vector, never an object array")

@@ -1,0 +1,152 @@
+"""Elementwise ops: every numpy ufunc (broadcasting), ``where``, ``clip``, rounding.
+
+Shape rule: numpy broadcasting of the array operands through ``ctx.broadcast``
+(the one shared helper: for each axis it follows the disjunct the example
+satisfies and records it).  Value ranges propagate through ``+ - *`` with
+constants, ``minimum``/``maximum`` and ``clip``, so index arrays built from
+``arange`` keep known bounds.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .registry import ArrayInfo, register_op
+
+_GUFUNCS = {"matmul", "matvec", "vecdot", "vecmat"}
+
+
+def shape_of(value: Any) -> tuple:
+    """Symbolic shape of any operand: arrays, scalars, nested lists of scalars."""
+    if isinstance(value, ArrayInfo):
+        return value.shape
+    if isinstance(value, (sympy.Basic, int, float, complex, bool, np.generic)) or value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, ArrayInfo) for v in value):
+            inner = [shape_of(v) for v in value]
+            return (len(value),) + inner[0]
+        return tuple(np.shape(value))
+    return tuple(np.shape(value))
+
+
+def _scalar_value(value: Any) -> Any:
+    """sympy value of a scalar operand (int / size expression), or None."""
+    if isinstance(value, sympy.Basic) and not value.is_Boolean:
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return sympy.Integer(int(value))
+    return None
+
+
+def value_bounds(value: Any) -> Any:
+    """(lo, hi) of an operand's values: an ArrayInfo's vrange or a scalar's own value."""
+    if isinstance(value, ArrayInfo):
+        return value.vrange
+    v = _scalar_value(value)
+    return (v, v) if v is not None else None
+
+
+def broadcast_rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
+    shapes = [shape_of(v) for v in inputs]
+    where = kwargs.get("where")
+    if isinstance(where, ArrayInfo):
+        shapes.append(where.shape)
+    return ctx.broadcast(*shapes)
+
+
+def _range_rule(name: str):
+    """Value-range propagation for integer arithmetic used to build indices."""
+    def rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
+        shape = broadcast_rule(ctx, *inputs, **kwargs)
+        if len(inputs) == 2:
+            a, b = value_bounds(inputs[0]), value_bounds(inputs[1])
+            if a is not None and b is not None:
+                if name == "add":
+                    ctx.vrange(a[0] + b[0], a[1] + b[1])
+                elif name == "subtract":
+                    ctx.vrange(a[0] - b[1], a[1] - b[0])
+                elif name == "maximum":
+                    ctx.vrange(sympy.Max(a[0], b[0]), sympy.Max(a[1], b[1]))
+                elif name == "minimum":
+                    ctx.vrange(sympy.Min(a[0], b[0]), sympy.Min(a[1], b[1]))
+                elif name == "multiply" and isinstance(inputs[1], int) and inputs[1] >= 0:
+                    ctx.vrange(a[0] * b[0], a[1] * b[0])
+        return shape
+    return rule
+
+
+def _multi_rule(nout: int):
+    def rule(ctx: Any, *inputs: Any, **kwargs: Any) -> list:
+        shape = broadcast_rule(ctx, *inputs, **kwargs)
+        return [shape] * nout
+    return rule
+
+
+def _register_ufuncs() -> None:
+    seen = set()
+    for attr in sorted(vars(np)):
+        uf = vars(np)[attr]
+        if not isinstance(uf, np.ufunc) or uf.__name__ in _GUFUNCS or uf.__name__ in seen:
+            continue
+        seen.add(uf.__name__)
+        name = f"numpy.{uf.__name__}"
+        if uf.nout > 1:
+            register_op(name, uf, _multi_rule(uf.nout), numpy_funcs=(uf,), multi_output=True)
+        elif uf.__name__ in ("add", "subtract", "maximum", "minimum", "multiply"):
+            register_op(name, uf, _range_rule(uf.__name__), numpy_funcs=(uf,))
+        else:
+            register_op(name, uf, broadcast_rule, numpy_funcs=(uf,))
+
+
+_register_ufuncs()
+
+
+def _where_rule(ctx: Any, condition: Any, *xy: Any) -> Any:
+    if not xy:
+        from ..errors import UnsupportedOpError
+
+        raise UnsupportedOpError("numpy.where(condition) with one argument: use numpy.nonzero(condition)")
+    return ctx.broadcast(*(shape_of(v) for v in (condition, *xy)))
+
+
+def _where_impl(condition: Any, *xy: Any) -> Any:
+    return np.where(condition, *xy)
+
+
+register_op("numpy.where", _where_impl, _where_rule, numpy_funcs=(np.where,))
+
+
+def _clip_rule(ctx: Any, a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> tuple:
+    lo = kw.pop("min", a_min)
+    hi = kw.pop("max", a_max)
+    shape = ctx.broadcast(*(shape_of(v) for v in (a, lo, hi) if v is not None))
+    lb, hb = value_bounds(lo) if lo is not None else None, value_bounds(hi) if hi is not None else None
+    if lb is not None and hb is not None:
+        ctx.vrange(lb[0], hb[1])
+    return shape
+
+
+def _clip_method(a: Any, min: Any = None, max: Any = None, **kw: Any) -> Any:  # noqa: A002
+    return a.clip(min, max, **kw)
+
+
+register_op("numpy.clip", np.clip, _clip_rule, numpy_funcs=(np.clip,))
+register_op("numpy.ndarray.clip", _clip_method, _clip_rule, methods=("clip",))
+
+
+def _same_shape(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
+    return shape_of(a)
+
+
+def _round_impl(a: Any, decimals: int = 0) -> Any:
+    return np.round(a, decimals)
+
+
+register_op("numpy.round", np.round, _same_shape, numpy_funcs=(np.round, np.around), methods=("round",))
+register_op("numpy.real", np.real, _same_shape, numpy_funcs=(np.real,))
+register_op("numpy.imag", np.imag, _same_shape, numpy_funcs=(np.imag,))
+register_op("numpy.nan_to_num", np.nan_to_num, _same_shape, numpy_funcs=(np.nan_to_num,))
+register_op("numpy.ndarray.conj", lambda a: a.conj(), _same_shape, methods=("conj", "conjugate"))

@@ -1,0 +1,345 @@
+"""Indexing: ``a[key]`` (basic and advanced), ``a[key] = v``, take, take_along_axis,
+nonzero/argwhere/flatnonzero/unique (data-dependent sizes), sort/argsort/searchsorted.
+
+Slices follow Python semantics exactly, clamped with ``Min``/``Max`` and
+canonicalized over the ranges (``POS[:s]`` on 512 rows has length
+``Min(s, 512)`` and needs no guard; ``x[1:]`` has length ``dx - 1``).
+Integer index arrays with a known value range (``arange``, ``clip``) emit an
+``index_bounds`` guard; arrays of unknown values (user data) emit none.
+Boolean masks and ``nonzero``/``unique`` give unbacked sizes ``u<n>``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .ctx import as_dim, is_static, prod
+from .elementwise import shape_of
+from .registry import ArrayInfo, register_op
+
+
+# -- slices ---------------------------------------------------------------------------------
+def _norm_bound(ctx: Any, b: Any, n: Any, lo: Any, hi: Any) -> Any:
+    """Python's normalization of a slice bound ``b`` on a length-``n`` axis, clamped to [lo, hi]."""
+    if is_static(b) and is_static(n):
+        b, n = int(b), int(n)
+        v = b + n if b < 0 else b
+        return max(int(lo) if is_static(lo) else v, min(v, int(hi))) if is_static(hi) else v
+    b = sympy.sympify(b)
+    negative = ctx.choose(sympy.Lt(b, 0), f"sign of the slice bound {b}")
+    if negative:
+        return sympy.Max(b + n, lo)
+    return sympy.Min(b, hi)
+
+
+def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
+    """Length of ``range(n)[start:stop:step]`` as a canonical size expression."""
+    step = 1 if step is None else step
+    if all(is_static(v) for v in (n, step)) and all(v is None or is_static(v) for v in (start, stop)):
+        return len(range(*slice(None if start is None else int(start), None if stop is None else int(stop),
+                                int(step)).indices(int(n))))
+    if not is_static(step):
+        ctx.require(sympy.Gt(step, 0), f"slice step {step} is positive")
+        positive = True
+    else:
+        if int(step) == 0:
+            raise ValueError("slice step cannot be zero")
+        positive = int(step) > 0
+    n_ = sympy.sympify(n)
+    if positive:
+        s0 = sympy.Integer(0) if start is None else _norm_bound(ctx, start, n_, 0, n_)
+        s1 = n_ if stop is None else _norm_bound(ctx, stop, n_, 0, n_)
+        span = s1 - s0
+        k = step
+    else:
+        s0 = n_ - 1 if start is None else _norm_bound(ctx, start, n_, -1, n_ - 1)
+        s1 = sympy.Integer(-1) if stop is None else _norm_bound(ctx, stop, n_, -1, n_ - 1)
+        span = s0 - s1
+        k = -int(step)
+    length = span if k == 1 else sympy.floor((span + k - 1) / k)
+    return ctx.canon(sympy.Max(length, 0))
+
+
+# -- getitem ---------------------------------------------------------------------------------
+def _expand_key(key: Any, ndim: int) -> list:
+    if not isinstance(key, tuple):
+        key = (key,)
+    consumed = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        if isinstance(k, ArrayInfo) and k.dtype == np.bool_:
+            consumed += max(k.ndim, 1) if k.ndim else 0
+        elif isinstance(k, list) and k and all(isinstance(v, (bool, np.bool_)) for v in k):
+            consumed += 1
+        else:
+            consumed += 1
+    out: list = []
+    seen_ellipsis = False
+    for k in key:
+        if k is Ellipsis:
+            if seen_ellipsis:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            seen_ellipsis = True
+            out.extend([slice(None)] * (ndim - consumed))
+        else:
+            out.append(k)
+    if not seen_ellipsis:
+        out.extend([slice(None)] * (ndim - consumed))
+    return out
+
+
+def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
+    """Values in [lo, hi] index an axis of size n: -n <= lo and hi <= n - 1."""
+    if isinstance(idx, ArrayInfo):
+        vr = idx.vrange
+        if vr is None:
+            return
+        lo, hi = vr
+    else:
+        lo = hi = idx
+    if is_static(lo) and is_static(hi) and is_static(n):
+        return  # numpy checked the example
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), f"{what}: index values up to {hi} on an axis of size {n}")
+    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), f"{what}: index values down to {lo} on an axis of size {n}")
+
+
+def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
+    items = _expand_key(key, len(shape))
+    out: list = []
+    adv_shapes: list = []
+    adv_pos: list = []
+    dim = 0
+    for k in items:
+        if k is None:
+            out.append(1)
+            continue
+        if isinstance(k, slice):
+            out.append(slice_length(ctx, shape[dim], k.start, k.stop, k.step))
+            dim += 1
+            continue
+        if isinstance(k, ArrayInfo) and k.dtype == np.bool_ and k.ndim:
+            covered = shape[dim:dim + k.ndim]
+            for m, d in zip(k.shape, covered):
+                ctx.eq(m, d, "boolean mask shape must match the indexed axes")
+            sym = ctx.new_unbacked(prod(covered), 0, len(out))
+            adv_pos.append(len(out))
+            adv_shapes.append(("mask", sym))
+            out.append(None)
+            dim += k.ndim
+            continue
+        if isinstance(k, (ArrayInfo, list, tuple)):
+            info = k if isinstance(k, ArrayInfo) else ArrayInfo(tuple(np.shape(k)), np.asarray(k).dtype)
+            if isinstance(k, ArrayInfo) or not all(is_static(v) for v in np.ravel(np.asarray(k, object))):
+                _index_bounds(ctx, info, shape[dim], "integer array index")
+            adv_pos.append(len(out))
+            adv_shapes.append(("int", info.shape))
+            out.append(None)
+            dim += 1
+            continue
+        # an integer (static or symbolic): drops the axis
+        if not is_static(k) or not is_static(shape[dim]):
+            _index_bounds(ctx, sympy.sympify(k), shape[dim], "integer index")
+        dim += 1
+    if not adv_shapes:
+        return tuple(out)
+    shapes = [s if kind == "int" else (s,) for kind, s in adv_shapes]
+    bshape = ctx.broadcast(*shapes)
+    contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    rest = [d for d in out if d is not None]
+    if contiguous:
+        first = adv_pos[0]
+        before = [d for d in out[:first] if d is not None]
+        after = [d for d in out[first:] if d is not None]
+        result = tuple(before) + tuple(bshape) + tuple(after)
+    else:
+        result = tuple(bshape) + tuple(rest)
+    # a mask's unbacked size binds to the output axis where it finally landed
+    ctx.unbacked[:] = [(o, result.index(sym) if sym in result else axis, sym) for o, axis, sym in ctx.unbacked]
+    return result
+
+
+def _getitem_rule(ctx: Any, a: Any, key: Any) -> tuple:
+    shape = shape_of(a)
+    if isinstance(key, ArrayInfo) and key.dtype == np.bool_ and key.ndim == 0:
+        raise ValueError("0-d boolean index is not supported")
+    return getitem_shape(ctx, shape, key)
+
+
+def _getitem(a: Any, key: Any) -> Any:
+    return a[key]
+
+
+def _getitem_vrange(ctx: Any, a: Any) -> None:
+    if isinstance(a, ArrayInfo) and a.vrange is not None:
+        ctx.vrange(*a.vrange)
+
+
+def _getitem_rule_vr(ctx: Any, a: Any, key: Any) -> tuple:
+    out = _getitem_rule(ctx, a, key)
+    _getitem_vrange(ctx, a)
+    return out
+
+
+register_op("tpe.getitem", _getitem, _getitem_rule_vr, doc="a[key]")
+
+
+def _setitem(a: Any, key: Any, value: Any) -> Any:
+    out = np.array(a, copy=True)
+    out[key] = value
+    return out
+
+
+def _setitem_rule(ctx: Any, a: Any, key: Any, value: Any) -> tuple:
+    shape = shape_of(a)
+    sub = getitem_shape(ctx, shape, key)
+    vshape = shape_of(value)
+    for i in range(1, len(vshape) + 1):
+        v = vshape[-i]
+        if is_static(v) and int(v) == 1:
+            continue
+        if i > len(sub):
+            ctx.eq(v, 1, "assigned value has more dimensions than the target")
+            continue
+        ctx.eq(v, sub[-i], f"assigned value of size {v} into a slot of size {sub[-i]}")
+    return shape
+
+
+register_op("tpe.setitem", _setitem, _setitem_rule, doc="functional a[key] = value (returns a copy)")
+
+
+def _item_rule(ctx: Any, t: Any, i: int) -> tuple:
+    raise TypeError("tpe.item only appears in graphs built by capture")
+
+
+register_op("tpe.item", lambda t, i: t[i], _item_rule, doc="element i of a multi-output op's tuple")
+
+
+# -- take ------------------------------------------------------------------------------------
+def _take_rule(ctx: Any, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> tuple:
+    shape = shape_of(a)
+    ishape = shape_of(indices)
+    idx = indices if isinstance(indices, ArrayInfo) else (sympy.sympify(indices)
+                                                          if isinstance(indices, (int, sympy.Basic)) else None)
+    if axis is None:
+        n = prod(shape)
+        if idx is not None and mode == "raise":
+            _index_bounds(ctx, idx, n, "take")
+        _getitem_vrange(ctx, a)
+        return tuple(ishape)
+    ax = int(axis) % len(shape)
+    if idx is not None and mode == "raise":
+        _index_bounds(ctx, idx, shape[ax], "take")
+    _getitem_vrange(ctx, a)
+    return tuple(shape[:ax]) + tuple(ishape) + tuple(shape[ax + 1:])
+
+
+register_op("numpy.take", np.take, _take_rule, numpy_funcs=(np.take,), methods=("take",))
+
+
+def _take_along_rule(ctx: Any, arr: Any, indices: Any, axis: Any = -1) -> tuple:
+    shape = shape_of(arr)
+    ishape = shape_of(indices)
+    if axis is None:
+        _index_bounds(ctx, indices, prod(shape), "take_along_axis")
+        return tuple(ishape)
+    ax = int(axis) % len(shape)
+    _index_bounds(ctx, indices, shape[ax], "take_along_axis")
+    out = []
+    for i, (d, e) in enumerate(zip(shape, ishape)):
+        out.append(e if i == ax else ctx.broadcast_dim(d, e))
+    return tuple(out)
+
+
+register_op("numpy.take_along_axis", np.take_along_axis, _take_along_rule, numpy_funcs=(np.take_along_axis,))
+
+
+# -- data-dependent sizes ------------------------------------------------------------------------
+def nonzero_rule(ctx: Any, a: Any) -> list:
+    shape = shape_of(a)
+    n = len(shape) or 1
+    sym = ctx.new_unbacked(prod(shape), 0, 0)
+    for i in range(n):
+        ctx.vrange(0, (shape[i] if shape else 1) - 1, out=i)
+    return [(sym,)] * n
+
+
+register_op("numpy.nonzero", lambda a: tuple(np.nonzero(a)), nonzero_rule, numpy_funcs=(np.nonzero,),
+            methods=("nonzero",), multi_output=True)
+
+
+def _flatnonzero_rule(ctx: Any, a: Any) -> tuple:
+    n = prod(shape_of(a))
+    sym = ctx.new_unbacked(n, 0, 0)
+    ctx.vrange(0, n - 1)
+    return (sym,)
+
+
+register_op("numpy.flatnonzero", np.flatnonzero, _flatnonzero_rule, numpy_funcs=(np.flatnonzero,))
+
+
+def _argwhere_rule(ctx: Any, a: Any) -> tuple:
+    shape = shape_of(a)
+    sym = ctx.new_unbacked(prod(shape), 0, 0)
+    return (sym, len(shape))
+
+
+register_op("numpy.argwhere", np.argwhere, _argwhere_rule, numpy_funcs=(np.argwhere,))
+
+
+def _unique_impl(ar: Any, return_index: bool = False, return_inverse: bool = False,
+                 return_counts: bool = False, axis: Any = None, **kw: Any) -> Any:
+    out = np.unique(ar, return_index, return_inverse, return_counts, axis, **kw)
+    return tuple(out) if isinstance(out, tuple) else (out,)
+
+
+def _unique_rule(ctx: Any, ar: Any, return_index: bool = False, return_inverse: bool = False,
+                 return_counts: bool = False, axis: Any = None, **kw: Any) -> list:
+    if axis is not None:
+        raise NotImplementedError("numpy.unique with axis= is not supported during capture")
+    shape = shape_of(ar)
+    n = prod(shape)
+    sym = ctx.new_unbacked(n, 0, 0)
+    outs = [(sym,)]
+    if return_index:
+        outs.append((sym,))
+    if return_inverse:
+        outs.append(tuple(shape))
+    if return_counts:
+        outs.append((sym,))
+    return outs
+
+
+register_op("tpe.unique", _unique_impl, _unique_rule, multi_output=True, numpy_funcs=(np.unique,),
+            doc="numpy.unique returning a tuple always (capture unwraps a single output)")
+
+
+# -- sorting ---------------------------------------------------------------------------------------
+def _sort_rule(ctx: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> tuple:
+    shape = shape_of(a)
+    if axis is None:
+        return (prod(shape),)
+    return shape
+
+
+def _argsort_rule(ctx: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> tuple:
+    shape = _sort_rule(ctx, a, axis)
+    n = shape[0] if axis is None else shape[int(axis) % len(shape)]
+    ctx.vrange(0, n - 1)
+    return shape
+
+
+register_op("numpy.sort", np.sort, _sort_rule, numpy_funcs=(np.sort,))
+register_op("numpy.argsort", np.argsort, _argsort_rule, numpy_funcs=(np.argsort,), methods=("argsort",))
+
+
+def _searchsorted_rule(ctx: Any, a: Any, v: Any, side: str = "left", sorter: Any = None) -> tuple:
+    n = shape_of(a)[0]
+    ctx.vrange(0, n)
+    return shape_of(v)
+
+
+register_op("numpy.searchsorted", np.searchsorted, _searchsorted_rule, numpy_funcs=(np.searchsorted,),
+            methods=("searchsorted",))

@@ -1,0 +1,359 @@
+"""Shape ops: reshape, transpose/swapaxes/moveaxis, expand_dims/squeeze, broadcast_to,
+concatenate/stack/split, tile/repeat/pad/flip/roll/ravel, astype/copy.
+
+Guards are minimal: ``reshape(-1, 4)`` emits ``Eq(Mod(n, 4), 0)``; a full
+reshape emits the numel equality, which ``ctx.require`` canonicalizes
+(``Eq(3*b*s, 6*b*floor(s/2))`` -> ``Eq(Mod(s, 2), 0)``).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .ctx import as_dim, is_static, prod
+from .elementwise import shape_of
+from .reduce import norm_axes
+from .registry import ArrayInfo, register_op
+
+
+# -- reshape ---------------------------------------------------------------------------------
+@lru_cache(maxsize=4096)
+def _quotient(numel: Any, known: Any) -> tuple:
+    """(numerator, denominator) of numel / known in lowest terms."""
+    num, den = sympy.fraction(sympy.cancel(sympy.sympify(numel) / sympy.sympify(known)))
+    return num, den
+
+
+def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
+    if isinstance(target, (int, sympy.Basic)):
+        target = (target,)
+    target = list(target)
+    numel = prod(shape)
+    minus = [i for i, d in enumerate(target) if is_static(d) and int(d) == -1]
+    if len(minus) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    if minus:
+        known = prod(d for i, d in enumerate(target) if i != minus[0])
+        num, den = _quotient(numel, known)
+        if den == 1:
+            inferred = num
+        else:
+            ctx.require(sympy.Eq(sympy.Mod(num, den), 0),
+                        f"reshape of {numel} elements into ({', '.join(map(str, target))})")
+            inferred = sympy.floor(num / den)
+        target[minus[0]] = as_dim(sympy.sympify(inferred))
+    else:
+        total = prod(target)
+        if not (is_static(numel) and is_static(total)):
+            num, den = _quotient(numel, total)
+            if num != den:
+                ctx.require(sympy.Eq(num, den), f"reshape of {numel} elements into "
+                                                f"({', '.join(map(str, target))})")
+    return tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in target)
+
+
+def _reshape_rule(ctx: Any, a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
+                  copy: Any = None) -> tuple:
+    return reshape_rule_for(ctx, shape_of(a), shape if shape is not None else newshape)
+
+
+def _reshape_method_rule(ctx: Any, a: Any, *shape: Any, order: str = "C", copy: Any = None) -> tuple:
+    target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    return reshape_rule_for(ctx, shape_of(a), target)
+
+
+def _reshape_method(a: Any, *shape: Any, **kwargs: Any) -> Any:
+    return np.reshape(a, shape[0] if len(shape) == 1 else shape, **kwargs)
+
+
+register_op("numpy.reshape", np.reshape, _reshape_rule, numpy_funcs=(np.reshape,))
+register_op("numpy.ndarray.reshape", _reshape_method, _reshape_method_rule, methods=("reshape",))
+
+
+def _ravel_rule(ctx: Any, a: Any, order: str = "C") -> tuple:
+    return (prod(shape_of(a)),)
+
+
+register_op("numpy.ravel", np.ravel, _ravel_rule, numpy_funcs=(np.ravel,), methods=("ravel",))
+register_op("numpy.ndarray.flatten", lambda a, order="C": np.asarray(a).flatten(order), _ravel_rule,
+            methods=("flatten",))
+
+
+# -- axis permutations -------------------------------------------------------------------------
+def _transpose_rule(ctx: Any, a: Any, axes: Any = None) -> tuple:
+    shape = shape_of(a)
+    if axes is None:
+        return tuple(reversed(shape))
+    axes = [int(x) % len(shape) for x in axes]
+    return tuple(shape[i] for i in axes)
+
+
+def _transpose_method(a: Any, *axes: Any) -> Any:
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return np.transpose(a, axes or None)
+
+
+def _transpose_method_rule(ctx: Any, a: Any, *axes: Any) -> tuple:
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return _transpose_rule(ctx, a, axes or None)
+
+
+register_op("numpy.transpose", np.transpose, _transpose_rule, numpy_funcs=(np.transpose,))
+register_op("numpy.ndarray.transpose", _transpose_method, _transpose_method_rule, methods=("transpose",))
+register_op("numpy.permute_dims", np.permute_dims, _transpose_rule, numpy_funcs=(np.permute_dims,))
+
+
+def _swapaxes_rule(ctx: Any, a: Any, axis1: int, axis2: int) -> tuple:
+    shape = list(shape_of(a))
+    i, j = int(axis1) % len(shape), int(axis2) % len(shape)
+    shape[i], shape[j] = shape[j], shape[i]
+    return tuple(shape)
+
+
+register_op("numpy.swapaxes", np.swapaxes, _swapaxes_rule, numpy_funcs=(np.swapaxes,), methods=("swapaxes",))
+
+
+def _moveaxis_rule(ctx: Any, a: Any, source: Any, destination: Any) -> tuple:
+    shape = shape_of(a)
+    n = len(shape)
+    src = [int(s) % n for s in (source if isinstance(source, (tuple, list)) else (source,))]
+    dst = [int(d) % n for d in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return tuple(shape[i] for i in order)
+
+
+register_op("numpy.moveaxis", np.moveaxis, _moveaxis_rule, numpy_funcs=(np.moveaxis,))
+
+
+def _expand_dims_rule(ctx: Any, a: Any, axis: Any) -> tuple:
+    shape = list(shape_of(a))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    n = len(shape) + len(axes)
+    for ax in sorted(int(x) % n for x in axes):
+        shape.insert(ax, 1)
+    return tuple(shape)
+
+
+register_op("numpy.expand_dims", np.expand_dims, _expand_dims_rule, numpy_funcs=(np.expand_dims,))
+
+
+def _squeeze_rule(ctx: Any, a: Any, axis: Any = None) -> tuple:
+    shape = shape_of(a)
+    if axis is None:
+        keep = []
+        for d in shape:
+            if is_static(d):
+                if int(d) != 1:
+                    keep.append(d)
+            elif not ctx.choose(sympy.Eq(d, 1), f"squeeze drops axes of size 1 ({d})"):
+                keep.append(d)
+        return tuple(keep)
+    axes = norm_axes(axis, len(shape))
+    for i in axes:
+        if not is_static(shape[i]):
+            ctx.require(sympy.Eq(shape[i], 1), "squeeze of an axis needs size 1")
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+register_op("numpy.squeeze", np.squeeze, _squeeze_rule, numpy_funcs=(np.squeeze,), methods=("squeeze",))
+
+
+def _broadcast_to_rule(ctx: Any, array: Any, shape: Any, subok: bool = False) -> tuple:
+    target = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    src = shape_of(array)
+    for i, d in enumerate(reversed(src)):
+        t = target[len(target) - 1 - i]
+        if is_static(d) and int(d) == 1:
+            continue
+        ctx.eq(d, t, f"broadcast_to: size {d} to {t}")
+    return tuple(as_dim(sympy.sympify(t)) if isinstance(t, sympy.Basic) else int(t) for t in target)
+
+
+register_op("numpy.broadcast_to", np.broadcast_to, _broadcast_to_rule, numpy_funcs=(np.broadcast_to,))
+
+
+# -- joining and splitting -----------------------------------------------------------------------
+def _concat_rule(ctx: Any, arrays: Any, axis: Any = 0, out: Any = None, **kwargs: Any) -> tuple:
+    shapes = [shape_of(a) for a in arrays]
+    if axis is None:
+        return (sum((prod(s) for s in shapes), sympy.Integer(0)),)
+    n = len(shapes[0])
+    ax = int(axis) % n
+    first = shapes[0]
+    for s in shapes[1:]:
+        for i in range(n):
+            if i != ax:
+                ctx.eq(first[i], s[i], f"concatenate: axis {i} sizes must match")
+    total = sympy.Integer(0)
+    for s in shapes:
+        total = total + s[ax]
+    return tuple(as_dim(total) if i == ax else first[i] for i in range(n))
+
+
+register_op("numpy.concatenate", np.concatenate, _concat_rule, numpy_funcs=(np.concatenate, np.concat))
+
+
+def _stack_rule(ctx: Any, arrays: Any, axis: int = 0, out: Any = None, **kwargs: Any) -> tuple:
+    shapes = [shape_of(a) for a in arrays]
+    first = shapes[0]
+    for s in shapes[1:]:
+        for i in range(len(first)):
+            ctx.eq(first[i], s[i], "stack: all input shapes must match")
+    out_shape = list(first)
+    out_shape.insert(int(axis) % (len(first) + 1), len(shapes))
+    return tuple(out_shape)
+
+
+register_op("numpy.stack", np.stack, _stack_rule, numpy_funcs=(np.stack,))
+
+
+def _hstack_rule(ctx: Any, tup: Any, **kwargs: Any) -> tuple:
+    shapes = [shape_of(a) for a in tup]
+    axis = 0 if len(shapes[0]) == 1 else 1
+    return _concat_rule(ctx, [ArrayInfo(s, None) for s in shapes], axis)
+
+
+def _vstack_rule(ctx: Any, tup: Any, **kwargs: Any) -> tuple:
+    shapes = [shape_of(a) for a in tup]
+    shapes = [(1, s[0]) if len(s) == 1 else s for s in shapes]
+    return _concat_rule(ctx, [ArrayInfo(s, None) for s in shapes], 0)
+
+
+register_op("numpy.hstack", np.hstack, _hstack_rule, numpy_funcs=(np.hstack,))
+register_op("numpy.vstack", np.vstack, _vstack_rule, numpy_funcs=(np.vstack,))
+
+
+def _split_sizes(ctx: Any, n: Any, sections: Any, equal: bool) -> list:
+    if isinstance(sections, (int, sympy.Basic)) and not isinstance(sections, bool):
+        k = sections
+        if equal:
+            if not (is_static(n) and is_static(k)):
+                ctx.require(sympy.Eq(sympy.Mod(n, k), 0), f"split of {n} into {k} equal parts")
+            part = as_dim(sympy.floor(sympy.sympify(n) / k)) if not is_static(n) else int(n) // int(k)
+            return [part] * int(k)
+        return [as_dim(sympy.floor((sympy.sympify(n) - i + int(k) - 1) / int(k))) for i in range(int(k))]
+    from .indexing import slice_length
+
+    bounds = [None, *sections, None]
+    return [slice_length(ctx, n, bounds[i], bounds[i + 1], None) for i in range(len(bounds) - 1)]
+
+
+def _split_rule(equal: bool):
+    def rule(ctx: Any, ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+        shape = shape_of(ary)
+        ax = int(axis) % len(shape)
+        sizes = _split_sizes(ctx, shape[ax], indices_or_sections, equal)
+        return [tuple(sz if i == ax else d for i, d in enumerate(shape)) for sz in sizes]
+    return rule
+
+
+def _split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> tuple:
+    return tuple(np.split(ary, indices_or_sections, axis))
+
+
+def _array_split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> tuple:
+    return tuple(np.array_split(ary, indices_or_sections, axis))
+
+
+register_op("numpy.split", _split_impl, _split_rule(True), numpy_funcs=(np.split,), multi_output=True)
+register_op("numpy.array_split", _array_split_impl, _split_rule(False), numpy_funcs=(np.array_split,),
+            multi_output=True)
+
+
+# -- tile / repeat / pad / flip / roll ------------------------------------------------------------
+def _tile_rule(ctx: Any, A: Any, reps: Any) -> tuple:
+    shape = shape_of(A)
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    n = max(len(shape), len(reps))
+    shape = (1,) * (n - len(shape)) + tuple(shape)
+    reps = (1,) * (n - len(reps)) + reps
+    return tuple(as_dim(sympy.sympify(d * r)) if not (is_static(d) and is_static(r)) else int(d) * int(r)
+                 for d, r in zip(shape, reps))
+
+
+register_op("numpy.tile", np.tile, _tile_rule, numpy_funcs=(np.tile,))
+
+
+def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
+    shape = shape_of(a)
+    if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
+        # per-element repeat counts: the length depends on the data
+        n = shape[int(axis) % len(shape)] if axis is not None else prod(shape)
+        sym = ctx.new_unbacked(None)
+        if axis is None:
+            return (sym,)
+        ax = int(axis) % len(shape)
+        return tuple(sym if i == ax else d for i, d in enumerate(shape))
+    if axis is None:
+        return (as_dim(sympy.sympify(prod(shape) * repeats)),)
+    ax = int(axis) % len(shape)
+    return tuple(as_dim(sympy.sympify(d * repeats)) if i == ax else d for i, d in enumerate(shape))
+
+
+register_op("numpy.repeat", np.repeat, _repeat_rule, numpy_funcs=(np.repeat,), methods=("repeat",))
+
+
+def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> tuple:
+    shape = shape_of(array)
+    n = len(shape)
+    pw = pad_width
+    if isinstance(pw, (int, sympy.Basic)):
+        pairs = [(pw, pw)] * n
+    else:
+        pw = list(pw)
+        if len(pw) and isinstance(pw[0], (int, sympy.Basic)):
+            pairs = [tuple(pw) if len(pw) == 2 else (pw[0], pw[0])] * n
+        elif len(pw) == 1:
+            pairs = [tuple(pw[0]) if len(pw[0]) == 2 else (pw[0][0], pw[0][0])] * n
+        else:
+            pairs = [tuple(p) if len(p) == 2 else (p[0], p[0]) for p in pw]
+    out = []
+    for d, (lo, hi) in zip(shape, pairs):
+        out.append(as_dim(sympy.sympify(d + lo + hi)) if not all(map(is_static, (d, lo, hi)))
+                   else int(d) + int(lo) + int(hi))
+    return tuple(out)
+
+
+register_op("numpy.pad", np.pad, _pad_rule, numpy_funcs=(np.pad,))
+
+
+def _same(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
+    return shape_of(a)
+
+
+register_op("numpy.flip", np.flip, _same, numpy_funcs=(np.flip,))
+register_op("numpy.fliplr", np.fliplr, _same, numpy_funcs=(np.fliplr,))
+register_op("numpy.flipud", np.flipud, _same, numpy_funcs=(np.flipud,))
+
+
+def _roll_rule(ctx: Any, a: Any, shift: Any, axis: Any = None) -> tuple:
+    return shape_of(a)
+
+
+register_op("numpy.roll", np.roll, _roll_rule, numpy_funcs=(np.roll,))
+
+
+# -- dtype / copies ---------------------------------------------------------------------------------
+def _astype(a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+            copy: bool = True) -> Any:
+    return a.astype(dtype, order=order, casting=casting, copy=copy) if isinstance(a, np.ndarray) \
+        else np.asarray(a).astype(dtype)[()]
+
+
+def _astype_rule(ctx: Any, a: Any, dtype: Any, *args: Any, **kwargs: Any) -> tuple:
+    return shape_of(a)
+
+
+register_op("numpy.ndarray.astype", _astype, _astype_rule, methods=("astype",))
+register_op("numpy.astype", np.astype, _astype_rule, numpy_funcs=(np.astype,))
+register_op("numpy.copy", np.copy, _same, numpy_funcs=(np.copy,), methods=("copy",))
+register_op("numpy.ascontiguousarray", np.ascontiguousarray, _same, numpy_funcs=(np.ascontiguousarray,))
+register_op("numpy.atleast_1d", np.atleast_1d,
+            lambda ctx, a: shape_of(a) if len(shape_of(a)) >= 1 else (1,), numpy_funcs=(np.atleast_1d,))

@@ -1,0 +1,112 @@
+"""Reductions with ``axis``/``keepdims`` and scans (``cumsum``, ``cumprod``).
+
+Shape rule: drop (or keep as 1) the reduced axes; ``axis=None`` reduces all.
+Reductions never need guards: numpy defines them for every size except
+``max``/``min``/``argmax`` over an empty axis, which sizes >= 1 exclude (an
+empty-capable dim records ``size >= 1``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .ctx import is_static
+from .elementwise import shape_of
+from .registry import register_op
+
+
+def norm_axes(axis: Any, ndim: int) -> tuple:
+    """Axis argument -> sorted tuple of non-negative axes (None: all)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out = []
+    for a in axes:
+        a = int(a)
+        if not -ndim <= a < max(ndim, 1):
+            raise ValueError(f"axis {a} is out of bounds for an array of dimension {ndim}")
+        out.append(a % ndim if ndim else 0)
+    return tuple(sorted(out))
+
+
+def reduced_shape(shape: tuple, axis: Any, keepdims: bool) -> tuple:
+    axes = norm_axes(axis, len(shape))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_rule(nonempty: bool):
+    def rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+             keepdims: bool = False, *args: Any, **kwargs: Any) -> tuple:
+        shape = shape_of(a)
+        if nonempty:
+            for i in norm_axes(axis, len(shape)):
+                d = shape[i]
+                if not is_static(d):
+                    ctx.require(sympy.Ge(d, 1), "reduction over an axis without identity needs it nonempty")
+        return reduced_shape(shape, axis, bool(keepdims))
+    return rule
+
+
+def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> tuple:
+    shape = shape_of(a)
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    d = shape[norm_axes(axis, len(shape))[0]]
+    if not is_static(d):
+        ctx.require(sympy.Ge(d, 1), "argmax/argmin over an empty axis")
+    ctx.vrange(0, d - 1)
+    return reduced_shape(shape, axis, bool(keepdims))
+
+
+def _stat_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+               ddof: Any = 0, keepdims: bool = False, **kwargs: Any) -> tuple:
+    return reduced_shape(shape_of(a), axis, bool(keepdims))
+
+
+def _scan_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> tuple:
+    shape = shape_of(a)
+    if axis is None:
+        n: Any = 1
+        for d in shape:
+            n = n * d
+        return (n,)
+    norm_axes(axis, len(shape))
+    return shape
+
+
+def _method(name: str):
+    def impl(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(np.asarray(a) if np.isscalar(a) else a, name)(*args, **kwargs)
+    impl.__name__ = name
+    return impl
+
+
+_REDUCTIONS = [
+    ("sum", np.sum, False), ("prod", np.prod, False), ("mean", np.mean, False),
+    ("any", np.any, False), ("all", np.all, False),
+    ("max", np.max, True), ("min", np.min, True),
+]
+for _name, _fn, _nonempty in _REDUCTIONS:
+    _funcs = (_fn,) + ((np.amax,) if _name == "max" else (np.amin,) if _name == "min" else ())
+    register_op(f"numpy.{_name}", _fn, _reduce_rule(_nonempty), numpy_funcs=_funcs)
+    register_op(f"numpy.ndarray.{_name}", _method(_name), _reduce_rule(_nonempty), methods=(_name,))
+
+for _name, _fn in (("var", np.var), ("std", np.std)):
+    register_op(f"numpy.{_name}", _fn, _stat_rule, numpy_funcs=(_fn,))
+    register_op(f"numpy.ndarray.{_name}", _method(_name), _stat_rule, methods=(_name,))
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register_op(f"numpy.{_name}", _fn, _arg_rule, numpy_funcs=(_fn,))
+    register_op(f"numpy.ndarray.{_name}", _method(_name), _arg_rule, methods=(_name,))
+
+for _name, _fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
+    register_op(f"numpy.{_name}", _fn, _scan_rule, numpy_funcs=(_fn,))
+    register_op(f"numpy.ndarray.{_name}", _method(_name), _scan_rule, methods=(_name,))
+
+for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian"):
+    _fn = getattr(np, _name)
+    register_op(f"numpy.{_name}", _fn, _stat_rule, numpy_funcs=(_fn,))

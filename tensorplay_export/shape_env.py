@@ -1,0 +1,319 @@
+"""ShapeEnv: the size symbols of one capture, their example values, and the guard log.
+
+Every requirement a traced run places on sizes goes through :meth:`ShapeEnv.guard`:
+
+1. the requirement is canonicalized over the declared ranges
+   (``solver.canonicalize``: ``Eq(seq, Min(512, seq))`` -> ``seq <= 512``);
+2. it must hold for the example sizes (otherwise capture itself is wrong: an
+   internal error);
+3. AUTO replacements found so far are substituted (``s0 := dx + dy``);
+4. the solver is asked whether the assumptions imply it.  Proved -> nothing
+   is recorded.  Otherwise, in this order:
+
+   - it involves a data-dependent (unbacked) symbol: a ``data_dependent``
+     record; ``export`` stops with ``DataDependentError``, ``draft`` mode
+     assumes it and goes on;
+   - it involves an AUTO symbol: accepted.  The solver assumes it, it becomes
+     a runtime contract guard, and a linear equality that can be solved for an
+     AUTO symbol with integer coefficients becomes a replacement used from
+     then on;
+   - otherwise (named / DYNAMIC dims only): a violation, recorded and also
+     assumed so capture goes on and every problem is reported at once.
+
+Guards are deduplicated by their canonical expression.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any, Optional
+
+import sympy
+
+from .errors import CaptureError, DataDependentError
+from .records import GuardRecord, SourceLoc
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+_USER_SUBDIRS = (os.path.join(_PKG_DIR, "nn") + os.sep, os.path.join(_PKG_DIR, "examples") + os.sep)
+_SKIP_PREFIXES: tuple[str, ...] = ()
+_FRAME_CACHE: dict[str, bool] = {}
+
+
+def _skip_dirs() -> tuple[str, ...]:
+    global _SKIP_PREFIXES
+    if not _SKIP_PREFIXES:
+        import numpy
+
+        dirs = [_PKG_DIR + os.sep, os.path.dirname(numpy.__file__) + os.sep,
+                os.path.dirname(sympy.__file__) + os.sep]
+        _SKIP_PREFIXES = tuple(dirs)
+    return _SKIP_PREFIXES
+
+
+def _is_library(filename: str) -> bool:
+    hit = _FRAME_CACHE.get(filename)
+    if hit is None:
+        path = os.path.abspath(filename) if not filename.startswith("<") else filename
+        if filename.startswith("<__array_function__") or filename.startswith("<frozen"):
+            hit = True
+        elif path.startswith(_USER_SUBDIRS):
+            hit = False  # nn layers are model code: their lines are what users see
+        else:
+            hit = path.startswith(_skip_dirs()) or path.endswith(("contextlib.py", "functools.py"))
+        _FRAME_CACHE[filename] = hit
+    return hit
+
+
+def user_source(depth: int = 1) -> Optional[SourceLoc]:
+    """(file, line) of the innermost frame outside tensorplay_export/numpy/sympy."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not _is_library(name):
+            return SourceLoc(name, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def _canonicalize(expr: Any, ranges: dict) -> Any:
+    try:
+        from solver import canonicalize
+    except ImportError:  # solver not installed yet: identity keeps capture working
+        return expr
+    return canonicalize(expr, ranges)
+
+
+class ShapeEnv:
+    """Symbols, hints, ranges, AUTO replacements and the guard log of one capture.
+
+    Args:
+        solver: a ``solver.ShapeSolver`` (passed in, never a module global).
+        mode: ``"export"`` (data-dependent guards raise) or ``"draft"`` (assumed).
+    """
+
+    def __init__(self, solver: Any, mode: str = "export") -> None:
+        self.solver = solver
+        self.mode = mode
+        self.hints: dict[sympy.Symbol, int] = {}
+        self.ranges: dict[sympy.Symbol, tuple[int, Optional[int]]] = {}
+        self.kinds: dict[sympy.Symbol, str] = {}            # named | dynamic | auto | unbacked | root
+        self.names: dict[sympy.Symbol, str] = {}
+        self.unbacked_source: dict[sympy.Symbol, tuple[str, Optional[SourceLoc]]] = {}
+        self.replacements: dict[sympy.Symbol, sympy.Expr] = {}
+        self.violations: list[GuardRecord] = []
+        self.accepted: list[GuardRecord] = []
+        self.data_dependent: list[GuardRecord] = []
+        self.specializations: list[GuardRecord] = []
+        self.tracer: Any = None                               # set by capture (for SymInt ufuncs)
+        self._seen: set = set()
+        self._hint_cache: dict = {}
+        self._sym_hints: dict = {}
+        self._counters = {"auto": 0, "unbacked": 0}
+
+    # -- symbols --------------------------------------------------------------
+    def create_symbol(self, name: str, lower: int, upper: Optional[int], hint: Optional[int],
+                      kind: str) -> sympy.Symbol:
+        """A size symbol named ``name`` with inclusive range ``[lower, upper]``.
+
+        Sizes >= 1 are ``positive``, others ``nonnegative`` (never an assumption
+        set to False: that would assert the opposite).
+        """
+        if lower >= 1:
+            sym = sympy.Symbol(name, integer=True, positive=True)
+        else:
+            sym = sympy.Symbol(name, integer=True, nonnegative=True)
+        if sym in self.ranges:
+            return sym
+        declared = self.solver.declare(name, lower=lower, upper=upper)
+        if declared != sym:  # the solver built its own symbol with other assumptions
+            sym = declared
+        self.ranges[sym] = (lower, upper)
+        if hint is not None:
+            self.hints[sym] = int(hint)
+            self._sym_hints[sym] = sympy.Integer(int(hint))
+        self.kinds[sym] = kind
+        self.names[sym] = name
+        return sym
+
+    def auto_symbol(self, hint: int) -> sympy.Symbol:
+        n = self._counters["auto"]
+        self._counters["auto"] += 1
+        return self.create_symbol(f"s{n}", 1, None, hint, "auto")
+
+    def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc]) -> sympy.Symbol:
+        """A data-dependent size ``u<n>`` in ``[0, upper]`` with the example's value as hint."""
+        n = self._counters["unbacked"]
+        self._counters["unbacked"] += 1
+        upper_int = None
+        if isinstance(upper, int) or (isinstance(upper, sympy.Basic) and upper.is_Integer):
+            upper_int = int(upper)
+        sym = self.create_symbol(f"u{n}", 0, upper_int, hint, "unbacked")
+        if upper_int is None and upper is not None:
+            self.solver.assume(sympy.Le(sym, upper))
+        self.unbacked_source[sym] = (op, source)
+        return sym
+
+    def is_unbacked(self, sym: sympy.Symbol) -> bool:
+        return self.kinds.get(sym) == "unbacked"
+
+    # -- example values -------------------------------------------------------
+    def hint(self, expr: Any) -> Any:
+        """The value of ``expr`` at the example sizes (int, float or bool)."""
+        if isinstance(expr, (int, float, bool)):
+            return expr
+        cached = self._hint_cache.get(expr)
+        if cached is not None:
+            return cached
+        value = sympy.sympify(expr).xreplace(self._sym_hints)
+        if value.free_symbols:
+            value = value.subs(self._sym_hints)
+        if value.free_symbols:
+            raise CaptureError(f"internal error: no example value for {value.free_symbols} in {expr}")
+        if isinstance(value, sympy.logic.boolalg.BooleanAtom):
+            out: Any = bool(value)
+        elif value.is_Relational:
+            out = bool(value)
+        elif value.is_Integer:
+            out = int(value)
+        else:
+            out = float(value)
+            if out.is_integer() and not value.has(sympy.Float):
+                out = int(out)
+        self._hint_cache[expr] = out
+        return out
+
+    def canon(self, expr: Any) -> Any:
+        """Range-aware canonical form (``Max(dx - 1, 0)`` -> ``dx - 1`` when dx >= 1)."""
+        if not isinstance(expr, sympy.Basic) or expr.is_Atom:
+            return expr
+        return _canonicalize(expr, self.ranges)
+
+    # -- guards ---------------------------------------------------------------
+    def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
+              op: Optional[str] = None) -> None:
+        """Require ``expr`` (a sympy boolean that holds at the hints); see the module docstring.
+
+        Raises:
+            DataDependentError: in export mode, for a guard on a data-dependent size.
+            CaptureError: internal error, the requirement is false for the example.
+        """
+        expr = sympy.sympify(expr)
+        if expr is sympy.true:
+            return
+        if self.replacements:
+            expr = expr.xreplace(self.replacements)
+        expr = self.canon(expr)
+        if expr is sympy.true:
+            return
+        if expr is sympy.false or self.hint(expr) is not True:
+            raise CaptureError(f"internal error: requirement {expr} ({reason}) is false for the "
+                               f"example sizes {self._hint_text(expr)}")
+        if expr in self._seen:
+            return
+        verdict = self.solver.implies(expr)
+        if verdict.status == "proved":
+            self._seen.add(expr)
+            return
+        self._seen.add(expr)
+        record = GuardRecord(expr, kind, reason, source, op)
+        if verdict.status == "unknown":
+            record.notes.append(f"the solver could not decide it: {verdict.reason}")
+        elif verdict.counterexample:
+            record.notes.append("counterexample: " + ", ".join(
+                f"{k} = {v}" for k, v in verdict.counterexample.items()))
+        syms = expr.free_symbols
+        unbacked = [s for s in syms if self.kinds.get(s) == "unbacked"]
+        if unbacked:
+            record.kind = "data_dependent"
+            self.data_dependent.append(record)
+            if self.mode == "export":
+                raise self._data_dependent_error(record, unbacked)
+            self.solver.assume(expr)
+            return
+        if any(self.kinds.get(s) == "auto" for s in syms):
+            self.solver.assume(expr)
+            self.accepted.append(record)
+            self._maybe_replace(expr)
+            return
+        self.solver.assume(expr)
+        if kind == "specialization":
+            self.specializations.append(record)
+        self.violations.append(record)
+
+    def evaluate(self, expr: Any, reason: str, source: Optional[SourceLoc] = None) -> bool:
+        """``bool()`` of a symbolic condition in user code: follow the example and guard it."""
+        expr = sympy.sympify(expr)
+        taken = bool(self.hint(expr))
+        if source is None:
+            source = user_source(2)
+        self.guard(expr if taken else sympy.Not(expr), "guard", reason, source)
+        return taken
+
+    def specialize(self, expr: Any, reason: str, source: Optional[SourceLoc] = None) -> Any:
+        """Pin ``expr`` to its example value (``int(s)``); records ``Eq(expr, value)``."""
+        value = self.hint(expr)
+        if source is None:
+            source = user_source(2)
+        self.guard(sympy.Eq(expr, value), "specialization", reason, source)
+        return value
+
+    # -- helpers --------------------------------------------------------------
+    def _maybe_replace(self, expr: sympy.Basic) -> None:
+        """Record ``a := e`` for a linear equality solvable for an AUTO symbol ``a``."""
+        if not isinstance(expr, sympy.Eq):
+            return
+        diff = sympy.expand(expr.lhs - expr.rhs)
+        autos = sorted((s for s in diff.free_symbols if self.kinds.get(s) == "auto"
+                        and s not in self.replacements), key=lambda s: s.name)
+        for a in autos:
+            indep, dep = diff.as_independent(a, as_Add=True)
+            coeff = sympy.simplify(dep / a) if dep != 0 else 0
+            if coeff == 0 or coeff.free_symbols:
+                continue
+            solution = sympy.expand(-indep / coeff)
+            if a in solution.free_symbols:
+                continue
+            if not all(c.is_Integer for c in solution.as_coefficients_dict().values()):
+                continue
+            self.replacements = {k: v.xreplace({a: solution}) for k, v in self.replacements.items()}
+            self.replacements[a] = solution
+            lo, hi = self.ranges[a]
+            # The replaced symbol's own range still holds: keep it as a contract guard.
+            for bound in (sympy.Ge(solution, lo), sympy.Le(solution, hi) if hi is not None else None):
+                if bound is None:
+                    continue
+                bound = self.canon(bound)
+                if bound is not sympy.true and self.solver.implies(bound).status != "proved":
+                    self.accepted.append(GuardRecord(bound, "shape", f"range of {a}", None, None))
+            return
+
+    def _hint_text(self, expr: Any) -> str:
+        syms = sorted(getattr(expr, "free_symbols", ()), key=lambda s: s.name)
+        return ", ".join(f"{s} = {self.hints.get(s)}" for s in syms)
+
+    def _data_dependent_error(self, record: GuardRecord, unbacked: list) -> Exception:
+        sym = sorted(unbacked, key=lambda s: s.name)[0]
+        op, produced = self.unbacked_source.get(sym, ("?", None))
+        try:
+            from . import violations
+
+            builder = getattr(violations, "data_dependent_error", None) or \
+                getattr(violations, "format_data_dependent_error", None)
+        except ImportError:
+            builder = None
+        if builder is not None:
+            hi = self.ranges[sym][1]
+            return builder(record, symbol=sym, op=op, produced_at=produced, hint=self.hints.get(sym),
+                           lower=0, upper=hi)
+        where = f"\n  at {record.source}" if record.source else ""
+        made = f" at {produced}" if produced else ""
+        return DataDependentError(
+            f"Could not guard on data-dependent expression {record.expr}: {sym} is a data-dependent "
+            f"size produced by {op}{made} (example value {self.hints.get(sym)}, range "
+            f"[0, {self.ranges[sym][1] if self.ranges[sym][1] is not None else 'inf'}]); "
+            f"the model branches on it{where}")
+
+    def root_range(self, sym: sympy.Symbol) -> tuple[int, float]:
+        lo, hi = self.ranges[sym]
+        return lo, (math.inf if hi is None else hi)
