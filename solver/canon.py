@@ -57,7 +57,8 @@ def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
     if isinstance(e, (sympy.Min, sympy.Max)):
         return _drop_dominated(type(e), args, ranges)
     if isinstance(e, Relational) and isinstance(e, _REL):
-        return _canon_rel(type(e), args[0], args[1], ranges)
+        same = args[0] is e.args[0] and args[1] is e.args[1]
+        return _canon_rel(type(e), args[0], args[1], ranges, e if same else None)
     if isinstance(e, sympy.Add):
         return _mod_pattern(sympy.Add(*args))
     if tuple(args) == e.args:
@@ -92,13 +93,15 @@ def _minmax_eq(lhs, rhs):
     return None
 
 
-def _canon_rel(kind, lhs, rhs, ranges) -> sympy.Basic:
+def _canon_rel(kind, lhs, rhs, ranges, orig=None) -> sympy.Basic:
     if kind in (sympy.Eq, sympy.Ne):
         rewritten = _minmax_eq(lhs, rhs)
         if rewritten is not None:
             out = _canon(rewritten, ranges)
             return out if kind is sympy.Eq else sympy.Not(out)
-    rel = kind(lhs, rhs)
+    # sympy's own evaluation of a relation walks its assumption system (slow);
+    # build unevaluated and let the intervals decide
+    rel = orig if orig is not None else _rel_or_const(kind, lhs, rhs)
     if rel in (sympy.true, sympy.false):
         return rel
     verdict = decide(rel, ranges)
@@ -165,8 +168,17 @@ def _split(kind, diff) -> sympy.Basic:
     neg = [-t for t in terms if _is_negative_term(t)]
     if not pos or (all(t.is_Number for t in pos) and not all(t.is_Number for t in neg)):
         # keep the symbols on the left: `seq > 4`, not `4 < seq`
-        return _FLIP[kind](sympy.Add(*neg), sympy.Add(*pos))
-    return kind(sympy.Add(*pos), sympy.Add(*neg))
+        return _rel_or_const(_FLIP[kind], sympy.Add(*neg), sympy.Add(*pos))
+    return _rel_or_const(kind, sympy.Add(*pos), sympy.Add(*neg))
+
+
+def _rel_or_const(kind, lhs, rhs) -> sympy.Basic:
+    """``kind(lhs, rhs)`` without sympy's assumption-based evaluation, constants folded."""
+    if lhs.is_Number and rhs.is_Number:
+        return kind(lhs, rhs)
+    if lhs == rhs:
+        return sympy.true if kind in (sympy.Eq, sympy.Le, sympy.Ge) else sympy.false
+    return kind(lhs, rhs, evaluate=False)
 
 
 def _is_negative_term(t) -> bool:

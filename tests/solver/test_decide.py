@@ -139,19 +139,36 @@ def test_and_is_is_true_three_valued():
 # -- cache and counters ------------------------------------------------------------------
 def test_cache_on_canonical_form_and_state():
     solver = ShapeSolver()
-    b = solver.declare("b", 1, 16)
+    solver.declare("b", 1, 16)
     s = solver.declare("s", 1, 1024)
-    v1 = solver.implies(sympy.Eq(s, sympy.Min(512, s)))
-    assert v1.refuted and solver.stats["z3_calls"] == 1
-    v2 = solver.implies(s <= 512)  # same canonical form: no second z3 call
+    v1 = solver.implies(sympy.Ne(2 * s, 1400))  # holds at both range ends: needs z3
+    assert v1.refuted and v1.counterexample == {"s": 700} and solver.stats["z3_calls"] == 1
+    v2 = solver.implies(sympy.Ne(s, 700))  # same canonical form: no second z3 call
     assert v2.refuted and v2.via == "cache"
     assert solver.stats["z3_calls"] == 1
-    v3 = solver.implies(sympy.Eq(s, sympy.Min(512, s)))
+    v3 = solver.implies(sympy.Ne(2 * s, 1400))
     assert v3.via == "cache" and solver.stats["cache_hits"] == 2
     solver.assume(s <= 512)  # new state: the cached refutation no longer applies
-    assert solver.implies(s <= 512).proved
+    assert solver.implies(sympy.Ne(s, 700)).proved
     assert solver.stats["queries"] == 4
     assert solver.stats["decided_without_z3"] + solver.stats["reached_z3"] == 4
+
+
+def test_refutation_at_a_range_corner_skips_z3():
+    solver = ShapeSolver()
+    s = solver.declare("s", 1, 1024)
+    v = solver.implies(sympy.Eq(s, sympy.Min(512, s)))
+    assert v.refuted and v.counterexample == {"s": 1024} and v.via == "intervals"
+    assert solver.stats["z3_calls"] == 0
+
+
+def test_corner_probe_respects_assumptions():
+    solver = ShapeSolver()
+    dx = solver.declare("dx", 1, 100)
+    dy = solver.declare("dy", 1, 100)
+    solver.assume(sympy.Eq(dy, 2 * dx))
+    v = solver.implies(dx + dy <= 150)
+    assert v.refuted and v.counterexample["dy"] == 2 * v.counterexample["dx"]
 
 
 def test_shared_cache_between_solvers():
