@@ -167,7 +167,7 @@ def test_corner_probe_respects_assumptions():
     dx = solver.declare("dx", 1, 100)
     dy = solver.declare("dy", 1, 100)
     solver.assume(sympy.Eq(dy, 2 * dx))
-    v = solver.implies(dx + dy <= 150)
+    v = solver.implies(dx + dy <= 120)
     assert v.refuted and v.counterexample["dy"] == 2 * v.counterexample["dx"]
 
 
