@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tensorplay_export.nn._dispatch import composite
+
 __all__ = ["conv1d", "conv2d", "max_pool2d", "avg_pool2d"]
 
 
@@ -40,6 +42,7 @@ def _same_padding(kernel, dilation) -> tuple[tuple[int, int], tuple[int, int]]:
     return out[0], out[1]
 
 
+@composite("tpe.nn.conv2d")
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D cross-correlation (torch's conv2d).
 
@@ -90,6 +93,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return out[0] if unbatched else out
 
 
+@composite("tpe.nn.conv1d")
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """1-D cross-correlation (torch's conv1d), computed as a conv2d over a height-1 image.
 
@@ -136,6 +140,7 @@ def _pool_setup(x, kernel_size, stride, padding, dilation, ceil_mode):
     return kernel, stride, dilation, tuple(pads)
 
 
+@composite("tpe.nn.max_pool2d")
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """Maximum over sliding windows; padding never wins (it is -inf).
@@ -161,6 +166,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bo
     return out[0] if unbatched else out
 
 
+@composite("tpe.nn.avg_pool2d")
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None):
     """Mean over sliding windows.

@@ -20,10 +20,11 @@ from typing import Sequence
 import numpy as np
 
 from tensorplay_export.nn._conv import avg_pool2d, conv1d, conv2d, max_pool2d
+from tensorplay_export.nn._dispatch import composite
 
 __all__ = [
     "linear", "relu", "gelu", "erf", "erfc", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
-    "layer_norm", "rms_norm", "normalize", "embedding", "dropout", "scaled_dot_product_attention",
+    "layer_norm", "rms_norm", "normalize", "batch_stats", "batch_norm_apply", "embedding", "dropout", "scaled_dot_product_attention",
     "conv1d", "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "pad", "one_hot", "cross_entropy",
 ]
 
@@ -56,6 +57,7 @@ def _erfc_nonneg(z):
     return np.exp(-(z * z)) * (t * b1 - b2 + _ERFCX_CHEB[0])
 
 
+@composite("tpe.nn.erfc")
 def erfc(x):
     """Complementary error function, elementwise; float inputs keep their dtype.
 
@@ -71,6 +73,7 @@ def erfc(x):
     return out.astype(_float_dtype(x))
 
 
+@composite("tpe.nn.erf")
 def erf(x):
     """Error function, elementwise, from the erfc expansion above (numpy has no erf).
 
@@ -96,6 +99,7 @@ def _float_dtype(x):
 
 
 # ---------------------------------------------------------------- activations
+@composite("tpe.nn.linear")
 def linear(x, weight, bias=None):
     """``x @ weight.T + bias``.
 
@@ -108,11 +112,13 @@ def linear(x, weight, bias=None):
     return y if bias is None else y + bias
 
 
+@composite("tpe.nn.relu")
 def relu(x):
     """max(x, 0) elementwise; same shape and dtype."""
     return np.maximum(x, 0)
 
 
+@composite("tpe.nn.gelu")
 def gelu(x, approximate: str = "none"):
     """Gaussian error linear unit; same shape and dtype.
 
@@ -132,21 +138,25 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@composite("tpe.nn.sigmoid")
 def sigmoid(x):
     """1 / (1 + exp(-x)), computed as 0.5 * (1 + tanh(x / 2)) so it never overflows."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
+@composite("tpe.nn.silu")
 def silu(x):
     """x * sigmoid(x); same shape and dtype."""
     return x * sigmoid(x)
 
 
+@composite("tpe.nn.tanh")
 def tanh(x):
     """Hyperbolic tangent; same shape and dtype."""
     return np.tanh(x)
 
 
+@composite("tpe.nn.softmax")
 def softmax(x, dim: int = -1):
     """exp(x) / sum(exp(x)) along ``dim`` (max-shifted for stability); same shape and dtype."""
     shifted = x - np.max(x, axis=dim, keepdims=True)
@@ -154,6 +164,7 @@ def softmax(x, dim: int = -1):
     return e / np.sum(e, axis=dim, keepdims=True)
 
 
+@composite("tpe.nn.log_softmax")
 def log_softmax(x, dim: int = -1):
     """log(softmax(x)) along ``dim``, computed without forming softmax; same shape and dtype."""
     shifted = x - np.max(x, axis=dim, keepdims=True)
@@ -167,6 +178,7 @@ def _trailing_axes(normalized_shape) -> tuple[int, ...]:
     return tuple(range(-len(normalized_shape), 0))
 
 
+@composite("tpe.nn.layer_norm")
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalize over the trailing ``normalized_shape`` axes, then scale and shift.
 
@@ -187,6 +199,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     return y
 
 
+@composite("tpe.nn.rms_norm")
 def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     """x / sqrt(mean(x^2) + eps) over the trailing axes, times ``weight``.
 
@@ -199,6 +212,7 @@ def rms_norm(x, normalized_shape, weight=None, eps: float | None = None):
     return y if weight is None else y * weight
 
 
+@composite("tpe.nn.normalize")
 def normalize(x, p: float = 2.0, dim: int = -1, eps: float = 1e-12):
     """x / max(||x||_p, eps) along ``dim``; same shape and dtype."""
     if p == 2:
@@ -230,6 +244,12 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
             running_var[...] = (1.0 - momentum) * running_var + momentum * var_unbiased
     else:
         mean, var = running_mean, running_var
+    return batch_norm_apply(x, mean, var, weight, bias, eps)
+
+
+@composite("tpe.nn.batch_norm")
+def batch_norm_apply(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias per channel (axis 1); all stats (C,)."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
     y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + float(eps))
     if weight is not None:
@@ -239,6 +259,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     return y
 
 
+@composite("tpe.nn.batch_stats")
 def batch_stats(x):
     """(mean, biased var, unbiased var) per channel of ``x`` (N, C, *spatial); each (C,)."""
     axes = (0,) + tuple(range(2, x.ndim))
@@ -249,6 +270,7 @@ def batch_stats(x):
 
 
 # ------------------------------------------------------------------- lookups
+@composite("tpe.nn.embedding")
 def embedding(ids, weight, padding_idx: int | None = None):
     """Rows of ``weight`` selected by integer ``ids``.
 
@@ -263,6 +285,7 @@ def embedding(ids, weight, padding_idx: int | None = None):
     return np.take(weight, ids, axis=0)
 
 
+@composite("tpe.nn.one_hot")
 def one_hot(x, num_classes: int = -1):
     """int64 one-hot encoding: (*) -> (*, num_classes).
 
@@ -292,6 +315,7 @@ def dropout(x, p: float = 0.5, training: bool = True, rng: np.random.Generator |
 
 
 # ----------------------------------------------------------------- attention
+@composite("tpe.nn.scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
                                  rng: np.random.Generator | None = None):
@@ -330,6 +354,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
 _PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
+@composite("tpe.nn.pad")
 def pad(x, pad: Sequence[int], mode: str = "constant", value: float = 0.0):
     """Pad trailing axes, torch order: ``(left_last, right_last, left_2nd_last, right_2nd_last, ...)``.
 
@@ -353,6 +378,7 @@ def pad(x, pad: Sequence[int], mode: str = "constant", value: float = 0.0):
 
 
 # -------------------------------------------------------------------- losses
+@composite("tpe.nn.cross_entropy")
 def cross_entropy(input, target, weight=None, ignore_index: int = -100, reduction: str = "mean",
                   label_smoothing: float = 0.0):
     """Cross entropy between logits and class indices or class probabilities.
