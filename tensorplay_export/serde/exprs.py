@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import sympy
-from sympy.logic.boolalg import BooleanFalse, BooleanTrue
+from sympy.logic.boolalg import Boolean, BooleanFalse, BooleanTrue
 
 from .jsonio import MAX_JSON_DEPTH, fail
 
@@ -191,12 +191,15 @@ def _decode(t: Any, member: str, depth: int, budget: list) -> Any:
         if not args or any(not isinstance(p, list) or len(p) != 2 for p in args):
             fail(member, f"Piecewise needs [expr, cond] pairs, got {_short(t)}")
         pairs = [(_decode(x, member, depth + 2, budget), _decode(c, member, depth + 2, budget)) for x, c in args]
+        if any(not isinstance(x, sympy.Expr) or not isinstance(c, Boolean) for x, c in pairs):
+            fail(member, "Piecewise pairs must be [number expression, condition]")
         return _build(sympy.Piecewise, pairs, member, head, evaluate=False)
     if head in HEADS:
         cls, lo, hi = HEADS[head]
         if len(args) < lo or (hi is not None and len(args) > hi):
             fail(member, f"{head} takes {lo}..{hi or 'n'} arguments, got {len(args)}")
         values = [_decode(a, member, depth + 1, budget) for a in args]
+        _check_arg_kinds(head, values, member)
         if head == "Pow":
             _check_exponent(values[1], member, t)
         return _build(cls, values, member, head, evaluate=False)
@@ -204,6 +207,24 @@ def _decode(t: Any, member: str, depth: int, budget: list) -> Any:
         values = [_decode(a, member, depth + 1, budget) for a in args]
         return _build(_EXTRA[head], values, member, head)
     fail(member, f"unknown expression head {head!r:.80}")
+
+
+_LOGIC = frozenset({"And", "Or", "Not", "Xor", "Implies"})
+
+
+def _check_arg_kinds(head: str, values: list, member: str) -> None:
+    """Logic heads take conditions, the others numbers (ITE: a condition, then two of a kind)."""
+    if head in _LOGIC:
+        want = [Boolean] * len(values)
+    elif head == "ITE":
+        branch = Boolean if isinstance(values[1], Boolean) else sympy.Expr
+        want = [Boolean, branch, branch]
+    else:
+        want = [sympy.Expr] * len(values)
+    for i, (value, kind) in enumerate(zip(values, want)):
+        if not isinstance(value, kind):
+            what = "a condition" if kind is Boolean else "a number expression"
+            fail(member, f"argument {i} of {head} must be {what}, got {_short(value)}")
 
 
 def _build(cls: Callable[..., Any], args: list, member: str, head: str, **kw: Any) -> Any:

@@ -23,6 +23,10 @@ slice               ``{"k": "slice", "v": [start, stop, step]}``
 Ellipsis            ``{"k": "ellipsis"}``
 sympy expression    ``{"k": "sym", "v": operator tree}`` (see :mod:`.exprs`)
 small ndarray       ``{"k": "ndarray", "dtype": dtype, "shape": [...], "v": hex}`` (<= MAX_INLINE_BYTES)
+larger ndarray      ``{"k": "array", "v": key}``: stored beside the JSON (``.npy``) under ``key``
+Dim                 ``{"k": "Dim", "name": str, "min": int, "max": int | null}``
+DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": int}``
+Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``
 SourceLoc           ``{"k": "source", "file": str, "line": int}``
 ValueRange          ``{"k": "range", "lo": int, "hi": int | null}`` (null = unbounded)
 ==================  ==============================================================
@@ -42,6 +46,7 @@ import sympy
 
 from ..records import SourceLoc, ValueRange
 from .exprs import MAX_INT_BITS, decode_expr, encode_expr
+from ..errors import ArchiveError
 from .jsonio import MAX_JSON_DEPTH, fail
 
 MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
@@ -74,99 +79,150 @@ def decode_dtype(text: Any, member: str) -> np.dtype:
     return dtype
 
 
-def encode_value(value: Any, node_name: Callable[[Any], str | None], _depth: int = 0) -> Any:
-    """Encode one argument value.
+class Encoder:
+    """Encodes values; ``node_name(v)`` names graph Nodes, ``store_array(a)`` lifts big arrays.
 
     Args:
-        value: the value (see the module table for supported kinds).
-        node_name: returns the node name when ``value`` is a graph Node, else None.
-    Raises:
-        ValueError: a value of an unsupported type (names the type).
+        node_name: returns the node name when ``v`` is a graph Node, else None.
+        store_array: takes an ndarray larger than ``MAX_INLINE_BYTES`` and returns
+            the key under which the caller stores it (``{"k": "array", "v": key}``);
+            None refuses such arrays.
     """
-    if _depth > MAX_JSON_DEPTH - 30:
-        raise ValueError(f"value nested deeper than {MAX_JSON_DEPTH - 30} levels")
-    d = _depth + 1
-    name = node_name(value)
-    if name is not None:
-        return {"k": "node", "v": name}
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, np.generic):  # before float/str: np.float64 and np.str_ subclass them
-        return {"k": "np", "dtype": encode_dtype(value.dtype), "v": value.tobytes().hex()}
-    if isinstance(value, int):
-        if abs(value).bit_length() >= MAX_INT_BITS:
-            raise ValueError(f"integer {value} has more than {MAX_INT_BITS} bits")
-        return int(value)
-    if isinstance(value, float):
-        return {"k": "float", "v": float(value).hex()}
-    if isinstance(value, complex):
-        return {"k": "complex", "re": value.real.hex(), "im": value.imag.hex()}
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, tuple):
-        return {"k": "tuple", "v": [encode_value(v, node_name, d) for v in value]}
-    if isinstance(value, list):
-        return [encode_value(v, node_name, d) for v in value]
-    if isinstance(value, dict):
-        return {"k": "dict", "v": [[encode_value(k, node_name, d), encode_value(v, node_name, d)]
-                                   for k, v in value.items()]}
-    if isinstance(value, np.dtype):
-        return {"k": "dtype", "v": encode_dtype(value)}
-    if isinstance(value, type) and issubclass(value, np.generic):
-        return {"k": "nptype", "v": encode_dtype(np.dtype(value))}
-    if isinstance(value, type) and _PYTYPES.get(value.__name__) is value:
-        return {"k": "pytype", "v": value.__name__}
-    if isinstance(value, slice):
-        return {"k": "slice", "v": [encode_value(v, node_name, d) for v in (value.start, value.stop, value.step)]}
-    if value is Ellipsis:
-        return {"k": "ellipsis"}
-    if isinstance(value, sympy.Basic):
-        return {"k": "sym", "v": encode_expr(value)}
-    if isinstance(value, np.ndarray):
-        if value.nbytes > MAX_INLINE_BYTES:
-            raise ValueError(f"an inline array of {value.nbytes} bytes is too large; lift it as a constant")
+
+    def __init__(self, node_name: Callable[[Any], str | None] = lambda v: None,
+                 store_array: Callable[[np.ndarray], str] | None = None) -> None:
+        self.node_name = node_name
+        self.store_array = store_array
+
+    def value(self, value: Any, _depth: int = 0) -> Any:
+        """Encode one value (see the module table); ValueError names an unsupported type."""
+        if _depth > MAX_JSON_DEPTH - 30:
+            raise ValueError(f"value nested deeper than {MAX_JSON_DEPTH - 30} levels")
+        d = _depth + 1
+        name = self.node_name(value)
+        if name is not None:
+            return {"k": "node", "v": name}
+        if value is None or isinstance(value, bool):
+            return value
+        if isinstance(value, np.generic):  # before float/str: np.float64 and np.str_ subclass them
+            return {"k": "np", "dtype": encode_dtype(value.dtype), "v": value.tobytes().hex()}
+        if isinstance(value, int):
+            if abs(value).bit_length() >= MAX_INT_BITS:
+                raise ValueError(f"integer {value} has more than {MAX_INT_BITS} bits")
+            return int(value)
+        if isinstance(value, float):
+            return {"k": "float", "v": float(value).hex()}
+        if isinstance(value, complex):
+            return {"k": "complex", "re": value.real.hex(), "im": value.imag.hex()}
+        if isinstance(value, str):
+            return str(value)
+        if isinstance(value, tuple):
+            return {"k": "tuple", "v": [self.value(v, d) for v in value]}
+        if isinstance(value, list):
+            return [self.value(v, d) for v in value]
+        if isinstance(value, dict):
+            return {"k": "dict", "v": [[self.value(k, d), self.value(v, d)] for k, v in value.items()]}
+        if isinstance(value, np.dtype):
+            return {"k": "dtype", "v": encode_dtype(value)}
+        if isinstance(value, type) and issubclass(value, np.generic):
+            return {"k": "nptype", "v": encode_dtype(np.dtype(value))}
+        if isinstance(value, type) and _PYTYPES.get(value.__name__) is value:
+            return {"k": "pytype", "v": value.__name__}
+        if isinstance(value, slice):
+            return {"k": "slice", "v": [self.value(v, d) for v in (value.start, value.stop, value.step)]}
+        if value is Ellipsis:
+            return {"k": "ellipsis"}
+        if isinstance(value, sympy.Basic):
+            return {"k": "sym", "v": encode_expr(value)}
+        if isinstance(value, np.ndarray):
+            return self._array(value)
+        if isinstance(value, SourceLoc):
+            return {"k": "source", "file": str(value.filename), "line": int(value.lineno)}
+        if isinstance(value, ValueRange):
+            lo, hi = encode_range(value)
+            return {"k": "range", "lo": lo, "hi": hi}
+        dim = _encode_dim(value)
+        if dim is not None:
+            return dim
+        raise ValueError(f"cannot store a value of type {type(value).__qualname__}: {value!r:.80}")
+
+    def _array(self, value: np.ndarray) -> dict:
         arr = np.ascontiguousarray(value)
-        return {"k": "ndarray", "dtype": encode_dtype(arr.dtype), "shape": list(arr.shape),
-                "v": arr.tobytes().hex()}
-    if isinstance(value, SourceLoc):
-        return {"k": "source", "file": str(value.filename), "line": int(value.lineno)}
-    if isinstance(value, ValueRange):
-        hi = None if value.upper == math.inf else int(value.upper)
-        return {"k": "range", "lo": int(value.lower), "hi": hi}
-    raise ValueError(f"cannot store a value of type {type(value).__qualname__}: {value!r:.80}")
+        encode_dtype(arr.dtype)  # refuses object arrays early, with the dtype named
+        if arr.nbytes <= MAX_INLINE_BYTES or self.store_array is None:
+            if arr.nbytes > MAX_INLINE_BYTES:
+                raise ValueError(f"an inline array of {arr.nbytes} bytes is too large; lift it as a constant")
+            return {"k": "ndarray", "dtype": encode_dtype(arr.dtype), "shape": list(arr.shape),
+                    "v": arr.tobytes().hex()}
+        return {"k": "array", "v": self.store_array(value)}
 
 
-def decode_value(obj: Any, member: str, resolve: Callable[[str], Any], _depth: int = 0) -> Any:
-    """Inverse of :func:`encode_value`.
+def _encode_dim(value: Any) -> dict | None:
+    """Dim / DerivedDim / Dim hints as structured JSON (no import unless such a value shows up)."""
+    kind = type(value).__name__
+    if kind not in ("Dim", "_DerivedDim", "_DimHint"):
+        return None
+    from .. import dynamic_shapes as ds
+
+    if type(value) is ds.Dim:
+        return {"k": "Dim", "name": value.name, "min": value.min, "max": value.max}
+    if type(value) is ds._DerivedDim:
+        return {"k": "DerivedDim", "root": _encode_dim(value.root), "scale": value.scale, "offset": value.offset}
+    if isinstance(value, ds._DimHint):
+        return {"k": "DimHint", "v": value.kind}
+    return None
+
+
+def encode_value(value: Any, node_name: Callable[[Any], str | None] = lambda v: None) -> Any:
+    """Shorthand for ``Encoder(node_name).value(value)`` (no array lifting)."""
+    return Encoder(node_name).value(value)
+
+
+class Decoder:
+    """Inverse of :class:`Encoder`.
 
     Args:
-        obj: parsed JSON.
-        member: archive member for error messages.
-        resolve: maps a node name to the Node (raises ArchiveError for unknown names).
-    Raises:
-        ArchiveError: unknown tag, malformed field, bad dtype, oversize inline array.
+        member: archive member named in errors.
+        resolve: node name -> Node (raise ArchiveError for unknown names); None refuses node refs.
+        arrays: key -> ndarray for lifted arrays (``{"k": "array"}``).
+    Raises (from :meth:`value`):
+        ArchiveError: unknown tag, malformed field, bad dtype, oversize inline array,
+            unknown node or array key.
     """
-    if _depth > MAX_JSON_DEPTH:
-        fail(member, f"value nested deeper than {MAX_JSON_DEPTH} levels")
-    d = _depth + 1
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if type(obj) is int:
-        if abs(obj).bit_length() >= MAX_INT_BITS:
-            fail(member, f"integer has more than {MAX_INT_BITS} bits")
-        return obj
-    if isinstance(obj, list):
-        return [decode_value(v, member, resolve, d) for v in obj]
-    if not isinstance(obj, dict) or not isinstance(obj.get("k"), str):
-        fail(member, f"malformed value {_short(obj)}")
-    kind = obj["k"]
-    decoder = _DECODERS.get(kind)
-    if decoder is None:
-        fail(member, f"unknown value kind {kind!r:.60}")
-    keys, fn = decoder
-    if set(obj) != keys:
-        fail(member, f"value of kind {kind!r} must have keys {sorted(keys)}, got {sorted(obj)}")
-    return fn(obj, member, resolve, d)
+
+    def __init__(self, member: str, resolve: Callable[[str], Any] | None = None,
+                 arrays: dict[str, np.ndarray] | None = None) -> None:
+        self.member = member
+        self.resolve = resolve
+        self.arrays = arrays or {}
+
+    def value(self, obj: Any, _depth: int = 0) -> Any:
+        member = self.member
+        if _depth > MAX_JSON_DEPTH:
+            fail(member, f"value nested deeper than {MAX_JSON_DEPTH} levels")
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if type(obj) is int:
+            if abs(obj).bit_length() >= MAX_INT_BITS:
+                fail(member, f"integer has more than {MAX_INT_BITS} bits")
+            return obj
+        if isinstance(obj, list):
+            return [self.value(v, _depth + 1) for v in obj]
+        if not isinstance(obj, dict) or not isinstance(obj.get("k"), str):
+            fail(member, f"malformed value {_short(obj)}")
+        kind = obj["k"]
+        decoder = _DECODERS.get(kind)
+        if decoder is None:
+            fail(member, f"unknown value kind {kind!r:.60}")
+        keys, fn = decoder
+        if set(obj) != keys:
+            fail(member, f"value of kind {kind!r} must have keys {sorted(keys)}, got {sorted(obj)}")
+        return fn(self, obj, _depth + 1)
+
+
+def decode_value(obj: Any, member: str, resolve: Callable[[str], Any] | None = None) -> Any:
+    """Shorthand for ``Decoder(member, resolve).value(obj)``."""
+    return Decoder(member, resolve).value(obj)
 
 
 def _hex_float(text: Any, member: str) -> float:
@@ -187,7 +243,8 @@ def _hex_bytes(text: Any, member: str, limit: int) -> bytes:
         fail(member, "hex payload is not valid hexadecimal")
 
 
-def _dec_np(o: dict, member: str, resolve: Any, d: int) -> Any:
+def _dec_np(dec: Decoder, o: dict, d: int) -> Any:
+    member = dec.member
     dtype = decode_dtype(o["dtype"], member)
     raw = _hex_bytes(o["v"], member, 4096)
     if len(raw) != dtype.itemsize:
@@ -195,7 +252,8 @@ def _dec_np(o: dict, member: str, resolve: Any, d: int) -> Any:
     return np.frombuffer(raw, dtype=dtype)[0]
 
 
-def _dec_ndarray(o: dict, member: str, resolve: Any, d: int) -> np.ndarray:
+def _dec_ndarray(dec: Decoder, o: dict, d: int) -> np.ndarray:
+    member = dec.member
     dtype = decode_dtype(o["dtype"], member)
     shape = o["shape"]
     if (not isinstance(shape, list) or len(shape) > MAX_NDIM
@@ -207,57 +265,87 @@ def _dec_ndarray(o: dict, member: str, resolve: Any, d: int) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
-def _dec_dict(o: dict, member: str, resolve: Any, d: int) -> dict:
+def _dec_dict(dec: Decoder, o: dict, d: int) -> dict:
+    member = dec.member
     items = o["v"]
     if not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 for p in items):
         fail(member, "dict value must be a list of [key, value] pairs")
     out: dict = {}
     for k, v in items:
-        key = decode_value(k, member, resolve, d)
+        key = dec.value(k, d)
         try:
             hash(key)
         except TypeError:
             fail(member, f"dict key {_short(k)} is not hashable")
         if key in out:
             fail(member, f"duplicate dict key {key!r:.60}")
-        out[key] = decode_value(v, member, resolve, d)
+        out[key] = dec.value(v, d)
     return out
 
 
-def _dec_slice(o: dict, member: str, resolve: Any, d: int) -> slice:
+def _dec_slice(dec: Decoder, o: dict, d: int) -> slice:
     parts = o["v"]
     if not isinstance(parts, list) or len(parts) != 3:
-        fail(member, "slice must be [start, stop, step]")
-    return slice(*(decode_value(p, member, resolve, d) for p in parts))
+        fail(dec.member, "slice must be [start, stop, step]")
+    return slice(*(dec.value(p, d) for p in parts))
 
 
-def _dec_tuple(o: dict, member: str, resolve: Any, d: int) -> tuple:
+def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
     if not isinstance(o["v"], list):
-        fail(member, "tuple value must hold a list")
-    return tuple(decode_value(v, member, resolve, d) for v in o["v"])
+        fail(dec.member, "tuple value must hold a list")
+    return tuple(dec.value(v, d) for v in o["v"])
 
 
-def _dec_node(o: dict, member: str, resolve: Any, d: int) -> Any:
-    if not isinstance(o["v"], str):
-        fail(member, "node reference must be a name")
-    return resolve(o["v"])
+def _dec_node(dec: Decoder, o: dict, d: int) -> Any:
+    if not isinstance(o["v"], str) or dec.resolve is None:
+        fail(dec.member, f"unexpected node reference {_short(o)}")
+    return dec.resolve(o["v"])
 
 
-def _dec_pytype(o: dict, member: str, resolve: Any, d: int) -> type:
-    if o["v"] not in _PYTYPES:
-        fail(member, f"unknown builtin type {o['v']!r:.40} (allowed: {sorted(_PYTYPES)})")
+def _dec_array(dec: Decoder, o: dict, d: int) -> np.ndarray:
+    if not isinstance(o["v"], str) or o["v"] not in dec.arrays:
+        fail(dec.member, f"reference to unknown stored array {_short(o['v'])}")
+    return dec.arrays[o["v"]]
+
+
+def _dec_dim(dec: Decoder, o: dict, d: int) -> Any:
+    from .. import dynamic_shapes as ds
+
+    kind = o["k"]
+    try:
+        if kind == "DimHint":
+            if o["v"] not in ("AUTO", "DYNAMIC", "STATIC"):
+                fail(dec.member, f"unknown Dim hint {o['v']!r:.40}")
+            return getattr(ds.Dim, o["v"])
+        if kind == "Dim":
+            if not isinstance(o["name"], str) or any(v is not None and type(v) is not int
+                                                     for v in (o["min"], o["max"])):
+                fail(dec.member, f"malformed Dim {_short(o)}")
+            return ds.Dim(o["name"], min=o["min"], max=o["max"])
+        root = dec.value(o["root"], d)
+        if type(root) is not ds.Dim or type(o["scale"]) is not int or type(o["offset"]) is not int:
+            fail(dec.member, f"malformed DerivedDim {_short(o)}")
+        return ds._DerivedDim(root, o["scale"], o["offset"])
+    except (TypeError, ValueError, NotImplementedError) as err:
+        if isinstance(err, ArchiveError):
+            raise
+        fail(dec.member, f"invalid {kind}: {err}")
+
+
+def _dec_pytype(dec: Decoder, o: dict, d: int) -> type:
+    if not isinstance(o["v"], str) or o["v"] not in _PYTYPES:
+        fail(dec.member, f"unknown builtin type {o['v']!r:.40} (allowed: {sorted(_PYTYPES)})")
     return _PYTYPES[o["v"]]
 
 
-def _dec_source(o: dict, member: str, resolve: Any, d: int) -> SourceLoc:
+def _dec_source(dec: Decoder, o: dict, d: int) -> SourceLoc:
     if not isinstance(o["file"], str) or type(o["line"]) is not int:
-        fail(member, "source location needs a file name and an integer line")
+        fail(dec.member, "source location needs a file name and an integer line")
     return SourceLoc(o["file"], o["line"])
 
 
-def _dec_range(o: dict, member: str, resolve: Any, d: int) -> ValueRange:
-    lo, hi = o["lo"], o["hi"]
-    return decode_range(lo, hi, member)
+def _dec_range(dec: Decoder, o: dict, d: int) -> ValueRange:
+    return decode_range(o["lo"], o["hi"], dec.member)
 
 
 def decode_range(lo: Any, hi: Any, member: str) -> ValueRange:
@@ -282,21 +370,26 @@ def encode_range(vr: Any) -> list:
 
 
 _DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
-    "float": ({"k", "v"}, lambda o, m, r, d: _hex_float(o["v"], m)),
-    "complex": ({"k", "re", "im"}, lambda o, m, r, d: complex(_hex_float(o["re"], m), _hex_float(o["im"], m))),
+    "float": ({"k", "v"}, lambda dec, o, d: _hex_float(o["v"], dec.member)),
+    "complex": ({"k", "re", "im"},
+                lambda dec, o, d: complex(_hex_float(o["re"], dec.member), _hex_float(o["im"], dec.member))),
     "tuple": ({"k", "v"}, _dec_tuple),
     "dict": ({"k", "v"}, _dec_dict),
     "node": ({"k", "v"}, _dec_node),
+    "array": ({"k", "v"}, _dec_array),
     "np": ({"k", "dtype", "v"}, _dec_np),
-    "dtype": ({"k", "v"}, lambda o, m, r, d: decode_dtype(o["v"], m)),
-    "nptype": ({"k", "v"}, lambda o, m, r, d: decode_dtype(o["v"], m).type),
+    "dtype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member)),
+    "nptype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member).type),
     "pytype": ({"k", "v"}, _dec_pytype),
     "slice": ({"k", "v"}, _dec_slice),
-    "ellipsis": ({"k"}, lambda o, m, r, d: Ellipsis),
-    "sym": ({"k", "v"}, lambda o, m, r, d: decode_expr(o["v"], m)),
+    "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
+    "sym": ({"k", "v"}, lambda dec, o, d: decode_expr(o["v"], dec.member)),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
     "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
+    "Dim": ({"k", "name", "min", "max"}, _dec_dim),
+    "DerivedDim": ({"k", "root", "scale", "offset"}, _dec_dim),
+    "DimHint": ({"k", "v"}, _dec_dim),
 }
 
 

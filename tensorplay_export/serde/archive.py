@@ -1,0 +1,445 @@
+"""Program archives: ``save``/``load``/``package_pt2``/``load_pt2``.
+
+Archive format, version 1
+=========================
+
+An archive is a ZIP file (PKWARE APPNOTE; ZIP64 where sizes need it).  The
+key words MUST, SHOULD and MAY are used as in RFC 2119.
+
+Members (``<m>`` is a model name matching ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``):
+
+=====================================  ===========================================================
+``format``                             the 26 ASCII bytes ``tensorplay_export.archive\\n``
+``version``                            the format version in ASCII decimal plus ``\\n`` (``1\\n``)
+``archive.json``                       the index (below)
+``models/<m>/program.json``            the program document of model ``<m>``
+``models/<m>/weights/<i>.npy``         array ``i`` of the document's ``weights`` table
+``models/<m>/constants/<i>.npy``       array ``i`` of the document's ``constants`` table
+``models/<m>/sample_inputs.npz``       array leaves of the example inputs, keys ``"0"``, ``"1"``, ...
+``extra/<name>``                       user ``extra_files`` (raw bytes; str values stored as UTF-8)
+``tp_files/<name>``                    stored runner artifacts (raw bytes; never executed)
+``executorch/<name>``                  ``executorch_files`` (raw bytes)
+=====================================  ===========================================================
+
+``<i>`` is a decimal index without leading zeros (0-based).  ``<name>`` is a
+relative POSIX path without empty, ``.`` or ``..`` segments.  No other member
+MAY be present, and no member name MAY occur twice.
+
+Writers MUST store every member uncompressed (``ZIP_STORED``), in sorted
+(code point) order of names, with timestamp 1980-01-01 00:00:00, and MUST
+start each member's data at a file offset that is a multiple of 64 (padding
+the local header's extra field with an extra block of id ``0xD935``).  Together
+with numpy's 64-byte ``.npy`` header alignment this makes every array's data
+64-byte aligned, so a reader MAY memory-map arrays of an archive opened by
+path.  ``.npy`` members are numpy format 1.0 (2.0 for huge headers), C order,
+non-object, non-structured dtypes.  ``.npz`` members are ZIP files of
+``<key>.npy`` members written by the same rules.  The same programs and files
+therefore always give the same bytes.
+
+JSON members are UTF-8, objects with sorted keys, separators ``,`` and ``:``,
+no NaN/Infinity literals (floats are stored as ``float.hex`` strings), no
+duplicate keys, nesting at most 200 deep.  ``archive.json`` has exactly the
+keys ``models`` (sorted list of model names), ``opset_version`` (name -> int),
+``pickle_protocol`` (int 0..5; recorded only, nothing is pickled),
+``extra_files`` (name -> ``"str"`` | ``"bytes"``), ``tp_files`` and
+``executorch_files`` (sorted name lists).  A program document has exactly the
+keys ``format`` (``"tensorplay_export.program"``), ``schema_version`` (1),
+``opset_version``, ``pickle_protocol``, ``graph`` (``{"nodes": [...]}``, each
+node ``{op, name, target, args, kwargs, meta}`` in execution order),
+``signature`` (``{inputs, outputs}`` specs), ``range_constraints``
+(``[[symbol, lower, upper | null], ...]`` sorted by symbol name),
+``equality_constraints``, ``module_call_graph``, ``dynamic_shapes``,
+``example_inputs`` (``{spec, leaves}`` or null), ``weights`` and ``constants``
+(tables of ``{fqn, role, dtype, shape}``).  Values inside nodes use the tagged
+encoding of :mod:`tensorplay_export.serde.values`; size expressions use the
+operator trees of :mod:`tensorplay_export.serde.exprs` (never text to parse).
+
+Readers MUST refuse (with :class:`~tensorplay_export.errors.ArchiveError`,
+naming the member) a missing or wrong ``format``, a ``version`` above the
+one they implement, unknown or duplicate members, unsafe names, compressed
+``.npy`` members, declared sizes above their limits (before reading), object
+dtypes, arrays whose header disagrees with their table entry or member size,
+ops not in their op registry, and pytree types not registered by name.
+Readers MUST NOT unpickle, ``eval`` or import anything named by the archive.
+
+Format changelog: 1 (2026-11-29) first version.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import ArchiveError
+from .jsonio import dumps, expect, fail, get_dict, get_list, loads
+from .npyio import npz_bytes, read_npy, read_npz
+from .program_json import (WeightType, check_pickle_protocol, normalize_opset, serialize_program)
+from .program_load import build_program, check_opset, parse_document
+from .zipio import ZipReader, check_member_name, write_atomic, write_zip
+
+__all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType",
+           "FORMAT_MARKER", "FORMAT_VERSION"]
+
+FORMAT_MARKER = b"tensorplay_export.archive\n"
+FORMAT_VERSION = 1  # see the changelog in the module docstring
+DEFAULT_MODEL = "model"
+MAX_EXTRA_BYTES = 1 << 31  # one extra/tp/executorch file, read into memory
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_INDEX_KEYS = {"models", "opset_version", "pickle_protocol", "extra_files", "tp_files", "executorch_files"}
+
+
+@dataclass
+class PT2ArchiveContents:
+    """What :func:`load_pt2` returns.
+
+    Attributes:
+        exported_programs: model name -> ExportedProgram.
+        tp_runners: model name -> thread-safe callable (see :class:`Runner`).
+        extra_files: name -> str (saved as str) or bytes.
+        tp_files: name -> bytes of the stored runner artifacts (never executed).
+        executorch_files: name -> bytes.
+    """
+
+    exported_programs: dict[str, Any] = field(default_factory=dict)
+    tp_runners: dict[str, Any] = field(default_factory=dict)
+    extra_files: dict[str, Any] = field(default_factory=dict)
+    tp_files: dict[str, bytes] = field(default_factory=dict)
+    executorch_files: dict[str, bytes] = field(default_factory=dict)
+
+
+class Runner:
+    """Runs one loaded program from many threads: ``runner(*args, **kwargs)`` == ``ep.module()(...)``.
+
+    Holds ``num_runners`` independent module views of the program (state arrays
+    shared, not copied); a call borrows one, so up to ``num_runners`` calls run
+    at once and the rest wait.  With ``run_single_threaded=True`` calls run one
+    at a time.
+    """
+
+    def __init__(self, program: Any, num_runners: int = 1, run_single_threaded: bool = False) -> None:
+        from ..program import ExportedModule
+
+        self.program = program
+        self.num_runners = num_runners
+        self.run_single_threaded = run_single_threaded
+        self._pool: queue.Queue = queue.Queue()
+        for _ in range(num_runners):
+            self._pool.put(ExportedModule(program))
+        self._lock = threading.Lock() if run_single_threaded else None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = self._pool.get()
+        try:
+            if self._lock is not None:
+                with self._lock:
+                    return module(*args, **kwargs)
+            return module(*args, **kwargs)
+        finally:
+            self._pool.put(module)
+
+    def __repr__(self) -> str:
+        return f"Runner(num_runners={self.num_runners}, run_single_threaded={self.run_single_threaded})"
+
+
+# ----------------------------------------------------------------------------- writing
+
+def _check_model_name(name: Any) -> str:
+    if not isinstance(name, str) or not _MODEL_NAME.match(name):
+        raise ValueError(f"model name {name!r} must match {_MODEL_NAME.pattern}")
+    return name
+
+
+def _file_bytes(name: str, value: Any, what: str) -> tuple[bytes, str]:
+    if isinstance(value, str):
+        return value.encode("utf-8"), "str"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value), "bytes"
+    raise TypeError(f"{what}[{name!r}] must be str or bytes, got {type(value).__name__}")
+
+
+def _named_files(files: Any, what: str) -> dict[str, bytes]:
+    """tp_files: name -> bytes | path, or a list of paths (stored under their base names)."""
+    if files is None:
+        return {}
+    if isinstance(files, (list, tuple)):
+        files = {os.path.basename(os.fspath(p)): p for p in files}
+    if not isinstance(files, Mapping):
+        raise TypeError(f"{what} must be a mapping of name -> bytes/path or a list of paths")
+    out = {}
+    for name, value in files.items():
+        _check_file_name(name, what)
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            out[name] = bytes(value)
+        elif isinstance(value, (str, os.PathLike)):
+            with open(value, "rb") as fh:
+                out[name] = fh.read()
+        else:
+            raise TypeError(f"{what}[{name!r}] must be bytes or a file path, got {type(value).__name__}")
+    return out
+
+
+def _check_file_name(name: Any, what: str) -> str:
+    try:
+        return check_member_name(name, what)
+    except ArchiveError as err:
+        raise ValueError(f"{what} name {name!r} is not a safe relative path: {err}") from None
+
+
+def _program_members(name: str, ep: Any, opset: dict, protocol: int) -> dict[str, Any]:
+    art = serialize_program(ep, opset_version=opset, pickle_protocol=protocol)
+    base = f"models/{name}"
+    members: dict[str, Any] = {f"{base}/program.json": art.exported_program}
+    doc = loads(art.exported_program, f"{base}/program.json")
+    for table, source in (("weights", art.state_dict), ("constants", art.constants)):
+        for i, entry in enumerate(doc[table]):
+            members[f"{base}/{table}/{i}.npy"] = np.asarray(source[entry["fqn"]])
+    if doc["example_inputs"] is not None:
+        members[f"{base}/sample_inputs.npz"] = npz_bytes(art.example_inputs)
+    return members
+
+
+def package_pt2(f: Any, *, exported_programs: Any = None, tp_files: Any = None,
+                extra_files: dict[str, Any] | None = None, opset_version: dict[str, int] | None = None,
+                pickle_protocol: int = 4, executorch_files: dict[str, bytes] | None = None) -> Any:
+    """Write programs and files into one archive (format in the module docstring).
+
+    Args:
+        f: a path (written atomically: temp file in the same folder, then
+            ``os.replace``; nothing is left behind on failure) or a writable
+            binary file object.
+        exported_programs: an ExportedProgram (stored as ``"model"``) or
+            ``{name: ExportedProgram}``.
+        tp_files: runner artifacts, ``{name: bytes | path}`` or a list of paths;
+            stored as bytes, never executed.
+        extra_files: ``{name: str | bytes}``.
+        opset_version: ``{name: int}`` recorded per program.
+        pickle_protocol: validated (0..5) and recorded; nothing is pickled.
+        executorch_files: ``{name: bytes}``.
+    Returns:
+        ``f``.
+    Raises:
+        ArchiveError: a program holds something the format cannot store.
+        ValueError/TypeError: bad names, versions or file values.
+    """
+    opset = normalize_opset(opset_version)
+    protocol = check_pickle_protocol(pickle_protocol)
+    if exported_programs is None:
+        programs: dict[str, Any] = {}
+    elif isinstance(exported_programs, Mapping):
+        programs = dict(exported_programs)
+    else:
+        programs = {DEFAULT_MODEL: exported_programs}
+    members: dict[str, Any] = {"format": FORMAT_MARKER, "version": f"{FORMAT_VERSION}\n".encode("ascii")}
+    for name in sorted(programs):
+        members.update(_program_members(_check_model_name(name), programs[name], opset, protocol))
+    kinds = {}
+    for name, value in (extra_files or {}).items():
+        _check_file_name(name, "extra_files")
+        members[f"extra/{name}"], kinds[name] = _file_bytes(name, value, "extra_files")
+    tp = _named_files(tp_files, "tp_files")
+    members.update({f"tp_files/{n}": b for n, b in tp.items()})
+    et = {}
+    for name, value in (executorch_files or {}).items():
+        _check_file_name(name, "executorch_files")
+        et[name], _ = _file_bytes(name, value, "executorch_files")
+    members.update({f"executorch/{n}": b for n, b in et.items()})
+    members["archive.json"] = dumps({
+        "models": sorted(programs), "opset_version": opset, "pickle_protocol": protocol,
+        "extra_files": kinds, "tp_files": sorted(tp), "executorch_files": sorted(et)})
+    write_atomic(f, lambda fh: write_zip(fh, members))
+    return f
+
+
+def save(ep: Any, f: Any, *, extra_files: dict[str, Any] | None = None,
+         opset_version: dict[str, int] | None = None, pickle_protocol: int = 4) -> None:
+    """Save one ExportedProgram (as model ``"model"``) to a path or writable binary file.
+
+    Same program and arguments -> byte-identical archive.  See :func:`package_pt2`.
+    """
+    if isinstance(ep, Mapping) or ep is None:
+        raise TypeError("save() takes one ExportedProgram; use package_pt2 for several")
+    package_pt2(f, exported_programs=ep, extra_files=extra_files, opset_version=opset_version,
+                pickle_protocol=pickle_protocol)
+
+
+# ----------------------------------------------------------------------------- reading
+
+def _read_index(zr: ZipReader) -> dict:
+    marker = zr.read("format", 64) if "format" in zr else None
+    if marker != FORMAT_MARKER:
+        fail("format", "missing or wrong format marker: not a tensorplay_export archive")
+    raw = zr.read("version", 32)
+    if not re.fullmatch(rb"[0-9]{1,9}\n", raw):
+        fail("version", f"malformed format version {raw[:32]!r}")
+    version = int(raw)
+    if version > FORMAT_VERSION:
+        fail("version", f"archive format version {version} is newer than this tensorplay_export "
+                        f"supports ({FORMAT_VERSION}); upgrade to load it")
+    if version < 1:
+        fail("version", f"invalid format version {version}")
+    index = get_dict(loads(zr.read("archive.json", 1 << 24), "archive.json"), "archive.json",
+                     "archive index", _INDEX_KEYS)
+    models = get_list(index["models"], "archive.json", "models")
+    for name in models:
+        if not isinstance(name, str) or not _MODEL_NAME.match(name):
+            fail("archive.json", f"invalid model name {name!r:.80}")
+    expect(len(set(models)) == len(models), "archive.json", "a model is listed twice")
+    if not isinstance(index["extra_files"], dict) or any(v not in ("str", "bytes") for v in index["extra_files"].values()):
+        fail("archive.json", "extra_files must map names to \"str\" or \"bytes\"")
+    for key in ("tp_files", "executorch_files"):
+        names = get_list(index[key], "archive.json", key)
+        expect(all(isinstance(n, str) for n in names) and len(set(names)) == len(names),
+               "archive.json", f"{key} must be a list of distinct names")
+    for name in list(index["extra_files"]) + index["tp_files"] + index["executorch_files"]:
+        check_member_name(name, "archive.json")
+    return index
+
+
+def _check_members(zr: ZipReader, index: dict) -> None:
+    """Refuse any member the index does not account for (model folders are checked per model)."""
+    allowed = {"format", "version", "archive.json"}
+    allowed |= {f"extra/{n}" for n in index["extra_files"]}
+    allowed |= {f"tp_files/{n}" for n in index["tp_files"]}
+    allowed |= {f"executorch/{n}" for n in index["executorch_files"]}
+    models = set(index["models"])
+    for name in zr.names:
+        if name in allowed:
+            continue
+        parts = name.split("/")
+        if len(parts) >= 3 and parts[0] == "models" and parts[1] in models:
+            continue
+        fail(name, "unexpected member (not listed in archive.json)")
+    for name in allowed:
+        if name not in zr:
+            fail(name, "listed in archive.json but missing from the archive")
+
+
+def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool) -> Any:
+    base = f"models/{name}"
+    member = f"{base}/program.json"
+    from .jsonio import MAX_JSON_BYTES
+
+    doc = parse_document(zr.read(member, MAX_JSON_BYTES), member)
+    check_opset(doc["opset_version"], expected_opset, member)
+    counts = {t: len(doc[t]) if isinstance(doc[t], list) else 0 for t in ("weights", "constants")}
+    expected = {member} | {f"{base}/{t}/{i}.npy" for t, n in counts.items() for i in range(n)}
+    has_samples = doc["example_inputs"] is not None
+    if has_samples:
+        expected.add(f"{base}/sample_inputs.npz")
+    for m in zr.names:
+        if m.startswith(base + "/") and m not in expected:
+            fail(m, "unexpected member in the model folder")
+
+    def fetch(table: str, index: int, entry: dict) -> np.ndarray:
+        array_member = f"{base}/{table}/{index}.npy"
+        if array_member not in zr:
+            fail(array_member, f"missing ({table} entry {entry['fqn']!r})")
+        if zr.info(array_member).compress_type != 0:
+            fail(array_member, "array members must be stored uncompressed")
+        array = read_npy(zr, array_member, mmap=mmap)
+        if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
+            fail(array_member, f"holds {array.dtype.str} {tuple(array.shape)}, but {table} entry "
+                               f"{entry['fqn']!r} declares {entry['dtype'].str} {entry['shape']}")
+        return array
+
+    samples = (lambda: read_npz(zr, f"{base}/sample_inputs.npz")) if has_samples else None
+    return build_program(doc, member, fetch, samples)
+
+
+def _open(f: Any) -> ZipReader:
+    if isinstance(f, (str, os.PathLike)) and not os.path.exists(f):
+        raise FileNotFoundError(f"no archive at {os.fspath(f)!r}")
+    return ZipReader(f)
+
+
+def load_pt2(f: Any, *, expected_opset_version: dict[str, int] | None = None, run_single_threaded: bool = False,
+             num_runners: int = 1, device_index: int = -1, load_weights_from_disk: bool = False) -> PT2ArchiveContents:
+    """Load every program and file of an archive written by :func:`package_pt2`.
+
+    Args:
+        f: a path or a readable binary file object.
+        expected_opset_version: ``{name: int}``; a recorded version that differs
+            raises ArchiveError naming both.
+        run_single_threaded: runners execute one call at a time.
+        num_runners: module views per runner (calls that may run concurrently), >= 1.
+        device_index: must be -1 (CPU); anything else raises ArchiveError.
+        load_weights_from_disk: memory-map arrays (copy-on-write) when ``f`` is a
+            path; from a file object they are read.
+    Raises:
+        ArchiveError: anything wrong in the archive (names the member).
+        FileNotFoundError: no file at the path.
+    """
+    if isinstance(device_index, bool) or not isinstance(device_index, int) or device_index != -1:
+        raise ArchiveError(f"device_index={device_index!r}: only CPU is supported (use device_index=-1)")
+    if isinstance(num_runners, bool) or not isinstance(num_runners, int) or num_runners < 1:
+        raise ValueError(f"num_runners must be an int >= 1, got {num_runners!r}")
+    with _open(f) as zr:
+        index = _read_index(zr)
+        _check_members(zr, index)
+        out = PT2ArchiveContents()
+        mmap = bool(load_weights_from_disk) and zr.path is not None
+        for name in index["models"]:
+            ep = _load_model(zr, name, expected_opset_version, mmap)
+            out.exported_programs[name] = ep
+            out.tp_runners[name] = Runner(ep, num_runners, bool(run_single_threaded))
+        for name, kind in index["extra_files"].items():
+            data = zr.read(f"extra/{name}", MAX_EXTRA_BYTES)
+            out.extra_files[name] = _decode_text(data, f"extra/{name}") if kind == "str" else data
+        out.tp_files = {n: zr.read(f"tp_files/{n}", MAX_EXTRA_BYTES) for n in index["tp_files"]}
+        out.executorch_files = {n: zr.read(f"executorch/{n}", MAX_EXTRA_BYTES) for n in index["executorch_files"]}
+    return out
+
+
+def _decode_text(data: bytes, member: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        fail(member, "declared as text but is not UTF-8")
+
+
+def load(f: Any, *, extra_files: dict[str, Any] | None = None,
+         expected_opset_version: dict[str, int] | None = None) -> Any:
+    """Load the ExportedProgram saved by :func:`save`.
+
+    Args:
+        f: a path or a readable binary file object.
+        extra_files: a dict whose keys name extra files to read; their values
+            are replaced in place with the stored contents (str or bytes).
+        expected_opset_version: ``{name: int}`` that must match the recorded versions.
+    Returns:
+        the ExportedProgram (model ``"model"``, or the archive's only model).
+    Raises:
+        ArchiveError: anything wrong in the archive, a requested extra file that
+            is missing, or several models and none named ``"model"``.
+    """
+    with _open(f) as zr:
+        index = _read_index(zr)
+        _check_members(zr, index)
+        models = index["models"]
+        if DEFAULT_MODEL in models:
+            name = DEFAULT_MODEL
+        elif len(models) == 1:
+            name = models[0]
+        else:
+            fail("archive.json", f"the archive holds {len(models)} models {models}, none named "
+                                 f"{DEFAULT_MODEL!r}; use load_pt2")
+        ep = _load_model(zr, name, expected_opset_version, mmap=False)
+        if extra_files is not None:
+            for key in list(extra_files):
+                kind = index["extra_files"].get(key)
+                if kind is None:
+                    fail(f"extra/{key}", "requested extra file is not in the archive")
+                data = zr.read(f"extra/{key}", MAX_EXTRA_BYTES)
+                extra_files[key] = _decode_text(data, f"extra/{key}") if kind == "str" else data
+    return ep
+
+
+def serialize_to_members(ep: Any, name: str = DEFAULT_MODEL) -> dict[str, Any]:
+    """The archive members of one model (for tools and tests)."""
+    return _program_members(_check_model_name(name), ep, normalize_opset(None), 4)
+

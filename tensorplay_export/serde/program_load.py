@@ -1,0 +1,433 @@
+"""Rebuilding an ExportedProgram from its JSON document and arrays, trusting nothing.
+
+Order of checks: the document's exact key set, format marker, schema version
+(newer -> error), opset versions (against ``expected_opset_version``),
+``pickle_protocol``; then the graph node by node (opcode, unique identifier
+name, op resolved by registry name, references only to earlier nodes, dict
+keys of plain types), ``Graph.lint()``; then signature, ranges, constraints,
+module call graph, specs; finally each array against its table entry and its
+placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
+``member`` (the JSON member, or the array member it came from).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import sympy
+
+from ..errors import ArchiveError, UnsupportedOpError
+from ..graph import OPCODES, Graph, Node
+from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
+from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
+                           WeightType, check_pickle_protocol)
+from .values import Decoder, decode_dtype, decode_range
+from .exprs import decode_expr
+
+MAX_NODES = 1_000_000
+_DICT_KEY_TYPES = (str, int, float, bool, type(None))
+
+# fetch(table, index, entry) -> ndarray: how the caller supplies arrays (from a zip or a dict)
+ArrayFetch = Callable[[str, int, dict], np.ndarray]
+
+
+def parse_document(data: bytes, member: str) -> dict:
+    """Parse and check the top level of a program document (keys, marker, schema, protocol)."""
+    doc = get_dict(loads(data, member), member, "program document", _TOP_KEYS)
+    expect(doc["format"] == FORMAT, member, f"format marker is {doc['format']!r:.60}, expected {FORMAT!r}")
+    version = get_int(doc["schema_version"], member, "schema_version", 1)
+    if version > SCHEMA_VERSION:
+        fail(member, f"written by a newer tensorplay_export (program schema {version}; this version "
+                     f"reads up to {SCHEMA_VERSION}); upgrade to load it")
+    opset = doc["opset_version"]
+    if not isinstance(opset, dict) or any(type(v) is not int or v < 0 for v in opset.values()):
+        fail(member, f"opset_version must map names to non-negative integers, got {opset!r:.100}")
+    try:
+        check_pickle_protocol(doc["pickle_protocol"])
+    except ValueError as err:
+        fail(member, str(err))
+    return doc
+
+
+def check_opset(stored: dict, expected: Any, member: str) -> None:
+    """Fail naming both versions when ``expected`` (name -> int) disagrees with ``stored``."""
+    if expected is None:
+        return
+    if not isinstance(expected, dict):
+        raise TypeError(f"expected_opset_version must be a dict[str, int], got {type(expected).__name__}")
+    wrong = {k: v for k, v in expected.items() if stored.get(k) != v}
+    if wrong:
+        fail(member, f"opset version mismatch: the archive was written with opset_version={stored}, "
+                     f"but expected_opset_version={dict(expected)} "
+                     f"(differs for {sorted(wrong)})")
+
+
+def build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Callable[[], dict] | None,
+                  *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None) -> Any:
+    """The ExportedProgram of a parsed document.
+
+    Args:
+        doc: output of :func:`parse_document`.
+        member: JSON member name for errors.
+        fetch: supplies the array of table entry ``index`` (``table`` is
+            ``"weights"`` or ``"constants"``).
+        example_arrays: returns ``"<i>" -> array`` of the example inputs (None: none stored).
+        state_dict / constants: fqn -> array overrides (``deserialize(..., state_dict=...)``).
+        example_inputs: override of the example inputs (``{"args", "kwargs"}`` or ``(args, kwargs)``).
+    """
+    from ..codegen import GraphModule
+    from ..program import ExportedProgram
+
+    weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
+    consts_tab = _table(doc["constants"], member, "constants", {"constant", "graph_constant"})
+    graph_arrays: dict[str, np.ndarray] = {}
+    for i, entry in enumerate(consts_tab):
+        if entry["role"] == "graph_constant":
+            graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
+    graph = _build_graph(doc["graph"], member, graph_arrays)
+    sig = _signature(doc["signature"], member)
+    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    state: dict[str, np.ndarray] = {}
+    lifted: dict[str, np.ndarray] = {}
+    for table, tab, overrides, out in (("weights", weights_tab, state_dict, state),
+                                       ("constants", consts_tab, constants, lifted)):
+        for i, entry in enumerate(tab):
+            if entry["role"] == "graph_constant":
+                continue
+            array = _array(entry, i, table, fetch, overrides, member)
+            _check_against_placeholder(entry, array, sig, placeholders, member)
+            out[entry["fqn"]] = array
+    kwargs = dict(
+        example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs),
+        dynamic_shapes=_dynamic_shapes(doc["dynamic_shapes"], member),
+        module_call_graph=_call_graph(doc["module_call_graph"], member),
+        range_constraints=_ranges(doc["range_constraints"], member),
+        equality_constraints=_equalities(doc["equality_constraints"], member),
+    )
+    try:
+        gm = GraphModule(graph)
+    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError) as err:
+        fail(member, f"cannot build the graph module: {str(err)[:300]}")
+    try:
+        return ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
+    except (ValueError, TypeError, KeyError) as err:
+        if isinstance(err, ArchiveError):
+            raise
+        fail(member, f"inconsistent program: {err}")
+
+
+# -- graph ----------------------------------------------------------------------------
+
+def _resolve_target(target: str, member: str, node: str) -> None:
+    from .. import runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
+    from ..ops.registry import get_op
+
+    try:
+        get_op(target)
+    except UnsupportedOpError:
+        fail(member, f"node {node!r} calls unknown op {target!r:.100}: it is not in the op registry")
+
+
+def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
+    get_dict(data, member, "graph", {"nodes"})
+    nodes = get_list(data["nodes"], member, "graph.nodes")
+    expect(len(nodes) <= MAX_NODES, member, f"graph has more than {MAX_NODES} nodes")
+    graph = Graph()
+    by_name: dict[str, Node] = {}
+
+    def resolve(name: str) -> Node:
+        if name not in by_name:
+            fail(member, f"reference to node {name!r:.80}, which is not defined earlier in the graph")
+        return by_name[name]
+
+    dec = Decoder(member, resolve, arrays)
+    for raw in nodes:
+        get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
+        op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
+        target = get_str(raw["target"], member, f"target of node {name!r}", 256)
+        expect(op in OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
+        if op == "call_function":
+            _resolve_target(target, member, name)
+        args = get_list(raw["args"], member, f"args of node {name!r}")
+        kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
+        if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
+            fail(member, f"kwargs of node {name!r} must be [name, value] pairs")
+        expect(len({k for k, _ in kwargs_raw}) == len(kwargs_raw), member, f"node {name!r} repeats a kwarg")
+        if not isinstance(raw["meta"], dict):
+            fail(member, f"meta of node {name!r} must be an object")
+        arg_values = tuple(dec.value(a) for a in args)
+        kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
+        _check_dict_keys((arg_values, kwarg_values), member, name)
+        meta = {k: dec.value(v) for k, v in raw["meta"].items()}
+        try:
+            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
+        except (ValueError, TypeError) as err:
+            fail(member, f"cannot create node {name!r}: {err}")
+        if node.name != name:
+            fail(member, f"node name {name!r:.80} is not a fresh Python identifier (duplicate or reserved)")
+        by_name[name] = node
+    try:
+        graph.lint()
+    except RuntimeError as err:
+        fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
+    return graph
+
+
+def _check_dict_keys(value: Any, member: str, node: str) -> None:
+    """Dict keys in node arguments must be plain str/int/float/bool/None (codegen prints them)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            bad = [k for k in v if type(k) not in _DICT_KEY_TYPES]
+            if bad:
+                fail(member, f"node {node!r} has a dict key of type {type(bad[0]).__name__}; "
+                             "only str/int/float/bool/None keys are allowed")
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+
+
+# -- records ----------------------------------------------------------------------------
+
+def _argument(data: Any, member: str) -> Any:
+    from .. import signature as S
+
+    if not isinstance(data, dict) or data.get("k") not in _ARG_KINDS:
+        fail(member, f"malformed argument record {data!r:.100}")
+    kind = data["k"]
+    if kind == "ConstantArgument":
+        get_dict(data, member, kind, {"k", "name", "value"})
+        value = Decoder(member).value(data["value"])
+        if not isinstance(value, (int, float, bool, str, type(None))):
+            fail(member, f"ConstantArgument value must be int/float/bool/str/None, got {type(value).__name__}")
+        return S.ConstantArgument(get_str(data["name"], member, "argument name"), value)
+    if kind == "CustomObjArgument":
+        get_dict(data, member, kind, {"k", "name", "class_fqn"})
+        return S.CustomObjArgument(get_str(data["name"], member, "argument name"),
+                                   get_str(data["class_fqn"], member, "class_fqn"))
+    get_dict(data, member, kind, {"k", "name"})
+    return getattr(S, kind)(get_str(data["name"], member, "argument name"))
+
+
+def _enum(cls: Any, name: Any, member: str, what: str) -> Any:
+    if not isinstance(name, str) or name not in cls.__members__:
+        fail(member, f"unknown {what} {name!r:.60} (expected one of {sorted(cls.__members__)})")
+    return cls[name]
+
+
+def _signature(data: Any, member: str) -> Any:
+    from .. import signature as S
+
+    get_dict(data, member, "signature", {"inputs", "outputs"})
+    inputs, outputs = [], []
+    for raw in get_list(data["inputs"], member, "signature.inputs"):
+        get_dict(raw, member, "input spec", {"kind", "arg", "target", "persistent"})
+        kind = _enum(S.InputKind, raw["kind"], member, "input kind")
+        target = raw["target"]
+        expect(target is None or isinstance(target, str), member, "input spec target must be a string or null")
+        expect(raw["persistent"] in (None, True, False), member, "input spec persistent must be a bool or null")
+        if kind == S.InputKind.CUSTOM_OBJ:
+            fail(member, f"custom object input {target!r} cannot be loaded: archives hold arrays only")
+        try:
+            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member), target, raw["persistent"]))
+        except ValueError as err:
+            fail(member, f"bad input spec: {err}")
+    for raw in get_list(data["outputs"], member, "signature.outputs"):
+        get_dict(raw, member, "output spec", {"kind", "arg", "target"})
+        kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
+        expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
+        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member), raw["target"]))
+    return S.ExportGraphSignature(inputs, outputs)
+
+
+def _ranges(data: Any, member: str) -> dict:
+    out: dict = {}
+    for item in get_list(data, member, "range_constraints"):
+        if not isinstance(item, list) or len(item) != 3:
+            fail(member, f"range constraint must be [symbol, lower, upper], got {item!r:.80}")
+        sym = decode_expr(item[0], member)
+        if not isinstance(sym, sympy.Symbol):
+            fail(member, f"range constraint key must be a symbol, got {sym}")
+        if sym in out:
+            fail(member, f"symbol {sym.name!r} has two range constraints")
+        out[sym] = decode_range(item[1], item[2], member)
+    return out
+
+
+def _equalities(data: Any, member: str) -> list:
+    from ..dynamic_shapes import EqualityConstraint
+
+    out = []
+    for raw in get_list(data, member, "equality_constraints"):
+        get_dict(raw, member, "equality constraint", {"sites", "name"})
+        sites = get_list(raw["sites"], member, "equality constraint sites")
+        if any(not isinstance(s, list) or len(s) != 2 or not isinstance(s[0], str) or type(s[1]) is not int
+               for s in sites):
+            fail(member, "equality constraint sites must be [input name, axis] pairs")
+        expect(raw["name"] is None or isinstance(raw["name"], str), member, "equality constraint name must be a string")
+        out.append(EqualityConstraint(tuple((p, a) for p, a in sites), raw["name"]))
+    return out
+
+
+def _treespec(data: Any, member: str) -> Any:
+    from ..pytree import treespec_from_json
+
+    if data is None:
+        return None
+    try:
+        return treespec_from_json(data)
+    except ArchiveError as err:
+        fail(member, str(err))
+    except (TypeError, ValueError, AttributeError, KeyError) as err:
+        fail(member, f"malformed treespec: {err}")
+
+
+def _call_graph(data: Any, member: str) -> list:
+    from ..signature import ModuleCallEntry, ModuleCallSignature
+
+    out = []
+    for raw in get_list(data, member, "module_call_graph"):
+        get_dict(raw, member, "module call entry", {"fqn", "signature"})
+        fqn = get_str(raw["fqn"], member, "module fqn")
+        sig = raw["signature"]
+        if sig is not None:
+            get_dict(sig, member, "module call signature",
+                     {"inputs", "outputs", "in_spec", "out_spec", "forward_arg_names"})
+            names = sig["forward_arg_names"]
+            if names is not None and (not isinstance(names, list) or any(not isinstance(n, str) for n in names)):
+                fail(member, "forward_arg_names must be a list of strings")
+            sig = ModuleCallSignature(
+                [_argument(a, member) for a in get_list(sig["inputs"], member, "module call inputs")],
+                [_argument(a, member) for a in get_list(sig["outputs"], member, "module call outputs")],
+                _treespec(sig["in_spec"], member), _treespec(sig["out_spec"], member), names)
+        out.append(ModuleCallEntry(fqn, sig))
+    return out
+
+
+def _dynamic_shapes(data: Any, member: str) -> Any:
+    if isinstance(data, dict) and set(data) == {"v"}:
+        return Decoder(member).value(data["v"])
+    if isinstance(data, dict) and set(data) == {"unstored"} and isinstance(data["unstored"], str):
+        return None
+    fail(member, f"malformed dynamic_shapes record {data!r:.80}")
+
+
+def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, override: Any) -> Any:
+    from ..pytree import tree_unflatten
+
+    if override is not None and not _is_sample_dict(override):
+        if isinstance(override, tuple) and len(override) == 2:
+            return {"args": tuple(override[0]), "kwargs": dict(override[1])}
+        return override
+    if data is None:
+        return None
+    get_dict(data, member, "example_inputs", {"spec", "leaves"})
+    spec = _treespec(data["spec"], member)
+    samples = override if override is not None else (arrays() if arrays is not None else {})
+    dec = Decoder(member)
+    leaves = []
+    for raw in get_list(data["leaves"], member, "example_inputs.leaves"):
+        if isinstance(raw, dict) and raw.get("k") == "sample":
+            key = raw.get("v")
+            if set(raw) != {"k", "v"} or not isinstance(key, str) or key not in samples:
+                fail(member, f"example input refers to a missing sample array {key!r:.40}")
+            leaves.append(samples[key])
+        else:
+            leaves.append(dec.value(raw))
+    try:
+        args, kwargs = tree_unflatten(leaves, spec)
+    except (ValueError, TypeError, IndexError, StopIteration) as err:
+        fail(member, f"example inputs do not match their treespec: {err}")
+    if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+        fail(member, "example inputs must be an (args tuple, kwargs dict) pair")
+    return {"args": args, "kwargs": kwargs}
+
+
+def _is_sample_dict(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and k.isdigit() for k in value)
+
+
+# -- arrays -------------------------------------------------------------------------------
+
+def _table(data: Any, member: str, what: str, roles: set[str]) -> list[dict]:
+    out = []
+    seen: set[str] = set()
+    for raw in get_list(data, member, what):
+        get_dict(raw, member, f"{what} entry", {"fqn", "role", "dtype", "shape"})
+        fqn = get_str(raw["fqn"], member, f"{what} fqn", 1024)
+        expect(fqn not in seen, member, f"{what} lists {fqn!r} twice")
+        seen.add(fqn)
+        expect(raw["role"] in roles, member, f"{what} entry {fqn!r} has role {raw['role']!r:.40}, "
+                                             f"expected one of {sorted(roles)}")
+        shape = get_list(raw["shape"], member, f"shape of {fqn!r}")
+        if len(shape) > 64 or any(type(n) is not int or n < 0 for n in shape):
+            fail(member, f"{what} entry {fqn!r} has an invalid shape {shape!r:.80}")
+        out.append({"fqn": fqn, "role": raw["role"], "dtype": decode_dtype(raw["dtype"], member),
+                    "shape": tuple(shape)})
+    return out
+
+
+def _array(entry: dict, index: int, table: str, fetch: ArrayFetch, overrides: Any, member: str) -> np.ndarray:
+    fqn = entry["fqn"]
+    if overrides is not None and fqn in overrides:
+        array, where = overrides[fqn], f"{table}[{fqn!r}]"
+    else:
+        array, where = fetch(table, index, entry), None
+    if not isinstance(array, np.ndarray):
+        fail(where or member, f"{fqn!r} must be a numpy array, got {type(array).__name__}")
+    if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
+        fail(where or member, f"{table} entry {fqn!r}: array has dtype {array.dtype.str} and shape "
+                              f"{tuple(array.shape)}, the program expects {entry['dtype'].str} {entry['shape']}")
+    return array
+
+
+def _check_against_placeholder(entry: dict, array: np.ndarray, sig: Any, placeholders: dict, member: str) -> None:
+    for spec in sig.input_specs:
+        if spec.target != entry["fqn"] or getattr(spec.arg, "name", None) not in placeholders:
+            continue
+        meta = placeholders[spec.arg.name].meta
+        shape, dtype = meta.get("shape"), meta.get("dtype")
+        if isinstance(shape, tuple) and all(type(d) is int for d in shape) and shape != tuple(array.shape):
+            fail(member, f"{entry['fqn']!r} has shape {tuple(array.shape)}, but its placeholder "
+                         f"{spec.arg.name!r} expects {shape}")
+        if isinstance(dtype, np.dtype) and dtype != array.dtype:
+            fail(member, f"{entry['fqn']!r} has dtype {array.dtype}, but its placeholder "
+                         f"{spec.arg.name!r} expects {dtype}")
+
+
+def deserialize_program(artifact: Any, state_dict: Any = None, constants: Any = None,
+                        example_inputs: Any = None, *, expected_opset_version: Any = None) -> Any:
+    """Rebuild an ExportedProgram from :func:`serialize_program` output.
+
+    Args:
+        artifact: a :class:`SerializedArtifact`, or the program JSON bytes alone
+            (then ``state_dict``/``constants`` must supply every array).
+        state_dict: fqn -> array overriding the artifact's parameters/buffers.
+        constants: fqn -> array overriding the artifact's constants.
+        example_inputs: ``{"args", "kwargs"}`` / ``(args, kwargs)`` to attach, or
+            ``"<i>" -> array`` sample leaves.
+        expected_opset_version: ``{name: int}`` that must match the recorded opsets.
+    Raises:
+        ArchiveError: anything malformed, unknown or inconsistent (names the part).
+    """
+    member = "exported_program"
+    if isinstance(artifact, SerializedArtifact):
+        data, arrays = artifact.exported_program, artifact
+    elif isinstance(artifact, (bytes, bytearray, memoryview, str)):
+        data = artifact.encode("utf-8") if isinstance(artifact, str) else bytes(artifact)
+        arrays = SerializedArtifact(data)
+    else:
+        raise TypeError(f"deserialize takes a SerializedArtifact or JSON bytes, got {type(artifact).__name__}")
+    doc = parse_document(data, member)
+    check_opset(doc["opset_version"], expected_opset_version, member)
+    sources = {"weights": arrays.state_dict, "constants": arrays.constants}
+
+    def fetch(table: str, index: int, entry: dict) -> np.ndarray:
+        source = sources[table]
+        if entry["fqn"] not in source:
+            fail(f"{table}[{entry['fqn']!r}]", "array missing from the artifact")
+        return source[entry["fqn"]]
+
+    return build_program(doc, member, fetch, lambda: dict(arrays.example_inputs), state_dict=state_dict,
+                         constants=constants, example_inputs=example_inputs)
