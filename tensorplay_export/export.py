@@ -213,6 +213,7 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
     calls = ModuleCalls(tuple(preserve_module_call_signature))
     token = CURRENT.set(tracer)
     hook_token = _CALL_HOOK.set(make_call_hook(tracer, state, calls)) if is_module else None
+    fn_hook_token = _set_functional_hook(tracer)
     patch_numpy()
     try:
         if is_module:
@@ -226,6 +227,8 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
         mutations = buffer_mutations(state) if state is not None else []
     finally:
         unpatch_numpy()
+        if fn_hook_token is not None:
+            fn_hook_token[0].reset(fn_hook_token[1])
         if hook_token is not None:
             _CALL_HOOK.reset(hook_token)
         CURRENT.reset(token)
@@ -259,6 +262,23 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
     check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
                  tracer.writes)
     return result
+
+
+def _set_functional_hook(tracer: Tracer) -> Any:
+    """Record each ``nn.functional`` composite called on traced values as one registry op."""
+    try:
+        from .nn._dispatch import _FUNCTIONAL_HOOK
+    except ImportError:
+        return None
+    from .ops.registry import has_op, get_op
+
+    def hook(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        traced = any(isinstance(v, (TracedArray, SymInt, SymFloat)) for v in pytree.tree_leaves((args, kwargs)))
+        if not traced or not has_op(name) or tracer.in_impl:
+            return fn(*args, **kwargs)
+        return tracer.call(get_op(name), tuple(args), dict(kwargs))
+
+    return (_FUNCTIONAL_HOOK, _FUNCTIONAL_HOOK.set(hook))
 
 
 def _state_count(input_kinds: list) -> int:

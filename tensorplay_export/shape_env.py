@@ -145,14 +145,28 @@ class ShapeEnv:
         """A data-dependent size ``u<n>`` in ``[0, upper]`` with the example's value as hint."""
         n = self._counters["unbacked"]
         self._counters["unbacked"] += 1
-        upper_int = None
-        if isinstance(upper, int) or (isinstance(upper, sympy.Basic) and upper.is_Integer):
-            upper_int = int(upper)
+        upper_int = self._upper_bound(upper) if upper is not None else None
         sym = self.create_symbol(f"u{n}", 0, upper_int, hint, "unbacked")
         if upper_int is None and upper is not None:
             self.solver.assume(sympy.Le(sym, upper))
         self.unbacked_source[sym] = (op, source)
         return sym
+
+    def _upper_bound(self, expr: Any) -> Optional[int]:
+        """Largest value of a size expression over the ranges (monotone products/sums of sizes), or None."""
+        expr = sympy.sympify(expr)
+        if expr.is_Integer:
+            return int(expr)
+        if not (expr.is_polynomial() and all(c >= 0 for c in expr.as_coefficients_dict().values())):
+            return None
+        top = {}
+        for s in expr.free_symbols:
+            hi = self.ranges.get(s, (None, None))[1]
+            if hi is None:
+                return None
+            top[s] = hi
+        value = expr.xreplace(top)
+        return int(value) if value.is_Integer else None
 
     def is_unbacked(self, sym: sympy.Symbol) -> bool:
         return self.kinds.get(sym) == "unbacked"
@@ -219,9 +233,6 @@ class ShapeEnv:
         record = GuardRecord(expr, kind, reason, source, op)
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")
-        elif verdict.counterexample:
-            record.notes.append("counterexample: " + ", ".join(
-                f"{k} = {v}" for k, v in verdict.counterexample.items()))
         syms = expr.free_symbols
         unbacked = [s for s in syms if self.kinds.get(s) == "unbacked"]
         if unbacked:
