@@ -486,8 +486,10 @@ class Module:
         for mod, store, name, current, arr in updates:
             if isinstance(current, np.ndarray) and current.flags.writeable:
                 current[...] = arr
-            else:
-                getattr(mod, store)[name] = np.array(arr, dtype=current.dtype)
+            else:  # read-only (e.g. memory-mapped) or not an ndarray: replace, keeping the kind
+                fresh = np.array(arr, dtype=current.dtype)
+                getattr(mod, store)[name] = Parameter(fresh, current.requires_grad) \
+                    if isinstance(current, Parameter) else fresh
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------ train/eval

@@ -279,3 +279,16 @@ def test_deepcopy_module():
     c = copy.deepcopy(m)
     assert isinstance(c.a.weight, Parameter) and not np.shares_memory(c.a.weight, m.a.weight)
     np.testing.assert_array_equal(c.a.weight, m.a.weight)
+
+
+def test_load_state_dict_into_read_only_arrays():
+    m = Leaf()
+    m.weight.flags.writeable = False
+    ro = np.zeros(3, np.float32)
+    ro.flags.writeable = False
+    m.count = np.zeros((), np.int64)
+    m._buffers["count"].flags.writeable = False
+    m.load_state_dict({"weight": np.eye(3), "bias": ro, "count": np.array(4)})
+    assert isinstance(m.weight, Parameter) and m.weight.dtype == np.float32
+    np.testing.assert_array_equal(m.weight, np.eye(3))
+    assert int(m.count) == 4 and m.count.dtype == np.int64 and type(m.count) is np.ndarray
