@@ -155,6 +155,69 @@ def _counterexample(api, expr: Any, dims: Mapping[str, DimInfo]):
         return _SolverFailure(f"{type(err).__name__}: {err}")
 
 
+def _holds(expr: Any, values: Mapping[str, int]) -> Optional[bool]:
+    """The guard's truth at concrete sizes; None if it does not evaluate to a boolean."""
+    env = {sym: sympy.Integer(values[sym.name]) for sym in expr.free_symbols if sym.name in values}
+    try:
+        result = expr.xreplace(env)
+    except Exception:  # noqa: BLE001 - an odd construct just keeps the solver's counterexample
+        return None
+    if result is sympy.true:
+        return True
+    if result is sympy.false:
+        return False
+    return None
+
+
+def _bisect_fail(holds, steps: int) -> int:
+    """Smallest ``i`` in ``(0, steps]`` with ``holds(i)`` False, given ``holds(0)`` and not ``holds(steps)``.
+
+    Only ever returns an index known to fail (the answer is a boundary when the
+    guard is monotone along the path, and still a failing point otherwise).
+    """
+    good, bad = 0, steps
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        verdict = holds(mid)
+        if verdict is None:
+            break
+        good, bad = (mid, bad) if verdict else (good, mid)
+    return bad
+
+
+def _nearest_counterexample(expr: Any, cex: dict, dims: Mapping[str, DimInfo]) -> dict:
+    """Move a counterexample toward the example sizes while the guard still fails.
+
+    A boundary value (``seq = 513`` for ``seq <= 512``) says more than a corner
+    (``seq = 1024``).  First all sizes move together along the segment from the
+    example sizes (where the guard holds) to the counterexample, then each size
+    alone; bisection always keeps a failing end, so the result is a verified
+    counterexample inside the declared ranges.
+    """
+    hints = {n: int(dims[n].hint) for n in cex if n in dims and dims[n].hint is not None}
+    best = dict(cex)
+    if len(hints) == len(cex) and _holds(expr, hints) is True and _holds(expr, best) is False:
+        steps = max(abs(best[n] - hints[n]) for n in best)
+        if steps > 1:
+            def along(i: int) -> dict:
+                return {n: hints[n] + (i * (cex[n] - hints[n])) // steps for n in cex}
+
+            best = along(_bisect_fail(lambda i: _holds(expr, along(i)), steps))
+    for name in sorted(best):
+        if name not in hints or hints[name] == best[name]:
+            continue
+        start, end = hints[name], best[name]
+        if _holds(expr, dict(best, **{name: start})) is not True:
+            continue
+        sign = 1 if end > start else -1
+
+        def moved(i: int, name=name, start=start, sign=sign) -> Optional[bool]:
+            return _holds(expr, dict(best, **{name: start + sign * i}))
+
+        best[name] = start + sign * _bisect_fail(moved, abs(end - start))
+    return best
+
+
 def _unfixable_entries(fs: Any) -> list[tuple[Any, dict, str]]:
     """``(guard, counterexample, reason)`` for each guard the solver could not fix."""
     out = []
@@ -203,6 +266,7 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     if not cex and unfixable:
         cex = unfixable[0]
     if cex:
+        cex = _nearest_counterexample(record.expr, cex, dims)
         lines.append(f"    counterexample: {_cex_text(cex)}")
     elif verdict is not None and verdict.status == "unknown":
         lines.append(f"    counterexample: none found, the solver could not decide this guard ({verdict.reason})")

@@ -446,3 +446,20 @@ def test_violation_case_spec_round_trip(case_name):
         a, kw = case.make_inputs(**sizes)
         assert _contract_admits(case.model, refined, a, kw) == bool(case.EXPECT["admits"](**sizes)), \
             (sizes, text, refined)
+
+
+def test_nearest_counterexample():
+    seq, dx, dy = sym("seq"), sym("dx"), sym("dy")
+    dims = {"seq": info("seq", 1, 1024, 16), "dx": info("dx", 1, 100, 8), "dy": info("dy", 1, 100, 8)}
+    assert violations._nearest_counterexample(seq <= 512, {"seq": 1024}, dims) == {"seq": 513}
+    assert violations._nearest_counterexample(sympy.Ne(seq, 512), {"seq": 512}, dims) == {"seq": 512}
+    # a counterexample that the example side does not bracket is kept as it is
+    guard = sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))
+    assert violations._nearest_counterexample(guard, {"dx": 2, "dy": 3}, dims) == {"dx": 2, "dy": 3}
+    # every result still refutes the guard
+    got = violations._nearest_counterexample(dx * dy <= 100, {"dx": 100, "dy": 100}, dims)
+    assert not bool((dx * dy <= 100).subs({dx: got["dx"], dy: got["dy"]}))
+    assert got == {"dx": 10, "dy": 11}
+    # a guard that does not evaluate at concrete sizes keeps the solver's counterexample
+    f = sympy.Function("f")
+    assert violations._nearest_counterexample(f(seq) <= 3, {"seq": 900}, dims) == {"seq": 900}
