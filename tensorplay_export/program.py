@@ -327,6 +327,15 @@ class ExportedModule:
         self._arg_names = list(getattr(root, "forward_arg_names", None) or [])
         self.input_names = [s.arg.name for s in self._specs if s.kind == InputKind.USER_INPUT
                             and hasattr(s.arg, "name")]
+        self._state_positions = [(i, s.target) for i, s in enumerate(self._specs) if s.kind in _STATE_KINDS]
+        # Fast path: every top-level argument was a single array leaf, so a call
+        # with plain ndarrays in the same places needs no pytree walk.
+        spec = self._in_spec
+        self._fast = None
+        if (spec is not None and spec.kind == "tuple" and len(spec.children) == 2
+                and all(c.is_leaf() for c in spec.children[0].children)
+                and all(c.is_leaf() for c in spec.children[1].children)):
+            self._fast = (len(spec.children[0].children), tuple(spec.children[1].context))
 
     # -- state views ---------------------------------------------------------
     @property
@@ -393,7 +402,12 @@ class ExportedModule:
         return tuple(args), kwargs
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        leaves = self._flatten_user(args, kwargs)
+        fast = self._fast
+        if (fast is not None and len(args) == fast[0] and tuple(kwargs) == fast[1]
+                and all(type(a) is np.ndarray for a in args) and all(type(v) is np.ndarray for v in kwargs.values())):
+            leaves = [*args, *kwargs.values()]
+        else:
+            leaves = self._flatten_user(args, kwargs)
         if len(leaves) != len(self._user_positions):
             raise TypeError(f"the exported program takes {len(self._user_positions)} user input values, "
                             f"got {len(leaves)}")
@@ -406,9 +420,8 @@ class ExportedModule:
         for spec_i, leaf in zip(self._user_positions, leaves):
             flat[spec_i] = leaf
         state = self._state
-        for i, s in enumerate(self._specs):
-            if s.kind in _STATE_KINDS:
-                flat[i] = state[s.target]
+        for i, target in self._state_positions:
+            flat[i] = state[target]
         outs = self._gm(*flat)
         if self._stateful:
             for i, target in self._mutations:

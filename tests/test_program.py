@@ -222,3 +222,26 @@ def test_nested_inputs_and_dataclass_output():
     np.testing.assert_array_equal(out.y, [3, 3, 3, 3])
     with pytest.raises(TypeError, match="structured as"):
         m(np.zeros(4, np.float32), {"scale": np.zeros(4, np.float32)})
+
+
+def test_fast_path_for_plain_array_arguments():
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (batch,), "dtype": F32})
+    y = g.placeholder("y", meta={"shape": (batch,), "dtype": F32})
+    g.output([g.call_function("numpy.add", (x, y), meta={"shape": (batch,)})])
+    insert_input_checks(g, InputContract([InputSite("x", "x", (batch,), F32), InputSite("y", "y", (batch,), F32)],
+                                         {batch: ValueRange(1, 8)}))
+    a = np.ones(3, np.float32)
+    _, in_spec = tree_flatten(((a,), {"y": a}))
+    _, out_spec = tree_flatten((a,))
+    ep = ExportedProgram(GraphModule(g, OPS), signature_from_graph(g),
+                         module_call_graph=[ModuleCallEntry("", ModuleCallSignature([], [], in_spec, out_spec, ["x", "y"]))])
+    m = ep.module()
+    assert m._fast == (1, ("y",))
+    (out,) = m(a, y=a)                          # fast path
+    (out2,) = m(x=a, y=a)                       # general path (positional given by keyword)
+    np.testing.assert_array_equal(out, out2)
+    with pytest.raises(TypeError, match="structured as"):
+        m((a,), y=a)                            # a tuple where an array was: general path, clear error
+    with pytest.raises(ConstraintsExceededError, match=re.escape("y.shape[0] = 4 must equal x.shape[0] = 3")):
+        m(a, y=np.ones(4, np.float32))
