@@ -271,6 +271,13 @@ class _Emitter:
                     f"codegen: node {node.name!r} uses symbol(s) "
                     f"{', '.join(sorted(map(str, missing)))} before any node binds them (meta['bind'])")
             return pyexpr(v, self.sym_names)
+        if isinstance(v, type):
+            # Builtins are never shadowed in generated code; numpy scalar types print as np.<name>.
+            if v in (bool, int, float, complex, str, object):
+                return v.__name__
+            if getattr(np, v.__name__, None) is v:
+                return f"np.{v.__name__}"
+            return self.const(v, v.__name__)
         if isinstance(v, np.generic):
             return self.const(v, f"{type(v).__name__}_c")
         # Arrays and any other object: bound by identity, exact value kept.

@@ -252,3 +252,15 @@ def test_array_constant_bound_by_identity():
     assert "numpy_add(x, ndarray_c)" in gm.code
     out = gm(np.ones(3, np.float32))[0]
     assert out.dtype == np.float32 and out.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_type_arguments_print_by_name():
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (2,)})
+    a = g.call_function("numpy.ndarray.astype", (x, bool), meta={"shape": (2,)})
+    b = g.call_function("numpy.ndarray.astype", (x, np.float16), meta={"shape": (2,)})
+    g.output([a, b])
+    gm = GraphModule(g, OPS)
+    assert "numpy_ndarray_astype(x, bool)" in gm.code and "numpy_ndarray_astype(x, np.float16)" in gm.code
+    a_v, b_v = gm(np.array([0.0, 2.0]))
+    assert a_v.dtype == np.bool_ and b_v.dtype == np.float16
