@@ -649,8 +649,11 @@ def _split_top_level(spec: Any, tops: list[_TopInput], all_params: set[str]) -> 
             elif _is_static(sub) and key in all_params:
                 continue  # a parameter left at its default; static is the only sensible spec
             else:
+                holder = next((t.path for t in tops if isinstance(t.value, dict) and key in t.value), None)
+                nest = f"; {key!r} is a key of input '{holder}', so nest it: {{'{holder}': {{{key!r}: ...}}}}" \
+                    if holder else ""
                 raise ValueError(f"dynamic_shapes names argument {key!r} that the model does not take "
-                                 f"(or that was not passed); the inputs are {names}")
+                                 f"(or that was not passed); the inputs are {names}{nest}")
     return out
 
 

@@ -406,3 +406,12 @@ def test_shapes_collection_with_var_args_and_kwargs():
     assert sc.dynamic_shapes(model, (x, a), {"k": k}) == {"x": None, "rest": ({0: b},), "extra": {"k": (Dim.AUTO,)}}
     got = normalize_dynamic_shapes(model, (x, a), {"k": k}, sc)
     assert axes(got) == [("x", {}), ("rest[0]", {0: b}), ("extra['k']", {0: Dim.AUTO})]
+
+
+def test_error_key_of_a_dict_input_suggests_nesting():
+    def model(inputs):
+        return inputs["x"]
+
+    msg = err({"x": {0: Dim("b")}}, ({"x": arr(2)},), model)
+    assert "names argument 'x' that the model does not take" in msg
+    assert "'x' is a key of input 'inputs', so nest it: {'inputs': {'x': ...}}" in msg
