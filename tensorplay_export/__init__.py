@@ -39,7 +39,7 @@ from . import nn
 _LATER = [
     (("export",), ("export", "export_for_training")),
     (("draft", "draft_export", "face.draft"), ("draft_export", "DraftExportReport")),
-    (("archive", "serde.archive"), ("save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents",
+    (("archive", "serde.archive", "serde"), ("save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents",
                                     "WeightType")),
     (("decomp", "decompositions"), ("default_decompositions", "CustomDecompTable")),
     (("unflatten",), ("unflatten", "UnflattenedModule", "FlatArgsAdapter")),

@@ -43,10 +43,10 @@ class Namespace:
     builtin or reserved base gets a suffix (``sum`` -> ``sum_1``).
     """
 
-    def __init__(self, reserved: frozenset[str] | set[str] = _RESERVED) -> None:
+    def __init__(self, reserved: Optional[frozenset[str] | set[str]] = None) -> None:
         self._used: set[str] = set()
         self._counters: dict[str, int] = {}
-        self._reserved = reserved
+        self._reserved = _RESERVED if reserved is None else reserved
 
     @staticmethod
     def sanitize(base: str) -> str:
@@ -381,7 +381,7 @@ class Graph:
     def replace_all_uses_with(self, old: Node, new: Any) -> list[Node]:
         return old.replace_all_uses_with(new)
 
-    def eliminate_dead_code(self, is_impure: Callable[[Node], bool] = lambda n: False) -> bool:
+    def eliminate_dead_code(self, is_impure: Optional[Callable[[Node], bool]] = None) -> bool:
         """Erase call_function nodes without users; True if any went.
 
         Kept: nodes for which ``is_impure(node)`` is true, nodes that bind
@@ -391,7 +391,7 @@ class Graph:
         changed = False
         for node in reversed(self.nodes):
             if (node.op == "call_function" and not node.users and not node.meta.get("bind")
-                    and node.target not in SIDE_EFFECT_TARGETS and not is_impure(node)):
+                    and node.target not in SIDE_EFFECT_TARGETS and not (is_impure and is_impure(node))):
                 self.erase_node(node)
                 changed = True
         return changed
