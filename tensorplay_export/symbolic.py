@@ -116,7 +116,10 @@ class SymInt:
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
-        return self.env.specialize(self.expr, "used as a Python int (__index__)")
+        return self.env.specialize(
+            self.expr, "used as a Python int (__index__); if it indexes a plain numpy array that capture "
+            "could not reach (a container, an attribute, a cache), register it with "
+            "register_buffer(..., persistent=False) or pass it as an input")
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, "converted with int()")
@@ -394,5 +397,5 @@ def sym_max(*args: Any, **kwargs: Any) -> Any:
 def sym_sqrt(value: Any) -> Any:
     """``math.sqrt`` on a size as a symbolic float."""
     if isinstance(value, (SymInt, SymFloat)):
-        return wrap_float(sympy.sqrt(value.expr), value.env)
+        return wrap_float(value.expr ** sympy.Float(0.5), value.env)
     return math.sqrt(value)

@@ -24,13 +24,15 @@ the capturing thread:
 from __future__ import annotations
 
 import functools
+import math
+import sys
 import threading
 import types
 from typing import Any, Callable
 
 import numpy as np
 
-from ..symbolic import SymInt, sym_max, sym_min
+from ..symbolic import SymInt, sym_max, sym_min, sym_sqrt
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
@@ -40,6 +42,18 @@ _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
 _LOCK = threading.Lock()
 _ACTIVE = 0
+
+
+def _any_symbolic(value: Any) -> bool:
+    from .traced import TracedArray
+
+    if isinstance(value, (SymInt, TracedArray)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_any_symbolic(v) for v in value)
+    if isinstance(value, dict):
+        return any(_any_symbolic(v) for v in value.values())
+    return False
 
 
 def _is_traced(value: Any) -> bool:
@@ -108,6 +122,10 @@ def _make_wrapper(name: str) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         tracer = CURRENT.get()
         if tracer is None or tracer.in_impl:
+            return original(*args, **kwargs)
+        # Only model code we run over a GlobalsView gets traced values for static creations;
+        # anything else (caches, factories in other modules) would keep a traced value alive.
+        if not isinstance(sys._getframe(1).f_globals, GlobalsView) and not _any_symbolic((args, kwargs)):
             return original(*args, **kwargs)
         return creation_call(tracer, name, args, kwargs)
 
@@ -191,8 +209,24 @@ class GlobalsView(dict):
         return dict.__contains__(self, key) or key in self._real
 
 
+class _SymbolicMath:
+    """``math`` as model code sees it during capture: ``sqrt`` of a size stays symbolic."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "sqrt":
+            return sym_sqrt
+        return getattr(math, name)
+
+
+_MATH = _SymbolicMath()
+
+
 def translate(tracer: Any, name: str, value: Any) -> Any:
     """The capture-time stand-in for a value read from a global, cell or default."""
+    if value is math:
+        return _MATH
+    if value is math.sqrt:
+        return sym_sqrt
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
     if isinstance(value, types.FunctionType):

@@ -35,12 +35,12 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict) -> list:
     def concrete(v: Any) -> Any:
         if isinstance(v, sympy.Basic):
             r = v.xreplace(sym_values)
-            if r.is_Integer:
-                return int(r)
-            if r.is_Number:
-                return float(r)
             if r is sympy.true or r is sympy.false:
                 return bool(r)
+            if r.is_Integer:
+                return int(r)
+            if r.is_number:
+                return float(r)
             return r
         if isinstance(v, tuple):
             return tuple(concrete(x) for x in v)

@@ -37,7 +37,7 @@ class LiftedState:
         for d, key, original, traced in reversed(self.swaps):
             if d.get(key) is traced:
                 d[key] = original
-            elif key in d and not isinstance(d.get(key), np.ndarray):
+            elif key in d and type(d.get(key)).__name__ == "TracedArray":
                 # forward reassigned it (buffer update): put the original back, eager-free
                 d[key] = original
 

@@ -46,6 +46,12 @@ class TracedArray:
 
     # -- identity ------------------------------------------------------------
     @property
+    def __class__(self) -> type:
+        # isinstance(x, np.ndarray) must not change branches in model code during capture
+        # (type(x) still says TracedArray; numpy's C code is not fooled and dispatches to us).
+        return np.ndarray
+
+    @property
     def node(self) -> Any:
         if self._node is None:
             self._node = self._tracer.materialize(self)

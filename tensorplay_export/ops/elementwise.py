@@ -49,7 +49,28 @@ def value_bounds(value: Any) -> Any:
     return (v, v) if v is not None else None
 
 
+def _int_scalar_fits(ctx: Any, inputs: tuple) -> None:
+    """A symbolic Python int mixed with a small integer array must fit its dtype (NEP 50)."""
+    dtypes = [v.dtype for v in inputs if isinstance(v, ArrayInfo) and v.dtype is not None]
+    scalars = [v for v in inputs if isinstance(v, sympy.Basic) and not v.is_Boolean and not v.is_number]
+    if not scalars or not dtypes:
+        return
+    try:
+        kind = np.result_type(*dtypes)
+    except TypeError:
+        return
+    if kind.kind not in "iu" or kind.itemsize >= 8:
+        return
+    info = np.iinfo(kind)
+    for v in scalars:
+        if v.has(sympy.Float):
+            continue
+        ctx.require(sympy.Le(v, int(info.max)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
+        ctx.require(sympy.Ge(v, int(info.min)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
+
+
 def broadcast_rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
+    _int_scalar_fits(ctx, inputs)
     shapes = [shape_of(v) for v in inputs]
     where = kwargs.get("where")
     if isinstance(where, ArrayInfo):
