@@ -31,8 +31,8 @@ OPCODES = ("placeholder", "call_function", "output")
 SIDE_EFFECT_TARGETS: set[str] = set()
 
 # Names generated code must never bind: keywords, builtins (pyexpr prints
-# min()/max()), the numpy module alias and the method receiver.
-_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "self", "forward"}
+# min()/max()), the numpy module alias, the method receiver and codegen's helpers.
+_RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "self", "forward", "math_floor"}
 _NOT_IDENT = re.compile(r"[^0-9a-zA-Z_]")
 
 
