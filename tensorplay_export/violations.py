@@ -189,20 +189,28 @@ def _nearest_counterexample(expr: Any, cex: dict, dims: Mapping[str, DimInfo]) -
     """Move a counterexample toward the example sizes while the guard still fails.
 
     A boundary value (``seq = 513`` for ``seq <= 512``) says more than a corner
-    (``seq = 1024``).  First all sizes move together along the segment from the
-    example sizes (where the guard holds) to the counterexample, then each size
-    alone; bisection always keeps a failing end, so the result is a verified
+    (``seq = 1024``), and ``dx = 8, dy = 8`` shows ``dx - 1 == dy`` failing more
+    plainly than ``dx = 1, dy = 1``.  Starting from the example sizes (where the
+    guard holds), the search moves one size toward its counterexample value if
+    that alone breaks the guard, else all sizes together, then tightens each size
+    alone.  Bisection always keeps a failing end, so the result is a verified
     counterexample inside the declared ranges.
     """
     hints = {n: int(dims[n].hint) for n in cex if n in dims and dims[n].hint is not None}
     best = dict(cex)
     if len(hints) == len(cex) and _holds(expr, hints) is True and _holds(expr, best) is False:
-        steps = max(abs(best[n] - hints[n]) for n in best)
-        if steps > 1:
-            def along(i: int) -> dict:
-                return {n: hints[n] + (i * (cex[n] - hints[n])) // steps for n in cex}
+        # Prefer changing one size of the example (shows a relation most plainly), else all together.
+        paths = [{**hints, name: cex[name]} for name in sorted(cex) if cex[name] != hints[name]] + [dict(cex)]
+        for target in paths:
+            if _holds(expr, target) is not False:
+                continue
+            steps = max(abs(target[n] - hints[n]) for n in target)
+
+            def along(i: int, target=target, steps=steps) -> dict:
+                return {n: hints[n] + (i * (target[n] - hints[n])) // steps for n in target}
 
             best = along(_bisect_fail(lambda i: _holds(expr, along(i)), steps))
+            break
     for name in sorted(best):
         if name not in hints or hints[name] == best[name]:
             continue

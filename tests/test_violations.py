@@ -453,9 +453,12 @@ def test_nearest_counterexample():
     dims = {"seq": info("seq", 1, 1024, 16), "dx": info("dx", 1, 100, 8), "dy": info("dy", 1, 100, 8)}
     assert violations._nearest_counterexample(seq <= 512, {"seq": 1024}, dims) == {"seq": 513}
     assert violations._nearest_counterexample(sympy.Ne(seq, 512), {"seq": 512}, dims) == {"seq": 512}
-    # a counterexample that the example side does not bracket is kept as it is
+    # relations: change one size of the example when that alone breaks the guard
     guard = sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))
-    assert violations._nearest_counterexample(guard, {"dx": 2, "dy": 3}, dims) == {"dx": 2, "dy": 3}
+    assert violations._nearest_counterexample(guard, {"dx": 2, "dy": 3}, dims) == {"dx": 7, "dy": 8}
+    assert violations._nearest_counterexample(guard, {"dx": 1, "dy": 3}, dims) == {"dx": 8, "dy": 7}
+    dims9 = dict(dims, dx=info("dx", 1, 100, 9))
+    assert violations._nearest_counterexample(sympy.Eq(dx - 1, dy), {"dx": 1, "dy": 1}, dims9) == {"dx": 8, "dy": 8}
     # every result still refutes the guard
     got = violations._nearest_counterexample(dx * dy <= 100, {"dx": 100, "dy": 100}, dims)
     assert not bool((dx * dy <= 100).subs({dx: got["dx"], dy: got["dy"]}))
