@@ -115,11 +115,10 @@ def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Opti
     size = x.shape[axis]
     r, rem = divmod(size - c, k)
     if rem:
+        what = "it" if c == 0 else (f"size - {c}" if c > 0 else f"size + {-c}")
         raise ConstraintsExceededError(
             f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
-            f"(size - {c} must be divisible by {k})" if c else
-            f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
-            f"(it must be divisible by {k})")
+            f"({what} must be divisible by {k})")
     if r < lo or (hi is not None and r > hi):
         raise ConstraintsExceededError(
             f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in "

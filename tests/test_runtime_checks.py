@@ -227,3 +227,17 @@ def test_dead_code_elimination_keeps_checks():
     assert g.eliminate_dead_code()
     assert [n.name for n in g.nodes if n.op == "call_function"][:len(inserted)] == [n.name for n in inserted]
     assert sum(1 for n in g.nodes if n.target == "numpy.add") == 1
+
+
+def test_derived_root_negative_offset_text():
+    r = sym("r")
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (3 * r - 1,), "dtype": F32})
+    g.output([x])
+    insert_input_checks(g, InputContract([InputSite("x", "x", (3 * r - 1,), F32)], {r: ValueRange(1, 4)}))
+    run_both(g, arr(5))
+    with pytest.raises(ConstraintsExceededError,
+                       match=re.escape("x.shape[0] = 6 is not 3*r - 1 for any integer r (size + 1 must be divisible by 3)")):
+        run_both(g, arr(6))
+    with pytest.raises(ConstraintsExceededError, match=re.escape("x.shape[0] = 14 is outside 3*r - 1 for r in [1, 4]")):
+        run_both(g, arr(14))
