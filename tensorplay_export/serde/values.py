@@ -27,6 +27,8 @@ larger ndarray      ``{"k": "array", "v": key}``: stored beside the JSON (``.npy
 Dim                 ``{"k": "Dim", "name": str, "min": int, "max": int | null}``
 DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": int}``
 Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``
+dataclass           ``{"k": "dataclass", "type": serialized name, "v": [[field, value], ...]}``
+                    (only classes registered with ``register_dataclass``, resolved by that name)
 SourceLoc           ``{"k": "source", "file": str, "line": int}``
 ValueRange          ``{"k": "range", "lo": int, "hi": int | null}`` (null = unbounded)
 ==================  ==============================================================
@@ -144,10 +146,14 @@ class Encoder:
         dim = _encode_dim(value)
         if dim is not None:
             return dim
+        entry = _dataclass_entry(type(value))
+        if entry is not None:
+            return {"k": "dataclass", "type": entry.name,
+                    "v": [[f, self.value(getattr(value, f), d)] for f in entry.fields]}
         raise ValueError(f"cannot store a value of type {type(value).__qualname__}: {value!r:.80}")
 
     def _array(self, value: np.ndarray) -> dict:
-        arr = np.ascontiguousarray(value)
+        arr = value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d shape
         encode_dtype(arr.dtype)  # refuses object arrays early, with the dtype named
         if arr.nbytes <= MAX_INLINE_BYTES or self.store_array is None:
             if arr.nbytes > MAX_INLINE_BYTES:
@@ -171,6 +177,13 @@ def _encode_dim(value: Any) -> dict | None:
     if isinstance(value, ds._DimHint):
         return {"k": "DimHint", "v": value.kind}
     return None
+
+
+def _dataclass_entry(cls: type) -> Any:
+    """The pytree registration of a dataclass type registered with ``register_dataclass``, or None."""
+    from .. import pytree
+
+    return pytree._BY_CLASS.get(cls)
 
 
 def encode_value(value: Any, node_name: Callable[[Any], str | None] = lambda v: None) -> Any:
@@ -332,6 +345,25 @@ def _dec_dim(dec: Decoder, o: dict, d: int) -> Any:
         fail(dec.member, f"invalid {kind}: {err}")
 
 
+def _dec_dataclass(dec: Decoder, o: dict, d: int) -> Any:
+    from .. import pytree
+
+    entry = pytree._BY_NAME.get(o["type"]) if isinstance(o["type"], str) else None
+    if entry is None:
+        fail(dec.member, f"unknown dataclass type {o['type']!r:.80}: register it with "
+                         f"register_dataclass(cls, serialized_type_name=...) before loading")
+    items = o["v"]
+    if (not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 for p in items)
+            or [p[0] for p in items] != list(entry.fields)):
+        fail(dec.member, f"dataclass {entry.name!r} must list exactly the fields {list(entry.fields)}")
+    try:
+        return entry.cls(**{f: dec.value(v, d) for f, v in items})
+    except (TypeError, ValueError) as err:
+        if isinstance(err, ArchiveError):
+            raise
+        fail(dec.member, f"cannot build dataclass {entry.name!r}: {err}")
+
+
 def _dec_pytype(dec: Decoder, o: dict, d: int) -> type:
     if not isinstance(o["v"], str) or o["v"] not in _PYTYPES:
         fail(dec.member, f"unknown builtin type {o['v']!r:.40} (allowed: {sorted(_PYTYPES)})")
@@ -390,6 +422,7 @@ _DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
     "Dim": ({"k", "name", "min", "max"}, _dec_dim),
     "DerivedDim": ({"k", "root", "scale", "offset"}, _dec_dim),
     "DimHint": ({"k", "v"}, _dec_dim),
+    "dataclass": ({"k", "type", "v"}, _dec_dataclass),
 }
 
 

@@ -58,7 +58,7 @@ def npy_header(array: np.ndarray) -> bytes:
 
 def _payload_parts(value: Any) -> tuple[bytes, memoryview | bytes]:
     if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
+        array = value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d shape
         if array.dtype.hasobject:
             raise ArchiveError("cannot store an object array (it would need pickle)")
         flat = array.reshape(-1).view(np.uint8) if array.size else np.empty(0, np.uint8)
