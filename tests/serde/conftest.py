@@ -48,16 +48,16 @@ def _hand_graph() -> tuple[Graph, sympy.Symbol]:
     """A graph whose args hold the value kinds export rarely produces."""
     lam = sympy.Symbol("lambda", integer=True, positive=True)
     g = Graph()
-    big = g.placeholder("c_big", meta={"shape": (4096,), "dtype": np.dtype(np.float64)})
+    big = g.placeholder("c_big", meta={"shape": (16384,), "dtype": np.dtype(np.float64)})
     x = g.placeholder("x", meta={"shape": (lam,), "dtype": np.dtype(np.float64), "bind": {0: lam}})
     y = g.call_function("numpy.multiply", (x, np.float64(2.0)), meta={"shape": (lam,), "dtype": np.dtype("f8")})
     z = g.call_function("numpy.add", (y, float("inf")), meta={"shape": (lam,), "dtype": np.dtype("f8")})
-    z2 = g.call_function("numpy.minimum", (z, 1e300), meta={"shape": (lam,), "dtype": np.dtype("f8")})
+    z2 = g.call_function("numpy.minimum", (z, 1e30), meta={"shape": (lam,), "dtype": np.dtype("f8")})
     w = g.call_function("numpy.ndarray.astype", (z2, np.dtype("float32")), meta={"shape": (lam,), "dtype": np.dtype("f4")})
     v = g.call_function("tpe.getitem", (w, (slice(None, lam - 1, None), Ellipsis)),
                         meta={"shape": (lam - 1,), "dtype": np.dtype("f4"), "module_path": "a.b"})
-    const = np.arange(4096, dtype=np.float64)  # big: lifted to constants/ as a graph constant
-    u = g.call_function("numpy.add", (big, const), meta={"shape": (4096,), "dtype": np.dtype("f8")})
+    const = np.arange(16384, dtype=np.float64)  # big: lifted to constants/ as a graph constant
+    u = g.call_function("numpy.add", (big, const), meta={"shape": (16384,), "dtype": np.dtype("f8")})
     k = g.call_function("numpy.sum", (u,), {"axis": 0, "dtype": np.float64, "keepdims": False},
                         meta={"shape": (), "dtype": np.dtype("f8")})
     g.output([v, k])
@@ -70,7 +70,7 @@ def hand_program():
     sig = signature_from_graph(g, {"c_big": (InputKind.CONSTANT_TENSOR, "big")})
     return ExportedProgram(GraphModule(g), sig, example_inputs={"args": (np.ones(3),), "kwargs": {}},
                            range_constraints={lam: ValueRange(2, 100)},
-                           constants={"big": np.ones(4096)})
+                           constants={"big": np.ones(16384)})
 
 
 def archive_bytes(ep, **kw) -> bytes:
