@@ -136,3 +136,33 @@ def test_json_refuses_unserializable_keys():
     _, spec = pytree.tree_flatten({(1, 2): 3})
     with pytest.raises(ValueError, match="cannot serialize dict key"):
         pytree.treespec_to_json(spec)
+
+
+def _trees():
+    from hypothesis import strategies as st
+
+    leaves = st.one_of(st.integers(-5, 5), st.text(max_size=3), st.none(), st.floats(allow_nan=False))
+    keys = st.one_of(st.text(max_size=4), st.integers(-3, 3))
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple),
+                                st.dictionaries(keys, inner, max_size=3),
+                                st.builds(Pair, inner, inner), st.builds(Sparse, inner, inner)),
+        max_leaves=12)
+
+
+def test_property_flatten_unflatten_and_json_roundtrip():
+    from hypothesis import given, settings
+
+    @settings(max_examples=200, deadline=None)
+    @given(_trees())
+    def check(tree):
+        leaves, spec = pytree.tree_flatten(tree)
+        assert pytree.tree_unflatten(leaves, spec) == tree
+        spec2 = pytree.treespec_from_json(json.loads(json.dumps(pytree.treespec_to_json(spec))))
+        assert spec2 == spec
+        assert [p for p, _ in pytree.tree_leaves_with_path(tree, "t")] == \
+            [p for p, _ in pytree.tree_leaves_with_path(pytree.tree_unflatten(leaves, spec2), "t")]
+        assert len(pytree.tree_leaves_with_path(tree)) == len(leaves)
+
+    check()
