@@ -103,9 +103,3 @@ def test_greedy_decode():
     calls = []
     gpt.greedy_decode(lambda ids: calls.append(ids.shape) or model(ids), prompt, 3)
     assert calls == [(2, 3), (2, 4), (2, 5)]
-
-
-def test_main(capsys):
-    assert gpt.main(["--tokens", "2"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 2 and len(lines[0].split()) == 6
