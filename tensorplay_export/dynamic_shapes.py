@@ -553,6 +553,8 @@ def _is_static(spec: Any) -> bool:
 
 
 def _kind_name(value: Any) -> str:
+    if value is None or value is pytree._NONE_LEAF:
+        return "None"
     if isinstance(value, np.ndarray):
         return f"an array of rank {value.ndim}"
     return f"a {type(value).__name__}"

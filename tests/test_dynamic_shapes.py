@@ -207,6 +207,8 @@ def test_dataclass_input():
     assert axes(got) == [("batch.ids", {1: s}), None]
     got = normalize_dynamic_shapes(model, (inp,), {}, {"batch": Batch({1: s}, None)})
     assert axes(got)[0] == ("batch.ids", {1: s})
+    with pytest.raises(ValueError, match=r"spec for 'batch.mask' gives dims \{0: Dim\('s'\)\}, but the input is None"):
+        normalize_dynamic_shapes(model, (inp,), {}, {"batch": {"mask": {0: s}}})
 
 
 def test_shapes_collection():
