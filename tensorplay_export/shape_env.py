@@ -164,7 +164,7 @@ class ShapeEnv:
             hi = self.ranges.get(s, (None, None))[1]
             if hi is None:
                 return None
-            top[s] = hi
+            top[s] = sympy.Integer(hi)
         value = expr.xreplace(top)
         return int(value) if value.is_Integer else None
 

@@ -36,7 +36,7 @@ from ..symbolic import SymInt, sym_max, sym_min, sym_sqrt
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
-            "array", "asarray", "asanyarray", "prod")
+            "array", "asarray", "asanyarray", "ascontiguousarray", "prod")
 _ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
@@ -84,7 +84,7 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     kwargs = dict(kwargs)
     kwargs.pop("like", None)
     original = _ORIGINALS[name]
-    if name in ("array", "asarray", "asanyarray"):
+    if name in ("array", "asarray", "asanyarray", "ascontiguousarray"):
         data = args[0] if args else kwargs.pop("object", None)
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
         if _is_traced(data):

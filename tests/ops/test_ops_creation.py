@@ -1,0 +1,33 @@
+"""Creation with symbolic sizes inside the model: arange, zeros/ones/empty/full, *_like, eye, tri, linspace."""
+import numpy as np
+
+from _check import check, randn
+from tensorplay_export import Dim
+
+SPEC = {"x": {0: Dim("n", max=64)}}
+
+
+def one(n):
+    return (randn(n, 3),)
+
+
+def test_creation_functions_stay_symbolic():
+    def f(x):
+        n = x.shape[0]
+        return (np.arange(n), np.arange(1, n + 1, 2), np.zeros((n, 2)), np.ones((n, 1), dtype=bool),
+                np.full((2, n), 7.0, dtype=np.float32), np.empty((n, 0)).shape[0] + np.zeros(n),
+                np.eye(n), np.identity(n), np.tri(n), np.tril(np.ones((n, n))), np.triu(np.ones((n, n)), 1),
+                np.linspace(0.0, 1.0, n), np.zeros_like(x), np.ones_like(x, dtype=np.int64), np.full_like(x, 2))
+    check(f, one, SPEC, ops=["numpy.arange", "numpy.zeros", "numpy.ones", "numpy.full", "numpy.eye",
+                             "numpy.identity", "numpy.tri", "numpy.tril", "numpy.triu", "numpy.linspace",
+                             "numpy.zeros_like", "numpy.ones_like", "numpy.full_like"])
+
+
+def test_static_creation_inside_capture_is_traced():
+    check(lambda x: x[:, 0] + np.arange(512)[: x.shape[0]], one, {"x": {0: Dim("n", max=512)}},
+          ops=["numpy.arange"])
+
+
+def test_shape_array_is_int64_not_object():
+    check(lambda x: (np.array(x.shape), x * np.prod(x.shape[1:]), x * np.prod(x.shape)), one, SPEC,
+          ops=["tpe.shape_array"])

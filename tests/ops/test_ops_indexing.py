@@ -1,0 +1,62 @@
+"""Indexing with dynamic sizes: slices (symbolic bounds/steps), None, ..., integer arrays, masks, take, setitem."""
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from _check import check, randn
+from tensorplay_export import Dim
+
+SPEC = {"x": {0: Dim("n", max=64)}}
+TABLE = randn(512, 3, seed=1)
+
+
+def one(n):
+    return (randn(n, 3),)
+
+
+def test_basic_slices():
+    check(lambda x: (x[1:], x[:-1], x[::2], x[::-1], x[-3:], x[None, ..., 1], x[..., None], x[x.shape[0] - 1],
+                     x[: x.shape[0] // 2], x[1::3, ::-2]), one, SPEC, sizes=(1, 2, 3, 7, 10), ops=["tpe.getitem"])
+
+
+def test_slice_of_constant_by_size_is_min():
+    def f(x):
+        return TABLE[: x.shape[0]] + x
+    ep = check(f, one, {"x": {0: Dim("n", max=512)}}, sizes=(1, 511, 512))
+    assert "c_TABLE" in [n.name for n in ep.graph.placeholders()]
+
+
+def test_integer_array_and_take_with_known_range_are_bounded():
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x: x + TABLE[np.arange(x.shape[0])], randn(4, 3), dynamic_shapes=SPEC | {
+            "x": {0: Dim("n", max=1000)}})
+    assert err.value.violations[0].kind == "index_bounds"
+    check(lambda x: (x + TABLE[np.arange(x.shape[0])], np.take(TABLE, np.arange(x.shape[0]), axis=0)), one,
+          {"x": {0: Dim("n", max=512)}}, ops=["tpe.getitem", "numpy.take"])
+
+
+def test_user_index_arrays_give_no_guard():
+    def make(n):
+        return randn(n, 3), np.arange(n) % 5
+    ep = check(lambda x, ids: x + TABLE[ids], make, {"x": {0: Dim("n", max=4096)}, "ids": {0: Dim("n", max=4096)}})
+    assert str(ep.range_constraints[next(iter(ep.range_constraints))]) == "[1, 4096]"
+
+
+def test_boolean_mask_is_unbacked_and_bound_at_run_time():
+    ep = check(lambda x: (lambda y: y[: y.shape[0] // 2] * 2)(x[x > 0]), one, SPEC, sizes=(1, 3, 9))
+    assert any(s.name.startswith("u") for s in ep.range_constraints)
+
+
+def test_take_along_axis_and_setitem():
+    def f(x):
+        z = np.zeros((x.shape[0], x.shape[0]), dtype=x.dtype)
+        z[:, 0] = 1.0
+        z[1:, :1] = x[1:, :1]
+        return np.take_along_axis(x, np.argsort(x, axis=1), axis=1), z
+    check(f, one, SPEC, ops=["numpy.take_along_axis", "tpe.setitem"])
+
+
+def test_nonzero_unique_sort_searchsorted():
+    check(lambda x: (np.nonzero(x > 0)[1], np.unique((x > 0).astype(np.int64)), np.sort(x, axis=0),
+                     np.argsort(x[:, 0]), np.searchsorted(np.sort(x[:, 0]), x[:, 1])), one, SPEC,
+          ops=["numpy.nonzero", "tpe.unique", "numpy.sort", "numpy.argsort", "numpy.searchsorted"])

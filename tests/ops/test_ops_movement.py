@@ -1,0 +1,68 @@
+"""Shape ops with dynamic sizes: reshape (-1, guards), permutations, joins, splits, tile/repeat/pad."""
+import numpy as np
+import pytest
+import sympy
+
+import tensorplay_export as tpe
+from _check import check, randn
+from tensorplay_export import Dim
+
+SPEC = {"x": {0: Dim("n", max=64)}}
+
+
+def one(n):
+    return (randn(n, 4, 2),)
+
+
+def test_reshape_forms():
+    check(lambda x: (x.reshape(-1), x.reshape(x.shape[0], -1), np.reshape(x, (-1, 8)), x.reshape((x.shape[0], 8))),
+          one, SPEC, ops=["numpy.ndarray.reshape", "numpy.reshape"])
+
+
+def test_reshape_minus_one_divisibility_is_minimal_guard():
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x: x.reshape(-1, 4), randn(8), dynamic_shapes={"x": {0: Dim("n", max=1000)}})
+    assert "n % 4 == 0" in str(err.value)
+    assert err.value.violations[0].expr == sympy.Eq(sympy.Mod(sympy.Symbol("n", integer=True, positive=True), 4), 0)
+
+
+def test_reshape_pairs_needs_even_seq_only():
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x: x.reshape(x.shape[0], x.shape[1] // 2, 2, 3), randn(2, 10, 3),
+                   dynamic_shapes={"x": {0: Dim("b", max=8), 1: Dim("s", max=64)}})
+    [rec] = err.value.violations
+    assert rec.expr.free_symbols == {sympy.Symbol("s", integer=True, positive=True)}
+
+
+def test_permutations():
+    check(lambda x: (x.T, x.transpose(1, 0, 2), np.transpose(x, (2, 0, 1)), x.swapaxes(0, 2),
+                     np.moveaxis(x, 0, -1)), one, SPEC,
+          ops=["numpy.transpose", "numpy.ndarray.transpose", "numpy.swapaxes", "numpy.moveaxis"])
+
+
+def test_expand_squeeze_broadcast_ravel():
+    check(lambda x: (np.expand_dims(x, 1), np.squeeze(x[:, :1], axis=1), np.broadcast_to(x[:, :1], x.shape),
+                     x.ravel(), x.flatten()), one, SPEC,
+          ops=["numpy.expand_dims", "numpy.squeeze", "numpy.broadcast_to", "numpy.ravel"])
+
+
+def test_concatenate_stack_split():
+    check(lambda x: (np.concatenate([x, x], axis=0), np.stack([x, x], axis=1), np.split(x, 2, axis=1)[0],
+                     np.array_split(x, 3, axis=0)[-1], np.hstack([x, x]), np.vstack([x, x])), one, SPEC,
+          ops=["numpy.concatenate", "numpy.stack", "numpy.split", "numpy.array_split"])
+
+
+def test_split_of_dynamic_axis_needs_divisibility():
+    with pytest.raises(tpe.ConstraintViolationError, match="n % 2 == 0"):
+        tpe.export(lambda x: np.split(x, 2)[0], randn(6, 2), dynamic_shapes={"x": {0: Dim("n", max=64)}})
+
+
+def test_tile_repeat_pad_flip_roll():
+    check(lambda x: (np.tile(x, (2, 1, 1)), np.repeat(x, 3, axis=0), x.repeat(2), np.pad(x, ((1, 2), (0, 0), (1, 1))),
+                     np.flip(x, 0), np.roll(x, 1, axis=0)), one, SPEC,
+          ops=["numpy.tile", "numpy.repeat", "numpy.pad", "numpy.flip", "numpy.roll"])
+
+
+def test_astype_copy():
+    check(lambda x: (x.astype(np.float64), x.astype(np.int32), np.copy(x), x.copy()), one, SPEC,
+          ops=["numpy.ndarray.astype", "numpy.copy"])

@@ -1,0 +1,35 @@
+"""Reductions with axis/keepdims and scans, through np.f and methods, at sizes including 1."""
+import numpy as np
+import pytest
+
+from _check import check, randn
+from tensorplay_export import Dim
+
+SPEC = {"x": {0: Dim("b", max=16), 1: Dim("n", max=64)}}
+
+
+def two(n):
+    return (randn(max(n // 2, 1), n, 3),)
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std", "any", "all"])
+def test_reductions_axis_keepdims(name):
+    fn = getattr(np, name)
+    check(lambda x: (fn(x, axis=1), fn(x, axis=(0, 2), keepdims=True), fn(x)), two, SPEC,
+          ops=[f"numpy.{name}"])
+    check(lambda x: getattr(x, name)(axis=-1, keepdims=True), two, SPEC, ops=[f"numpy.ndarray.{name}"])
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin"])
+def test_arg_reductions(name):
+    check(lambda x: (getattr(np, name)(x, axis=1), getattr(x, name)()), two, SPEC,
+          ops=[f"numpy.{name}", f"numpy.ndarray.{name}"])
+
+
+def test_scans():
+    check(lambda x: (np.cumsum(x, axis=1), x.cumsum(), np.cumprod(x, axis=0)), two, SPEC,
+          ops=["numpy.cumsum", "numpy.ndarray.cumsum", "numpy.cumprod"])
+
+
+def test_ufunc_reduce_maps_to_sum():
+    check(lambda x: np.add.reduce(x, axis=1), two, SPEC, ops=["numpy.sum"])
