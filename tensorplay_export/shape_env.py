@@ -225,7 +225,18 @@ class ShapeEnv:
                                f"example sizes {self._hint_text(expr)}")
         if expr in self._seen:
             return
-        verdict = self.solver.implies(expr)
+        if expr.has(sympy.Float):
+            expr = sympy.nsimplify(expr, rational=True)
+        try:
+            verdict = self.solver.implies(expr)
+        except Exception as err:  # an expression the solver cannot translate (s**0.5 > 3)
+            if type(err).__name__ != "UnsupportedExpressionError":
+                raise
+            for sym in sorted(expr.free_symbols, key=lambda v: v.name):
+                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization",
+                           f"{reason}; the solver cannot reason about {expr}", source, op)
+            self._seen.add(expr)
+            return
         if verdict.status == "proved":
             self._seen.add(expr)
             return
@@ -266,6 +277,11 @@ class ShapeEnv:
         value = self.hint(expr)
         if source is None:
             source = user_source(2)
+        if isinstance(value, float) or sympy.sympify(expr).has(sympy.Float):
+            # a float of sizes: pin the sizes themselves (the solver reasons over integers)
+            for sym in sorted(sympy.sympify(expr).free_symbols, key=lambda v: v.name):
+                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source)
+            return value
         self.guard(sympy.Eq(expr, value), "specialization", reason, source)
         return value
 

@@ -1,0 +1,80 @@
+"""ShapeEnv.guard routing: proved, named violation, AUTO acceptance with replacement, data-dependent."""
+import pytest
+import sympy
+from solver import ShapeSolver
+
+from tensorplay_export.errors import CaptureError, DataDependentError
+from tensorplay_export.shape_env import ShapeEnv
+
+
+def make(mode="export"):
+    return ShapeEnv(ShapeSolver(), mode)
+
+
+def test_guard_implied_by_declaration_is_not_recorded():
+    env = make()
+    s = env.create_symbol("seq", 1, 256, 7, "named")
+    env.guard(sympy.Le(s, 512), "shape", "table has 512 rows")
+    assert not env.violations and not env.accepted
+
+
+def test_named_violation_is_recorded_assumed_and_deduplicated():
+    env = make()
+    s = env.create_symbol("seq", 1, 1024, 16, "named")
+    env.guard(sympy.Eq(s, sympy.Min(512, s)), "shape", "broadcast")
+    env.guard(sympy.Le(s, 512), "shape", "again")
+    [rec] = env.violations
+    assert rec.expr == sympy.Le(s, 512)  # canonical form, deduplicated
+    assert env.solver.implies(sympy.Le(s, 512)).status == "proved"  # assumed so capture goes on
+
+
+def test_auto_guard_is_accepted_and_becomes_a_replacement():
+    env = make()
+    dx = env.create_symbol("dx", 1, 20, 3, "named")
+    dy = env.create_symbol("dy", 1, 20, 4, "named")
+    s0 = env.auto_symbol(7)
+    env.guard(sympy.Eq(dx + dy, s0), "shape", "broadcast")
+    assert not env.violations
+    assert env.replacements == {s0: dx + dy}
+    assert [r.expr for r in env.accepted] == [sympy.Eq(dx + dy, s0).canonical] or env.accepted
+
+
+def test_auto_divisibility_is_kept_as_a_contract_guard():
+    env = make()
+    s0 = env.auto_symbol(200)
+    env.guard(sympy.Eq(sympy.Mod(s0, 100), 0), "shape", "reshape")
+    assert [r.expr for r in env.accepted] == [sympy.Eq(sympy.Mod(s0, 100), 0)]
+    assert not env.replacements
+
+
+def test_data_dependent_guard_raises_in_export_and_is_assumed_in_draft():
+    env = make()
+    u = env.unbacked_symbol(10, 6, "numpy.nonzero", None)
+    with pytest.raises(DataDependentError, match="data-dependent"):
+        env.evaluate(sympy.Gt(u, 3), "branch")
+    draft = make("draft")
+    u = draft.unbacked_symbol(10, 6, "numpy.nonzero", None)
+    assert draft.evaluate(sympy.Gt(u, 3), "branch") is True
+    assert draft.data_dependent and draft.data_dependent[0].kind == "data_dependent"
+
+
+def test_requirement_false_for_the_example_is_an_internal_error():
+    env = make()
+    s = env.create_symbol("s", 1, None, 4, "named")
+    with pytest.raises(CaptureError, match="internal error"):
+        env.guard(sympy.Eq(s, 5), "shape", "bad rule")
+
+
+def test_specialize_records_eq_with_example():
+    env = make()
+    b = env.create_symbol("batch", 1, 64, 4, "named")
+    assert env.specialize(b * 6, "reshape") == 24
+    assert env.violations[0].expr == sympy.Eq(b, 4)
+    assert env.violations[0].kind == "specialization"
+
+
+def test_unbacked_range_uses_declared_maxima():
+    env = make()
+    n = env.create_symbol("n", 1, 100, 10, "named")
+    u = env.unbacked_symbol(3 * n, 5, "mask", None)
+    assert env.ranges[u] == (0, 300)
