@@ -26,7 +26,7 @@ import z3
 
 from .canon import canonicalize
 from .intervals import INF, symbol_range
-from .translate import Translator
+from .translate import Translator, check_supported
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 
@@ -140,7 +140,7 @@ class ShapeSolver:
         self._assumptions: list = []              # as given (canonicalized), for reasons
         self._residual: list = []                 # assumptions not captured by _bounds
         self._cache: dict = {} if cache is None else cache
-        self._state: tuple = ()
+        self._state = _StateKey(())
         self._satisfiable_state: Optional[Verdict] = None
         self._tr = Translator()
         self.stats = {"queries": 0, "cache_hits": 0, "decided_without_z3": 0,
@@ -252,8 +252,8 @@ class ShapeSolver:
                 self._update_state()
 
     def _update_state(self) -> None:
-        self._state = (tuple(sorted(self._bounds.items(), key=lambda kv: kv[0])),
-                       tuple(self._residual))
+        self._state = _StateKey((tuple(sorted(self._bounds.items(), key=lambda kv: kv[0])),
+                                 tuple(self._residual)))
         self._satisfiable_state = None
 
     def _empty_bounds(self) -> list:
@@ -293,12 +293,16 @@ class ShapeSolver:
 
     def _query(self, kind: str, expr) -> Verdict:
         self.stats["queries"] += 1
-        e = sympy.sympify(expr)
-        if not isinstance(e, (sympy.logic.boolalg.Boolean, sympy.core.relational.Relational)) and e not in (True, False):
-            raise TypeError(f"{kind}: expected a relation or boolean, got {e!r}")
-        self._declare_free(e)
+        e = expr if isinstance(expr, sympy.Basic) else sympy.sympify(expr)
+        # a hit under the current state implies e's symbols were declared when it was stored
+        hit = self._cache.get((kind, e, self._state))
+        if hit is None:
+            if not isinstance(e, (sympy.logic.boolalg.Boolean, sympy.core.relational.Relational)):
+                raise TypeError(f"{kind}: expected a relation or boolean, got {e!r}")
+            self._declare_free(e)
+            check_supported(e)
+            hit = self._cache.get((kind, e, self._state))
         key = (kind, e, self._state)
-        hit = self._cache.get(key)
         if hit is not None:
             self.stats["cache_hits"] += 1
             self.stats["decided_without_z3"] += 1
@@ -513,6 +517,23 @@ class ShapeSolver:
                 facts = sorted(labels[str(b)] for b in s.unsat_core())
         facts.append("sizes are integers (implicit)")
         return "contradictory: no sizes satisfy all of: " + "; ".join(facts)
+
+
+class _StateKey:
+    """The assumption state as a cache-key part: compared by content, hashed once."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: tuple) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        return self is other or (isinstance(other, _StateKey) and self._hash == other._hash
+                                 and self.value == other.value)
 
 
 def _max_lo(lo, c):

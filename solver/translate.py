@@ -253,6 +253,35 @@ _HANDLERS: dict[type, Callable[[Translator, sympy.Basic], z3.ExprRef]] = {
 }
 
 
+def check_supported(expr) -> None:
+    """Raise ``UnsupportedExpressionError`` if ``expr`` holds a construct ``Translator`` rejects.
+
+    Cheaper than translating; the solver calls it before its fast path, so an
+    unsupported guard raises whether or not z3 would have been needed.
+    """
+    _check(sympy.sympify(expr), expr)
+
+
+def _check(e, whole) -> None:
+    if e.is_Atom:
+        if isinstance(e, (sympy.Integer, sympy.Rational, sympy.Symbol)) or e in (sympy.true, sympy.false):
+            return
+        raise UnsupportedExpressionError(type(e).__name__, whole)
+    if type(e) not in _HANDLERS and not any(isinstance(e, cls) for cls in _HANDLERS):
+        raise UnsupportedExpressionError(type(e).__name__, whole)
+    if isinstance(e, sympy.Pow) and not e.args[1].is_Integer:
+        raise UnsupportedExpressionError("Pow", whole, "only integer exponents are supported")
+    if isinstance(e, sympy.Piecewise):
+        if e.args[-1][1] is not sympy.true:
+            raise UnsupportedExpressionError("Piecewise", whole, "needs a final (value, True) branch")
+        for v, c in e.args:
+            _check(v, whole)
+            _check(c, whole)
+        return
+    for a in e.args:
+        _check(a, whole)
+
+
 def to_z3(expr, ctx: z3.Context | None = None) -> z3.ExprRef:
     """One-shot translation of ``expr`` (see ``Translator``)."""
     return Translator(ctx)(expr)
