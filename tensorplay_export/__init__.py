@@ -26,6 +26,7 @@ from .signature import (ConstantArgument, CustomObjArgument, ExportBackwardSigna
                         OutputKind, OutputSpec, SymBoolArgument, SymFloatArgument, SymIntArgument,
                         TensorArgument, TokenArgument)
 from .codegen import GraphModule
+from . import runtime_checks as _runtime_checks  # registers the tpe.* check ops with the op registry
 from .program import ExportedProgram
 from .dynamic_shapes import (AdditionalInputs, Constraint, DerivedDim, Dim, EqualityConstraint,
                              ShapesCollection, dims)
