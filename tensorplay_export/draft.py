@@ -1,0 +1,700 @@
+"""draft_export: capture a model and report every shape problem instead of raising.
+
+:func:`draft_export` runs the same capture as ``export`` (its ``"draft"``
+mode) and turns each problem into a :class:`FailureReport`:
+
+- ``constraint_violation``: a guard the declared dims do not imply (with the
+  verified fix lines of one ``solver.suggest_fixes`` call over all of them);
+- ``auto_specialization``: a ``Dim.AUTO`` size the model pinned to a constant;
+- ``data_dependent``: a guard on a data-dependent size (``np.nonzero``...),
+  assumed as the example took it and checked at run time by the program;
+- ``unsupported_op``: a numpy function without a shape rule; the draft program
+  runs it opaquely, with the sizes it sees pinned to the example's;
+- ``numpy_error``: the model itself raised on its example inputs;
+- ``spec_error`` / ``example_out_of_range``: the ``dynamic_shapes`` spec does not
+  fit the inputs;
+- ``capture_error`` / ``validation`` / ``mismatch``: capture failed, the program
+  failed its structural check, or it differs numerically from eager execution.
+
+The program (``report.exported_program``) is built on what the example did:
+violated guards become runtime checks, so the draft program is sound for every
+size it accepts; it is ``None`` only when no graph can be built.  Rendering
+lives in :mod:`tensorplay_export.report`; the core knows nothing of either.
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+import os
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
+                     UnsupportedOpError)
+from .records import GuardRecord, SourceLoc
+
+__all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
+           "KINDS"]
+
+# kind -> heading, in report order
+KINDS: dict[str, str] = {
+    "constraint_violation": "Constraint violations",
+    "auto_specialization": "Specialized Dim.AUTO sizes",
+    "data_dependent": "Data-dependent guards",
+    "unsupported_op": "Ops without shape rules (run opaquely at the example's sizes)",
+    "numpy_error": "Errors raised inside the model",
+    "spec_error": "dynamic_shapes does not fit the inputs",
+    "example_out_of_range": "Example inputs outside the declared ranges",
+    "capture_error": "Capture errors",
+    "validation": "Structural validation",
+    "mismatch": "Numerical mismatch against eager execution",
+}
+
+
+@dataclass
+class FailureReport:
+    """One problem draft_export found.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        message: what failed, with values (multi-line text, no fix block).
+        source: the model's line (``SourceLoc``: ``.filename``, ``.lineno``, ``.text``) or None.
+        fix: fix lines (``refine_dynamic_shapes_from_suggested_fixes`` syntax), one per line, or None.
+    """
+
+    kind: str
+    message: str
+    source: Optional[SourceLoc] = None
+    fix: Optional[str] = None
+
+    @property
+    def location(self) -> str:
+        """``model.py:12`` (base name) or ``""``."""
+        if self.source is None:
+            return ""
+        return f"{os.path.basename(self.source.filename)}:{self.source.lineno}"
+
+    @property
+    def source_text(self) -> str:
+        return self.source.text if self.source is not None else ""
+
+    @property
+    def summary(self) -> str:
+        """The message's first line."""
+        return self.message.strip().splitlines()[0] if self.message.strip() else self.kind
+
+    def to_dict(self) -> dict:
+        src = None
+        if self.source is not None:
+            src = {"file": self.source.filename, "line": self.source.lineno, "text": self.source.text}
+        return {"kind": self.kind, "message": self.message, "source": src, "fix": self.fix}
+
+
+@dataclass
+class StructuralValidation:
+    """Graph lint + signature check of the draft program (``problems`` empty when ok)."""
+
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NumericalComparison:
+    """Draft program vs eager model on the example inputs.
+
+    ``max_abs``/``max_rel``: largest absolute / relative difference over all
+    output leaves (0.0 for equal outputs; rel uses ``|a-b| / max(|b|, tiny)``).
+    """
+
+    ok: bool
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    outputs: int = 0
+    note: str = ""
+
+
+class DraftExportReport:
+    """What :func:`draft_export` returns.
+
+    Attributes:
+        failures: list of :class:`FailureReport`, in report order.
+        exported_program: the draft ``ExportedProgram`` or None (no graph at all).
+        validation: :class:`StructuralValidation` or None (no program).
+        comparison: :class:`NumericalComparison` or None (no program or no eager result).
+        fixes: every fix line, in one verified set (the ``Suggested fixes:`` block).
+        accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
+        model_name: for headings.
+    """
+
+    def __init__(self, failures: list, exported_program: Any = None, validation: Any = None,
+                 comparison: Any = None, fixes: Optional[list] = None, accepted: Optional[list] = None,
+                 model_name: str = "model") -> None:
+        order = list(KINDS)
+        self.failures = sorted(failures, key=lambda f: order.index(f.kind) if f.kind in order else len(order))
+        self.exported_program = exported_program
+        self.validation = validation
+        self.comparison = comparison
+        self.fixes = list(fixes or [])
+        self.accepted = list(accepted or [])
+        self.model_name = model_name
+
+    def successful(self) -> bool:
+        """True when there is a program and no failure of any kind."""
+        return self.exported_program is not None and not self.failures
+
+    def by_kind(self) -> dict[str, list[FailureReport]]:
+        out: dict[str, list[FailureReport]] = {}
+        for f in self.failures:
+            out.setdefault(f.kind, []).append(f)
+        return out
+
+    def raise_on_failure(self) -> None:
+        """Raise when there are failures; the text is the whole report (fix block included).
+
+        Raises:
+            ConstraintViolationError: a violation is among the failures (so
+                ``refine_dynamic_shapes_from_suggested_fixes(str(err), spec)`` works).
+            DataDependentError / UnsupportedOpError / ConstraintsExceededError / CaptureError:
+                for the first failure's kind otherwise.
+        """
+        if not self.failures and self.exported_program is not None:
+            return
+        kinds = {f.kind for f in self.failures}
+        if "constraint_violation" in kinds:
+            cls: type = ConstraintViolationError
+        elif "data_dependent" in kinds:
+            cls = DataDependentError
+        elif "unsupported_op" in kinds:
+            cls = UnsupportedOpError
+        elif "example_out_of_range" in kinds:
+            cls = ConstraintsExceededError
+        elif "spec_error" in kinds:
+            cls = ValueError
+        else:
+            cls = CaptureError
+        raise cls(str(self))
+
+    def to_dict(self) -> dict:
+        from .report import report_to_dict
+
+        return report_to_dict(self)
+
+    def __str__(self) -> str:
+        from .report import render_text
+
+        return render_text(self)
+
+    def __repr__(self) -> str:
+        state = "successful" if self.successful() else f"{len(self.failures)} failure(s)"
+        return f"<DraftExportReport {self.model_name}: {state}>"
+
+    def _repr_html_(self) -> str:
+        from .report import render_html
+
+        return render_html(self)
+
+    def _repr_markdown_(self) -> str:
+        from .report import render_markdown
+
+        return render_markdown(self)
+
+
+# -- sources -------------------------------------------------------------------------------------
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_MODEL_DIRS = (os.path.join(_PKG, "nn") + os.sep, os.path.join(_PKG, "examples") + os.sep)
+
+
+def _is_library_file(filename: str) -> bool:
+    if filename.startswith("<"):
+        return not filename.startswith("<ipython-input") and "ipykernel" not in filename
+    path = os.path.abspath(filename)
+    if path.startswith(_MODEL_DIRS):
+        return False
+    lib_dirs = [_PKG, os.path.dirname(np.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep]
+    return path.startswith(tuple(lib_dirs))
+
+
+def _error_source(err: BaseException) -> Optional[SourceLoc]:
+    """The innermost model frame of ``err``'s traceback (outside numpy/sympy/tensorplay_export)."""
+    found = None
+    for frame in traceback.extract_tb(err.__traceback__):
+        if not _is_library_file(frame.filename) and os.path.abspath(frame.filename) != os.path.abspath(__file__):
+            found = SourceLoc(frame.filename, frame.lineno)
+    return found
+
+
+_AT_LINE = re.compile(r"\n\s*at [^\n]*$")
+
+
+def _strip_at(message: str) -> str:
+    """Drop a trailing ``at file:line `code``` line (the report prints the source itself)."""
+    return _AT_LINE.sub("", message.rstrip())
+
+
+# -- model state ----------------------------------------------------------------------------------
+def _snapshot_state(model: Any) -> list:
+    """Everything eager execution could change on a Module: attributes and array contents."""
+    from .nn.module import Module
+
+    if not isinstance(model, Module):
+        return []
+    snap = []
+    for _name, mod in model.named_modules():
+        arrays = []
+        for table in ("_parameters", "_buffers"):
+            for key, value in getattr(mod, table, {}).items():
+                if isinstance(value, np.ndarray):
+                    arrays.append((value, value.copy()))
+        tables = {t: dict(getattr(mod, t, {})) for t in ("_parameters", "_buffers", "_modules")}
+        snap.append((mod, dict(mod.__dict__), tables, arrays))
+    return snap
+
+
+def _restore_state(snap: list) -> None:
+    for mod, attrs, tables, arrays in snap:
+        mod.__dict__.clear()
+        mod.__dict__.update(attrs)
+        for table, content in tables.items():  # same dict objects, original entries
+            live = mod.__dict__.get(table)
+            if isinstance(live, dict):
+                live.clear()
+                live.update(content)
+        for arr, saved in arrays:
+            if arr.shape == saved.shape and not np.array_equal(arr, saved, equal_nan=arr.dtype.kind in "fc"):
+                np.copyto(arr, saved)
+
+
+def _copy_tree(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_copy_tree(v) for v in value)
+    if isinstance(value, list):
+        return [_copy_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy_tree(v) for k, v in value.items()}
+    return value
+
+
+def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[BaseException]]:
+    """The model's outputs on copies of the examples; its state is restored afterwards."""
+    snap = _snapshot_state(model)
+    try:
+        return model(*_copy_tree(args), **_copy_tree(kwargs)), None
+    except Exception as err:  # noqa: BLE001 - reported as a failure, never raised
+        return None, err
+    finally:
+        _restore_state(snap)
+
+
+# -- opaque fallback for ops without shape rules -----------------------------------------------------
+_DRAFT: contextvars.ContextVar = contextvars.ContextVar("tpe_draft_state", default=None)
+
+
+@dataclass
+class _DraftState:
+    unsupported: list = field(default_factory=list)   # (qualified name, SourceLoc | None)
+
+
+def _opaque_rule(name: str) -> Any:
+    """Shape rule of an op without one: pin every size it sees to the example's, return numpy's shape."""
+    from .ops.registry import ArrayInfo
+
+    def sizes(value: Any) -> list:
+        if isinstance(value, ArrayInfo):
+            return list(value.shape)
+        if isinstance(value, sympy.Expr):
+            return [value]
+        if isinstance(value, (tuple, list)):
+            return [d for v in value for d in sizes(v)]
+        if isinstance(value, dict):
+            return [d for v in value.values() for d in sizes(v)]
+        if isinstance(value, slice):
+            return sizes((value.start, value.stop, value.step))
+        return []
+
+    def rule(ctx: Any, *args: Any, **kwargs: Any) -> tuple:
+        for d in sizes((args, kwargs)):
+            if isinstance(d, sympy.Expr) and not d.is_number:
+                ctx.env.guard(sympy.Eq(d, ctx.hint(d)), "specialization",
+                              f"{name} has no shape rule", ctx.source, ctx.op)
+        return ctx.concrete[0]
+
+    return rule
+
+
+def _opaque_op(qualname: str, impl: Any) -> Any:
+    from .ops.registry import get_op, has_op, register_op
+
+    name = f"tpe.opaque.{qualname}"
+    if not has_op(name):
+        register_op(name, impl, _opaque_rule(qualname),
+                    doc=f"draft_export only: {qualname} run without a shape rule (sizes pinned)")
+    return get_op(name)
+
+
+def _note_unsupported(state: _DraftState, qualname: str) -> None:
+    from .shape_env import user_source
+
+    src = user_source(1)
+    if (qualname, src) not in state.unsupported:
+        state.unsupported.append((qualname, src))
+
+
+def _install_fallbacks() -> None:
+    """Wrap capture's op lookups once: in a draft capture, a numpy callable without an op gets an opaque one.
+
+    Outside a draft capture (``_DRAFT`` unset) the wrappers return exactly what
+    the registry says, so ``export`` still raises ``UnsupportedOpError``.
+    """
+    from .capture import traced
+    from .ops.registry import func_name
+
+    if getattr(traced, "_tpe_draft_fallbacks", False):
+        return
+    orig_func, orig_method = traced.lookup_func, traced.lookup_method
+
+    def lookup_func(func: Any) -> Any:
+        op = orig_func(func)
+        state = _DRAFT.get()
+        if op is None and state is not None and callable(func):
+            qualname = func_name(func)
+            if qualname.startswith("numpy"):
+                _note_unsupported(state, qualname)
+                return _opaque_op(qualname, func)
+        return op
+
+    def lookup_method(name: str) -> Any:
+        op = orig_method(name)
+        state = _DRAFT.get()
+        if op is None and state is not None and hasattr(np.ndarray, name) and callable(getattr(np.ndarray, name)):
+            qualname = f"numpy.ndarray.{name}"
+            _note_unsupported(state, qualname)
+            return _opaque_op(qualname, getattr(np.ndarray, name))
+        return op
+
+    traced.lookup_func = lookup_func
+    traced.lookup_method = lookup_method
+    traced._tpe_draft_fallbacks = True
+
+
+# -- failures from a capture ------------------------------------------------------------------------
+_NAME_RE = re.compile(r"[^\W\d]\w*")
+
+
+def _fix_names(line: str) -> set[str]:
+    text = re.sub(r"Dim\(\s*'[^']*'", "", line)
+    text = re.sub(r"\b(min|max)\s*=", "", text)
+    return set(_NAME_RE.findall(text)) - {"Dim", "None"}
+
+
+def _fixes_for(names: set[str], lines: list[str]) -> Optional[str]:
+    """The fix lines about ``names`` (and the new roots those lines use)."""
+    picked = [ln for ln in lines if _fix_names(ln) & names]
+    used = set().union(*(_fix_names(ln) for ln in picked)) if picked else set()
+    roots = [ln for ln in lines if ln not in picked and ln.split("=")[0].strip() in used]
+    chosen = [ln for ln in lines if ln in picked or ln in roots]
+    return "\n".join(chosen) if chosen else None
+
+
+def _split_bullets(text: str) -> list[str]:
+    """The ``  - ...`` bullets of a violation text (each with its indented lines), fix block dropped."""
+    bullets: list[list[str]] = []
+    for line in text.splitlines():
+        if line.strip() == "Suggested fixes:":
+            break
+        if line.startswith("  - "):
+            bullets.append([line[4:]])
+        elif bullets and line.startswith("    "):
+            bullets[-1].append(line[2:])
+    return ["\n".join(b) for b in bullets]
+
+
+def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str], str]:
+    from .violations import build_violation_error
+
+    records = result.env.violations
+    err = build_violation_error(records, result.dims)
+    text = str(err)
+    lines = list(getattr(err, "fixes", []) or [])
+    recs = list(getattr(err, "violations", records))
+    bullets = _split_bullets(text)
+    out = []
+    for i, rec in enumerate(recs):
+        message = bullets[i] if i < len(bullets) and len(bullets) == len(recs) else str(rec.expr)
+        message = "\n".join(ln for ln in message.splitlines() if not ln.strip().startswith("at "))
+        names = {s.name for s in rec.expr.free_symbols}
+        out.append(FailureReport("constraint_violation", message, rec.source, _fixes_for(names, lines)))
+    return out, lines, text.splitlines()[0]
+
+
+def _auto_failures(result: Any) -> list[FailureReport]:
+    """One failure per Dim.AUTO size the model pinned to a constant."""
+    env = result.env
+    out = []
+    for sym, value in env.replacements.items():
+        if not (isinstance(value, sympy.Basic) and value.is_Integer):
+            continue
+        name = env.names.get(sym, sym.name)
+        info = result.dims.get(name)
+        sites = " = ".join(info.sites) if info is not None and info.sites else name
+        rec = next((r for r in env.accepted if sym in r.expr.free_symbols and r.source is not None), None)
+        if rec is None:
+            rec = next((r for r in env.accepted if isinstance(r.expr, sympy.Eq) and r.source is not None
+                        and any(env.replacements.get(s) == value for s in r.expr.free_symbols)), None)
+        why = f" ({rec.reason})" if rec is not None and rec.reason else ""
+        message = (f"{sites} is Dim.AUTO but the model pinned it to {int(value)}{why}; the program accepts "
+                   f"only {int(value)} there")
+        out.append(FailureReport("auto_specialization", message, rec.source if rec else None, None))
+    return out
+
+
+def _data_dependent_failures(result: Any) -> list[FailureReport]:
+    from . import violations
+
+    env = result.env
+    out = []
+    for rec in env.data_dependent:
+        unbacked = sorted((s for s in rec.expr.free_symbols if env.kinds.get(s) == "unbacked"), key=str)
+        sym = unbacked[0] if unbacked else None
+        try:
+            op, produced = env.unbacked_source.get(sym, ("?", None)) if sym is not None else ("?", None)
+            err = violations.data_dependent_error(rec, symbol=sym, op=op, produced_at=produced,
+                                                  hint=env.hints.get(sym), lower=0,
+                                                  upper=env.ranges.get(sym, (0, None))[1])
+            text = str(err)
+        except Exception:  # noqa: BLE001 - the record itself still says what happened
+            text = f"guard on a data-dependent size: {rec.expr}"
+        lines = [ln for ln in text.splitlines() if not ln.strip().startswith("asked for at")]
+        taken = violations.format_guard(rec.expr)
+        lines.append(f"draft_export assumed {taken} (as the example took it); the program checks it at run time")
+        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None))
+    return out
+
+
+def _insert_data_dependent_checks(result: Any) -> list[str]:
+    """A ``tpe.assert_guard`` node after the node binding each data-dependent guard's last symbol."""
+    from .violations import format_guard
+
+    env = result.env
+    graph = result.graph
+    problems = []
+    binder: dict = {}
+    for node in graph.nodes:
+        for _axis, sym in (node.meta.get("bind") or {}).items():
+            binder.setdefault(sym, node)
+    position = {n: i for i, n in enumerate(graph.nodes)}
+    for rec in env.data_dependent:
+        unbacked = [s for s in rec.expr.free_symbols if env.kinds.get(s) == "unbacked"]
+        nodes = [binder.get(s) for s in unbacked]
+        if not unbacked or any(n is None for n in nodes):
+            problems.append(f"no runtime check for {rec.expr}: its data-dependent size is not bound in the graph")
+            continue
+        after = max(nodes, key=lambda n: position[n])
+        syms = tuple(sorted(rec.expr.free_symbols, key=lambda s: s.name))
+        first = sorted(unbacked, key=lambda s: s.name)[0]
+        op, produced = env.unbacked_source.get(first, ("?", None))
+        where = f"{first} (data-dependent size from {op}{f' at {produced}' if produced else ''})"
+        with graph.inserting_after(after):
+            graph.call_function("tpe.assert_guard",
+                                (rec.expr, where, first, format_guard(rec.expr),
+                                 tuple(s.name for s in syms), syms),
+                                meta={"shape": None, "source": rec.source})
+    return problems
+
+
+def _unsupported_failures(state: _DraftState) -> list[FailureReport]:
+    out = []
+    for qualname, src in state.unsupported:
+        out.append(FailureReport(
+            "unsupported_op",
+            f"{qualname} has no shape rule: the draft program runs it at the example's sizes (every size it "
+            f"sees is pinned); export() refuses it. Rewrite it with supported numpy ops.", src, None))
+    return out
+
+
+# -- checks of the program ---------------------------------------------------------------------------
+def _validate(ep: Any) -> StructuralValidation:
+    problems = []
+    try:
+        ep.graph.lint()
+    except Exception as err:  # noqa: BLE001
+        problems.append(f"graph lint: {err}")
+    placeholders = ep.graph.placeholders()
+    specs = ep.graph_signature.input_specs
+    if len(placeholders) != len(specs):
+        problems.append(f"signature lists {len(specs)} inputs, graph has {len(placeholders)} placeholders")
+    for spec, node in zip(specs, placeholders):
+        name = getattr(spec.arg, "name", None)
+        if name is not None and type(spec.arg).__name__ != "ConstantArgument" and name != node.name:
+            problems.append(f"input spec {name!r} does not match placeholder {node.name!r}")
+    out = ep.graph.output_node
+    n_out = len(out.args[0]) if out is not None else 0
+    if n_out != len(ep.graph_signature.output_specs):
+        problems.append(f"signature lists {len(ep.graph_signature.output_specs)} outputs, graph returns {n_out}")
+    for node in ep.graph.nodes:
+        if node.op == "call_function" and not node.target.startswith("tpe.assert") and \
+                not node.target.startswith("tpe.derived") and "shape" not in node.meta:
+            problems.append(f"node {node.name} ({node.target}) has no shape in meta")
+    return StructuralValidation(not problems, problems)
+
+
+def _leaves(value: Any) -> list:
+    from . import pytree
+
+    return pytree.tree_flatten(value)[0]
+
+
+def _compare(ep: Any, eager: Any, args: tuple, kwargs: dict) -> NumericalComparison:
+    try:
+        got = ep.module()(*_copy_tree(args), **_copy_tree(kwargs))
+    except Exception as err:  # noqa: BLE001
+        return NumericalComparison(False, math.inf, math.inf, 0,
+                                   f"the program raised on the example inputs: {type(err).__name__}: {err}")
+    finally:
+        ep.invalidate_unlifted()  # mutated buffers stay out of the program's module
+    g, w = _leaves(got), _leaves(eager)
+    if len(g) != len(w):
+        return NumericalComparison(False, math.inf, math.inf, len(w),
+                                   f"the program returns {len(g)} values, eager returns {len(w)}")
+    max_abs = max_rel = 0.0
+    notes = []
+    for i, (a, b) in enumerate(zip(g, w)):
+        a_arr, b_arr = np.asarray(a), np.asarray(b)
+        if a_arr.shape != b_arr.shape:
+            notes.append(f"output {i}: shape {a_arr.shape} vs eager {b_arr.shape}")
+            max_abs = max_rel = math.inf
+            continue
+        if a_arr.dtype != b_arr.dtype:
+            notes.append(f"output {i}: dtype {a_arr.dtype} vs eager {b_arr.dtype}")
+        if a_arr.dtype.kind not in "biufc" or b_arr.dtype.kind not in "biufc":
+            if not np.array_equal(a_arr, b_arr):
+                notes.append(f"output {i}: values differ")
+                max_abs = max_rel = math.inf
+            continue
+        if a_arr.size == 0:
+            continue
+        x, y = a_arr.astype(np.complex128 if a_arr.dtype.kind == "c" else np.float64), \
+            b_arr.astype(np.complex128 if b_arr.dtype.kind == "c" else np.float64)
+        both_nan = np.isnan(x) & np.isnan(y)
+        diff = np.where(both_nan, 0.0, np.abs(x - y))
+        diff = np.where(np.isnan(diff), math.inf, diff)
+        rel = diff / np.maximum(np.abs(y), np.finfo(np.float64).tiny)
+        max_abs = max(max_abs, float(np.max(diff)))
+        max_rel = max(max_rel, float(np.max(np.where(diff == 0, 0.0, rel))))
+        if not np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
+            notes.append(f"output {i}: max abs diff {float(np.max(diff)):.3g}")
+    return NumericalComparison(not notes, max_abs, max_rel, len(w), "; ".join(notes))
+
+
+# -- the entry point -----------------------------------------------------------------------------------
+def _model_name(model: Any) -> str:
+    return getattr(model, "__qualname__", None) or type(model).__name__
+
+
+def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> DraftExportReport:
+    """Capture a program, reporting failures instead of raising them.
+
+    Args:
+        model: an ``nn.Module`` or a plain callable over numpy arrays.
+        *args, **kwargs: example inputs (the model is run on copies; its state is restored).
+        dynamic_shapes: as for ``export``.
+
+    Returns:
+        :class:`DraftExportReport`: ``failures`` (each with kind, message, source
+        line, fix), ``exported_program`` (None only when no graph could be built),
+        ``validation`` (graph lint + signature) and ``comparison`` (max abs/rel
+        difference against eager execution on the examples).
+
+    Raises:
+        Nothing for problems of the model or its shapes; ``KeyboardInterrupt`` and
+        other non-``Exception`` signals pass through.
+    """
+    from .export import build_program, capture
+
+    name = _model_name(model)
+    kwargs = dict(kwargs)
+    eager, eager_err = _run_eager(model, args, kwargs)
+    if eager_err is not None:
+        kind = "numpy_error"
+        msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
+        return DraftExportReport([FailureReport(kind, msg, _error_source(eager_err), None)], model_name=name)
+    _install_fallbacks()
+    state = _DraftState()
+    token = _DRAFT.set(state)
+    try:
+        result = capture(model, args, kwargs, dynamic_shapes, mode="draft")
+    except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
+        return DraftExportReport(_unsupported_failures(state) + [_capture_failure(err)], model_name=name)
+    finally:
+        _DRAFT.reset(token)
+
+    failures: list[FailureReport] = []
+    fixes: list[str] = []
+    if result.env.violations:
+        try:
+            vf, fixes, _head = _violation_failures(result)
+            failures += vf
+        except Exception as err:  # noqa: BLE001
+            failures += [FailureReport("constraint_violation", f"{r.expr} ({r.reason})", r.source, None)
+                         for r in result.env.violations]
+            failures.append(FailureReport("capture_error", f"no fixes: {type(err).__name__}: {err}", None, None))
+    failures += _auto_failures(result)
+    failures += _data_dependent_failures(result)
+    failures += _unsupported_failures(state)
+    accepted = _accepted_text(result)
+
+    # The draft program checks what the example did: violated guards join the contract.
+    result.env.accepted.extend(r for r in result.env.violations if r not in result.env.accepted)
+    problems = _insert_data_dependent_checks(result)
+    try:
+        ep = build_program(result, model, tuple(args), kwargs, dynamic_shapes)
+    except Exception as err:  # noqa: BLE001
+        failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
+                                      _error_source(err), None))
+        return DraftExportReport(failures, None, fixes=fixes, accepted=accepted, model_name=name)
+    validation = _validate(ep)
+    validation.problems[:0] = problems
+    validation.ok = not validation.problems
+    if not validation.ok:
+        failures.append(FailureReport("validation", "\n".join(validation.problems), None, None))
+    comparison = _compare(ep, eager, tuple(args), kwargs)
+    if not comparison.ok:
+        failures.append(FailureReport("mismatch", comparison.note, None, None))
+    return DraftExportReport(failures, ep, validation, comparison, fixes, accepted, name)
+
+
+def _accepted_text(result: Any) -> list[str]:
+    from .violations import format_guard
+
+    out = []
+    for rec in result.env.accepted:
+        if rec.expr.free_symbols and not (isinstance(rec.expr, sympy.Eq) and any(
+                result.env.replacements.get(s) is not None and result.env.replacements[s].is_Integer
+                for s in rec.expr.free_symbols)):
+            where = f"  (at {rec.source})" if rec.source is not None else ""
+            out.append(f"{format_guard(rec.expr)}{where}")
+    return out
+
+
+def _capture_failure(err: BaseException) -> FailureReport:
+    """A capture that stopped: classify the exception."""
+    src = _error_source(err)
+    text = _strip_at(str(err))
+    if isinstance(err, UnsupportedOpError):
+        return FailureReport("unsupported_op", text, src, None)
+    if isinstance(err, DataDependentError):
+        return FailureReport("data_dependent", text + "\n(draft_export cannot continue past this one: the model "
+                             "reads array values to decide control flow)", src, None)
+    if isinstance(err, ConstraintsExceededError):
+        return FailureReport("example_out_of_range", text, src, None)
+    if isinstance(err, (ValueError, TypeError, NotImplementedError)) and src is None:
+        return FailureReport("spec_error", f"{type(err).__name__}: {text}", None, None)
+    if isinstance(err, CaptureError) and err.__cause__ is not None and " raised " in text.split("\n")[0]:
+        return FailureReport("numpy_error", text, src, None)
+    return FailureReport("capture_error", f"{type(err).__name__}: {text}", src, None)

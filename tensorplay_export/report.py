@@ -1,0 +1,152 @@
+"""Rendering of a :class:`~tensorplay_export.draft.DraftExportReport`: plain text, HTML, markdown, JSON-able dict.
+
+All four show the same content: a status line (program built? structural
+validation, max abs/rel difference against eager), the failures grouped by
+kind (message, the model's ``file:line`` and source text, the fix lines
+concerning it), the guards accepted on ``Dim.AUTO`` sizes, and, last, one
+``Suggested fixes:`` block that ``refine_dynamic_shapes_from_suggested_fixes``
+reads (it stops at the first blank line, so nothing follows the block).
+"""
+from __future__ import annotations
+
+import html
+import math
+import os
+from typing import Any
+
+__all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line"]
+
+
+def _kinds() -> dict[str, str]:
+    from .draft import KINDS
+
+    return KINDS
+
+
+def _num(x: float) -> str:
+    return "inf" if x == math.inf else f"{x:.3g}"
+
+
+def status_line(report: Any) -> str:
+    """``f: 2 failures; program built (validation ok; max abs diff 0, max rel diff 0 vs eager)``."""
+    n = len(report.failures)
+    head = f"draft_export of {report.model_name}: " + ("no failures" if n == 0 else
+                                                      f"{n} failure{'s' if n != 1 else ''}")
+    if report.exported_program is None:
+        return head + "; no program could be built"
+    parts = []
+    if report.validation is not None:
+        parts.append("validation ok" if report.validation.ok else "validation FAILED")
+    c = report.comparison
+    if c is not None:
+        parts.append(f"max abs diff {_num(c.max_abs)}, max rel diff {_num(c.max_rel)} vs eager"
+                     + ("" if c.ok else " (MISMATCH)"))
+    return head + f"; program built ({'; '.join(parts)})"
+
+
+def _where(f: Any) -> str:
+    return str(f.source) if f.source is not None else ""
+
+
+def render_text(report: Any) -> str:
+    """The plain-text report (``str(report)``)."""
+    kinds = _kinds()
+    out = [status_line(report)]
+    for kind, items in report.by_kind().items():
+        out.append("")
+        out.append(f"{kinds.get(kind, kind)} ({len(items)})")
+        for i, f in enumerate(items, 1):
+            lines = f.message.splitlines() or [f.kind]
+            out.append(f"  {i}. {lines[0]}")
+            out += [f"     {ln}" for ln in lines[1:]]
+            if f.source is not None:
+                out.append(f"     at {_where(f)}")
+            if f.fix:
+                out.append(f"     fix: {'; '.join(f.fix.splitlines())}")
+    if report.accepted:
+        out.append("")
+        out.append("Guards accepted on Dim.AUTO sizes (part of the program's contract)")
+        out += [f"  - {g}" for g in report.accepted]
+    if report.fixes:
+        out.append("")
+        out.append("Suggested fixes:")
+        out += [f"  {ln}" for ln in report.fixes]
+    return "\n".join(out)
+
+
+def report_to_dict(report: Any) -> dict:
+    """JSON-able form (``--json`` of the CLI)."""
+    v, c = report.validation, report.comparison
+
+    def num(x: float) -> Any:
+        return None if x == math.inf else x
+
+    return {
+        "model": report.model_name,
+        "successful": report.successful(),
+        "program_built": report.exported_program is not None,
+        "validation": None if v is None else {"ok": v.ok, "problems": list(v.problems)},
+        "comparison": None if c is None else {"ok": c.ok, "max_abs": num(c.max_abs), "max_rel": num(c.max_rel),
+                                              "note": c.note},
+        "failures": [f.to_dict() for f in report.failures],
+        "accepted_auto_guards": list(report.accepted),
+        "suggested_fixes": list(report.fixes),
+    }
+
+
+def _loc(f: Any) -> tuple[str, str]:
+    if f.source is None:
+        return "", ""
+    return f"{os.path.basename(f.source.filename)}:{f.source.lineno}", f.source.text
+
+
+def render_html(report: Any) -> str:
+    """An HTML table (Jupyter ``_repr_html_``)."""
+    kinds = _kinds()
+    esc = html.escape
+    rows = []
+    for i, f in enumerate(report.failures, 1):
+        where, text = _loc(f)
+        src = f"<code>{esc(where)}</code><br><code>{esc(text)}</code>" if where else ""
+        fix = f"<pre style='margin:0'>{esc(f.fix)}</pre>" if f.fix else ""
+        rows.append(f"<tr><td>{i}</td><td>{esc(kinds.get(f.kind, f.kind))}</td>"
+                    f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
+                    f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
+    parts = [f"<div class='tpe-draft-report'><p><b>{esc(status_line(report))}</b></p>"]
+    if rows:
+        parts.append("<table><thead><tr><th>#</th><th>kind</th><th>message</th><th>source</th><th>fix</th>"
+                     "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    if report.accepted:
+        parts.append("<p>Guards accepted on Dim.AUTO sizes:</p><ul>"
+                     + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
+    if report.fixes:
+        parts.append("<p>Suggested fixes:</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _md_cell(text: str) -> str:
+    return html.escape(text).replace("|", "\\|").replace("\n", "<br>")
+
+
+def render_markdown(report: Any) -> str:
+    """A markdown table (Jupyter ``_repr_markdown_``)."""
+    kinds = _kinds()
+    out = [f"**{status_line(report)}**", ""]
+    if report.failures:
+        out.append("| # | kind | message | source | fix |")
+        out.append("|---|---|---|---|---|")
+        for i, f in enumerate(report.failures, 1):
+            where, text = _loc(f)
+            src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
+            fix = "<br>".join(f"`{ln}`" for ln in f.fix.splitlines()) if f.fix else ""
+            out.append(f"| {i} | {_md_cell(kinds.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
+                       f"{src} | {fix} |")
+        out.append("")
+    if report.accepted:
+        out.append("Guards accepted on Dim.AUTO sizes:")
+        out += [f"- `{g}`" for g in report.accepted]
+        out.append("")
+    if report.fixes:
+        out += ["Suggested fixes:", "```", *report.fixes, "```"]
+    return "\n".join(out)
