@@ -113,3 +113,19 @@ def test_decomposed_program_has_no_composites_and_matches_eager(name):
     assert left == []
     inputs = make_inputs(3, 11)
     np.testing.assert_allclose(dec.module()(*inputs), model(*inputs), rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_training_export_records_buffer_updates():
+    bn, ref = nn.BatchNorm1d(3), nn.BatchNorm1d(3)
+    ep = tpe.export_for_training(bn, randn(4, 3, 5), dynamic_shapes={"x": {0: tpe.Dim("b"), 2: tpe.Dim("l")}})
+    mutated = [s.target for s in ep.graph_signature.output_specs if s.kind.name == "BUFFER_MUTATION"]
+    assert mutated == ["running_mean", "running_var", "num_batches_tracked"]
+    assert int(bn.num_batches_tracked) == 0 and not bn.running_mean.any()  # capture left the model alone
+    run = ep.module()
+    for shape in ((6, 3, 9), (2, 3, 1)):
+        y = randn(*shape)
+        np.testing.assert_allclose(run(y), ref(y), rtol=1e-5, atol=1e-5)
+    state = dict(run.named_buffers())
+    np.testing.assert_allclose(state["running_mean"], ref.running_mean, rtol=1e-6)
+    np.testing.assert_allclose(state["running_var"], ref.running_var, rtol=1e-6)
+    assert int(state["num_batches_tracked"]) == 2
