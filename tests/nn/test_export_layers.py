@@ -10,6 +10,7 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import nn
+from tensorplay_export.nn import functional as F
 
 if not hasattr(tpe, "export"):
     pytest.skip("tensorplay_export.export has not landed yet", allow_module_level=True)
@@ -129,3 +130,43 @@ def test_batch_norm_training_export_records_buffer_updates():
     np.testing.assert_allclose(state["running_mean"], ref.running_mean, rtol=1e-6)
     np.testing.assert_allclose(state["running_var"], ref.running_var, rtol=1e-6)
     assert int(state["num_batches_tracked"]) == 2
+
+
+# ----------------------------------------------------- functions on dynamic sizes
+def f_pad(x):
+    return F.pad(x, (1, 2, 0, 3), value=-1.0) + F.pad(x, (2, 1, 3, 0), mode="replicate")
+
+
+def f_one_hot_ce(logits, target):
+    smooth = F.cross_entropy(logits, target, label_smoothing=0.1)
+    probs = F.one_hot(target, 5).astype(np.float32)
+    return smooth + F.cross_entropy(logits, probs, reduction="sum"), F.cross_entropy(logits, target, reduction="none")
+
+
+def f_erf_sdpa(q, k, bias):
+    return F.scaled_dot_product_attention(F.erf(q), k, k, attn_mask=bias), F.erfc(k)
+
+
+FUNCTION_CASES = {
+    "pad": (f_pad, lambda b, s: (randn(b, s, s + 2),),
+            lambda: {"x": {0: tpe.Dim("batch", max=64), 1: tpe.Dim("seq", max=256), 2: tpe.Dim("w", max=300)}}),
+    "one_hot_cross_entropy": (f_one_hot_ce, lambda b, s: (randn(b * s, 5), RNG.integers(0, 5, b * s)),
+                              lambda: {"logits": {0: tpe.Dim("n", max=1000)}, "target": {0: tpe.Dim("n", max=1000)}}),
+    "erf_sdpa_float_mask": (f_erf_sdpa, lambda b, s: (randn(b, 2, s, 4), randn(b, 2, s + 1, 4), randn(b, 1, s, s + 1)),
+                            lambda: {"q": {0: tpe.Dim("batch", max=64), 2: tpe.Dim("seq", max=256)},
+                                     "k": {0: tpe.Dim("batch", max=64), 2: tpe.Dim("seq", max=256) + 1},
+                                     "bias": {0: tpe.Dim("batch", max=64), 2: tpe.Dim("seq", max=256),
+                                              3: tpe.Dim("seq", max=256) + 1}}),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTION_CASES))
+def test_function_exports_and_matches_eager_on_other_sizes(name):
+    fn, make_inputs, make_spec = FUNCTION_CASES[name]
+    ep = tpe.export(fn, *make_inputs(2, 7), dynamic_shapes=make_spec())
+    run = ep.module()
+    for b, s in ((1, 1), (3, 12)):
+        inputs = make_inputs(b, s)
+        got, want = run(*inputs), fn(*inputs)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=f"{name} at batch={b}, seq={s}")
