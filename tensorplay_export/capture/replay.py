@@ -54,7 +54,7 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict) -> list:
 
     for i, node in enumerate(nodes):
         if node.op == "placeholder":
-            env[node] = inputs[node.target]
+            env[node] = inputs[node.name]
         elif node.op == "call_function":
             args = concrete(map_arg(node.args, value))
             kwargs = concrete(map_arg(node.kwargs, value))

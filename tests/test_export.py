@@ -1,0 +1,225 @@
+"""export(): programs, signatures, state lifting, contracts, runtime checks, a 4-layer transformer."""
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim, nn
+from tensorplay_export.export import capture
+
+RNG = np.random.default_rng(0)
+
+
+def randn(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("steps", np.zeros((), np.int64))
+        self.register_buffer("mask", np.ones(4, np.float32), persistent=False)
+        self.table = np.arange(40, dtype=np.float32).reshape(10, 4)
+
+    def forward(self, x):
+        self.steps = self.steps + 1
+        return self.lin(x) * self.mask + self.table[: x.shape[0]]
+
+
+def test_module_state_is_lifted_with_prefixed_names_ahead_of_inputs():
+    m = Counter()
+    ep = tpe.export(m, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+    specs = [(s.kind.name, s.arg.name, s.target) for s in ep.graph_signature.input_specs]
+    assert specs == [("PARAMETER", "p_lin_weight", "lin.weight"), ("PARAMETER", "p_lin_bias", "lin.bias"),
+                     ("BUFFER", "b_steps", "steps"), ("BUFFER", "b_mask", "mask"),
+                     ("CONSTANT_TENSOR", "c_table", "c_table"), ("USER_INPUT", "x", None)]
+    assert set(ep.state_dict) == {"lin.weight", "lin.bias", "steps"}
+    assert "c_table" in ep.tensor_constants
+    # the module is left exactly as it was
+    assert type(m._buffers["steps"]) is np.ndarray and m.steps == 0 and type(m.table) is np.ndarray
+
+
+def test_buffer_assignment_is_a_buffer_mutation_written_back_by_module():
+    for fn in (tpe.export, tpe.export_for_training):
+        m = Counter()
+        ep = fn(m, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+        out_kinds = [(s.kind.name, s.target) for s in ep.graph_signature.output_specs]
+        assert out_kinds == [("BUFFER_MUTATION", "steps"), ("USER_OUTPUT", None)]
+        mod = ep.module()
+        x = randn(5, 4)
+        np.testing.assert_allclose(mod(x), m(x), rtol=1e-6)
+        mod(x)
+        assert dict(mod.named_buffers())["steps"] == 2 and m.steps == 1
+
+
+def test_preserve_module_call_signature_records_submodule_calls():
+    ep = tpe.export(Counter(), randn(3, 4), preserve_module_call_signature=("lin",))
+    entries = {e.fqn: e for e in ep.module_call_graph}
+    assert "" in entries and entries["lin"].signature is not None
+    assert [a.name for a in entries["lin"].signature.inputs] == ["x"]
+    nodes = [n for n in ep.graph.nodes if n.meta.get("module_path") == "lin"]
+    assert nodes
+
+
+@dataclass
+class Pair:
+    a: np.ndarray
+    b: list
+
+
+tpe.register_dataclass(Pair, serialized_type_name="tests.test_export.Pair")
+
+
+def test_pytree_inputs_and_outputs_with_kwargs():
+    def f(x, *, extras, k=2):
+        return Pair(x * extras["s"], [x.sum(axis=1), None, 3]), {"y": x + k}
+    b = Dim("b", max=32)
+    ep = tpe.export(f, randn(3, 4), extras={"s": randn(3, 4)}, k=2,
+                    dynamic_shapes={"x": {0: b}, "extras": {"s": {0: b}}, "k": None})
+    x, s = randn(6, 4), randn(6, 4)
+    got, want = ep.module()(x, extras={"s": s}, k=2), f(x, extras={"s": s}, k=2)
+    assert isinstance(got[0], Pair) and got[0].b[1:] == [None, 3]
+    np.testing.assert_allclose(got[0].a, want[0].a)
+    np.testing.assert_allclose(got[1]["y"], want[1]["y"])
+    assert [(c.sites, c.name) for c in ep.equality_constraints] == [((("x", 0), ("extras_s", 0)), "b")]
+
+
+def test_example_outside_declared_range_fails_export():
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"x.shape\[0\] = 600 is outside n in \[1, 512\]"):
+        tpe.export(lambda x: x, randn(600, 2), dynamic_shapes={"x": {0: Dim("n", max=512)}})
+    with pytest.raises(tpe.ConstraintsExceededError, match="disagree"):
+        b = Dim("b")
+        tpe.export(lambda x, y: x, randn(3, 2), randn(4, 2), dynamic_shapes={"x": {0: b}, "y": {0: b}})
+
+
+def test_range_constraints_and_any_dim_name():
+    S, N, E, I = Dim("S", max=9), Dim("N"), Dim("E"), Dim("I", min=0)
+    ep = tpe.export(lambda a: a.sum(axis=0), randn(2, 3, 4, 5), dynamic_shapes={"a": (S, N, E, I)})
+    assert {s.name: str(v) for s, v in ep.range_constraints.items()} == {
+        "S": "[1, 9]", "N": "[1, inf]", "E": "[1, inf]", "I": "[0, inf]"}
+    assert all(s.is_integer for s in ep.range_constraints)
+
+
+def test_derived_dims_bind_and_check_the_root():
+    dx = Dim("dx", max=50)
+    ep = tpe.export(lambda x, y: x + y[::2], randn(3, 2), randn(6, 2), dynamic_shapes={"x": {0: dx}, "y": {0: 2 * dx}})
+    assert ep.module()(randn(5, 2), randn(10, 2)).shape == (5, 2)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(randn(5, 2), randn(9, 2))
+    ep = tpe.export(lambda x: x[1:] * 2, randn(7, 2), dynamic_shapes={"x": {0: 2 * dx + 1}})
+    assert ep.module()(randn(9, 2)).shape == (8, 2)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(randn(8, 2))
+
+
+def test_auto_dims_resolve_to_relations_specializations_and_divisibility():
+    ep = tpe.export(lambda x: x.reshape(4, 6), randn(4, 6), dynamic_shapes={"x": {0: Dim.AUTO}})
+    assert ep.range_constraints == {}
+    ep = tpe.export(lambda x, y: x @ y, randn(3, 4), randn(4, 5),
+                    dynamic_shapes={"x": (Dim.AUTO, Dim.AUTO), "y": (Dim.AUTO, Dim.AUTO)})
+    assert sorted(s.name for s in ep.range_constraints) == ["s0", "s2", "s3"]
+    mod = ep.module()
+    assert mod(randn(2, 7), randn(7, 3)).shape == (2, 3)
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"y.shape\[0\] = 5 must equal x.shape\[1\] = 4"):
+        mod(randn(3, 4), randn(5, 5))
+    with pytest.raises(tpe.ConstraintsExceededError, match="rank"):
+        mod(randn(3), randn(4, 5))
+    with pytest.raises(TypeError, match="dtype"):
+        mod(randn(3, 4).astype(np.float64), randn(4, 5))
+
+
+def test_dynamic_dim_that_gets_specialized_is_a_violation():
+    with pytest.raises(tpe.ConstraintViolationError, match="Dim.DYNAMIC"):
+        tpe.export(lambda x: x.reshape(4, 6), randn(4, 6), dynamic_shapes={"x": {0: Dim.DYNAMIC}})
+    ep = tpe.export(lambda x: x * 2, randn(4, 6), dynamic_shapes={"x": {0: Dim.DYNAMIC}})
+    assert ep.module()(randn(9, 6)).shape == (9, 6)
+
+
+def test_violations_are_all_reported_at_once():
+    def model(x, y):
+        if x.shape[0] > 4:
+            x = x + 1
+        return x @ np.ones((16, 2)) + y
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(model, randn(8, 16), randn(8, 2), dynamic_shapes={
+            "x": {0: Dim("dx", max=64), 1: Dim("k", max=64)}, "y": {0: Dim("dy", max=64)}})
+    kinds = {str(r.expr) for r in err.value.violations}
+    assert kinds == {"dx > 4", "Eq(k, 16)", "Eq(dx, dy)"}
+
+
+def test_data_dependent_guard_names_both_lines():
+    def model(x):
+        nz = np.nonzero(x > 0)[0]
+        if nz.shape[0] > 3:
+            return x * 2.0
+        return x
+    with pytest.raises(tpe.DataDependentError) as err:
+        tpe.export(model, randn(10), dynamic_shapes={"x": {0: Dim("n", max=100)}})
+    text = str(err.value)
+    assert "data-dependent" in text and "u0" in text and "numpy.nonzero" in text
+    assert "nz = np.nonzero(x > 0)[0]" in text and "if nz.shape[0] > 3:" in text
+
+
+def test_draft_capture_keeps_going_and_returns_records():
+    def model(x):
+        nz = np.nonzero(x > 0)[0]
+        return x * 2.0 if nz.shape[0] > 3 else x
+    result = capture(model, (randn(10),), {}, {"x": {0: Dim("n", max=100)}}, mode="draft")
+    assert result.env.data_dependent and result.graph.output_node is not None
+
+
+def test_code_is_readable_python_with_checks_first():
+    ep = tpe.export(lambda x: x[1:] + 1.0, randn(5, 3), dynamic_shapes={"x": {0: Dim("n", max=9)}})
+    code = ep.code
+    assert code.index("tpe_check_input") < code.index("tpe_getitem")
+    assert "def forward(self, x):" in code
+
+
+# -- a 4-layer transformer written over numpy --------------------------------------------------
+D, H, LAYERS, VOCAB, CTX = 32, 4, 4, 50, 64
+W = {f"{name}{i}": randn(*shape) * 0.1 for i in range(LAYERS)
+     for name, shape in (("qkv", (D, 3 * D)), ("o", (D, D)), ("up", (D, 4 * D)), ("down", (4 * D, D)))}
+EMB = randn(VOCAB, D)
+POS = randn(CTX, D)
+
+
+def layer_norm(h):
+    mu = h.mean(axis=-1, keepdims=True)
+    return (h - mu) / np.sqrt(h.var(axis=-1, keepdims=True) + 1e-5)
+
+
+def attention(h, i):
+    b, s, d = h.shape
+    q, k, v = np.split(h @ W[f"qkv{i}"], 3, axis=-1)
+    q, k, v = (t.reshape(b, s, H, d // H).transpose(0, 2, 1, 3) for t in (q, k, v))
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(d // H)
+    scores = np.where(np.tril(np.ones((s, s), dtype=bool)), scores, -np.inf)
+    w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return (w @ v).transpose(0, 2, 1, 3).reshape(b, s, d) @ W[f"o{i}"]
+
+
+def transformer(ids):
+    h = EMB[ids] + POS[: ids.shape[1]]
+    for i in range(LAYERS):
+        h = h + attention(layer_norm(h), i)
+        h = h + np.maximum(layer_norm(h) @ W[f"up{i}"], 0) @ W[f"down{i}"]
+    return layer_norm(h) @ EMB.T
+
+
+def test_four_layer_transformer_matches_eager_on_20_random_shapes():
+    ids = RNG.integers(0, VOCAB, size=(2, 7))
+    ep = tpe.export(transformer, ids, dynamic_shapes={"ids": {0: Dim("batch", max=8), 1: Dim("seq", max=CTX)}})
+    assert {s.name: str(v) for s, v in ep.range_constraints.items()} == {"batch": "[1, 8]", "seq": "[1, 64]"}
+    mod = ep.module()
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        b, s = int(rng.integers(1, 9)), int(rng.integers(1, CTX + 1))
+        x = rng.integers(0, VOCAB, size=(b, s))
+        got, want = mod(x), transformer(x)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        mod(rng.integers(0, VOCAB, size=(2, CTX + 1)))
