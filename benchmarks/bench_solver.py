@@ -29,7 +29,7 @@ import z3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from solver import ShapeSolver, Translator  # noqa: E402
+from solver import ShapeSolver, Translator, suggest_fixes  # noqa: E402
 
 HEAD_DIMS = [64, 80, 96, 128]
 TABLE_LENS = [512, 1024, 2048]
@@ -118,6 +118,31 @@ def baseline_z3_only(guards: list, ranges: dict, timeout_ms: int) -> dict:
     return dict(seconds=dt, rate=len(guards) / dt, reached_z3=1.0, z3_calls=len(guards))
 
 
+def fix_cases() -> list:
+    """The fixable right values of issue 2: (guards, dims, hints)."""
+    P = dict(integer=True, positive=True)
+    s, dx, dy, b, n = sympy.symbols("s dx dy b n", **P)
+    d100 = {"dx": (1, 100), "dy": (1, 100)}
+    return [
+        ([s <= 512, sympy.Ne(s, 512)], {"s": (1, None)}, {"s": 7}),
+        ([sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))], d100, {"dx": 8, "dy": 8}),
+        ([sympy.Eq(dx - 1, dy)], d100, {"dx": 9, "dy": 8}),
+        ([sympy.Eq(2 * dx, dy)], d100, {"dx": 4, "dy": 8}),
+        ([sympy.Eq(6 * b, 24)], {"b": (1, 64)}, {"b": 4}),
+        ([sympy.Eq(sympy.Mod(n, 4), 0)], {"n": (1, 1000)}, {"n": 8}),
+        ([sympy.Eq(sympy.Mod(s ** 2 + s, 8), 0), sympy.Ne(sympy.Mod(s + 1, 8), 0)], {"s": (1, 1024)}, {"s": 16}),
+        ([dx * dy <= 4096], {"dx": (1, 1024), "dy": (1, 1024)}, {"dx": 32, "dy": 32}),
+    ]
+
+
+def bench_fixes() -> tuple:
+    cases = fix_cases()
+    t0 = time.perf_counter()
+    for guards, dims, hints in cases:
+        suggest_fixes(guards, dims, hints)
+    return len(cases), time.perf_counter() - t0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--guards", type=int, default=10_000)
@@ -154,6 +179,9 @@ def main(argv=None) -> int:
         print(f"{name:<28}{r['seconds']:>9.3f}{r['rate']:>11.0f}{r['reached_z3']:>11.2%}{r['z3_calls']:>10}")
     cold = rows[0][1]
     print(f"verdicts (cold): proved {cold['proved']}, refuted {cold['refuted']}, unknown {cold['unknown']}")
+    k, dt = bench_fixes()
+    print(f"suggest_fixes on issue 2's {k} fix right values: {dt * 1000:.0f} ms total, "
+          f"{dt * 1000 / k:.1f} ms per verified fix set")
     return 0
 
 

@@ -226,3 +226,81 @@ def test_zero_min_dim_range_prints_min():
 def test_missing_hint_raises():
     with pytest.raises(ValueError, match="no example size"):
         suggest_fixes([s <= 4], {"s": (1, 100)}, {})
+
+
+# -- line forms the violation formatter and refine rely on ------------------------------------
+@pytest.mark.parametrize("fix, line", [
+    (RangeFix("seq", 1, 512), "seq = Dim('seq', max=512)"),
+    (RangeFix("b", 5, 64), "b = Dim('b', min=5, max=64)"),
+    (RangeFix("z", 0, None), "z = Dim('z', min=0)"),
+    (RangeFix("_dx", 1, 250, new_root=True), "_dx = Dim('_dx', max=250)"),
+    (ConstantFix("batch", 4), "batch = 4"),
+    (RelationFix("dy", "dx"), "dy = dx"),
+    (RelationFix("dy", "dx", 1, 1), "dy = dx + 1"),
+    (RelationFix("dy", "dx", 1, -1), "dy = dx - 1"),
+    (RelationFix("dy", "dx", 2, 0), "dy = 2*dx"),
+    (RelationFix("dy", "dx", 2, 1), "dy = 2*dx + 1"),
+    (RelationFix("dx", "_dx", 4, 0), "dx = 4*_dx"),
+])
+def test_line_forms(fix, line):
+    assert fix.line == line
+
+
+def test_negative_offset_with_scale():
+    guards = [sympy.Eq(dy, 2 * dx - 1)]
+    dims = {"dx": (1, 100), "dy": (1, 100)}
+    fs = suggest_fixes(guards, dims, {"dx": 4, "dy": 7})
+    assert sorted(fs.lines) == sorted(["dy = 2*dx - 1", "dx = Dim('dx', max=50)"])
+    check_contract(fs, guards, dims, {"dx": 4, "dy": 7}, {"dx": [1, 4, 50, 51], "dy": [1, 7, 99, 100, 101]})
+
+
+def test_fix_set_is_machine_readable_and_str():
+    fs = suggest_fixes([sympy.Eq(sympy.Mod(n, 4), 0)], {"n": (1, 1000)}, {"n": 8})
+    assert fs.fixes == [RangeFix("_n", 1, 250, new_root=True), RelationFix("n", "_n", 4, 0)]
+    assert str(fs) == "_n = Dim('_n', max=250)\nn = 4*_n"
+
+
+# -- seeded fuzz: single-dim guard sets ---------------------------------------------------------
+def _widest_interval(ok, h, lo, hi):
+    a = h
+    while a - 1 >= lo and ok(a - 1):
+        a -= 1
+    b = h
+    while b + 1 <= hi and ok(b + 1):
+        b += 1
+    return b - a + 1
+
+
+def test_fuzz_single_dim_fixes_are_sound_and_widest():
+    import random
+
+    seed = 7
+    rng = random.Random(seed)
+    for case in range(40):
+        hi = rng.choice([60, 100, 200])
+        guards = []
+        for _ in range(rng.randint(1, 3)):
+            kind = rng.choice(["le", "ge", "ne", "mod0", "mod"])
+            c = rng.randint(2, hi)
+            k = rng.choice([2, 3, 4, 6, 8])
+            guards.append({"le": s <= c, "ge": s >= c, "ne": sympy.Ne(s, c),
+                           "mod0": sympy.Eq(sympy.Mod(s, k), 0),
+                           "mod": sympy.Eq(sympy.Mod(s, k), rng.randint(0, k - 1))}[kind])
+        guards = [g for g in guards if g not in (sympy.true, sympy.false)]
+
+        def ok(v):
+            return all(evaluate(g, {"s": v}) for g in guards)
+        good = [v for v in range(1, hi + 1) if ok(v)]
+        if not guards or not good:
+            continue
+        h = rng.choice(good)
+        fs = suggest_fixes(guards, {"s": (1, hi)}, {"s": h})
+        where = f"seed={seed} case={case} guards={guards} hint={h} lines={fs.lines}"
+        assert fs.verified and not fs.unfixable, where
+        adm = [v for v in range(1, hi + 1) if admitted(fs, {"s": (1, hi)}, {"s": v})]
+        assert h in adm, where
+        assert all(ok(v) for v in adm), where
+        if len(good) < hi:
+            assert fs.lines, where
+        # never narrower than the widest contiguous range around the example
+        assert len(adm) >= _widest_interval(ok, h, 1, hi), where
