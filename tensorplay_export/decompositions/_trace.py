@@ -1,0 +1,249 @@
+"""Builders written as numpy functions: trace them into the graph in place of a node.
+
+A decomposition is easiest to write, and to get right, as the numpy code it
+stands for (``var = mean((a - mean(a))**2)``).  :func:`traced_builder` turns
+such a function into a ``builder(graph, node)``: the node's inputs are handed
+to the function as traced arrays (the capture machinery of ``export``), so
+every numpy call it makes becomes a registry primitive inserted right before
+the node, with its symbolic shape and dtype computed by the op's own shape
+rule.  Sizes stay symbolic: ``x.shape[1]`` is the program's symbol.
+
+Tracing needs example values (numpy runs on them, and every shape rule is
+checked against numpy's result) and the program's contract (every
+requirement the primitives place on sizes must already follow from it).
+:class:`DecompSession` holds both for one ``run_decompositions`` call; it is
+reachable through :data:`SESSION` while builders run.
+"""
+from __future__ import annotations
+
+import contextvars
+from typing import Any, Callable, Optional
+
+import numpy as np
+import sympy
+
+from ..graph import Graph, Node, map_arg
+
+__all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
+
+SESSION: contextvars.ContextVar = contextvars.ContextVar("tpe_decomp_session", default=None)
+
+
+class DecompositionError(RuntimeError):
+    """A builder failed, or its result does not match the node it replaces."""
+
+
+class DecompSession:
+    """Example values, symbol hints and a shape environment for decomposing one graph.
+
+    Args:
+        graph: the (copied) graph being rewritten.
+        flat_inputs: one concrete value per placeholder, in order (the program's
+            example inputs with its lifted state).
+        ranges: ``sympy.Symbol -> ValueRange`` of the program.
+
+    The graph is run once on ``flat_inputs`` (lazily, at the first traced
+    builder) to learn every node's example value and every symbol's example size.
+    """
+
+    def __init__(self, graph: Graph, flat_inputs: Optional[list], ranges: dict) -> None:
+        self.graph = graph
+        self._flat_inputs = flat_inputs
+        self._ranges = dict(ranges)
+        self._values: Optional[dict] = None
+        self._hints: dict = {}
+        self._env: Any = None
+        self._tracer: Any = None
+
+    # -- example values -------------------------------------------------------
+    def _run(self) -> None:
+        from ..interpreter import Interpreter
+
+        if self._flat_inputs is None:
+            raise DecompositionError(
+                "this builder traces numpy code and needs example values, but the program has no "
+                "example inputs (export() records them; pass them to deserialize/load)")
+        values: dict = {}
+
+        class _Recorder(Interpreter):
+            def run_node(self, node: Node) -> Any:
+                value = super().run_node(node)
+                if node.op != "output":
+                    values[node] = value
+                return value
+
+        interp = _Recorder(self.graph)
+        interp.run(*self._flat_inputs)
+        self._values = values
+        self._hints = dict(interp.symbols)
+
+    def value(self, node: Node) -> Any:
+        """Example value of ``node`` (nodes added by earlier builders are evaluated on demand)."""
+        if self._values is None:
+            self._run()
+        if node in self._values:
+            return self._values[node]
+        from ..codegen import resolve_op
+
+        args = map_arg(node.args, self.value)
+        kwargs = map_arg(node.kwargs, self.value)
+        args, kwargs = self._concrete(args), self._concrete(kwargs)
+        out = resolve_op(node.target)(*args, **kwargs)
+        self._values[node] = out
+        for axis, sym in (node.meta.get("bind") or {}).items():
+            self._hints.setdefault(sym, int(out if axis is None else np.shape(out)[axis]))
+        return out
+
+    def _concrete(self, value: Any) -> Any:
+        if isinstance(value, sympy.Basic):
+            out = value.xreplace({s: sympy.Integer(v) for s, v in self._hints.items()})
+            if out.is_Integer:
+                return int(out)
+            if out in (sympy.true, sympy.false):
+                return bool(out)
+            return float(out)
+        if isinstance(value, tuple):
+            return tuple(self._concrete(v) for v in value)
+        if isinstance(value, list):
+            return [self._concrete(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self._concrete(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(self._concrete(value.start), self._concrete(value.stop), self._concrete(value.step))
+        return value
+
+    # -- tracing --------------------------------------------------------------
+    @property
+    def tracer(self) -> Any:
+        if self._tracer is None:
+            self._make_tracer()
+        return self._tracer
+
+    def _make_tracer(self) -> None:
+        from solver import ShapeSolver
+
+        from ..capture.tracer import Tracer
+        from ..shape_env import ShapeEnv
+
+        if self._values is None:
+            self._run()
+        env = ShapeEnv(ShapeSolver(timeout_ms=200), "export")
+        symbols = set(self._ranges) | set(self._hints)
+        for sym in sorted(symbols, key=lambda s: s.name):
+            vr = self._ranges.get(sym)
+            lo = int(vr.lower) if vr is not None else 0
+            hi = None if vr is None or vr.upper == float("inf") else int(vr.upper)
+            env.create_symbol(sym.name, lo, hi, self._hints.get(sym), "named")
+        for node in self.graph.nodes:
+            # The program's contract: what the runtime checks enforce may be assumed.
+            if node.op == "call_function" and node.target == "tpe.assert_guard":
+                env.solver.assume(node.args[0])
+        self._env = env
+        tracer = Tracer(env, self.graph)
+        tracer.user_anchor = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        self._tracer = tracer
+
+    def trace(self, fn: Callable[..., Any], node: Node) -> Any:
+        """Run ``fn`` on ``node``'s inputs as traced values; new nodes go before ``node``.
+
+        Returns:
+            the node (or list of nodes, for a tuple result) that replaces ``node``.
+
+        Raises:
+            DecompositionError: ``fn`` raised, needs a size requirement the program's
+                contract does not imply, lifts an array constant, or returns something
+                whose shape or dtype differs from ``node``'s.
+        """
+        from ..capture.patching import patch_numpy, unpatch_numpy
+        from ..capture.traced import TracedArray
+        from ..capture.tracer import CURRENT
+        from ..symbolic import SymBool, SymFloat, wrap_int
+
+        tracer = self.tracer
+        env = self._env
+
+        def wrap(value: Any) -> Any:
+            if isinstance(value, Node):
+                if value.meta.get("shape") is None:
+                    return self.value(value)
+                return TracedArray(tracer, value, tuple(value.meta["shape"]), self.value(value), None)
+            if isinstance(value, sympy.Basic):
+                if value.is_Boolean or value.is_Relational:
+                    return SymBool(value, env)
+                if value.is_Integer:
+                    return int(value)
+                if value.is_integer:
+                    return wrap_int(value, env)
+                return SymFloat(value, env)
+            if isinstance(value, tuple):
+                return tuple(wrap(v) for v in value)
+            if isinstance(value, list):
+                return [wrap(v) for v in value]
+            if isinstance(value, dict):
+                return {k: wrap(v) for k, v in value.items()}
+            if isinstance(value, slice):
+                return slice(wrap(value.start), wrap(value.stop), wrap(value.step))
+            return value
+
+        args, kwargs = wrap(node.args), wrap(node.kwargs)
+        n_violations = len(env.violations)
+        n_constants = len(tracer.constants)
+        token = CURRENT.set(tracer)
+        patch_numpy()
+        try:
+            with self.graph.inserting_before(node):
+                out = fn(*args, **kwargs)
+        except DecompositionError:
+            raise
+        except Exception as err:
+            raise DecompositionError(f"decomposing {node.format_node()} failed: "
+                                     f"{type(err).__name__}: {err}") from err
+        finally:
+            unpatch_numpy()
+            CURRENT.reset(token)
+        if len(env.violations) > n_violations:
+            needs = "; ".join(f"{r.expr} ({r.reason})" for r in env.violations[n_violations:])
+            raise DecompositionError(f"decomposing {node.format_node()} needs {needs}, which the "
+                                     "program's shape contract does not imply")
+        if len(tracer.constants) > n_constants:
+            raise DecompositionError(f"decomposing {node.format_node()} lifted an array constant "
+                                     f"({sorted(tracer.constants)[n_constants:]}); builders may only "
+                                     "create arrays with numpy creation functions")
+        if out is NotImplemented:
+            return NotImplemented
+        return self._result(out, node, TracedArray)
+
+    def _result(self, out: Any, node: Node, traced_type: type) -> Any:
+        if isinstance(out, (tuple, list)):
+            items = [self._result(o, node, traced_type) for o in out]
+            return items
+        if type(out) is not traced_type:
+            raise DecompositionError(f"decomposing {node.format_node()} returned {type(out).__name__}, "
+                                     "not a value computed from the node's inputs")
+        result = out.node
+        self._values.setdefault(result, out.example)
+        return result
+
+
+def traced_builder(fn: Callable[..., Any], name: Optional[str] = None) -> Callable[[Graph, Node], Any]:
+    """A ``builder(graph, node)`` that traces ``fn(*node.args, **node.kwargs)`` into the graph.
+
+    ``fn`` is plain numpy code over the op's arguments, with the op's signature.
+    It may return ``NotImplemented`` for argument combinations it does not cover:
+    the node is then kept as it is.
+
+    Raises (when the builder runs):
+        DecompositionError: outside ``run_decompositions``, or see :meth:`DecompSession.trace`.
+    """
+    def builder(graph: Graph, node: Node) -> Any:
+        session = SESSION.get()
+        if session is None or session.graph is not graph:
+            raise DecompositionError(f"the traced builder {builder.__name__} only runs inside "
+                                     "ExportedProgram.run_decompositions")
+        return session.trace(fn, node)
+
+    builder.__name__ = name or getattr(fn, "__name__", "builder")
+    builder.__qualname__ = builder.__name__
+    builder.__doc__ = f"Traced decomposition: {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else fn!r}"
+    builder.traced_fn = fn
+    return builder
