@@ -1,0 +1,514 @@
+"""The shape contract of a program: what it admits, as data; and how two contracts differ.
+
+A :class:`Contract` is read from a program's runtime-check nodes (so it works
+the same for a fresh ``ExportedProgram`` and one loaded from an archive):
+
+- ``inputs``: per array input its path, dtype and symbolic shape (``(batch, seq, 8)``);
+- ``dims``: each root size symbol's inclusive range;
+- ``equalities``: input axes that share one dim (``x.shape[0] == y.shape[0]``);
+- ``relations``: axes that are ``k*d + c`` of another axis's dim, and guards tying dims;
+- ``divisibility``: axes that must be multiples (``n % 4 == 0``);
+- ``outputs``: each output's symbolic shape and dtype.
+
+JSON form (``Contract.to_json``): the texts above plus operator trees
+(:mod:`tensorplay_export.serde.exprs`) for every expression, so reading a JSON
+contract never parses or evaluates text.
+
+:func:`diff_contracts` decides whether NEW admits fewer input sizes than OLD
+with the solver, not by comparing text: over one integer variable per input
+axis, NEW refuses a size OLD admits iff ``OLD and not NEW`` is satisfiable, and
+then the witness (a concrete input size assignment) is reported.  The listed
+changes (narrowed max, new equality, new divisibility...) explain the verdict.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+__all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
+           "CONTRACT_FORMAT", "CONTRACT_VERSION"]
+
+CONTRACT_FORMAT = "tensorplay_export.contract"
+CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
+
+
+def _text(expr: Any) -> str:
+    from .violations import format_guard
+
+    if isinstance(expr, int):
+        return str(expr)
+    if isinstance(expr, sympy.Basic) and expr.is_Integer:
+        return str(int(expr))
+    return format_guard(expr)
+
+
+def _affine(expr: Any) -> Optional[tuple[sympy.Symbol, int, int]]:
+    """``k*r + c`` (integer ``k >= 1``) -> ``(r, k, c)``; a bare symbol is ``(r, 1, 0)``."""
+    if not isinstance(expr, sympy.Expr) or len(expr.free_symbols) != 1:
+        return None
+    (r,) = expr.free_symbols
+    if not expr.is_polynomial(r):
+        return None
+    poly = sympy.Poly(expr, r)
+    if poly.degree() != 1:
+        return None
+    k, c = poly.all_coeffs()
+    if not (k.is_Integer and c.is_Integer and k >= 1):
+        return None
+    return r, int(k), int(c)
+
+
+def _divisor(guard: Any) -> Optional[tuple[Any, int]]:
+    """``Eq(Mod(e, k), 0)`` -> ``(e, k)``."""
+    if isinstance(guard, sympy.Eq):
+        for a, b in ((guard.lhs, guard.rhs), (guard.rhs, guard.lhs)):
+            if isinstance(a, sympy.Mod) and b == 0 and a.args[1].is_Integer:
+                return a.args[0], int(a.args[1])
+    return None
+
+
+@dataclass
+class Contract:
+    """One program's shape contract (see the module docstring).
+
+    Attributes:
+        inputs: ``[(path, dtype str, shape tuple of int | sympy.Expr)]``, array inputs in order.
+        ranges: root symbol -> ``(lower, upper | None)``.
+        guards: sympy booleans over root symbols (extra checks the program runs).
+        outputs: ``[(shape tuple | None, dtype str | None)]``.
+        runtime_checks: text of checks on data-dependent sizes (not input contract).
+    """
+
+    inputs: list = field(default_factory=list)
+    ranges: dict = field(default_factory=dict)
+    guards: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    runtime_checks: list = field(default_factory=list)
+
+    # -- derived views -------------------------------------------------------------------
+    def sites(self) -> list[tuple[str, Any]]:
+        """``("x.shape[1]", expr)`` for every input axis."""
+        return [(f"{path}.shape[{axis}]", d) for path, _dt, shape in self.inputs for axis, d in enumerate(shape)]
+
+    def site_range(self, expr: Any) -> tuple[int, Optional[int]]:
+        """Range of one axis size (``k*r + c`` over the root's range)."""
+        if not isinstance(expr, sympy.Basic) or expr.is_Integer:
+            return int(expr), int(expr)
+        aff = _affine(expr)
+        if aff is None:
+            return 0, None
+        r, k, c = aff
+        lo, hi = self.ranges.get(r, (0, None))
+        return k * lo + c, (None if hi is None else k * hi + c)
+
+    def equalities(self) -> list[list[str]]:
+        """Groups of axes that share one dim (bare symbol at several sites)."""
+        groups: dict = {}
+        for site, d in self.sites():
+            if isinstance(d, sympy.Symbol):
+                groups.setdefault(d, []).append(site)
+        return [g for g in groups.values() if len(g) > 1]
+
+    def relations(self) -> list[str]:
+        """``z.shape[0] == 2*dx + 1`` for derived axes whose root another axis binds, and relation guards."""
+        bare = {d for _s, d in self.sites() if isinstance(d, sympy.Symbol)}
+        out = []
+        for site, d in self.sites():
+            aff = _affine(d)
+            if aff is not None and not isinstance(d, sympy.Symbol) and aff[0] in bare:
+                out.append(f"{site} == {_text(d)}")
+        for g in self.guards:
+            if _divisor(g) is None and len(g.free_symbols) > 1:
+                out.append(_text(g))
+        return out
+
+    def divisibility(self) -> list[str]:
+        out = []
+        for site, d in self.sites():
+            aff = _affine(d)
+            if aff is not None and aff[1] > 1:
+                r, k, c = aff
+                out.append(f"{site} % {k} == {c % k}  ({site} == {_text(d)})")
+        for g in self.guards:
+            div = _divisor(g)
+            if div is not None:
+                out.append(f"{_text(div[0])} % {div[1]} == 0")
+        return out
+
+    def other_guards(self) -> list[str]:
+        return [_text(g) for g in self.guards if _divisor(g) is None and len(g.free_symbols) <= 1]
+
+    # -- text and JSON -----------------------------------------------------------------------
+    def describe(self) -> str:
+        """Readable multi-line text (``tensorplay-export contract``)."""
+        out = ["Inputs:"]
+        for path, dtype, shape in self.inputs:
+            out.append(f"  {path}: {_shape_text(shape)} {dtype}")
+        out.append("Dims:")
+        for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
+            out.append(f"  {sym.name} in [{lo}, {'inf' if hi is None else hi}]")
+        for title, items in (("Equalities", [" == ".join(g) for g in self.equalities()]),
+                             ("Relations", self.relations()), ("Divisibility", self.divisibility()),
+                             ("Other guards", self.other_guards()),
+                             ("Runtime checks on data-dependent sizes", self.runtime_checks)):
+            if items:
+                out.append(f"{title}:")
+                out += [f"  {t}" for t in items]
+        out.append("Outputs:")
+        for i, (shape, dtype) in enumerate(self.outputs):
+            out.append(f"  [{i}]: {_shape_text(shape) if shape is not None else '(not an array)'} {dtype or ''}".rstrip())
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        from .serde.exprs import encode_expr
+
+        def tree(d: Any) -> Any:
+            return int(d) if isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer) else encode_expr(d)
+
+        return {
+            "format": CONTRACT_FORMAT,
+            "version": CONTRACT_VERSION,
+            "inputs": [{"path": p, "dtype": dt, "shape": [_text(d) for d in shape],
+                        "shape_tree": [tree(d) for d in shape]} for p, dt, shape in self.inputs],
+            "dims": [{"name": s.name, "symbol": encode_expr(s), "min": lo, "max": hi}
+                     for s, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name)],
+            "equalities": [" == ".join(g) for g in self.equalities()],
+            "relations": self.relations(),
+            "divisibility": self.divisibility(),
+            "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
+            "outputs": [{"shape": None if s is None else [_text(d) for d in s], "dtype": dt}
+                        for s, dt in self.outputs],
+            "runtime_checks": list(self.runtime_checks),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "<contract>") -> "Contract":
+        """Rebuild from :meth:`to_json` output (operator trees; no text is parsed).
+
+        Raises:
+            ValueError: not a contract document, or a malformed field (names it).
+        """
+        from .serde.exprs import decode_expr
+
+        if not isinstance(data, dict) or data.get("format") != CONTRACT_FORMAT:
+            raise ValueError(f"{where} is not a tensorplay_export contract (format {CONTRACT_FORMAT!r} expected)")
+        if data.get("version") != CONTRACT_VERSION:
+            raise ValueError(f"{where}: contract version {data.get('version')!r} is not {CONTRACT_VERSION}")
+        try:
+            inputs = []
+            for item in data["inputs"]:
+                shape = tuple(int(t) if type(t) is int else decode_expr(t, where) for t in item["shape_tree"])
+                inputs.append((str(item["path"]), str(item["dtype"]), shape))
+            ranges = {}
+            for item in data["dims"]:
+                sym = decode_expr(item["symbol"], where)
+                ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
+            guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
+            outputs = [(None if o["shape"] is None else tuple(o["shape"]), o.get("dtype")) for o in data["outputs"]]
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])))
+
+
+def _shape_text(shape: Any) -> str:
+    parts = [_text(d) if not isinstance(d, str) else d for d in shape]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def contract_of(ep: Any) -> Contract:
+    """The contract of an ``ExportedProgram`` (read from its runtime-check nodes and range constraints)."""
+    graph = ep.graph
+    inputs = []
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target == "tpe.check_input":
+            path, dtype = node.args[1], node.args[3]
+            shape = tuple(node.meta.get("shape") or ())
+            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in shape)
+            inputs.append((str(path), str(np.dtype(dtype)) if dtype is not None else "any", shape))
+    roots = set()
+    for _p, _d, shape in inputs:
+        for d in shape:
+            if isinstance(d, sympy.Basic):
+                roots |= d.free_symbols
+    ranges = {}
+    for sym, vr in ep.range_constraints.items():
+        if sym in roots:
+            hi = getattr(vr, "upper", math.inf)
+            ranges[sym] = (int(vr.lower), None if hi == math.inf else int(hi))
+    for node in graph.nodes:  # a root seen only through k*r + c carries its range on the check
+        if node.op == "call_function" and node.target == "tpe.derived_root":
+            r = (node.meta.get("bind") or {}).get(None)
+            if r is not None and r not in ranges:
+                ranges[r] = (int(node.args[5]), None if node.args[6] is None else int(node.args[6]))
+    guards, runtime = [], []
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target == "tpe.assert_guard":
+            g = node.args[0]
+            if isinstance(g, sympy.Basic) and g.free_symbols <= roots:
+                guards.append(g)
+            else:
+                runtime.append(_text(g) if isinstance(g, sympy.Basic) else str(g))
+    outputs = []
+    out = graph.output_node
+    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
+                    if getattr(s.kind, "name", "") in ("USER_OUTPUT", "LOSS_OUTPUT")]
+    values = out.args[0] if out is not None else []
+    for i in user_outputs:
+        v = values[i]
+        meta = getattr(v, "meta", None)
+        if meta is not None and meta.get("shape") is not None:
+            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in meta["shape"])
+            outputs.append((shape, str(meta.get("dtype")) if meta.get("dtype") is not None else None))
+        else:
+            outputs.append((None, None))
+    return Contract(inputs, ranges, guards, outputs, runtime)
+
+
+def load_contract(path: str) -> Contract:
+    """A contract from an archive (``.pt2`` zip) or a JSON file written by ``contract --json``.
+
+    Raises:
+        ValueError / ArchiveError / OSError: unreadable file (the message names it).
+    """
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if head.startswith(b"PK"):
+        from .serde import load
+
+        return contract_of(load(path))
+    with open(path, "rb") as fh:
+        try:
+            data = json.loads(fh.read().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ValueError(f"{path} is neither a program archive nor a JSON contract ({err})") from None
+    if isinstance(data, dict) and "contract" in data and "format" not in data:
+        data = data["contract"]
+    return Contract.from_json(data, os.path.basename(path))
+
+
+# -- diff ------------------------------------------------------------------------------------------
+@dataclass
+class Change:
+    """One difference between two contracts; ``narrowing`` says whether it refuses sizes OLD admitted."""
+
+    what: str
+    narrowing: bool
+
+    def __str__(self) -> str:
+        return f"{'[narrows] ' if self.narrowing else '[widens]  '}{self.what}"
+
+
+@dataclass
+class ContractDiff:
+    """Result of :func:`diff_contracts`.
+
+    Attributes:
+        narrowed: NEW refuses some input OLD admits (decided by the solver or by a
+            signature change); ``None`` when the solver could not decide.
+        changes: every listed difference.
+        witness: ``{"x.shape[1]": 513, ...}``: sizes OLD admits and NEW refuses, or None.
+        reason: one line saying how it was decided.
+    """
+
+    narrowed: Optional[bool]
+    changes: list = field(default_factory=list)
+    witness: Optional[dict] = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.narrowed:
+            head = "NEW admits fewer sizes than OLD"
+        elif self.narrowed is None:
+            head = "could not decide whether NEW admits every size OLD admits"
+        else:
+            head = "NEW admits every size OLD admits" + ("" if self.changes else " (no change)")
+        out = [head]
+        if self.witness:
+            out.append("  witness (admitted by OLD, refused by NEW): "
+                       + ", ".join(f"{k} = {v}" for k, v in self.witness.items()))
+        if self.reason:
+            out.append(f"  {self.reason}")
+        if self.changes:
+            out.append("Changes:")
+            out += [f"  {c}" for c in self.changes]
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"narrowed": self.narrowed, "witness": self.witness, "reason": self.reason,
+                "changes": [{"what": c.what, "narrowing": c.narrowing} for c in self.changes]}
+
+
+def _admits(c: Contract, var: dict) -> Any:
+    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``."""
+    binding: dict = {}
+    conds = []
+    for path, _dt, shape in c.inputs:  # bind each root at its first bare site, else at a k*r + c site
+        for axis, d in enumerate(shape):
+            if isinstance(d, sympy.Symbol) and d not in binding:
+                binding[d] = var[(path, axis)]
+    for path, _dt, shape in c.inputs:
+        for axis, d in enumerate(shape):
+            aff = _affine(d)
+            if aff is not None and aff[0] not in binding:
+                r, k, c0 = aff
+                v = var[(path, axis)]
+                binding[r] = sympy.floor((v - c0) / k)
+                conds += [sympy.Eq(sympy.Mod(v - c0, k), 0), v >= c0]
+    for path, _dt, shape in c.inputs:
+        for axis, d in enumerate(shape):
+            v = var[(path, axis)]
+            if not isinstance(d, sympy.Basic) or d.is_Integer:
+                conds.append(sympy.Eq(v, int(d)))
+            elif d.free_symbols <= binding.keys():
+                e = d.xreplace(binding)
+                if e != v:
+                    conds.append(sympy.Eq(v, e))
+    for sym, (lo, hi) in c.ranges.items():
+        if sym in binding:
+            conds.append(binding[sym] >= lo)
+            if hi is not None:
+                conds.append(binding[sym] <= hi)
+    for g in c.guards:
+        if g.free_symbols <= binding.keys():
+            conds.append(g.xreplace(binding))
+    conds = [x for x in conds if x is not sympy.true]
+    return sympy.And(*conds) if conds else sympy.true
+
+
+def _site_dims(c: Contract) -> dict:
+    return {(p, a): d for p, _dt, shape in c.inputs for a, d in enumerate(shape)}
+
+
+def _site_divisor(c: Contract, d: Any) -> int:
+    aff = _affine(d)
+    k = aff[1] if aff is not None else 1
+    if aff is not None:
+        for g in c.guards:
+            div = _divisor(g)
+            if div is not None and div[0] == aff[0]:
+                k = k * div[1] // math.gcd(k, div[1])
+    return k
+
+
+def _structural_changes(old: Contract, new: Contract) -> list[Change]:
+    changes = []
+    od, nd = _site_dims(old), _site_dims(new)
+    old_in = {p: (dt, len(s)) for p, dt, s in old.inputs}
+    new_in = {p: (dt, len(s)) for p, dt, s in new.inputs}
+    for p in old_in:
+        if p not in new_in:
+            changes.append(Change(f"input {p} removed", True))
+        elif old_in[p][1] != new_in[p][1]:
+            changes.append(Change(f"input {p}: rank {old_in[p][1]} -> {new_in[p][1]}", True))
+        elif old_in[p][0] != new_in[p][0]:
+            changes.append(Change(f"input {p}: dtype {old_in[p][0]} -> {new_in[p][0]}", True))
+    for p in new_in:
+        if p not in old_in:
+            changes.append(Change(f"input {p} added (calls made for OLD lack it)", True))
+    for key in od:
+        if key not in nd:
+            continue
+        site = f"{key[0]}.shape[{key[1]}]"
+        o, n = od[key], nd[key]
+        (olo, ohi), (nlo, nhi) = old.site_range(o), new.site_range(n)
+        ostatic = not isinstance(o, sympy.Basic) or o.is_Integer
+        nstatic = not isinstance(n, sympy.Basic) or n.is_Integer
+        if nstatic and not ostatic:
+            changes.append(Change(f"{site}: now static = {int(n)} (was {_text(o)} in [{olo}, {_hi(ohi)}])", True))
+            continue
+        if ostatic and not nstatic:
+            changes.append(Change(f"{site}: now dynamic {_text(n)} (was static {int(o)})", False))
+            continue
+        if ostatic and nstatic:
+            if int(o) != int(n):
+                changes.append(Change(f"{site}: static size {int(o)} -> {int(n)}", True))
+            continue
+        name = _text(n)
+        if nlo > olo:
+            changes.append(Change(f"{site} ({name}): narrowed min {olo} -> {nlo}", True))
+        elif nlo < olo:
+            changes.append(Change(f"{site} ({name}): widened min {olo} -> {nlo}", False))
+        if _lt(nhi, ohi):
+            changes.append(Change(f"{site} ({name}): narrowed max {_hi(ohi)} -> {_hi(nhi)}", True))
+        elif _lt(ohi, nhi):
+            changes.append(Change(f"{site} ({name}): widened max {_hi(ohi)} -> {_hi(nhi)}", False))
+        ok, nk = _site_divisor(old, o), _site_divisor(new, n)
+        if nk != ok and nk % ok == 0:
+            changes.append(Change(f"new divisibility: {site} must be a multiple of {nk} (was {ok})"
+                                  if ok > 1 else f"new divisibility: {site} % {nk} == 0", True))
+        elif nk != ok:
+            changes.append(Change(f"divisibility of {site}: {ok} -> {nk}", ok % nk != 0))
+    oeq = _equal_pairs(old)
+    neq = _equal_pairs(new)
+    for a, b in sorted(neq - oeq):
+        changes.append(Change(f"new equality: {a} == {b}", True))
+    for a, b in sorted(oeq - neq):
+        changes.append(Change(f"equality dropped: {a} == {b}", False))
+    orel, nrel = set(old.relations()) | set(old.other_guards()), set(new.relations()) | set(new.other_guards())
+    for r in sorted(nrel - orel):
+        changes.append(Change(f"new relation/guard: {r}", True))
+    for r in sorted(orel - nrel):
+        changes.append(Change(f"relation/guard dropped: {r}", False))
+    return changes
+
+
+def _equal_pairs(c: Contract) -> set:
+    pairs = set()
+    sites = c.sites()
+    for i, (a, da) in enumerate(sites):
+        for b, db in sites[i + 1:]:
+            if isinstance(da, sympy.Basic) and not da.is_Integer and da == db:
+                pairs.add((a, b))
+    return pairs
+
+
+def _hi(hi: Optional[int]) -> str:
+    return "inf" if hi is None else str(hi)
+
+
+def _lt(a: Optional[int], b: Optional[int]) -> bool:
+    """a < b with None = infinity."""
+    if a is None:
+        return False
+    return b is None or a < b
+
+
+def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> ContractDiff:
+    """Does NEW admit fewer input sizes than OLD?  Decided by the solver (``OLD and not NEW`` satisfiable?).
+
+    Returns:
+        :class:`ContractDiff` with the verdict, a witness when narrowed, and the listed changes.
+    """
+    from solver import ShapeSolver
+
+    changes = _structural_changes(old, new)
+    signature = [c for c in changes if c.narrowing and c.what.startswith("input ")]
+    if signature:
+        return ContractDiff(True, changes, None, "the input signature changed (inputs, ranks or dtypes)")
+    s = ShapeSolver(timeout_ms=timeout_ms)
+    var: dict = {}
+    names: dict = {}
+    for path, _dt, shape in old.inputs:
+        for axis, d in enumerate(shape):
+            sym = s.declare(f"v{len(var)}", lower=0, upper=None)
+            var[(path, axis)] = sym
+            if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
+                names[sym.name] = f"{path}.shape[{axis}]"
+    try:
+        s.assume(_admits(old, var))
+        verdict = s.implies(_admits(new, var))
+    except Exception as err:  # noqa: BLE001 - an untranslatable guard: say so, stay conservative
+        return ContractDiff(None, changes, None, f"the solver could not decide: {type(err).__name__}: {err}")
+    if verdict.status == "proved":
+        return ContractDiff(False, changes, None, "proved: every size OLD admits, NEW admits")
+    if verdict.status == "refuted":
+        cex = verdict.counterexample or {}
+        witness = {site: int(cex[k]) for k, site in names.items() if k in cex}
+        return ContractDiff(True, changes, witness, "refuted: some sizes OLD admits, NEW refuses")
+    return ContractDiff(None, changes, None, f"the solver could not decide: {verdict.reason}")
