@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import io
 import math
+import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from .zipio import ZipReader, zip_bytes
 MAX_HEADER_BYTES = 10_000
 MAX_NDIM = 64
 MAX_NPZ_BYTES = 1 << 34  # sample inputs are read into memory: 16 GiB cap
+_CORRUPT = (zipfile.BadZipFile, zlib.error, OSError, EOFError)
 
 
 def _parse_header(stream: Any, member: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
@@ -68,31 +71,34 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
     with zr.open(member) as stream:
-        head = io.BytesIO(stream.read(min(size, MAX_HEADER_BYTES + 16)))
-        shape, fortran, dtype, header_len = _parse_header(head, member)
-        nbytes = math.prod(shape) * dtype.itemsize
-        if header_len + nbytes != size:
-            fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
-                         f"member has {size - header_len}")
-        order = "F" if fortran else "C"
-        offset = zr.data_offset(member)
-        if mmap and zr.path is not None and offset is not None and nbytes > 0:
-            return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order=order)
-        out = np.empty(shape, dtype=dtype, order=order)
-        view = memoryview(out.reshape(-1, order="A").view(np.uint8)) if nbytes else memoryview(bytearray())
-        got = head.readinto(view)
         try:
-            while got < nbytes:
-                n = stream.readinto(view[got:])
-                if not n:
-                    break
-                got += n
-            trailing = stream.read(1)
-        except Exception as err:  # noqa: BLE001 - zipfile raises BadZipFile/zlib.error/OSError on corruption
+            return _read_opened(zr, member, stream, size, mmap)
+        except _CORRUPT as err:  # CRC mismatch or broken deflate stream, wherever the read hits it
             fail(member, f"corrupt data ({type(err).__name__}: {err})")
-        if got != nbytes or trailing:
-            fail(member, f"data size does not match the header ({got} of {nbytes} bytes)")
-        return out
+
+
+def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:
+    head = io.BytesIO(stream.read(min(size, MAX_HEADER_BYTES + 16)))
+    shape, fortran, dtype, header_len = _parse_header(head, member)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if header_len + nbytes != size:
+        fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
+                     f"member has {size - header_len}")
+    order = "F" if fortran else "C"
+    offset = zr.data_offset(member)
+    if mmap and zr.path is not None and offset is not None and nbytes > 0:
+        return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order=order)
+    out = np.empty(shape, dtype=dtype, order=order)
+    view = memoryview(out.reshape(-1, order="A").view(np.uint8)) if nbytes else memoryview(bytearray())
+    got = head.readinto(view)
+    while got < nbytes:
+        n = stream.readinto(view[got:])
+        if not n:
+            break
+        got += n
+    if got != nbytes or stream.read(1):
+        fail(member, f"data size does not match the header ({got} of {nbytes} bytes)")
+    return out
 
 
 def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
