@@ -55,7 +55,7 @@ def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
         e = sympy.Piecewise(*[(_canon(v, ranges), _canon(c, ranges)) for v, c in e.args])
         return e
     if isinstance(e, (sympy.Min, sympy.Max)):
-        return _drop_dominated(type(e), args, ranges)
+        return _drop_dominated(type(e), args, ranges, e)
     if isinstance(e, Relational) and isinstance(e, _REL):
         same = args[0] is e.args[0] and args[1] is e.args[1]
         return _canon_rel(type(e), args[0], args[1], ranges, e if same else None)
@@ -66,7 +66,7 @@ def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
     return e.func(*args)
 
 
-def _drop_dominated(kind, args, ranges) -> sympy.Basic:
+def _drop_dominated(kind, args, ranges, orig) -> sympy.Basic:
     """Min/Max without the arguments that can never be the answer."""
     kept: list = []
     for a in args:
@@ -74,7 +74,12 @@ def _drop_dominated(kind, args, ranges) -> sympy.Basic:
             continue  # a kept argument is always at least as good
         kept = [k for k in kept if not _dominates(kind, a, k, ranges)]
         kept.append(a)
-    return kind(*kept) if len(kept) > 1 else kept[0]
+    if len(kept) == 1:
+        return kept[0]
+    if len(kept) == len(orig.args) and all(k is o for k, o in zip(kept, orig.args)):
+        return orig
+    # sympy's Min/Max constructor compares every pair through its assumption system (ms each)
+    return kind(*kept, evaluate=False)
 
 
 def _dominates(kind, a, b, ranges) -> bool:
@@ -89,7 +94,7 @@ def _minmax_eq(lhs, rhs):
         if isinstance(m, (sympy.Min, sympy.Max)) and x in m.args:
             others = [a for a in m.args if a != x]
             rel = sympy.Le if isinstance(m, sympy.Min) else sympy.Ge
-            return sympy.And(*[rel(x, a) for a in others])
+            return sympy.And(*[_rel_or_const(rel, x, a) for a in others])
     return None
 
 
@@ -124,6 +129,8 @@ def _cancel_factors(kind, lhs, rhs, ranges):
     if diff.is_Number:
         return None
     content, prim = diff.as_content_primitive()  # content is a positive rational
+    if content == 1 and not prim.has(sympy.floor) and not _common_symbolic_factor(prim):
+        return None  # factor_terms costs ms; nothing to cancel here
     factored = sympy.factor_terms(prim)
     coeff, factors = factored.as_coeff_mul()
     changed = content != 1 or (coeff != 1 and coeff != -1)
@@ -159,6 +166,23 @@ def _cancel_factors(kind, lhs, rhs, ranges):
         else:
             kind = _FLIP[kind]
     return kind, core
+
+
+def _common_symbolic_factor(e) -> bool:
+    """True if every term of ``e`` shares a non-numeric factor (cheap test before factor_terms)."""
+    terms = sympy.Add.make_args(e)
+    if len(terms) < 2:
+        return not e.is_Number and not e.is_Symbol
+    common = None
+    for t in terms:
+        factors = set(sympy.Mul.make_args(t.as_coeff_Mul()[1]))
+        for f in list(factors):
+            if f.is_Pow and f.exp.is_Integer and f.exp > 0:
+                factors.add(f.base)
+        common = factors if common is None else common & factors
+        if not common:
+            return False
+    return bool(common)
 
 
 def _split(kind, diff) -> sympy.Basic:
