@@ -290,7 +290,10 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     graph.lint()
     signature = ep.graph_signature.clone()
     call_graph = copy.deepcopy(ep.module_call_graph)
-    session = DecompSession(graph, _flat_example_inputs(ep), ep.range_constraints)
+    from .signature import InputKind, InputSpec, TensorArgument
+
+    user_inputs = {getattr(s.arg, "name", None) for s in signature.input_specs if s.kind == InputKind.USER_INPUT}
+    session = DecompSession(graph, _flat_example_inputs(ep), ep.range_constraints, user_inputs)
     names: dict[str, Optional[str]] = {}
     kept: set = set()
     renames: dict[str, str] = {}
@@ -319,6 +322,19 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
         SESSION.reset(token)
     graph.eliminate_dead_code(is_impure=lambda n: bool(n.meta.get("bind")))
     graph.lint()
+    # Arrays builders made from Python data are lifted constants, like export's.
+    constants = dict(ep.constants)
+    lifted = session.constants
+    if lifted:
+        by_name = {getattr(s.arg, "name", None): s for s in signature.input_specs}
+        specs = []
+        for ph in graph.placeholders():
+            if ph.name in by_name:
+                specs.append(by_name[ph.name])
+            elif ph.name in lifted:
+                specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(ph.name), ph.name))
+                constants[ph.name] = lifted[ph.name]
+        signature.input_specs[:] = specs
     # Output specs name the output node's values, position by position.
     for spec, value in zip(signature.output_specs, graph.output_node.args[0]):
         if isinstance(value, Node) and isinstance(getattr(spec.arg, "name", None), str) \
@@ -331,7 +347,7 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
                            dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
                            range_constraints=dict(ep.range_constraints),
                            equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
-                           state_dict=ep.state_dict, constants=ep.constants)
+                           state_dict=ep.state_dict, constants=constants)
 
 
 def _rewrite(graph: Any, node: Node, builder: Callable[..., Any], kept: set, renames: dict,

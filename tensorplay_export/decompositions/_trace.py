@@ -46,8 +46,10 @@ class DecompSession:
     builder) to learn every node's example value and every symbol's example size.
     """
 
-    def __init__(self, graph: Graph, flat_inputs: Optional[list], ranges: dict) -> None:
+    def __init__(self, graph: Graph, flat_inputs: Optional[list], ranges: dict,
+                 user_inputs: Optional[set] = None) -> None:
         self.graph = graph
+        self.user_inputs = set(user_inputs or ())
         self._flat_inputs = flat_inputs
         self._ranges = dict(ranges)
         self._values: Optional[dict] = None
@@ -114,6 +116,11 @@ class DecompSession:
 
     # -- tracing --------------------------------------------------------------
     @property
+    def constants(self) -> dict:
+        """Placeholder name -> value of the array constants builders lifted."""
+        return dict(self._tracer.constants) if self._tracer is not None else {}
+
+    @property
     def tracer(self) -> Any:
         if self._tracer is None:
             self._make_tracer()
@@ -140,7 +147,10 @@ class DecompSession:
                 env.solver.assume(node.args[0])
         self._env = env
         tracer = Tracer(env, self.graph)
-        tracer.user_anchor = next((n for n in self.graph.nodes if n.op != "placeholder"), None)
+        # Arrays a builder makes from Python data become lifted constants, placed as
+        # export places them: after the state, before the first user input.
+        tracer.user_anchor = next((n for n in self.graph.nodes if n.op != "placeholder"
+                                   or n.name in self.user_inputs), None)
         self._tracer = tracer
 
     def trace(self, fn: Callable[..., Any], node: Node) -> Any:
@@ -206,9 +216,9 @@ class DecompSession:
             raise DecompositionError(f"decomposing {node.format_node()} needs {needs}, which the "
                                      "program's shape contract does not imply")
         if len(tracer.constants) > n_constants:
-            raise DecompositionError(f"decomposing {node.format_node()} lifted an array constant "
-                                     f"({sorted(tracer.constants)[n_constants:]}); builders may only "
-                                     "create arrays with numpy creation functions")
+            for ph in self.graph.placeholders():
+                if ph.name in tracer.constants:
+                    self._values.setdefault(ph, tracer.constants[ph.name])
         if out is NotImplemented:
             return NotImplemented
         return self._result(out, node, TracedArray)
