@@ -40,6 +40,7 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
 _ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
+_OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.decompositions")  # never caches arrays
 _LOCK = threading.Lock()
 _ACTIVE = 0
 
@@ -125,7 +126,9 @@ def _make_wrapper(name: str) -> Callable:
             return original(*args, **kwargs)
         # Only model code we run over a GlobalsView gets traced values for static creations;
         # anything else (caches, factories in other modules) would keep a traced value alive.
-        if not isinstance(sys._getframe(1).f_globals, GlobalsView) and not _any_symbolic((args, kwargs)):
+        caller = sys._getframe(1).f_globals
+        if not (isinstance(caller, GlobalsView) or str(caller.get("__name__", "")).startswith(_OWN_MODEL_CODE)
+                or _any_symbolic((args, kwargs))):
             return original(*args, **kwargs)
         return creation_call(tracer, name, args, kwargs)
 
