@@ -1,0 +1,222 @@
+"""draft_export: every failure kind is reported with its source line; the program is built and checked."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim, nn
+from tensorplay_export.draft import DraftExportReport, FailureReport, draft_export
+from tensorplay_export.errors import ConstraintsExceededError, ConstraintViolationError
+from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes
+
+HERE = Path(__file__)
+POS = np.arange(512 * 4, dtype=np.float32).reshape(512, 4)
+
+
+def line_of(marker: str) -> int:
+    """Line number of the line in this file ending with ``# <marker>``."""
+    for number, line in enumerate(HERE.read_text().splitlines(), 1):
+        if line.rstrip().endswith(f"# {marker}"):
+            return number
+    raise AssertionError(f"marker {marker} not found")
+
+
+# -- models ------------------------------------------------------------------------------------------
+def too_long(x):
+    return x + POS[: x.shape[0]]  # L_too_long
+
+
+def auto_pinned(x):
+    return x + np.ones(8, dtype=np.float32)  # L_auto
+
+
+def nonzero_branch(x):
+    nz = np.nonzero(x > 0)[0]
+    if nz.shape[0] > 3:  # L_dd
+        return x * 2.0
+    return x
+
+
+def no_shape_rule(x):
+    return np.diff(x, axis=0) * 2.0  # L_unsupported
+
+
+def raises(x):
+    return x @ np.ones((3, 3))  # L_numpy
+
+
+def three_problems(x, y):
+    h = x + POS[: x.shape[0]]  # L_three_a
+    g = h * y  # L_three_b
+    idx = np.nonzero(g[:, 0] > 0)[0]
+    if idx.shape[0] > 0:  # L_three_c
+        return g
+    return -g
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("steps", np.zeros((), dtype=np.int64))
+        self.scale = nn.Parameter(np.full((4,), 2.0, dtype=np.float32))
+
+    def forward(self, x):
+        self.steps = self.steps + 1
+        return x * self.scale
+
+
+def x84(n=8):
+    return np.random.default_rng(0).standard_normal((n, 4)).astype(np.float32)
+
+
+def positive(n=10):
+    v = np.random.default_rng(1).standard_normal((n, 3))
+    v[:6, 0] = np.abs(v[:6, 0]) + 0.1
+    v[6:, 0] = -np.abs(v[6:, 0]) - 0.1
+    return v
+
+
+# -- failure kinds ----------------------------------------------------------------------------------------
+def _only(report: DraftExportReport, kind: str) -> FailureReport:
+    found = [f for f in report.failures if f.kind == kind]
+    assert found, f"no {kind} failure in:\n{report}"
+    return found[0]
+
+
+def test_violation_reported_with_source_fix_and_program():
+    report = draft_export(too_long, x84(), dynamic_shapes={"x": {0: Dim("n", max=1024)}})
+    f = _only(report, "constraint_violation")
+    assert f.source.lineno == line_of("L_too_long") and f.source.filename == str(HERE)
+    assert "x + POS[: x.shape[0]]" in f.source_text
+    assert "counterexample: n = 513" in f.message
+    assert f.fix == "n = Dim('n', max=512)"
+    assert not report.successful()
+    ep = report.exported_program
+    assert ep is not None and report.validation.ok and report.comparison.ok
+    assert report.comparison.max_abs == 0.0
+    # the violated guard is a runtime check of the draft program
+    np.testing.assert_array_equal(ep.module()(x84(300)), too_long(x84(300)))
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(x84(600))
+
+
+def test_fix_block_round_trips_through_refine():
+    spec = {"x": {0: Dim("n", max=1024)}}
+    report = draft_export(too_long, x84(), dynamic_shapes=spec)
+    text = str(report)
+    assert text.count("Suggested fixes:") == 1
+    refined = refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    ep = tpe.export(too_long, x84(), dynamic_shapes=refined)
+    assert ep.range_constraints and max(v.upper for v in ep.range_constraints.values()) == 512
+    assert draft_export(too_long, x84(), dynamic_shapes=refined).successful()
+
+
+def test_auto_specialization():
+    report = draft_export(auto_pinned, np.ones(8, np.float32), dynamic_shapes={"x": {0: Dim.AUTO}})
+    f = _only(report, "auto_specialization")
+    assert f.source.lineno == line_of("L_auto")
+    assert "pinned it to 8" in f.message and f.fix is None
+    assert report.exported_program is not None
+    with pytest.raises(ConstraintsExceededError):
+        report.exported_program.module()(np.ones(9, np.float32))
+
+
+def test_data_dependent_guard_assumed_and_checked_at_run_time():
+    report = draft_export(nonzero_branch, positive(), dynamic_shapes={"x": {0: Dim("n", max=100)}})
+    f = _only(report, "data_dependent")
+    assert f.source.lineno == line_of("L_dd")
+    assert "u0 > 3" in f.message and "checks it at run time" in f.message
+    ep = report.exported_program
+    assert ep is not None and report.comparison.ok
+    np.testing.assert_allclose(ep.module()(positive(20)), positive(20) * 2.0)
+    few = -np.abs(positive(20)) - 0.1  # no nonzero: the example's branch does not hold
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(few)
+
+
+def test_unsupported_op_runs_opaquely_at_example_sizes():
+    report = draft_export(no_shape_rule, x84(), dynamic_shapes={"x": {0: Dim("n", max=64)}})
+    f = _only(report, "unsupported_op")
+    assert f.source.lineno == line_of("L_unsupported") and "numpy.diff" in f.message
+    spec = _only(report, "constraint_violation")  # the pinned size is a violation with a fix
+    assert spec.fix == "n = 8"
+    ep = report.exported_program
+    assert ep is not None and report.comparison.ok
+    np.testing.assert_allclose(ep.module()(x84()), no_shape_rule(x84()))
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(x84(9))
+    with pytest.raises(tpe.UnsupportedOpError):  # export itself still refuses it
+        tpe.export(no_shape_rule, x84(), dynamic_shapes={"x": {0: Dim("n", max=64)}})
+
+
+def test_numpy_error_in_model_gives_no_program():
+    report = draft_export(raises, x84(), dynamic_shapes={"x": {0: Dim("n")}})
+    f = _only(report, "numpy_error")
+    assert f.source.lineno == line_of("L_numpy") and "ValueError" in f.message
+    assert report.exported_program is None and not report.successful()
+
+
+def test_spec_and_range_problems_are_reported_not_raised():
+    r1 = draft_export(too_long, x84(), dynamic_shapes={"y": {0: Dim("n")}})
+    assert _only(r1, "spec_error").message
+    r2 = draft_export(too_long, x84(), dynamic_shapes={"x": {0: Dim("n", max=4)}})
+    assert "outside" in _only(r2, "example_out_of_range").message
+    assert r1.exported_program is None and r2.exported_program is None
+
+
+def test_three_problems_at_once_grouped_by_kind():
+    x, y = x84(), np.ones((8, 4), np.float32)
+    report = draft_export(three_problems, x, y,
+                          dynamic_shapes={"x": {0: Dim("n", max=1024)}, "y": {0: Dim("m", max=1024)}})
+    kinds = [f.kind for f in report.failures]
+    assert kinds.count("constraint_violation") == 2 and "data_dependent" in kinds
+    lines = {f.source.lineno for f in report.failures}
+    assert {line_of("L_three_a"), line_of("L_three_b"), line_of("L_three_c")} <= lines
+    text = str(report)
+    assert text.index("Constraint violations") < text.index("Data-dependent guards") < text.index("Suggested fixes:")
+    refined = refine_dynamic_shapes_from_suggested_fixes(text, {"x": {0: Dim("n", max=1024)},
+                                                                "y": {0: Dim("m", max=1024)}})
+    again = draft_export(three_problems, x, y, dynamic_shapes=refined)
+    assert [f.kind for f in again.failures] == ["data_dependent"]
+
+
+def test_successful_and_raise_on_failure():
+    ok = draft_export(too_long, x84(), dynamic_shapes={"x": {0: Dim("n", max=512)}})
+    assert ok.successful() and ok.failures == []
+    ok.raise_on_failure()
+    bad = draft_export(three_problems, x84(), np.ones((8, 4), np.float32),
+                       dynamic_shapes={"x": {0: Dim("n", max=1024)}, "y": {0: Dim("m", max=1024)}})
+    with pytest.raises(ConstraintViolationError) as info:
+        bad.raise_on_failure()
+    for f in bad.failures:
+        assert f.summary in str(info.value)
+
+
+def test_model_state_is_not_changed():
+    model = Counter()
+    before_scale = model.scale.copy()
+    report = draft_export(model, x84(), dynamic_shapes={"x": {0: Dim("n")}})
+    assert report.exported_program is not None and report.comparison.ok
+    assert int(model.steps) == 0
+    np.testing.assert_array_equal(model.scale, before_scale)
+    assert "steps" in dict(model.named_buffers())
+
+
+def test_never_raises_for_model_errors():
+    def broken(x):
+        raise RuntimeError("boom")  # L_boom
+
+    report = draft_export(broken, x84())
+    f = report.failures[0]
+    assert f.kind == "numpy_error" and f.source.lineno == line_of("L_boom") and "boom" in f.message
+
+
+def test_public_names():
+    from tensorplay_export import draft
+
+    assert draft.draft_export is draft_export
+    if "draft_export" not in tpe._MISSING:
+        assert tpe.draft_export is draft_export and tpe.DraftExportReport is DraftExportReport
