@@ -31,30 +31,29 @@ __all__ = [
 _SQRT_HALF = math.sqrt(0.5)
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
-# Chebyshev coefficients of erfcx(z) = exp(z*z) * erfc(z) for z >= 0 in the variable
-# t = (z - 3) / (z + 3), which maps [0, inf) onto [-1, 1). The change of variable is
-# the one used by Schonfelder, "Chebyshev expansions for the error and related
-# functions", Math. Comp. 32 (1978). The numbers were computed for this module:
-# Chebyshev interpolation at 80 nodes against mpmath's erfc at 40 digits, truncated
-# to 15 terms (the first dropped term is 1.1e-11). Measured on [0, 8]: absolute
-# error of erfc < 1e-11, relative error < 2e-10 (tests/nn/test_functional.py).
-_ERFCX_CHEB = (
-    0.32986277475303755, -0.4536615205378017, 0.16039834082156293, -0.04490812115112268,
-    0.009641428650695909, -0.0014425080777445052, 0.00010099436735352096, 1.2085024534939439e-05,
-    -3.625420602445968e-06, 7.186810728916746e-08, 8.914235869485096e-08, -7.421566843516574e-09,
-    -2.3893365029726184e-09, 3.0622344400875597e-10, 7.788931505043094e-11,
+# erfcx(z) = exp(z*z) * erfc(z) for z >= 0 as a degree-14 polynomial in
+# t = (z - 3) / (z + 3), which maps [0, inf) onto [-1, 1). The change of variable is the
+# one used by Schonfelder, "Chebyshev expansions for the error and related functions",
+# Math. Comp. 32 (1978). The numbers were computed for this module: Chebyshev
+# interpolation at 80 nodes against mpmath's erfc at 40 digits, truncated to 15 terms
+# (the first dropped term is 1.1e-11) and converted to the power basis (well conditioned
+# here: no coefficient exceeds 0.33). Measured on [0, 10]: absolute error of erfc < 1e-11,
+# relative error < 3e-10 (tests/nn/test_functional.py). Horner form: 2 ops per term.
+_ERFCX_POLY = (
+    0.17900115118463006, -0.32623356021379507, 0.24560380129251605, -0.1501159300585579,
+    0.07166584615962049, -0.024392569876456213, 0.004269063035979719, 0.0007080890733412377,
+    -0.0005967648149395954, 4.439292580567525e-05, 6.339167948257565e-05, -1.1676130934405533e-05,
+    -7.126603599213882e-06, 1.2542912266598644e-06, 6.380692688931303e-07,
 )
 
 
 def _erfc_nonneg(z):
-    """erfc(z) for float64 ``z >= 0`` (Clenshaw evaluation of the series above)."""
+    """erfc(z) for float64 ``z >= 0``: exp(-z^2) times the polynomial above (Horner)."""
     t = (z - 3.0) / (z + 3.0)
-    two_t = 2.0 * t
-    b1 = 0.0 * t
-    b2 = b1
-    for c in _ERFCX_CHEB[:0:-1]:
-        b1, b2 = two_t * b1 - b2 + c, b1
-    return np.exp(-(z * z)) * (t * b1 - b2 + _ERFCX_CHEB[0])
+    acc = t * _ERFCX_POLY[-1] + _ERFCX_POLY[-2]
+    for c in _ERFCX_POLY[-3::-1]:
+        acc = acc * t + c
+    return np.exp(-(z * z)) * acc
 
 
 @composite("tpe.nn.erfc")
@@ -78,7 +77,7 @@ def erf(x):
     """Error function, elementwise, from the erfc expansion above (numpy has no erf).
 
     Source: a Chebyshev series of erfcx in t = (z - 3) / (z + 3) after Schonfelder (1978),
-    coefficients fitted for this module against mpmath (see ``_ERFCX_CHEB``); evaluated in
+    coefficients fitted for this module against mpmath (see ``_ERFCX_POLY``); evaluated in
     float64 with np.exp/np.abs/np.where only, so capture records plain numpy ops.
 
     Args:
@@ -133,10 +132,10 @@ def gelu(x, approximate: str = "none"):
         ValueError: unknown ``approximate``.
     """
     if approximate == "none":
-        z = x.astype(np.float64) * -_SQRT_HALF
-        e = _erfc_nonneg(np.abs(z))
-        cdf2 = np.where(z >= 0, e, 2.0 - e)  # 2 * Phi(x)
-        return (0.5 * x.astype(np.float64) * cdf2).astype(x.dtype)
+        x64 = x.astype(np.float64)
+        e = _erfc_nonneg(np.abs(x64) * _SQRT_HALF)
+        cdf2 = np.where(x64 <= 0, e, 2.0 - e)  # 2 * Phi(x) = erfc(-x / sqrt(2))
+        return (0.5 * x64 * cdf2).astype(x.dtype)
     if approximate == "tanh":
         return 0.5 * x * (1.0 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * (x * x * x))))
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
