@@ -1,0 +1,106 @@
+"""Contracts of programs, their JSON form, and the solver-decided diff."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+from tensorplay_export.contract import Contract, contract_of, diff_contracts, load_contract
+from tensorplay_export.serde import save
+
+
+def X(n: int, cols: int = 3) -> np.ndarray:
+    return np.ones((n, cols), np.float32)
+
+
+def three(x, y, z):
+    return x + y, np.concatenate([x, z], axis=0)
+
+
+def pair(x, y):
+    return x.sum() + y.sum()
+
+
+def reshaped(x):
+    return x.reshape(-1, 4)
+
+
+def three_ep(dmax: int):
+    dx = Dim("dx", max=dmax)
+    return tpe.export(three, X(4), X(4), X(9), dynamic_shapes={"x": {0: dx}, "y": {0: dx}, "z": {0: 2 * dx + 1}})
+
+
+def test_contract_fields():
+    c = contract_of(three_ep(64))
+    assert [(p, dt) for p, dt, _ in c.inputs] == [("x", "float32"), ("y", "float32"), ("z", "float32")]
+    assert {s.name: r for s, r in c.ranges.items()} == {"dx": (1, 64)}
+    assert c.equalities() == [["x.shape[0]", "y.shape[0]"]]
+    assert c.relations() == ["z.shape[0] == 2*dx + 1"]
+    assert c.divisibility() == ["z.shape[0] % 2 == 1  (z.shape[0] == 2*dx + 1)"]
+    assert [dt for _shape, dt in c.outputs] == ["float32", "float32"]
+    text = c.describe()
+    assert "x: (dx, 3) float32" in text and "dx in [1, 64]" in text and "[1]: (3*dx + 1, 3) float32" in text
+
+
+def test_json_round_trip_and_archive(tmp_path):
+    ep = three_ep(64)
+    c = contract_of(ep)
+    data = json.loads(json.dumps(c.to_json()))
+    back = Contract.from_json(data)
+    assert back.describe() == c.describe() and back.to_json() == c.to_json()
+    save(ep, tmp_path / "m.pt2")
+    assert load_contract(str(tmp_path / "m.pt2")).to_json() == c.to_json()
+    (tmp_path / "c.json").write_text(json.dumps(data))
+    assert load_contract(str(tmp_path / "c.json")).to_json() == c.to_json()
+    with pytest.raises(ValueError, match="not a tensorplay_export contract"):
+        Contract.from_json({"format": "other"})
+
+
+def test_diff_catches_narrowed_max_with_witness():
+    old, new = contract_of(three_ep(64)), contract_of(three_ep(32))
+    d = diff_contracts(old, new)
+    assert d.narrowed is True
+    assert d.witness["x.shape[0]"] in range(33, 65)
+    assert d.witness["z.shape[0]"] == 2 * d.witness["x.shape[0]"] + 1
+    assert any("narrowed max 64 -> 32" in c.what and c.narrowing for c in d.changes)
+    back = diff_contracts(new, old)
+    assert back.narrowed is False and any("widened max" in c.what for c in back.changes)
+
+
+def test_diff_catches_new_equality():
+    old = contract_of(tpe.export(pair, X(4), X(5), dynamic_shapes={"x": {0: Dim("a")}, "y": {0: Dim("b")}}))
+    new = contract_of(tpe.export(pair, X(4), X(4), dynamic_shapes={"x": {0: Dim("a")}, "y": {0: Dim("a")}}))
+    d = diff_contracts(old, new)
+    assert d.narrowed is True
+    assert [c.what for c in d.changes] == ["new equality: x.shape[0] == y.shape[0]"]
+    assert d.witness["x.shape[0]"] != d.witness["y.shape[0]"]
+    assert diff_contracts(new, old).narrowed is False
+
+
+def test_diff_catches_new_divisibility():
+    old = contract_of(tpe.export(lambda x: x * 2, np.ones(8), dynamic_shapes={"x": {0: Dim.AUTO}}))
+    new = contract_of(tpe.export(reshaped, np.ones(8), dynamic_shapes={"x": {0: Dim.AUTO}}))
+    d = diff_contracts(old, new)
+    assert d.narrowed is True and d.witness["x.shape[0]"] % 4 != 0
+    assert any(c.what.startswith("new divisibility") for c in d.changes)
+
+
+def test_diff_same_contract_and_renamed_dims_are_not_narrowing():
+    a = contract_of(three_ep(64))
+    assert diff_contracts(a, a).narrowed is False and diff_contracts(a, a).changes == []
+    e = Dim("e", max=64)
+    renamed = contract_of(tpe.export(three, X(4), X(4), X(9),
+                                     dynamic_shapes={"x": {0: e}, "y": {0: e}, "z": {0: 2 * e + 1}}))
+    assert diff_contracts(a, renamed).narrowed is False  # decided on sizes, not on names
+
+
+def test_diff_signature_change_is_narrowing():
+    old = contract_of(three_ep(64))
+    new = contract_of(tpe.export(pair, X(4), X(4), dynamic_shapes={"x": {0: Dim("a")}, "y": {0: Dim("a")}}))
+    d = diff_contracts(old, new)
+    assert d.narrowed is True and any(c.what == "input z removed" for c in d.changes)
+    s = str(d)
+    assert s.startswith("NEW admits fewer sizes than OLD") and "input z removed" in s

@@ -1,0 +1,80 @@
+"""Rendering of DraftExportReport: text, HTML, markdown, dict — the same content in each."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tensorplay_export import Dim
+from tensorplay_export.draft import DraftExportReport, FailureReport, draft_export
+from tensorplay_export.records import SourceLoc
+from tensorplay_export.refine import parse_suggested_fixes
+from tensorplay_export.report import render_html, render_markdown, render_text, report_to_dict, status_line
+
+POS = np.zeros((64, 4), np.float32)
+
+
+def two_kinds(x):
+    h = x + POS[: x.shape[0]]  # source-a
+    idx = np.nonzero(h > -1)[0]
+    if idx.shape[0] > 2:  # source-b
+        return h
+    return -h
+
+
+def report() -> DraftExportReport:
+    x = np.ones((8, 4), np.float32)
+    return draft_export(two_kinds, x, dynamic_shapes={"x": {0: Dim("n", max=100)}})
+
+
+def test_text_groups_by_kind_and_ends_with_one_fix_block():
+    r = report()
+    text = render_text(r)
+    assert text == str(r)
+    lines = text.splitlines()
+    assert lines[0] == status_line(r) and "2 failures" in lines[0] and "program built" in lines[0]
+    assert "Constraint violations (1)" in lines and "Data-dependent guards (1)" in lines
+    assert lines.index("Constraint violations (1)") < lines.index("Data-dependent guards (1)")
+    assert text.count("Suggested fixes:") == 1
+    assert lines[-2:] == ["Suggested fixes:", "  n = Dim('n', max=64)"]
+    assert [f.line for f in parse_suggested_fixes(text)] == ["n = Dim('n', max=64)"]
+    assert "test_report.py:" in text and "# source-a" in text and "# source-b" in text
+
+
+def test_html_table_has_every_failure_with_source_line():
+    r = report()
+    out = r._repr_html_()
+    assert out == render_html(r)
+    assert out.count("<tr>") == 1 + len(r.failures)
+    for f in r.failures:
+        assert f"test_report.py:{f.source.lineno}" in out
+    assert "&lt;" not in status_line(r) and "Suggested fixes:" in out
+    assert "<script" not in out
+
+
+def test_markdown_table_escapes_cells():
+    f = FailureReport("capture_error", "a | b\nsecond <line>", SourceLoc(__file__, 1), "n = 4")
+    r = DraftExportReport([f], model_name="m")
+    md = r._repr_markdown_()
+    assert md == render_markdown(r)
+    row = [ln for ln in md.splitlines() if ln.startswith("| 1 |")][0]
+    assert "a \\| b<br>second &lt;line&gt;" in row and "`n = 4`" in row and "test_report.py:1" in row
+    assert "| # | kind | message | source | fix |" in md
+
+
+def test_dict_is_json_and_mirrors_failures():
+    r = report()
+    data = json.loads(json.dumps(report_to_dict(r)))
+    assert data["program_built"] and not data["successful"]
+    assert [f["kind"] for f in data["failures"]] == [f.kind for f in r.failures]
+    assert data["suggested_fixes"] == ["n = Dim('n', max=64)"]
+    assert data["failures"][0]["source"]["line"] == r.failures[0].source.lineno
+    assert data["comparison"]["max_abs"] == 0.0
+
+
+def test_report_without_program():
+    r = DraftExportReport([FailureReport("numpy_error", "the model raised ValueError: x")], model_name="f")
+    assert "no program could be built" in str(r)
+    assert "Suggested fixes:" not in str(r) and "Suggested fixes:" not in r._repr_html_()
+    assert report_to_dict(r)["comparison"] is None
+    assert repr(r) == "<DraftExportReport f: 1 failure(s)>"
