@@ -36,6 +36,8 @@ def _norm_bound(ctx: Any, b: Any, n: Any, lo: Any, hi: Any) -> Any:
 
 def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
     """Length of ``range(n)[start:stop:step]`` as a canonical size expression."""
+    if start is None and stop is None and (step is None or (is_static(step) and int(step) == 1)):
+        return n  # the full axis: the common case of every padded ':'
     step = 1 if step is None else step
     if all(is_static(v) for v in (n, step)) and all(v is None or is_static(v) for v in (start, stop)):
         return len(range(*slice(None if start is None else int(start), None if stop is None else int(stop),
@@ -194,6 +196,10 @@ def _setitem(a: Any, key: Any, value: Any) -> Any:
 
 def _setitem_rule(ctx: Any, a: Any, key: Any, value: Any) -> tuple:
     shape = shape_of(a)
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, ArrayInfo) and k.dtype == np.bool_ for k in keys):
+        # a masked write: the slot count is data-dependent; numpy checks the value at run time
+        return shape
     sub = getitem_shape(ctx, shape, key)
     vshape = shape_of(value)
     for i in range(1, len(vshape) + 1):
