@@ -223,3 +223,36 @@ def test_four_layer_transformer_matches_eager_on_20_random_shapes():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(tpe.ConstraintsExceededError):
         mod(rng.integers(0, VOCAB, size=(2, CTX + 1)))
+
+
+@pytest.mark.parametrize("spec_of", [
+    lambda b, x, y: {"x": {0: b}, "y": {0: b}},
+    lambda b, x, y: ({0: b}, {0: b}),
+    lambda b, x, y: [(b, None), [b, 3]],
+    lambda b, x, y: _collection(b, x, y),
+])
+def test_every_spec_form_exports_the_same_contract(spec_of):
+    x, y = randn(4, 3), randn(4, 3)
+    b = Dim("b", max=20)
+    ep = tpe.export(lambda x, y: x * y, x, y, dynamic_shapes=spec_of(b, x, y))
+    assert {s.name: str(v) for s, v in ep.range_constraints.items()} == {"b": "[1, 20]"}
+    assert ep.module()(randn(7, 3), randn(7, 3)).shape == (7, 3)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(randn(7, 3), randn(6, 3))
+
+
+def _collection(b, x, y):
+    shapes = tpe.ShapesCollection()
+    shapes[x] = {0: b}
+    shapes[y] = {0: b}
+    return shapes
+
+
+def test_additional_inputs_make_varying_axes_dynamic():
+    extra = tpe.AdditionalInputs()
+    extra.add((randn(4, 3),))
+    extra.add((randn(9, 3),))
+    ep = tpe.export(lambda x: x.sum(axis=1), randn(4, 3), dynamic_shapes=extra)
+    assert ep.module()(randn(13, 3)).shape == (13,)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(randn(13, 4))
