@@ -1,0 +1,424 @@
+"""Module views of an exported program: the source model's hierarchy, executable.
+
+:func:`unflatten` turns an :class:`~tensorplay_export.program.ExportedProgram`
+into an :class:`UnflattenedModule`: calling it runs the whole program (as
+``ep.module()`` does), and its attributes mirror the source model, so
+``u.encoder.layers[0].attn`` is a :class:`InterpreterModule` holding that
+submodule's parameters and buffers (``u.encoder.layers[0].attn.q.weight``)
+which, called, runs the part of the graph that submodule's ``forward`` produced.
+
+Where a submodule's graph region comes from:
+
+- every ``call_function`` node carries ``meta["module_path"]``, the fqn of the
+  innermost module whose ``forward`` made it; the region of ``fqn`` is the
+  nodes whose path is ``fqn`` or below it;
+- a module called several times leaves several *runs* of such nodes in the
+  graph (other modules' nodes in between); each run is one call.  Calling the
+  view runs the first call's nodes (``view.num_calls`` says how many were
+  recorded).  Two calls with nothing in between (``m(m(x))``) cannot be told
+  apart from one call without recorded call boundaries;
+- a run's inputs are the values it reads from outside: lifted state (taken
+  from the view) and everything else, which are the call's arguments in
+  first-use order.  With ``preserve_module_call_signature`` the recorded
+  signature (inputs, outputs and their pytree specs) is used instead;
+- sizes: symbols are bound from the arguments' shapes (an axis whose recorded
+  size is a bare symbol, or ``k*s + c``).
+
+Submodule calls do not re-check the program's input contract (only the
+root call does); outputs are the run's values read outside it (one value, or
+a tuple in graph order).
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Iterator, Optional
+
+import numpy as np
+import sympy
+
+from .graph import Node, map_arg
+
+__all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"]
+
+
+class FlatArgsAdapter(abc.ABC):
+    """Adapt one flattened argument layout into another.
+
+    Subclass it and implement :meth:`adapt`; :class:`UnflattenedModule` calls it
+    when a call's arguments flatten to a different structure than the program
+    was exported with.
+    """
+
+    @abc.abstractmethod
+    def adapt(self, target_spec: Any, input_spec: Any, input_args: list) -> list:
+        """Leaves laid out for ``target_spec`` from ``input_args`` laid out by ``input_spec``.
+
+        Args:
+            target_spec: ``TreeSpec`` of ``(args, kwargs)`` the program expects.
+            input_spec: ``TreeSpec`` of the ``(args, kwargs)`` actually passed.
+            input_args: the passed leaves, flattened by ``input_spec``.
+        Returns:
+            a list of leaves that ``target_spec`` unflattens.
+        """
+
+
+class InterpreterModule:
+    """One module of the view: children, parameters and buffers as attributes; callable.
+
+    Children named ``0, 1, ...`` (a ``ModuleList``) are reachable by index
+    (``layers[0]``), iteration and ``len``; any child by ``view["name"]``.
+    """
+
+    def __init__(self, root: "UnflattenedModule", fqn: str) -> None:
+        object.__setattr__(self, "_root", root)
+        object.__setattr__(self, "_fqn", fqn)
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_state", {})   # attribute name -> state target
+
+    # -- attributes ---------------------------------------------------------
+    @property
+    def fqn(self) -> str:
+        return self._fqn
+
+    def __getattr__(self, name: str) -> Any:
+        modules = object.__getattribute__(self, "_modules")
+        if name in modules:
+            return modules[name]
+        state = object.__getattribute__(self, "_state")
+        if name in state:
+            return self._root._state_value(state[name])
+        raise AttributeError(f"module view {self._fqn or '<root>'!r} has no attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("module views are read-only; export the changed model again")
+
+    def __dir__(self) -> list:
+        return sorted(set(super().__dir__()) | set(self._modules) | set(self._state))
+
+    def __getitem__(self, key: Any) -> "InterpreterModule":
+        name = str(int(key) % len(self._modules)) if isinstance(key, int) else str(key)
+        try:
+            return self._modules[name]
+        except KeyError:
+            raise KeyError(f"module view {self._fqn or '<root>'!r} has no child {key!r}") from None
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator["InterpreterModule"]:
+        return iter(self._modules.values())
+
+    def named_children(self) -> Iterator[tuple[str, "InterpreterModule"]]:
+        return iter(self._modules.items())
+
+    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, "InterpreterModule"]]:
+        yield prefix, self
+        for name, child in self._modules.items():
+            yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def named_parameters(self) -> Iterator[tuple[str, Any]]:
+        for fqn, module in self.named_modules():
+            for attr, target in module._state.items():
+                if target in self._root._params:
+                    yield (f"{fqn}.{attr}" if fqn else attr), self._root._state_value(target)
+
+    def named_buffers(self) -> Iterator[tuple[str, Any]]:
+        for fqn, module in self.named_modules():
+            for attr, target in module._state.items():
+                if target in self._root._buffers:
+                    yield (f"{fqn}.{attr}" if fqn else attr), self._root._state_value(target)
+
+    def state_dict(self) -> dict[str, Any]:
+        return dict(self.named_parameters()) | {k: v for k, v in self.named_buffers()
+                                                if self._root._persistent.get(self._full(k), True)}
+
+    def _full(self, name: str) -> str:
+        return f"{self._fqn}.{name}" if self._fqn else name
+
+    # -- calling ------------------------------------------------------------
+    @property
+    def num_calls(self) -> int:
+        """How many calls of this module the capture recorded (runs of its graph nodes)."""
+        return len(self._root._runs(self._fqn))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._root._call_submodule(self._fqn, args, kwargs)
+
+    forward = __call__
+
+    def __repr__(self) -> str:
+        kids = ", ".join(self._modules)
+        return f"InterpreterModule({self._fqn or '<root>'!r}, children=[{kids}])"
+
+
+class UnflattenedModule(InterpreterModule):
+    """Executable module view retaining the captured root module hierarchy.
+
+    Args:
+        export_module: the ExportedProgram.
+        flat_args_adapter: used when a root call's arguments flatten to another
+            structure than the exported one.
+
+    Calling it runs the whole program with its runtime input checks.
+    """
+
+    def __init__(self, export_module: Any, flat_args_adapter: Optional[FlatArgsAdapter] = None,
+                 preserve_ops: tuple = ()) -> None:
+        super().__init__(self, "")
+        from .signature import InputKind
+
+        if flat_args_adapter is not None and not isinstance(flat_args_adapter, FlatArgsAdapter):
+            raise TypeError(f"flat_args_adapter must be a FlatArgsAdapter, got {type(flat_args_adapter).__name__}")
+        ep = export_module
+        sig = ep.graph_signature
+        values = {**ep.constants, **ep.state_dict}
+        params = {s.target for s in sig.input_specs if s.kind == InputKind.PARAMETER}
+        buffers = {s.target for s in sig.input_specs if s.kind == InputKind.BUFFER}
+        persistent = {s.target: bool(s.persistent) for s in sig.input_specs if s.kind == InputKind.BUFFER}
+        by_placeholder = {s.arg.name: s.target for s in sig.input_specs
+                          if s.kind != InputKind.USER_INPUT and s.target is not None}
+        for name, value in (("_ep", ep), ("_adapter", flat_args_adapter), ("preserve_ops", tuple(preserve_ops)),
+                            ("_values", values), ("_params", params), ("_buffers", buffers),
+                            ("_persistent", persistent), ("_by_placeholder", by_placeholder),
+                            ("_run_cache", {}), ("_signatures", {})):
+            object.__setattr__(self, name, value)
+        for entry in ep.module_call_graph:
+            if entry.fqn:
+                self._ensure(entry.fqn)
+                if entry.signature is not None:
+                    self._signatures[entry.fqn] = entry.signature
+        for node in ep.graph.nodes:
+            path = node.meta.get("module_path")
+            if path:
+                self._ensure(path)
+        for target in values:
+            owner, _, attr = target.rpartition(".")
+            module = self._ensure(owner) if owner else self
+            module._state[attr] = target
+
+    def _ensure(self, fqn: str) -> InterpreterModule:
+        module: InterpreterModule = self
+        done = []
+        for part in fqn.split("."):
+            done.append(part)
+            child = module._modules.get(part)
+            if child is None:
+                child = InterpreterModule(self, ".".join(done))
+                module._modules[part] = child
+            module = child
+        return module
+
+    def _state_value(self, target: str) -> Any:
+        return self._values[target]
+
+    def __repr__(self) -> str:
+        tree = "\n".join(f"  {fqn}" for fqn, _m in self.named_modules() if fqn)
+        return f"UnflattenedModule(\n{tree}\n)" if tree else "UnflattenedModule(flat)"
+
+    # -- views of the program ----------------------------------------------------
+    @property
+    def exported_program(self) -> Any:
+        return self._ep
+
+    @property
+    def graph(self) -> Any:
+        return self._ep.graph
+
+    @property
+    def module_call_graph(self) -> list:
+        return self._ep.module_call_graph
+
+    @property
+    def code(self) -> str:
+        return self._ep.code
+
+    # -- the root call ------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from .pytree import tree_flatten, tree_unflatten
+
+        root = self._ep.module_call_graph[0].signature if self._ep.module_call_graph else None
+        target_spec = getattr(root, "in_spec", None)
+        if self._adapter is not None and target_spec is not None:
+            leaves, spec = tree_flatten((tuple(args), dict(kwargs)))
+            if spec != target_spec:
+                flat = list(self._adapter.adapt(target_spec=target_spec, input_spec=spec, input_args=leaves))
+                if len(flat) != target_spec.num_leaves:
+                    raise TypeError(f"flat_args_adapter returned {len(flat)} values, the program takes "
+                                    f"{target_spec.num_leaves}")
+                args, kwargs = tree_unflatten(flat, target_spec)
+        return self._ep.module()(*args, **kwargs)
+
+    forward = __call__
+
+    # -- submodule calls ----------------------------------------------------------
+    def _runs(self, fqn: str) -> list[list[Node]]:
+        """Maximal runs of compute nodes made by ``fqn`` or its descendants, in graph order."""
+        cached = self._run_cache.get(fqn)
+        if cached is not None:
+            return cached
+        runs: list[list[Node]] = []
+        current: list[Node] = []
+        prefix = fqn + "."
+        for node in self._ep.graph.nodes:
+            if node.op != "call_function":
+                continue
+            path = node.meta.get("module_path")
+            if path is None:  # runtime checks and other program-level nodes
+                continue
+            if path == fqn or path.startswith(prefix):
+                current.append(node)
+            elif current:
+                runs.append(current)
+                current = []
+        if current:
+            runs.append(current)
+        self._run_cache[fqn] = runs
+        return runs
+
+    def _call_submodule(self, fqn: str, args: tuple, kwargs: dict) -> Any:
+        if fqn == "":
+            return self(*args, **kwargs)
+        runs = self._runs(fqn)
+        if not runs:
+            raise NotImplementedError(f"module {fqn!r} made no graph nodes in the captured call "
+                                      "(it was not called, or it returns its input unchanged)")
+        nodes = runs[0]
+        inside = set(nodes)
+        external: list[Node] = []
+        for node in nodes:
+            for inp in node.all_input_nodes:
+                if inp not in inside and inp not in external:
+                    external.append(inp)
+        outputs = [n for n in nodes if any(u not in inside for u in n.users)]
+        env: dict[Node, Any] = {}
+        state_inputs = [n for n in external if n.op == "placeholder" and n.name in self._by_placeholder]
+        for n in state_inputs:
+            env[n] = self._values[self._by_placeholder[n.name]]
+        arg_inputs = [n for n in external if n not in state_inputs]
+        sig = self._signatures.get(fqn)
+        out_spec = None
+        if sig is not None and getattr(sig, "in_spec", None) is not None:
+            from .pytree import tree_flatten
+
+            leaves, spec = tree_flatten((tuple(args), dict(kwargs)))
+            if spec != sig.in_spec:
+                raise TypeError(f"module {fqn!r} was called with inputs structured as {spec!r}, "
+                                f"but it was exported for {sig.in_spec!r}")
+            by_name = {n.name: n for n in self._ep.graph.nodes}
+            for arg, leaf in zip(sig.inputs, leaves):
+                node = by_name.get(getattr(arg, "name", None))
+                if node is not None and type(arg).__name__ == "TensorArgument":
+                    env[node] = leaf
+            outputs = [by_name[a.name] for a in sig.outputs if getattr(a, "name", None) in by_name]
+            out_spec = sig.out_spec
+            missing = [n.name for n in arg_inputs if n not in env]
+            if missing:
+                raise NotImplementedError(f"module {fqn!r} reads {missing} from outside its recorded inputs")
+        else:
+            if kwargs:
+                raise TypeError(f"module view {fqn!r} takes positional arrays only (no recorded signature; "
+                                "export with preserve_module_call_signature to call it with keywords)")
+            if len(args) != len(arg_inputs):
+                raise TypeError(f"module view {fqn!r} takes {len(arg_inputs)} positional arguments "
+                                f"(values {[n.name for n in arg_inputs]} of its first recorded call), "
+                                f"got {len(args)}")
+            for node, value in zip(arg_inputs, args):
+                env[node] = value
+        results = _run_nodes(fqn, nodes, env, external)
+        values = [results[n] for n in outputs]
+        if out_spec is not None:
+            from .pytree import tree_unflatten
+
+            return tree_unflatten(values, out_spec)
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node]) -> dict:
+    """Run ``nodes`` in order with ``env`` holding their external inputs; returns all values."""
+    from .codegen import resolve_op
+
+    symbols: dict[sympy.Symbol, int] = {}
+    for node in external:
+        shape = node.meta.get("shape")
+        value = env.get(node)
+        if shape is None or value is None:
+            continue
+        got = np.shape(value)
+        if len(got) != len(shape):
+            raise ValueError(f"module view {fqn!r}: input {node.name} must have {len(shape)} axes "
+                             f"(shape {tuple(shape)}), got {got}")
+        for d, size in zip(shape, got):
+            if isinstance(d, sympy.Symbol):
+                symbols.setdefault(d, int(size))
+    for node in external:  # k*s + c sizes bind s when s is not bound directly
+        shape, value = node.meta.get("shape"), env.get(node)
+        if shape is None or value is None:
+            continue
+        for d, size in zip(shape, np.shape(value)):
+            if isinstance(d, sympy.Basic) and not d.is_Integer and len(d.free_symbols) == 1:
+                (s,) = d.free_symbols
+                if s not in symbols and d.is_polynomial(s) and sympy.degree(d, s) == 1:
+                    k, c = sympy.Poly(d, s).all_coeffs()
+                    if (int(size) - c) % k == 0:
+                        symbols[s] = int((int(size) - c) // k)
+
+    def concrete(value: Any) -> Any:
+        if isinstance(value, sympy.Basic):
+            out = value.xreplace({s: sympy.Integer(v) for s, v in symbols.items()})
+            if out.free_symbols:
+                raise RuntimeError(f"module view {fqn!r}: the sizes {sorted(map(str, out.free_symbols))} "
+                                   "cannot be derived from the arguments' shapes")
+            if out in (sympy.true, sympy.false):
+                return bool(out)
+            return int(out) if out.is_Integer else float(out)
+        if isinstance(value, tuple):
+            return tuple(concrete(v) for v in value)
+        if isinstance(value, list):
+            return [concrete(v) for v in value]
+        if isinstance(value, dict):
+            return {k: concrete(v) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(concrete(value.start), concrete(value.stop), concrete(value.step))
+        return value
+
+    for node in nodes:
+        args = concrete(map_arg(node.args, env.__getitem__))
+        kwargs = concrete(map_arg(node.kwargs, env.__getitem__))
+        value = resolve_op(node.target)(*args, **kwargs)
+        env[node] = value
+        for axis, sym in (node.meta.get("bind") or {}).items():
+            symbols.setdefault(sym, int(value if axis is None else np.shape(value)[axis]))
+    return env
+
+
+def unflatten(module: Any, flat_args_adapter: Optional[FlatArgsAdapter] = None,
+              preserve_ops: Any = ()) -> UnflattenedModule:
+    """Build an executable module view from an exported program.
+
+    Args:
+        module: the ExportedProgram.
+        flat_args_adapter: a :class:`FlatArgsAdapter` for root calls whose
+            arguments flatten to another structure than the exported one.
+        preserve_ops: op targets (callables, names) the view must keep as they
+            are; the view never rewrites ops, so this only validates that each
+            names a registered op and records them (``view.preserve_ops``).
+
+    Returns:
+        an :class:`UnflattenedModule`; without recorded module calls (a plain
+        function was exported) it is the flat view: callable, no children.
+
+    Raises:
+        TypeError: ``module`` is not an ExportedProgram-like object or the adapter is not a FlatArgsAdapter.
+        KeyError: an entry of ``preserve_ops`` names no registered op.
+    """
+    from .decomp import canonical_target
+
+    if not hasattr(module, "graph_signature") or not hasattr(module, "module"):
+        raise TypeError(f"unflatten takes an ExportedProgram, got {type(module).__name__}")
+    names = []
+    for op in tuple(preserve_ops or ()):
+        name = canonical_target(op)
+        if name is None:
+            raise KeyError(f"preserve_ops entry {op!r} names no op in the op registry")
+        names.append(name)
+    return UnflattenedModule(module, flat_args_adapter, tuple(names))
