@@ -117,9 +117,9 @@ class SymInt:
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
         return self.env.specialize(
-            self.expr, "used as a Python int (__index__); if it indexes a plain numpy array that capture "
-            "could not reach (a container, an attribute, a cache), register it with "
-            "register_buffer(..., persistent=False) or pass it as an input")
+            self.expr, "used as a Python int (__index__: range(), a Python index, a numpy scalar "
+            "constructor, or indexing a plain array capture could not reach; register such an array with "
+            "register_buffer(..., persistent=False) or pass it as an input)")
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, "converted with int()")
