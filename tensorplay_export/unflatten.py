@@ -309,7 +309,9 @@ class UnflattenedModule(InterpreterModule):
                 node = by_name.get(getattr(arg, "name", None))
                 if node is not None and type(arg).__name__ == "TensorArgument":
                     env[node] = leaf
-            outputs = [by_name[a.name] for a in sig.outputs if getattr(a, "name", None) in by_name]
+            # Outputs: graph values by name; constants (a None field, a number) as recorded.
+            outputs = [by_name[a.name] if type(a).__name__ == "TensorArgument" and a.name in by_name
+                       else _Const(getattr(a, "value", None)) for a in sig.outputs]
             out_spec = sig.out_spec
             missing = [n.name for n in arg_inputs if n not in env]
             if missing:
@@ -325,12 +327,19 @@ class UnflattenedModule(InterpreterModule):
             for node, value in zip(arg_inputs, args):
                 env[node] = value
         results = _run_nodes(fqn, nodes, env, external)
-        values = [results[n] for n in outputs]
+        values = [o.value if isinstance(o, _Const) else results[o] for o in outputs]
         if out_spec is not None:
             from .pytree import tree_unflatten
 
             return tree_unflatten(values, out_spec)
         return values[0] if len(values) == 1 else tuple(values)
+
+
+class _Const:
+    """A constant output of a recorded module call signature."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
 
 
 def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node]) -> dict:
