@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 PROFILE_ENV = "TPE_HYPOTHESIS_PROFILE"
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
              HealthCheck.function_scoped_fixture]
-settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True,
-                          suppress_health_check=_SUPPRESS, print_blob=True)
-settings.register_profile("nightly", max_examples=400, deadline=None, derandomize=False,
+# The explain phase re-runs a failure hundreds of times to annotate lines; shrinking is enough here.
+_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True, phases=_PHASES,
+                          suppress_health_check=_SUPPRESS, print_blob=True, database=None)
+settings.register_profile("nightly", max_examples=400, deadline=None, derandomize=False, phases=_PHASES,
                           suppress_health_check=_SUPPRESS, print_blob=True)
 
 
