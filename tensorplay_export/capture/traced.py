@@ -149,6 +149,8 @@ class TracedArray:
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         op = lookup_func(func)
+        if op is None and func in _METADATA:
+            return _METADATA[func](*args, **kwargs)
         if op is None:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
                                      f"\n  at {user_source(2)}")
@@ -304,6 +306,34 @@ class TracedArray:
     def __iand__(self, o): return self._inplace("numpy.bitwise_and", o)
     def __ior__(self, o): return self._inplace("numpy.bitwise_or", o)
     def __ixor__(self, o): return self._inplace("numpy.bitwise_xor", o)
+
+
+def _dtype_of_any(v: Any) -> Any:
+    return v.dtype if isinstance(v, TracedArray) else v
+
+
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    if not isinstance(dst, TracedArray):
+        raise UnsupportedOpError(f"np.copyto into a plain array from a traced one\n  at {user_source(3)}")
+    if where is not True:
+        src = dst._tracer.call(get_op("numpy.where"), (where, src, dst), {}, source=user_source(3))
+    dst._write_all(src, user_source(3))
+
+
+def _size(a: Any, axis: Any = None) -> Any:
+    return a.size if axis is None else a.shape[axis]
+
+
+# numpy functions that only read metadata (or write in place): answered without a node
+_METADATA = {
+    np.shape: lambda a: a.shape,
+    np.ndim: lambda a: a.ndim,
+    np.size: _size,
+    np.result_type: lambda *xs: np.result_type(*[_dtype_of_any(x) for x in xs]),
+    np.iscomplexobj: lambda x: x.dtype.kind == "c",
+    np.isrealobj: lambda x: x.dtype.kind != "c",
+    np.copyto: _copyto,
+}
 
 
 def sym_size_expr(d: Any) -> Any:

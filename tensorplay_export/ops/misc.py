@@ -1,0 +1,96 @@
+"""Smaller families: norms, differences, diagonals, 2-d promotion.
+
+The long tail of numpy lives here until it grows into its own family module.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .ctx import as_dim, is_static, prod
+from .elementwise import shape_of
+from .reduce import norm_axes, reduced_shape
+from .registry import register_op
+
+
+def _norm_rule(ctx: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> tuple:  # noqa: A002
+    shape = shape_of(x)
+    if axis is None and ord is not None and len(shape) > 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    return reduced_shape(shape, axis, bool(keepdims))
+
+
+register_op("numpy.linalg.norm", np.linalg.norm, _norm_rule, numpy_funcs=(np.linalg.norm,))
+
+
+def _diff_rule(ctx: Any, a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> tuple:
+    shape = list(shape_of(a))
+    ax = int(axis) % len(shape)
+    d = shape[ax]
+    for extra in (prepend, append):
+        if extra is not None:
+            es = shape_of(extra)
+            d = d + (es[ax] if len(es) == len(shape) else 1)
+    out = sympy.sympify(d) - int(n)
+    shape[ax] = ctx.canon(sympy.Max(out, 0)) if not is_static(out) else max(int(out), 0)
+    return tuple(shape)
+
+
+register_op("numpy.diff", np.diff, _diff_rule, numpy_funcs=(np.diff,))
+
+
+def _diagonal_rule(ctx: Any, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> tuple:
+    shape = shape_of(a)
+    i, j = int(axis1) % len(shape), int(axis2) % len(shape)
+    k = int(offset)
+    rows, cols = sympy.sympify(shape[i]), sympy.sympify(shape[j])
+    length = sympy.Min(rows, cols - k) if k >= 0 else sympy.Min(rows + k, cols)
+    rest = tuple(d for t, d in enumerate(shape) if t not in (i, j))
+    return rest + (ctx.canon(sympy.Max(length, 0)),)
+
+
+register_op("numpy.diagonal", np.diagonal, _diagonal_rule, numpy_funcs=(np.diagonal,), methods=("diagonal",))
+
+
+def _trace_rule(ctx: Any, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+                out: Any = None) -> tuple:
+    shape = shape_of(a)
+    i, j = int(axis1) % len(shape), int(axis2) % len(shape)
+    return tuple(d for t, d in enumerate(shape) if t not in (i, j))
+
+
+register_op("numpy.trace", np.trace, _trace_rule, numpy_funcs=(np.trace,), methods=("trace",))
+
+
+def _diag_rule(ctx: Any, v: Any, k: int = 0) -> tuple:
+    shape = shape_of(v)
+    k = int(k)
+    if len(shape) == 1:
+        n = as_dim(sympy.sympify(shape[0]) + abs(k))
+        return (n, n)
+    return _diagonal_rule(ctx, v, k)
+
+
+register_op("numpy.diag", np.diag, _diag_rule, numpy_funcs=(np.diag,))
+
+
+def _atleast_2d_rule(ctx: Any, a: Any) -> tuple:
+    shape = shape_of(a)
+    return shape if len(shape) >= 2 else (1,) * (2 - len(shape)) + tuple(shape)
+
+
+register_op("numpy.atleast_2d", np.atleast_2d, _atleast_2d_rule, numpy_funcs=(np.atleast_2d,))
+
+
+def _count_nonzero_rule(ctx: Any, a: Any, axis: Any = None, *, keepdims: bool = False) -> tuple:
+    shape = shape_of(a)
+    if axis is not None:
+        norm_axes(axis, len(shape))
+    ctx.vrange(0, prod(shape))
+    return reduced_shape(shape, axis, bool(keepdims))
+
+
+register_op("numpy.count_nonzero", lambda a, axis=None, *, keepdims=False: np.asarray(
+    np.count_nonzero(a, axis=axis, keepdims=keepdims)), _count_nonzero_rule, numpy_funcs=(np.count_nonzero,))
