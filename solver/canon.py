@@ -42,6 +42,12 @@ def canonicalize(expr, ranges: Mapping | None = None):
     Returns:
         An expression equal to ``expr`` for every assignment inside ``ranges``
         (possibly ``sympy.true``/``sympy.false``).
+
+    Example:
+        >>> import sympy
+        >>> seq = sympy.Symbol("seq", integer=True, positive=True)
+        >>> canonicalize(sympy.Eq(seq, sympy.Min(512, seq)), {seq: (1, 1024)})
+        seq <= 512
     """
     ranges = ranges or {}
     return _canon(sympy.sympify(expr), ranges)

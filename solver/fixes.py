@@ -146,6 +146,12 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     Raises:
         ValueError: a guard's symbol has no hint.
         UnsupportedExpressionError: a guard uses a construct the solver cannot translate.
+
+    Example:
+        >>> import sympy
+        >>> dx, dy = sympy.symbols("dx dy", integer=True, positive=True)
+        >>> suggest_fixes([sympy.Eq(2 * dx, dy)], {"dx": (1, 100), "dy": (1, 100)}, {"dx": 4, "dy": 8}).lines
+        ["dx = Dim('dx', max=50)", 'dy = 2*dx']
     """
     guards = [sympy.sympify(g) for g in guards]
     ranges = {n: (_lo(r[0]), r[1]) for n, r in dims.items()}

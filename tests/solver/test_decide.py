@@ -238,3 +238,15 @@ def test_unsupported_message_is_exact():
     with pytest.raises(UnsupportedExpressionError) as info:
         solver.implies(sympy.Eq(sympy.log(s), 2))
     assert str(info.value).startswith("solver cannot translate `log` in 'Eq(log(s), 2)'. Supported: integer + - *")
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import solver.canon
+    import solver.decide
+    import solver.fixes
+
+    for mod in (solver.canon, solver.decide, solver.fixes):
+        result = doctest.testmod(mod)
+        assert result.attempted > 0 and result.failed == 0, mod.__name__
