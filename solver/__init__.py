@@ -7,12 +7,13 @@ from .canon import canonicalize
 from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, evaluate, make_symbol
 from .fixes import (ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
                     suggest_fixes)
-from .intervals import bounds, decide
+from .intervals import bounds
+from .intervals import decide as decide_by_intervals  # `solver.decide` stays the module
 from .translate import Translator, UnsupportedExpressionError, to_z3
 
 __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
     "UnsupportedExpressionError", "evaluate", "make_symbol", "RangeFix", "ConstantFix",
-    "RelationFix", "Unfixable", "GuardCheck", "Translator", "to_z3", "bounds", "decide",
+    "RelationFix", "Unfixable", "GuardCheck", "Translator", "to_z3", "bounds", "decide_by_intervals",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

@@ -9,7 +9,8 @@ import pytest
 import sympy
 import z3
 
-from solver import Translator, bounds, canonicalize, decide
+from solver import Translator, bounds, canonicalize
+from solver.intervals import decide
 
 P = dict(integer=True, positive=True)
 s, b, t = sympy.symbols("s b t", **P)
