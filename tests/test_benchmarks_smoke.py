@@ -1,0 +1,90 @@
+"""The benchmark scripts still run: each main() in --quick mode (tiny models, a few seconds).
+
+Nothing here asserts a timing: only that each script finishes, exits 0 and prints its table
+rows. The torch side of compare_torch_export runs only when torch is installed (it is an
+optional extra), and profile_export only when pyinstrument is.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import numpy as np
+import pytest
+
+from benchmarks import _common as C
+
+
+def _run(module_name: str, argv: list[str], capsys) -> str:
+    module = importlib.import_module(f"benchmarks.{module_name}")
+    assert module.main(argv) == 0
+    return capsys.readouterr().out
+
+
+def test_bench_export_quick(capsys):
+    out = _run("bench_export", ["--quick"], capsys)
+    assert "command: python benchmarks/bench_export.py --quick" in out
+    assert "| gpt (d32) |" in out and "|       mlp |" in out
+
+
+def test_bench_runtime_quick(capsys):
+    out = _run("bench_runtime", ["--quick"], capsys)
+    rows = [ln for ln in out.splitlines() if ln.startswith("|") and ("gpt" in ln or "mlp" in ln)]
+    assert len(rows) == 2
+    # the check share column holds a number (ExportedModule still exposes its GraphModule)
+    assert all(ln.rstrip(" |").split("|")[-1].strip() != "n/a" for ln in rows)
+
+
+def test_bench_archive_quick(capsys):
+    out = _run("bench_archive", ["--quick"], capsys)
+    rows = [ln for ln in out.splitlines() if ln.startswith("| gpt (d32) |")]
+    steps = [ln.split("|")[3].strip() for ln in rows]
+    assert steps == ["save", "load_pt2 mmap", "load (read)", "load_pt2 mmap + first call"]
+
+
+def test_compare_torch_export_quick(capsys):
+    out = _run("compare_torch_export", ["--quick"], capsys)
+    assert "ratio (torch/ours)" in out and "torch ratio" in out
+    row = next(ln for ln in out.splitlines() if ln.startswith("|") and "gpt" in ln)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[7] != "n/a"  # our export seconds are always measured
+    if importlib.util.find_spec("torch") is None:
+        assert "torch: not installed" in out and cells[8] == "n/a"
+    else:
+        assert cells[8] != "n/a"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pyinstrument") is None, reason="pyinstrument not installed")
+def test_profile_export_quick(capsys):
+    out = _run("profile_export", ["--model", "mlp", "--layers", "2", "--repeat", "1", "--top", "3"], capsys)
+    assert "top 3 inclusive" in out and "top 3 self" in out
+
+
+def test_export_stats_counts_nodes_and_solver():
+    stats = C.export_stats(C.build_mlp(2), (C.mlp_input(2),), C.mlp_spec())
+    assert stats["nodes"] > 0
+    assert stats["solver_queries"] is not None and stats["z3_calls"] is not None
+
+
+def test_table_formats_missing_values_as_na():
+    text = C.table(["a", "b"], [[1, None], [0.123456, 2.0]])
+    assert "n/a" in text and "0.123" in text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_torch_twins_compute_the_same_numbers():
+    import torch
+
+    from benchmarks import _torch_models as T
+
+    gpt = C.build_gpt(1, d_model=32, n_head=2)
+    twin = T.load_numpy_state(T.torch_gpt(1, d_model=32, n_head=2, n_positions=C.GPT_POSITIONS), gpt.state_dict())
+    ids = C.gpt_ids(2, 16)
+    with torch.no_grad():
+        got = twin(torch.from_numpy(ids)).numpy()
+    np.testing.assert_allclose(got, gpt(ids), rtol=1e-4, atol=1e-5)
+    mlp = C.build_mlp(3)
+    tmlp = T.load_numpy_state(T.torch_mlp(3), mlp.state_dict())
+    x = C.mlp_input(4)
+    with torch.no_grad():
+        np.testing.assert_allclose(tmlp(torch.from_numpy(x)).numpy(), mlp(x), rtol=1e-5, atol=1e-6)
