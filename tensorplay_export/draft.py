@@ -299,6 +299,7 @@ _DRAFT: contextvars.ContextVar = contextvars.ContextVar("tpe_draft_state", defau
 @dataclass
 class _DraftState:
     unsupported: list = field(default_factory=list)   # (qualified name, SourceLoc | None)
+    values: list = field(default_factory=list)        # (what, example value, SourceLoc | None)
 
 
 def _opaque_rule(name: str) -> Any:
@@ -380,7 +381,60 @@ def _install_fallbacks() -> None:
 
     traced.lookup_func = lookup_func
     traced.lookup_method = lookup_method
+    _install_value_reads(traced.TracedArray)
     traced._tpe_draft_fallbacks = True
+
+
+_VALUE_READS = {"__bool__": ("branches on the truth value", bool),
+                "__int__": ("reads the int value", int),
+                "__index__": ("uses as a Python int the value", int),
+                "__float__": ("reads the float value", float),
+                "item": ("reads .item()", lambda a: a.item())}
+
+
+def _install_value_reads(cls: type) -> None:
+    """In a draft capture, reading an array's value follows the example and leaves a runtime check.
+
+    ``if x.sum() > 0:`` (or ``int(n_arr)``) makes ``export`` raise ``DataDependentError``;
+    ``draft_export`` records a ``data_dependent`` failure, returns the example's value,
+    and adds a ``tpe.assert_guard`` node so the draft program refuses inputs that
+    would take the other branch (or produce another value).
+    """
+    for name in _VALUE_READS:
+        original = getattr(cls, name)
+
+        def method(self: Any, *args: Any, _original: Any = original, _name: str = name) -> Any:
+            state = _DRAFT.get()
+            if state is None or args:
+                return _original(self, *args)
+            return _assume_value(self, _name, state)
+
+        method.__name__ = name
+        setattr(cls, name, method)
+
+
+def _assume_value(t: Any, name: str, state: _DraftState) -> Any:
+    from .ops.registry import get_op
+    from .shape_env import user_source
+
+    what, convert = _VALUE_READS[name]
+    value = convert(np.asarray(t.example))  # raises like eager numpy (e.g. truth value of a 2-element array)
+    src = user_source(1)
+    tracer = t._tracer
+    if name == "__bool__":
+        cond = t if value else tracer.call(get_op("numpy.logical_not"), (t,), {}, source=src)
+        shown, other = f"{value}", f"{not value}"
+    else:
+        cond = tracer.call(get_op("numpy.equal"), (t, value), {}, source=src)
+        shown, other = f"{value!r}", "another value"
+    code = f"`{src.text}` at {src}" if src is not None and src.text else "an array value"
+    tracer.graph.call_function(
+        "tpe.assert_guard",
+        (cond.node, f"the array value read by {code.split(' at ')[0]}", other,
+         f"the example's {shown} (draft_export assumed it)", (), ()),
+        meta={"shape": None, "source": src})
+    state.values.append((what, shown, src))
+    return value
 
 
 # -- failures from a capture ------------------------------------------------------------------------
@@ -508,6 +562,13 @@ def _insert_data_dependent_checks(result: Any) -> list[str]:
     return problems
 
 
+def _value_failures(state: _DraftState) -> list[FailureReport]:
+    return [FailureReport(
+        "data_dependent",
+        f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
+        f"value {shown} and the program checks it at run time", src, None) for what, shown, src in state.values]
+
+
 def _unsupported_failures(state: _DraftState) -> list[FailureReport]:
     out = []
     for qualname, src in state.unsupported:
@@ -630,7 +691,8 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="draft")
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
-        return DraftExportReport(_unsupported_failures(state) + [_capture_failure(err)], model_name=name)
+        return DraftExportReport(_value_failures(state) + _unsupported_failures(state) + [_capture_failure(err)],
+                                 model_name=name)
     finally:
         _DRAFT.reset(token)
 
@@ -646,6 +708,7 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
             failures.append(FailureReport("capture_error", f"no fixes: {type(err).__name__}: {err}", None, None))
     failures += _auto_failures(result)
     failures += _data_dependent_failures(result)
+    failures += _value_failures(state)
     failures += _unsupported_failures(state)
     accepted = _accepted_text(result)
 
