@@ -282,3 +282,26 @@ def test_archive_reader_sees_aligned_stored_members(small_program, tmp_path):
     with ZipReader(path) as zr:
         for name in zr.names:
             assert zr.data_offset(name) % 64 == 0
+
+
+def test_bytes_do_not_depend_on_hash_seed(tmp_path):
+    """Two fresh interpreters with different PYTHONHASHSEED export and save the same bytes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]);"
+        "import tensorplay_export as tpe, conftest as c;"
+        "ep = tpe.export(c.Small(), c.small_inputs(), dynamic_shapes={'x': {0: tpe.Dim('N', max=16), 1: tpe.Dim('S', max=64)}});"
+        "tpe.save(ep, sys.argv[2])"
+    )
+    here = str(Path(__file__).parent)
+    outs = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"p{seed}.pt2"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        subprocess.run([sys.executable, "-c", script, here, str(out)], check=True, env=env, cwd=tmp_path)
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
