@@ -305,3 +305,61 @@ def test_bytes_do_not_depend_on_hash_seed(tmp_path):
         subprocess.run([sys.executable, "-c", script, here, str(out)], check=True, env=env, cwd=tmp_path)
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
+
+
+class _Inner(tpe.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = tpe.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x) * 2
+
+
+class _Outer(tpe.nn.Module):
+    """A submodule whose call signature is preserved, and a buffer written by forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = _Inner()
+        self.register_buffer("count", np.zeros(1))
+
+    def forward(self, x):
+        self.count = self.count + 1
+        return self.inner(x) + 1
+
+
+def test_module_call_graph_mutation_and_unflatten_survive():
+    x = np.ones((3, 4), np.float32)
+    ep = tpe.export(_Outer(), x, dynamic_shapes={"x": {0: tpe.Dim("b")}}, preserve_module_call_signature=("inner",))
+    loaded = roundtrip(ep)
+    assert loaded.module_call_graph == ep.module_call_graph
+    assert loaded.graph_signature.output_specs == ep.graph_signature.output_specs
+    mod = loaded.module()
+    np.testing.assert_array_equal(mod(x), ep.module()(x))
+    mod(x)
+    assert dict(mod.named_buffers())["count"].tolist() == [2.0]
+    np.testing.assert_array_equal(tpe.unflatten(loaded).inner(x), tpe.unflatten(ep).inner(x))
+
+
+def test_decomposed_program_roundtrips(small_program):
+    decomposed = small_program.run_decompositions()
+    loaded = roundtrip(decomposed)
+    x = small_inputs(3, 6)
+    np.testing.assert_allclose(loaded.module()(x), small_program.module()(x), rtol=1e-6)
+    assert archive_bytes(loaded) == archive_bytes(decomposed)
+
+
+def test_draft_program_keeps_unbacked_symbol_ranges():
+    def model(x):
+        nz = np.nonzero(x > 0)[0]
+        return x[nz] * 2
+
+    report = tpe.draft_export(model, np.array([1.0, -1.0, 2.0]), dynamic_shapes={"x": {0: tpe.Dim("n", max=100)}})
+    ep = report.exported_program
+    assert ep is not None
+    loaded = roundtrip(ep)
+    assert loaded.range_constraints == ep.range_constraints
+    assert any(s.name.startswith("u") for s in loaded.range_constraints)
+    x = np.array([3.0, -2.0, 0.5, 7.0])
+    np.testing.assert_array_equal(loaded.module()(x), ep.module()(x))
