@@ -508,3 +508,60 @@ def test_state_and_mutations_survive():
     _close(mod(x), ep.module()(x))
     mod(x)
     assert float(mod.state_dict()["count"]) == 2.0
+
+
+# ------------------------------------------------------------------------ the acceptance cases
+CASES_DIR = __import__("pathlib").Path("/work/shared/cases")
+
+
+def _shared_cases() -> list:
+    if not CASES_DIR.is_dir():
+        return []
+    return sorted(p.stem for p in CASES_DIR.glob("case_*.py"))
+
+
+def _load_case(name):
+    import importlib.util
+    import sys
+
+    if str(CASES_DIR) not in sys.path:
+        sys.path.insert(0, str(CASES_DIR))
+    spec = importlib.util.spec_from_file_location(f"_decomp_case_{name}", CASES_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _flat(value):
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _flat(v)]
+    if isinstance(value, dict):
+        return [a for k in sorted(value) for a in _flat(value[k])]
+    return [np.asarray(value)]
+
+
+@pytest.mark.skipif(not CASES_DIR.is_dir(), reason="shared acceptance cases not present")
+@pytest.mark.parametrize("name", _shared_cases())
+def test_decomposed_acceptance_cases_keep_contract_and_numerics(name):
+    import itertools
+
+    case = _load_case(name)
+    if case.EXPECT["outcome"] != "ok":
+        pytest.skip("only cases that export as they are")
+    args, kwargs = case.make_inputs(**case.EXAMPLE)
+    ep = export(case.model, *args, dynamic_shapes=case.dynamic_shapes(), **kwargs)
+    ep2 = ep.run_decompositions()
+    ep2.graph.lint()
+    assert not any(t in default_decompositions() for t in _targets(ep2) if t is not None)
+    grid = case.EXPECT["grid"]
+    names = list(grid)
+    for combo in itertools.product(*(grid[n] for n in names)):
+        sizes = dict(zip(names, combo))
+        a, k = case.make_inputs(**sizes)
+        if case.EXPECT["admits"](**sizes):
+            for g, w in zip(_flat(ep2.module()(*a, **k)), _flat(ep.module()(*a, **k))):
+                assert g.shape == w.shape and g.dtype == w.dtype, sizes
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=str(sizes))
+        else:
+            with pytest.raises(ConstraintsExceededError):
+                ep2.module()(*a, **k)
