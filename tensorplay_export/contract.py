@@ -162,7 +162,8 @@ class Contract:
                 out += [f"  {t}" for t in items]
         out.append("Outputs:")
         for i, (shape, dtype) in enumerate(self.outputs):
-            out.append(f"  [{i}]: {_shape_text(shape) if shape is not None else '(not an array)'} {dtype or ''}".rstrip())
+            shown = _shape_text(shape) if shape is not None else "(not an array)"
+            out.append(f"  [{i}]: {shown} {dtype or ''}".rstrip())
         return "\n".join(out)
 
     def to_json(self) -> dict:

@@ -23,7 +23,6 @@ lives in :mod:`tensorplay_export.report`; the core knows nothing of either.
 """
 from __future__ import annotations
 
-import contextvars
 import math
 import os
 import re
@@ -34,9 +33,10 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
+from . import draft_capture
 from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
                      UnsupportedOpError)
-from .records import GuardRecord, SourceLoc
+from .records import SourceLoc
 
 __all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
@@ -292,151 +292,6 @@ def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[Bas
         _restore_state(snap)
 
 
-# -- opaque fallback for ops without shape rules -----------------------------------------------------
-_DRAFT: contextvars.ContextVar = contextvars.ContextVar("tpe_draft_state", default=None)
-
-
-@dataclass
-class _DraftState:
-    unsupported: list = field(default_factory=list)   # (qualified name, SourceLoc | None)
-    values: list = field(default_factory=list)        # (what, example value, SourceLoc | None)
-
-
-def _opaque_rule(name: str) -> Any:
-    """Shape rule of an op without one: pin every size it sees to the example's, return numpy's shape."""
-    from .ops.registry import ArrayInfo
-
-    def sizes(value: Any) -> list:
-        if isinstance(value, ArrayInfo):
-            return list(value.shape)
-        if isinstance(value, sympy.Expr):
-            return [value]
-        if isinstance(value, (tuple, list)):
-            return [d for v in value for d in sizes(v)]
-        if isinstance(value, dict):
-            return [d for v in value.values() for d in sizes(v)]
-        if isinstance(value, slice):
-            return sizes((value.start, value.stop, value.step))
-        return []
-
-    def rule(ctx: Any, *args: Any, **kwargs: Any) -> tuple:
-        for d in sizes((args, kwargs)):
-            if isinstance(d, sympy.Expr) and not d.is_number:
-                ctx.env.guard(sympy.Eq(d, ctx.hint(d)), "specialization",
-                              f"{name} has no shape rule", ctx.source, ctx.op)
-        return ctx.concrete[0]
-
-    return rule
-
-
-def _opaque_op(qualname: str, impl: Any) -> Any:
-    from .ops.registry import get_op, has_op, register_op
-
-    name = f"tpe.opaque.{qualname}"
-    if not has_op(name):
-        register_op(name, impl, _opaque_rule(qualname),
-                    doc=f"draft_export only: {qualname} run without a shape rule (sizes pinned)")
-    return get_op(name)
-
-
-def _note_unsupported(state: _DraftState, qualname: str) -> None:
-    from .shape_env import user_source
-
-    src = user_source(1)
-    if (qualname, src) not in state.unsupported:
-        state.unsupported.append((qualname, src))
-
-
-def _install_fallbacks() -> None:
-    """Wrap capture's op lookups once: in a draft capture, a numpy callable without an op gets an opaque one.
-
-    Outside a draft capture (``_DRAFT`` unset) the wrappers return exactly what
-    the registry says, so ``export`` still raises ``UnsupportedOpError``.
-    """
-    from .capture import traced
-    from .ops.registry import func_name
-
-    if getattr(traced, "_tpe_draft_fallbacks", False):
-        return
-    orig_func, orig_method = traced.lookup_func, traced.lookup_method
-
-    def lookup_func(func: Any) -> Any:
-        op = orig_func(func)
-        state = _DRAFT.get()
-        if op is None and state is not None and callable(func):
-            qualname = func_name(func)
-            if qualname.startswith("numpy"):
-                _note_unsupported(state, qualname)
-                return _opaque_op(qualname, func)
-        return op
-
-    def lookup_method(name: str) -> Any:
-        op = orig_method(name)
-        state = _DRAFT.get()
-        if op is None and state is not None and hasattr(np.ndarray, name) and callable(getattr(np.ndarray, name)):
-            qualname = f"numpy.ndarray.{name}"
-            _note_unsupported(state, qualname)
-            return _opaque_op(qualname, getattr(np.ndarray, name))
-        return op
-
-    traced.lookup_func = lookup_func
-    traced.lookup_method = lookup_method
-    _install_value_reads(traced.TracedArray)
-    traced._tpe_draft_fallbacks = True
-
-
-_VALUE_READS = {"__bool__": ("branches on the truth value", bool),
-                "__int__": ("reads the int value", int),
-                "__index__": ("uses as a Python int the value", int),
-                "__float__": ("reads the float value", float),
-                "item": ("reads .item()", lambda a: a.item())}
-
-
-def _install_value_reads(cls: type) -> None:
-    """In a draft capture, reading an array's value follows the example and leaves a runtime check.
-
-    ``if x.sum() > 0:`` (or ``int(n_arr)``) makes ``export`` raise ``DataDependentError``;
-    ``draft_export`` records a ``data_dependent`` failure, returns the example's value,
-    and adds a ``tpe.assert_guard`` node so the draft program refuses inputs that
-    would take the other branch (or produce another value).
-    """
-    for name in _VALUE_READS:
-        original = getattr(cls, name)
-
-        def method(self: Any, *args: Any, _original: Any = original, _name: str = name) -> Any:
-            state = _DRAFT.get()
-            if state is None or args:
-                return _original(self, *args)
-            return _assume_value(self, _name, state)
-
-        method.__name__ = name
-        setattr(cls, name, method)
-
-
-def _assume_value(t: Any, name: str, state: _DraftState) -> Any:
-    from .ops.registry import get_op
-    from .shape_env import user_source
-
-    what, convert = _VALUE_READS[name]
-    value = convert(np.asarray(t.example))  # raises like eager numpy (e.g. truth value of a 2-element array)
-    src = user_source(1)
-    tracer = t._tracer
-    if name == "__bool__":
-        cond = t if value else tracer.call(get_op("numpy.logical_not"), (t,), {}, source=src)
-        shown, other = f"{value}", f"{not value}"
-    else:
-        cond = tracer.call(get_op("numpy.equal"), (t, value), {}, source=src)
-        shown, other = f"{value!r}", "another value"
-    code = f"`{src.text}` at {src}" if src is not None and src.text else "an array value"
-    tracer.graph.call_function(
-        "tpe.assert_guard",
-        (cond.node, f"the array value read by {code.split(' at ')[0]}", other,
-         f"the example's {shown} (draft_export assumed it)", (), ()),
-        meta={"shape": None, "source": src})
-    state.values.append((what, shown, src))
-    return value
-
-
 # -- failures from a capture ------------------------------------------------------------------------
 _NAME_RE = re.compile(r"[^\W\d]\w*")
 
@@ -531,45 +386,14 @@ def _data_dependent_failures(result: Any) -> list[FailureReport]:
     return out
 
 
-def _insert_data_dependent_checks(result: Any) -> list[str]:
-    """A ``tpe.assert_guard`` node after the node binding each data-dependent guard's last symbol."""
-    from .violations import format_guard
-
-    env = result.env
-    graph = result.graph
-    problems = []
-    binder: dict = {}
-    for node in graph.nodes:
-        for _axis, sym in (node.meta.get("bind") or {}).items():
-            binder.setdefault(sym, node)
-    position = {n: i for i, n in enumerate(graph.nodes)}
-    for rec in env.data_dependent:
-        unbacked = [s for s in rec.expr.free_symbols if env.kinds.get(s) == "unbacked"]
-        nodes = [binder.get(s) for s in unbacked]
-        if not unbacked or any(n is None for n in nodes):
-            problems.append(f"no runtime check for {rec.expr}: its data-dependent size is not bound in the graph")
-            continue
-        after = max(nodes, key=lambda n: position[n])
-        syms = tuple(sorted(rec.expr.free_symbols, key=lambda s: s.name))
-        first = sorted(unbacked, key=lambda s: s.name)[0]
-        op, produced = env.unbacked_source.get(first, ("?", None))
-        where = f"{first} (data-dependent size from {op}{f' at {produced}' if produced else ''})"
-        with graph.inserting_after(after):
-            graph.call_function("tpe.assert_guard",
-                                (rec.expr, where, first, format_guard(rec.expr),
-                                 tuple(s.name for s in syms), syms),
-                                meta={"shape": None, "source": rec.source})
-    return problems
-
-
-def _value_failures(state: _DraftState) -> list[FailureReport]:
+def _value_failures(state: draft_capture.DraftState) -> list[FailureReport]:
     return [FailureReport(
         "data_dependent",
         f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
         f"value {shown} and the program checks it at run time", src, None) for what, shown, src in state.values]
 
 
-def _unsupported_failures(state: _DraftState) -> list[FailureReport]:
+def _unsupported_failures(state: draft_capture.DraftState) -> list[FailureReport]:
     out = []
     for qualname, src in state.unsupported:
         out.append(FailureReport(
@@ -676,25 +500,33 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
         Nothing for problems of the model or its shapes; ``KeyboardInterrupt`` and
         other non-``Exception`` signals pass through.
     """
-    from .export import build_program, capture
-
     name = _model_name(model)
     kwargs = dict(kwargs)
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
-        kind = "numpy_error"
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
-        return DraftExportReport([FailureReport(kind, msg, _error_source(eager_err), None)], model_name=name)
-    _install_fallbacks()
-    state = _DraftState()
-    token = _DRAFT.set(state)
+        return DraftExportReport([FailureReport("numpy_error", msg, _error_source(eager_err), None)],
+                                 model_name=name)
+    draft_capture.install()
+    state = draft_capture.DraftState()
+    try:
+        return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, state, name)
+    finally:
+        draft_capture.release_opaque(state)
+
+
+def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: Any,
+           state: draft_capture.DraftState, name: str) -> DraftExportReport:
+    from .export import build_program, capture
+
+    token = draft_capture.DRAFT.set(state)
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="draft")
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
         return DraftExportReport(_value_failures(state) + _unsupported_failures(state) + [_capture_failure(err)],
                                  model_name=name)
     finally:
-        _DRAFT.reset(token)
+        draft_capture.DRAFT.reset(token)
 
     failures: list[FailureReport] = []
     fixes: list[str] = []
@@ -714,9 +546,9 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
 
     # The draft program checks what the example did: violated guards join the contract.
     result.env.accepted.extend(r for r in result.env.violations if r not in result.env.accepted)
-    problems = _insert_data_dependent_checks(result)
+    problems = draft_capture.insert_data_dependent_checks(result)
     try:
-        ep = build_program(result, model, tuple(args), kwargs, dynamic_shapes)
+        ep = build_program(result, model, args, kwargs, dynamic_shapes)
     except Exception as err:  # noqa: BLE001
         failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
                                       _error_source(err), None))
@@ -726,7 +558,7 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     validation.ok = not validation.problems
     if not validation.ok:
         failures.append(FailureReport("validation", "\n".join(validation.problems), None, None))
-    comparison = _compare(ep, eager, tuple(args), kwargs)
+    comparison = _compare(ep, eager, args, kwargs)
     if not comparison.ok:
         failures.append(FailureReport("mismatch", comparison.note, None, None))
     return DraftExportReport(failures, ep, validation, comparison, fixes, accepted, name)

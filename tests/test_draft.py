@@ -245,3 +245,13 @@ def test_public_names():
     assert draft.draft_export is draft_export
     if "draft_export" not in tpe._MISSING:
         assert tpe.draft_export is draft_export and tpe.DraftExportReport is DraftExportReport
+
+
+@pytest.mark.skipif(NO_RULE is None, reason="every candidate function has a shape rule now")
+def test_opaque_ops_leave_the_registry_afterwards():
+    from tensorplay_export.ops.registry import all_ops
+
+    before = set(all_ops())
+    report = draft_export(no_shape_rule, x84(), dynamic_shapes={"x": {0: Dim("n", max=64)}})
+    assert set(all_ops()) == before
+    np.testing.assert_allclose(report.exported_program.module()(x84()), no_shape_rule(x84()))
