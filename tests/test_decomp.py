@@ -565,3 +565,51 @@ def test_decomposed_acceptance_cases_keep_contract_and_numerics(name):
         else:
             with pytest.raises(ConstraintsExceededError):
                 ep2.module()(*a, **k)
+
+
+# ------------------------------------------------------------------ data-dependent sizes, archives
+def m_masked(x):
+    return F.softmax(x[x > 0] * 2.0), np.var(x, axis=0)
+
+
+def test_data_dependent_requirement_becomes_a_runtime_check():
+    ep = export(m_masked, np.array([1.0, -2.0, 3.0, 0.5]), dynamic_shapes={"x": N0})
+    ep2 = ep.run_decompositions()
+    assert "tpe.nn.softmax" not in _targets(ep2)
+    checks = [n for n in ep2.graph.nodes if n.target == "tpe.assert_guard"]
+    assert len(checks) == 1 and str(checks[0].args[0]) == "u0 >= 1"
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, 2.0, 3.0, -4.0, 5.0])):
+        _close(ep2.module()(x), ep.module()(x))
+    with pytest.raises(ValueError):  # the composite itself cannot take an empty selection
+        ep.module()(np.array([-1.0, -2.0]))
+    with pytest.raises(ConstraintsExceededError, match="u0 >= 1"):
+        ep2.module()(np.array([-1.0, -2.0]))
+
+
+def test_decomposed_program_saves_and_loads(tmp_path):
+    from tensorplay_export import load, save
+
+    model, make, dyn, sizes = CASES["tpe.nn.conv1d"]
+    ep = export(model, *make(4, np.random.default_rng(0)), dynamic_shapes=dyn)
+    ep2 = ep.run_decompositions()
+    save(ep2, tmp_path / "d.pt2")
+    loaded = load(tmp_path / "d.pt2")
+    save(ep, tmp_path / "o.pt2")
+    redone = load(tmp_path / "o.pt2").run_decompositions()  # a loaded program decomposes too
+    for n in sizes:
+        inputs = make(n, np.random.default_rng(n))
+        _close(loaded.module()(*inputs), ep.module()(*inputs))
+        _close(redone.module()(*inputs), ep.module()(*inputs))
+    with pytest.raises(ConstraintsExceededError):
+        loaded.module()(*make(65, np.random.default_rng(0)))
+
+
+def test_contract_narrowing_is_refused():
+    # A builder that needs more of the sizes than the contract promises is an error, not a silent change.
+    def needs_even(x):
+        n = x.shape[0]
+        return np.tanh(x.reshape(n // 2, 2).reshape(n))
+
+    ep = export(m_tanh, np.ones(4), dynamic_shapes={"x": N0})
+    with pytest.raises(DecompositionError, match="does not imply"):
+        ep.run_decompositions({F.tanh: traced_builder(needs_even)})

@@ -26,6 +26,7 @@ from ..graph import Graph, Node, map_arg
 
 __all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
 
+_INPUT_BINDERS = ("tpe.check_input", "tpe.derived_root")
 SESSION: contextvars.ContextVar = contextvars.ContextVar("tpe_decomp_session", default=None)
 
 
@@ -134,13 +135,17 @@ class DecompSession:
 
         if self._values is None:
             self._run()
-        env = ShapeEnv(ShapeSolver(timeout_ms=200), "export")
+        # "draft" mode: a requirement on a data-dependent size is assumed and recorded
+        # (it becomes a runtime assertion), not raised.
+        env = ShapeEnv(ShapeSolver(timeout_ms=200), "draft")
+        unbacked = {sym for n in self.graph.nodes if n.op == "call_function" and n.target not in _INPUT_BINDERS
+                    for sym in (n.meta.get("bind") or {}).values()}
         symbols = set(self._ranges) | set(self._hints)
         for sym in sorted(symbols, key=lambda s: s.name):
             vr = self._ranges.get(sym)
             lo = int(vr.lower) if vr is not None else 0
             hi = None if vr is None or vr.upper == float("inf") else int(vr.upper)
-            env.create_symbol(sym.name, lo, hi, self._hints.get(sym), "named")
+            env.create_symbol(sym.name, lo, hi, self._hints.get(sym), "unbacked" if sym in unbacked else "named")
         for node in self.graph.nodes:
             # The program's contract: what the runtime checks enforce may be assumed.
             if node.op == "call_function" and node.target == "tpe.assert_guard":
@@ -196,7 +201,9 @@ class DecompSession:
             return value
 
         args, kwargs = wrap(node.args), wrap(node.kwargs)
+        start = node.prev
         n_violations = len(env.violations)
+        n_dependent = len(env.data_dependent)
         n_constants = len(tracer.constants)
         token = CURRENT.set(tracer)
         patch_numpy()
@@ -215,6 +222,8 @@ class DecompSession:
             needs = "; ".join(f"{r.expr} ({r.reason})" for r in env.violations[n_violations:])
             raise DecompositionError(f"decomposing {node.format_node()} needs {needs}, which the "
                                      "program's shape contract does not imply")
+        if len(env.data_dependent) > n_dependent:
+            self._assert_at_run_time(env.data_dependent[n_dependent:], start, node)
         if len(tracer.constants) > n_constants:
             for ph in self.graph.placeholders():
                 if ph.name in tracer.constants:
@@ -222,6 +231,19 @@ class DecompSession:
         if out is NotImplemented:
             return NotImplemented
         return self._result(out, node, TracedArray)
+
+    def _assert_at_run_time(self, records: list, start: Node, node: Node) -> None:
+        """Requirements on data-dependent sizes: checked when the program runs, ahead of the
+        replacement nodes (the composite itself would fail on such sizes too)."""
+        with self.graph.inserting_after(start):
+            for rec in reversed(records):
+                syms = tuple(sorted(rec.expr.free_symbols, key=lambda s: s.name))
+                first = syms[0] if syms else 0
+                self.graph.call_function(
+                    "tpe.assert_guard",
+                    (rec.expr, f"data-dependent size {first} (in {node.name})", first, str(rec.expr),
+                     tuple(s.name for s in syms), syms),
+                    meta={"shape": None, "source": node.meta.get("source")}, name_hint="assert_guard")
 
     def _result(self, out: Any, node: Node, traced_type: type) -> Any:
         if isinstance(out, (tuple, list)):

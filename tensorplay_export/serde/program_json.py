@@ -18,7 +18,6 @@ graph must pass ``Graph.lint()`` before any code is generated for it.
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +25,11 @@ import numpy as np
 import sympy
 
 from ..errors import ArchiveError
-from ..graph import OPCODES, Graph, Node
+from ..graph import Node
 from ..records import ValueRange
-from .exprs import decode_expr, encode_expr
-from .jsonio import dumps, expect, fail, get_dict, get_int, get_list, get_str, loads
-from .values import Decoder, Encoder, decode_dtype, decode_range, encode_dtype, encode_range
+from .exprs import encode_expr
+from .jsonio import dumps
+from .values import Encoder, encode_dtype, encode_range
 
 FORMAT = "tensorplay_export.program"
 SCHEMA_VERSION = 1  # 1 (2026-11-29): first version

@@ -157,7 +157,7 @@ def check_member_name(name: Any, where: str = "archive") -> str:
         fail(name, "control character in member name")
     for part in name.split("/"):
         if part in ("", ".", ".."):
-            fail(name, f"member path has an empty, '.' or '..' segment")
+            fail(name, "member path has an empty, '.' or '..' segment")
     return name
 
 

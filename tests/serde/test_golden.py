@@ -1,0 +1,64 @@
+"""Golden bytes and back-compat: a version-1 archive stored in tests/serde/data must keep loading.
+
+If an intended format change breaks ``test_same_program_gives_the_golden_bytes``,
+bump ``FORMAT_VERSION`` (archive.py changelog), keep the old fixture and its
+test, and add a new fixture with ``python tests/serde/test_golden.py``.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+import tensorplay_export as tpe
+from tensorplay_export.codegen import GraphModule
+from tensorplay_export.graph import Graph
+from tensorplay_export.program import ExportedProgram, signature_from_graph
+from tensorplay_export.records import ValueRange
+import tensorplay_export.runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
+from tensorplay_export.signature import InputKind
+
+FIXTURE_V1 = Path(__file__).parent / "data" / "archive_v1.pt2"
+
+
+def golden_program() -> ExportedProgram:
+    """y = x * w + 0.5 over x: (N, 3) float32, N in [1, 8]; no source paths, so bytes are location-free."""
+    f4 = np.dtype(np.float32)
+    n = sympy.Symbol("N", integer=True, positive=True)
+    g = Graph()
+    w = g.placeholder("p_w", meta={"shape": (3,), "dtype": f4})
+    x = g.placeholder("x", meta={"shape": (n, 3), "dtype": f4})
+    # the runtime checks written out (not generated), so the fixture does not follow their message texts
+    g.call_function("tpe.check_input", (x, "x", (None, 3), f4, "(N, 3)"),
+                    meta={"shape": (n, 3), "dtype": f4, "bind": {0: n}}, name_hint="check_x")
+    g.call_function("tpe.assert_range", (n, 1, 8, "x.shape[0]", "N"), meta={"shape": None})
+    y = g.call_function("numpy.multiply", (x, w), meta={"shape": (n, 3), "dtype": f4})
+    z = g.call_function("numpy.add", (y, np.float32(0.5)), meta={"shape": (n, 3), "dtype": f4})
+    g.output([z])
+    sig = signature_from_graph(g, {"p_w": (InputKind.PARAMETER, "w")})
+    return ExportedProgram(GraphModule(g), sig, example_inputs=((np.ones((2, 3), f4),), {}),
+                           dynamic_shapes={"x": {0: tpe.Dim("N", max=8)}}, range_constraints={n: ValueRange(1, 8)},
+                           state_dict={"w": np.array([1.0, 2.0, 3.0], f4)})
+
+
+def test_v1_fixture_still_loads_and_runs():
+    ep = tpe.load(FIXTURE_V1)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(ep.module()(x), x * np.array([1, 2, 3], np.float32) + np.float32(0.5))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.zeros((9, 3), np.float32))
+    assert [str(s) for s in ep.range_constraints] == ["N"]
+
+
+def test_same_program_gives_the_golden_bytes():
+    buf = io.BytesIO()
+    tpe.save(golden_program(), buf)
+    assert buf.getvalue() == FIXTURE_V1.read_bytes()
+
+
+if __name__ == "__main__":  # regenerate the fixture (only for a new format version; see the docstring)
+    tpe.save(golden_program(), FIXTURE_V1)
+    print(f"wrote {FIXTURE_V1} ({FIXTURE_V1.stat().st_size} bytes)")
