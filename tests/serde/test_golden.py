@@ -1,4 +1,4 @@
-"""Golden bytes and back-compat: a version-1 archive stored in tests/serde/data must keep loading.
+"""Golden bytes and back-compat: a version-1 archive stored in tests/data must keep loading.
 
 If an intended format change breaks ``test_same_program_gives_the_golden_bytes``,
 bump ``FORMAT_VERSION`` (archive.py changelog), keep the old fixture and its
@@ -21,7 +21,7 @@ from tensorplay_export.records import ValueRange
 import tensorplay_export.runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
 from tensorplay_export.signature import InputKind
 
-FIXTURE_V1 = Path(__file__).parent / "data" / "archive_v1.pt2"
+FIXTURE_V1 = Path(__file__).parent.parent / "data" / "archive_v1.pt2"
 
 
 def golden_program() -> ExportedProgram:
