@@ -219,6 +219,8 @@ def _resolve(e, hints, ranges) -> list:
         return [a for part in e.args for a in _resolve(part, hints, ranges)]
     if isinstance(e, sympy.Or):
         true_args = [a for a in e.args if evaluate(a, hints) is True]
+        if not true_args:
+            return [e]  # hints outside the ranges: leave it whole (reported, not narrowed)
         true_args.sort(key=_disjunct_rank)
         return _resolve(canonicalize(true_args[0], ranges), hints, ranges)
     return [e]
@@ -296,7 +298,7 @@ def _relations(ctx, atoms, out) -> list:
         expr = k * root + c
         lo, hi = ctx.ranges.get(derived.name, (1, None))
         forced = ctx.forced.setdefault(root.name, [])
-        forced += [(e, g, v) for e in ctx.forced.pop(derived.name, [])]
+        forced += ctx.forced.pop(derived.name, [])  # the derived dim's own forced ranges move to the root
         if lo is not None:
             forced.append((expr >= lo, g, v))
         if hi is not None:

@@ -304,3 +304,13 @@ def test_fuzz_single_dim_fixes_are_sound_and_widest():
             assert fs.lines, where
         # never narrower than the widest contiguous range around the example
         assert len(adm) >= _widest_interval(ok, h, 1, hi), where
+
+
+def test_relation_whose_root_becomes_derived_moves_its_forced_range():
+    a, c = sym("a"), sym("c")
+    guards = [sympy.Eq(b, c), sympy.Eq(a, b)]
+    dims = {"a": (1, 100), "b": (1, 100), "c": (1, 30)}
+    fs = suggest_fixes(guards, dims, {"a": 5, "b": 5, "c": 5})
+    assert sorted(fs.lines) == sorted(["a = Dim('a', max=30)", "b = a", "c = a"])
+    check_contract(fs, guards, dims, {"a": 5, "b": 5, "c": 5},
+                   {"a": [1, 5, 30, 31], "b": [1, 5, 30, 31], "c": [1, 5, 30, 31]})
