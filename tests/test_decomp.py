@@ -29,9 +29,12 @@ def m_std(x):
     return np.std(x, axis=(0, 1), keepdims=True), x.std(axis=1)
 
 
-def m_einsum(a, b):
+def m_einsum(a, b, sq):
+    c = a[None] * np.ones((2, 1, 1))
     return (np.einsum("ij,jk->ik", a, b), np.einsum("ij->ji", a), np.einsum("ij,ij,ij->i", a, a, a),
-            np.einsum("ij,kj", a, a), np.einsum("ij->", a))
+            np.einsum("ij,kj", a, a), np.einsum("ij->", a), np.einsum("...ij,jk->...ik", c, b),
+            np.einsum("bij,jk", c, b), np.einsum("ii->i", sq), np.einsum("ii", sq), np.einsum("ij,ji->", sq, sq),
+            np.einsum("i...,i...->...", c.transpose(1, 0, 2), a[:, None]), np.einsum("iij->j", sq[:, :, None] * a[:, None]))
 
 
 def m_tensordot(a, b):
@@ -206,7 +209,8 @@ SIZES = (1, 2, 5)
 CASES = {
     "numpy.var": (m_var, _f(lambda n: [(3, n)]), {"x": {1: Dim("n", max=64)}}, SIZES),
     "numpy.std": (m_std, _f(lambda n: [(n, 3)]), {"x": N0}, SIZES),
-    "numpy.einsum": (m_einsum, _f(lambda n: [(n, 3), (3, 4)]), {"a": N0, "b": None}, SIZES),
+    "numpy.einsum": (m_einsum, _f(lambda n: [(n, 3), (3, 4), (n, n)]),
+                     {"a": N0, "b": None, "sq": {0: Dim("n", max=64), 1: Dim("n", max=64)}}, SIZES),
     "numpy.tensordot": (m_tensordot, _f(lambda n: [(n, 3, 4), (4, 3, 5)]), {"a": N0, "b": None}, SIZES),
     "numpy.dot": (m_dot, _f(lambda n: [(n, 3), (3, 2)]), {"a": N0, "b": None}, SIZES),
     "numpy.inner": (m_inner, _f(lambda n: [(n, 3), (2, 3)]), {"a": N0, "b": None}, SIZES),

@@ -2,10 +2,12 @@
 
 ``tensordot`` moves the contracted axes together, flattens to ``(M, K) @ (K, N)``
 and restores the free axes; the flattened sizes are symbolic products.
-``einsum`` (explicit or implicit output, no ``...``, no repeated index inside
-one operand) lines every operand up on one index order, multiplies with
-broadcasting and sums the contracted indices; two operands go through
-``tensordot``-style ``matmul`` with batch axes instead, so no outer product is formed.
+``einsum`` (explicit or implicit output, ``...``, repeated indices inside one
+operand) spells ``...`` out as letters, takes diagonals (``ii``) with ``eye``,
+lines every operand up on one index order, multiplies with broadcasting and
+sums the contracted indices; two operands whose shared indices have equal
+sizes go through ``tensordot``-style ``matmul`` with batch axes instead, so no
+outer product is formed.
 """
 from __future__ import annotations
 
@@ -65,24 +67,54 @@ def outer(a, b, out=None):
     return np.ravel(a)[:, None] * np.ravel(b)[None, :]
 
 
-def _parse(subscripts: str, n_ops: int) -> Any:
+def _parse(subscripts: str, ndims: list) -> Any:
+    """(terms, output) with ``...`` spelled out as fresh upper-case letters; None if malformed."""
     spec = subscripts.replace(" ", "")
-    if "." in spec:
-        return None
-    if "->" in spec:
-        ins, out = spec.split("->")
-    else:
-        ins, out = spec, None
+    ins, arrow, out = spec.partition("->")
     terms = ins.split(",")
-    if len(terms) != n_ops or any(len(set(t)) != len(t) for t in terms):
+    if len(terms) != len(ndims):
         return None
-    if out is None:
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in spec]
+    width = 0
+    spelled = []
+    for term, ndim in zip(terms, ndims):
+        if "..." in term:
+            k = ndim - (len(term) - 3)
+            if k < 0 or k > len(free):
+                return None
+            width = max(width, k)
+            term = term.replace("...", "".join(free[len(free) - k:]) if k else "")
+        if len(term) != ndim or not term.isalpha():
+            return None
+        spelled.append(term)
+    ell = "".join(free[len(free) - width:]) if width else ""
+    if arrow:
+        if "..." in out:
+            out = out.replace("...", ell)
+        elif ell:
+            return None  # numpy: broadcast axes must be kept when an output is given
+    else:
         counts: dict = {}
-        for t in terms:
+        for t in spelled:
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
-        out = "".join(sorted(c for c, k in counts.items() if k == 1))
-    return terms, out
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1 and c not in ell))
+    if len(set(out)) != len(out) or any(c not in "".join(spelled) for c in out):
+        return None
+    return spelled, out
+
+
+def _take_diagonals(x, term: str):
+    """Collapse a repeated index (``ii``) of one operand to a single axis: multiply by ``eye``
+    and sum the second copy, so the values on the diagonal stay exact."""
+    while len(set(term)) != len(term):
+        c = next(ch for ch in term if term.count(ch) > 1)
+        p, q = term.index(c), term.index(c, term.index(c) + 1)
+        rest = [i for i in range(len(term)) if i not in (p, q)]
+        x = np.transpose(x, rest + [p, q])
+        x = np.sum(x * np.eye(x.shape[-1], dtype=x.dtype), axis=-1)
+        term = "".join(term[i] for i in rest) + c
+    return x, term
 
 
 def _sum_private(x, term: str, keep: str):
@@ -112,15 +144,33 @@ def _einsum_two(a, ta: str, b, tb: str, out: str):
     return np.transpose(res, [have.index(c) for c in out])
 
 
+def _same_sizes(operands: list, terms: list) -> bool:
+    """True when every index shared by the operands has the same size expression in both
+    (no size-1 broadcasting), so the ``matmul`` path applies."""
+    seen: dict = {}
+    for op, t in zip(operands, terms):
+        for c, d in zip(t, op.shape):
+            key = getattr(d, "expr", d)
+            if c in seen and seen[c] != key:
+                return False
+            seen.setdefault(c, key)
+    return True
+
+
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     """Einstein summation over string subscripts (see the module docstring for what is covered)."""
     if out is not None or kwargs or not isinstance(subscripts, str):
         return NotImplemented
-    parsed = _parse(subscripts, len(operands))
-    if parsed is None or any(op.dtype == np.bool_ for op in operands):
+    if any(op.dtype == np.bool_ for op in operands):
+        return NotImplemented
+    parsed = _parse(subscripts, [op.ndim for op in operands])
+    if parsed is None:
         return NotImplemented
     terms, result = parsed
-    if len(operands) == 2:
+    operands = list(operands)
+    for i, (op, t) in enumerate(zip(operands, terms)):
+        operands[i], terms[i] = _take_diagonals(op, t)
+    if len(operands) == 2 and _same_sizes(operands, terms):
         return _einsum_two(operands[0], terms[0], operands[1], terms[1], result)
     order = []
     for t in terms:
