@@ -363,3 +363,23 @@ def test_draft_program_keeps_unbacked_symbol_ranges():
     assert any(s.name.startswith("u") for s in loaded.range_constraints)
     x = np.array([3.0, -2.0, 0.5, 7.0])
     np.testing.assert_array_equal(loaded.module()(x), ep.module()(x))
+
+
+def test_files_only_archive(tmp_path):
+    path = tmp_path / "files.pt2"
+    tpe.package_pt2(path, extra_files={"a": "1"})
+    contents = tpe.load_pt2(path)
+    assert contents.exported_programs == {} and contents.extra_files == {"a": "1"}
+    with pytest.raises(ArchiveError, match="0 models"):
+        tpe.load(path)
+
+
+def test_identity_keyed_specs_are_recorded_as_unstored():
+    x = small_inputs()
+    shapes = tpe.ShapesCollection()
+    shapes[x] = {0: tpe.Dim("N", max=16)}
+    ep = tpe.export(Small(), x, dynamic_shapes=shapes)
+    loaded = roundtrip(ep)
+    assert loaded.dynamic_shapes is None  # keyed by array identity: nothing to store
+    assert loaded.range_constraints == ep.range_constraints
+    np.testing.assert_array_equal(loaded.module()(small_inputs(7, 5)), ep.module()(small_inputs(7, 5)))
