@@ -250,3 +250,46 @@ def test_docstring_examples_run():
     for mod in (solver.canon, solver.decide, solver.fixes):
         result = doctest.testmod(mod)
         assert result.attempted > 0 and result.failed == 0, mod.__name__
+
+
+# -- seeded fuzz: verdicts against brute force --------------------------------------------------
+def _rand_term(rng, syms, depth):
+    if depth == 0 or rng.random() < 0.3:
+        return rng.choice(syms + [sympy.Integer(rng.randint(1, 12))])
+    x, y = _rand_term(rng, syms, depth - 1), _rand_term(rng, syms, depth - 1)
+    k = rng.randint(2, 6)
+    return rng.choice([x + y, x - y, x * rng.randint(1, 4), x * y, sympy.Min(x, y), sympy.Max(x, y),
+                       sympy.floor(x / k), sympy.Mod(x, k)])
+
+
+def test_fuzz_verdicts_match_brute_force():
+    import itertools
+    import random
+
+    seed = 11
+    rng = random.Random(seed)
+    for case in range(120):
+        solver = ShapeSolver(timeout_ms=500)
+        los = {"p": rng.randint(0, 3), "q": rng.randint(1, 3)}
+        his = {"p": los["p"] + rng.randint(0, 12), "q": los["q"] + rng.randint(0, 12)}
+        syms = [solver.declare(n, los[n], his[n]) for n in ("p", "q")]
+        rel = rng.choice([sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge])
+        guard = rel(_rand_term(rng, syms, 2), _rand_term(rng, syms, 2))
+        if rng.random() < 0.3:
+            guard = sympy.Or(guard, sympy.Eq(syms[0], syms[1]))
+        if guard in (sympy.true, sympy.false):
+            continue
+        points = [dict(zip("pq", v)) for v in itertools.product(range(los["p"], his["p"] + 1),
+                                                                 range(los["q"], his["q"] + 1))]
+        truth = all(evaluate(guard, pt) for pt in points)
+        v = solver.implies(guard)
+        where = f"seed={seed} case={case} guard={guard} ranges={los},{his} verdict={v}"
+        assert v.status in ("proved", "refuted", "unknown"), where
+        if v.proved:
+            assert truth, where
+        elif v.refuted:
+            cex = v.counterexample
+            assert los["p"] <= cex.get("p", los["p"]) <= his["p"], where
+            assert los["q"] <= cex.get("q", los["q"]) <= his["q"], where
+            full = {"p": cex.get("p", los["p"]), "q": cex.get("q", los["q"])}
+            assert evaluate(guard, full) is False, where
