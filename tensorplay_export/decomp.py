@@ -356,7 +356,7 @@ def _rewrite(graph: Any, node: Node, builder: Callable[..., Any], kept: set, ren
     start = node.prev
     with graph.inserting_before(node):
         result = builder(graph, node)
-    if result is NotImplemented:
+    if result is NotImplemented or result is node:  # the builder keeps the node
         kept.add(node)
         return
     # New nodes inherit the user's line and module path of the node they replace.

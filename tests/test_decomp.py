@@ -447,6 +447,8 @@ def test_builder_may_decline_with_notimplemented():
     ep = export(m_relu, np.ones((2, 3)))
     ep2 = ep.run_decompositions({"relu": lambda g, n: NotImplemented})
     assert "tpe.nn.relu" in _targets(ep2)
+    ep3 = ep.run_decompositions({"relu": lambda g, n: n})  # returning the node itself keeps it too
+    assert ep3.code == ep.code
 
 
 def test_traced_builder_for_user_code_and_output_rename():
@@ -617,3 +619,27 @@ def test_contract_narrowing_is_refused():
     ep = export(m_tanh, np.ones(4), dynamic_shapes={"x": N0})
     with pytest.raises(DecompositionError, match="does not imply"):
         ep.run_decompositions({F.tanh: traced_builder(needs_even)})
+
+
+def test_builders_that_never_settle_are_stopped():
+    def again(graph, node):
+        return graph.call_function(node.target, node.args, node.kwargs, meta=dict(node.meta))
+
+    ep = export(m_relu, np.ones((2, 3)))
+    with pytest.raises(RuntimeError, match="did not settle"):
+        ep.run_decompositions({"relu": again})
+
+
+def test_decompositions_of_decompositions_run_until_settled():
+    # dot -> tensordot is done in one builder; a table whose builder emits another entry's op
+    # (here: var emitted as np.std(...)**2, std decomposed next round) settles in two rounds.
+    def var_via_std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        return np.std(a, axis=axis, ddof=ddof, keepdims=keepdims) ** 2
+
+    table = default_decompositions()
+    table["var"] = traced_builder(var_via_std)
+    ep = export(m_var, np.random.default_rng(0).standard_normal((3, 4)), dynamic_shapes={"x": {1: Dim("n")}})
+    ep2 = ep.run_decompositions(table)
+    assert not {"numpy.var", "numpy.std"} & _targets(ep2)
+    x = np.random.default_rng(5).standard_normal((3, 6))
+    _close(ep2.module()(x), ep.module()(x))
