@@ -16,6 +16,7 @@ Members (``<m>`` is a model name matching ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``)
 ``models/<m>/weights/<i>.npy``         array ``i`` of the document's ``weights`` table
 ``models/<m>/constants/<i>.npy``       array ``i`` of the document's ``constants`` table
 ``models/<m>/sample_inputs.npz``       array leaves of the example inputs, keys ``"0"``, ``"1"``, ...
+                                       (present exactly when ``example_inputs`` is not null)
 ``extra/<name>``                       user ``extra_files`` (raw bytes; str values stored as UTF-8)
 ``tp_files/<name>``                    stored runner artifacts (raw bytes; never executed)
 ``executorch/<name>``                  ``executorch_files`` (raw bytes)
@@ -28,7 +29,9 @@ MAY be present, and no member name MAY occur twice.
 Writers MUST store every member uncompressed (``ZIP_STORED``), in sorted
 (code point) order of names, with timestamp 1980-01-01 00:00:00, and MUST
 start each member's data at a file offset that is a multiple of 64 (padding
-the local header's extra field with an extra block of id ``0xD935``).  Together
+the local header's extra field with one extra block: id ``0xD935``, data =
+uint16 little-endian alignment ``64`` then zero bytes).  ZIP64 records are
+used only where a size needs them.  Together
 with numpy's 64-byte ``.npy`` header alignment this makes every array's data
 64-byte aligned, so a reader MAY memory-map arrays of an archive opened by
 path.  ``.npy`` members are numpy format 1.0 (2.0 for huge headers), C order,
@@ -50,9 +53,18 @@ node ``{op, name, target, args, kwargs, meta}`` in execution order),
 (``[[symbol, lower, upper | null], ...]`` sorted by symbol name),
 ``equality_constraints``, ``module_call_graph``, ``dynamic_shapes``,
 ``example_inputs`` (``{spec, leaves}`` or null), ``weights`` and ``constants``
-(tables of ``{fqn, role, dtype, shape}``).  Values inside nodes use the tagged
+(tables of ``{fqn, role, dtype, shape}``; weight roles ``parameter``,
+``buffer``, ``non_persistent_buffer``; constant roles ``constant`` and
+``graph_constant``, an array used directly as a node argument and referenced
+from it as ``{"k": "array", "v": "graph:<j>"}``).  Values inside nodes use the tagged
 encoding of :mod:`tensorplay_export.serde.values`; size expressions use the
 operator trees of :mod:`tensorplay_export.serde.exprs` (never text to parse).
+
+Readers SHOULD bound what they accept before reading it (this reader: 100,000
+members, member names of 1,024 bytes, 256 MiB per program document, declared
+compression ratio 1000:1, 64 dimensions per array, integers in expressions
+below 2**256, expressions of 100,000 nodes) and SHOULD verify CRC-32 of every
+member they read (memory-mapped arrays are not read, so not checked).
 
 Readers MUST refuse (with :class:`~tensorplay_export.errors.ArchiveError`,
 naming the member) a missing or wrong ``format``, a ``version`` above the
