@@ -211,3 +211,54 @@ def test_treespec_json_names_the_dataclass():
     data = json.loads(json.dumps(treespec_to_json(spec)))
     assert data["type"] == "tests.dataclass_io.Result"
     assert treespec_from_json(data) == spec
+
+
+@register_dataclass
+@dataclasses.dataclass(frozen=True)
+class Inner:
+    a: np.ndarray
+    k: int = 2
+
+
+@dataclasses.dataclass
+class Outer:
+    inner: Inner
+    b: np.ndarray
+
+
+register_dataclass(Outer, serialized_type_name="tests.dataclass_io.Outer")
+
+
+def nested(o):
+    return Outer(Inner(o.inner.a * o.inner.k, o.inner.k), o.b + 1.0)
+
+
+def _outer(n, k=2):
+    return Outer(Inner(np.arange(2.0 * n).reshape(n, 2), k), np.zeros(2))
+
+
+@pytest.fixture(scope="module")
+def nested_ep():
+    spec = {"o": {"inner": {"a": {0: Dim("n")}, "k": None}, "b": None}}
+    return export(nested, _outer(3), dynamic_shapes=spec)
+
+
+def test_nested_frozen_dataclass_with_int_field(nested_ep):
+    out = nested_ep.module()(_outer(5))
+    assert isinstance(out, Outer) and isinstance(out.inner, Inner) and out.inner.k == 2
+    _same(out.inner.a, nested(_outer(5)).inner.a)
+    with pytest.raises(ConstraintsExceededError, match="constant 2"):
+        nested_ep.module()(_outer(5, k=3))
+
+
+def test_serialize_deserialize_and_package(nested_ep, tmp_path):
+    from tensorplay_export import ExportedProgram, load_pt2, package_pt2
+
+    again = ExportedProgram.deserialize(nested_ep.serialize())
+    _same(again.module()(_outer(4)), nested_ep.module()(_outer(4)))
+    package_pt2(tmp_path / "multi.pt2", exported_programs={"plain": nested_ep,
+                                                           "decomposed": nested_ep.run_decompositions()})
+    contents = load_pt2(tmp_path / "multi.pt2")
+    assert set(contents.exported_programs) == {"plain", "decomposed"}
+    for prog in contents.exported_programs.values():
+        _same(prog.module()(_outer(2)), nested(_outer(2)))
