@@ -263,6 +263,8 @@ class UnflattenedModule(InterpreterModule):
             if node.op != "call_function":
                 continue
             path = node.meta.get("module_path")
+            if path is None and node.target == "tpe.item" and isinstance(node.args[0], Node):
+                path = node.args[0].meta.get("module_path")  # element of a multi-output op
             if path is None:  # runtime checks and other program-level nodes
                 continue
             if path == fqn or path.startswith(prefix):

@@ -187,3 +187,26 @@ def test_unflatten_after_decompositions(model):
     x = np.random.default_rng(8).standard_normal((5, 4))
     np.testing.assert_allclose(u.encoder.layers[1].attn(x), model.encoder.layers[1].attn(x), rtol=1e-12)
     np.testing.assert_allclose(u(x), model(x), rtol=1e-12)
+
+
+class Splitter(nn.Module):
+    def forward(self, x):
+        a, b = np.split(x, 2, axis=-1)
+        return np.tanh(a) * b
+
+
+class WithSplit(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.split = Splitter()
+
+    def forward(self, x):
+        return self.split(x * 3.0) + 1.0
+
+
+def test_multi_output_ops_inside_a_submodule():
+    m = WithSplit()
+    u = unflatten(export(m, np.ones((3, 4)), dynamic_shapes=SEQ))
+    x = np.random.default_rng(6).standard_normal((5, 4))
+    np.testing.assert_allclose(u.split(x), m.split(x))
+    np.testing.assert_allclose(u(x), m(x))
