@@ -13,7 +13,10 @@ Where a submodule's graph region comes from:
   innermost module whose ``forward`` made it; the region of ``fqn`` is the
   nodes whose path is ``fqn`` or below it;
 - a module called several times leaves several *runs* of such nodes in the
-  graph (other modules' nodes in between); each run is one call.  Calling the
+  graph (other modules' nodes in between); each run is one call.  When capture
+  records exact call boundaries (``meta["module_stack"]``: the ``(fqn,
+  call_id)`` of every enclosing call, outermost first), calls are grouped by
+  ``call_id`` instead.  Calling the
   view runs the first call's nodes (``view.num_calls`` says how many were
   recorded).  Two calls with nothing in between (``m(m(x))``) cannot be told
   apart from one call without recorded call boundaries;
@@ -257,6 +260,10 @@ class UnflattenedModule(InterpreterModule):
         if cached is not None:
             return cached
         runs: list[list[Node]] = []
+        if any("module_stack" in n.meta for n in self._ep.graph.nodes):
+            runs = self._runs_from_stacks(fqn)
+            self._run_cache[fqn] = runs
+            return runs
         current: list[Node] = []
         prefix = fqn + "."
         for node in self._ep.graph.nodes:
@@ -276,6 +283,22 @@ class UnflattenedModule(InterpreterModule):
             runs.append(current)
         self._run_cache[fqn] = runs
         return runs
+
+    def _runs_from_stacks(self, fqn: str) -> list[list[Node]]:
+        """Runs grouped by exact call boundaries: ``meta["module_stack"]`` is the tuple of
+        ``(fqn, call_id)`` of every enclosing module call, outermost first."""
+        calls: dict[Any, list[Node]] = {}
+        for node in self._ep.graph.nodes:
+            if node.op != "call_function":
+                continue
+            stack = node.meta.get("module_stack")
+            if stack is None and node.target == "tpe.item" and isinstance(node.args[0], Node):
+                stack = node.args[0].meta.get("module_stack")
+            for entry in stack or ():
+                if entry[0] == fqn:
+                    calls.setdefault(entry[1], []).append(node)
+                    break
+        return list(calls.values())
 
     def _call_submodule(self, fqn: str, args: tuple, kwargs: dict) -> Any:
         if fqn == "":

@@ -210,3 +210,37 @@ def test_multi_output_ops_inside_a_submodule():
     x = np.random.default_rng(6).standard_normal((5, 4))
     np.testing.assert_allclose(u.split(x), m.split(x))
     np.testing.assert_allclose(u(x), m(x))
+
+
+class Twice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.block(self.block(x))  # two calls with nothing in between
+
+
+def test_exact_call_boundaries_from_module_stack():
+    # Without boundaries two back-to-back calls look like one run; with meta["module_stack"]
+    # (what capture is asked to record) they are two calls.
+    m = Twice()
+    ep = export(m, np.ones((3, 4)), dynamic_shapes=SEQ)
+    linears = [n for n in ep.graph.nodes if n.target == "tpe.nn.linear"]
+    assert unflatten(ep).block.num_calls == 1  # the documented limitation
+    for call_id, node in enumerate(linears):
+        node.meta["module_stack"] = (("", 0), ("block", call_id + 1))
+    u = unflatten(ep)
+    assert u.block.num_calls == 2
+    x = np.random.default_rng(9).standard_normal((2, 4))
+    np.testing.assert_allclose(u.block(x), m.block(x))
+
+
+def test_view_of_a_loaded_program(model, tmp_path):
+    from tensorplay_export import load, save
+
+    save(export(model, np.ones((3, 4)), dynamic_shapes=SEQ), tmp_path / "m.pt2")
+    u = unflatten(load(tmp_path / "m.pt2"))
+    x = np.random.default_rng(12).standard_normal((4, 4))
+    np.testing.assert_allclose(u.encoder.layers[1].attn(x), model.encoder.layers[1].attn(x), rtol=1e-12)
+    assert u.head.num_calls == 2
