@@ -55,7 +55,8 @@ def _hand_graph() -> tuple[Graph, sympy.Symbol]:
     z2 = g.call_function("numpy.minimum", (z, 1e30), meta={"shape": (lam,), "dtype": np.dtype("f8")})
     w = g.call_function("numpy.ndarray.astype", (z2, np.dtype("float32")), meta={"shape": (lam,), "dtype": np.dtype("f4")})
     v = g.call_function("tpe.getitem", (w, (slice(None, lam - 1, None), Ellipsis)),
-                        meta={"shape": (lam - 1,), "dtype": np.dtype("f4"), "module_path": "a.b"})
+                        meta={"shape": (lam - 1,), "dtype": np.dtype("f4"), "module_path": "a.b",
+                              "module_stack": (("a", 0), ("a.b", 1))})
     const = np.arange(16384, dtype=np.float64)  # big: lifted to constants/ as a graph constant
     u = g.call_function("numpy.add", (big, const), meta={"shape": (16384,), "dtype": np.dtype("f8")})
     k = g.call_function("numpy.sum", (u,), {"axis": 0, "dtype": np.float64, "keepdims": False},

@@ -93,6 +93,7 @@ def test_hand_built_program_keeps_exact_argument_types(hand_program):
     assert nodes["add"].args[1] == float("inf") and type(nodes["add"].args[1]) is float
     assert nodes["astype"].args[1] == np.dtype("float32")
     assert nodes["getitem"].args[1][1] is Ellipsis
+    assert nodes["getitem"].meta["module_stack"] == (("a", 0), ("a.b", 1))  # unflatten's call boundaries
     assert nodes["sum_1"].kwargs == {"axis": 0, "dtype": np.float64, "keepdims": False}
     assert np.array_equal(nodes["add_1"].args[1], np.arange(16384.0))  # the lifted graph constant
     x = np.linspace(0, 1, 7)
