@@ -22,7 +22,8 @@ def builtin_functions() -> dict[str, Callable[..., Any]]:
     out: dict = {}
     for family in (reductions, linalg, creation, movement, elementwise):
         out.update(family.DECOMPOSITIONS)
-    out.update(nn.decompositions())
+    for name, fn in nn.decompositions().items():
+        out.setdefault(name, fn)  # the family modules' versions take precedence
     return out
 
 
