@@ -33,6 +33,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..symbolic import SymInt, sym_max, sym_min, sym_sqrt
+from ..ops.registry import get_op
+from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
@@ -46,8 +48,6 @@ _ACTIVE = 0
 
 
 def _any_symbolic(value: Any) -> bool:
-    from .traced import TracedArray
-
     if isinstance(value, (SymInt, TracedArray)):
         return True
     if isinstance(value, (tuple, list)):
@@ -58,8 +58,6 @@ def _any_symbolic(value: Any) -> bool:
 
 
 def _is_traced(value: Any) -> bool:
-    from .traced import TracedArray
-
     return isinstance(value, TracedArray)
 
 
@@ -80,8 +78,6 @@ def _flat_scalars(data: Any) -> list | None:
 
 def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     """A numpy creation call made by model code during capture: always traced."""
-    from ..ops.registry import get_op
-
     kwargs = dict(kwargs)
     kwargs.pop("like", None)
     original = _ORIGINALS[name]

@@ -26,6 +26,7 @@ from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func
 from ..shape_env import ShapeEnv, user_source
 from ..symbolic import SymBool, SymFloat, SymInt
+from .traced import TracedArray
 
 CURRENT: contextvars.ContextVar = contextvars.ContextVar("tpe_tracer", default=None)
 
@@ -55,8 +56,6 @@ class Tracer:
     def placeholder(self, name: str, value: np.ndarray, shape: tuple, meta: Optional[dict] = None,
                     vrange: Optional[tuple] = None) -> "TracedArray":
         """A graph input carrying ``value`` with symbolic ``shape``."""
-        from .traced import TracedArray
-
         m = {"shape": tuple(shape), "dtype": np.asarray(value).dtype, "source": None}
         if meta:
             m.update(meta)
@@ -65,8 +64,6 @@ class Tracer:
 
     def lift_constant(self, name: str, value: np.ndarray) -> "TracedArray":
         """A lazily lifted constant: its ``c_<name>`` placeholder appears only on first use."""
-        from .traced import TracedArray
-
         known = self._const_by_id.get(id(value))
         if known is not None:
             return known
@@ -95,8 +92,6 @@ class Tracer:
     # -- value conversion ------------------------------------------------------
     def example(self, value: Any) -> Any:
         """The concrete value numpy sees for an argument (SymInt -> Python int, weak)."""
-        from .traced import TracedArray
-
         if isinstance(value, TracedArray):
             return value.example
         if isinstance(value, SymInt):
@@ -117,8 +112,6 @@ class Tracer:
 
     def info(self, value: Any) -> Any:
         """What a shape rule sees: ArrayInfo for arrays, sympy for symbolic ints."""
-        from .traced import TracedArray
-
         if isinstance(value, TracedArray):
             return ArrayInfo(value._shape, value.dtype, value.vrange)
         if isinstance(value, np.ndarray):
@@ -137,8 +130,6 @@ class Tracer:
 
     def node_arg(self, value: Any) -> Any:
         """What goes into the node's args: Nodes, sympy expressions, exact constants."""
-        from .traced import TracedArray
-
         if isinstance(value, TracedArray):
             return value.node
         if isinstance(value, (SymInt, SymFloat, SymBool)):
@@ -161,8 +152,6 @@ class Tracer:
     def call(self, op: OpDef | str, args: tuple, kwargs: Optional[dict] = None,
              source: Any = None) -> Any:
         """Run ``op`` on examples and symbols, record a node, return traced results."""
-        from .traced import TracedArray
-
         if isinstance(op, str):
             op = get_op(op)
         kwargs = kwargs or {}
