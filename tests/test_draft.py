@@ -255,3 +255,44 @@ def test_opaque_ops_leave_the_registry_afterwards():
     report = draft_export(no_shape_rule, x84(), dynamic_shapes={"x": {0: Dim("n", max=64)}})
     assert set(all_ops()) == before
     np.testing.assert_allclose(report.exported_program.module()(x84()), no_shape_rule(x84()))
+
+
+# -- the shared acceptance cases (when the checkout has them beside it) ------------------------------------
+CASES = sorted(Path("/work/shared/cases").glob("case_*.py")) if Path("/work/shared/cases").is_dir() else []
+
+
+def _load_case(path: Path):
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_draft_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+    return module
+
+
+@pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
+def test_acceptance_case_through_draft_export(path):
+    from tensorplay_export.contract import contract_of
+
+    case = _load_case(path)
+    args, kwargs = case.make_inputs(**case.EXAMPLE)
+    spec = case.dynamic_shapes()
+    report = draft_export(case.model, *args, dynamic_shapes=spec, **kwargs)
+    assert report.exported_program is not None and report.validation.ok and report.comparison.ok
+    outcome = case.EXPECT["outcome"]
+    if outcome == "ok":
+        assert report.successful(), str(report)
+        ep = tpe.export(case.model, *args, dynamic_shapes=spec, **kwargs)
+        assert contract_of(report.exported_program).to_json() == contract_of(ep).to_json()
+    elif outcome == "violation":
+        assert {f.kind for f in report.failures} == {"constraint_violation"}
+        assert all(f.source is not None and f.source.filename == str(path) for f in report.failures)
+        refined = refine_dynamic_shapes_from_suggested_fixes(str(report), spec)
+        tpe.export(case.model, *args, dynamic_shapes=refined, **kwargs)
+    else:
+        assert [f.kind for f in report.failures] == ["data_dependent"]
