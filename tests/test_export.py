@@ -256,3 +256,14 @@ def test_additional_inputs_make_varying_axes_dynamic():
     assert ep.module()(randn(13, 3)).shape == (13,)
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(randn(13, 4))
+
+
+def test_static_size_mismatch_is_refused_naming_the_input():
+    ep = tpe.export(lambda x: x.sum(axis=0), randn(4, 3), dynamic_shapes={"x": {0: Dim("n", max=9)}})
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"x"):
+        ep.module()(randn(4, 5))
+
+
+def test_numpy_error_inside_the_model_names_op_and_line():
+    with pytest.raises(tpe.CaptureError, match=r"numpy.ndarray.reshape raised ValueError(.|\n)*test_export.py:\d+"):
+        tpe.export(lambda x: x.reshape(5, 7), randn(4, 3))
