@@ -324,7 +324,7 @@ def _load_or_archive_error(data: bytes) -> None:
         pass
 
 
-@settings(max_examples=FUZZ, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=FUZZ, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                    HealthCheck.too_slow])
 @given(data=st.data())
 def test_fuzz_program_document(good, data, tmp_path, monkeypatch):
@@ -342,7 +342,7 @@ def test_fuzz_program_document(good, data, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-@settings(max_examples=FUZZ, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=FUZZ, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_raw_bytes(good, data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -361,7 +361,7 @@ def test_fuzz_raw_bytes(good, data, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
-@settings(max_examples=max(FUZZ // 2, 10), deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=max(FUZZ // 2, 10), deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=st.sampled_from(["format", "version", "archive.json", PROGRAM, "models/model/weights/0.npy",
                              "models/model/constants/0.npy", "models/model/sample_inputs.npz"]),
        payload=st.binary(max_size=200))
