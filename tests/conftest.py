@@ -1,9 +1,11 @@
-"""Shared pytest configuration: the acceptance cases live beside the project."""
+"""Shared pytest configuration: import paths for the project and its test helpers."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+for path in (ROOT, TESTS):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
