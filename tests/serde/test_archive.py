@@ -384,3 +384,14 @@ def test_identity_keyed_specs_are_recorded_as_unstored():
     assert loaded.dynamic_shapes is None  # keyed by array identity: nothing to store
     assert loaded.range_constraints == ep.range_constraints
     np.testing.assert_array_equal(loaded.module()(small_inputs(7, 5)), ep.module()(small_inputs(7, 5)))
+
+
+def test_order_of_files_and_programs_does_not_change_bytes(small_program, hand_program):
+    def pack(programs, extras):
+        buf = io.BytesIO()
+        tpe.package_pt2(buf, exported_programs=programs, extra_files=extras, tp_files={"b": b"2", "a": b"1"})
+        return buf.getvalue()
+
+    one = pack({"x": small_program, "y": hand_program}, {"b.txt": "2", "a.txt": "1"})
+    two = pack({"y": hand_program, "x": small_program}, {"a.txt": "1", "b.txt": "2"})
+    assert one == two
