@@ -244,3 +244,21 @@ def test_view_of_a_loaded_program(model, tmp_path):
     x = np.random.default_rng(12).standard_normal((4, 4))
     np.testing.assert_allclose(u.encoder.layers[1].attn(x), model.encoder.layers[1].attn(x), rtol=1e-12)
     assert u.head.num_calls == 2
+
+
+def test_gpt_example_views_and_decompositions():
+    gpt = pytest.importorskip("examples.gpt")
+    m = gpt.build_gpt(n_layer=2, d_model=32, n_head=4, vocab=64)
+    ids = np.random.default_rng(0).integers(0, 64, size=(2, 9))
+    ep = gpt.export_gpt(m, ids)
+    dec = ep.run_decompositions()
+    assert not any(n.target.startswith("tpe.nn.") for n in dec.graph.nodes)
+    for shape in [(1, 1), (3, 17)]:
+        x = np.random.default_rng(shape[1]).integers(0, 64, size=shape)
+        np.testing.assert_allclose(dec.module()(x), ep.module()(x), rtol=1e-12)
+    for prog in (ep, dec):
+        u = unflatten(prog)
+        h = np.random.default_rng(2).standard_normal((2, 5, 32))
+        np.testing.assert_allclose(u.h[0](h), m.h[0](h), rtol=1e-12)
+        np.testing.assert_allclose(u.h[1].attn(h), m.h[1].attn(h), rtol=1e-12)
+        np.testing.assert_allclose(u.ln_f(h), m.ln_f(h), rtol=1e-12)
