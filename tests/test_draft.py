@@ -296,3 +296,45 @@ def test_acceptance_case_through_draft_export(path):
         tpe.export(case.model, *args, dynamic_shapes=refined, **kwargs)
     else:
         assert [f.kind for f in report.failures] == ["data_dependent"]
+
+
+# -- the two checks of the draft program --------------------------------------------------------------------
+class _StubProgram:
+    """Stands in for an ExportedProgram whose module returns fixed outputs."""
+
+    def __init__(self, outputs):
+        self.outputs = outputs
+
+    def module(self):
+        return lambda *a, **k: self.outputs
+
+    def invalidate_unlifted(self):
+        pass
+
+
+def test_numerical_comparison_reports_max_abs_and_rel_difference():
+    from tensorplay_export.draft import _compare
+
+    eager = (np.array([1.0, 2.0, 4.0]), np.array([1, 2]))
+    same = _compare(_StubProgram((np.array([1.0, 2.0, 4.0]), np.array([1, 2]))), eager, (), {})
+    assert same.ok and same.max_abs == 0.0 and same.max_rel == 0.0 and same.outputs == 2
+    off = _compare(_StubProgram((np.array([1.0, 2.5, 4.0]), np.array([1, 2]))), eager, (), {})
+    assert not off.ok and off.max_abs == pytest.approx(0.5) and off.max_rel == pytest.approx(0.25)
+    assert "output 0" in off.note
+    shape = _compare(_StubProgram((np.zeros(2), np.array([1, 2]))), eager, (), {})
+    assert not shape.ok and "shape" in shape.note
+    count = _compare(_StubProgram((np.zeros(3),)), eager, (), {})
+    assert not count.ok and "returns 1 values" in count.note
+
+
+def test_structural_validation_flags_a_broken_graph():
+    from tensorplay_export.draft import _validate
+
+    report = draft_export(too_long, x84(), dynamic_shapes={"x": {0: Dim("n", max=512)}})
+    ep = report.exported_program
+    assert _validate(ep).ok
+    out = ep.graph.output_node
+    with ep.graph.inserting_before(out):
+        ep.graph.call_function("numpy.negative", (ep.graph.placeholders()[-1],), meta={})
+    result = _validate(ep)
+    assert not result.ok and any("no shape in meta" in p for p in result.problems)
