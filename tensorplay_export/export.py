@@ -11,9 +11,10 @@ records, env) without raising for violations, for ``draft_export``.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -25,8 +26,8 @@ from .capture.replay import check_replay
 from .capture.state import ModuleCalls, buffer_mutations, lift_module_state, make_call_hook
 from .capture.tracer import CURRENT, Tracer
 from .capture.traced import TracedArray
-from .errors import CaptureError, ConstraintsExceededError
-from .graph import Graph, Node, map_arg
+from .errors import ConstraintsExceededError
+from .graph import Graph, Node
 from .records import DimInfo, ValueRange
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
@@ -50,7 +51,6 @@ class CaptureResult:
     mutations: list                  # (fqn, traced) buffer mutations
     calls: ModuleCalls
     leaf_specs: list
-    failures: list = field(default_factory=list)  # exceptions caught in draft mode
 
     @property
     def violations(self) -> list:
@@ -249,7 +249,7 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
     for v in outputs:
         values.append(v.node if isinstance(v, TracedArray) else v)
     for name, value in tracer.constants.items():
-        input_kinds.insert(_state_count(input_kinds), (name, "constant", name, None, value))
+        input_kinds.append((name, "constant", name, None, value))  # ordered by placeholder later
     tracer.graph.output(values)
     inputs = {}
     for name, kind, target, persistent, value in input_kinds:
@@ -279,10 +279,6 @@ def _set_functional_hook(tracer: Tracer) -> Any:
         return tracer.call(get_op(name), tuple(args), dict(kwargs))
 
     return (_FUNCTIONAL_HOOK, _FUNCTIONAL_HOOK.set(hook))
-
-
-def _state_count(input_kinds: list) -> int:
-    return sum(1 for k in input_kinds if k[1] in ("parameter", "buffer", "constant"))
 
 
 def _eliminate_dead_code(graph: Graph) -> None:
@@ -351,7 +347,7 @@ def _as_int(d: Any) -> Any:
 def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Any:
     """The ExportedProgram of a capture without violations."""
     from .codegen import GraphModule
-    from .dynamic_shapes import equality_constraints_from
+    from .dynamic_shapes import _signature_target, equality_constraints_from
     from .program import ExportedProgram
     from .signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry,
                             ModuleCallSignature, OutputKind, OutputSpec, TensorArgument)
@@ -391,9 +387,6 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
         else:
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
     signature = ExportGraphSignature(input_specs, output_specs)
-    from .dynamic_shapes import _signature_target
-    import inspect
-
     try:
         arg_names = list(inspect.signature(_signature_target(model)).parameters)
     except (TypeError, ValueError):

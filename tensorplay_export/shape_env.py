@@ -24,7 +24,6 @@ Guards are deduplicated by their canonical expression.
 """
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any, Optional
@@ -104,7 +103,6 @@ class ShapeEnv:
         self.violations: list[GuardRecord] = []
         self.accepted: list[GuardRecord] = []
         self.data_dependent: list[GuardRecord] = []
-        self.specializations: list[GuardRecord] = []
         self.tracer: Any = None                               # set by capture (for SymInt ufuncs)
         self._seen: set = set()
         self._hint_cache: dict = {}
@@ -259,8 +257,6 @@ class ShapeEnv:
             self._maybe_replace(expr)
             return
         self.solver.assume(expr)
-        if kind == "specialization":
-            self.specializations.append(record)
         self.violations.append(record)
 
     def evaluate(self, expr: Any, reason: str, source: Optional[SourceLoc] = None) -> bool:
@@ -340,7 +336,3 @@ class ShapeEnv:
             f"size produced by {op}{made} (example value {self.hints.get(sym)}, range "
             f"[0, {self.ranges[sym][1] if self.ranges[sym][1] is not None else 'inf'}]); "
             f"the model branches on it{where}")
-
-    def root_range(self, sym: sympy.Symbol) -> tuple[int, float]:
-        lo, hi = self.ranges[sym]
-        return lo, (math.inf if hi is None else hi)

@@ -29,9 +29,6 @@ from typing import Any, Callable
 
 import sympy
 
-_INT_TYPES = (int,)
-
-
 def _is_int_like(value: Any) -> bool:
     import numpy as np
 

@@ -1,5 +1,4 @@
 """SymInt / SymFloat / SymBool: arithmetic stays symbolic, concretization leaves a record."""
-import math
 
 import numpy as np
 import pytest

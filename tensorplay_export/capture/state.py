@@ -12,7 +12,7 @@ place is a buffer mutation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -136,6 +136,3 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
 
     return hook
 
-
-def fqn_module_path(tracer: Tracer) -> Optional[str]:
-    return tracer.module_path[-1] if tracer.module_path else None

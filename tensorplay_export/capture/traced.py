@@ -16,12 +16,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import numpy as np
-import sympy
 
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..ops.registry import func_name, get_op, lookup_func, lookup_method
 from ..shape_env import user_source
-from ..symbolic import SymInt, wrap_int
+from ..symbolic import wrap_int
 
 _UFUNC_REDUCE = {"add": "numpy.sum", "multiply": "numpy.prod", "maximum": "numpy.max",
                  "minimum": "numpy.min", "logical_and": "numpy.all", "logical_or": "numpy.any"}
@@ -334,10 +333,3 @@ _METADATA = {
     np.isrealobj: lambda x: x.dtype.kind != "c",
     np.copyto: _copyto,
 }
-
-
-def sym_size_expr(d: Any) -> Any:
-    """sympy form of a shape entry (for rules that take shapes as arguments)."""
-    if isinstance(d, SymInt):
-        return d.expr
-    return sympy.Integer(int(d)) if not isinstance(d, sympy.Basic) else d

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from ..errors import CaptureError, UnsupportedOpError
+from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func
@@ -172,11 +172,9 @@ class Tracer:
         ctx = ShapeCtx(self.env, op.name, src, concrete)
         try:
             shapes = op.shape_rule(ctx, *self.info(args), **self.info(kwargs))
-        except (CaptureError, UnsupportedOpError):
+        except (CaptureError, UnsupportedOpError, DataDependentError):
             raise
         except Exception as err:
-            if type(err).__name__ in ("DataDependentError",):
-                raise
             raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}\n"
                                f"  at {src}") from err
         shapes = list(shapes) if op.multi_output else [shapes]

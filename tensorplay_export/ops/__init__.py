@@ -2,4 +2,6 @@
 
 Import :func:`get_op` / :func:`register_op` from ``tensorplay_export.ops.registry``.
 """
-from .registry import ArrayInfo, OpDef, all_ops, get_op, register_op  # noqa: F401
+from .registry import ArrayInfo, OpDef, all_ops, get_op, register_op
+
+__all__ = ["ArrayInfo", "OpDef", "all_ops", "get_op", "register_op"]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .ctx import as_dim, is_static, prod
+from .ctx import is_static, prod
 from .elementwise import shape_of
 from .registry import ArrayInfo, register_op
 

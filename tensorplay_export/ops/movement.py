@@ -288,7 +288,6 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
     shape = shape_of(a)
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
-        n = shape[int(axis) % len(shape)] if axis is not None else prod(shape)
         sym = ctx.new_unbacked(None)
         if axis is None:
             return (sym,)

@@ -42,7 +42,7 @@ Conventions for adding an op (read before writing one):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ..errors import UnsupportedOpError
@@ -183,10 +183,3 @@ class ArrayInfo:
     def ndim(self) -> int:
         return len(self.shape)
 
-
-@dataclass
-class RuleResult:
-    """Extra outputs of a rule run besides the shapes (filled through the ctx)."""
-
-    unbacked: list = field(default_factory=list)   # (out_index, axis, symbol)
-    vranges: dict = field(default_factory=dict)    # out_index -> (lo, hi)
