@@ -218,6 +218,10 @@ def test_successful_and_raise_on_failure():
         bad.raise_on_failure()
     for f in bad.failures:
         assert f.summary in str(info.value)
+    spec = {"x": {0: Dim("n", max=1024)}, "y": {0: Dim("m", max=1024)}}
+    refined = refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    assert tpe.draft_export(three_problems, x84(), np.ones((8, 4), np.float32), dynamic_shapes=refined).failures[0].kind \
+        == "data_dependent"
 
 
 def test_model_state_is_not_changed():
