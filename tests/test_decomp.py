@@ -517,7 +517,10 @@ def test_state_and_mutations_survive():
 
 
 # ------------------------------------------------------------------------ the acceptance cases
-CASES_DIR = __import__("pathlib").Path("/work/shared/cases")
+try:
+    from _shared import SHARED_CASES as CASES_DIR  # beside the checkout, or $TPE_CASES_DIR
+except ImportError:
+    CASES_DIR = __import__("pathlib").Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
 
 
 def _shared_cases() -> list:
