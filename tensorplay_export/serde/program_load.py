@@ -177,6 +177,7 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
         kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
         _check_dict_keys((arg_values, kwarg_values), member, name)
         meta = {k: dec.value(v) for k, v in raw["meta"].items()}
+        _check_meta(meta, member, name)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
         except (ValueError, TypeError) as err:
@@ -189,6 +190,30 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
     except RuntimeError as err:
         fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     return graph
+
+
+def _check_meta(meta: dict, member: str, node: str) -> None:
+    """The meta keys codegen and the runtime read must have exactly their documented types.
+
+    ``bind`` matters most: codegen writes its axes into the generated source, so an
+    axis must be a small int (or None), never text.
+    """
+    bind = meta.get("bind")
+    if bind is not None:
+        if not isinstance(bind, dict):
+            fail(member, f"meta['bind'] of node {node!r} must be a dict")
+        for axis, sym in bind.items():
+            if not (axis is None or (type(axis) is int and 0 <= axis < 64)) or not isinstance(sym, sympy.Symbol):
+                fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
+                             f"got {axis!r:.60}: {sym!r:.60}")
+    shape = meta.get("shape")
+    if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
+            isinstance(d, bool) or not isinstance(d, (int, sympy.Expr)) for d in shape)):
+        fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+    if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
+        fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
+    if "module_path" in meta and not isinstance(meta["module_path"], str):
+        fail(member, f"meta['module_path'] of node {node!r} must be a string")
 
 
 def _check_dict_keys(value: Any, member: str, node: str) -> None:

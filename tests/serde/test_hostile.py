@@ -242,9 +242,27 @@ def test_huge_shape_in_table(good):
     (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0][1]["v"].__setitem__(2, {"positive": True, "negative": True}),
      "inconsistent assumptions"),
     (lambda d: d["example_inputs"]["leaves"].__setitem__(0, {"k": "sample", "v": "7"}), "missing sample array"),
+    (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0].__setitem__(0, "0]; import os; _=x.shape[0"),
+     "must map axes"),
+    (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0].__setitem__(0, 99), "must map axes"),
+    (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0].__setitem__(1, 5), "must map axes"),
+    (lambda d: node(d, "matmul")["meta"].update(shape=[1, "x"]), "meta['shape']"),
+    (lambda d: node(d, "matmul")["meta"].update(dtype="float32"), "meta['dtype']"),
+    (lambda d: node(d, "matmul")["meta"].update(module_path=3), "meta['module_path']"),
 ])
 def test_malformed_program_document(good, doc_fn, words):
     expect_error(edit(good, doc_fn), PROGRAM, words)
+
+
+def test_bind_axis_cannot_inject_code(good, tmp_path):
+    """meta['bind'] axes are written into generated source: text there must never load."""
+    canary = tmp_path / "pwned"
+
+    def doc_fn(doc):
+        node(doc, "check_x")["meta"]["bind"]["v"][0][0] = f"0]; open({str(canary)!r}, 'w'); _z = x.shape[0"
+    with pytest.raises(ArchiveError, match="must map axes"):
+        load_bytes(edit(good, doc_fn))
+    assert not canary.exists()
 
 
 def test_nan_literal_in_program(good):
