@@ -233,15 +233,24 @@ class ExportedProgram:
     def run_decompositions(self, decomp_table: Any = None) -> "ExportedProgram":
         """Return a copied program after applying registered graph rewrites.
 
-        Not implemented yet: decompositions arrive with issue 5 (program layer);
-        until then this raises NotImplementedError.  If the decompositions module
-        exists, it is used.
+        Args:
+            decomp_table: a ``CustomDecompTable`` or mapping from graph target (the op
+                callable, a method name such as ``"var"``, or the registry name such as
+                ``"numpy.var"``) to a builder ``builder(graph, node) -> value``; the
+                builder creates the replacement nodes and returns the value users
+                consume.  *optional*, defaults to ``default_decompositions()``.
+
+        Returns:
+            A new ``ExportedProgram`` with the same signature, contract (input checks,
+            range and equality constraints) and numerics; ``self`` is untouched.
+            Nodes whose target has no entry are left as they are.
+
+        Raises:
+            DecompositionError: a builder's nodes need a size requirement the
+                program's contract does not imply.
         """
-        try:
-            from .decomp import run_decompositions as _run  # issue 5
-        except ImportError:
-            raise NotImplementedError(
-                "run_decompositions is not available yet (decompositions come with issue 5)") from None
+        from .decomp import run_decompositions as _run
+
         return _run(self, decomp_table)
 
     def serialize(self, opset_version: Any = None, pickle_protocol: int = 4) -> Any:

@@ -173,13 +173,6 @@ def test_signature_from_graph_helper_and_verifier():
     assert seven == 7
 
 
-def test_issue5_placeholders_raise_not_implemented():
-    ep, *_ = build()
-    for call in (lambda: ep.run_decompositions(),):
-        with pytest.raises(NotImplementedError, match="issue 5"):
-            call()
-
-
 def test_nested_inputs_and_dataclass_output():
     """model(x, extras={"scale": s, "bias": b}) -> Out(y=..., aux=None); checks name the nested path."""
     import dataclasses
