@@ -252,9 +252,11 @@ class ShapeEnv:
             self.solver.assume(expr)
             return
         if any(self.kinds.get(s) == "auto" for s in syms):
-            self.solver.assume(expr)
             self.accepted.append(record)
-            self._maybe_replace(expr)
+            # replace first: the replaced symbol's range is checked before the solver learns the
+            # equality (which would make that range look implied)
+            self._maybe_replace(expr, source, op)
+            self.solver.assume(expr)
             return
         self.solver.assume(expr)
         self.violations.append(record)
@@ -282,7 +284,8 @@ class ShapeEnv:
         return value
 
     # -- helpers --------------------------------------------------------------
-    def _maybe_replace(self, expr: sympy.Basic) -> None:
+    def _maybe_replace(self, expr: sympy.Basic, source: Optional[SourceLoc] = None,
+                       op: Optional[str] = None) -> None:
         """Record ``a := e`` for a linear equality solvable for an AUTO symbol ``a``."""
         if not isinstance(expr, sympy.Eq):
             return
@@ -302,13 +305,11 @@ class ShapeEnv:
             self.replacements = {k: v.xreplace({a: solution}) for k, v in self.replacements.items()}
             self.replacements[a] = solution
             lo, hi = self.ranges[a]
-            # The replaced symbol's own range still holds: keep it as a contract guard.
+            # The replaced symbol's own range must still hold; over named dims alone that is a
+            # violation (what remains after constraining the AUTO dims), else a contract guard.
             for bound in (sympy.Ge(solution, lo), sympy.Le(solution, hi) if hi is not None else None):
-                if bound is None:
-                    continue
-                bound = self.canon(bound)
-                if bound is not sympy.true and self.solver.implies(bound).status != "proved":
-                    self.accepted.append(GuardRecord(bound, "shape", f"range of {a}", None, None))
+                if bound is not None:
+                    self.guard(bound, "shape", f"{a} = {solution} must stay in the range of {a}", source, op)
             return
 
     def _hint_text(self, expr: Any) -> str:

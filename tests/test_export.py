@@ -267,3 +267,15 @@ def test_static_size_mismatch_is_refused_naming_the_input():
 def test_numpy_error_inside_the_model_names_op_and_line():
     with pytest.raises(tpe.CaptureError, match=r"numpy.ndarray.reshape raised ValueError(.|\n)*test_export.py:\d+"):
         tpe.export(lambda x: x.reshape(5, 7), randn(4, 3))
+
+
+def test_auto_dims_are_constrained_first_and_the_rest_on_named_dims_is_a_violation():
+    spec = {"x": {0: Dim("dx", max=50)}, "z": {0: Dim.AUTO}}
+    with pytest.raises(tpe.ConstraintViolationError, match="dx = Dim\\('dx', min=2, max=50\\)"):
+        tpe.export(lambda x, z: x[1:] + z, randn(5, 2), randn(4, 2), dynamic_shapes=spec)
+    spec["x"][0] = Dim("dx", min=2, max=50)
+    ep = tpe.export(lambda x, z: x[1:] + z, randn(5, 2), randn(4, 2), dynamic_shapes=spec)
+    assert [s.name for s in ep.range_constraints] == ["dx"]
+    assert ep.module()(randn(7, 2), randn(6, 2)).shape == (6, 2)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(randn(7, 2), randn(7, 2))
