@@ -195,3 +195,17 @@ def test_reader_by_path_and_memmap_offsets(tmp_path):
         raw = path.read_bytes()
         off = zr.data_offset("a/x.bin")
         assert raw[off:off + 5] == b"hello"
+
+
+def test_zip64_records_keep_alignment(monkeypatch):
+    """Members above the ZIP64 limit get ZIP64 local records; data stays 64-byte aligned."""
+    from tensorplay_export.serde.npyio import read_npy
+
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 100)  # force ZIP64 records on small members
+    data = zip_bytes({"a.npy": np.arange(50.0), "b": b"x" * 10, "c.npy": np.ones((7, 3), np.float32)})
+    monkeypatch.undo()
+    with ZipReader(io.BytesIO(data)) as zr:
+        assert all(zr.data_offset(n) % ALIGN == 0 for n in zr.names)
+        assert read_npy(zr, "a.npy").sum() == 1225.0
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        assert zf.testzip() is None
