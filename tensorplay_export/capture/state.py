@@ -11,12 +11,16 @@ place is a buffer mutation.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .tracer import Tracer
+
+
+_ABSENT = object()
 
 
 def placeholder_name(prefix: str, fqn: str) -> str:
@@ -36,7 +40,10 @@ class LiftedState:
     def restore(self) -> None:
         for d, key, original, traced in reversed(self.swaps):
             if d.get(key) is traced:
-                d[key] = original
+                if original is _ABSENT:
+                    del d[key]
+                else:
+                    d[key] = original
             elif key in d and type(d.get(key)).__name__ == "TracedArray":
                 # forward reassigned it (buffer update): put the original back, eager-free
                 d[key] = original
@@ -76,6 +83,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                     if dict_name == "_buffers":
                         state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (m, key)
         inst = m.__dict__
+        _bind_cloned_methods(tracer, m, inst, state)
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 fqn = f"{mfqn}.{key}" if mfqn else key
@@ -83,6 +91,27 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                 state.swaps.append((inst, key, value, traced))
                 inst[key] = traced
     return state
+
+
+def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, state: LiftedState) -> None:
+    """Helper methods of the model's classes (``self._attn(x)``) run as clones over a globals view.
+
+    Bound in the instance dict for the capture only (restored afterwards), so the module
+    constants they read are lifted like the forward's.
+    """
+    from ..nn.module import Module
+    from .patching import _is_user_function, clone_function
+
+    for cls in type(module).__mro__:
+        if cls is Module or cls is object:
+            break
+        for name, fn in vars(cls).items():
+            if name.startswith("__") or name == "forward" or name in inst:
+                continue
+            if isinstance(fn, types.FunctionType) and _is_user_function(fn):
+                bound = types.MethodType(clone_function(tracer, fn), module)
+                inst[name] = bound
+                state.swaps.append((inst, name, _ABSENT, bound))
 
 
 def buffer_mutations(state: LiftedState) -> list:
@@ -118,8 +147,6 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
             forward = module.__dict__.get("forward")
             if forward is None:
                 fn = type(module).forward
-                import types
-
                 if isinstance(fn, types.FunctionType):
                     out = clone_function(tracer, fn)(module, *args, **kwargs)
                 else:

@@ -203,3 +203,18 @@ def test_static_dims_stay_python_ints():
     seen = []
     tpe.export(lambda x: seen.append(x.shape) or x, x_of(2), dynamic_shapes=SPEC)
     assert type(seen[0][1]) is int and type(seen[0][0]).__name__ == "SymInt"
+
+
+def test_helper_methods_of_a_module_reach_globals_and_are_unbound_afterwards():
+    from tensorplay_export import nn
+
+    class M(nn.Module):
+        def _pos(self, s):
+            return POS[:s]
+
+        def forward(self, x):
+            return x + self._pos(x.shape[0])
+    m = M()
+    ep = tpe.export(m, x_of(3), dynamic_shapes=SPEC)
+    assert "_pos" not in m.__dict__
+    np.testing.assert_allclose(ep.module()(x_of(9)), m(x_of(9)))
