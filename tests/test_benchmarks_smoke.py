@@ -48,7 +48,7 @@ def test_compare_torch_export_quick(capsys):
     row = next(ln for ln in out.splitlines() if ln.startswith("|") and "gpt" in ln)
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[7] != "n/a"  # our export seconds are always measured
-    if importlib.util.find_spec("torch") is None:
+    if not C.have_torch():
         assert "torch: not installed" in out and cells[8] == "n/a"
     else:
         assert cells[8] != "n/a"
@@ -71,8 +71,9 @@ def test_table_formats_missing_values_as_na():
     assert "n/a" in text and "0.123" in text
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 def test_torch_twins_compute_the_same_numbers():
+    if not C.have_torch():
+        pytest.skip("torch not installed (optional benchmark extra)")
     import torch
 
     from benchmarks import _torch_models as T
