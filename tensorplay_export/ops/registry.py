@@ -21,18 +21,28 @@ Conventions for adding an op (read before writing one):
   array is an :class:`ArrayInfo` (``.shape`` a tuple of ``int | sympy.Expr``,
   ``.dtype``, ``.vrange`` the known value range or None) and every symbolic
   int is a ``sympy.Expr``.  The rule is pure: it reads its arguments and emits
-  requirements only through ``ctx`` (see :class:`ShapeCtx`): ``ctx.require``
-  (a guard that must hold), ``ctx.bounds`` (index values must stay inside an
-  array), ``ctx.choose`` (follow the example's side of a comparison and
-  record it), ``ctx.broadcast`` (the one broadcasting helper), ``ctx.hint``,
-  ``ctx.canon``, ``ctx.unbacked`` (data-dependent sizes).  It never branches
-  with a plain ``if`` on a sympy relation: use ``ctx.choose``.  Emit minimal
-  guards (``Eq(Mod(n, 4), 0)``, not ``Eq(3*b*n, 12*b*floor(n/4))``):
-  ``ctx.require`` canonicalizes, but a rule that knows the simpler form
-  should say it.
-- **value_range** (optional): ``vr(ctx, *args, **kwargs) -> (lo, hi) | None``
-  for integer outputs whose values are bounded by sizes (``arange(s)`` ->
-  ``(0, s - 1)``); it enables index-bounds guards downstream.
+  requirements only through ``ctx`` (:class:`~tensorplay_export.ops.ctx.ShapeCtx`):
+  ``ctx.require(cond, reason)`` (a guard that must hold), ``ctx.eq(a, b, reason)``
+  (two sizes equal; free when already identical), ``ctx.bounds(cond, reason)``
+  (index values stay inside an array: kind ``index_bounds``),
+  ``ctx.choose(cond, reason)`` (follow the example's side of a comparison and
+  record it), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)`` (the one
+  broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
+  (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
+  axis)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``, bound at
+  run time from that output) and ``ctx.vrange(lo, hi, out)`` (value range of an
+  integer output).  It never branches with a plain ``if`` on a sympy relation:
+  use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
+  ``Eq(3*b*n, 12*b*floor(n/4))``): ``ctx.require`` canonicalizes, but a rule
+  that knows the simpler form should say it.  Raise ``ValueError`` for argument
+  errors numpy would raise too (capture reports them with the user's line).
+- **Shapes returned** are tuples of Python ints (static) and sympy expressions
+  (symbolic); a static size must stay a plain int so user code sees ints.
+- **Value ranges**: a rule whose integer output is bounded by sizes calls
+  ``ctx.vrange`` (``arange(s)`` -> ``(0, s - 1)``); it enables index-bounds
+  guards downstream (``take``/``a[idx]``).  Unknown values (user data): no call.
+- **multi_output=True**: the impl returns a tuple and the rule a list of shapes;
+  capture adds one ``tpe.item`` node per output.
 - **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
   ``ndarray`` method names that dispatch to this op during capture.
 - Registering an op without a shape rule raises ``TypeError``.  Capture checks

@@ -10,16 +10,12 @@ import numpy as np
 
 import tensorplay_export as tpe
 
-TESTED_OPS: set = set()
-
-
 def as_tuple(value):
     return value if isinstance(value, tuple) else (value,)
 
 
 def check(fn, make, spec, example=5, sizes=(1, 2, 7), ops=()):
     """Export ``fn`` on ``make(example)``; module() equals eager at every size. Returns the program."""
-    TESTED_OPS.update(ops)
     ep = tpe.export(fn, *make(example), dynamic_shapes=spec)
     mod = ep.module()
     targets = {n.target for n in ep.graph.nodes if n.op == "call_function"}
