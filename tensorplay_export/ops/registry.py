@@ -68,7 +68,6 @@ class OpDef:
     decomposition: Optional[Callable[..., Any]] = None
     numpy_funcs: tuple = ()
     methods: tuple = ()
-    value_range: Optional[Callable[..., Any]] = None
     multi_output: bool = False
     doc: str = ""
 
@@ -83,8 +82,7 @@ _BY_METHOD: dict[str, OpDef] = {}
 
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
-                methods: tuple = (), value_range: Optional[Callable[..., Any]] = None,
-                multi_output: bool = False, doc: str = "") -> OpDef:
+                methods: tuple = (), multi_output: bool = False, doc: str = "") -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -98,7 +96,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               value_range, multi_output, doc)
+               multi_output, doc)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op
