@@ -23,6 +23,7 @@ numpy type (``np.float64(2.0)`` is not ``2.0``).
 from __future__ import annotations
 
 import linecache
+import keyword
 import math
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
@@ -242,7 +243,8 @@ class _Emitter:
     def arg(self, v: Any, node: Node) -> str:
         if isinstance(v, Node):
             return v.name
-        if v is None or v is Ellipsis or isinstance(v, (bool, str)):
+        # exact types only: a str/int subclass could carry its own __repr__ into the source
+        if v is None or v is Ellipsis or type(v) in (bool, str):
             return "..." if v is Ellipsis else repr(v)
         if type(v) is int:
             return repr(v)
@@ -256,7 +258,7 @@ class _Emitter:
         if isinstance(v, list):
             return "[" + ", ".join(self.arg(a, node) for a in v) + "]"
         if isinstance(v, dict):
-            return "{" + ", ".join(f"{k!r}: {self.arg(a, node)}" for k, a in v.items()) + "}"
+            return "{" + ", ".join(f"{self.arg(k, node)}: {self.arg(a, node)}" for k, a in v.items()) + "}"
         if isinstance(v, slice):
             return f"slice({self.arg(v.start, node)}, {self.arg(v.stop, node)}, {self.arg(v.step, node)})"
         if isinstance(v, np.dtype):
@@ -286,6 +288,9 @@ class _Emitter:
     # statements -------------------------------------------------------------
     def binds(self, node: Node, lines: list[str]) -> None:
         for axis, sym in (node.meta.get("bind") or {}).items():
+            if axis is not None and type(axis) is not int:
+                # the axis is formatted into source: anything but a plain int is refused
+                raise TypeError(f"codegen: node {node.name!r} binds {sym} at axis {axis!r}; axes must be ints")
             if sym in self.sym_names:
                 continue  # first binding wins; runtime checks verify the others
             var = self.ns.create(sym.name)
@@ -317,7 +322,9 @@ class _Emitter:
                 self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
             call_args = [self.arg(a, n) for a in n.args]
             for k, v in n.kwargs.items():
-                call_args.append(f"{k}={self.arg(v, n)}" if str(k).isidentifier()
+                if type(k) is not str:
+                    raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
+                call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
                                  else f"**{{{k!r}: {self.arg(v, n)}}}")
             call = f"{self.op_names[n.target]}({', '.join(call_args)})"
             binds = n.meta.get("bind")

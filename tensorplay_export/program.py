@@ -256,13 +256,17 @@ class ExportedProgram:
     def serialize(self, opset_version: Any = None, pickle_protocol: int = 4) -> Any:
         """Return serialized program artifacts (JSON program + arrays).
 
-        Placeholder until issue 5: delegates to ``tensorplay_export.serde`` when it
-        provides ``serialize_program``; raises NotImplementedError otherwise.
+        Args:
+            opset_version: *optional* ``{namespace: int}`` recorded in the document.
+            pickle_protocol: validated (0..5) and recorded only; nothing is pickled.
+
+        Returns:
+            ``serde.SerializedArtifact``: the program JSON bytes (graph, signature,
+            contract, module call graph, dynamic_shapes) plus the state dict,
+            constants and example inputs as dicts of numpy arrays.
         """
-        try:
-            from .serde import serialize_program  # issue 5
-        except ImportError:
-            raise NotImplementedError("serialize is not available yet (serialization comes with issue 5)") from None
+        from .serde import serialize_program
+
         return serialize_program(self, opset_version=opset_version, pickle_protocol=pickle_protocol)
 
     @classmethod
@@ -270,13 +274,15 @@ class ExportedProgram:
                     example_inputs: Any = None) -> "ExportedProgram":
         """Rebuild a program from :meth:`serialize` artifacts.
 
-        Placeholder until issue 5: delegates to ``tensorplay_export.serde`` when it
-        provides ``deserialize_program``; raises NotImplementedError otherwise.
+        ``state_dict``/``constants``/``example_inputs`` override the arrays carried by
+        the artifact.  Never runs code from it: ops resolve through the op registry
+        by name only.
+
+        Raises:
+            ArchiveError: anything malformed, unknown or unsafe in the artifact.
         """
-        try:
-            from .serde import deserialize_program  # issue 5
-        except ImportError:
-            raise NotImplementedError("deserialize is not available yet (serialization comes with issue 5)") from None
+        from .serde import deserialize_program
+
         return deserialize_program(artifact, state_dict=state_dict, constants=constants,
                                    example_inputs=example_inputs)
 

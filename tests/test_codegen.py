@@ -264,3 +264,29 @@ def test_type_arguments_print_by_name():
     assert "numpy_ndarray_astype(x, bool)" in gm.code and "numpy_ndarray_astype(x, np.float16)" in gm.code
     a_v, b_v = gm(np.array([0.0, 2.0]))
     assert a_v.dtype == np.bool_ and b_v.dtype == np.float16
+
+
+def test_bind_axis_and_keyword_names_must_be_plain_data():
+    """Values a loaded archive controls are formatted into source: only exact ints/strs pass."""
+    import sympy
+
+    from tensorplay_export.codegen import GraphModule
+    from tensorplay_export.graph import Graph
+
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (3,), "dtype": F32,
+                                 "bind": {"0]; import os; os.getcwd()  #": sympy.Symbol("n", integer=True)}})
+    g.output([x])
+    with pytest.raises(TypeError, match="axes must be ints"):
+        GraphModule(g, op_table={}).code
+
+    class Sneaky(str):
+        def __repr__(self):
+            return "__import__('os')"
+
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (3,), "dtype": F32})
+    y = g.call_function("op", (x,), {"axis": Sneaky("a")}, meta={"shape": (3,), "dtype": F32})
+    g.output([y])
+    code = GraphModule(g, op_table={"op": lambda v, axis: v}).code
+    assert "__import__" not in code
