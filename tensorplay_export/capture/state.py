@@ -36,8 +36,17 @@ class LiftedState:
     swaps: list = field(default_factory=list)        # (dict, key, original, traced)
     fqn_of: dict = field(default_factory=dict)       # id(module) -> fqn
     buffer_slots: dict = field(default_factory=dict)  # fqn -> (module, name)
+    snapshots: list = field(default_factory=list)    # (instance dict, its items before capture)
 
     def restore(self) -> None:
+        # anything forward stored on a module (self.cache = traced) must not outlive the capture
+        for inst, before in self.snapshots:
+            for key, value in list(inst.items()):
+                if type(value).__name__ == "TracedArray" and before.get(key, _ABSENT) is not value:
+                    if key in before:
+                        inst[key] = before[key]
+                    else:
+                        del inst[key]
         for d, key, original, traced in reversed(self.swaps):
             if d.get(key) is traced:
                 if original is _ABSENT:
@@ -83,6 +92,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                     if dict_name == "_buffers":
                         state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (m, key)
         inst = m.__dict__
+        state.snapshots.append((inst, dict(inst)))
         _bind_cloned_methods(tracer, m, inst, state)
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:

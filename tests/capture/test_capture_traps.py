@@ -218,3 +218,18 @@ def test_helper_methods_of_a_module_reach_globals_and_are_unbound_afterwards():
     ep = tpe.export(m, x_of(3), dynamic_shapes=SPEC)
     assert "_pos" not in m.__dict__
     np.testing.assert_allclose(ep.module()(x_of(9)), m(x_of(9)))
+
+
+def test_values_a_module_stores_during_capture_do_not_leak():
+    from tensorplay_export import nn
+
+    class Cache(nn.Module):
+        def forward(self, x):
+            self.last = x * 2
+            return self.last + 1
+    m = Cache()
+    tpe.export(m, x_of(3), dynamic_shapes=SPEC)
+    assert "last" not in m.__dict__
+    m.last = np.zeros(1)
+    tpe.export(m, x_of(3), dynamic_shapes=SPEC)
+    assert type(m.last) is np.ndarray and m.last.shape == (1,)
