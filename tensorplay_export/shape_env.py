@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any, Optional
 
 import sympy
@@ -108,6 +109,9 @@ class ShapeEnv:
         self._hint_cache: dict = {}
         self._sym_hints: dict = {}
         self._counters = {"auto": 0, "unbacked": 0}
+        # guards: requirements received; folded: decided without the solver (sympy / canonical form);
+        # queries: solver.implies calls; solver_seconds: time spent in them
+        self.stats = {"guards": 0, "folded": 0, "queries": 0, "solver_seconds": 0.0}
 
     # -- symbols --------------------------------------------------------------
     def create_symbol(self, name: str, lower: int, upper: Optional[int], hint: Optional[int],
@@ -210,13 +214,16 @@ class ShapeEnv:
             DataDependentError: in export mode, for a guard on a data-dependent size.
             CaptureError: internal error, the requirement is false for the example.
         """
+        self.stats["guards"] += 1
         expr = sympy.sympify(expr)
         if expr is sympy.true:
+            self.stats["folded"] += 1
             return
         if self.replacements:
             expr = expr.xreplace(self.replacements)
         expr = self.canon(expr)
         if expr is sympy.true:
+            self.stats["folded"] += 1
             return
         if expr is sympy.false or self.hint(expr) is not True:
             raise CaptureError(f"internal error: requirement {expr} ({reason}) is false for the "
@@ -225,7 +232,9 @@ class ShapeEnv:
             return
         if expr.has(sympy.Float):
             expr = sympy.nsimplify(expr, rational=True)
+        started = time.perf_counter()
         try:
+            self.stats["queries"] += 1
             verdict = self.solver.implies(expr)
         except Exception as err:  # an expression the solver cannot translate (s**0.5 > 3)
             if type(err).__name__ != "UnsupportedExpressionError":
@@ -235,6 +244,8 @@ class ShapeEnv:
                            f"{reason}; the solver cannot reason about {expr}", source, op)
             self._seen.add(expr)
             return
+        finally:
+            self.stats["solver_seconds"] += time.perf_counter() - started
         if verdict.status == "proved":
             self._seen.add(expr)
             return

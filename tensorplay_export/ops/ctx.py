@@ -61,12 +61,14 @@ class ShapeCtx:
     def require(self, cond: Any, reason: str) -> None:
         """The op is correct only if ``cond`` holds (kind ``"shape"``)."""
         if cond is True or cond is sympy.true:
+            self._folded()
             return
         self.env.guard(cond, "shape", reason, self.source, self.op)
 
     def bounds(self, cond: Any, reason: str) -> None:
         """Index values must stay inside an array (kind ``"index_bounds"``)."""
         if cond is True or cond is sympy.true:
+            self._folded()
             return
         self.env.guard(cond, "index_bounds", reason, self.source, self.op)
 
@@ -79,8 +81,15 @@ class ShapeCtx:
         self.require(cond if taken else sympy.Not(cond), reason)
         return taken
 
+    def _folded(self) -> None:
+        stats = getattr(self.env, "stats", None)
+        if stats is not None:
+            stats["guards"] += 1
+            stats["folded"] += 1
+
     def eq(self, a: Any, b: Any, reason: str) -> None:
         if a is b or (is_static(a) and is_static(b) and int(a) == int(b)):
+            self._folded()
             return
         self.require(sympy.Eq(a, b), reason)
 
@@ -93,6 +102,7 @@ class ShapeCtx:
         if is_static(a) and is_static(b):
             return a  # numpy already checked them on the example
         if a == b:
+            self._folded()
             return a
         ha, hb = self.hint(a), self.hint(b)
         if ha == hb:
