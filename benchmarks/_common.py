@@ -143,7 +143,8 @@ def export_stats(model: Any, args: tuple, spec: Any) -> dict:
     ShapeEnv and its solver. Counters the ShapeEnv/solver do not expose are None.
 
     Returns:
-        {"nodes": int, "guards": int|None, "solver_queries": int|None, "z3_calls": int|None,
+        {"nodes": int, "guards": int|None, "folded": int|None (guards decided without the solver),
+         "solver_queries": int|None, "z3_calls": int|None,
          "solver_seconds": float|None, "recorded": int}
     """
     from tensorplay_export.export import build_program, capture
@@ -157,6 +158,7 @@ def export_stats(model: Any, args: tuple, spec: Any) -> dict:
     return {
         "nodes": len(ep.graph.nodes),
         "guards": env_stats.get("guards"),
+        "folded": env_stats.get("folded"),
         "solver_queries": solver_stats.get("queries"),
         "z3_calls": solver_stats.get("z3_calls"),
         "solver_seconds": solver_stats.get("seconds", env_stats.get("solver_seconds")),
