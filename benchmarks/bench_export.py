@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common as C  # noqa: E402
 
-HEADERS = ["model", "layers", "nodes", "guards", "folded", "solver queries", "z3 calls", "solver s",
-           "recorded",
+HEADERS = ["model", "layers", "nodes", "guards", "folded", "solver queries", "z3 calls", "solver s", "recorded",
            "export s (warm median)", "CPU s", "first export s", "CPU µs/node", "per-node vs smallest"]
 
 
@@ -64,8 +63,8 @@ def rows_for(results: list[dict]) -> list[list[Any]]:
     for r in results:
         ref = base.setdefault(r["model"], r["us_per_node"])
         rows.append([r["model"], r["layers"], r["nodes"], r["guards"], r["folded"], r["solver_queries"],
-                     r["z3_calls"], r["solver_seconds"], r["recorded"], r["seconds"], r["cpu"], r["first"], r["us_per_node"],
-                     r["us_per_node"] / ref])
+                     r["z3_calls"], r["solver_seconds"], r["recorded"], r["seconds"], r["cpu"], r["first"],
+                     r["us_per_node"], r["us_per_node"] / ref])
     return rows
 
 
@@ -97,9 +96,9 @@ def main(argv: Optional[list[str]] = None) -> int:
             results.append(measure("mlp", n, C.build_mlp(n), (C.mlp_input(C.MLP_EXAMPLE_BATCH),), C.mlp_spec(),
                                    args.runs))
     print(C.table(HEADERS, rows_for(results)))
-    print("guards: requirements the shape rules emitted (ShapeEnv.stats); folded: decided without the "
-          "solver; solver queries/z3 calls: ShapeSolver.stats; recorded: contract guards + violations + data-dependent records; "
-          "n/a: not exposed yet.")
+    print("guards: requirements the shape rules emitted (ShapeEnv.stats); folded: decided without "
+          "the solver; solver queries/z3 calls: ShapeSolver.stats; recorded: contract guards + "
+          "violations + data-dependent records; n/a: not exposed yet.")
     return 0
 
 
