@@ -65,11 +65,12 @@ def mlp_input(batch: int, width: int = MLP_WIDTH, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((batch, width)).astype(np.float32)
 
 
-def gpt_spec() -> dict:
+def gpt_spec(max_seq: int = GPT_SEQ[1]) -> dict:
+    """batch 2..64, seq 2..max_seq (above 512 the position table makes it a violation)."""
     import tensorplay_export as tpe
 
     return {"input_ids": {0: tpe.Dim("batch", min=GPT_BATCH[0], max=GPT_BATCH[1]),
-                          1: tpe.Dim("seq", min=GPT_SEQ[0], max=GPT_SEQ[1])}}
+                          1: tpe.Dim("seq", min=GPT_SEQ[0], max=max_seq)}}
 
 
 def mlp_spec() -> tuple:
@@ -140,7 +141,8 @@ def export_stats(model: Any, args: tuple, spec: Any) -> dict:
     """Graph size and guard/solver counters of one export of ``model`` (not timed).
 
     Runs ``tensorplay_export.export.capture`` (what ``export`` runs first) to reach the
-    ShapeEnv and its solver. Counters the ShapeEnv/solver do not expose are None.
+    ShapeEnv and its solver. Counters the ShapeEnv/solver do not expose are None. With
+    violations (no program), ``nodes`` counts the captured graph (no runtime checks).
 
     Returns:
         {"nodes": int, "guards": int|None, "folded": int|None (guards decided without the solver),
@@ -153,10 +155,11 @@ def export_stats(model: Any, args: tuple, spec: Any) -> dict:
     env = result.env
     solver_stats = dict(getattr(env.solver, "stats", None) or {})
     env_stats = dict(getattr(env, "stats", None) or {})
-    ep = build_program(result, model, args, {}, spec)
+    # a capture with violations has no program: count the captured graph's nodes instead
+    graph = result.graph if env.violations else build_program(result, model, args, {}, spec).graph
     recorded = len(env.accepted) + len(env.violations) + len(env.data_dependent)
     return {
-        "nodes": len(ep.graph.nodes),
+        "nodes": len(graph.nodes),
         "guards": env_stats.get("guards"),
         "folded": env_stats.get("folded"),
         "solver_queries": solver_stats.get("queries"),

