@@ -4,7 +4,8 @@ Run:  python benchmarks/profile_export.py [--model gpt|mlp|minilm] [--layers 24]
                                           [--top 10] [--html PATH] [--tree]
 
 Exports the model once (cold, not profiled), then profiles ``--repeat`` warm exports and
-prints two top-N lists over the sampled frames:
+prints the time of the export's phases (capture, replay check, codegen, ...), then two
+top-N lists over the sampled frames:
 
 - inclusive: time under each function (a recursive function counted once per stack),
   as a percentage of the profiled time;
@@ -38,6 +39,38 @@ def case(model: str, layers: int) -> tuple[Any, tuple, Any]:
         m, inputs, spec = C.minilm_case()
         return m, tuple(inputs), spec
     raise ValueError(f"unknown model {model!r} (gpt, mlp, minilm)")
+
+
+# Phases of an export worth tracking across optimizations: (function, file suffix, meaning).
+PHASES = [
+    ("capture", "tensorplay_export/export.py", "capture (trace + replay)"),
+    ("lift_module_state", "capture/state.py", "  lift module state to placeholders"),
+    ("call", "capture/tracer.py", "  Tracer.call (every traced op: numpy + shape rule + node)"),
+    ("hook", "tensorplay_export/export.py", "  nn.functional composite hook"),
+    ("guard", "tensorplay_export/shape_env.py", "  ShapeEnv.guard"),
+    ("user_source", "tensorplay_export/shape_env.py", "  user_source (stack walk)"),
+    ("check_replay", "capture/replay.py", "  replay check (second numpy run)"),
+    ("build_program", "tensorplay_export/export.py", "build_program"),
+    ("_finish_graph", "tensorplay_export/export.py", "  runtime checks / contract"),
+    ("recompile", "tensorplay_export/codegen.py", "  codegen + compile"),
+]
+
+
+def phases(root: Any) -> list[tuple[str, float]]:
+    """Inclusive seconds of each PHASES entry found in the tree (recursion counted once)."""
+    totals = {meaning: 0.0 for _f, _p, meaning in PHASES}
+
+    def walk(frame: Any, active: frozenset) -> None:
+        for fn, suffix, meaning in PHASES:
+            if frame.function == fn and (frame.file_path or "").endswith(suffix) and meaning not in active:
+                totals[meaning] += frame.time
+                active = active | {meaning}
+        for child in frame.children:
+            if not child.is_synthetic_leaf:
+                walk(child, active)
+
+    walk(root, frozenset())
+    return [(m, totals[m]) for _f, _p, m in PHASES if totals[m] > 0]
 
 
 def _label(frame: Any) -> str:
@@ -122,6 +155,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     inclusive, own, total = aggregate(root)
     print(f"profiled {args.repeat} warm exports: {total:.3f} s wall ({session.cpu_time:.3f} s CPU), "
           f"{session.sample_count} samples")
+    print("\nphases (inclusive, percent of profiled wall time):")
+    for meaning, seconds in phases(root):
+        print(f"  {100.0 * seconds / total:5.1f}%  {seconds:7.3f} s  {meaning}")
     skip = ("<module>", "profile  ", "export  tensorplay_export/export.py")
     print(f"\ntop {args.top} inclusive (percent of profiled wall time):")
     for label, seconds, pct in top(inclusive, total, args.top, skip):
