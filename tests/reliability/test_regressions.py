@@ -36,3 +36,48 @@ def test_reshape_minus_one_next_to_a_size_that_may_be_zero():
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(np.ones((0, 0)))
     np.testing.assert_array_equal(ep.module()(np.ones((3, 0))), np.ones((3, 0)).reshape(3, -1))
+
+
+class _Deadline(Exception):
+    pass
+
+
+def _within(seconds: float, fn):
+    """fn() or _Deadline if it runs longer than ``seconds`` (SIGALRM; main thread only)."""
+    import signal
+
+    def on_alarm(signum, frame):
+        raise _Deadline(f"still running after {seconds}s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def mixing(x, depth):
+    n = x.shape[0]
+    k = n
+    for _ in range(depth):
+        k = (k * 7 + 3) % 1000 + k // 3  # k appears twice per step: a DAG of size O(depth)
+    return x[:k % n + 1]
+
+
+@pytest.mark.xfail(strict=True, raises=_Deadline, reason=(
+    "capture time is exponential in the nesting depth of size arithmetic that reuses a "
+    "subexpression: sympy's automatic evaluation (Mod.eval -> gcd/factor_terms, Min/Max "
+    "_is_connected in ops/indexing._norm_bound) and tree walks expand the DAG into a tree "
+    "(depth 8: ~8 s, 9: ~18 s, 10: ~25-55 s). Owner: CORE (symbolic.py / ops). Suggested fix: "
+    "bound the size of a size expression (e.g. > 500 DAG nodes or depth > 32) and then pin it "
+    "to its example value with a recorded specialization naming the line, instead of building it"))
+def test_deeply_nested_size_arithmetic_finishes_in_bounded_time():
+    """Kind: pathological input without a time bound.  10 steps of ``k = (7k + 3) % 1000 + k // 3``
+    then ``x[:k % n + 1]``: export must finish within 8 s with a program or a clear error."""
+    out = _within(8.0, lambda: tpe.export(lambda x: mixing(x, 10), np.ones(50),
+                                          dynamic_shapes=[{0: Dim("n", max=10**6)}]))
+    for n in (1, 2, 50, 999, 12345):
+        x = np.arange(n, dtype=np.float64)
+        np.testing.assert_array_equal(out.module()(x), mixing(x, 10))
