@@ -33,7 +33,7 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from . import draft_capture
+from .capture.draft import DraftLog
 from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
                      UnsupportedOpError)
 from .records import SourceLoc
@@ -386,14 +386,14 @@ def _data_dependent_failures(result: Any) -> list[FailureReport]:
     return out
 
 
-def _value_failures(state: draft_capture.DraftState) -> list[FailureReport]:
+def _value_failures(state: DraftLog) -> list[FailureReport]:
     return [FailureReport(
         "data_dependent",
         f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
         f"value {shown} and the program checks it at run time", src, None) for what, shown, src in state.values]
 
 
-def _unsupported_failures(state: draft_capture.DraftState) -> list[FailureReport]:
+def _unsupported_failures(state: DraftLog) -> list[FailureReport]:
     out = []
     for qualname, src in state.unsupported:
         out.append(FailureReport(
@@ -507,26 +507,19 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
         return DraftExportReport([FailureReport("numpy_error", msg, _error_source(eager_err), None)],
                                  model_name=name)
-    draft_capture.install()
-    state = draft_capture.DraftState()
-    try:
-        return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, state, name)
-    finally:
-        draft_capture.release_opaque(state)
+    return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, name)
 
 
 def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: Any,
-           state: draft_capture.DraftState, name: str) -> DraftExportReport:
+           name: str) -> DraftExportReport:
     from .export import build_program, capture
 
-    token = draft_capture.DRAFT.set(state)
+    state = DraftLog()  # filled by capture even when it raises part-way
     try:
-        result = capture(model, args, kwargs, dynamic_shapes, mode="draft")
+        result = capture(model, args, kwargs, dynamic_shapes, mode="draft", draft_log=state)
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
         return DraftExportReport(_value_failures(state) + _unsupported_failures(state) + [_capture_failure(err)],
                                  model_name=name)
-    finally:
-        draft_capture.DRAFT.reset(token)
 
     failures: list[FailureReport] = []
     fixes: list[str] = []
@@ -544,11 +537,11 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     failures += _unsupported_failures(state)
     accepted = _accepted_text(result)
 
-    # The draft program checks what the example did: violated guards join the contract.
-    result.env.accepted.extend(r for r in result.env.violations if r not in result.env.accepted)
-    problems = draft_capture.insert_data_dependent_checks(result)
+    # The draft program checks what the example did: violated guards join its runtime checks
+    # (capture already put a check after each data-dependent guard and value read).
+    problems = list(state.problems)
     try:
-        ep = build_program(result, model, args, kwargs, dynamic_shapes)
+        ep = build_program(result, model, args, kwargs, dynamic_shapes, extra_guards=result.env.violations)
     except Exception as err:  # noqa: BLE001
         failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
                                       _error_source(err), None))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import math
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -51,6 +51,8 @@ class CaptureResult:
     mutations: list                  # (fqn, traced) buffer mutations
     calls: ModuleCalls
     leaf_specs: list
+    op_table: dict = field(default_factory=dict)   # op overlay of this capture (draft's opaque ops)
+    draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
 
     @property
     def violations(self) -> list:
@@ -153,14 +155,28 @@ def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Sym
 
 
 def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
-            mode: str = "export", preserve_module_call_signature: tuple = ()) -> CaptureResult:
+            mode: str = "export", preserve_module_call_signature: tuple = (),
+            draft_log: Any = None) -> CaptureResult:
     """Trace ``model`` on the examples; never raises for violations (see ``result.violations``).
+
+    Args:
+        mode: ``"export"`` or ``"draft"``.  Draft mode goes on where export raises
+            (see :mod:`tensorplay_export.capture.draft`): ops without a shape rule run
+            opaquely (``result.op_table``), value reads and data-dependent guards follow
+            the example and get ``tpe.assert_guard`` runtime checks.
+        draft_log: (draft mode) a :class:`~tensorplay_export.capture.draft.DraftLog` to fill,
+            so a caller still sees what was logged when capture raises; a new one by default
+            (``result.draft``).
 
     Raises:
         ConstraintsExceededError: an example outside its declared range.
-        DataDependentError: (mode ``"export"``) a guard on a data-dependent size.
-        CaptureError / UnsupportedOpError: capture itself failed (with the user's line).
+        DataDependentError: (mode ``"export"``) a guard on a data-dependent size or a read
+            of an array's value.
+        UnsupportedOpError: (mode ``"export"``) an op without a shape rule.
+        CaptureError: capture itself failed (with the user's line).
     """
+    if mode not in ("export", "draft"):
+        raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
     from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
 
     from .ops.registry import all_ops
@@ -173,7 +189,7 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
     paths = input_leaf_paths(model, args, kwargs)
     env = ShapeEnv(_solver(), mode)
     shapes, dims = _make_symbols(env, leaves, specs, paths)
-    tracer = Tracer(env)
+    tracer = Tracer(env, draft=draft_log)
     from .nn.module import _CALL_HOOK, Module
 
     is_module = isinstance(model, Module)
@@ -241,7 +257,7 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
             v = env.specialize(v.expr, "returned as a model output")
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
-                           outputs, mutations, calls, specs)
+                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft)
     # lift constants referenced by outputs, then finish the graph
     values: list = []
     for _fqn, traced in mutations:
@@ -257,10 +273,14 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
     for leaf, (name, kind, *_rest) in zip(pristine, [k for k in input_kinds if k[1].startswith("user")]):
         inputs[name] = leaf
     _eliminate_dead_code(tracer.graph)
+    if tracer.draft is not None:
+        from .capture.draft import insert_data_dependent_checks
+
+        insert_data_dependent_checks(tracer.graph, env, tracer.draft)
     expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
         [v.example if isinstance(v, TracedArray) else v for v in outputs]
     check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
-                 tracer.writes)
+                 tracer.writes, tracer.op_table)
     return result
 
 
@@ -286,8 +306,12 @@ def _eliminate_dead_code(graph: Graph) -> None:
 
 
 # -- building the program ------------------------------------------------------------------------
-def _finish_graph(result: CaptureResult) -> Any:
-    """Apply AUTO replacements, insert the runtime checks; returns (contract, ranges)."""
+def _finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
+    """Apply AUTO replacements, insert the runtime checks; returns (contract, ranges).
+
+    ``extra_guards``: GuardRecords (or sympy booleans) the program checks besides the
+    accepted ones (draft_export passes its violations).
+    """
     from .runtime_checks import InputContract, InputSite, insert_input_checks
 
     env = result.env
@@ -325,8 +349,8 @@ def _finish_graph(result: CaptureResult) -> Any:
             continue
         ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
     guards = []
-    for rec in env.accepted:
-        g = env.canon(sub(rec.expr))
+    for rec in [*env.accepted, *extra_guards]:
+        g = env.canon(sub(getattr(rec, "expr", rec)))
         if g is not sympy.true and g not in guards:
             guards.append(g)
     contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
@@ -344,15 +368,29 @@ def _as_int(d: Any) -> Any:
     return d
 
 
-def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Any:
-    """The ExportedProgram of a capture without violations."""
+def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
+                  extra_guards: Any = ()) -> Any:
+    """The ExportedProgram of a capture.
+
+    Args:
+        extra_guards: GuardRecords (or sympy booleans over the input sizes) the program
+            checks at run time besides the contract's accepted guards; ``draft_export``
+            passes ``result.violations`` so its program is sound for what it accepts.
+            Without them a capture with violations gives a program whose contract is
+            too wide: ``export`` raises instead.
+
+    Returns:
+        ExportedProgram; ops of the capture's overlay (``result.op_table``) run
+        through ``GraphModule(op_table=...)``.
+    """
     from .codegen import GraphModule
+    from .ops.registry import impl_table
     from .dynamic_shapes import _signature_target, equality_constraints_from
     from .program import ExportedProgram
     from .signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry,
                             ModuleCallSignature, OutputKind, OutputSpec, TensorArgument)
 
-    contract, ranges = _finish_graph(result)
+    contract, ranges = _finish_graph(result, tuple(extra_guards))
     graph = result.graph
     input_specs = []
     state_dict: dict = {}
@@ -409,7 +447,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
         equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
-    gm = GraphModule(graph)
+    gm = GraphModule(graph, op_table=impl_table(result.op_table))
     return ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
                            module_call_graph=entries, range_constraints=ranges,
                            equality_constraints=equalities, state_dict=state_dict, constants=constants)

@@ -351,7 +351,7 @@ class UnflattenedModule(InterpreterModule):
                                 f"got {len(args)}")
             for node, value in zip(arg_inputs, args):
                 env[node] = value
-        results = _run_nodes(fqn, nodes, env, external)
+        results = _run_nodes(fqn, nodes, env, external, getattr(self._ep.graph_module, "op_table", None))
         values = [o.value if isinstance(o, _Const) else results[o] for o in outputs]
         if out_spec is not None:
             from .pytree import tree_unflatten
@@ -367,8 +367,11 @@ class _Const:
         self.value = value
 
 
-def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node]) -> dict:
-    """Run ``nodes`` in order with ``env`` holding their external inputs; returns all values."""
+def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_table: Any = None) -> dict:
+    """Run ``nodes`` in order with ``env`` holding their external inputs; returns all values.
+
+    ``op_table``: the program's op overrides (``GraphModule.op_table``), e.g. draft's opaque ops.
+    """
     from .codegen import resolve_op
 
     symbols: dict[sympy.Symbol, int] = {}
@@ -418,7 +421,7 @@ def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node]) -> 
     for node in nodes:
         args = concrete(map_arg(node.args, env.__getitem__))
         kwargs = concrete(map_arg(node.kwargs, env.__getitem__))
-        value = resolve_op(node.target)(*args, **kwargs)
+        value = resolve_op(node.target, op_table)(*args, **kwargs)
         env[node] = value
         for axis, sym in (node.meta.get("bind") or {}).items():
             symbols.setdefault(sym, int(value if axis is None else np.shape(value)[axis]))

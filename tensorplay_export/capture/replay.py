@@ -16,11 +16,14 @@ import sympy
 
 from ..errors import CaptureError
 from ..graph import Graph, Node, map_arg
-from ..ops.registry import get_op
+from ..ops.registry import resolve_op
 
 
-def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict) -> list:
-    """Interpret ``graph`` (placeholder name -> value); sympy args evaluated at ``symbols``."""
+def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict, op_table: Any = None) -> list:
+    """Interpret ``graph`` (placeholder name -> value); sympy args evaluated at ``symbols``.
+
+    ``op_table``: the capture's op overlay (name -> OpDef), looked up before the registry.
+    """
     nodes = graph.nodes
     last_use: dict[Node, int] = {}
     for i, node in enumerate(nodes):
@@ -58,7 +61,7 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict) -> list:
         elif node.op == "call_function":
             args = concrete(map_arg(node.args, value))
             kwargs = concrete(map_arg(node.kwargs, value))
-            env[node] = get_op(node.target).impl(*args, **kwargs)
+            env[node] = resolve_op(node.target, op_table).impl(*args, **kwargs)
         else:
             return [env[v] if isinstance(v, Node) else v for v in node.args[0]]
         for axis, sym in (node.meta.get("bind") or {}).items():
@@ -73,9 +76,9 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict) -> list:
 
 
 def check_replay(graph: Graph, inputs: dict[str, Any], symbols: dict, expected: list,
-                 writes: list) -> None:
+                 writes: list, op_table: Any = None) -> None:
     """Raise CaptureError when the functional graph does not reproduce the capture's outputs."""
-    got = run_graph(graph, inputs, symbols)
+    got = run_graph(graph, inputs, symbols, op_table)
     for i, (g, w) in enumerate(zip(got, expected)):
         if isinstance(w, (np.ndarray, np.generic)):
             g_arr, w_arr = np.asarray(g), np.asarray(w)

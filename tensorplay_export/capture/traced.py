@@ -17,8 +17,8 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..errors import CaptureError, DataDependentError, UnsupportedOpError
-from ..ops.registry import func_name, get_op, lookup_func, lookup_method
+from ..errors import CaptureError, UnsupportedOpError
+from ..ops.registry import func_name, get_op, lookup_func
 from ..shape_env import user_source
 from ..symbolic import wrap_int
 
@@ -132,13 +132,13 @@ class TracedArray:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        op = lookup_method(name)
+        tracer = self._tracer
+        op = tracer.op_for_method(name, user_source(2))
         if op is None:
             if hasattr(np.ndarray, name):
                 raise UnsupportedOpError(f"ndarray.{name} has no shape rule (not supported during capture)"
                                          f"\n  at {user_source(2)}")
             raise AttributeError(f"'TracedArray' (standing in for numpy.ndarray) has no attribute {name!r}")
-        tracer = self._tracer
 
         def method(*args: Any, **kwargs: Any) -> Any:
             return tracer.call(op, (self, *args), kwargs, source=user_source(2))
@@ -147,9 +147,9 @@ class TracedArray:
         return method
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        op = lookup_func(func)
-        if op is None and func in _METADATA:
+        if func in _METADATA and lookup_func(func) is None:
             return _METADATA[func](*args, **kwargs)
+        op = self._tracer.op_for_func(func, user_source(2))
         if op is None:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
                                      f"\n  at {user_source(2)}")
@@ -162,7 +162,7 @@ class TracedArray:
         src = user_source(2)
         out = kwargs.pop("out", None)
         if method == "__call__":
-            op = lookup_func(ufunc)
+            op = self._tracer.op_for_func(ufunc, src)
             if op is None:
                 raise UnsupportedOpError(f"{func_name(ufunc)} has no shape rule (not supported during "
                                          f"capture)\n  at {src}")
@@ -195,31 +195,30 @@ class TracedArray:
             f"  at {user_source(2)}")
 
     # -- concretization of values: data-dependent --------------------------------
-    def _data_dependent(self, what: str) -> Any:
-        raise DataDependentError(
-            f"data-dependent: the model {what} of a traced array's values, which the program cannot "
-            f"know ahead of time\n  at {user_source(3)}")
+    # export mode raises DataDependentError; draft mode follows the example with a runtime check
+    def _read(self, name: str, what: str) -> Any:
+        return self._tracer.read_value(self, name, what, user_source(3))
 
     def __bool__(self) -> bool:
-        return self._data_dependent("branches on the truth value")
+        return self._read("__bool__", "branches on the truth value")
 
     def __float__(self) -> float:
-        return self._data_dependent("reads the float value")
+        return self._read("__float__", "reads the float value")
 
     def __int__(self) -> int:
-        return self._data_dependent("reads the int value")
+        return self._read("__int__", "reads the int value")
 
     def __index__(self) -> int:
-        return self._data_dependent("uses as a Python int the value")
+        return self._read("__index__", "uses as a Python int the value")
 
     def __complex__(self) -> complex:
-        return self._data_dependent("reads the complex value")
+        return self._read("__complex__", "reads the complex value")
 
     def item(self, *args: Any) -> Any:
-        return self._data_dependent("reads .item()")
+        return self._read("item" if not args else "item(*args)", "reads .item()")
 
     def tolist(self) -> Any:
-        return self._data_dependent("reads .tolist()")
+        return self._read("tolist", "reads .tolist()")
 
     # -- indexing --------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "TracedArray":

@@ -23,7 +23,7 @@ import sympy
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
-from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func
+from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
 from ..shape_env import ShapeEnv, user_source
 from ..symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
@@ -36,11 +36,21 @@ def current() -> Optional["Tracer"]:
 
 
 class Tracer:
-    """Graph, ShapeEnv and lifted constants of one capture."""
+    """Graph, ShapeEnv and lifted constants of one capture.
 
-    def __init__(self, env: ShapeEnv, graph: Optional[Graph] = None) -> None:
+    The mode is the ShapeEnv's: ``"export"`` raises where the program cannot be
+    proven; ``"draft"`` goes on (opaque ops, assumed value reads, see
+    :mod:`tensorplay_export.capture.draft`) and logs into ``draft``.
+    """
+
+    def __init__(self, env: ShapeEnv, graph: Optional[Graph] = None, draft: Any = None) -> None:
+        from .draft import DraftLog
+
         self.env = env
         env.tracer = self
+        self.mode = env.mode
+        self.draft = (draft if draft is not None else DraftLog()) if env.mode == "draft" else None
+        self.op_table: dict[str, OpDef] = {}             # this capture's op overlay (opaque ops)
         self.graph = graph if graph is not None else Graph()
         self.constants: dict[str, np.ndarray] = {}       # placeholder name -> value
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
@@ -148,12 +158,54 @@ class Tracer:
             return np.dtype(value)
         return value
 
+    # -- op lookup and value reads (the places where the mode matters) --------------
+    def op_for_func(self, func: Any, src: Any) -> Optional[OpDef]:
+        """The op a numpy function / ufunc dispatches to; in draft mode an opaque one if none."""
+        op = lookup_func(func)
+        if op is None and self.draft is not None:
+            from .draft import opaque_func
+
+            op = opaque_func(self, func, src)
+        return op
+
+    def op_for_method(self, name: str, src: Any) -> Optional[OpDef]:
+        """The op an ndarray method dispatches to; in draft mode an opaque one if none."""
+        op = lookup_method(name)
+        if op is None and self.draft is not None:
+            from .draft import opaque_method
+
+            op = opaque_method(self, name, src)
+        return op
+
+    def read_value(self, traced: "TracedArray", name: str, what: str, src: Any) -> Any:
+        """The model reads an array's value (``bool(a)``, ``int(a)``, ``a.item()``).
+
+        Raises:
+            DataDependentError: in export mode (and in draft mode for reads it cannot assume).
+        """
+        if self.draft is not None:
+            from .draft import VALUE_READS, assume_value
+
+            if name in VALUE_READS:
+                return assume_value(self, traced, name, src)
+        raise DataDependentError(
+            f"data-dependent: the model {what} of a traced array's values, which the program cannot "
+            f"know ahead of time\n  at {src}")
+
+    def node_meta(self, src: Any, **extra: Any) -> dict:
+        """Meta of a node made now: source line and the enclosing module call."""
+        meta: dict = {"source": src}
+        if self.module_path:
+            meta["module_path"] = self.module_path[-1]
+        meta.update(extra)
+        return meta
+
     # -- dispatch --------------------------------------------------------------
     def call(self, op: OpDef | str, args: tuple, kwargs: Optional[dict] = None,
              source: Any = None) -> Any:
         """Run ``op`` on examples and symbols, record a node, return traced results."""
         if isinstance(op, str):
-            op = get_op(op)
+            op = resolve_op(op, self.op_table)
         kwargs = kwargs or {}
         src = source if source is not None else user_source(2)
         ex_args = self.example(args)
@@ -187,9 +239,7 @@ class Tracer:
             if got != c:
                 raise CaptureError(f"internal error: shape rule of {op.name} gives {s} = {got} for the "
                                    f"example, but numpy gives {c}\n  at {src}")
-        meta: dict = {"source": src}
-        if self.module_path:
-            meta["module_path"] = self.module_path[-1]
+        meta = self.node_meta(src)
         node_args = self.node_arg(tuple(args))
         node_kwargs = self.node_arg(dict(kwargs))
         if not op.multi_output:
@@ -206,7 +256,7 @@ class Tracer:
         traced = []
         for i, (s, value) in enumerate(zip(shapes, outs)):
             item = self.graph.call_function("tpe.item", (node, i), {}, name_hint=f"{node.name}_{i}",
-                                            meta={"shape": s, "dtype": _dtype_of(value), "source": src})
+                                            meta=self.node_meta(src, shape=s, dtype=_dtype_of(value)))
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
@@ -218,11 +268,12 @@ class Tracer:
 
     def sym_ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
         """``np.sqrt(s)`` and friends on symbolic sizes: a 0-d traced numpy value."""
-        op = lookup_func(ufunc) if method == "__call__" else None
+        src = user_source(2)
+        op = self.op_for_func(ufunc, src) if method == "__call__" else None
         if op is None:
             raise UnsupportedOpError(f"{func_name(ufunc)}.{method} on a symbolic size is not supported"
-                                     f"\n  at {user_source(2)}")
-        return self.call(op, tuple(inputs), kwargs, source=user_source(2))
+                                     f"\n  at {src}")
+        return self.call(op, tuple(inputs), kwargs, source=src)
 
 
 def _dtype_of(value: Any) -> Any:

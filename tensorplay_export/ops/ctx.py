@@ -81,6 +81,13 @@ class ShapeCtx:
         self.require(cond if taken else sympy.Not(cond), reason)
         return taken
 
+    def pin(self, d: Any, reason: str) -> None:
+        """Pin the size ``d`` to its example value (kind ``"specialization"``)."""
+        if is_static(d):
+            self._folded()
+            return
+        self.env.guard(sympy.Eq(d, self.hint(d)), "specialization", reason, self.source, self.op)
+
     def _folded(self) -> None:
         stats = getattr(self.env, "stats", None)
         if stats is not None:

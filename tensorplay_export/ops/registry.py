@@ -26,8 +26,9 @@ Conventions for adding an op (read before writing one):
   (two sizes equal; free when already identical), ``ctx.bounds(cond, reason)``
   (index values stay inside an array: kind ``index_bounds``),
   ``ctx.choose(cond, reason)`` (follow the example's side of a comparison and
-  record it), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)`` (the one
-  broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
+  record it), ``ctx.pin(d, reason)`` (pin a size to the example's: kind
+  ``specialization``), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)``
+  (the one broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
   axis)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``, bound at
   run time from that output) and ``ctx.vrange(lo, hi, out)`` (value range of an
@@ -45,6 +46,16 @@ Conventions for adding an op (read before writing one):
   capture adds one ``tpe.item`` node per output.
 - **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
   ``ndarray`` method names that dispatch to this op during capture.
+- **Op table overlays.**  A capture may need ops that must not enter the
+  global opset: ``draft_export`` runs a numpy callable without a shape rule as
+  an *opaque* op (:func:`make_opaque_op`, named ``"tpe.opaque.<numpy name>"``,
+  every size it sees pinned to the example's).  Such ops live in a per-capture
+  overlay, a plain ``dict[str, OpDef]`` (``CaptureResult.op_table``): capture
+  resolves names there first (:func:`resolve_op`), and the program built from
+  it runs them through ``GraphModule(graph, op_table=impl_table(overlay))``.
+  The registry itself is never changed after import, so concurrent captures and
+  ``export`` never see another capture's overlay (a program using an overlay op
+  cannot be serialized: its name is not in the opset).
 - Registering an op without a shape rule raises ``TypeError``.  Capture checks
   every op on every call: substituting the example sizes into the rule's
   shape must give numpy's shape (else an internal error names both).  Add a
@@ -53,7 +64,9 @@ Conventions for adding an op (read before writing one):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Mapping, Optional
+
+import sympy
 
 from ..errors import UnsupportedOpError
 
@@ -144,6 +157,70 @@ def lookup_method(name: str) -> Optional[OpDef]:
     """The op an ``ndarray`` method name dispatches to during capture, or None."""
     _ensure_loaded()
     return _BY_METHOD.get(name)
+
+
+def resolve_op(name: str, overlay: Optional[Mapping[str, OpDef]] = None) -> OpDef:
+    """The op named ``name`` in ``overlay`` (a per-capture op table) or else in the registry.
+
+    Raises:
+        UnsupportedOpError: neither has it.
+    """
+    if overlay is not None:
+        hit = overlay.get(name)
+        if hit is not None:
+            return hit
+    return get_op(name)
+
+
+def impl_table(overlay: Optional[Mapping[str, OpDef]]) -> Optional[dict[str, Callable[..., Any]]]:
+    """``name -> impl`` of an overlay, as ``GraphModule(op_table=...)`` takes it (None when empty)."""
+    if not overlay:
+        return None
+    return {name: op.impl for name, op in overlay.items()}
+
+
+OPAQUE_PREFIX = "tpe.opaque."
+
+
+def make_opaque_op(qualname: str, impl: Callable[..., Any]) -> OpDef:
+    """An op for a numpy callable without a shape rule, for one capture's overlay (never registered).
+
+    Args:
+        qualname: the callable's printable name (``func_name(np.unwrap)`` ->
+            ``"numpy.unwrap"``); the op is ``"tpe.opaque.<qualname>"``.
+        impl: the numpy callable itself.
+
+    Returns:
+        an :class:`OpDef` whose shape rule pins every symbolic size among its
+        arguments to the example's (a ``specialization`` guard each) and returns
+        numpy's shape, so a program using it is sound, and specialized there.
+    """
+    name = f"{OPAQUE_PREFIX}{qualname}"
+    return OpDef(name, impl, _opaque_rule(qualname),
+                 doc=f"draft_export only: {qualname} run without a shape rule (sizes pinned)")
+
+
+def _opaque_rule(qualname: str) -> Callable[..., Any]:
+    def sizes(value: Any) -> list:
+        if isinstance(value, ArrayInfo):
+            return list(value.shape)
+        if isinstance(value, sympy.Expr):
+            return [value]
+        if isinstance(value, (tuple, list)):
+            return [d for v in value for d in sizes(v)]
+        if isinstance(value, dict):
+            return [d for v in value.values() for d in sizes(v)]
+        if isinstance(value, slice):
+            return sizes((value.start, value.stop, value.step))
+        return []
+
+    def rule(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        for d in sizes((args, kwargs)):
+            if isinstance(d, sympy.Expr) and not d.is_number:
+                ctx.pin(d, f"{qualname} has no shape rule")
+        return ctx.concrete[0]
+
+    return rule
 
 
 def all_ops() -> dict[str, OpDef]:

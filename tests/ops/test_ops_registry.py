@@ -45,3 +45,18 @@ def test_every_op_has_impl_rule_and_a_test():
     # the long tail of ufuncs shares one rule (tested through many ufuncs above)
     missing = [m for m in missing if not isinstance(get_op(m).impl, np.ufunc)]
     assert not missing, f"ops without a test: {missing}"
+
+
+def test_op_table_overlay_and_opaque_ops_never_enter_the_registry():
+    from tensorplay_export.ops.registry import impl_table, make_opaque_op, resolve_op
+
+    before = set(all_ops())
+    op = make_opaque_op("numpy.linalg.inv", np.linalg.inv)
+    assert op.name == "tpe.opaque.numpy.linalg.inv" and op.impl is np.linalg.inv
+    assert set(all_ops()) == before
+    overlay = {op.name: op}
+    assert resolve_op(op.name, overlay) is op
+    assert resolve_op("numpy.add", overlay) is get_op("numpy.add")
+    with pytest.raises(UnsupportedOpError):
+        resolve_op(op.name)
+    assert impl_table(overlay) == {op.name: np.linalg.inv} and impl_table({}) is None
