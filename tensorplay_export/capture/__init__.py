@@ -6,7 +6,9 @@
 - ``patching.py``: cloned model functions over a globals view (lazy constants,
   symbolic ``min``/``max``/``math.sqrt``) and the thread-scoped numpy creation wrappers;
 - ``state.py``: lifting parameters/buffers/constant attributes and module calls;
-- ``replay.py``: the replay check that catches writes the functional graph cannot express.
+- ``replay.py``: the replay check that catches writes the functional graph cannot express;
+- ``draft.py``: what ``mode="draft"`` does where export raises (opaque ops in the
+  capture's op overlay, assumed value reads, data-dependent runtime checks).
 
 ``tensorplay_export.export.capture`` ties them together.
 """
