@@ -12,9 +12,10 @@
    gives ``dx <= 50``). Any other guard over several dims is ``unfixable``.
 4. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found by binary search with solver queries; for guards with
-   ``Mod``/``floor`` a divisibility root ``x = k*_x`` (k divides the example
-   size) is tried as well, and the form admitting more sizes wins (ties: the
-   plain range). A range holding one value is a specialization ``x = 4``.
+   ``Mod``/``floor`` a lattice root ``x = k*_x + c`` is tried as well (k divides
+   the example size, c = 0; or k divides a modulus of the guards and c is the
+   example's remainder: ``Mod(n + 1, 2)`` gives ``n = 2*_n + 1``), and the form
+   admitting more sizes wins (ties: the plain range). A range holding one value is a specialization ``x = 4``.
 5. The whole fix set is verified: with every fix applied, each guard is proved,
    and the example sizes satisfy every fix. A fix equal to the current
    declaration is never emitted.
@@ -348,30 +349,30 @@ def _per_symbol(ctx, atoms, out) -> None:
         if not conds or _holds(ctx, conds, sym, lo, hi):
             continue
         best_lo, best_hi = _widest(ctx, conds, sym, lo, hi, h)
-        best = ("range", best_lo, best_hi, 1)
+        best = ("range", best_lo, best_hi, 1, 0)
         if any(c.has(sympy.Mod, sympy.floor, sympy.ceiling) for c in conds):
-            for k in _divisors(h):
+            for k, c0 in _lattices(conds, h):
                 t = make_symbol(f"_t{name}", 0)
-                tconds = [canonicalize(_subs_name(c, name, k * t), {}) for c in conds]
-                tlo = None if lo is None else -((-lo) // k)
-                thi = None if hi is None else hi // k
+                tconds = [canonicalize(_subs_name(c, name, k * t + c0), {}) for c in conds]
+                tlo = None if lo is None else -((c0 - lo) // k)   # ceil((lo - c0) / k)
+                thi = None if hi is None else (hi - c0) // k
                 if tlo is not None and tlo < 0:
                     tlo = 0
-                tcand = _widest(ctx, tconds, t, tlo if tlo is not None else 0, thi, h // k)
+                tcand = _widest(ctx, tconds, t, tlo if tlo is not None else 0, thi, (h - c0) // k)
                 if _count(*tcand) > _count(best[1], best[2]):
-                    best = ("div", tcand[0], tcand[1], k)
-        kind, blo, bhi, k = best
+                    best = ("div", tcand[0], tcand[1], k, c0)
+        kind, blo, bhi, k, c0 = best
         if blo == bhi:
-            consts.append(ConstantFix(name, blo * k))
+            consts.append(ConstantFix(name, blo * k + c0))
         elif kind == "range":
             if (blo, bhi) != (lo, hi):
                 ranges_fixes.append(RangeFix(name, blo, bhi))
         else:
             root = _fresh_root(ctx, name)
             new_roots.append(RangeFix(root, blo, bhi, new_root=True))
-            rels.append(RelationFix(name, root, k, 0))
+            rels.append(RelationFix(name, root, k, c0))
             ctx.ranges[root] = (blo, bhi)
-            ctx.hints[root] = h // k
+            ctx.hints[root] = (h - c0) // k
     for derived, (root, k, c) in ctx.relations.items():
         rels.append(RelationFix(derived, root, k, c))
     out.fixes = new_roots + ranges_fixes + consts + rels
@@ -390,6 +391,34 @@ def _divisors(h: int) -> list:
     small = [d for d in range(2, int(h ** 0.5) + 1) if h % d == 0]
     divs = sorted(set(small + [h // d for d in small] + [h]))
     return divs[:_MAX_DIVISORS]
+
+
+def _moduli(conds) -> set:
+    """Integer moduli / divisors (``Mod(e, m)``, ``floor(e/m)``, ``ceiling(e/m)``) in ``conds``."""
+    out = set()
+    for c in conds:
+        for m in c.atoms(sympy.Mod):
+            if m.args[1].is_Integer and int(m.args[1]) > 1:
+                out.add(int(m.args[1]))
+        for f in c.atoms(sympy.floor, sympy.ceiling):
+            den = sympy.fraction(sympy.together(f.args[0]))[1]
+            if den.is_Integer and int(den) > 1:
+                out.add(int(den))
+    return out
+
+
+def _lattices(conds, h: int) -> list:
+    """Candidate roots ``x = k*_x + c`` (0 <= c < k, ``c = h mod k`` keeps the example).
+
+    ``k`` runs over the divisors of the example size (``c = 0``: ``n = 4*_n``)
+    and over the moduli the guards use and their divisors (``Mod(n + 1, 2)``
+    with ``n = 5`` gives ``n = 2*_n + 1``); smallest ``k`` first, at most
+    ``_MAX_DIVISORS`` of them.
+    """
+    ks = set(_divisors(h))
+    for m in _moduli(conds):
+        ks.update(d for d in range(2, m + 1) if m % d == 0)
+    return [(k, h % k) for k in sorted(ks)[:_MAX_DIVISORS]]
 
 
 def _count(lo, hi):

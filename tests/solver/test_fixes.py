@@ -109,6 +109,25 @@ def test_rv9_divisibility_root():
     check_contract(fs, guards, {"n": (1, 1000)}, {"n": 8}, {"n": list(range(1, 1010))})
 
 
+def test_offset_divisibility_gets_offset_root():
+    # x[1:].reshape(-1, 8) on (n, 4): Eq(Mod(n + 1, 2), 0); pinning n = 5 was the old answer
+    guards = [sympy.Eq(sympy.Mod(n + 1, 2), 0)]
+    fs = suggest_fixes(guards, {"n": (1, 100)}, {"n": 5})
+    # n = 1 (x[1:] empty) is a valid size, so the root may be 0: the widest lattice keeps it
+    assert fs.lines == ["_n = Dim('_n', min=0, max=49)", "n = 2*_n + 1"]
+    assert fs.fixes == [RangeFix("_n", 0, 49, new_root=True), RelationFix("n", "_n", 2, 1)]
+    adm = [v for v in range(1, 110) if admitted(fs, {"n": (1, 100)}, {"n": v})]
+    assert adm == list(range(1, 100, 2))
+    check_contract(fs, guards, {"n": (1, 100)}, {"n": 5}, {"n": list(range(1, 110))})
+
+
+def test_offset_root_with_lower_bound_and_wider_modulus():
+    guards = [sympy.Eq(sympy.Mod(n + 1, 4), 0), n >= 8]
+    fs = suggest_fixes(guards, {"n": (1, 1000)}, {"n": 11})
+    assert fs.lines == ["_n = Dim('_n', min=2, max=249)", "n = 4*_n + 3"]
+    check_contract(fs, guards, {"n": (1, 1000)}, {"n": 11}, {"n": list(range(1, 1010))})
+
+
 def test_rv10_divisibility_from_nonlinear_mods():
     guards = [sympy.Eq(sympy.Mod(s ** 2 + s, 8), 0), sympy.Ne(sympy.Mod(s + 1, 8), 0)]
     fs = suggest_fixes(guards, {"s": (1, 1024)}, {"s": 16})
