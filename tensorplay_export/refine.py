@@ -7,6 +7,10 @@ or the first blank line.  Each line is one of (issue 4 / the solver's forms)::
     name = 4                               # specialize to a constant
     dy = dx | dx + 1 | dx - 1 | 2*dx | 2*dx + 1   # a relation k*dx + c, k >= 1
 
+A ``Dim.DYNAMIC`` axis has no user name: the error names it after its site
+(``x_dim0`` for ``x.shape[0]``) and a fix line for that name replaces the
+``Dim.DYNAMIC`` at that axis with the named Dim, constant or relation.
+
 Lines are parsed by a strict grammar (regular expressions, never ``eval``), so
 any Dim name that is an identifier works, keywords included.  Range and new
 root lines are applied before relations, so a derived dim is rebased on its
@@ -65,12 +69,39 @@ class RelationFix:
 Fix = Union[RangeFix, ConstFix, RelationFix]
 
 
+NO_FIXES = "No suggested fixes:"   # printed by violations.py when no fix line applies
+_UNFIXABLE = "no suggested fix:"    # starts a bullet's sentence for a guard no fix can express
+_GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+?)(?: \(.*\))?$")
+
+
+def _nothing_to_apply(lines: list[str]) -> str:
+    """Why a message without a fix block has nothing to apply (quoting its unfixable guards)."""
+    guards, advice = [], []
+    for i, line in enumerate(lines):
+        m = _GUARD_RE.search(line)
+        if m:
+            guards.append(m["guard"])
+        text = line.strip()
+        if text.startswith(_UNFIXABLE):
+            works = text.find("What works:")
+            advice.append(text[works:] if works >= 0 else text[len(_UNFIXABLE):].strip())
+    if not guards and not advice and not any(line.strip().startswith(NO_FIXES) for line in lines):
+        return (f"nothing to apply: the message has no '{HEADER}' block. A ConstraintViolationError or "
+                f"draft_export report prints one only when a Dim change fixes a guard; if you passed part "
+                f"of the text, pass the whole str(err)")
+    out = "there are no suggested fixes to apply"
+    if guards:
+        out += f": no Dim range, constant or relation makes {'; '.join(guards)} hold"
+    if advice:
+        out += ". Instead, as the message says: " + " | ".join(advice)
+    return out
+
+
 def _fix_block(message: str) -> list[str]:
     lines = str(message).splitlines()
     start = next((i for i, line in enumerate(lines) if line.strip() == HEADER), None)
     if start is None:
-        raise ValueError(f"the message has no '{HEADER}' block; pass the whole text of the "
-                         f"ConstraintViolationError (str(err))")
+        raise ValueError(_nothing_to_apply(lines))
     block = []
     for line in lines[start + 1:]:
         if not line.strip():
@@ -135,7 +166,83 @@ def _dims_in(spec: Any, out: dict[str, Dim]) -> None:
             _dims_in(v, out)
 
 
-def _rebuild(spec: Any, repl: dict[str, Any], memo: dict) -> Any:
+def _leaf_name(path: str) -> str:
+    """The name capture gives a Dim.DYNAMIC axis's symbol, minus ``_dim<axis>`` (``extras['s']`` -> ``extras_s``)."""
+    from .export import _leaf_name as name_of  # one naming rule for both sides
+
+    return name_of(path)
+
+
+def _is_axes(spec: Any) -> bool:
+    """A per-array axes spec (``{0: Dim}`` or ``(Dim, None)``) rather than a container of specs."""
+    from .dynamic_shapes import _DimHint
+
+    def axis_value(v: Any) -> bool:
+        return v is None or isinstance(v, (int, Dim, _DerivedDim, _DimHint))
+
+    if isinstance(spec, dict):
+        return bool(spec) and all(isinstance(k, int) and not isinstance(k, bool) for k in spec) \
+            and all(axis_value(v) for v in spec.values())
+    if isinstance(spec, (tuple, list)):
+        return any(v is not None for v in spec) and all(axis_value(v) for v in spec)
+    return False
+
+
+@dataclass(frozen=True)
+class _DynamicSite:
+    """A ``Dim.DYNAMIC`` in the spec: where it is (keys from the spec's root) and the name capture gives it."""
+
+    loc: tuple
+    pattern: Any   # compiled regex over symbol names (the input's name is unknown for positional specs)
+
+
+def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
+    """Every ``Dim.DYNAMIC`` of ``spec`` with the symbol name capture gives it (``x_dim0``).
+
+    Capture names a DYNAMIC axis ``<leaf name>_dim<axis>`` after the input's path
+    (``x``, ``extras['scale']``, ``args[1]``).  A dict spec gives the argument
+    names; a tuple/list or ShapesCollection spec does not, so there any
+    argument name matches and the rest of the path must.
+    """
+    out: list[_DynamicSite] = []
+    unknown = "R"  # stands for an argument name a positional spec does not give
+
+    def walk(node: Any, path: Optional[str], known: bool, loc: tuple) -> None:
+        if _is_axes(node):
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            for axis, d in items:
+                if d is not Dim.DYNAMIC:
+                    continue
+                tail = rf"_dim{axis}" if axis >= 0 else r"_dim\d+"  # a negative axis needs the rank
+                if path is None:
+                    head = r"[^\W\d]\w*"
+                elif not known:  # any argument name, then the known rest of the path
+                    head = r"[^\W\d]\w*?" + re.escape(_leaf_name(path)[len(unknown):])
+                else:
+                    head = re.escape(_leaf_name(path))
+                out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}$")))
+            return
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, (f"{path}[{k!r}]" if path is not None else str(k)), known, loc + (k,))
+        elif isinstance(node, (tuple, list)):
+            for i, v in enumerate(node):
+                walk(v, (f"{path}[{i}]" if path is not None else unknown), path is not None and known,
+                     loc + (i,))
+
+    if isinstance(spec, ShapesCollection):
+        for i, (_array, v) in enumerate(spec.items()):
+            walk(v, unknown, False, (i,))
+    else:
+        walk(spec, None, True, ())
+    return out
+
+
+def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
+    """``spec`` with named dims replaced by ``repl`` and the DYNAMIC hints at ``dyn`` locations replaced."""
+    dyn = dyn or {}
+    if spec is Dim.DYNAMIC:
+        return dyn.get(loc, spec)
     if isinstance(spec, Dim):
         return repl.get(spec.name, spec)
     if isinstance(spec, _DerivedDim):
@@ -147,15 +254,15 @@ def _rebuild(spec: Any, repl: dict[str, Any], memo: dict) -> Any:
             memo[key] = _affine(new_root, spec.scale, spec.offset)
         return memo[key]
     if isinstance(spec, dict):
-        return {k: _rebuild(v, repl, memo) for k, v in spec.items()}
+        return {k: _rebuild(v, repl, memo, dyn, loc + (k,)) for k, v in spec.items()}
     if isinstance(spec, tuple) and type(spec) is tuple:
-        return tuple(_rebuild(v, repl, memo) for v in spec)
+        return tuple(_rebuild(v, repl, memo, dyn, loc + (i,)) for i, v in enumerate(spec))
     if isinstance(spec, list):
-        return [_rebuild(v, repl, memo) for v in spec]
+        return [_rebuild(v, repl, memo, dyn, loc + (i,)) for i, v in enumerate(spec)]
     if isinstance(spec, ShapesCollection):
         out = ShapesCollection()
-        for array, v in spec.items():
-            out[array] = _rebuild(v, repl, memo)
+        for i, (array, v) in enumerate(spec.items()):
+            out[array] = _rebuild(v, repl, memo, dyn, loc + (i,))
         return out
     return spec
 
@@ -187,16 +294,32 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
         no fix mentions keep their original objects.
 
     Raises:
-        ValueError: no ``Suggested fixes:`` block, a malformed line, a fix naming a
-            dim that is neither in the spec nor defined by another fix line, a dim
-            fixed twice, a cyclic relation, or an AdditionalInputs spec.
+        ValueError: no ``Suggested fixes:`` block (the text says whether the message
+            reports only guards no fix can express, and what it says to do instead), a
+            malformed line, a fix naming a dim that is neither in the spec (a named Dim,
+            or a Dim.DYNAMIC axis by its site name such as ``x_dim0``) nor defined by
+            another fix line, a dim fixed twice, a cyclic relation, or an AdditionalInputs spec.
     """
     if isinstance(dynamic_shapes, AdditionalInputs):
         raise ValueError("AdditionalInputs infers Dim.DYNAMIC axes, which have no names to refine; "
                          "write the spec with named Dims to apply suggested fixes")
     fixes = parse_suggested_fixes(message)
-    existing: dict[str, Dim] = {}
+    existing: dict[str, Any] = {}
     _dims_in(dynamic_shapes, existing)
+    # A Dim.DYNAMIC axis is named by its site (x_dim0 for x.shape[0]); a fix for that name
+    # replaces the DYNAMIC hint there with a named Dim (or a constant / relation).
+    dyn_sites = _dynamic_sites(dynamic_shapes)
+    dyn_loc: dict[str, tuple] = {}
+    mentioned = {f.name for f in fixes} | {f.root for f in fixes if isinstance(f, RelationFix)}
+    for name in sorted(mentioned - set(existing)):
+        hits = [site for site in dyn_sites if site.pattern.match(name)]
+        if len(hits) > 1:
+            raise ValueError(f"fix lines name {name!r}, the Dim.DYNAMIC axis of an input, but {len(hits)} "
+                             f"Dim.DYNAMIC axes of this positional spec could be it; write dynamic_shapes as a "
+                             f"dict keyed by argument name so the axis is known")
+        if hits:
+            dyn_loc[name] = hits[0].loc
+            existing[name] = Dim(name)  # an unbounded named Dim, as the DYNAMIC axis was
 
     by_name: dict[str, Fix] = {}
     for fix in fixes:
@@ -241,4 +364,5 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
 
     for fix in fixes:
         resolve(fix.name, ())
-    return _rebuild(dynamic_shapes, resolved, {})
+    dyn = {loc: resolve(name, ()) for name, loc in dyn_loc.items()}
+    return _rebuild(dynamic_shapes, resolved, {}, dyn)

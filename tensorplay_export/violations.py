@@ -33,7 +33,7 @@ from .errors import ConstraintViolationError, DataDependentError
 from .records import DimInfo, GuardRecord
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
-           "format_guard", "format_range"]
+           "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK"]
 
 # Kinds of DimInfo whose names a user can write in a fix line.
 _NAMED = "named"
@@ -254,7 +254,7 @@ def _line_names(line: str) -> set[str]:
 # --- the error ------------------------------------------------------------------------------
 
 def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
-            unfixable: Optional[tuple[dict, str]]) -> list[str]:
+            unfixable: Optional[tuple[dict, str]], fixed_names: set[str] = frozenset()) -> list[str]:
     names = _names(record.expr)
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
@@ -283,12 +283,88 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     for note in record.notes:
         lines.append(f"    note: {note}")
     for n in dynamic:
-        where = " and ".join(dims[n].sites) or n
-        lines.append(f"    {where} is Dim.DYNAMIC, which the model cannot keep fully dynamic here; mark it "
-                     f"Dim.AUTO (accept what the model needs), Dim.STATIC, or a named Dim with the right range")
+        lines.append("    " + _dynamic_note(n, dims[n], fixed_names))
     if unfixable is not None and set(names) - set(dynamic):  # the DYNAMIC note already says what to do
-        lines.append("    " + _unfixable_sentence(names, unfixable[1]))
+        advice = _auto_advice(record.expr, dims)
+        if advice and (len(names) > 1 and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
+            # the usual multi-dim case: say briefly why, then what works
+            sentence = (f"{UNFIXABLE_MARK} no Dim range, constant or relation dy = k*dx + c expresses "
+                        f"{format_guard(record.expr)}")
+        else:
+            sentence = _unfixable_sentence(names, unfixable[1], record.expr)
+        lines.append("    " + sentence + (f". {advice}" if advice else ""))
     return lines
+
+
+def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str]) -> str:
+    """What a user does about a Dim.DYNAMIC axis the model cannot keep fully dynamic.
+
+    A DYNAMIC axis has no user name, so its symbol is named after the site
+    (``x_dim0`` for ``x.shape[0]``); a fix line for that name replaces the
+    ``Dim.DYNAMIC`` at the site with a named Dim (refine applies it).
+    """
+    where = " and ".join(info.sites) or name
+    known = f"{name} in {format_range_brackets(info.lower, info.upper)}"
+    if name in fixed_names:
+        return (f"{where} is Dim.DYNAMIC ({known}); the fix line for {name} below replaces that Dim.DYNAMIC "
+                f"(refine applies it: a named Dim with the range the model supports, or a constant for a static "
+                f"axis); or mark the axis Dim.AUTO to accept whatever the model needs, or Dim.STATIC")
+    return (f"{where} is Dim.DYNAMIC ({known}), which the model cannot keep fully dynamic here; mark it "
+            f"Dim.AUTO (accept what the model needs), Dim.STATIC, or a named Dim with the right range")
+
+
+def _site_text(info: DimInfo) -> str:
+    sites = [s.split(" (")[0] for s in info.sites] or [info.name]
+    return " and ".join(sites)
+
+
+def _linear_solution(expr: Any, sym: sympy.Symbol) -> Optional[Any]:
+    """``e`` with ``Eq(sym, e)`` equivalent to the equality ``expr`` (integer coefficients), else None."""
+    diff = sympy.expand(expr.lhs - expr.rhs)
+    indep, dep = diff.as_independent(sym, as_Add=True)
+    coeff = sympy.simplify(dep / sym) if dep != 0 else sympy.Integer(0)
+    if coeff not in (1, -1):
+        return None
+    solution = sympy.expand(-indep / coeff)
+    if sym in solution.free_symbols or not solution.free_symbols:
+        return None
+    if not all(c.is_Integer for c in solution.as_coefficients_dict().values()):
+        return None
+    return solution
+
+
+def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
+    """What works instead of a fix line: ``Dim.AUTO`` on the input axis the guard makes dependent.
+
+    For an equality solvable for one named dim (``a + b == c``), that dim's axis
+    can be ``Dim.AUTO``: capture then infers it (``c := a + b``).  For any other
+    guard, an ``Dim.AUTO`` axis makes the guard part of the program's contract,
+    checked at run time.  None when no named dim is involved.
+    """
+    syms = sorted(getattr(expr, "free_symbols", ()), key=lambda s: s.name)
+    named = [s for s in syms if s.name in dims and dims[s.name].kind == _NAMED]
+    if not named:
+        return None
+    if isinstance(expr, sympy.Eq):
+        options = []
+        for s in named:
+            solution = _linear_solution(expr, s)
+            if solution is not None:
+                coeffs = solution.as_coefficients_dict().values()
+                # prefer the dim that is a plain sum of the others (c := a + b), then the last one named
+                options.append((all(c > 0 for c in coeffs), named.index(s), s, solution))
+        if options:
+            _, _, s, solution = max(options, key=lambda o: (o[0], o[1]))
+            return (f"What works: declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); "
+                    f"it will be inferred as {format_guard(solution)} (or change the model so it does not "
+                    f"need this guard)")
+    rhs = getattr(expr, "rhs", None)
+    on_rhs = [s for s in named if rhs is not None and s in getattr(rhs, "free_symbols", ())]
+    s = (on_rhs or named)[-1]
+    return (f"What works: change the model so it does not need this guard (e.g. compute both branches and "
+            f"select with np.where), pick bounds by hand that keep every allowed combination inside it, or "
+            f"declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); the program then "
+            f"accepts only sizes with {format_guard(expr)} and checks it at run time")
 
 
 def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
@@ -299,7 +375,13 @@ def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
     return info.hint if info is not None else format_guard(expr)
 
 
-def _unfixable_sentence(names: list[str], reason: str = "") -> str:
+UNFIXABLE_MARK = "no suggested fix:"  # starts the sentence of a bullet whose guard no fix line can fix
+
+
+def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None) -> str:
+    if reason and expr is not None and reason.startswith("the guard ties"):
+        # the solver quotes the guard as sympy text (`Eq(a + b, c)`); show the readable form
+        reason = re.sub(r"`[^`]*`", lambda _m: f"`{format_guard(expr)}`", reason, count=1)
     if reason:
         return (f"no suggested fix: {reason}. Change the model so it does not need this guard for the "
                 f"sizes you declare, or pick bounds by hand that keep every allowed combination inside it")
@@ -344,28 +426,47 @@ def build_violation_error(violations: list[GuardRecord],
         fs = _NoFixes([(g, {}, f"the solver could not synthesize a fix ({type(err).__name__}: {err})")
                        for g in guards])
 
+    # Named dims and DYNAMIC axes get fix lines (a DYNAMIC axis by its site name, e.g. x_dim0:
+    # refine replaces the Dim.DYNAMIC there); AUTO symbols never need one.
     lines = _writable_lines(list(getattr(fs, "lines", []) or []),
-                            {n for n, info in dims.items() if info.kind == _NAMED})
+                            {n for n, info in dims.items() if info.kind in (_NAMED, _DYNAMIC)})
     fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
     out = [f"Constraints violated ({', '.join(used)})!"]
+    fix_for: list[list[str]] = []
     for record in records:
         verdict = _counterexample(api, record.expr, dims)
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
         if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
             unfixable = ({}, "")  # no printed fix touches this guard's dims: say so instead of staying silent
-        out += _bullet(record, dims, verdict, unfixable)
+        out += _bullet(record, dims, verdict, unfixable, fixed_names)
+        fix_for.append([] if unfixable is not None else _lines_about(names, lines))
     if lines:
         out.append("Suggested fixes:")
         out += [f"  {ln}" for ln in lines]
+    else:
+        out.append(NO_FIXES_LINE)
     err = ConstraintViolationError("\n".join(out))
     err.violations = records
     err.fixes = lines
+    err.fix_for = fix_for
     err.unfixable = [g for g, _, _ in unfix]
     return err
+
+
+# Printed last when no fix line applies; refine recognizes it and says there is nothing to apply.
+NO_FIXES_LINE = ("No suggested fixes: no Dim range, constant or relation makes these guards hold; "
+                 "each bullet above says what to change instead")
+
+
+def _lines_about(names: set[str], lines: list[str]) -> list[str]:
+    """The fix lines that concern a guard over ``names`` (and the new roots those lines use)."""
+    picked = [ln for ln in lines if _line_names(ln) & names]
+    used = set().union(*map(_line_names, picked)) if picked else set()
+    return [ln for ln in lines if ln in picked or _range_lhs(ln) in used]
 
 
 @dataclass

@@ -204,3 +204,43 @@ def test_additional_inputs_refused():
 def test_malformed_line_in_message():
     with pytest.raises(ValueError, match="cannot apply fix line 'seq <= 512'"):
         refine(message("seq <= 512"), {"x": {1: Dim("seq")}})
+
+
+# --- Dim.DYNAMIC axes, named by their site ---------------------------------------------------
+
+def test_dynamic_axis_by_site_name_dict_nested_and_per_axis_tuple():
+    spec = {"x": {0: Dim.DYNAMIC, 1: Dim.DYNAMIC}, "extras": {"scale": (Dim.DYNAMIC, None)}}
+    got = refine(message("x_dim1 = Dim('x_dim1', max=512)", "extras_scale_dim0 = 4"), spec)
+    assert got == {"x": {0: Dim.DYNAMIC, 1: Dim("x_dim1", max=512)}, "extras": {"scale": (4, None)}}
+
+
+def test_dynamic_axis_in_positional_spec_and_relation_to_named_dim():
+    batch = Dim("batch", max=8)
+    spec = ({0: batch}, {0: Dim.DYNAMIC})
+    got = refine(message("y_dim0 = batch"), spec)
+    assert got[1][0] is got[0][0] is batch
+
+
+def test_dynamic_root_of_a_relation_becomes_one_shared_dim():
+    spec = {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}}
+    got = refine(message("y_dim0 = x_dim0"), spec)
+    assert got["x"][0] == Dim("x_dim0") and got["y"][0] is got["x"][0]
+
+
+def test_dynamic_axis_ambiguous_in_positional_spec_says_why():
+    with pytest.raises(ValueError, match="write dynamic_shapes as a dict keyed by argument name"):
+        refine(message("y_dim0 = Dim('y_dim0', max=4)"), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
+
+
+def test_dynamic_axis_in_shapes_collection():
+    x = np.zeros((3, 4))
+    sc = ShapesCollection()
+    sc[x] = {1: Dim.DYNAMIC}
+    got = refine(message("x_dim1 = Dim('x_dim1', max=9)"), sc)
+    assert got[x] == {1: Dim("x_dim1", max=9)}
+
+
+def test_no_block_message_is_neutral_and_says_what_to_do():
+    with pytest.raises(ValueError) as info:
+        refine("Constraints violated (a)!\n  something", {"x": {0: Dim("a")}})
+    assert str(info.value).startswith("nothing to apply: the message has no 'Suggested fixes:' block.")

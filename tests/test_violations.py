@@ -4,10 +4,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytest
 import sympy
 
 import solver
+import tensorplay_export as tpe
 from tensorplay_export import violations
 from tensorplay_export.dynamic_shapes import Dim, _DerivedDim
 from tensorplay_export.errors import ConstraintViolationError, DataDependentError
@@ -135,8 +137,9 @@ def test_unfixable_has_counterexample_and_sentence_no_fix_block(loc):
     text = str(err)
     assert "satisfy the guard dx*dy <= 4096" in text
     assert "counterexample: dx = " in text
-    assert "no suggested fix:" in text and "Change the model" in text
-    assert "Suggested fixes:" not in text
+    assert "no suggested fix:" in text and "change the model" in text
+    assert "declare y.shape[0] as Dim.AUTO instead of Dim('dy')" in text
+    assert "Suggested fixes:" not in text and text.endswith(violations.NO_FIXES_LINE)
     assert err.fixes == [] and len(err.unfixable) == 1
 
 
@@ -222,18 +225,63 @@ def test_shape_guard_reason_is_shown(loc):
     assert str(err).endswith("Suggested fixes:\n  batch = 4")
 
 
-def test_dynamic_dim_gets_no_fix_line_and_a_hint(loc):
-    s0, dx = sym("s0"), sym("dx")
-    dims = {"s0": info("s0", 1, None, 4, "x.shape[0]", kind="dynamic"), "dx": info("dx", 1, 16, 2, "y.shape[0]")}
+def test_dynamic_dim_gets_a_site_named_fix_line_refine_applies(loc):
+    s0, dx = sym("x_dim0"), sym("dx")
+    dims = {"x_dim0": info("x_dim0", 1, None, 4, "x.shape[0]", kind="dynamic"),
+            "dx": info("dx", 1, 16, 2, "y.shape[0]")}
     err = violations.build_violation_error(
         [GuardRecord(sympy.Eq(s0, 4), "specialization", "int() on a size", loc(10)),
          GuardRecord(dx <= 10, "guard", "", loc(8))], dims)
     text = str(err)
-    assert text.startswith("Constraints violated (dx, s0)!")
-    assert "  - s0 = x.shape[0] was specialized to 4 (int() on a size)" in text
-    assert "x.shape[0] is Dim.DYNAMIC" in text and "Dim.AUTO" in text and "Dim.STATIC" in text
-    assert "s0 = 4" not in text.split("Suggested fixes:")[1]
-    assert text.endswith("Suggested fixes:\n  dx = Dim('dx', max=10)")
+    assert text.startswith("Constraints violated (dx, x_dim0)!")
+    assert "  - x_dim0 = x.shape[0] was specialized to 4 (int() on a size)" in text
+    assert "    x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]); the fix line for x_dim0 below replaces" in text
+    assert "Dim.AUTO" in text and "Dim.STATIC" in text
+    assert text.endswith("Suggested fixes:\n  dx = Dim('dx', max=10)\n  x_dim0 = 4")
+    spec = {"x": {0: Dim.DYNAMIC}, "y": {0: Dim("dx", max=16)}}
+    assert refine(text, spec) == {"x": {0: 4}, "y": {0: Dim("dx", max=10)}}
+
+
+def test_dynamic_dim_range_fix_states_the_known_range(loc):
+    s0 = sym("x_dim0")
+    err = violations.build_violation_error(
+        [GuardRecord(s0 <= 512, "shape", "broadcasting", loc(7))],
+        {"x_dim0": info("x_dim0", 1, None, 8, "x.shape[0]", kind="dynamic")})
+    text = str(err)
+    assert "in the specified range x_dim0 >= 1 satisfy the guard x_dim0 <= 512" in text
+    assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf])" in text
+    assert text.endswith("Suggested fixes:\n  x_dim0 = Dim('x_dim0', max=512)")
+    assert err.fix_for == [["x_dim0 = Dim('x_dim0', max=512)"]]
+    assert refine(text, {"x": {0: Dim.DYNAMIC, 1: None}}) == {"x": {0: Dim("x_dim0", max=512), 1: None}}
+
+
+def test_sum_relation_says_which_axis_to_make_auto(loc):
+    a, b, c = sym("a"), sym("b"), sym("c")
+    dims = {"a": info("a", 1, None, 3, "x.shape[1]"), "b": info("b", 1, None, 4, "y.shape[1]"),
+            "c": info("c", 1, None, 7, "z.shape[1]")}
+    err = violations.build_violation_error([GuardRecord(sympy.Eq(a + b, c), "shape", "broadcasting", loc(7))],
+                                           dims)
+    text = str(err)
+    assert ("    no suggested fix: no Dim range, constant or relation dy = k*dx + c expresses a + b == c. "
+            "What works: declare z.shape[1] as Dim.AUTO instead of Dim('c'); it will be inferred as a + b") in text
+    assert text.endswith("\n" + violations.NO_FIXES_LINE)
+    assert err.fixes == [] and err.fix_for == [[]]
+    with pytest.raises(ValueError) as info_:
+        refine(text, {"x": {1: Dim("a")}, "y": {1: Dim("b")}, "z": {1: Dim("c")}})
+    msg = str(info_.value)
+    assert msg.startswith("there are no suggested fixes to apply: no Dim range, constant or relation makes "
+                          "a + b == c hold. Instead, as the message says: What works: declare z.shape[1] as Dim.AUTO")
+    assert "pass the whole" not in msg
+
+
+def test_mixed_case_fix_for_leaves_the_unfixable_guard_without_a_fix(loc):
+    h, w = sym("h"), sym("w")
+    dims = {"h": info("h", 1, 64, 8, "x.shape[2]"), "w": info("w", 1, 64, 8, "x.shape[3]")}
+    err = violations.build_violation_error(
+        [GuardRecord(h >= 2, "shape", "", loc(7)), GuardRecord(h * w <= 1000, "guard", "", loc(8))], dims)
+    assert err.fixes == ["h = Dim('h', min=2, max=64)"]
+    assert err.fix_for == [["h = Dim('h', min=2, max=64)"], []]
+    assert str(err).count(violations.UNFIXABLE_MARK) == 1
 
 
 def test_deterministic_and_deduplicated(loc):
@@ -465,3 +513,45 @@ def test_nearest_counterexample():
     # a guard that does not evaluate at concrete sizes keeps the solver's counterexample
     f = sympy.Function("f")
     assert violations._nearest_counterexample(f(seq) <= 3, {"seq": 900}, dims) == {"seq": 900}
+
+
+# --- end to end through export: DYNAMIC fixes and unfixable relations ------------------------
+
+POS_TABLE = np.ones((512, 4), np.float32)
+
+
+def _pos_model(x):
+    return x + POS_TABLE[: x.shape[0]]
+
+
+def test_export_dynamic_violation_refines_in_one_step():
+    spec = {"x": {0: Dim.DYNAMIC}}
+    x = np.ones((8, 4), np.float32)
+    with pytest.raises(ConstraintViolationError) as info_:
+        tpe.export(_pos_model, x, dynamic_shapes=spec)
+    text = str(info_.value)
+    assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf])" in text
+    assert text.endswith("Suggested fixes:\n  x_dim0 = Dim('x_dim0', max=512)")
+    new = refine(text, spec)
+    assert new == {"x": {0: Dim("x_dim0", max=512)}}
+    ep = tpe.export(_pos_model, x, dynamic_shapes=new)
+    assert ep.module()(np.ones((512, 4), np.float32)).shape == (512, 4)
+
+
+def _concat_model(x, y, z):
+    return np.concatenate([x, y], axis=1) + z
+
+
+def test_export_sum_relation_advice_works():
+    a, b, c = Dim("a"), Dim("b"), Dim("c")
+    args = (np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 7)))
+    spec = {"x": {1: a}, "y": {1: b}, "z": {1: c}}
+    with pytest.raises(ConstraintViolationError) as info_:
+        tpe.export(_concat_model, *args, dynamic_shapes=spec)
+    text = str(info_.value)
+    assert "What works: declare z.shape[1] as Dim.AUTO instead of Dim('c'); it will be inferred as a + b" in text
+    with pytest.raises(ValueError, match="^there are no suggested fixes to apply"):
+        refine(text, spec)
+    # the advice is true: with z's axis AUTO the export succeeds and infers a + b
+    ep = tpe.export(_concat_model, *args, dynamic_shapes={"x": {1: a}, "y": {1: b}, "z": {1: Dim.AUTO}})
+    assert ep.module()(np.ones((2, 5)), np.ones((2, 1)), np.ones((2, 6))).shape == (2, 6)
