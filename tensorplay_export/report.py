@@ -3,9 +3,12 @@
 All four show the same content: a status line (program built? structural
 validation, max abs/rel difference against eager), the failures grouped by
 kind (message, the model's ``file:line`` and source text, the fix lines
-concerning it), the guards accepted on ``Dim.AUTO`` sizes, and, last, one
-``Suggested fixes:`` block that ``refine_dynamic_shapes_from_suggested_fixes``
-reads (it stops at the first blank line, so nothing follows the block).
+concerning it; none for a guard no fix line expresses), the guards accepted on
+``Dim.AUTO`` sizes, and, last, one ``Suggested fixes:`` block that
+``refine_dynamic_shapes_from_suggested_fixes`` reads (it stops at the first
+blank line, so nothing follows the block).  A report with violations but no
+fix line ends with ``violations.NO_FIXES_LINE`` instead, so refine says there
+is nothing to apply and quotes what each bullet says to do.
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ import math
 import os
 from typing import Any
 
-__all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line"]
+__all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix"]
 
 
 def _kinds() -> dict[str, str]:
@@ -48,6 +51,30 @@ def _where(f: Any) -> str:
     return str(f.source) if f.source is not None else ""
 
 
+def shown_fix(f: Any) -> Any:
+    """The fix lines to show next to one failure, or None.
+
+    A violation whose message says no fix line expresses its guard shows none,
+    even when a fix line for another guard names the same dims (that line does
+    not fix this guard).
+    """
+    from .violations import UNFIXABLE_MARK
+
+    if f.kind == "constraint_violation" and any(ln.strip().startswith(UNFIXABLE_MARK)
+                                                for ln in (f.message or "").splitlines()):
+        return None
+    return f.fix
+
+
+def _no_fixes_line(report: Any) -> Any:
+    """The closing line of a report with violations but no fix line (refine quotes it), else None."""
+    from .violations import NO_FIXES_LINE
+
+    if report.fixes or not any(f.kind == "constraint_violation" for f in report.failures):
+        return None
+    return NO_FIXES_LINE
+
+
 def render_text(report: Any) -> str:
     """The plain-text report (``str(report)``)."""
     kinds = _kinds()
@@ -61,8 +88,9 @@ def render_text(report: Any) -> str:
             out += [f"     {ln}" for ln in lines[1:]]
             if f.source is not None:
                 out.append(f"     at {_where(f)}")
-            if f.fix:
-                out.append(f"     fix: {'; '.join(f.fix.splitlines())}")
+            fix = shown_fix(f)
+            if fix:
+                out.append(f"     fix: {'; '.join(fix.splitlines())}")
     if report.accepted:
         out.append("")
         out.append("Guards accepted on Dim.AUTO sizes (part of the program's contract)")
@@ -71,6 +99,8 @@ def render_text(report: Any) -> str:
         out.append("")
         out.append("Suggested fixes:")
         out += [f"  {ln}" for ln in report.fixes]
+    elif _no_fixes_line(report):
+        out += ["", _no_fixes_line(report)]
     return "\n".join(out)
 
 
@@ -88,7 +118,7 @@ def report_to_dict(report: Any) -> dict:
         "validation": None if v is None else {"ok": v.ok, "problems": list(v.problems)},
         "comparison": None if c is None else {"ok": c.ok, "max_abs": num(c.max_abs), "max_rel": num(c.max_rel),
                                               "note": c.note},
-        "failures": [f.to_dict() for f in report.failures],
+        "failures": [dict(f.to_dict(), fix=shown_fix(f)) for f in report.failures],
         "accepted_auto_guards": list(report.accepted),
         "suggested_fixes": list(report.fixes),
     }
@@ -108,7 +138,7 @@ def render_html(report: Any) -> str:
     for i, f in enumerate(report.failures, 1):
         where, text = _loc(f)
         src = f"<code>{esc(where)}</code><br><code>{esc(text)}</code>" if where else ""
-        fix = f"<pre style='margin:0'>{esc(f.fix)}</pre>" if f.fix else ""
+        fix = f"<pre style='margin:0'>{esc(shown_fix(f))}</pre>" if shown_fix(f) else ""
         rows.append(f"<tr><td>{i}</td><td>{esc(kinds.get(f.kind, f.kind))}</td>"
                     f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
                     f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
@@ -121,6 +151,8 @@ def render_html(report: Any) -> str:
                      + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
     if report.fixes:
         parts.append("<p>Suggested fixes:</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
+    elif _no_fixes_line(report):
+        parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
     parts.append("</div>")
     return "".join(parts)
 
@@ -139,7 +171,7 @@ def render_markdown(report: Any) -> str:
         for i, f in enumerate(report.failures, 1):
             where, text = _loc(f)
             src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
-            fix = "<br>".join(f"`{ln}`" for ln in f.fix.splitlines()) if f.fix else ""
+            fix = "<br>".join(f"`{ln}`" for ln in shown_fix(f).splitlines()) if shown_fix(f) else ""
             out.append(f"| {i} | {_md_cell(kinds.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
                        f"{src} | {fix} |")
         out.append("")
@@ -149,4 +181,6 @@ def render_markdown(report: Any) -> str:
         out.append("")
     if report.fixes:
         out += ["Suggested fixes:", "```", *report.fixes, "```"]
+    elif _no_fixes_line(report):
+        out.append(_no_fixes_line(report))
     return "\n".join(out)

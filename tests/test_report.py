@@ -78,3 +78,51 @@ def test_report_without_program():
     assert "Suggested fixes:" not in str(r) and "Suggested fixes:" not in r._repr_html_()
     assert report_to_dict(r)["comparison"] is None
     assert repr(r) == "<DraftExportReport f: 1 failure(s)>"
+
+
+P32 = np.ones((32, 1))
+
+
+def table_and_product(x):
+    h, w = x.shape
+    x = x + P32[:h]
+    if h * w > 1000:  # product guard: no fix line expresses it
+        return x * 2
+    return x + 1
+
+
+def test_unfixable_violation_shows_no_fix_of_another_guard():
+    spec = {"x": {0: Dim("h", max=64), 1: Dim("w", max=64)}}
+    r = draft_export(table_and_product, np.ones((8, 8)), dynamic_shapes=spec)
+    text = str(r)
+    fixable, product = [f for f in r.failures if f.kind == "constraint_violation"]
+    assert "h <= 32" in fixable.message and "h*w <= 1000" in product.message
+    part = text.split("  2. ")[1].split("Suggested fixes:")[0]
+    assert "no suggested fix:" in part and "fix: h = " not in part
+    assert "     fix: h = Dim('h', max=32)" in text.split("  2. ")[0]
+    assert text.endswith("Suggested fixes:\n  h = Dim('h', max=32)")
+    assert [f["fix"] for f in report_to_dict(r)["failures"]] == ["h = Dim('h', max=32)", None]
+    assert render_markdown(r).count("`h = Dim('h', max=32)`") == 1
+
+
+def concat_add(x, y, z):
+    return np.concatenate([x, y], axis=1) + z
+
+
+def test_report_without_fix_lines_ends_with_the_no_fixes_line_refine_explains():
+    from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes as refine
+    from tensorplay_export.violations import NO_FIXES_LINE
+
+    spec = {"x": {1: Dim("a")}, "y": {1: Dim("b")}, "z": {1: Dim("c")}}
+    r = draft_export(concat_add, np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 7)), dynamic_shapes=spec)
+    text = str(r)
+    assert "Suggested fixes:" not in text and text.endswith("\n\n" + NO_FIXES_LINE)
+    assert NO_FIXES_LINE in render_markdown(r) and NO_FIXES_LINE in render_html(r)
+    try:
+        refine(text, spec)
+    except ValueError as err:
+        assert str(err).startswith("there are no suggested fixes to apply: no Dim range, constant or relation "
+                                   "makes a + b == c hold")
+        assert "declare z.shape[1] as Dim.AUTO instead of Dim('c')" in str(err)
+    else:
+        raise AssertionError("refine applied something from a report without fixes")
