@@ -10,8 +10,10 @@ Subcommands::
 
 ``TARGET`` is ``path/to/file.py:function``; the function takes no arguments and
 returns ``(model, args, dynamic_shapes)`` or ``(model, args, kwargs, dynamic_shapes)``.
-Exit status 2 means a usage error (bad arguments, missing file, bad target).
-Errors print one line (``error: ...``) unless ``--debug`` is given.
+Exit status 2 means a usage error (bad arguments, missing file, bad target, a
+target function that raises, an output path that cannot be written).
+Errors print one line (``error: ...``); ``--debug`` prints the traceback before
+it and keeps the same exit status.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import importlib.util
 import json
 import os
 import sys
+import traceback
 from typing import Any, Optional, Sequence
 
 __all__ = ["main", "load_target", "UsageError"]
@@ -121,6 +124,7 @@ def cmd_export(opts: argparse.Namespace) -> int:
     from .export import export
     from .serde import save
 
+    _writable_output(opts.output)  # before the (slow) export: a bad path is a usage error
     model, args, kwargs, spec = load_target(opts.target)
     try:
         ep = export(model, *args, dynamic_shapes=spec, **kwargs)
@@ -130,9 +134,23 @@ def cmd_export(opts: argparse.Namespace) -> int:
         con.print(f"export failed: {type(err).__name__}", style="bold red", markup=False)
         con.print(str(err), markup=False)
         return EXIT_FAIL
-    save(ep, opts.output)
+    try:
+        save(ep, opts.output)
+    except OSError as err:  # the archive is written to a temporary file first: name the user's path
+        raise UsageError(f"cannot write {opts.output}: {err.strerror or err}") from err
     _console().print(f"saved {opts.output}", style="green", markup=False)
     return EXIT_OK
+
+
+def _writable_output(path: str) -> None:
+    """Raise UsageError naming ``path`` when its folder is missing or not writable, or it is a folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write {path}: it is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {path}: the directory {os.path.dirname(path) or folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot write {path}: the directory {os.path.dirname(path) or folder} is not writable")
 
 
 def cmd_contract(opts: argparse.Namespace) -> int:
@@ -206,25 +224,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 ok, 1 contract does not hold / narrowed, 2 usage error)."""
+    """Entry point; returns the exit status (0 ok, 1 contract does not hold / narrowed, 2 usage error).
+
+    With ``--debug`` an error also prints its traceback; the status does not change.
+    """
     parser = build_parser()
     try:
         opts = parser.parse_args(argv)
     except SystemExit as exit_:
         return int(exit_.code) if isinstance(exit_.code, int) else EXIT_USAGE
     debug = getattr(opts, "debug", False)
+    # --debug only adds the traceback: the exit status is the same with and without it
     try:
         return opts.run(opts)
     except UsageError as err:
         if debug:
-            raise
+            traceback.print_exc(file=sys.stderr)
         _console(stderr=True).print(f"error: {err}", style="red", markup=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - one clear line for CI logs; --debug for the traceback
         if debug:
-            raise
+            traceback.print_exc(file=sys.stderr)
         text = " ".join(str(err).split()) or type(err).__name__
         _console(stderr=True).print(f"error: {type(err).__name__}: {text}", style="red", markup=False)
         return EXIT_USAGE

@@ -89,8 +89,19 @@ def test_usage_errors_exit_2_with_one_line(target, capsys):
         assert "Traceback" not in err + out
     code, _out, err = run(capsys, "check", f"{target}:explodes")
     assert code == 2 and err.strip().count("\n") == 0 and "cannot build the model" in err
-    with pytest.raises(RuntimeError, match="cannot build the model"):
-        main(["--debug", "check", f"{target}:explodes"])
+    code, _out, err = run(capsys, "--debug", "check", f"{target}:explodes")  # same status, plus the traceback
+    assert code == 2 and "Traceback" in err and err.rstrip().endswith("cannot build the model")
+    code, _out, err = run(capsys, "check", f"{target}:explodes", "--debug")
+    assert code == 2 and "Traceback" in err
+
+
+def test_export_to_a_missing_folder_names_the_path(target, tmp_path, capsys):
+    missing = tmp_path / "nonexistent" / "dir" / "x.pt2"
+    code, out, err = run(capsys, "export", f"{target}:ok", "-o", str(missing))
+    assert code == 2 and "Traceback" not in err + out and ".tmp" not in err
+    assert err.strip() == f"error: cannot write {missing}: the directory {missing.parent} does not exist"
+    code, out, err = run(capsys, "export", f"{target}:ok", "-o", str(tmp_path))
+    assert code == 2 and err.strip() == f"error: cannot write {tmp_path}: it is a directory"
 
 
 def test_export_contract_diff_show(target, tmp_path, capsys):
