@@ -18,10 +18,29 @@ from .elementwise import shape_of
 from .registry import register_op
 
 
-def norm_shape(shape: Any) -> tuple:
+def require_nonneg(ctx: Any, sizes: Any, what: str) -> None:
+    """Every symbolic count in ``sizes`` is >= 0: numpy raises on a negative size.
+
+    Every rule that takes sizes from its arguments (creation shapes, reshape
+    targets, pad widths, tile/repeat counts, linspace's ``num``) calls this, so
+    ``zeros((n - 5, 4))`` requires ``n >= 5`` (a violation with a fix) instead
+    of a program that fails at run time.  Static sizes were checked by numpy on
+    the example; sizes sympy already knows are >= 0 fold without the solver.
+    """
+    for d in sizes:
+        if isinstance(d, sympy.Basic) and not d.is_Integer:
+            ctx.require(sympy.Ge(d, 0), f"{what}: size {d} must be >= 0")
+
+
+def norm_shape(shape: Any, ctx: Any = None, what: str = "shape") -> tuple:
+    """A creation shape as a tuple of ints / sympy sizes (each required >= 0 when ``ctx`` is given)."""
     if isinstance(shape, (list, tuple)):
-        return tuple(as_dim(sympy.sympify(d)) if isinstance(d, sympy.Basic) else int(d) for d in shape)
-    return (as_dim(sympy.sympify(shape)) if isinstance(shape, sympy.Basic) else int(shape),)
+        out = tuple(as_dim(sympy.sympify(d)) if isinstance(d, sympy.Basic) else int(d) for d in shape)
+    else:
+        out = (as_dim(sympy.sympify(shape)) if isinstance(shape, sympy.Basic) else int(shape),)
+    if ctx is not None:
+        require_nonneg(ctx, out, what)
+    return out
 
 
 def _arange_rule(ctx: Any, start: Any, stop: Any = None, step: Any = None, dtype: Any = None,
@@ -51,7 +70,7 @@ register_op("numpy.arange", np.arange, _arange_rule, numpy_funcs=(np.arange,))
 
 
 def _fill_rule(ctx: Any, shape: Any, *args: Any, **kwargs: Any) -> tuple:
-    return norm_shape(shape)
+    return norm_shape(shape, ctx, "array shape")
 
 
 for _name in ("zeros", "ones", "empty", "full"):
@@ -60,7 +79,7 @@ for _name in ("zeros", "ones", "empty", "full"):
 
 
 def _like_rule(ctx: Any, a: Any, *args: Any, shape: Any = None, **kwargs: Any) -> tuple:
-    return shape_of(a) if shape is None else norm_shape(shape)
+    return shape_of(a) if shape is None else norm_shape(shape, ctx, "shape=")
 
 
 for _name in ("zeros_like", "ones_like", "empty_like", "full_like"):
@@ -69,12 +88,12 @@ for _name in ("zeros_like", "ones_like", "empty_like", "full_like"):
 
 
 def _eye_rule(ctx: Any, N: Any, M: Any = None, k: Any = 0, *args: Any, **kwargs: Any) -> tuple:
-    return norm_shape((N, N if M is None else M))
+    return norm_shape((N, N if M is None else M), ctx, "N, M")
 
 
 register_op("numpy.eye", np.eye, _eye_rule, numpy_funcs=(np.eye,))
 register_op("numpy.tri", np.tri, _eye_rule, numpy_funcs=(np.tri,))
-register_op("numpy.identity", np.identity, lambda ctx, n, *a, **k: norm_shape((n, n)),
+register_op("numpy.identity", np.identity, lambda ctx, n, *a, **k: norm_shape((n, n), ctx, "identity"),
             numpy_funcs=(np.identity,))
 
 
@@ -93,7 +112,7 @@ def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: boo
     extra = shape_of(start) or shape_of(stop)
     if extra:
         raise NotImplementedError("linspace with array start/stop is not supported during capture")
-    return norm_shape(num)
+    return norm_shape(num, ctx, "linspace num")
 
 
 register_op("numpy.linspace", np.linspace, _linspace_rule, numpy_funcs=(np.linspace,))

@@ -74,8 +74,8 @@ def _expand_key(key: Any, ndim: int) -> list:
             continue
         if isinstance(k, ArrayInfo) and k.dtype == np.bool_:
             consumed += max(k.ndim, 1) if k.ndim else 0
-        elif isinstance(k, list) and k and all(isinstance(v, (bool, np.bool_)) for v in k):
-            consumed += 1
+        elif _const_mask(k) is not None:
+            consumed += max(_const_mask(k).ndim, 1)
         else:
             consumed += 1
     out: list = []
@@ -93,6 +93,44 @@ def _expand_key(key: Any, ndim: int) -> list:
     return out
 
 
+def _const_mask(k: Any) -> Any:
+    """A constant boolean mask (list/tuple of bools, bool ndarray) as an ndarray, else None."""
+    if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim:
+        return k
+    if isinstance(k, (list, tuple)) and k:
+        flat = np.ravel(np.asarray(k, dtype=object))
+        if flat.size and all(isinstance(v, (bool, np.bool_)) for v in flat):
+            return np.asarray(k, dtype=bool)
+    return None
+
+
+def const_index_range(idx: Any) -> Any:
+    """Bounds of a constant integer index (an int, a list/tuple/ndarray of ints or sizes).
+
+    Returns a list of ``(lo, hi)`` pairs that together cover every value (one
+    pair for the static values: their min and max; one per symbolic entry), or
+    None when ``idx`` is not a constant (a traced array: its ``vrange`` is used).
+    Constant index arrays have known values, so a gather with them on a
+    dynamic axis needs ``-n <= min`` and ``max <= n - 1`` like any index.
+    """
+    if isinstance(idx, ArrayInfo) or idx is None or isinstance(idx, slice):
+        return None
+    if isinstance(idx, (bool, np.bool_)):
+        return None
+    if isinstance(idx, (int, np.integer, sympy.Basic)):
+        return [(idx, idx)]
+    if not isinstance(idx, (list, tuple, np.ndarray)):
+        return None
+    flat = list(np.ravel(np.asarray(idx, dtype=object)))
+    if not flat or any(isinstance(v, (bool, np.bool_, float, np.floating)) for v in flat):
+        return None
+    static = [int(v) for v in flat if is_static(v)]
+    out = [(v, v) for v in dict.fromkeys(v for v in flat if not is_static(v))]
+    if static:
+        out.insert(0, (min(static), max(static)))
+    return out
+
+
 def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
     """Values in [lo, hi] index an axis of size n: -n <= lo and hi <= n - 1."""
     if isinstance(idx, ArrayInfo):
@@ -101,7 +139,12 @@ def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
             return
         lo, hi = vr
     else:
-        lo = hi = idx
+        pairs = const_index_range(idx)
+        if pairs is None:
+            return
+        for lo, hi in pairs:
+            _index_bounds(ctx, ArrayInfo((), None, (lo, hi)), n, what)
+        return
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
     ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), f"{what}: index values up to {hi} on an axis of size {n}")
@@ -132,10 +175,20 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
             out.append(None)
             dim += k.ndim
             continue
-        if isinstance(k, (ArrayInfo, list, tuple)):
-            info = k if isinstance(k, ArrayInfo) else ArrayInfo(tuple(np.shape(k)), np.asarray(k).dtype)
-            if isinstance(k, ArrayInfo) or not all(is_static(v) for v in np.ravel(np.asarray(k, object))):
-                _index_bounds(ctx, info, shape[dim], "integer array index")
+        mask = _const_mask(k)
+        if mask is not None:
+            # a constant mask: its True count is known; numpy needs its shape to match the axes
+            covered = shape[dim:dim + mask.ndim]
+            for m, d in zip(mask.shape, covered):
+                ctx.eq(m, d, "boolean mask shape must match the indexed axes")
+            adv_pos.append(len(out))
+            adv_shapes.append(("int", (int(mask.sum()),)))
+            out.append(None)
+            dim += mask.ndim
+            continue
+        if isinstance(k, (ArrayInfo, list, tuple, np.ndarray)):
+            info = k if isinstance(k, ArrayInfo) else ArrayInfo(tuple(np.shape(k)), np.asarray(k, object).dtype)
+            _index_bounds(ctx, k, shape[dim], "integer array index")
             adv_pos.append(len(out))
             adv_shapes.append(("int", info.shape))
             out.append(None)
@@ -227,8 +280,7 @@ register_op("tpe.item", lambda t, i: t[i], _item_rule, doc="element i of a multi
 def _take_rule(ctx: Any, a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> tuple:
     shape = shape_of(a)
     ishape = shape_of(indices)
-    idx = indices if isinstance(indices, ArrayInfo) else (sympy.sympify(indices)
-                                                          if isinstance(indices, (int, sympy.Basic)) else None)
+    idx = indices
     if axis is None:
         n = prod(shape)
         if idx is not None and mode == "raise":

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from .creation import require_nonneg
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .reduce import norm_axes
@@ -22,8 +23,13 @@ from .registry import ArrayInfo, register_op
 # -- reshape ---------------------------------------------------------------------------------
 @lru_cache(maxsize=4096)
 def _quotient(numel: Any, known: Any) -> tuple:
-    """(numerator, denominator) of numel / known in lowest terms."""
-    num, den = sympy.fraction(sympy.cancel(sympy.sympify(numel) / sympy.sympify(known)))
+    """(numerator, denominator) of numel / known in lowest terms.
+
+    ``together`` matters: ``cancel((4*n - 4)/8)`` is ``n/2 - 1/2``, whose
+    ``fraction`` is ``(n/2 - 1/2, 1)`` -- a "whole" quotient that would drop the
+    divisibility guard.  Over one denominator it is ``(n - 1, 2)``.
+    """
+    num, den = sympy.fraction(sympy.together(sympy.cancel(sympy.sympify(numel) / sympy.sympify(known))))
     return num, den
 
 
@@ -49,6 +55,7 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
             inferred = sympy.floor(num / den)
         target[minus[0]] = as_dim(sympy.sympify(inferred))
     else:
+        require_nonneg(ctx, target, "reshape")
         total = prod(target)
         if not (is_static(numel) and is_static(total)):
             num, den = _quotient(numel, total)
@@ -170,6 +177,7 @@ register_op("numpy.squeeze", np.squeeze, _squeeze_rule, numpy_funcs=(np.squeeze,
 
 def _broadcast_to_rule(ctx: Any, array: Any, shape: Any, subok: bool = False) -> tuple:
     target = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    require_nonneg(ctx, target, "broadcast_to")
     src = shape_of(array)
     for i, d in enumerate(reversed(src)):
         t = target[len(target) - 1 - i]
@@ -277,6 +285,7 @@ def _tile_rule(ctx: Any, A: Any, reps: Any) -> tuple:
     n = max(len(shape), len(reps))
     shape = (1,) * (n - len(shape)) + tuple(shape)
     reps = (1,) * (n - len(reps)) + reps
+    require_nonneg(ctx, reps, "tile reps")
     return tuple(as_dim(sympy.sympify(d * r)) if not (is_static(d) and is_static(r)) else int(d) * int(r)
                  for d, r in zip(shape, reps))
 
@@ -293,6 +302,7 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
             return (sym,)
         ax = int(axis) % len(shape)
         return tuple(sym if i == ax else d for i, d in enumerate(shape))
+    require_nonneg(ctx, (repeats,), "repeat count")
     if axis is None:
         return (as_dim(sympy.sympify(prod(shape) * repeats)),)
     ax = int(axis) % len(shape)
@@ -316,6 +326,7 @@ def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kw
             pairs = [tuple(pw[0]) if len(pw[0]) == 2 else (pw[0][0], pw[0][0])] * n
         else:
             pairs = [tuple(p) if len(p) == 2 else (p[0], p[0]) for p in pw]
+    require_nonneg(ctx, [w for pair in pairs for w in pair], "pad width")
     out = []
     for d, (lo, hi) in zip(shape, pairs):
         out.append(as_dim(sympy.sympify(d + lo + hi)) if not all(map(is_static, (d, lo, hi)))

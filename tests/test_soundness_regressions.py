@@ -1,0 +1,220 @@
+"""Soundness regressions from the new-user test: each repro is exported, and the
+program must run like eager numpy at every size its contract admits and refuse
+(``ConstraintsExceededError``) the sizes where eager numpy fails.
+
+A repro whose guard is violated under the declared dims must raise a
+``ConstraintViolationError`` whose suggested fix, applied once with
+``refine_dynamic_shapes_from_suggested_fixes``, exports a program with exactly
+that contract.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+from tensorplay_export.errors import ConstraintsExceededError, ConstraintViolationError
+
+F32 = np.float32
+
+
+def rows(n, cols=4):
+    """(n, cols) float32 with distinct values (so gathers and reshapes are checked by value)."""
+    return np.arange(n * cols, dtype=F32).reshape(n, cols)
+
+
+def eager_ok(fn, args) -> bool:
+    try:
+        fn(*args)
+    except (ValueError, IndexError):
+        return False
+    return True
+
+
+def check_program(ep, fn, make, sizes):
+    """module() equals eager where eager works and refuses exactly where eager fails."""
+    mod = ep.module()
+    for n in sizes:
+        args = make(n)
+        if eager_ok(fn, args):
+            want = np.asarray(fn(*args))
+            got = np.asarray(mod(*args))
+            assert got.shape == want.shape and got.dtype == want.dtype, (n, got.shape, want.shape)
+            np.testing.assert_allclose(got, want)
+        else:
+            with pytest.raises(ConstraintsExceededError):
+                mod(*args)
+
+
+def refined(fn, make, spec, example, fix_line):
+    """export raises a violation whose fixes contain ``fix_line``; one refine makes it export."""
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, *make(example), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "Suggested fixes:" in text and fix_line in text, text
+    assert "test_soundness_regressions.py:" in text, text  # the model's own line
+    new_spec = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    return tpe.export(fn, *make(example), dynamic_shapes=new_spec)
+
+
+X100 = {"x": {0: Dim("n", max=100)}}
+ONE = (lambda n: (rows(n),))
+
+
+# -- 2. reshape(-1, k) of a size with a constant offset needs divisibility ----------------------
+@pytest.mark.parametrize("fn", [
+    lambda x: x[1:].reshape(-1, 8),
+    lambda x: x[:-1].reshape(-1, 8),
+    lambda x: x[1:].reshape(-1, 2, 4),
+    lambda x: np.reshape(x[1:], (-1, 8)),
+], ids=["head_cut", "tail_cut", "three_axes", "np_reshape"])
+def test_reshape_minus_one_with_offset_requires_divisibility(fn):
+    ep = refined(fn, ONE, X100, 5, "n = 2*_n + 1")
+    check_program(ep, fn, ONE, [1, 2, 3, 4, 5, 6, 7, 99, 100])
+
+
+def test_reshape_after_concat_requires_divisibility():
+    def fn(x, y):
+        return np.concatenate([x, y]).reshape(-1, 8)
+
+    def make(n):
+        return rows(n), rows(1)
+    ep = refined(fn, make, {"x": {0: Dim("n", max=100)}, "y": None}, 5, "n = 2*_n + 1")
+    check_program(ep, fn, make, [1, 2, 3, 4, 5, 99, 100])
+
+
+def test_reshape_of_derived_dim_requires_divisibility():
+    dx = Dim("dx", max=50)
+
+    def fn(x, y):
+        return x.sum() + y.reshape(-1, 8)
+
+    def make(n):
+        return rows(n), rows(n + 1)
+    ep = refined(fn, make, {"x": {0: dx}, "y": {0: dx + 1}}, 5, "dx = 2*_dx + 1")
+    check_program(ep, fn, make, [1, 2, 3, 4, 5, 49, 50])
+
+
+def test_reshape_offset_guard_is_minimal():
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(lambda x: x[1:].reshape(-1, 8), rows(5), dynamic_shapes=X100)
+    assert "(n + 1) % 2 == 0" in str(info.value)
+
+
+def test_reshape_without_minus_one_offset_total():
+    fn = lambda x: x[1:].reshape(2, 8)  # noqa: E731  (numel 4n - 4 == 16 only at n = 5)
+    ep = refined(fn, ONE, X100, 5, "n = 5")
+    check_program(ep, fn, ONE, [4, 5, 6])
+
+
+# -- 5. offset divisibility fix, end to end --------------------------------------------------------
+def test_offset_divisibility_fix_end_to_end():
+    fn = lambda x: x[1:].reshape(-1, 8)  # noqa: E731
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, rows(5), dynamic_shapes=X100)
+    text = str(info.value)
+    assert "_n = Dim('_n', min=0, max=49)\n  n = 2*_n + 1" in text, text
+    ep = tpe.export(fn, rows(5), dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(text, X100))
+    mod = ep.module()
+    for n in (1, 3, 5, 99):
+        np.testing.assert_array_equal(mod(rows(n)), fn(rows(n)))
+    for n in (2, 4, 100, 101):
+        with pytest.raises(ConstraintsExceededError):
+            mod(rows(n))
+
+
+# -- 3. constant integer index arrays on a dynamic axis need bounds ---------------------------------
+@pytest.mark.parametrize("fn", [
+    lambda x: x[[0, 2]],
+    lambda x: x[[-1, -3]],
+    lambda x: np.take(x, [0, 2], 0),
+    lambda x: x.take([0, 2], 0),
+    lambda x: x[[0, 2], 1],
+    lambda x: x[(0, 2), :],
+    lambda x: np.take_along_axis(x, np.zeros((1, 4), np.int64) + 2, 0) if False else x[[2, 0, 1]],
+], ids=["list", "negative", "np_take", "method_take", "with_int", "tuple_key", "unordered"])
+def test_constant_index_list_bounds(fn):
+    ep = refined(fn, ONE, X100, 5, "n = Dim('n', min=3, max=100)")
+    check_program(ep, fn, ONE, [1, 2, 3, 4, 100])
+
+
+def test_constant_index_on_static_axis_needs_no_guard():
+    fn = lambda x: x[:, [0, 3]]  # noqa: E731
+    ep = tpe.export(fn, rows(5), dynamic_shapes=X100)
+    check_program(ep, fn, ONE, [1, 2, 100])
+
+
+def test_constant_index_inside_range_is_proved():
+    fn = lambda x: x[[0, 2]]  # noqa: E731
+    ep = tpe.export(fn, rows(5), dynamic_shapes={"x": {0: Dim("n", min=3, max=100)}})
+    check_program(ep, fn, ONE, [3, 4, 100])
+
+
+@pytest.mark.xfail(strict=True, reason="needs Tracer.lift_constant to give integer constants their value "
+                                       "range (ops.indexing.const_index_range); see the soundness report")
+def test_constant_index_ndarray_bounds():
+    fn = lambda x: x[np.array([0, 2])]  # noqa: E731
+    ep = refined(fn, ONE, X100, 5, "n = Dim('n', min=3, max=100)")
+    check_program(ep, fn, ONE, [1, 2, 3, 100])
+
+
+# -- 4. sizes computed by subtraction must be >= 0 ------------------------------------------------
+X40 = {"x": {0: Dim("n", max=40)}}
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.zeros((x.shape[0] - 5, 4)) + 1,
+    lambda x: np.ones(x.shape[0] - 5),
+    lambda x: np.full((x.shape[0] - 5, 2), 3.0),
+    lambda x: np.empty((0, x.shape[0] - 5)),
+    lambda x: np.zeros_like(x, shape=(x.shape[0] - 5,)),
+    lambda x: np.eye(x.shape[0] - 5),
+    lambda x: np.pad(x, ((0, x.shape[0] - 5), (0, 0))),
+    lambda x: np.tile(x, (x.shape[0] - 5, 1)),
+    lambda x: np.repeat(x, x.shape[0] - 5, axis=0),
+    lambda x: np.linspace(0.0, 1.0, x.shape[0] - 5),
+    lambda x: np.broadcast_to(x[0], (x.shape[0] - 5, 4)),
+], ids=["zeros", "ones", "full", "empty", "zeros_like", "eye", "pad", "tile", "repeat", "linspace",
+        "broadcast_to"])
+def test_subtracted_sizes_must_be_nonnegative(fn):
+    ep = refined(fn, ONE, X40, 8, "n = Dim('n', min=5, max=40)")
+    check_program(ep, fn, ONE, [3, 4, 5, 6, 8, 40])
+
+
+def test_difference_of_two_dims_is_a_violation():
+    def fn(x, y):
+        return np.zeros((y.shape[0] - x.shape[0], 4)) + 1
+
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, rows(3), rows(8),
+                   dynamic_shapes={"x": {0: Dim("m", max=40)}, "y": {0: Dim("n", max=40)}})
+    assert "-m + n >= 0" in str(info.value)
+
+
+def test_nonnegative_size_expression_gives_no_guard():
+    fn = lambda x: np.zeros((x.shape[0] + 1, 4)) + x.sum()  # noqa: E731
+    ep = tpe.export(fn, rows(5), dynamic_shapes=X40)
+    check_program(ep, fn, ONE, [1, 2, 40])
+
+
+# -- 6. boolean lists are masks ----------------------------------------------------------------------
+def test_boolean_list_index_is_a_constant_mask():
+    fn = lambda x: x[:, [True, False, True, False]]  # noqa: E731
+    ep = tpe.export(fn, rows(5), dynamic_shapes=X100)
+    assert ep.module()(rows(7)).shape == (7, 2)
+    check_program(ep, fn, ONE, [1, 2, 7, 100])
+
+
+def test_boolean_list_mask_on_dynamic_axis_pins_its_length():
+    fn = lambda x: x[[True, False, True, False, True]]  # noqa: E731
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, rows(5), dynamic_shapes=X100)
+    assert "n = 5" in str(info.value)
+
+
+def test_boolean_ndarray_mask_is_unbacked_but_sound():
+    mask = np.array([True, False, True, False])
+    fn = lambda x: x[:, mask]  # noqa: E731
+    ep = tpe.export(fn, rows(5), dynamic_shapes=X100)
+    check_program(ep, fn, ONE, [1, 2, 7])
