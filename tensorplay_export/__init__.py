@@ -8,7 +8,7 @@ the functions ``export``, ``export_for_training``, ``draft_export``, ``dims``,
 ``ShapesCollection``, ``AdditionalInputs``, ``Constraint``,
 ``EqualityConstraint``); the program classes (``ExportedProgram``,
 ``ExportGraphSignature``, ``GraphSignature``, the input/output specs and
-argument records, module-call records); the errors; ``ValueRange``; and the
+argument records, module-call records); the errors (``InputDtypeError`` included); ``ValueRange``; and the
 model-side package ``nn``.
 
 Names whose implementation has not landed yet are simply absent (see
@@ -27,6 +27,7 @@ from .signature import (ConstantArgument, CustomObjArgument, ExportBackwardSigna
                         TensorArgument, TokenArgument)
 from .codegen import GraphModule
 from . import runtime_checks as _runtime_checks  # registers the tpe.* check ops with the op registry
+from .runtime_checks import InputDtypeError  # a TypeError: an input's dtype differs from the program's
 from .program import ExportedProgram
 from .dynamic_shapes import (AdditionalInputs, Constraint, DerivedDim, Dim, EqualityConstraint,
                              ShapesCollection, dims)
@@ -73,7 +74,7 @@ _import_later()
 __all__ = sorted(
     [
         "ArchiveError", "CaptureError", "ConstraintsExceededError", "ConstraintViolationError",
-        "DataDependentError", "UnsupportedOpError", "ValueRange",
+        "DataDependentError", "UnsupportedOpError", "InputDtypeError", "ValueRange",
         "ConstantArgument", "CustomObjArgument", "ExportBackwardSignature", "ExportGraphSignature",
         "GraphSignature", "InputKind", "InputSpec", "ModuleCallEntry", "ModuleCallSignature", "OutputKind",
         "OutputSpec", "SymBoolArgument", "SymFloatArgument", "SymIntArgument", "TensorArgument",

@@ -53,3 +53,10 @@ def test_kinds_of_present_names():
 def test_all_names_resolve():
     for n in tpe.__all__:
         assert hasattr(tpe, n), n
+
+
+def test_input_dtype_error_is_public():
+    from tensorplay_export.runtime_checks import InputDtypeError
+
+    assert tpe.InputDtypeError is InputDtypeError and "InputDtypeError" in tpe.__all__
+    assert issubclass(tpe.InputDtypeError, TypeError)
