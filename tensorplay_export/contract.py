@@ -32,7 +32,7 @@ import numpy as np
 import sympy
 
 __all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
-           "CONTRACT_FORMAT", "CONTRACT_VERSION"]
+           "fold_simple_bounds", "CONTRACT_FORMAT", "CONTRACT_VERSION"]
 
 CONTRACT_FORMAT = "tensorplay_export.contract"
 CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
@@ -73,9 +73,63 @@ def _divisor(guard: Any) -> Optional[tuple[Any, int]]:
     return None
 
 
+def _simple_bound(guard: Any, ranges: dict) -> Optional[tuple[sympy.Symbol, Optional[int], Optional[int]]]:
+    """``(r, lo, hi)`` when ``guard`` is a bound ``a*r + b <op> 0`` on one ranged root (``s0 <= 512``), else None.
+
+    ``lo``/``hi`` are the inclusive integer bounds it states (None = no bound on that side).
+    """
+    if not isinstance(guard, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)) or len(guard.free_symbols) != 1:
+        return None
+    (r,) = guard.free_symbols
+    if r not in ranges:
+        return None
+    diff = sympy.expand(guard.lhs - guard.rhs)   # guard: diff <op> 0
+    if not diff.is_polynomial(r) or sympy.Poly(diff, r).degree() != 1:
+        return None
+    a, b = sympy.Poly(diff, r).all_coeffs()
+    if not (a.is_Integer and b.is_Integer) or a == 0:
+        return None
+    a, b = int(a), int(b)
+    op = type(guard)
+    if a < 0:  # -r + 512 >= 0  ->  r - 512 <= 0
+        a, b = -a, -b
+        op = {sympy.Le: sympy.Ge, sympy.Lt: sympy.Gt, sympy.Ge: sympy.Le, sympy.Gt: sympy.Lt}[op]
+    if op in (sympy.Le, sympy.Lt):   # a*r <= -b  (or < -b)
+        bound = -b - (1 if op is sympy.Lt else 0)
+        return r, None, bound // a
+    bound = -b + (1 if op is sympy.Gt else 0)   # a*r >= -b  (or > -b)
+    return r, -(-bound // a), None
+
+
+def fold_simple_bounds(ranges: dict, guards: list) -> tuple[dict, list]:
+    """Move bounds on one root (``s0 <= 512``, ``s0 >= 2``) from ``guards`` into ``ranges``.
+
+    A program built with ``Dim.AUTO`` keeps such an accepted guard as an extra
+    runtime check beside the root's declared range ``[1, inf]``; as a contract
+    both say the same thing, and a range is what users and ``diff`` compare.
+    Other guards are kept in order.
+    """
+    ranges = dict(ranges)
+    kept = []
+    for g in guards:
+        bound = _simple_bound(g, ranges) if isinstance(g, sympy.Basic) else None
+        if bound is None:
+            kept.append(g)
+            continue
+        r, lo, hi = bound
+        old_lo, old_hi = ranges[r]
+        new_lo = old_lo if lo is None else max(old_lo, lo)
+        new_hi = old_hi if hi is None else (hi if old_hi is None else min(old_hi, hi))
+        ranges[r] = (new_lo, new_hi)
+    return ranges, kept
+
+
 @dataclass
 class Contract:
     """One program's shape contract (see the module docstring).
+
+    Bounds on a single root among ``guards`` (``s0 <= 512``, accepted on a
+    ``Dim.AUTO`` size) are folded into ``ranges`` when the contract is built.
 
     Attributes:
         inputs: ``[(path, dtype str, shape tuple of int | sympy.Expr)]``, array inputs in order.
@@ -90,6 +144,9 @@ class Contract:
     guards: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     runtime_checks: list = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
 
     # -- derived views -------------------------------------------------------------------
     def sites(self) -> list[tuple[str, Any]]:
@@ -397,6 +454,32 @@ def _site_divisor(c: Contract, d: Any) -> int:
     return k
 
 
+def _site_named(c: Contract) -> Contract:
+    """``c`` with each root renamed after the input axis that binds it (``n`` -> ``x.shape[0]``).
+
+    Two contracts that differ only in dim names then print the same relations
+    and guards, so listing changes compares sites, not names.
+    """
+    names: dict = {}
+    for site, d in c.sites():
+        if isinstance(d, sympy.Symbol) and d not in names:
+            names[d] = site
+    for site, d in c.sites():
+        aff = _affine(d)
+        if aff is not None and aff[0] not in names:
+            r, k, c0 = aff
+            inner = site if c0 == 0 else f"({site} - {c0})" if c0 > 0 else f"({site} + {-c0})"
+            names[r] = inner if k == 1 else f"{inner}/{k}"
+    repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in names.items()}
+
+    def sub(e: Any) -> Any:
+        return e.xreplace(repl) if isinstance(e, sympy.Basic) else e
+
+    inputs = [(p, dt, tuple(sub(d) for d in shape)) for p, dt, shape in c.inputs]
+    ranges = {repl.get(r, r): v for r, v in c.ranges.items()}
+    return Contract(inputs, ranges, [sub(g) for g in c.guards], c.outputs, list(c.runtime_checks))
+
+
 def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     changes = []
     od, nd = _site_dims(old), _site_dims(new)
@@ -451,7 +534,9 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
         changes.append(Change(f"new equality: {a} == {b}", True))
     for a, b in sorted(oeq - neq):
         changes.append(Change(f"equality dropped: {a} == {b}", False))
-    orel, nrel = set(old.relations()) | set(old.other_guards()), set(new.relations()) | set(new.other_guards())
+    old_s, new_s = _site_named(old), _site_named(new)  # compare relations by sites, not dim names
+    orel = set(old_s.relations()) | set(old_s.other_guards())
+    nrel = set(new_s.relations()) | set(new_s.other_guards())
     for r in sorted(nrel - orel):
         changes.append(Change(f"new relation/guard: {r}", True))
     for r in sorted(orel - nrel):
@@ -507,9 +592,27 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     except Exception as err:  # noqa: BLE001 - an untranslatable guard: say so, stay conservative
         return ContractDiff(None, changes, None, f"the solver could not decide: {type(err).__name__}: {err}")
     if verdict.status == "proved":
+        if _admits_all(new, old, var, timeout_ms):
+            # same admitted sizes (e.g. dims renamed, a bound written as a range or as a guard): no change
+            return ContractDiff(False, [], None, "proved: OLD and NEW admit exactly the same sizes")
         return ContractDiff(False, changes, None, "proved: every size OLD admits, NEW admits")
     if verdict.status == "refuted":
         cex = verdict.counterexample or {}
         witness = {site: int(cex[k]) for k, site in names.items() if k in cex}
         return ContractDiff(True, changes, witness, "refuted: some sizes OLD admits, NEW refuses")
     return ContractDiff(None, changes, None, f"the solver could not decide: {verdict.reason}")
+
+
+def _admits_all(a: Contract, b: Contract, var: dict, timeout_ms: int) -> bool:
+    """True when the solver proves every size ``a`` admits, ``b`` admits (over the same site variables)."""
+    from solver import ShapeSolver
+
+    s = ShapeSolver(timeout_ms=timeout_ms)
+    sites = {}
+    for key, v in var.items():
+        sites[key] = s.declare(v.name, lower=0, upper=None)
+    try:
+        s.assume(_admits(a, sites))
+        return s.implies(_admits(b, sites)).status == "proved"
+    except Exception:  # noqa: BLE001 - undecided means "not proved the same"; the changes stay listed
+        return False

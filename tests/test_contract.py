@@ -104,3 +104,85 @@ def test_diff_signature_change_is_narrowing():
     assert d.narrowed is True and any(c.what == "input z removed" for c in d.changes)
     s = str(d)
     assert s.startswith("NEW admits fewer sizes than OLD") and "input z removed" in s
+
+
+# --- bounds accepted on AUTO sizes are ranges; renamed dims are no change -------------------
+
+TABLE = np.ones((512, 4), np.float32)
+
+
+def table_rows(x):
+    return x + TABLE[: x.shape[0]]
+
+
+def test_auto_bound_is_the_range_not_an_other_guard():
+    ep = tpe.export(table_rows, np.ones((8, 4), np.float32), dynamic_shapes={"x": {0: Dim.AUTO}})
+    c = contract_of(ep)
+    (root,) = c.ranges
+    assert c.ranges[root] == (1, 512) and c.guards == []
+    text = c.describe()
+    assert f"  {root.name} in [1, 512]" in text and "Other guards" not in text
+    back = Contract.from_json(json.loads(json.dumps(c.to_json())))
+    assert back.ranges == c.ranges and back.guards == []
+
+
+def test_auto_and_named_dim_of_the_same_contract_diff_as_no_change():
+    x = np.ones((8, 4), np.float32)
+    auto = contract_of(tpe.export(table_rows, x, dynamic_shapes={"x": {0: Dim.AUTO}}))
+    named = contract_of(tpe.export(table_rows, x, dynamic_shapes={"x": {0: Dim("n", max=512)}}))
+    for a, b in ((auto, named), (named, auto)):
+        d = diff_contracts(a, b)
+        assert d.narrowed is False and d.changes == []
+        assert str(d).splitlines()[0] == "NEW admits every size OLD admits (no change)"
+        assert "widened" not in str(d) and "[narrows]" not in str(d)
+
+
+def test_fold_simple_bounds_forms():
+    import sympy
+
+    from tensorplay_export.contract import fold_simple_bounds
+
+    s, t = sympy.Symbol("s", integer=True, positive=True), sympy.Symbol("t", integer=True, positive=True)
+    ranges, kept = fold_simple_bounds({s: (1, None), t: (1, None)},
+                                      [s <= 512, 2 * s >= 7, sympy.Lt(t, 10), s <= 2 * t, sympy.Ne(t, 3)])
+    assert ranges == {s: (4, 512), t: (1, 9)}
+    assert kept == [s <= 2 * t, sympy.Ne(t, 3)]
+
+
+def twice(x, y):
+    return np.concatenate([x, x], axis=0) + y
+
+
+def ordered(x, y):
+    if x.shape[0] <= 2 * y.shape[0]:
+        return x.sum() + y.sum()
+    return x.sum()
+
+
+def test_renamed_dims_are_no_change():
+    args = (X(4), X(8))
+    a = contract_of(tpe.export(twice, *args, dynamic_shapes={"x": {0: Dim("n", max=100)},
+                                                             "y": {0: 2 * Dim("n", max=100)}}))
+    b = contract_of(tpe.export(twice, *args, dynamic_shapes={"x": {0: Dim("q", max=100)},
+                                                             "y": {0: 2 * Dim("q", max=100)}}))
+    d = diff_contracts(a, b)
+    assert d.narrowed is False and d.changes == [] and "no change" in str(d)
+
+
+def test_renamed_auto_relation_is_no_change_but_a_real_widening_is_listed():
+    import sympy
+
+    c = contract_of(tpe.export(ordered, X(4), X(8), dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim.AUTO}}))
+    assert len(c.guards) == 1
+    ren = {r: sympy.Symbol(f"renamed_{r.name}", integer=True, positive=True) for r in c.ranges}
+    renamed = Contract([(p, dt, tuple(sympy.sympify(d).xreplace(ren) for d in shape)) for p, dt, shape in c.inputs],
+                       {ren[r]: v for r, v in c.ranges.items()}, [g.xreplace(ren) for g in c.guards], c.outputs)
+    d = diff_contracts(c, renamed)
+    assert d.narrowed is False and d.changes == []
+    wider = Contract(renamed.inputs, renamed.ranges, [], renamed.outputs)
+    d = diff_contracts(c, wider)
+    assert d.narrowed is False and [str(ch) for ch in d.changes] == [
+        "[widens]  relation/guard dropped: x.shape[0] <= 2*y.shape[0]"]
+    d = diff_contracts(wider, c)
+    assert d.narrowed is True and [str(ch) for ch in d.changes] == [
+        "[narrows] new relation/guard: x.shape[0] <= 2*y.shape[0]"]
