@@ -283,7 +283,8 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     for note in record.notes:
         lines.append(f"    note: {note}")
     for n in dynamic:
-        lines.append("    " + _dynamic_note(n, dims[n], fixed_names))
+        # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
+        lines.append("    " + _dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()))
     if unfixable is not None and set(names) - set(dynamic):  # the DYNAMIC note already says what to do
         advice = _auto_advice(record.expr, dims)
         if advice and (len(names) > 1 and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
