@@ -24,7 +24,8 @@ def _run(module_name: str, argv: list[str], capsys) -> str:
 def test_bench_export_quick(capsys):
     out = _run("bench_export", ["--quick"], capsys)
     assert "command: python benchmarks/bench_export.py --quick" in out
-    assert "| gpt (d32) |" in out and "|       mlp |" in out
+    names = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
+    assert names[2:] == ["gpt (d32)", "mlp", "gpt (d32) seq<=1024"]  # after header and rule
 
 
 def test_bench_runtime_quick(capsys):
