@@ -33,7 +33,7 @@ from .errors import ConstraintViolationError, DataDependentError
 from .records import DimInfo, GuardRecord
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
-           "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK"]
+           "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
 
 # Kinds of DimInfo whose names a user can write in a fix line.
 _NAMED = "named"
@@ -259,9 +259,11 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
     sites = ", ".join(_dim_with_sites(n, dims) for n in names)
+    hint = None
     if record.kind == "specialization" and len(names) == 1:
         value = _specialized_value(record.expr, dims.get(names[0]))
-        why = f" ({record.reason})" if record.reason else ""
+        reason, hint = _specialization_reason(record, names[0], value)
+        why = f" ({reason})" if reason else ""
         head = f"  - {sites} was specialized to {value}{why}"
     else:
         ranges = ", ".join(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims)
@@ -282,6 +284,8 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         lines.append(f"    at {record.source}")
     for note in record.notes:
         lines.append(f"    note: {note}")
+    if hint:
+        lines.append(f"    to keep it dynamic: {hint}")
     for n in dynamic:
         # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
         lines.append("    " + _dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()))
@@ -366,6 +370,45 @@ def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
             f"select with np.where), pick bounds by hand that keep every allowed combination inside it, or "
             f"declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); the program then "
             f"accepts only sizes with {format_guard(expr)} and checks it at run time")
+
+
+# The reason capture gives when CPython asks a size for a Python int (``__index__``); which
+# construct asked is told by the reason when capture knows it (``len()``), else by the source line.
+_INDEX_REASON = "used as a Python int"
+_SCALAR_CTOR = re.compile(r"\b(?:np|numpy)\.(?:u?int\d*|float\d*|complex\d*|bool_?|intp)\s*\(")
+_SUBSCRIPT = re.compile(r"([^\W\d][\w.]*)\s*\[")
+
+
+def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[str, Optional[str]]:
+    """``(reason, hint)`` for a size pinned to its example value; the hint says how to keep it dynamic.
+
+    ``range(n)`` and ``len(x)`` get their own hint (np.arange / x.shape arithmetic);
+    the ``register_buffer`` hint appears only when the line indexes an array
+    (not ``x.shape[i]``) that capture could not reach.
+    """
+    reason = record.reason or ""
+    if not reason.startswith(_INDEX_REASON) and not reason.startswith("len()"):
+        return reason, None
+    text = record.source.text if record.source is not None else ""
+    if reason.startswith("len()") or re.search(r"\blen\s*\(", text):
+        return ("len() of an array is a Python int",
+                f"use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic")
+    if re.search(r"\brange\s*\(", text):
+        return ("range() over a size runs a Python loop for the example's size",
+                f"replace the loop by array operations over np.arange(...) of the size, which stays symbolic "
+                f"(the loop unrolls for {name} = {value} only)")
+    if _SCALAR_CTOR.search(text):
+        return ("converted to a numpy scalar",
+                "use the size directly in array arithmetic (x * x.shape[0]) instead of converting it")
+    if any(m.group(1).rsplit(".", 1)[-1] != "shape" for m in _SUBSCRIPT.finditer(text)):
+        return ("used as an index into an array capture did not lift",
+                "register that array on the module with register_buffer(name, array, persistent=False), or "
+                "pass it as an input, so indexing it with a size is traced")
+    return ("used as a Python int",
+            "keep the size in array operations (np.arange, slicing, x.shape arithmetic) instead of converting it")
+
+
+specialization_reason = _specialization_reason  # for other reports of pinned sizes (draft_export)
 
 
 def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:

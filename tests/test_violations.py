@@ -555,3 +555,44 @@ def test_export_sum_relation_advice_works():
     # the advice is true: with z's axis AUTO the export succeeds and infers a + b
     ep = tpe.export(_concat_model, *args, dynamic_shapes={"x": {1: a}, "y": {1: b}, "z": {1: Dim.AUTO}})
     assert ep.module()(np.ones((2, 5)), np.ones((2, 1)), np.ones((2, 6))).shape == (2, 6)
+
+
+# --- specializations by __index__: the hint fits the construct --------------------------------
+
+INDEX_REASON = ("used as a Python int (__index__: range(), a Python index, a numpy scalar constructor, or indexing "
+                "a plain array capture could not reach; register such an array with register_buffer(..., "
+                "persistent=False) or pass it as an input)")
+
+
+@pytest.mark.parametrize("line, reason, hint", [
+    ("    for i in range(x.shape[0]):", "range() over a size runs a Python loop for the example's size",
+     "replace the loop by array operations over np.arange(...) of the size, which stays symbolic "
+     "(the loop unrolls for n = 8 only)"),
+    ("    n = len(x)", "len() of an array is a Python int",
+     "use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic"),
+    ("    return x + holder.T[x.shape[0]]", "used as an index into an array capture did not lift",
+     "register that array on the module with register_buffer(name, array, persistent=False), or pass it as "
+     "an input, so indexing it with a size is traced"),
+    ("    return x * np.float32(x.shape[0])", "converted to a numpy scalar",
+     "use the size directly in array arithmetic (x * x.shape[0]) instead of converting it"),
+])
+def test_index_specialization_hint_by_construct(tmp_path, line, reason, hint):
+    src = tmp_path / "m.py"
+    src.write_text(f"def f(x):\n{line}\n")
+    n = sym("n")
+    err = violations.build_violation_error(
+        [GuardRecord(sympy.Eq(n, 8), "specialization", INDEX_REASON, SourceLoc(str(src), 2))],
+        {"n": info("n", 1, 100, 8, "x.shape[0]")})
+    text = str(err)
+    assert f"  - n = x.shape[0] was specialized to 8 ({reason})\n" in text
+    assert f"    to keep it dynamic: {hint}\n" in text
+    assert ("register_buffer" in text) == ("holder.T" in line)
+    assert text.endswith("Suggested fixes:\n  n = 8")
+
+
+def test_other_specialization_reasons_are_kept(loc):
+    n = sym("n")
+    err = violations.build_violation_error(
+        [GuardRecord(sympy.Eq(n, 8), "specialization", "converted with int()", loc(6))],
+        {"n": info("n", 1, 100, 8, "x.shape[0]")})
+    assert "was specialized to 8 (converted with int())\n" in str(err) and "to keep it dynamic" not in str(err)
