@@ -431,18 +431,26 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
         arg_names = None
     root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
     entries = [root]
-    for fqn in result.calls.order:
+    def call_signature(record: Any) -> Any:
+        (ins, ispec), (outs, ospec) = record
+        return ModuleCallSignature(
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+             for v in ins],
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+             for v in outs], ispec, ospec)
+
+    # one entry per module (first call); a preserved module's k-th further call is ``fqn@k``
+    seen_calls: dict = {}
+    for fqn, _call_id in result.calls.log:
         if fqn == "":
             continue
-        sig = None
-        if fqn in result.calls.signatures:
-            (ins, ispec), (outs, ospec) = result.calls.signatures[fqn]
-            sig = ModuleCallSignature(
-                [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
-                 for v in ins],
-                [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
-                 for v in outs], ispec, ospec)
-        entries.append(ModuleCallEntry(fqn, sig))
+        k = seen_calls.get(fqn, 0)
+        seen_calls[fqn] = k + 1
+        sigs = result.calls.signatures.get(fqn)
+        if k == 0:
+            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0]) if sigs else None))
+        elif sigs is not None and k < len(sigs):
+            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k])))
     placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):

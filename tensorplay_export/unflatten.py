@@ -12,18 +12,21 @@ Where a submodule's graph region comes from:
 - every ``call_function`` node carries ``meta["module_path"]``, the fqn of the
   innermost module whose ``forward`` made it; the region of ``fqn`` is the
   nodes whose path is ``fqn`` or below it;
-- a module called several times leaves several *runs* of such nodes in the
-  graph (other modules' nodes in between); each run is one call.  When capture
-  records exact call boundaries (``meta["module_stack"]``: the ``(fqn,
-  call_id)`` of every enclosing call, outermost first), calls are grouped by
-  ``call_id`` instead.  Calling the
-  view runs the first call's nodes (``view.num_calls`` says how many were
-  recorded).  Two calls with nothing in between (``m(m(x))``) cannot be told
-  apart from one call without recorded call boundaries;
+- capture records exact call boundaries: ``meta["module_stack"]`` is the
+  ``(fqn, call_id)`` of every enclosing call, outermost first, so a module
+  called several times has one group of nodes per ``call_id``, even for calls
+  with nothing in between (``m(m(x))``).  Calling the view runs the first
+  call's nodes (``view.num_calls`` says how many were recorded);
+- programs where some node with a ``module_path`` has no matching
+  ``module_stack`` (built by hand, older archives, a pass that copied only the
+  path) fall back to *runs*: maximal stretches of the module's nodes in graph
+  order, each run one call (two back-to-back calls then look like one);
 - a run's inputs are the values it reads from outside: lifted state (taken
   from the view) and everything else, which are the call's arguments in
   first-use order.  With ``preserve_module_call_signature`` the recorded
-  signature (inputs, outputs and their pytree specs) is used instead;
+  signature of the first call (inputs, outputs and their pytree specs) is used
+  instead; the ``k``-th further call's signature is the ``module_call_graph``
+  entry ``fqn@k``;
 - sizes: symbols are bound from the arguments' shapes (an axis whose recorded
   size is a bare symbol, or ``k*s + c``).
 
@@ -141,7 +144,7 @@ class InterpreterModule:
     # -- calling ------------------------------------------------------------
     @property
     def num_calls(self) -> int:
-        """How many calls of this module the capture recorded (runs of its graph nodes)."""
+        """How many calls of this module the capture recorded (that made graph nodes)."""
         return len(self._root._runs(self._fqn))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -183,13 +186,14 @@ class UnflattenedModule(InterpreterModule):
         for name, value in (("_ep", ep), ("_adapter", flat_args_adapter), ("preserve_ops", tuple(preserve_ops)),
                             ("_values", values), ("_params", params), ("_buffers", buffers),
                             ("_persistent", persistent), ("_by_placeholder", by_placeholder),
-                            ("_run_cache", {}), ("_signatures", {})):
+                            ("_run_cache", {}), ("_signatures", {}), ("_stacks", {})):
             object.__setattr__(self, name, value)
         for entry in ep.module_call_graph:
             if entry.fqn:
-                self._ensure(entry.fqn)
+                fqn, _at, k = entry.fqn.partition("@")  # "fqn@k": the k-th further call
+                self._ensure(fqn)
                 if entry.signature is not None:
-                    self._signatures[entry.fqn] = entry.signature
+                    self._signatures.setdefault(fqn, {})[int(k) if k.isdigit() else 0] = entry.signature
         for node in ep.graph.nodes:
             path = node.meta.get("module_path")
             if path:
@@ -255,13 +259,19 @@ class UnflattenedModule(InterpreterModule):
 
     # -- submodule calls ----------------------------------------------------------
     def _runs(self, fqn: str) -> list[list[Node]]:
-        """Maximal runs of compute nodes made by ``fqn`` or its descendants, in graph order."""
+        """Compute nodes of each call of ``fqn`` (its descendants' included), in call order.
+
+        Grouped by ``meta["module_stack"]`` when the graph has it, else maximal runs in graph order.
+        """
         cached = self._run_cache.get(fqn)
         if cached is not None:
             return cached
         runs: list[list[Node]] = []
-        if any("module_stack" in n.meta for n in self._ep.graph.nodes):
-            runs = self._runs_from_stacks(fqn)
+        if "stacks" not in self._stacks:
+            self._stacks["stacks"] = _node_stacks(self._ep.graph.nodes)
+        stacks = self._stacks["stacks"]
+        if stacks is not None:
+            runs = self._runs_from_stacks(fqn, stacks)
             self._run_cache[fqn] = runs
             return runs
         current: list[Node] = []
@@ -284,17 +294,12 @@ class UnflattenedModule(InterpreterModule):
         self._run_cache[fqn] = runs
         return runs
 
-    def _runs_from_stacks(self, fqn: str) -> list[list[Node]]:
-        """Runs grouped by exact call boundaries: ``meta["module_stack"]`` is the tuple of
+    def _runs_from_stacks(self, fqn: str, stacks: dict) -> list[list[Node]]:
+        """Nodes grouped by exact call boundaries: ``meta["module_stack"]`` is the tuple of
         ``(fqn, call_id)`` of every enclosing module call, outermost first."""
         calls: dict[Any, list[Node]] = {}
-        for node in self._ep.graph.nodes:
-            if node.op != "call_function":
-                continue
-            stack = node.meta.get("module_stack")
-            if stack is None and node.target == "tpe.item" and isinstance(node.args[0], Node):
-                stack = node.args[0].meta.get("module_stack")
-            for entry in stack or ():
+        for node, stack in stacks.items():
+            for entry in stack:
                 if entry[0] == fqn:
                     calls.setdefault(entry[1], []).append(node)
                     break
@@ -320,7 +325,7 @@ class UnflattenedModule(InterpreterModule):
         for n in state_inputs:
             env[n] = self._values[self._by_placeholder[n.name]]
         arg_inputs = [n for n in external if n not in state_inputs]
-        sig = self._signatures.get(fqn)
+        sig = self._signatures.get(fqn, {}).get(0)
         out_spec = None
         if sig is not None and getattr(sig, "in_spec", None) is not None:
             from .pytree import tree_flatten
@@ -358,6 +363,28 @@ class UnflattenedModule(InterpreterModule):
 
             return tree_unflatten(values, out_spec)
         return values[0] if len(values) == 1 else tuple(values)
+
+
+def _node_stacks(nodes: list[Node]) -> Optional[dict[Node, tuple]]:
+    """The module stack of every compute node (``()`` for program-level nodes), or None.
+
+    A ``tpe.item`` node without ``module_stack`` takes its multi-output op's.  None
+    when some node's stack was not recorded by capture for it: a node with a
+    ``module_path`` but no stack, or whose stack's innermost call is another module
+    (a pass spliced it in and copied only the path); the caller then falls back to runs.
+    """
+    out: dict[Node, tuple] = {}
+    for node in nodes:
+        if node.op != "call_function":
+            continue
+        stack = node.meta.get("module_stack")
+        if stack is None and node.target == "tpe.item" and node.args and isinstance(node.args[0], Node):
+            stack = node.args[0].meta.get("module_stack")
+        path = node.meta.get("module_path")
+        if path is not None and (not stack or stack[-1][0] != path):
+            return None
+        out[node] = tuple(stack or ())
+    return out
 
 
 class _Const:

@@ -54,6 +54,38 @@ def test_buffer_assignment_is_a_buffer_mutation_written_back_by_module():
         assert dict(mod.named_buffers())["steps"] == 2 and m.steps == 1
 
 
+class SplitTwice(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        a, b = np.split(self.lin(x), 2, axis=-1)
+        return self.lin(np.concatenate([b, a], axis=-1)) + 1.0
+
+
+def test_module_stack_records_every_call_on_every_node(tmp_path):
+    ep = tpe.export(SplitTwice(), randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+    compute = [n for n in ep.graph.nodes if n.op == "call_function" and not n.target.startswith("tpe.assert")
+               and n.target != "tpe.check_input"]
+    assert all("module_stack" in n.meta for n in compute)
+    linears = [n.meta["module_stack"] for n in compute if n.target == "tpe.nn.linear"]
+    assert linears == [(("", 0), ("lin", 1)), (("", 0), ("lin", 2))]
+    items = [n for n in compute if n.target == "tpe.item"]
+    assert items and all(n.meta["module_path"] == "" and n.meta["module_stack"] == (("", 0),) for n in items)
+    assert next(n for n in compute if n.target == "numpy.add").meta["module_stack"] == (("", 0),)
+    loaded = tpe.load(tpe.save(ep, tmp_path / "m.pt2") or tmp_path / "m.pt2")
+    before = {n.name: n.meta.get("module_stack") for n in ep.graph.nodes}
+    after = {n.name: n.meta.get("module_stack") for n in loaded.graph.nodes}
+    assert after == before
+
+
+def test_plain_functions_have_empty_module_stacks():
+    ep = tpe.export(lambda x: x * 2.0, randn(3, 4))
+    mul = next(n for n in ep.graph.nodes if n.target == "numpy.multiply")
+    assert mul.meta["module_stack"] == () and "module_path" not in mul.meta
+
+
 def test_preserve_module_call_signature_records_submodule_calls():
     ep = tpe.export(Counter(), randn(3, 4), preserve_module_call_signature=("lin",))
     entries = {e.fqn: e for e in ep.module_call_graph}

@@ -221,19 +221,41 @@ class Twice(nn.Module):
         return self.block(self.block(x))  # two calls with nothing in between
 
 
-def test_exact_call_boundaries_from_module_stack():
-    # Without boundaries two back-to-back calls look like one run; with meta["module_stack"]
-    # (what capture is asked to record) they are two calls.
+def test_back_to_back_calls_are_two_calls():
+    # capture records exact call boundaries (meta["module_stack"]), so m(m(x)) is two calls
     m = Twice()
     ep = export(m, np.ones((3, 4)), dynamic_shapes=SEQ)
     linears = [n for n in ep.graph.nodes if n.target == "tpe.nn.linear"]
-    assert unflatten(ep).block.num_calls == 1  # the documented limitation
-    for call_id, node in enumerate(linears):
-        node.meta["module_stack"] = (("", 0), ("block", call_id + 1))
+    assert [n.meta["module_stack"] for n in linears] == [(("", 0), ("block", 1)), (("", 0), ("block", 2))]
     u = unflatten(ep)
     assert u.block.num_calls == 2
     x = np.random.default_rng(9).standard_normal((2, 4))
     np.testing.assert_allclose(u.block(x), m.block(x))
+    np.testing.assert_allclose(u(x), m(x))
+
+
+def test_without_module_stack_back_to_back_calls_look_like_one_run():
+    # hand-built or older programs carry only module_path: the run heuristic is the fallback
+    ep = export(Twice(), np.ones((3, 4)), dynamic_shapes=SEQ)
+    for node in ep.graph.nodes:
+        node.meta.pop("module_stack", None)
+    assert unflatten(ep).block.num_calls == 1
+
+
+def test_every_call_of_a_preserved_module_has_a_signature(tmp_path):
+    from tensorplay_export import load, save
+
+    m = Twice()
+    ep = export(m, np.ones((3, 4)), dynamic_shapes=SEQ, preserve_module_call_signature=("block",))
+    entries = {e.fqn: e.signature for e in ep.module_call_graph}
+    assert list(entries) == ["", "block", "block@1"]
+    first, second = entries["block"], entries["block@1"]
+    assert first.outputs[0].name == second.inputs[0].name  # the second call reads the first's output
+    x = np.random.default_rng(4).standard_normal((5, 4))
+    for prog in (ep, load(save(ep, tmp_path / "twice.pt2") or tmp_path / "twice.pt2")):
+        u = unflatten(prog)
+        assert [c for c, _ in u.named_modules()] == ["", "block"] and u.block.num_calls == 2
+        np.testing.assert_allclose(u.block(x), m.block(x))
 
 
 def test_view_of_a_loaded_program(model, tmp_path):

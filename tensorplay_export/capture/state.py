@@ -137,11 +137,24 @@ def buffer_mutations(state: LiftedState) -> list:
 
 @dataclass
 class ModuleCalls:
-    """Module call boundaries recorded through ``nn.module._CALL_HOOK``."""
+    """Module call boundaries recorded through ``nn.module._CALL_HOOK``.
+
+    Every call gets a ``call_id`` from a per-capture counter (the root call is 0,
+    then in call order); nodes made during the call carry it in
+    ``meta["module_stack"]``.  ``preserve``: fqns whose call signatures are
+    recorded, for every call (``signatures[fqn]``, in call order).
+    """
 
     preserve: tuple = ()
     order: list = field(default_factory=list)        # fqns in first-call order
-    signatures: dict = field(default_factory=dict)   # fqn -> (in nodes, out nodes)
+    log: list = field(default_factory=list)          # (fqn, call_id) of every call, in call order
+    signatures: dict = field(default_factory=dict)   # fqn -> [(flat ins, flat outs) per call]
+    counter: int = 0
+
+    def next_id(self) -> int:
+        call_id = self.counter
+        self.counter += 1
+        return call_id
 
 
 def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
@@ -150,9 +163,12 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
 
     def hook(module: Any, args: tuple, kwargs: dict) -> Any:
         fqn = state.fqn_of.get(id(module), type(module).__name__)
+        call_id = calls.next_id()
         tracer.module_path.append(fqn)
+        tracer.module_stack.append((fqn, call_id))
         if fqn not in calls.order:
             calls.order.append(fqn)
+        calls.log.append((fqn, call_id))
         try:
             forward = module.__dict__.get("forward")
             if forward is None:
@@ -164,12 +180,12 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
             else:
                 out = forward(*args, **kwargs)
         finally:
+            tracer.module_stack.pop()
             tracer.module_path.pop()
-        if fqn in calls.preserve and fqn not in calls.signatures:
+        if fqn in calls.preserve:
             from ..pytree import tree_flatten
 
-            calls.signatures[fqn] = (tree_flatten((args, kwargs)), tree_flatten(out))
+            calls.signatures.setdefault(fqn, []).append((tree_flatten((args, kwargs)), tree_flatten(out)))
         return out
 
     return hook
-

@@ -56,7 +56,8 @@ class Tracer:
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
         self._const_keep: list = []                      # keep ids unique while tracing
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
-        self.module_path: list[str] = []
+        self.module_path: list[str] = []                 # fqn of each enclosing module call
+        self.module_stack: list[tuple[str, int]] = []    # (fqn, call_id) of each, outermost first
         self.writes: list = []                           # (op, SourceLoc) of in-place writes
         self.in_impl = False                             # numpy's own code runs: wrappers pass through
         self.function_clones: dict = {}                  # id(fn) -> (fn, clone)
@@ -193,10 +194,17 @@ class Tracer:
             f"know ahead of time\n  at {src}")
 
     def node_meta(self, src: Any, **extra: Any) -> dict:
-        """Meta of a node made now: source line and the enclosing module call."""
+        """Meta of a node made now: source line and the enclosing module calls.
+
+        ``module_path``: fqn of the innermost call (absent outside any module);
+        ``module_stack``: ``(fqn, call_id)`` of every enclosing call, outermost first
+        (``()`` outside any module), so two calls of one module are told apart even
+        back to back (``m(m(x))``).
+        """
         meta: dict = {"source": src}
         if self.module_path:
             meta["module_path"] = self.module_path[-1]
+        meta["module_stack"] = tuple(self.module_stack)
         meta.update(extra)
         return meta
 
