@@ -25,7 +25,7 @@ def norm_axes(axis: Any, ndim: int) -> tuple:
     out = []
     for a in axes:
         a = int(a)
-        if not -ndim <= a < max(ndim, 1):
+        if not -max(ndim, 1) <= a < max(ndim, 1):
             raise ValueError(f"axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(a % ndim if ndim else 0)
     return tuple(sorted(out))
@@ -43,7 +43,7 @@ def _reduce_rule(nonempty: bool):
              keepdims: bool = False, *args: Any, **kwargs: Any) -> tuple:
         shape = shape_of(a)
         if nonempty:
-            for i in norm_axes(axis, len(shape)):
+            for i in norm_axes(axis, len(shape)) if shape else ():  # 0-d: numpy takes axis 0/-1, nothing reduced
                 d = shape[i]
                 if not is_static(d):
                     ctx.require(sympy.Ge(d, 1), "reduction over an axis without identity needs it nonempty")
@@ -53,7 +53,7 @@ def _reduce_rule(nonempty: bool):
 
 def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> tuple:
     shape = shape_of(a)
-    if axis is None:
+    if axis is None or not shape:  # a 0-d input (numpy takes axis 0/-1) gives () too
         return (1,) * len(shape) if keepdims else ()
     d = shape[norm_axes(axis, len(shape))[0]]
     if not is_static(d):
