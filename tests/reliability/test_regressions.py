@@ -98,3 +98,21 @@ def test_unfixable_guard_on_dynamic_axes_is_not_promised_a_fix():
     bullet = next(b for b in str(info.value).split("\n  - ") if "% 2 == 0" in b)
     assert "the fix line for" not in bullet, bullet
     assert "cannot keep fully dynamic" in bullet, bullet
+
+
+@pytest.mark.parametrize("fn", ["sum", "max", "min", "prod", "argmax"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_reduction_of_a_0d_value_with_axis(fn, axis):
+    """Kind: a shape rule stricter than numpy crashed capture (CaptureError on a valid model).
+    numpy reduces a 0-d array with ``axis=0`` or ``axis=-1`` (a no-op); the rules indexed
+    ``shape[0]`` / refused axis -1 for ndim 0.  Fixed in ops/reduce.py (norm_axes accepts
+    -1 for 0-d, the nonempty/arg rules skip 0-d inputs)."""
+    def model(x):
+        return getattr(np, fn)(x.sum(), axis=axis)
+
+    ep = tpe.export(model, np.ones((2, 3)), dynamic_shapes={"x": {0: Dim("A", min=0, max=9)}})
+    for n in (0, 1, 5):
+        x = np.arange(n * 3.0).reshape(n, 3)
+        got, want = ep.module()(x), model(x)
+        assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want)
