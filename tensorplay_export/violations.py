@@ -289,9 +289,11 @@ def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     for n in dynamic:
         # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
         lines.append("    " + _dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()))
-    if unfixable is not None and set(names) - set(dynamic):  # the DYNAMIC note already says what to do
-        advice = _auto_advice(record.expr, dims)
-        if advice and (len(names) > 1 and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
+    if unfixable is not None:
+        advice = _auto_advice(record.expr, dims)  # e.g. the axis Dim.AUTO would infer as a sum
+        only_dynamic = not set(names) - set(dynamic)
+        if only_dynamic or (advice and len(names) > 1
+                            and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
             # the usual multi-dim case: say briefly why, then what works
             sentence = (f"{UNFIXABLE_MARK} no Dim range, constant or relation dy = k*dx + c expresses "
                         f"{format_guard(record.expr)}")
@@ -341,28 +343,33 @@ def _linear_solution(expr: Any, sym: sympy.Symbol) -> Optional[Any]:
 def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
     """What works instead of a fix line: ``Dim.AUTO`` on the input axis the guard makes dependent.
 
-    For an equality solvable for one named dim (``a + b == c``), that dim's axis
+    For an equality solvable for one named or DYNAMIC dim (``a + b == c``), that dim's axis
     can be ``Dim.AUTO``: capture then infers it (``c := a + b``).  For any other
     guard, an ``Dim.AUTO`` axis makes the guard part of the program's contract,
-    checked at run time.  None when no named dim is involved.
+    checked at run time.  None for such a guard over DYNAMIC axes only (their note says it).
     """
     syms = sorted(getattr(expr, "free_symbols", ()), key=lambda s: s.name)
     named = [s for s in syms if s.name in dims and dims[s.name].kind == _NAMED]
-    if not named:
-        return None
+    dynamic = [s for s in syms if s.name in dims and dims[s.name].kind == _DYNAMIC]
+
+    def was(s: sympy.Symbol) -> str:
+        return "Dim.DYNAMIC" if dims[s.name].kind == _DYNAMIC else f"Dim({s.name!r})"
+
     if isinstance(expr, sympy.Eq):
         options = []
-        for s in named:
+        for s in named + dynamic:
             solution = _linear_solution(expr, s)
             if solution is not None:
                 coeffs = solution.as_coefficients_dict().values()
                 # prefer the dim that is a plain sum of the others (c := a + b), then the last one named
-                options.append((all(c > 0 for c in coeffs), named.index(s), s, solution))
+                options.append((all(c > 0 for c in coeffs), syms.index(s), s, solution))
         if options:
             _, _, s, solution = max(options, key=lambda o: (o[0], o[1]))
-            return (f"What works: declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); "
+            return (f"What works: declare {_site_text(dims[s.name])} as Dim.AUTO instead of {was(s)}; "
                     f"it will be inferred as {format_guard(solution)} (or change the model so it does not "
                     f"need this guard)")
+    if not named:
+        return None  # DYNAMIC axes only: their note already says to mark them Dim.AUTO
     rhs = getattr(expr, "rhs", None)
     on_rhs = [s for s in named if rhs is not None and s in getattr(rhs, "free_symbols", ())]
     s = (on_rhs or named)[-1]

@@ -596,3 +596,15 @@ def test_other_specialization_reasons_are_kept(loc):
         [GuardRecord(sympy.Eq(n, 8), "specialization", "converted with int()", loc(6))],
         {"n": info("n", 1, 100, 8, "x.shape[0]")})
     assert "was specialized to 8 (converted with int())\n" in str(err) and "to keep it dynamic" not in str(err)
+
+
+def test_sum_relation_over_dynamic_axes_says_which_axis_to_make_auto():
+    D = Dim.DYNAMIC
+    args = (np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 7)))
+    with pytest.raises(ConstraintViolationError) as info_:
+        tpe.export(_concat_model, *args, dynamic_shapes={"x": {1: D}, "y": {1: D}, "z": {1: D}})
+    text = str(info_.value)
+    assert ("    no suggested fix: no Dim range, constant or relation dy = k*dx + c expresses "
+            "x_dim1 + y_dim1 == z_dim1. What works: declare z.shape[1] as Dim.AUTO instead of Dim.DYNAMIC; "
+            "it will be inferred as x_dim1 + y_dim1") in text
+    assert "the fix line for" not in text and text.endswith(violations.NO_FIXES_LINE)
