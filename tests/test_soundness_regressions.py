@@ -218,3 +218,55 @@ def test_boolean_ndarray_mask_is_unbacked_but_sound():
     fn = lambda x: x[:, mask]  # noqa: E731
     ep = tpe.export(fn, rows(5), dynamic_shapes=X100)
     check_program(ep, fn, ONE, [1, 2, 7])
+
+
+# -- 1. random numbers inside the model --------------------------------------------------------------
+RNG = np.random.default_rng(0)
+SMALL = np.ones((3, 4), F32)
+
+
+@pytest.mark.parametrize("fn,name", [
+    (lambda x: x + np.random.rand(3, 4), "numpy.random.rand"),
+    (lambda x: x + np.random.rand(4), "numpy.random.rand"),
+    (lambda x: x + np.random.normal(size=x.shape), "numpy.random.normal"),
+    (lambda x: x + np.random.binomial(3, 0.5, size=(3, 4)), "numpy.random.binomial"),
+    (lambda x: x + np.random.default_rng(0).random((3, 4)), "numpy.random.default_rng"),
+    (lambda x: x + RNG.normal(size=x.shape), "numpy.random generator"),
+    (lambda x: x + RNG.random(), "numpy.random generator"),
+    (lambda x: x + np.random.RandomState(0).rand(3, 4), "numpy.random generator"),
+], ids=["rand", "rand1", "normal_sym_size", "binomial", "default_rng", "global_rng", "global_rng_scalar",
+        "random_state"])
+def test_random_inside_model_is_unsupported_with_user_line(fn, name):
+    with pytest.raises(tpe.UnsupportedOpError) as info:
+        tpe.export(fn, SMALL, dynamic_shapes={"x": {0: Dim("n", max=10)}})
+    text = str(info.value)
+    assert text.startswith("random numbers inside the model:") and name in text, text
+    assert "pass them as an input" in text
+    assert "test_soundness_regressions.py:" in text, text
+    report = tpe.draft_export(fn, SMALL, dynamic_shapes={"x": {0: Dim("n", max=10)}})
+    assert "random numbers inside the model" in str(report)
+    # numpy.random is itself again after the capture
+    assert np.random.mtrand.np is np and not hasattr(np.random.rand, "__tpe_original__")
+    assert RNG.random(2).shape == (2,)
+
+
+def test_random_outside_model_still_works_and_noise_as_input_exports():
+    noise = np.random.default_rng(1).standard_normal((3, 4)).astype(F32)
+    ep = tpe.export(lambda x, e: x + e, SMALL, noise)
+    np.testing.assert_allclose(ep.module()(SMALL, noise), SMALL + noise)
+
+
+def test_random_inside_model_does_not_crash_the_interpreter():
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, tensorplay_export as tpe\n"
+            "for f in (tpe.export, tpe.draft_export):\n"
+            "    try:\n"
+            "        f(lambda x: x + np.random.rand(3, 4), np.ones((3, 4), np.float32))\n"
+            "    except tpe.UnsupportedOpError as e:\n"
+            "        print('refused', str(e).splitlines()[0])\n"
+            "print('alive')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    assert "refused random numbers inside the model" in out.stdout and "alive" in out.stdout

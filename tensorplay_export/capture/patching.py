@@ -144,6 +144,7 @@ def patch_numpy() -> None:
             for name, wrapper in _WRAPPERS.items():
                 if getattr(np, name) is _ORIGINALS[name]:
                     setattr(np, name, wrapper)
+            _patch_random()
         _ACTIVE += 1
 
 
@@ -156,6 +157,96 @@ def unpatch_numpy() -> None:
             for name, wrapper in _WRAPPERS.items():
                 if getattr(np, name) is wrapper:
                     setattr(np, name, _ORIGINALS[name])
+            _unpatch_random()
+
+
+# -- numpy.random ----------------------------------------------------------------------------------
+# Random draws cannot be part of a program (a run could not reproduce them), so a capture refuses
+# them.  numpy's compiled random modules also call ``np.empty``/``np.asarray`` through the numpy
+# module: with the creation wrappers installed they would get traced arrays, which they cast to
+# ndarray unchecked (a segfault), and compiled code has no Python frame, so the wrappers' "only
+# model code" check sees the model's frame.  So while any capture runs:
+# - each compiled numpy.random module sees ``numpy`` through a :class:`_CompiledNumpyView`: the
+#   creation functions are always numpy's own, and any use inside a capture (outside an op's impl)
+#   is refused -- this covers Generator/RandomState methods of objects made outside the model;
+# - the public numpy.random functions are wrapped to refuse with their own name.
+_RANDOM_VIEWS: dict[str, Any] = {}       # compiled module name -> the view installed as its ``np``
+_RANDOM_WRAPPERS: dict[str, Any] = {}    # numpy.random attribute -> (original, wrapper)
+
+
+def refuse_random(what: str) -> None:
+    """Raise UnsupportedOpError when a capture (outside an op's impl) is drawing random numbers."""
+    tracer = CURRENT.get()
+    if tracer is None or tracer.in_impl:
+        return
+    from ..errors import UnsupportedOpError
+    from ..shape_env import user_source
+
+    raise UnsupportedOpError(
+        f"random numbers inside the model: {what} draws them, and an exported program cannot "
+        f"reproduce them; pass them as an input (draw them outside and call model(x, noise))"
+        f"\n  at {user_source(2)}")
+
+
+class _CompiledNumpyView(types.ModuleType):
+    """``numpy`` as numpy.random's compiled modules see it during captures."""
+
+    def __getattr__(self, name: str) -> Any:
+        refuse_random("a numpy.random generator (Generator / RandomState / seeding)")
+        original = _ORIGINALS.get(name)
+        return original if original is not None else getattr(np, name)
+
+
+def _random_modules() -> list:
+    out = []
+    for modname, module in list(sys.modules.items()):
+        if (modname.startswith("numpy.random.") and module is not None
+                and str(getattr(module, "__file__", "")).endswith((".so", ".pyd"))
+                and getattr(module, "np", None) is np):
+            out.append(module)
+    return out
+
+
+def _random_wrapper(name: str, original: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        refuse_random(f"numpy.random.{name}")
+        return original(*args, **kwargs)
+
+    wrapper.__name__ = name
+    wrapper.__qualname__ = name
+    wrapper.__doc__ = getattr(original, "__doc__", None)
+    wrapper.__tpe_original__ = original
+    return wrapper
+
+
+def _patch_random() -> None:
+    import numpy.random as npr
+
+    for module in _random_modules():
+        view = _CompiledNumpyView("numpy")
+        _RANDOM_VIEWS[module.__name__] = view
+        module.np = view
+    for name in getattr(npr, "__all__", ()):
+        original = getattr(npr, name, None)
+        if original is None or isinstance(original, type) or not callable(original):
+            continue  # classes stay (isinstance checks elsewhere); their compiled code meets the view
+        wrapper = _random_wrapper(name, original)
+        _RANDOM_WRAPPERS[name] = (original, wrapper)
+        setattr(npr, name, wrapper)
+
+
+def _unpatch_random() -> None:
+    import numpy.random as npr
+
+    for modname, view in _RANDOM_VIEWS.items():
+        module = sys.modules.get(modname)
+        if module is not None and getattr(module, "np", None) is view:
+            module.np = np
+    _RANDOM_VIEWS.clear()
+    for name, (original, wrapper) in _RANDOM_WRAPPERS.items():
+        if getattr(npr, name, None) is wrapper:
+            setattr(npr, name, original)
+    _RANDOM_WRAPPERS.clear()
 
 
 # -- cloned functions ----------------------------------------------------------------------------
