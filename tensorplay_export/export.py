@@ -353,6 +353,15 @@ def _finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
         g = env.canon(sub(getattr(rec, "expr", rec)))
         if g is not sympy.true and g not in guards:
             guards.append(g)
+    # A bound accepted on one AUTO root (s0 <= 512) is its range: range_constraints and the
+    # runtime range check state it, instead of [1, inf] plus an extra guard.
+    from .contract import fold_simple_bounds
+
+    auto = {s: (int(v.lower), None if v.upper == math.inf else int(v.upper))
+            for s, v in ranges.items() if env.kinds.get(s) == "auto"}
+    folded, guards = fold_simple_bounds(auto, guards)
+    for s, (lo, hi) in folded.items():
+        ranges[s] = ValueRange(lo, math.inf if hi is None else hi)
     contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
     insert_input_checks(graph, contract)
     all_ranges = dict(ranges)

@@ -186,3 +186,12 @@ def test_renamed_auto_relation_is_no_change_but_a_real_widening_is_listed():
     d = diff_contracts(wider, c)
     assert d.narrowed is True and [str(ch) for ch in d.changes] == [
         "[narrows] new relation/guard: x.shape[0] <= 2*y.shape[0]"]
+
+
+def test_auto_bound_narrows_range_constraints_and_the_runtime_check():
+    ep = tpe.export(table_rows, np.ones((8, 4), np.float32), dynamic_shapes={"x": {0: Dim.AUTO}})
+    (root, vr), = ep.range_constraints.items()
+    assert (vr.lower, vr.upper) == (1, 512)
+    assert ep.module()(np.ones((512, 4), np.float32)).shape == (512, 4)
+    with pytest.raises(tpe.ConstraintsExceededError, match=rf"^x\.shape\[0\] = 600 is outside {root} in \[1, 512\]"):
+        ep.module()(np.ones((600, 4), np.float32))
