@@ -35,7 +35,10 @@ from .errors import CaptureError, DataDependentError
 from .records import GuardRecord, SourceLoc
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-_USER_SUBDIRS = (os.path.join(_PKG_DIR, "nn") + os.sep, os.path.join(_PKG_DIR, "examples") + os.sep)
+# Package folders whose frames count as model code.  tensorplay_export/nn is library code: a guard
+# raised inside a layer or functional points at the user's call (``self.conv(x)``,
+# ``F.max_pool2d(x, 2)``), not at nn's own lines; examples/ (outside the package) is user code.
+_USER_SUBDIRS = (os.path.join(_PKG_DIR, "examples") + os.sep,)
 _SKIP_PREFIXES: tuple[str, ...] = ()
 _FRAME_CACHE: dict[str, bool] = {}
 
@@ -58,7 +61,7 @@ def _is_library(filename: str) -> bool:
         if filename.startswith("<__array_function__") or filename.startswith("<frozen"):
             hit = True
         elif path.startswith(_USER_SUBDIRS):
-            hit = False  # nn layers are model code: their lines are what users see
+            hit = False
         else:
             hit = path.startswith(_skip_dirs()) or path.endswith(("contextlib.py", "functools.py"))
         _FRAME_CACHE[filename] = hit

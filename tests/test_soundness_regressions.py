@@ -270,3 +270,41 @@ def test_random_inside_model_does_not_crash_the_interpreter():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     assert "refused random numbers inside the model" in out.stdout and "alive" in out.stdout
+
+
+# -- 8. guards raised inside tensorplay_export.nn point at the user's call ---------------------------
+def _user_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("at ")]
+    assert lines, text
+    return lines[0]
+
+
+def test_functional_guard_points_at_user_call():
+    import tensorplay_export.nn.functional as F
+
+    def fn(x):
+        return F.max_pool2d(x, 2)  # the line the user must see
+
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, np.ones((1, 3, 10, 10), F32), dynamic_shapes={"x": {2: Dim("h", max=64)}})
+    line = _user_line(str(info.value))
+    assert "test_soundness_regressions.py:" in line and "F.max_pool2d(x, 2)" in line, line
+    assert "_dispatch.py" not in str(info.value)
+
+
+def test_layer_guard_points_at_user_call():
+    from tensorplay_export import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3)
+
+        def forward(self, x):
+            return self.conv(x)  # the line the user must see
+
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(Net(), np.ones((1, 3, 10, 10), F32), dynamic_shapes={"x": {2: Dim("h", max=64)}})
+    line = _user_line(str(info.value))
+    assert "test_soundness_regressions.py:" in line and "self.conv(x)" in line, line
+    assert "tensorplay_export/nn" not in str(info.value) and "conv.py" not in str(info.value)
