@@ -396,3 +396,33 @@ def sym_sqrt(value: Any) -> Any:
     if isinstance(value, (SymInt, SymFloat)):
         return wrap_float(value.expr ** sympy.Float(0.5), value.env)
     return math.sqrt(value)
+
+
+class _FloatType(type):
+    """Metaclass of :class:`sym_float`: instance and subclass checks, attributes are ``float``'s."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, float)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, float)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(float, name)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], (SymInt, SymFloat)):
+            value = args[0]
+            # 1.0*s keeps the value a float in printed code (an int array times it promotes as eager does)
+            return value if isinstance(value, SymFloat) else SymFloat(sympy.Float(1.0) * value.expr, value.env)
+        return float(*args, **kwargs)
+
+
+class sym_float(metaclass=_FloatType):  # noqa: N801  (stands in for the builtin ``float``)
+    """``float`` as model code sees it during capture: ``float(s)`` of a size is a SymFloat.
+
+    Python's ``float()`` must return a real float (``__float__`` cannot stay
+    symbolic), so capture resolves the name ``float`` in model code to this
+    class instead, like ``min``/``max``.  Anything else is the builtin:
+    ``float("1.5")``, ``isinstance(v, float)``, ``float.fromhex``.
+    """

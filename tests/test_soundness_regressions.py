@@ -308,3 +308,22 @@ def test_layer_guard_points_at_user_call():
     line = _user_line(str(info.value))
     assert "test_soundness_regressions.py:" in line and "self.conv(x)" in line, line
     assert "tensorplay_export/nn" not in str(info.value) and "conv.py" not in str(info.value)
+
+
+# -- 7. float() of a size stays symbolic ----------------------------------------------------------------
+def _scale_by_rows(x):
+    return x * float(x.shape[0])
+
+
+def _mean_by_hand(x):
+    assert isinstance(2.5, float) and not isinstance(x.shape[0], float)  # isinstance still works
+    return x.sum(axis=0) / float(x.shape[0]) + float("0.5") + float(1)
+
+
+@pytest.mark.parametrize("fn,dtype", [(_scale_by_rows, F32), (_scale_by_rows, np.int64),
+                                      (_mean_by_hand, F32)], ids=["float32", "int64", "builtin_uses"])
+def test_float_of_size_is_symbolic(fn, dtype):
+    def make(n):
+        return (rows(n).astype(dtype),)
+    ep = tpe.export(fn, *make(5), dynamic_shapes=X100)  # used to pin n = 5
+    check_program(ep, fn, make, [1, 2, 5, 100])

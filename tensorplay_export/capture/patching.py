@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..symbolic import SymInt, sym_max, sym_min, sym_sqrt
+from ..symbolic import SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -286,6 +286,8 @@ class GlobalsView(dict):
                 return sym_min
             if key == "max":
                 return sym_max
+            if key == "float":
+                return sym_float
             raise
         return translate(self._tracer, key, value)
 
