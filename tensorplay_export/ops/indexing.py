@@ -4,9 +4,11 @@ nonzero/argwhere/flatnonzero/unique (data-dependent sizes), sort/argsort/searchs
 Slices follow Python semantics exactly, clamped with ``Min``/``Max`` and
 canonicalized over the ranges (``POS[:s]`` on 512 rows has length
 ``Min(s, 512)`` and needs no guard; ``x[1:]`` has length ``dx - 1``).
-Integer index arrays with a known value range (``arange``, ``clip``) emit an
-``index_bounds`` guard; arrays of unknown values (user data) emit none.
-Boolean masks and ``nonzero``/``unique`` give unbacked sizes ``u<n>``.
+Integer index arrays with a known value range (``arange``, ``clip``, constant
+lists and constants: their min and max) emit an ``index_bounds`` guard; arrays
+of unknown values (user data) emit none.  Constant boolean lists are masks
+with a known count; data masks and ``nonzero``/``unique`` give unbacked sizes
+``u<n>``.
 """
 from __future__ import annotations
 
@@ -129,6 +131,18 @@ def const_index_range(idx: Any) -> Any:
     if static:
         out.insert(0, (min(static), max(static)))
     return out
+
+
+def constant_vrange(value: Any) -> Any:
+    """Value range ``(min, max)`` of a constant integer ndarray (a lifted constant), else None.
+
+    Capture gives this to a constant's traced array (``ArrayInfo.vrange``) so
+    ``x[np.array([0, 2])]`` and ``x[IDX]`` with a global ``IDX`` get the same
+    ``index_bounds`` guards as ``x[[0, 2]]``.
+    """
+    if not isinstance(value, np.ndarray) or value.size == 0 or value.dtype.kind not in "iu":
+        return None
+    return int(value.min()), int(value.max())
 
 
 def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:

@@ -31,3 +31,20 @@ def test_static_creation_inside_capture_is_traced():
 def test_shape_array_is_int64_not_object():
     check(lambda x: (np.array(x.shape), x * np.prod(x.shape[1:]), x * np.prod(x.shape)), one, SPEC,
           ops=["tpe.shape_array"])
+
+
+def test_sizes_from_arguments_must_be_nonnegative():
+    import pytest
+
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+
+    spec = {"x": {0: Dim("n", max=40)}}
+    for fn in (lambda x: np.zeros((x.shape[0] - 5, 2)), lambda x: np.full(x.shape[0] - 5, 1.0),
+               lambda x: np.eye(x.shape[0] - 5), lambda x: np.linspace(0, 1, x.shape[0] - 5),
+               lambda x: np.ones_like(x, shape=(x.shape[0] - 5,))):
+        with pytest.raises(tpe.ConstraintViolationError, match=r"n = Dim\('n', min=5, max=40\)"):
+            tpe.export(fn, np.ones((8, 2), np.float32), dynamic_shapes=spec)
+    # sizes sympy knows are >= 0 fold without a guard
+    ep = tpe.export(lambda x: np.zeros((x.shape[0] + 1, 2)), np.ones((8, 2), np.float32), dynamic_shapes=spec)
+    assert ep.module()(np.ones((1, 2), np.float32)).shape == (2, 2)

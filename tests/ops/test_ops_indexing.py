@@ -60,3 +60,36 @@ def test_nonzero_unique_sort_searchsorted():
     check(lambda x: (np.nonzero(x > 0)[1], np.unique((x > 0).astype(np.int64)), np.sort(x, axis=0),
                      np.argsort(x[:, 0]), np.searchsorted(np.sort(x[:, 0]), x[:, 1])), one, SPEC,
           ops=["numpy.nonzero", "tpe.unique", "numpy.sort", "numpy.argsort", "numpy.searchsorted"])
+
+
+# -- constant index lists, constant masks (soundness regressions) ---------------------------------
+def test_constant_index_lists_on_dynamic_axis_are_bounded():
+    for fn in (lambda x: x[[0, 2]], lambda x: x[[-1, -3]], lambda x: np.take(x, [0, 2], 0),
+               lambda x: x.take([0, 2], axis=0), lambda x: x[[0, 2], 1]):
+        with pytest.raises(tpe.ConstraintViolationError) as err:
+            tpe.export(fn, randn(5, 3), dynamic_shapes=SPEC)
+        assert [v.kind for v in err.value.violations] == ["index_bounds"]
+        check(fn, one, {"x": {0: Dim("n", min=3, max=64)}}, sizes=(3, 4, 64))
+
+
+def test_const_index_range_and_constant_vrange():
+    import sympy
+
+    from tensorplay_export.ops.indexing import const_index_range, constant_vrange
+    s = sympy.Symbol("s", integer=True, positive=True)
+    assert const_index_range([3, -1, 2]) == [(-1, 3)]
+    assert const_index_range([[0], [4]]) == [(0, 4)]
+    assert const_index_range([0, s, 2]) == [(0, 2), (s, s)]
+    assert const_index_range(s) == [(s, s)]
+    assert const_index_range([True, False]) is None and const_index_range([0.5]) is None
+    assert constant_vrange(np.array([4, -2, 7])) == (-2, 7)
+    assert constant_vrange(np.array([], np.int64)) is None
+    assert constant_vrange(np.array([True])) is None and constant_vrange(np.ones(2)) is None
+
+
+def test_constant_boolean_list_is_a_mask():
+    fn = lambda x: x[:, [True, False, True]]  # noqa: E731
+    ep = check(fn, one, SPEC, sizes=(1, 2, 9))
+    assert ep.module()(randn(9, 3)).shape == (9, 2)
+    with pytest.raises(tpe.ConstraintViolationError, match="n = 5"):
+        tpe.export(lambda x: x[[True, False, True, False, True]], randn(5, 3), dynamic_shapes=SPEC)

@@ -66,3 +66,31 @@ def test_tile_repeat_pad_flip_roll():
 def test_astype_copy():
     check(lambda x: (x.astype(np.float64), x.astype(np.int32), np.copy(x), x.copy()), one, SPEC,
           ops=["numpy.ndarray.astype", "numpy.copy"])
+
+
+
+def _rows3(n):
+    return (randn(n, 3),)
+
+
+def test_reshape_minus_one_of_offset_numel_needs_divisibility():
+    for fn in (lambda x: x[1:].reshape(-1, 6), lambda x: x[:-1].reshape(-1, 2, 3),
+               lambda x: np.concatenate([x, x[:1]]).reshape(-1, 6)):
+        with pytest.raises(tpe.ConstraintViolationError) as err:
+            tpe.export(fn, randn(5, 3), dynamic_shapes=SPEC)
+        assert "% 2 == 0" in str(err.value) and "n = 2*_n + 1" in str(err.value)
+    check(lambda x: x[1:].reshape(-1, 6), _rows3, {"x": {0: 2 * Dim("_n", min=0, max=31) + 1}},
+          sizes=(1, 3, 7, 63))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.pad(x, ((x.shape[0] - 5, 0), (0, 0))),
+    lambda x: np.tile(x, (x.shape[0] - 5, 1)),
+    lambda x: np.repeat(x, x.shape[0] - 5, axis=1),
+    lambda x: np.broadcast_to(x[:1], (x.shape[0] - 5, 3)),
+], ids=["pad", "tile", "repeat", "broadcast_to"])
+def test_counts_from_sizes_must_be_nonnegative(fn):
+    spec = {"x": {0: Dim("n", max=40)}}
+    with pytest.raises(tpe.ConstraintViolationError, match=r"n = Dim\('n', min=5, max=40\)"):
+        tpe.export(fn, randn(8, 3), dynamic_shapes=spec)
+    check(fn, _rows3, {"x": {0: Dim("n", min=5, max=40)}}, example=8, sizes=(5, 6, 40))
