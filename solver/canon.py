@@ -14,6 +14,11 @@ tests/solver/test_canon.py):
    or is > 0 (inequalities; a negative factor flips the relation). This is why
    the form depends on the ranges: ``batch`` is dropped only when ``batch >= 1``.
 5. A relation the intervals decide becomes ``true``/``false``.
+6. A relation with an integer constant term is rewritten as ``diff <rel> 0``
+   split into positive and negative terms, so the constant ends up on one side
+   (``seq - 1 <= 511 -> seq <= 512``, ``dx - 1 >= 1 -> dx >= 2``,
+   ``dx - 1 == dy -> dx == dy + 1``): the same integer added to both sides,
+   sound for every assignment.
 
 Never calls ``sympy.simplify`` (slow, and not range-aware).
 """
@@ -120,7 +125,8 @@ def _canon_rel(kind, lhs, rhs, ranges, orig=None) -> sympy.Basic:
         return sympy.true if verdict else sympy.false
     reduced = _cancel_factors(kind, lhs, rhs, ranges)
     if reduced is None:
-        return rel
+        moved = _move_constant(kind, lhs - rhs)
+        return rel if moved is None or moved == rel else moved
     kind2, diff = reduced
     out = _split(kind2, diff)
     verdict = decide(out, ranges) if out not in (sympy.true, sympy.false) else None
@@ -191,8 +197,24 @@ def _common_symbolic_factor(e) -> bool:
     return bool(common)
 
 
+def _move_constant(kind, diff):
+    """``diff <kind> 0`` with its integer constant term moved across (via :func:`_split`), or None.
+
+    None when ``diff`` has no nonzero integer constant term or nothing symbolic.
+    """
+    const, rest = diff.as_coeff_Add()
+    if const == 0 or not const.is_Integer or rest == 0 or rest.is_Number:
+        return None
+    return _split(kind, diff)
+
+
 def _split(kind, diff) -> sympy.Basic:
-    """``diff <kind> 0`` written as ``positive terms <kind> negated negative terms``."""
+    """``diff <kind> 0`` written as ``positive terms <kind> negated negative terms``.
+
+    A constant goes with the side where it is positive (``dx + 1 == dy``,
+    ``dx == dy + 1``), or opposite the symbols when they are all on one side
+    (``seq <= 512``, not ``seq - 512 <= 0``).
+    """
     terms = sympy.Add.make_args(diff)
     pos = [t for t in terms if not _is_negative_term(t)]
     neg = [-t for t in terms if _is_negative_term(t)]

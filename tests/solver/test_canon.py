@@ -52,6 +52,18 @@ CASES = [
     ("ne_kept", sympy.Ne(s, 512), {s: (1, 1024)}, sympy.Ne(s, 512)),
     ("relation_between_dims", sympy.Eq(2 * b - 2 * s, 0), {b: (1, 16), s: (1, 64)}, sympy.Eq(b, s)),
     ("expression_min", sympy.Min(s, s + 3, 600), {s: (1, 512)}, s),
+    # constants move across a relation (readable bounds and relations)
+    ("constant_moves_le", sympy.Le(s - 1, 511, evaluate=False), {s: (1, 1024)}, s <= 512),
+    ("constant_moves_ge", sympy.Ge(s - 1, 1, evaluate=False), {s: (1, 1024)}, s >= 2),
+    ("constant_left_flips", sympy.Ge(512 - s, 0, evaluate=False), {s: (1, 1024)}, s <= 512),
+    ("constant_moves_eq_two_dims", sympy.Eq(s - 1, b, evaluate=False), {s: (1, 100), b: (1, 100)},
+     sympy.Eq(s, b + 1)),
+    ("constant_stays_positive", sympy.Le(s - b + 1, 0, evaluate=False), {s: (1, 100), b: (1, 100)},
+     sympy.Le(s + 1, b, evaluate=False)),
+    ("constant_moves_lt_product", sympy.Lt(b * s - 1, 511, evaluate=False), {s: (1, 1024), b: (1, 4)},
+     b * s < 512),
+    ("constant_moves_mod", sympy.Eq(sympy.Mod(s, 3) - 1, 0, evaluate=False), {s: (1, 64)},
+     sympy.Eq(sympy.Mod(s, 3), 1)),
 ]
 
 
