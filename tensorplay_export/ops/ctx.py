@@ -24,6 +24,24 @@ def as_dim(d: Any) -> Any:
     return d
 
 
+# how the user wrote a binary op, for reasons ("broadcasting in `+`: seq with ...")
+_OP_TEXT = {"numpy.add": "`+`", "numpy.subtract": "`-`", "numpy.multiply": "`*`", "numpy.divide": "`/`",
+            "numpy.true_divide": "`/`", "numpy.floor_divide": "`//`", "numpy.remainder": "`%`",
+            "numpy.power": "`**`", "numpy.matmul": "`@`", "numpy.equal": "`==`", "numpy.not_equal": "`!=`",
+            "numpy.less": "`<`", "numpy.less_equal": "`<=`", "numpy.greater": "`>`",
+            "numpy.greater_equal": "`>=`", "numpy.bitwise_and": "`&`", "numpy.bitwise_or": "`|`",
+            "numpy.bitwise_xor": "`^`"}
+
+
+def _size_text(d: Any) -> str:
+    """A size for a reason; a ``Min`` with a constant says it is a slice bounded by it."""
+    if isinstance(d, sympy.Min):
+        consts = [int(a) for a in d.args if a.is_Integer]
+        if consts:
+            return f"{d}, a slice of at most {min(consts)}"
+    return str(d)
+
+
 def prod(dims: Any) -> Any:
     out: Any = 1
     for d in dims:
@@ -112,14 +130,15 @@ class ShapeCtx:
             self._folded()
             return a
         ha, hb = self.hint(a), self.hint(b)
+        what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         if ha == hb:
-            self.require(sympy.Eq(a, b), f"broadcasting {a} with {b}")
+            self.require(sympy.Eq(a, b), f"{what}: {_size_text(a)} with {_size_text(b)}")
             return b if is_static(b) else a
         if ha == 1:
-            self.require(sympy.Eq(a, 1), f"broadcasting {a} (size 1 in the example) with {b}")
+            self.require(sympy.Eq(a, 1), f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}")
             return b
         if hb == 1:
-            self.require(sympy.Eq(b, 1), f"broadcasting {b} (size 1 in the example) with {a}")
+            self.require(sympy.Eq(b, 1), f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}")
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 

@@ -80,3 +80,18 @@ def test_python_int_overflow_guard_for_small_int_dtypes():
     with pytest.raises(tpe.ConstraintViolationError, match=r"n <= 127"):
         tpe.export(lambda x: x.astype(np.int8) + x.shape[0], randn(5, 3),
                    dynamic_shapes={"x": {0: Dim("n", max=500)}})
+
+
+POS = np.zeros((512, 3), np.float32)
+
+
+def test_broadcast_reason_names_the_operator_and_the_bounded_slice():
+    import tensorplay_export as tpe
+
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x: x + POS[: x.shape[0]], randn(8, 3), dynamic_shapes={"x": {0: Dim("seq", max=1024)}})
+    assert "guard seq <= 512 (broadcasting in `+`: seq with Min(512, seq), a slice of at most 512)" in str(err.value)
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x, y: x * y, randn(8, 3), randn(8, 3),
+                   dynamic_shapes={"x": {0: Dim("a", max=64)}, "y": {0: Dim("b", max=64)}})
+    assert "(broadcasting in `*`: a with b)" in str(err.value)
