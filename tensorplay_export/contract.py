@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -454,12 +455,8 @@ def _site_divisor(c: Contract, d: Any) -> int:
     return k
 
 
-def _site_named(c: Contract) -> Contract:
-    """``c`` with each root renamed after the input axis that binds it (``n`` -> ``x.shape[0]``).
-
-    Two contracts that differ only in dim names then print the same relations
-    and guards, so listing changes compares sites, not names.
-    """
+def _root_site_names(c: Contract) -> dict:
+    """Root symbol -> the input axis that binds it (``x.shape[0]``, or ``(z.shape[0] - 1)/2``)."""
     names: dict = {}
     for site, d in c.sites():
         if isinstance(d, sympy.Symbol) and d not in names:
@@ -470,7 +467,35 @@ def _site_named(c: Contract) -> Contract:
             r, k, c0 = aff
             inner = site if c0 == 0 else f"({site} - {c0})" if c0 > 0 else f"({site} + {-c0})"
             names[r] = inner if k == 1 else f"{inner}/{k}"
-    repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in names.items()}
+    return names
+
+
+def outputs_by_sites(c: Contract) -> list:
+    """``[(shape texts | None, dtype)]`` of the outputs with dim names replaced by input sites.
+
+    Output shapes read from JSON are text, so names are replaced as whole words
+    (dim names are identifiers); two contracts that differ only in dim names
+    give equal lists.
+    """
+    names = {r.name: site for r, site in _root_site_names(c).items()}
+    word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b") \
+        if names else None
+    out = []
+    for shape, dtype in c.outputs:
+        texts = None if shape is None else [d if isinstance(d, str) else _text(d) for d in shape]
+        if texts is not None and word is not None:
+            texts = [word.sub(lambda m: names[m.group(1)], t) for t in texts]
+        out.append((texts, dtype))
+    return out
+
+
+def _site_named(c: Contract) -> Contract:
+    """``c`` with each root renamed after the input axis that binds it (``n`` -> ``x.shape[0]``).
+
+    Two contracts that differ only in dim names then print the same relations
+    and guards, so listing changes compares sites, not names.
+    """
+    repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in _root_site_names(c).items()}
 
     def sub(e: Any) -> Any:
         return e.xreplace(repl) if isinstance(e, sympy.Basic) else e

@@ -76,3 +76,26 @@ def test_accepts_target_report_and_archive(tmp_path, monkeypatch):
     assert_contract(str(tmp_path / "m.pt2"), snap)
     with pytest.raises(TypeError, match="assert_contract takes"):
         assert_contract(42, snap)
+
+
+def test_renamed_dim_or_auto_bound_is_no_change(tmp_path):
+    snap = tmp_path / "model.json"
+    assert_contract(program(512), snap)
+    renamed = tpe.export(lambda x: x + POS[: x.shape[0]], np.ones((8, 4), np.float32),
+                         dynamic_shapes={"x": {0: Dim("rows", max=512)}})
+    assert_contract(renamed, snap)  # n -> rows everywhere (inputs and output shapes): no change
+    wider_out = tpe.export(lambda x: np.concatenate([x, x], axis=1) + POS[: x.shape[0], :1],
+                           np.ones((8, 4), np.float32), dynamic_shapes={"x": {0: Dim("n", max=512)}})
+    with pytest.raises(AssertionError, match="shape contract changed"):
+        assert_contract(wider_out, snap)  # same inputs, but the output is (n, 8) now
+    auto = tpe.export(model, np.ones((8, 4), np.float32), dynamic_shapes={"x": {0: Dim.AUTO}})
+    snap2 = tmp_path / "auto.json"
+    assert_contract(auto, snap2)
+    data = json.loads(snap2.read_text())
+    assert data["dims"][0]["max"] == 512 and data["guards"] == []
+    # a snapshot written when the bound was an extra guard is the same contract
+    data["dims"][0]["max"] = None
+    name = data["dims"][0]["name"]
+    data["guards"] = [{"text": f"{name} <= 512", "tree": ["Le", data["dims"][0]["symbol"], 512]}]
+    snap2.write_text(json.dumps(data))
+    assert_contract(auto, snap2)
