@@ -36,6 +36,9 @@ Y_TEMPLATES = {
     "A1": ("A", 1),
     "C": ("C",),
     "BC": ("B", "C"),
+    "2A,B": (("A", 2, 0), "B"),        # a derived dim 2*A
+    "A+1": (("A", 1, 1),),            # a derived dim A + 1
+    "2A+1,1": (("A", 2, 1), 1),
 }
 
 
@@ -93,6 +96,22 @@ def apply_op(op: tuple, h: Any, y: Any) -> Any:
         if h.shape[0] > op[1]:
             return h + 1.0
         return h - 1.0
+    if kind == "squeeze":
+        return np.squeeze(h, axis=op[1])
+    if kind == "expand":
+        return np.expand_dims(h, op[1])
+    if kind == "split":
+        return np.split(h, op[2], axis=op[1])[-1]
+    if kind == "stack":
+        return np.stack([h, h * 0.5], axis=op[1])
+    if kind == "take_half":
+        return np.take(h, np.arange(h.shape[op[1]] // 2), axis=op[1])
+    if kind == "slice_by_y":
+        return h[: y.shape[0]]
+    if kind == "setitem":
+        h = h.copy()
+        h[op[1]:] = 0.5
+        return h
     if kind == "pos":
         if h.ndim == 1:
             return h + POS1[:h.shape[0]]
@@ -140,11 +159,18 @@ def op_strategy(ndim: int, has_y: bool, last: int):
         st.tuples(st.just("transpose")),
         st.tuples(st.just("branch"), st.integers(0, 6)),
         st.tuples(st.just("pos")),
+        st.tuples(st.just("squeeze"), axes),
+        st.tuples(st.just("expand"), st.integers(0, ndim)),
+        st.tuples(st.just("split"), axes, st.integers(2, 3)),
+        st.tuples(st.just("stack"), st.integers(0, ndim)),
+        st.tuples(st.just("take_half"), axes),
+        st.tuples(st.just("setitem"), st.integers(-2, 2)),
     ]
     if has_y:
         options += [st.tuples(st.just("biny"), st.integers(0, 2)),
                     st.tuples(st.just("concat_y"), axes),
-                    st.tuples(st.just("matmul_y"))]
+                    st.tuples(st.just("matmul_y")),
+                    st.tuples(st.just("slice_by_y"))]
     return st.one_of(*options)
 
 
@@ -162,7 +188,16 @@ def eager_ok(fn, *args) -> Optional[Any]:
 # -- specs and inputs ----------------------------------------------------------------------------
 
 def shape_of(template: tuple, sizes: dict) -> tuple:
-    return tuple(sizes[t] if isinstance(t, str) else t for t in template)
+    """Sizes of a template: ``"A"`` -> A, ``("A", k, c)`` -> k*A + c, ints as they are."""
+    out = []
+    for t in template:
+        if isinstance(t, str):
+            out.append(sizes[t])
+        elif isinstance(t, tuple):
+            out.append(t[1] * sizes[t[0]] + t[2])
+        else:
+            out.append(t)
+    return tuple(out)
 
 
 def make_inputs(y_template: Optional[tuple], sizes: dict, dtype: Any, seed: int = 0,
@@ -182,6 +217,12 @@ def spec_for(kinds: dict, bounds: dict, y_template: Optional[tuple]) -> dict:
     def axes(template: tuple) -> dict:
         out = {}
         for i, t in enumerate(template):
+            if isinstance(t, tuple):  # derived k*A + c: a DerivedDim of the named root, else like A
+                root, k, c = t
+                if kinds[root] == "named":
+                    out[i] = dims[root] * k + c if k != 1 else dims[root] + c
+                    continue
+                t = root
             if isinstance(t, str) and kinds[t] == "named":
                 out[i] = dims[t]
             elif isinstance(t, str) and kinds[t] == "auto":
