@@ -309,16 +309,12 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     # A Dim.DYNAMIC axis is named by its site (x_dim0 for x.shape[0]); a fix for that name
     # replaces the DYNAMIC hint there with a named Dim (or a constant / relation).
     dyn_sites = _dynamic_sites(dynamic_shapes)
-    dyn_loc: dict[str, tuple] = {}
+    dyn_hits: dict[str, list[tuple]] = {}
     mentioned = {f.name for f in fixes} | {f.root for f in fixes if isinstance(f, RelationFix)}
     for name in sorted(mentioned - set(existing)):
-        hits = [site for site in dyn_sites if site.pattern.match(name)]
-        if len(hits) > 1:
-            raise ValueError(f"fix lines name {name!r}, the Dim.DYNAMIC axis of an input, but {len(hits)} "
-                             f"Dim.DYNAMIC axes of this positional spec could be it; write dynamic_shapes as a "
-                             f"dict keyed by argument name so the axis is known")
+        hits = [site.loc for site in dyn_sites if site.pattern.match(name)]
         if hits:
-            dyn_loc[name] = hits[0].loc
+            dyn_hits[name] = hits
             existing[name] = Dim(name)  # an unbounded named Dim, as the DYNAMIC axis was
 
     by_name: dict[str, Fix] = {}
@@ -364,5 +360,46 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
 
     for fix in fixes:
         resolve(fix.name, ())
-    dyn = {loc: resolve(name, ()) for name, loc in dyn_loc.items()}
-    return _rebuild(dynamic_shapes, resolved, {}, dyn)
+    values = {name: resolve(name, ()) for name in dyn_hits}
+    # A positional spec does not say which argument is x, so x_dim0 may match several
+    # DYNAMIC axes: try every one-to-one placement; they must all give the same spec.
+    results = [_rebuild(dynamic_shapes, resolved, {}, {loc: values[n] for n, loc in placed.items()})
+               for placed in _placements(dyn_hits)]
+    if not results:
+        raise ValueError(f"fix lines name the Dim.DYNAMIC axes {', '.join(sorted(dyn_hits))}, but the spec "
+                         f"has too few Dim.DYNAMIC axes for them all")
+    if any(not _same_spec(results[0], other) for other in results[1:]):
+        raise ValueError(f"fix lines name {', '.join(sorted(dyn_hits))}, Dim.DYNAMIC axes named after their "
+                         f"input, but this positional spec does not say which input is which; write "
+                         f"dynamic_shapes as a dict keyed by argument name and refine it with the same message")
+    return results[0]
+
+
+_MAX_PLACEMENTS = 5040  # 7! : more DYNAMIC candidates than that is not worth guessing
+
+
+def _placements(hits: dict[str, list[tuple]]) -> list[dict[str, tuple]]:
+    """Every one-to-one choice ``name -> location`` with each name at one of its candidate locations."""
+    names = sorted(hits, key=lambda n: (len(hits[n]), n))
+    out: list[dict[str, tuple]] = []
+
+    def place(i: int, chosen: dict[str, tuple]) -> None:
+        if len(out) > _MAX_PLACEMENTS:
+            return
+        if i == len(names):
+            out.append(dict(chosen))
+            return
+        for loc in hits[names[i]]:
+            if loc not in chosen.values():
+                chosen[names[i]] = loc
+                place(i + 1, chosen)
+                del chosen[names[i]]
+
+    place(0, {})
+    return out[:_MAX_PLACEMENTS + 1]
+
+
+def _same_spec(a: Any, b: Any) -> bool:
+    if isinstance(a, ShapesCollection) and isinstance(b, ShapesCollection):
+        return [v for _, v in a.items()] == [v for _, v in b.items()]
+    return type(a) is type(b) and a == b

@@ -230,6 +230,16 @@ def test_dynamic_root_of_a_relation_becomes_one_shared_dim():
 def test_dynamic_axis_ambiguous_in_positional_spec_says_why():
     with pytest.raises(ValueError, match="write dynamic_shapes as a dict keyed by argument name"):
         refine(message("y_dim0 = Dim('y_dim0', max=4)"), ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
+    # with a dict spec the same message applies
+    got = refine(message("y_dim0 = Dim('y_dim0', max=4)"), {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}})
+    assert got == {"x": {0: Dim.DYNAMIC}, "y": {0: Dim("y_dim0", max=4)}}
+
+
+def test_positional_placements_that_agree_are_applied():
+    # x_dim0 and y_dim0 could be either axis, but every placement gives the same spec
+    got = refine(message("x_dim0 = Dim('x_dim0', max=512)", "y_dim0 = x_dim0"),
+                 ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
+    assert got[0][0] == Dim("x_dim0", max=512) and got[1][0] is got[0][0]
 
 
 def test_dynamic_axis_in_shapes_collection():

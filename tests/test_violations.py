@@ -608,3 +608,18 @@ def test_sum_relation_over_dynamic_axes_says_which_axis_to_make_auto():
             "x_dim1 + y_dim1 == z_dim1. What works: declare z.shape[1] as Dim.AUTO instead of Dim.DYNAMIC; "
             "it will be inferred as x_dim1 + y_dim1") in text
     assert "the fix line for" not in text and text.endswith(violations.NO_FIXES_LINE)
+
+
+def _pos_times(x, y):
+    return (x + POS_TABLE[: x.shape[0]]) * y
+
+
+def test_export_dynamic_positional_spec_refines_in_one_step():
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    args = (np.ones((8, 4), np.float32), np.ones((8, 4), np.float32))
+    with pytest.raises(ConstraintViolationError) as info_:
+        tpe.export(_pos_times, *args, dynamic_shapes=spec)
+    new = refine(str(info_.value), spec)
+    assert new[0][0] == Dim("x_dim0", max=512) and new[1][0] is new[0][0]
+    ep = tpe.export(_pos_times, *args, dynamic_shapes=new)
+    assert ep.module()(np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)).shape == (3, 4)
