@@ -101,7 +101,8 @@ def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], sha
             raise ConstraintsExceededError(
                 f"{path}.shape[{axis}] = {shape[axis]} must be {want} (static in {shape_text})")
     if dtype is not None and x.dtype != dtype:
-        raise InputDtypeError(f"{path} has dtype {x.dtype}, but the program expects {dtype}")
+        raise InputDtypeError(f"{path} has dtype {x.dtype}, but the program expects {dtype}; "
+                              f"cast it first, e.g. {path}.astype(np.{dtype})")
     return x
 
 

@@ -97,7 +97,8 @@ def test_shape_errors(x_shape, y_shape, message):
 
 def test_dtype_error():
     g, _ = attention_like()
-    with pytest.raises(TypeError, match=re.escape("y has dtype float64, but the program expects float32")):
+    with pytest.raises(TypeError, match=re.escape("y has dtype float64, but the program expects float32; "
+                                                  "cast it first, e.g. y.astype(np.float32)")):
         run_both(g, arr(2, 5, 8), arr(2, 5, 8, dtype=np.float64))
 
 
