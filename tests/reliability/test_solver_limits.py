@@ -204,3 +204,64 @@ def test_solver_pathological_queries_bounded():
                                      dims={f"v{i}": (1, 100) for i in range(count)},
                                      hints={f"v{i}": 3 for i in range(count)}), 60)
     assert len(fs.lines) == count - 1
+
+
+# -- solver soundness against brute force (E11) ---------------------------------------------------
+
+def _exprs(syms):
+    leaf = st.sampled_from(syms) | st.integers(-3, 8).map(sympy.Integer)
+
+    def grow(inner):
+        k = st.integers(1, 5)
+        return (st.tuples(inner, inner).map(lambda t: t[0] + t[1])
+                | st.tuples(inner, inner).map(lambda t: t[0] - t[1])
+                | st.tuples(inner, inner).map(lambda t: t[0] * t[1])
+                | st.tuples(inner, k).map(lambda t: sympy.floor(t[0] / t[1]))
+                | st.tuples(inner, k).map(lambda t: sympy.Mod(t[0], t[1]))
+                | st.tuples(inner, inner).map(lambda t: sympy.Min(*t))
+                | st.tuples(inner, inner).map(lambda t: sympy.Max(*t)))
+    return st.recursive(leaf, grow, max_leaves=6)
+
+
+def _relations(syms):
+    rel = st.sampled_from([sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt])
+    atom = st.tuples(rel, _exprs(syms), _exprs(syms)).map(lambda t: t[0](t[1], t[2]))
+    return st.recursive(atom, lambda inner: st.tuples(inner, inner).map(lambda t: sympy.And(*t))
+                        | st.tuples(inner, inner).map(lambda t: sympy.Or(*t)) | inner.map(sympy.Not),
+                        max_leaves=3)
+
+
+def _truth(expr, env) -> bool:
+    value = expr.xreplace({s: sympy.Integer(v) for s, v in env.items()})
+    return bool(value)
+
+
+@rel_settings(scale=8)
+@given(data=st.data())
+def test_solver_verdicts_agree_with_brute_force(data):
+    """proved -> holds at every point of the ranges; refuted -> the counterexample is inside the
+    ranges and breaks the guard; canonicalize -> same truth value everywhere."""
+    from solver import ShapeSolver, canonicalize
+
+    los = [data.draw(st.integers(0, 2), label=f"lo{i}") for i in range(2)]
+    his = [lo + data.draw(st.integers(0, 9), label=f"span{i}") for i, lo in enumerate(los)]
+    s = ShapeSolver(timeout_ms=200)
+    syms = [s.declare(n, lower=lo, upper=hi) for n, lo, hi in zip("ab", los, his)]
+    guard = data.draw(_relations(syms), label="guard")
+    if guard in (sympy.true, sympy.false):
+        return
+    points = [dict(zip(syms, (x, y))) for x in range(los[0], his[0] + 1) for y in range(los[1], his[1] + 1)]
+    truth = [_truth(guard, p) for p in points]
+    v = s.implies(guard)
+    if v.status == "proved":
+        assert all(truth), f"proved {guard}, but it fails at {points[truth.index(False)]}"
+    elif v.status == "refuted":
+        cex = {sym: v.counterexample[sym.name] for sym in syms if sym.name in v.counterexample}
+        full = {sym: cex.get(sym, lo) for sym, lo in zip(syms, los)}
+        assert all(lo <= full[sym] <= hi for sym, lo, hi in zip(syms, los, his)), (guard, cex)
+        if len(cex) == len(guard.free_symbols & set(syms)):
+            assert not _truth(guard, full), f"refuted {guard} with {cex}, where it holds"
+        assert not all(truth), f"refuted {guard}, which holds everywhere"
+    canon = canonicalize(guard, {sym: (lo, hi) for sym, lo, hi in zip(syms, los, his)})
+    for p, t in zip(points, truth):
+        assert _truth(canon, p) == t, f"canonicalize({guard}) = {canon} differs at {p}"
