@@ -151,8 +151,6 @@ def test_constant_index_inside_range_is_proved():
     check_program(ep, fn, ONE, [3, 4, 100])
 
 
-@pytest.mark.xfail(strict=True, reason="needs Tracer.lift_constant to give integer constants their value "
-                                       "range (ops.indexing.const_index_range); see the soundness report")
 def test_constant_index_ndarray_bounds():
     fn = lambda x: x[np.array([0, 2])]  # noqa: E731
     ep = refined(fn, ONE, X100, 5, "n = Dim('n', min=3, max=100)")

@@ -23,6 +23,7 @@ import sympy
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
+from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
 from ..shape_env import ShapeEnv, user_source
 from ..symbolic import SymBool, SymFloat, SymInt
@@ -78,7 +79,8 @@ class Tracer:
         known = self._const_by_id.get(id(value))
         if known is not None:
             return known
-        traced = TracedArray(self, None, tuple(value.shape), value, None)
+        # an integer constant's value range gives index-bounds guards (x[IDX] on a dynamic axis)
+        traced = TracedArray(self, None, tuple(value.shape), value, constant_vrange(value))
         traced._lazy = name
         self._const_by_id[id(value)] = traced
         self._const_keep.append(value)
@@ -126,7 +128,7 @@ class Tracer:
         if isinstance(value, TracedArray):
             return ArrayInfo(value._shape, value.dtype, value.vrange)
         if isinstance(value, np.ndarray):
-            return ArrayInfo(tuple(value.shape), value.dtype, None)
+            return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
         if isinstance(value, tuple):

@@ -1,0 +1,51 @@
+"""Tracer: value ranges of constant arrays, the argument views of one op."""
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+from tensorplay_export.capture.tracer import Tracer
+from tensorplay_export.errors import ConstraintViolationError
+from tensorplay_export.ops.registry import ArrayInfo
+from tensorplay_export.shape_env import ShapeEnv
+
+IDX = np.array([0, 3])          # a module global: lifted lazily as c_IDX
+SPEC = {"x": {0: Dim("n", min=1, max=50)}}
+
+
+def _tracer() -> Tracer:
+    from solver import ShapeSolver
+
+    return Tracer(ShapeEnv(ShapeSolver(timeout_ms=200), "export"))
+
+
+def test_lifted_integer_constant_carries_its_value_range():
+    tracer = _tracer()
+    t = tracer.lift_constant("c_idx", np.array([4, -2, 7]))
+    assert t.vrange == (-2, 7)
+    assert tracer.lift_constant("c_f", np.ones(3)).vrange is None          # floats: no range
+    assert tracer.lift_constant("c_e", np.zeros(0, dtype=np.int64)).vrange is None
+
+
+def test_plain_ndarray_argument_info_has_its_value_range():
+    tracer = _tracer()
+    info = tracer.info((np.array([1, 5]), [np.arange(3.0)]))
+    assert isinstance(info[0], ArrayInfo) and info[0].vrange == (1, 5)
+    assert info[1][0].vrange is None
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[np.array([0, 3])], lambda x: x[IDX]],
+                         ids=["array-in-body", "global-array"])
+def test_constant_index_array_on_a_dynamic_axis_needs_the_axis_long_enough(fn):
+    x = np.arange(10.0).reshape(5, 2)
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, x, dynamic_shapes=SPEC)
+    text = str(info.value)
+    assert "Dim('n', min=4, max=50)" in text, text
+    spec = tpe.refine_dynamic_shapes_from_suggested_fixes(text, SPEC)
+    mod = tpe.export(fn, x, dynamic_shapes=spec).module()
+    for n in (4, 9):
+        y = np.arange(2.0 * n).reshape(n, 2)
+        np.testing.assert_array_equal(mod(y), fn(y))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        mod(np.zeros((3, 2)))
