@@ -10,6 +10,8 @@ mode) and turns each problem into a :class:`FailureReport`:
   assumed as the example took it and checked at run time by the program;
 - ``unsupported_op``: a numpy function without a shape rule; the draft program
   runs it opaquely, with the sizes it sees pinned to the example's;
+- ``random_numbers``: the model draws random numbers (``numpy.random``), which no
+  program can reproduce: capture stops there, the fix is to pass them as an input;
 - ``numpy_error``: the model itself raised on its example inputs;
 - ``spec_error`` / ``example_out_of_range``: the ``dynamic_shapes`` spec does not
   fit the inputs;
@@ -47,6 +49,7 @@ KINDS: dict[str, str] = {
     "auto_specialization": "Specialized Dim.AUTO sizes",
     "data_dependent": "Data-dependent guards",
     "unsupported_op": "Ops without shape rules (run opaquely at the example's sizes)",
+    "random_numbers": "Random numbers drawn inside the model (pass them as an input)",
     "numpy_error": "Errors raised inside the model",
     "spec_error": "dynamic_shapes does not fit the inputs",
     "example_out_of_range": "Example inputs outside the declared ranges",
@@ -169,7 +172,7 @@ class DraftExportReport:
             cls: type = ConstraintViolationError
         elif "data_dependent" in kinds:
             cls = DataDependentError
-        elif "unsupported_op" in kinds:
+        elif "unsupported_op" in kinds or "random_numbers" in kinds:
             cls = UnsupportedOpError
         elif "example_out_of_range" in kinds:
             cls = ConstraintsExceededError
@@ -332,18 +335,25 @@ def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str], st
     text = str(err)
     lines = list(getattr(err, "fixes", []) or [])
     recs = list(getattr(err, "violations", records))
+    # the error's own per-guard fix lines: empty for a guard no fix expresses (fix stays None)
+    fix_for = getattr(err, "fix_for", None)
     bullets = _split_bullets(text)
     out = []
     for i, rec in enumerate(recs):
         message = bullets[i] if i < len(bullets) and len(bullets) == len(recs) else str(rec.expr)
         message = "\n".join(ln for ln in message.splitlines() if not ln.strip().startswith("at "))
-        names = {s.name for s in rec.expr.free_symbols}
-        out.append(FailureReport("constraint_violation", message, rec.source, _fixes_for(names, lines)))
+        if fix_for is not None and len(fix_for) == len(recs):
+            fix = "\n".join(fix_for[i]) or None
+        else:
+            fix = _fixes_for({s.name for s in rec.expr.free_symbols}, lines)
+        out.append(FailureReport("constraint_violation", message, rec.source, fix))
     return out, lines, text.splitlines()[0]
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
-    """One failure per Dim.AUTO size the model pinned to a constant."""
+    """One failure per Dim.AUTO size the model pinned to a constant (with how to keep it dynamic)."""
+    from . import violations
+
     env = result.env
     out = []
     for sym, value in env.replacements.items():
@@ -356,9 +366,13 @@ def _auto_failures(result: Any) -> list[FailureReport]:
         if rec is None:
             rec = next((r for r in env.accepted if isinstance(r.expr, sympy.Eq) and r.source is not None
                         and any(env.replacements.get(s) == value for s in r.expr.free_symbols)), None)
-        why = f" ({rec.reason})" if rec is not None and rec.reason else ""
+        reason, hint = (violations.specialization_reason(rec, name, int(value)) if rec is not None
+                        else ("", None))
+        why = f" ({reason})" if reason else ""
         message = (f"{sites} is Dim.AUTO but the model pinned it to {int(value)}{why}; the program accepts "
                    f"only {int(value)} there")
+        if hint:
+            message += f"\nto keep it dynamic: {hint}"
         out.append(FailureReport("auto_specialization", message, rec.source if rec else None, None))
     return out
 
@@ -575,7 +589,8 @@ def _capture_failure(err: BaseException) -> FailureReport:
     src = _error_source(err)
     text = _strip_at(str(err))
     if isinstance(err, UnsupportedOpError):
-        return FailureReport("unsupported_op", text, src, None)
+        kind = "random_numbers" if getattr(err, "random_draw", False) else "unsupported_op"
+        return FailureReport(kind, text, src, None)
     if isinstance(err, DataDependentError):
         return FailureReport("data_dependent", text + "\n(draft_export cannot continue past this one: the model "
                              "reads array values to decide control flow)", src, None)

@@ -342,3 +342,48 @@ def test_structural_validation_flags_a_broken_graph():
         ep.graph.call_function("numpy.negative", (ep.graph.placeholders()[-1],), meta={})
     result = _validate(ep)
     assert not result.ok and any("no shape in meta" in p for p in result.problems)
+
+
+# -- per-guard fixes, pinned AUTO sizes, random numbers ------------------------------------------------
+def fixable_and_not(x):
+    row = x[1]  # L_fixable
+    if x.shape[0] * x.shape[1] <= 1000:  # L_unfixable
+        return row * 2.0
+    return row
+
+
+def test_a_guard_no_fix_expresses_has_no_fix():
+    spec = {"x": {0: Dim("h", max=64), 1: Dim("w", max=64)}}
+    report = draft_export(fixable_and_not, np.ones((8, 8), np.float32), dynamic_shapes=spec)
+    by_line = {f.source.lineno: f for f in report.failures if f.kind == "constraint_violation"}
+    assert by_line[line_of("L_fixable")].fix == "h = Dim('h', min=2, max=64)"
+    unfixable = by_line[line_of("L_unfixable")]
+    assert unfixable.fix is None and "no suggested fix" in unfixable.message
+    assert report.fixes == ["h = Dim('h', min=2, max=64)"]
+
+
+def len_pinned(x):
+    return x * len(x)  # L_len
+
+
+def test_auto_size_pinned_by_len_says_how_to_keep_it_dynamic():
+    report = draft_export(len_pinned, x84(), dynamic_shapes={"x": {0: Dim.AUTO}})
+    f = _only(report, "auto_specialization")
+    assert f.source.lineno == line_of("L_len")
+    assert "pinned it to 8 (len() of an array is a Python int)" in f.message
+    assert "to keep it dynamic: use x.shape[0] instead of len(x)" in f.message
+
+
+def draws_noise(x):
+    return x + np.random.normal(size=x.shape)  # L_random
+
+
+def test_random_numbers_have_their_own_kind():
+    report = draft_export(draws_noise, x84(), dynamic_shapes={"x": {0: Dim("n")}})
+    f = _only(report, "random_numbers")
+    assert f.source.lineno == line_of("L_random") and "numpy.random.normal" in f.message
+    assert not [g for g in report.failures if g.kind == "unsupported_op"]
+    text = str(report)
+    assert "Random numbers drawn inside the model" in text and "Ops without shape rules" not in text
+    with pytest.raises(tpe.UnsupportedOpError):
+        report.raise_on_failure()

@@ -182,10 +182,12 @@ def refuse_random(what: str) -> None:
     from ..errors import UnsupportedOpError
     from ..shape_env import user_source
 
-    raise UnsupportedOpError(
+    err = UnsupportedOpError(
         f"random numbers inside the model: {what} draws them, and an exported program cannot "
         f"reproduce them; pass them as an input (draw them outside and call model(x, noise))"
         f"\n  at {user_source(2)}")
+    err.random_draw = True  # draft_export reports it under its own kind, not as a missing shape rule
+    raise err
 
 
 class _CompiledNumpyView(types.ModuleType):

@@ -116,7 +116,12 @@ class TracedArray:
     def __len__(self) -> int:
         if not self._shape:
             raise TypeError("len() of unsized object")
-        return self.shape[0]  # a SymInt here is specialized by CPython's __index__ call
+        n = self._shape[0]
+        if isinstance(n, int) or n.is_Integer:
+            return int(n)
+        # CPython needs a Python int: pin the size, saying it was len() (violations.py gives the
+        # "use x.shape[0]" hint for reasons starting with "len()")
+        return int(self._tracer.env.specialize(n, "len() of an array is a Python int", user_source(2)))
 
     def __iter__(self):
         n = self.shape[0] if self._shape else None
