@@ -301,6 +301,7 @@ def _take_rule(ctx: Any, a: Any, indices: Any, axis: Any = None, out: Any = None
             _index_bounds(ctx, idx, n, "take")
         _getitem_vrange(ctx, a)
         return tuple(ishape)
+    shape = shape or (1,)  # numpy takes from a 0-d input as 1-d
     ax = int(axis) % len(shape)
     if idx is not None and mode == "raise":
         _index_bounds(ctx, idx, shape[ax], "take")
@@ -397,7 +398,7 @@ def _sort_rule(ctx: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> t
 
 
 def _argsort_rule(ctx: Any, a: Any, axis: Any = -1, *args: Any, **kwargs: Any) -> tuple:
-    shape = _sort_rule(ctx, a, axis)
+    shape = _sort_rule(ctx, a, axis) or (1,)  # numpy argsorts a 0-d input as 1-d
     n = shape[0] if axis is None else shape[int(axis) % len(shape)]
     ctx.vrange(0, n - 1)
     return shape

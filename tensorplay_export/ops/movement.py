@@ -165,7 +165,7 @@ def _squeeze_rule(ctx: Any, a: Any, axis: Any = None) -> tuple:
             elif not ctx.choose(sympy.Eq(d, 1), f"squeeze drops axes of size 1 ({d})"):
                 keep.append(d)
         return tuple(keep)
-    axes = norm_axes(axis, len(shape))
+    axes = norm_axes(axis, len(shape)) if shape else ()  # 0-d: numpy takes axis 0/-1, nothing to drop
     for i in axes:
         if not is_static(shape[i]):
             ctx.require(sympy.Eq(shape[i], 1), "squeeze of an axis needs size 1")
@@ -294,7 +294,7 @@ register_op("numpy.tile", np.tile, _tile_rule, numpy_funcs=(np.tile,))
 
 
 def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
-    shape = shape_of(a)
+    shape = shape_of(a) or (1,)  # numpy repeats a 0-d input as 1-d
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
         sym = ctx.new_unbacked(None)

@@ -75,7 +75,7 @@ def _scan_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any =
             n = n * d
         return (n,)
     norm_axes(axis, len(shape))
-    return shape
+    return shape or (1,)  # numpy scans a 0-d input as 1-d
 
 
 def _method(name: str):
