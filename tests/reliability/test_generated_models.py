@@ -149,6 +149,10 @@ def test_generated_model_contract(mc, data):
     buf = io.BytesIO()
     tpe.save(ep, buf)
     loaded = tpe.load(io.BytesIO(buf.getvalue()))
+    decomposed = None
+    if data.draw(st.integers(0, 2), label="decompose") == 0:
+        decomposed = ep.run_decompositions()
+        note(f"decomposed code:\n{decomposed.code}")
     for _ in range(SIZES_PER_MODEL):
         sizes = {s: data.draw(st.sampled_from(size_values(mc, s)) | st.integers(0, 24), label=s)
                  for s in "ABC"}
@@ -159,3 +163,5 @@ def test_generated_model_contract(mc, data):
         judge(mc, model, spec, ep, inputs)
         if data.draw(st.integers(0, 3), label="also loaded") == 0:
             judge(mc, model, spec, loaded, inputs)
+        if decomposed is not None:
+            judge(mc, model, spec, decomposed, inputs)

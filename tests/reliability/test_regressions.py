@@ -116,3 +116,32 @@ def test_reduction_of_a_0d_value_with_axis(fn, axis):
         got, want = ep.module()(x), model(x)
         assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype
         np.testing.assert_allclose(got, want)
+
+
+ZERO_D_AXIS_OPS = {
+    "squeeze": lambda s, ax: np.squeeze(s, axis=ax),
+    "cumsum": lambda s, ax: np.cumsum(s, axis=ax),
+    "cumprod": lambda s, ax: np.cumprod(s, axis=ax),
+    "take": lambda s, ax: np.take(s, np.array([0, 0]), axis=ax),
+    "argsort": lambda s, ax: np.argsort(s, axis=ax),
+    "repeat": lambda s, ax: np.repeat(s, 2, axis=ax),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_AXIS_OPS))
+@pytest.mark.parametrize("axis", [0, -1])
+def test_axis_ops_on_a_0d_value(name, axis):
+    """Kind: same as the 0-d reductions, in the other axis-taking rules: numpy treats a 0-d input
+    with ``axis=0/-1`` as 1-d (cumsum/cumprod/take/argsort/repeat give shape (k,)) or as nothing
+    to drop (squeeze); the rules raised IndexError/ZeroDivisionError or disagreed with numpy
+    (CaptureError).  Fixed in ops/{movement,indexing,reduce}.py."""
+    fn = ZERO_D_AXIS_OPS[name]
+
+    def model(x):
+        return fn(x.sum(), axis)
+
+    ep = tpe.export(model, np.ones((2, 3)), dynamic_shapes={"x": {0: Dim("A", max=9)}})
+    x = np.arange(12.0).reshape(4, 3)
+    got, want = ep.module()(x), model(x)
+    assert np.shape(got) == np.shape(want) and np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want)
