@@ -293,7 +293,10 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     from .signature import InputKind, InputSpec, TensorArgument
 
     user_inputs = {getattr(s.arg, "name", None) for s in signature.input_specs if s.kind == InputKind.USER_INPUT}
-    session = DecompSession(graph, _flat_example_inputs(ep), ep.range_constraints, user_inputs)
+    # the capture's op overlay (draft programs' opaque ops): the session runs the graph with it,
+    # and the new program keeps it
+    op_table = getattr(ep.graph_module, "op_table", None)
+    session = DecompSession(graph, _flat_example_inputs(ep), ep.range_constraints, user_inputs, op_table)
     names: dict[str, Optional[str]] = {}
     kept: set = set()
     renames: dict[str, str] = {}
@@ -343,7 +346,7 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     for entry in call_graph:
         if entry.signature is not None:
             _rename_args(entry.signature, renames)
-    return ExportedProgram(GraphModule(graph), signature, example_inputs=ep.example_inputs,
+    return ExportedProgram(GraphModule(graph, op_table=op_table), signature, example_inputs=ep.example_inputs,
                            dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
                            range_constraints=dict(ep.range_constraints),
                            equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
@@ -366,6 +369,8 @@ def _rewrite(graph: Any, node: Node, builder: Callable[..., Any], kept: set, ren
             n.meta["source"] = node.meta.get("source")
         if node.meta.get("module_path") is not None:
             n.meta["module_path"] = node.meta["module_path"]
+        if node.meta.get("module_stack") is not None:
+            n.meta["module_stack"] = node.meta["module_stack"]  # unflatten groups calls by it
         n = n.next
     items = [u for u in node.users if u.op == "call_function" and u.target == "tpe.item"]
     if isinstance(result, (list, tuple)):

@@ -646,3 +646,59 @@ def test_decompositions_of_decompositions_run_until_settled():
     assert not {"numpy.var", "numpy.std"} & _targets(ep2)
     x = np.random.default_rng(5).standard_normal((3, 6))
     _close(ep2.module()(x), ep.module()(x))
+
+
+# ------------------------------------------------------------------ draft programs, module calls
+def _no_rule():
+    from tensorplay_export.ops.registry import lookup_func
+
+    return next((f for f in (np.unwrap, np.sinc, np.i0) if lookup_func(f) is None), None)
+
+
+def test_draft_program_with_an_opaque_op_decomposes():
+    from tensorplay_export import draft_export, nn
+
+    no_rule = _no_rule()
+    if no_rule is None:
+        pytest.skip("every candidate function has a shape rule now")
+
+    class Opaque(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return no_rule(self.lin(x)).var(axis=-1)
+
+    model = Opaque()
+    x = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    ep = draft_export(model, x, dynamic_shapes={"x": {0: Dim("n", max=64)}}).exported_program
+    ep2 = ep.run_decompositions()
+    targets = [n.target for n in ep2.graph.nodes if n.op == "call_function"]
+    assert "tpe.nn.linear" not in targets and "numpy.ndarray.var" not in targets
+    assert any(t.startswith("tpe.opaque.") for t in targets)
+    np.testing.assert_allclose(ep2.module()(x), model(x), rtol=1e-5)
+
+
+def test_replacement_nodes_keep_the_module_call_of_the_node():
+    from tensorplay_export import nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x):
+            return F.softmax(self.lin(x), dim=-1)
+
+    model = Block()
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    ep = export(model, x, dynamic_shapes={"x": {0: Dim("n", max=16)}})
+    stack_of = {n.target: n.meta.get("module_stack") for n in ep.graph.nodes if n.op == "call_function"}
+    ep2 = ep.run_decompositions()
+    for node in ep2.graph.nodes:
+        if node.target in ("numpy.matmul", "numpy.transpose"):
+            assert node.meta["module_stack"] == stack_of["tpe.nn.linear"]
+        if node.target == "numpy.exp":
+            assert node.meta["module_stack"] == stack_of["tpe.nn.softmax"]
+    np.testing.assert_allclose(ep2.module()(x), model(x), rtol=1e-5)

@@ -42,14 +42,18 @@ class DecompSession:
         flat_inputs: one concrete value per placeholder, in order (the program's
             example inputs with its lifted state).
         ranges: ``sympy.Symbol -> ValueRange`` of the program.
+        user_inputs: placeholder names of the user inputs (lifted constants go before them).
+        op_table: the program's op overlay (``name -> callable``, e.g. a draft program's
+            opaque ops), looked up before the registry when the graph runs.
 
     The graph is run once on ``flat_inputs`` (lazily, at the first traced
     builder) to learn every node's example value and every symbol's example size.
     """
 
     def __init__(self, graph: Graph, flat_inputs: Optional[list], ranges: dict,
-                 user_inputs: Optional[set] = None) -> None:
+                 user_inputs: Optional[set] = None, op_table: Optional[dict] = None) -> None:
         self.graph = graph
+        self.op_table = op_table
         self.user_inputs = set(user_inputs or ())
         self._flat_inputs = flat_inputs
         self._ranges = dict(ranges)
@@ -75,7 +79,7 @@ class DecompSession:
                     values[node] = value
                 return value
 
-        interp = _Recorder(self.graph)
+        interp = _Recorder(self.graph, self.op_table)
         interp.run(*self._flat_inputs)
         self._values = values
         self._hints = dict(interp.symbols)
@@ -91,7 +95,7 @@ class DecompSession:
         args = map_arg(node.args, self.value)
         kwargs = map_arg(node.kwargs, self.value)
         args, kwargs = self._concrete(args), self._concrete(kwargs)
-        out = resolve_op(node.target)(*args, **kwargs)
+        out = resolve_op(node.target, self.op_table)(*args, **kwargs)
         self._values[node] = out
         for axis, sym in (node.meta.get("bind") or {}).items():
             self._hints.setdefault(sym, int(out if axis is None else np.shape(out)[axis]))
