@@ -346,11 +346,15 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     for entry in call_graph:
         if entry.signature is not None:
             _rename_args(entry.signature, renames)
-    return ExportedProgram(GraphModule(graph, op_table=op_table), signature, example_inputs=ep.example_inputs,
-                           dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
-                           range_constraints=dict(ep.range_constraints),
-                           equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
-                           state_dict=ep.state_dict, constants=constants)
+    out = ExportedProgram(GraphModule(graph, op_table=op_table), signature, example_inputs=ep.example_inputs,
+                          dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
+                          range_constraints=dict(ep.range_constraints),
+                          equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
+                          state_dict=ep.state_dict, constants=constants)
+    from .export import mark_opaque
+
+    mark_opaque(out, graph, op_table)  # draft programs' opaque ops survive decomposition
+    return out
 
 
 def _rewrite(graph: Any, node: Node, builder: Callable[..., Any], kept: set, renames: dict,

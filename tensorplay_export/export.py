@@ -32,7 +32,7 @@ from .records import DimInfo, ValueRange
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 
-__all__ = ["export", "export_for_training", "capture", "CaptureResult"]
+__all__ = ["export", "export_for_training", "capture", "CaptureResult", "mark_opaque"]
 
 
 @dataclass
@@ -465,9 +465,25 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     for eq in equality_constraints_from(result.leaf_specs):
         equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
     gm = GraphModule(graph, op_table=impl_table(result.op_table))
-    return ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
-                           module_call_graph=entries, range_constraints=ranges,
-                           equality_constraints=equalities, state_dict=state_dict, constants=constants)
+    ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
+                         module_call_graph=entries, range_constraints=ranges,
+                         equality_constraints=equalities, state_dict=state_dict, constants=constants)
+    mark_opaque(ep, graph, result.op_table)
+    return ep
+
+
+def mark_opaque(ep: Any, graph: Graph, op_table: Any) -> tuple:
+    """Set ``ep.opaque_ops``: sorted names of the overlay ops (``tpe.opaque.*``) the graph calls.
+
+    Opaque ops are draft_export's stand-ins for numpy functions without a shape rule:
+    they exist only in the capturing process (``op_table``), never in the registry, so a
+    serializer must refuse a program whose ``opaque_ops`` is not empty (loading could not
+    resolve them).  ``()`` for every ``export`` program.
+    """
+    names = tuple(sorted({n.target for n in graph.nodes
+                          if n.op == "call_function" and op_table and n.target in op_table}))
+    ep.opaque_ops = names
+    return names
 
 
 def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = False,

@@ -677,6 +677,7 @@ def test_draft_program_with_an_opaque_op_decomposes():
     targets = [n.target for n in ep2.graph.nodes if n.op == "call_function"]
     assert "tpe.nn.linear" not in targets and "numpy.ndarray.var" not in targets
     assert any(t.startswith("tpe.opaque.") for t in targets)
+    assert ep2.opaque_ops == ep.opaque_ops and len(ep.opaque_ops) == 1
     np.testing.assert_allclose(ep2.module()(x), model(x), rtol=1e-5)
 
 

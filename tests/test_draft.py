@@ -106,6 +106,7 @@ def test_violation_reported_with_source_fix_and_program():
     assert f.fix == "n = Dim('n', max=512)"
     assert not report.successful()
     ep = report.exported_program
+    assert ep.opaque_ops == ()
     assert ep is not None and report.validation.ok and report.comparison.ok
     assert report.comparison.max_abs == 0.0
     # the violated guard is a runtime check of the draft program
@@ -157,6 +158,7 @@ def test_unsupported_op_runs_opaquely_at_example_sizes():
     assert spec.fix == "n = 8"
     ep = report.exported_program
     assert ep is not None and report.comparison.ok
+    assert ep.opaque_ops == (f"tpe.opaque.{func_name(NO_RULE)}",)  # a serializer must refuse it
     np.testing.assert_allclose(ep.module()(x84()), no_shape_rule(x84()))
     with pytest.raises(ConstraintsExceededError):
         ep.module()(x84(9))

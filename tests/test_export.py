@@ -37,6 +37,7 @@ def test_module_state_is_lifted_with_prefixed_names_ahead_of_inputs():
                      ("CONSTANT_TENSOR", "c_table", "c_table"), ("USER_INPUT", "x", None)]
     assert set(ep.state_dict) == {"lin.weight", "lin.bias", "steps"}
     assert "c_table" in ep.tensor_constants
+    assert ep.opaque_ops == ()  # only draft programs run ops without shape rules
     # the module is left exactly as it was
     assert type(m._buffers["steps"]) is np.ndarray and m.steps == 0 and type(m.table) is np.ndarray
 
