@@ -203,11 +203,16 @@ def shape_of(template: tuple, sizes: dict) -> tuple:
 def make_inputs(y_template: Optional[tuple], sizes: dict, dtype: Any, seed: int = 0,
                 y_sizes: Optional[dict] = None) -> tuple:
     rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape_of(("A", "B"), sizes)).astype(dtype)
+
+    def draw(shape):
+        if np.dtype(dtype).kind in "iu":
+            return rng.integers(-5, 6, size=shape).astype(dtype)
+        return rng.standard_normal(shape).astype(dtype)
+
+    x = draw(shape_of(("A", "B"), sizes))
     if y_template is None:
         return (x,)
-    y = rng.standard_normal(shape_of(y_template, y_sizes or sizes)).astype(dtype)
-    return (x, y)
+    return (x, draw(shape_of(y_template, y_sizes or sizes)))
 
 
 def spec_for(kinds: dict, bounds: dict, y_template: Optional[tuple]) -> dict:

@@ -47,7 +47,7 @@ def model_cases(draw):
         bounds[s] = (lo, hi)
     y_name = draw(st.sampled_from(sorted(Y_TEMPLATES)))
     y_template = None if y_name == "none" else Y_TEMPLATES[y_name]
-    dtype = draw(st.sampled_from([np.float64, np.float32]))
+    dtype = draw(st.sampled_from([np.float64, np.float32, np.float16, np.int64, np.int32]))
     inputs = make_inputs(y_template, example, dtype)
     y = inputs[1] if len(inputs) > 1 else None
     h = inputs[0]
