@@ -32,7 +32,7 @@ from .records import DimInfo, ValueRange
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 
-__all__ = ["export", "export_for_training", "capture", "CaptureResult", "mark_opaque"]
+__all__ = ["export", "export_for_training", "capture", "CaptureResult", "mark_opaque", "needs_replay"]
 
 
 @dataclass
@@ -277,11 +277,24 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
         from .capture.draft import insert_data_dependent_checks
 
         insert_data_dependent_checks(tracer.graph, env, tracer.draft)
-    expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
-        [v.example if isinstance(v, TracedArray) else v for v in outputs]
-    check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
-                 tracer.writes, tracer.op_table)
+    if needs_replay(tracer):
+        expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+            [v.example if isinstance(v, TracedArray) else v for v in outputs]
+        check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
+                     tracer.writes, tracer.op_table)
     return result
+
+
+def needs_replay(tracer: Tracer) -> bool:
+    """Whether the replay check can find anything: some value was written in place.
+
+    Every registry op is functional, so a trace without writes (``__setitem__``,
+    in-place operators, ``out=``, ``np.copyto``: all in ``tracer.writes``) computes in
+    the graph exactly what it computed during capture; replaying it would run numpy
+    a second time for nothing (a fifth of a GPT export).  Draft captures always replay:
+    their opaque ops may write into their arguments unseen.
+    """
+    return bool(tracer.writes) or tracer.draft is not None or bool(tracer.op_table)
 
 
 def _set_functional_hook(tracer: Tracer) -> Any:

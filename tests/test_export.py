@@ -312,3 +312,53 @@ def test_auto_dims_are_constrained_first_and_the_rest_on_named_dims_is_a_violati
     assert ep.module()(randn(7, 2), randn(6, 2)).shape == (6, 2)
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(randn(7, 2), randn(7, 2))
+
+
+# -- the replay check runs only when capture saw a write ---------------------------------------------
+def _count_replays(monkeypatch):
+    import importlib
+
+    export_mod = importlib.import_module("tensorplay_export.export")  # the module, not the function
+    calls = []
+    real = export_mod.check_replay
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(export_mod, "check_replay", counting)
+    return calls
+
+
+def test_a_functional_trace_is_not_replayed(monkeypatch):
+    calls = _count_replays(monkeypatch)
+    m = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = randn(3, 4)
+    ep = tpe.export(m, x, dynamic_shapes={"x": {0: Dim("b", max=10)}})
+    assert calls == []
+    np.testing.assert_allclose(ep.module()(x), m(x), rtol=1e-6)
+
+
+def test_writes_are_replayed(monkeypatch):
+    calls = _count_replays(monkeypatch)
+
+    def fn(x):
+        y = x * 2.0
+        y[0] = 0.0
+        return y
+
+    ep = tpe.export(fn, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+    assert calls == [1]
+    x = randn(5, 4)
+    np.testing.assert_allclose(ep.module()(x), fn(x))
+
+
+def test_out_argument_of_a_numpy_function_is_a_write_the_replay_checks():
+    def fn(x):
+        y = np.zeros_like(x)
+        first = y[0]  # a view: the write below reaches it in numpy, not in the graph
+        np.cumsum(x, axis=0, out=y)
+        return first * 1.0
+
+    with pytest.raises(tpe.CaptureError, match=r"out= of numpy.cumsum at .*test_export.py"):
+        tpe.export(fn, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
