@@ -22,9 +22,10 @@ numpy type (``np.float64(2.0)`` is not ``2.0``).
 """
 from __future__ import annotations
 
-import linecache
 import keyword
+import linecache
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
@@ -297,16 +298,57 @@ class _Emitter:
             self.sym_names[sym] = var
             lines.append(f"{var} = {node.name}" if axis is None else f"{var} = {node.name}.shape[{axis}]")
 
+    def call_text(self, n: Node) -> str:
+        if n.target not in self.op_names:
+            self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
+        call_args = [self.arg(a, n) for a in n.args]
+        for k, v in n.kwargs.items():
+            if type(k) is not str:
+                raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
+            call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
+                             else f"**{{{k!r}: {self.arg(v, n)}}}")
+        return f"{self.op_names[n.target]}({', '.join(call_args)})"
+
+    def inlined_operands(self, nodes: list[Node], index: dict[Node, int],
+                         free_at: dict[Node, int]) -> dict[Node, Node]:
+        """``{A: B}``: A's call is written inside B's operator expression (``B = x + A(...)``).
+
+        This is how eager code reads ``x + f(y)``: the operand is a temporary
+        nobody else holds, so numpy reuses its buffer for the result (temporary
+        elision, refcount 1) instead of allocating another array; a named local
+        in generated code always has a second reference and never gets this.
+        Only for a binary ufunc the registry maps to the plain numpy ufunc
+        (``+ - * /`` on an array computes exactly that ufunc), A the node right
+        before B, read once and only by B, array-valued, binding nothing and
+        dying at B.
+        """
+        out: dict[Node, Node] = {}
+        for i, b in enumerate(nodes):
+            spec = _ELIDABLE.get(b.target) if b.op == "call_function" else None
+            if spec is None or i == 0 or len(b.args) != 2 or b.kwargs:
+                continue
+            a = nodes[i - 1]
+            if (a.op != "call_function" or a.users.keys() != {b} or a.meta.get("bind")
+                    or not isinstance(a.meta.get("shape"), tuple) or free_at.get(a) != i
+                    or sum(1 for v in b.args if v is a) != 1):
+                continue
+            if not (b.args[0] is a or (spec[1] and b.args[1] is a)):
+                continue
+            if self.resolve(b.target) is not spec[2]:
+                continue  # an op_table override: call it as written
+            out[a] = b
+        return out
+
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
         index = {n: i for i, n in enumerate(nodes)}
-        last_use: dict[Node, int] = {}
-        for n in nodes:
-            if n.users:
-                last_use[n] = max(index[u] for u in n.users)
+        free_at = _free_points(nodes, index)
         dies_at: dict[int, list[Node]] = {}
-        for n, i in last_use.items():
+        for n, i in free_at.items():
             dies_at.setdefault(i, []).append(n)
+        inlined = self.inlined_operands(nodes, index, free_at)
+        pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
+        pending_dead: list[Node] = []
 
         params = [n.name for n in nodes if n.op == "placeholder"]
         body: list[str] = []
@@ -318,15 +360,19 @@ class _Emitter:
                 values = n.args[0]
                 body.append(f"return [{', '.join(self.arg(v, n) for v in values)}]")
                 break
-            if n.target not in self.op_names:
-                self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
-            call_args = [self.arg(a, n) for a in n.args]
-            for k, v in n.kwargs.items():
-                if type(k) is not str:
-                    raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
-                call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
-                                 else f"**{{{k!r}: {self.arg(v, n)}}}")
-            call = f"{self.op_names[n.target]}({', '.join(call_args)})"
+            if n in pending:
+                sym = _ELIDABLE[n.target][0]
+                texts = [pending.pop(n) if isinstance(v, Node) and v in inlined else _paren(self.arg(v, n))
+                         for v in n.args]
+                call = f"{texts[0]} {sym} {texts[1]}"
+                if n in inlined:
+                    call = f"({call})"
+            else:
+                call = self.call_text(n)
+            if n in inlined:
+                pending[inlined[n]] = call
+                pending_dead += dies_at.get(index[n], [])
+                continue
             binds = n.meta.get("bind")
             if n.users or binds:
                 body.append(f"{n.name} = {call}")
@@ -335,7 +381,8 @@ class _Emitter:
                     body.append(f"del {n.name}")
             else:
                 body.append(call)  # an assertion or another value nobody reads
-            dead = dies_at.get(index[n])
+            dead = [d for d in pending_dead + dies_at.get(index[n], []) if d not in inlined]
+            pending_dead = []
             if dead:
                 body.append(f"del {', '.join(d.name for d in dead)}")
         else:
@@ -343,6 +390,76 @@ class _Emitter:
         header = f"def {fn_name}({', '.join(['self'] + params)}):"
         src = header + "\n" + "\n".join(f"    {line}" for line in body) + "\n"
         return PythonCode(src, self.globals, fn_name)
+
+
+# registry name -> (operator, commutative, the ufunc the registry must resolve it to)
+_ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.multiply),
+             "numpy.subtract": ("-", False, np.subtract), "numpy.true_divide": ("/", False, np.true_divide),
+             "numpy.divide": ("/", False, np.divide)}
+
+
+def _paren(text: str) -> str:
+    """Operand text safe next to a binary operator."""
+    return text if text.isidentifier() or _NUMBER.fullmatch(text) else f"({text})"
+
+
+_NUMBER = re.compile(r"[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?")
+
+
+def _free_points(nodes: list[Node], index: dict[Node, int]) -> dict[Node, int]:
+    """Index of the statement after which each value is deleted (values nobody reads are absent).
+
+    At the latest, a value dies at its last use.  Captured nodes carry
+    ``meta["module_stack"]`` (the module calls they ran in) and ``meta["source"]``
+    (the user's line); with them a value lives as long as eager Python keeps it:
+
+    - a value passed into a module call stays alive until that call returns
+      (the callee's frame holds its argument);
+    - a value read on a later line of the same call sits in a local variable:
+      alive until the call returns, or until its own line runs again in that
+      call (a loop reassigning the variable).
+
+    Why not free earlier: glibc returns the top of the heap to the system once
+    more than its trim threshold is free there, and the next layer faults the
+    pages in again.  Freeing exactly when eager does keeps the allocation
+    pattern, and so the page faults, of the eager model (bench_runtime GPT:
+    109k -> 48k minor faults per call, eager 48k).  Peak memory is eager's.
+    """
+    ends: dict[Any, int] = {}
+    for i, n in enumerate(nodes):
+        for call in n.meta.get("module_stack") or ():
+            ends[call] = i
+    free_at: dict[Node, int] = {}
+    next_same: dict[Node, int] = {}
+    last_at: dict[tuple, Node] = {}
+    for i, n in enumerate(nodes):
+        stack = n.meta.get("module_stack")
+        src = n.meta.get("source")
+        if stack and src is not None:
+            key = (stack[-1], src)
+            prev = last_at.get(key)
+            if prev is not None and prev not in next_same:
+                next_same[prev] = i
+            last_at[key] = n
+    for n in nodes:
+        if not n.users:
+            continue
+        at = max(index[u] for u in n.users)
+        stack = n.meta.get("module_stack") if n.op == "call_function" else None
+        if stack:
+            src = n.meta.get("source")
+            for u in n.users:
+                ustack = u.meta.get("module_stack") or ()
+                k = 0
+                while k < len(stack) and k < len(ustack) and stack[k] == ustack[k]:
+                    k += 1
+                if 0 < k < len(ustack) and ustack[k] in ends:
+                    at = max(at, ends[ustack[k]])  # an argument of the call ustack[k]
+                elif (src is not None and ustack and ustack[-1] == stack[-1]
+                      and u.meta.get("source") not in (None, src)):
+                    at = max(at, min(ends.get(stack[-1], at), next_same.get(n, len(nodes))))
+        free_at[n] = at
+    return free_at
 
 
 def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward") -> PythonCode:

@@ -290,3 +290,87 @@ def test_bind_axis_and_keyword_names_must_be_plain_data():
     g.output([y])
     code = GraphModule(g, op_table={"op": lambda v, axis: v}).code
     assert "__import__" not in code
+
+
+def test_operand_temporary_written_inline_for_numpy_elision():
+    """``x + f(y)`` as eager writes it: the temporary's buffer can be reused by numpy."""
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (4,), "dtype": F32})
+    y = g.placeholder("y", meta={"shape": (4,), "dtype": F32})
+    e = g.call_function("numpy.exp", (x,), meta={"shape": (4,), "dtype": F32})
+    a = g.call_function("numpy.add", (y, e), meta={"shape": (4,), "dtype": F32})
+    m = g.call_function("numpy.multiply", (a, np.float32(2.0)), meta={"shape": (4,), "dtype": F32})
+    sub = g.call_function("numpy.subtract", (x, g.call_function("numpy.exp", (m,), meta={"shape": (4,)})),
+                          meta={"shape": (4,), "dtype": F32})
+    g.output([sub])
+    ops = dict(OPS, **{"numpy.subtract": np.subtract})
+    gm = GraphModule(g, ops)
+    # add and multiply chain inline; subtract's temporary is on the right (not commutative): a call
+    assert "multiply = (y + numpy_exp(x)) * float32_c" in gm.code
+    assert "subtract = numpy_subtract(x, exp_1)" in gm.code
+    xv, yv = np.arange(4, dtype=np.float32) / 4, np.ones(4, np.float32)
+    want = np.subtract(xv, np.exp((yv + np.exp(xv)) * np.float32(2.0)))
+    got = gm(xv, yv)[0]
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    # an op_table entry that is not the numpy ufunc is called as written
+    gm2 = GraphModule(g, dict(ops, **{"numpy.add": lambda p, q: np.add(p, q)}))
+    assert "multiply = numpy_add(y, exp) * float32_c" in gm2.code
+
+
+def test_values_freed_when_eager_frames_free_them():
+    """module_stack/source meta: arguments live until their call returns, locals until their frame does."""
+    from tensorplay_export.records import SourceLoc
+
+    root, blk, sub = ("", 0), ("blk", 1), ("blk.sub", 2)
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (4,), "dtype": F32})
+
+    def op(target, args, stack, line):
+        return g.call_function(target, args, meta={"shape": (4,), "dtype": F32, "module_stack": stack,
+                                                   "source": SourceLoc("m.py", line)})
+    h = op("numpy.exp", (x,), (root,), 1)              # root: `h = exp(x)`, then `blk(h)`
+    t = op("numpy.exp", (h,), (root, blk), 10)         # blk line 10: `t = exp(h)`
+    u = op("numpy.exp", (t,), (root, blk, sub), 20)    # blk line 11: `v = exp(sub(t))`
+    v = op("numpy.exp", (u,), (root, blk), 11)
+    w = op("numpy.add", (v, t), (root, blk), 12)       # blk line 12: `w = v + t`
+    w2 = op("tpe.getitem", (w, slice(None)), (root, blk), 13)  # blk line 13: `return w[:]`
+    z = op("tpe.getitem", (w2, slice(None)), (root,), 2)
+    g.output([z])
+    gm = GraphModule(g, OPS)
+    lines = [ln.strip() for ln in gm.code.splitlines()]
+
+    def freed_after(node):
+        return next(lines[i - 1].split(" =")[0] for i, ln in enumerate(lines)
+                    if ln.startswith("del ") and node.name in ln[4:].split(", "))
+    assert freed_after(h) == w2.name   # blk's argument: held by blk's frame until it returns
+    assert freed_after(t) == w2.name   # a local of blk read on a later line: until blk returns
+    assert freed_after(u) == v.name    # a temporary: freed at its last use
+    assert freed_after(w) == w2.name
+    x0 = np.zeros(4, np.float32)
+    e = np.exp
+    assert np.allclose(gm(x0)[0], e(e(e(e(x0)))) + e(e(x0)))
+    # without the meta (a hand-built or loaded graph) values die at their last use
+    for n in g.nodes:
+        n.meta.pop("module_stack", None)
+    lines = [ln.strip() for ln in GraphModule(g, OPS).code.splitlines()]
+    assert freed_after(h) == t.name
+
+
+def test_loop_reassignment_frees_previous_value():
+    """A line that runs again in the same call reassigns its variable: the old value dies there."""
+    from tensorplay_export.records import SourceLoc
+
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (4,), "dtype": F32})
+    cur, made = x, []
+    for _ in range(3):  # `h = exp(x)` (line 5); `x = exp(h)` (line 6) in a loop of one frame
+        h = g.call_function("numpy.exp", (cur,), meta={"shape": (4,), "module_stack": (("", 0),),
+                                                       "source": SourceLoc("m.py", 5)})
+        cur = g.call_function("numpy.exp", (h,), meta={"shape": (4,), "module_stack": (("", 0),),
+                                                        "source": SourceLoc("m.py", 6)})
+        made.append(h)
+    g.output([cur])
+    lines = [ln.strip() for ln in GraphModule(g, OPS).code.splitlines()]
+    # the first h dies when line 5 runs again (the second h), not at the end of the frame
+    second_h = next(i for i, ln in enumerate(lines) if ln.startswith(f"{made[1].name} ="))
+    assert any(ln.startswith("del ") and made[0].name in ln[4:].split(", ") for ln in lines[second_h:second_h + 2])
