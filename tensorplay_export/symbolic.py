@@ -12,8 +12,18 @@ guards come from:
   ``Eq(expr, example)`` (kind ``"specialization"``) and return the example;
 - ``float(SymFloat)`` specializes the same way.
 
-``str(s)`` is the symbolic text (``"seq"``), as in torch; code that keys a
-cache on it sees one key per symbol rather than per size.
+``str(s)`` and ``f"{s}"`` specialize too (recorded reason "converted to
+text"): model code that uses the text as data (``int(str(n))``, a cache key,
+a file name) must see the example's digits, as eager does.  ``repr(s)`` stays
+the symbolic text (``"seq"``) for debugging and library messages.
+
+``math.floor``/``math.ceil``/``math.trunc``/``round`` of a size-derived float
+(``s / 4``) stay exact integer expressions (``ceiling(s/4)``, round-half-even
+as ``floor``/``Mod``) when the float is exact enough that Python's float
+arithmetic gives the same integer at every size (:attr:`SymFloat.exact`);
+otherwise they specialize with the function named in the reason.  Shifts of
+a size by a constant are exact (``n >> 1`` is ``floor(n/2)``), ``n & (2**k - 1)``
+is ``Mod(n, 2**k)``; other bitwise operators specialize.
 
 Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
 created its symbols; this module imports neither z3 nor the capture layer.
@@ -59,12 +69,110 @@ def wrap_int(expr: Any, env: Any) -> Any:
     return SymInt(expr, env)
 
 
-def wrap_float(expr: Any, env: Any) -> Any:
+def wrap_float(expr: Any, env: Any, exact: Any = None) -> Any:
+    """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat)."""
     expr = sympy.sympify(expr)
     if expr.is_Number:
         return float(expr)
     # Keep float arithmetic explicit so printed code divides as floats.
-    return SymFloat(expr, env)
+    return SymFloat(expr, env, exact)
+
+
+def _short_dyadic(value: Any) -> Any:
+    """Exact value of a float constant whose sums/products with sizes stay exact in binary floating point.
+
+    ``0.5``, ``0.25``, ``3.0``: ``s * 0.5`` is computed without rounding for any
+    realistic size, so ``ceil(s * 0.5)`` at run time is ``ceiling(s/2)``.
+    ``0.1`` is not (its binary value has a 53-bit mantissa): None.
+    """
+    if not math.isfinite(value):
+        return None
+    r = sympy.Rational(float(value))
+    q = int(r.q)
+    if q & (q - 1) == 0 and q <= 2 ** 16 and abs(int(r.p)) < 2 ** 24:
+        return r
+    return None
+
+
+def _exact_operand(value: Any) -> tuple:
+    """(kind, exact value): kind "int" (sizes, ints), "dyadic" (short float constants), "float"
+    (a SymFloat with an exact value) or None (no exact value known)."""
+    import numpy as np
+
+    if isinstance(value, SymInt):
+        return "int", value.expr
+    if _is_int_like(value):
+        return "int", sympy.Integer(int(value))
+    if isinstance(value, SymFloat):
+        return ("float", value.exact) if value.exact is not None else (None, None)
+    if isinstance(value, (float, np.floating)):
+        r = _short_dyadic(value)
+        return ("dyadic", r) if r is not None else (None, None)
+    return None, None
+
+
+def _exact_result(fn: Callable, left: Any, right: Any) -> Any:
+    """The exact rational value of ``fn(left, right)`` computed in floats, or None when float
+    rounding could make floor/ceil/round of the float differ from those of the rational.
+
+    Why these cases: a float that is the correctly rounded value of a rational ``P/q`` (one
+    rounding) can only sit on the wrong side of an integer or a half-integer when the rational
+    is that integer/half-integer itself, and those are exactly representable (sizes < 2**40).
+    Adding integers or short dyadic constants, dividing by an integer, and scaling by a power
+    of two keep that property; multiplying by anything else (``s / 49 * 49``) or adding two
+    rounded floats does not.
+    """
+    (ka, a), (kb, b) = _exact_operand(left), _exact_operand(right)
+    if ka is None or kb is None:
+        return None
+    exact_kinds = ("int", "dyadic")
+    if fn in (operator.add, operator.sub):
+        return fn(a, b) if ka in exact_kinds or kb in exact_kinds else None
+    if fn is operator.mul:
+        if ka in exact_kinds and kb in exact_kinds:
+            return a * b
+        k = b if ka == "float" else a
+        if k.is_Rational and k != 0 and abs(k.p) == 1 and int(k.q) & (int(k.q) - 1) == 0:
+            return a * b  # a power of two scales without rounding
+        return None
+    if fn is _truediv:
+        if kb == "float" or (kb == "dyadic" and b == 0):
+            return None
+        if ka == "float" and kb == "int" and b.is_Integer and b == 0:
+            return None
+        return a / b
+    return None
+
+
+def round_half_even(e: Any) -> Any:
+    """Python's ``round(e)`` (ties to even) of a rational size expression, as exact integer
+    arithmetic (``floor``, ``Mod``, ``Piecewise``), or None when ``e``'s denominator is not
+    known positive.
+
+    ``round(n/2)`` for n = 5, 7 is 2, 4: with ``r = floor(e + 1/2)``, a tie (``2e`` odd) whose
+    ``r`` is odd rounds down to the even ``r - 1``.
+    """
+    num, den = sympy.fraction(sympy.together(e))
+    if den == 1:
+        return num
+    if not den.is_positive:
+        return None
+    r = sympy.floor((2 * num + den) / (2 * den))
+    tie = sympy.Eq(sympy.Mod(2 * num, 2 * den), den)
+    if tie is sympy.false:
+        return r
+    return sympy.Piecewise((r - 1, sympy.And(tie, sympy.Eq(sympy.Mod(r, 2), 1))), (r, True))
+
+
+def trunc_exact(e: Any) -> Any:
+    """``math.trunc(e)`` of a rational size expression (toward zero)."""
+    if e.is_nonnegative:
+        return sympy.floor(e)
+    if e.is_nonpositive:
+        return sympy.ceiling(e)
+    num, den = sympy.fraction(sympy.together(e))
+    cond = sympy.Ge(num, 0) if den.is_positive else sympy.Ge(e, 0)
+    return sympy.Piecewise((sympy.floor(e), cond), (sympy.ceiling(e), True))
 
 
 def wrap_bool(expr: Any, env: Any) -> Any:
@@ -101,12 +209,13 @@ class SymInt:
     def __repr__(self) -> str:
         return str(self.expr)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        # text used as data (int(str(n)), keys, names) must be the digits eager code sees
+        return str(self.env.specialize(self.expr, "converted to text with str() (its digits are data)"))
 
     def __format__(self, spec: str) -> str:
-        if not spec:
-            return str(self.expr)
-        return format(self.env.specialize(self.expr, f"formatted with {spec!r}"), spec)
+        what = "formatted into an f-string/format()" if not spec else f"formatted with {spec!r}"
+        return format(self.env.specialize(self.expr, what), spec)
 
     def __hash__(self) -> int:
         return hash(self.expr)
@@ -136,7 +245,8 @@ class SymInt:
         out = fn(a, b)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
             return wrap_int(out, self.env)
-        return wrap_float(out, self.env)
+        exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
+        return wrap_float(out, self.env, exact)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -144,6 +254,54 @@ class SymInt:
     def __rsub__(self, o): return self._op(o, operator.sub, True)
     def __mul__(self, o): return self._op(o, operator.mul)
     def __rmul__(self, o): return self._op(o, operator.mul, True)
+
+    # -- bitwise: exact where integer arithmetic says it, else specialize ------
+    def _shift_count(self, o: Any, what: str) -> Any:
+        if isinstance(o, SymInt):
+            o = o.env.specialize(o.expr, f"shift count of `{what}` (only constant shifts stay symbolic)")
+        if not _is_int_like(o):
+            return NotImplemented
+        if int(o) < 0:
+            raise ValueError("negative shift count")
+        return int(o)
+
+    def __rshift__(self, o):
+        k = self._shift_count(o, ">>")
+        return k if k is NotImplemented else wrap_int(sympy.floor(self.expr / 2 ** k), self.env)
+
+    def __lshift__(self, o):
+        k = self._shift_count(o, "<<")
+        return k if k is NotImplemented else wrap_int(self.expr * 2 ** k, self.env)
+
+    def __rrshift__(self, o):
+        if not _is_int_like(o):
+            return NotImplemented
+        return int(o) >> self.env.specialize(self.expr, "shift count of `>>` (only constant shifts stay symbolic)")
+
+    def __rlshift__(self, o):
+        if not _is_int_like(o):
+            return NotImplemented
+        return int(o) << self.env.specialize(self.expr, "shift count of `<<` (only constant shifts stay symbolic)")
+
+    def _bitwise(self, o: Any, fn: Callable, text: str) -> Any:
+        if not (_is_int_like(o) or isinstance(o, SymInt)):
+            return NotImplemented
+        if text == "&" and _is_int_like(o) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
+            # n & (2**k - 1) is n mod 2**k for every integer n (two's complement)
+            return wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env)
+        reason = f"bitwise `{text}` on a size (only `& (2**k - 1)` and shifts by a constant stay symbolic)"
+        a = self.env.specialize(self.expr, reason)
+        b = o.env.specialize(o.expr, reason) if isinstance(o, SymInt) else int(o)
+        return fn(a, b)
+
+    def __and__(self, o): return self._bitwise(o, operator.and_, "&")
+    def __rand__(self, o): return self._bitwise(o, operator.and_, "&")
+    def __or__(self, o): return self._bitwise(o, operator.or_, "|")
+    def __ror__(self, o): return self._bitwise(o, operator.or_, "|")
+    def __xor__(self, o): return self._bitwise(o, operator.xor, "^")
+    def __rxor__(self, o): return self._bitwise(o, operator.xor, "^")
+
+    def __invert__(self): return wrap_int(-self.expr - 1, self.env)
 
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
@@ -182,7 +340,13 @@ class SymInt:
     def __neg__(self): return wrap_int(-self.expr, self.env)
     def __pos__(self): return self
     def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env)
-    def __round__(self, ndigits=None): return self
+    def __round__(self, ndigits=None):
+        if ndigits is None or int(ndigits) >= 0:
+            return self
+        # round(n, -k): round-half-even to a multiple of 10**k, exact in integers
+        q = 10 ** (-int(ndigits))
+        return wrap_int(round_half_even(self.expr / q) * q, self.env)
+
     def __trunc__(self): return self
     def __floor__(self): return self
     def __ceil__(self): return self
@@ -227,13 +391,21 @@ def _has_float(expr: Any) -> bool:
 
 
 class SymFloat:
-    """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float."""
+    """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float.
 
-    __slots__ = ("expr", "env")
+    ``expr`` is the printed float expression (``0.25*s``).  ``exact`` is the
+    same value as an exact rational expression (``s/4``) when float rounding
+    cannot change its floor/ceil/round at any size (see ``_exact_result``), else
+    None; ``math.floor``/``math.ceil``/``math.trunc``/``round`` use it to give an
+    integer size expression instead of specializing.
+    """
 
-    def __init__(self, expr: sympy.Expr, env: Any) -> None:
+    __slots__ = ("expr", "env", "exact")
+
+    def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None) -> None:
         self.expr = expr
         self.env = env
+        self.exact = exact
 
     @property
     def hint(self) -> float:
@@ -242,7 +414,8 @@ class SymFloat:
     def __repr__(self) -> str:
         return str(self.expr)
 
-    __str__ = __repr__
+    def __str__(self) -> str:
+        return str(float(self.env.specialize(self.expr, "converted to text with str() (its digits are data)")))
 
     def __hash__(self) -> int:
         return hash(self.expr)
@@ -251,10 +424,10 @@ class SymFloat:
         return float(self.env.specialize(self.expr, "converted with float()"))
 
     def __int__(self) -> int:
-        return int(self.env.specialize(self.expr, "converted with int()"))
+        return int(self.env.specialize(self.expr, "converted with int() (math.trunc() stays symbolic)"))
 
     def __format__(self, spec: str) -> str:
-        return format(float(self), spec)
+        return format(float(self.env.specialize(self.expr, f"formatted with {spec!r}")), spec)
 
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
@@ -264,7 +437,8 @@ class SymFloat:
         if o is NotImplemented:
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
-        return wrap_float(fn(a, b), self.env)
+        exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
+        return wrap_float(fn(a, b), self.env, exact)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -276,21 +450,38 @@ class SymFloat:
     def __rtruediv__(self, o): return self._op(o, _truediv, True)
     def __pow__(self, o): return self._op(o, operator.pow)
     def __rpow__(self, o): return self._op(o, operator.pow, True)
-    def __neg__(self): return wrap_float(-self.expr, self.env)
+    def __neg__(self): return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact)
     def __pos__(self): return self
     def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env)
 
-    def __floordiv__(self, o): return self._op(o, lambda a, b: sympy.floor(a / b))
-    def __rfloordiv__(self, o): return self._op(o, lambda a, b: sympy.floor(a / b), True)
+    def _floordiv(self, o, reflected):
+        out = self._op(o, lambda a, b: sympy.floor(a / b), reflected)
+        q = self._op(o, _truediv, reflected)
+        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
+            out.exact = sympy.floor(q.exact)  # a // b of floats is floor(a / b), an integral float
+        return out
+
+    def __floordiv__(self, o): return self._floordiv(o, False)
+    def __rfloordiv__(self, o): return self._floordiv(o, True)
+
+    # -- to integers: exact when ``exact`` is known, else specialize naming the function --
+    def _to_int(self, build: Callable, concrete: Callable, what: str) -> Any:
+        out = build(self.exact) if self.exact is not None else None
+        if out is not None:
+            return wrap_int(out, self.env)
+        value = self.env.specialize(
+            self.expr, f"{what} of a float size that float rounding makes inexact (divide sizes by "
+            "integers, e.g. n / 4, to keep it symbolic)")
+        return concrete(value)
 
     def __round__(self, ndigits=None):
-        if ndigits is None:
-            return int(self)
-        return round(float(self), ndigits)
+        if ndigits is not None:
+            return round(float(self.env.specialize(self.expr, f"rounded with round(x, {ndigits})")), ndigits)
+        return self._to_int(round_half_even, round, "rounded with round()")
 
-    def __trunc__(self): return int(self)
-    def __floor__(self): return wrap_int(sympy.floor(self.expr), self.env)
-    def __ceil__(self): return wrap_int(sympy.ceiling(self.expr), self.env)
+    def __trunc__(self): return self._to_int(trunc_exact, math.trunc, "converted with math.trunc()")
+    def __floor__(self): return self._to_int(sympy.floor, math.floor, "rounded with math.floor()")
+    def __ceil__(self): return self._to_int(sympy.ceiling, math.ceil, "rounded with math.ceil()")
 
     def _cmp(self, other, rel):
         o = to_expr(other)

@@ -325,3 +325,67 @@ def test_float_of_size_is_symbolic(fn, dtype):
         return (rows(n).astype(dtype),)
     ep = tpe.export(fn, *make(5), dynamic_shapes=X100)  # used to pin n = 5
     check_program(ep, fn, make, [1, 2, 5, 100])
+
+
+# -- FIX2: floats of sizes turned back into sizes, bitwise sizes, arange/repeat forms ---------------------
+import math  # noqa: E402
+
+
+def vec(n):
+    return (np.arange(n, dtype=F32),)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.zeros(round(x.shape[0] / 2)),                      # round-half-even: 7 -> 4, 5 -> 2
+    lambda x: np.zeros(round(x.shape[0] / 4 + 0.5)),
+    lambda x: np.zeros(math.ceil(x.shape[0] / 4)),
+    lambda x: np.zeros(math.floor(x.shape[0] / 3)),
+    lambda x: np.zeros(math.trunc(x.shape[0] / 3)),
+    lambda x: x[:math.ceil(x.shape[0] / 3)],
+    lambda x: np.pad(x, (0, math.ceil(x.shape[0] / 4) * 4 - x.shape[0])),
+    lambda x: np.linspace(0, 1, math.ceil(x.shape[0] / 2)),
+    lambda x: np.arange(x.shape[0] / 2),                             # numpy's length: ceil(stop)
+    lambda x: np.arange(1, x.shape[0] / 2 + 0.25, 0.5),
+    lambda x: np.zeros(x.shape[0] >> 1),
+    lambda x: np.zeros(x.shape[0] << 1),
+    lambda x: np.zeros(x.shape[0] & 3),
+    lambda x: np.arange(0, x.shape[0], x.shape[0] // 3 + 1),          # symbolic step
+], ids=["round", "round_offset", "ceil", "floor", "trunc", "slice_ceil", "pad_ceil", "linspace_ceil",
+        "arange_float_stop", "arange_float_step", "rshift", "lshift", "and_mask", "arange_sym_step"])
+def test_sizes_from_floats_and_bits_stay_symbolic_and_exact(fn):
+    ep = tpe.export(fn, *vec(7), dynamic_shapes=({0: Dim("n", min=1, max=40)},))
+    assert not any(e == 7 for e in ep.range_constraints.values()), ep.range_constraints
+    assert str(list(ep.range_constraints.values())[0]) == "[1, 40]"
+    check_program(ep, fn, vec, list(range(1, 41)))
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(*vec(41))
+
+
+@pytest.mark.parametrize("fn, reason", [
+    (lambda x: np.zeros(x.shape[0] | 1), "bitwise `|`"),
+    (lambda x: np.zeros(x.shape[0] ^ 1), "bitwise `^`"),
+    (lambda x: np.zeros(int(str(x.shape[0])) + 1), "str()"),
+    (lambda x: np.zeros(int(f"{x.shape[0]}")), "f-string"),
+    (lambda x: np.zeros(math.ceil(x.shape[0] * 0.1)), "math.ceil()"),
+])
+def test_sizes_that_cannot_stay_symbolic_specialize_with_reason(fn, reason):
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, *vec(7), dynamic_shapes=({0: Dim("n", max=40)},))
+    assert reason in str(info.value)
+    ep = tpe.export(fn, *vec(7), dynamic_shapes=({0: Dim.AUTO},))
+    check_program(ep, fn, vec, [7])
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(*vec(8))
+
+
+def test_arange_inexact_float_bound_is_unsupported_naming_numpy_function():
+    with pytest.raises(tpe.UnsupportedOpError, match="numpy.arange"):
+        tpe.export(lambda x: np.arange(x.shape[0] * 0.1), *vec(7), dynamic_shapes=({0: Dim.AUTO},))
+
+
+@pytest.mark.parametrize("axis, spec", [(1, None), (1, {0: Dim("b", max=9)}), (None, None)])
+def test_repeat_with_constant_counts_has_their_sum(axis, spec):
+    fn = (lambda x: np.repeat(x, [1, 2, 0, 3], axis=axis)) if axis is not None else \
+        (lambda x: np.repeat(x[0], [1, 2, 0, 3]))
+    ep = tpe.export(fn, rows(3), dynamic_shapes=(spec,) if spec else None)
+    check_program(ep, fn, lambda n: (rows(n),), [1, 3, 9] if spec else [3])

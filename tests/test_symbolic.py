@@ -6,7 +6,8 @@ import sympy
 from solver import ShapeSolver
 
 from tensorplay_export.shape_env import ShapeEnv
-from tensorplay_export.symbolic import SymBool, SymFloat, SymInt, sym_max, sym_min, sym_sqrt
+from tensorplay_export.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_max, sym_min, sym_sqrt,
+                                       trunc_exact)
 
 
 @pytest.fixture
@@ -27,7 +28,7 @@ def test_arithmetic_stays_symbolic_and_folds_to_int(env):
     q, r = divmod(s, 5)
     assert (q.hint, r.hint) == (3, 1)
     assert (-s).hint == -16 and round(s) is s
-    assert str(s * 2) == "2*s"
+    assert repr(s * 2) == "2*s"
 
 
 def test_float_results_are_symfloat(env):
@@ -67,15 +68,19 @@ def test_index_specializes_with_reason_and_line(env):
 def test_int_float_format_specialize(env):
     s = size(env)
     assert int(s) == 16 and float(s / 2) == 8.0 and f"{s:4d}" == "  16"
-    assert f"{s}" == "s"  # plain str is symbolic text, not a specialization
+    assert f"{s}" == "16" and str(s) == "16"  # text is data: the example's digits, recorded
+    env2 = ShapeEnv(ShapeSolver())
+    assert int(str(size(env2))) == 16
+    [rec] = env2.violations
+    assert rec.kind == "specialization" and "str()" in rec.reason
     assert all(r.kind == "specialization" for r in env.violations)
 
 
 def test_symbolic_min_max(env):
     s = size(env)
-    assert str(sym_min(s, 512)) == "Min(512, s)"
+    assert repr(sym_min(s, 512)) == "Min(512, s)"
     assert sym_min(128 * s, 512 * s).expr == 128 * s.expr  # the tautology folds away
-    assert str(sym_max([s, 8])) == "Max(8, s)"
+    assert repr(sym_max([s, 8])) == "Max(8, s)"
     assert sym_min(3, 4) == 3 and sym_max("a", "b") == "b"
     assert not env.violations
 
@@ -92,3 +97,43 @@ def test_assumptions_match_ranges(env):
     assert u.is_nonnegative and u.is_positive is None  # never asserted False
     n = env.create_symbol("N", 1, None, 3, "named")
     assert n.is_positive and n.name == "N"
+
+
+def test_float_rounding_is_exact_integer_arithmetic(env):
+    import math
+    s = size(env, hint=7)
+    assert isinstance(round(s / 2), SymInt) and round(s / 2).hint == 4  # round(3.5) == 4
+    assert math.ceil(s / 4).hint == 2 and math.floor(s / 4).hint == 1 and math.trunc(s / 2).hint == 3
+    assert math.ceil(s / 4).expr == sympy.ceiling(s.expr / 4)
+    assert not env.violations
+    for n in range(1, 40):  # the expressions agree with Python's float functions at every size
+        subs = {s.expr: n}
+        for d in (2, 3, 4, 6):
+            assert round_half_even(s.expr / d).subs(subs) == round(n / d)
+            assert sympy.ceiling(s.expr / d).subs(subs) == math.ceil(n / d)
+        assert trunc_exact((s.expr - 20) / 3).subs(subs) == math.trunc((n - 20) / 3)
+    assert round(s, -1).hint == 10 and round(size(env, "t", hint=25), -1).hint == 20
+
+
+def test_inexact_float_rounding_specializes_naming_the_function(env):
+    import math
+    s = size(env, hint=10)
+    assert (s * 0.1).exact is None and (s / 49 * 49).exact is None
+    assert math.ceil(s * 0.1) == 1 and round(s * 0.1) == 1
+    reasons = [r.reason for r in env.violations]
+    assert any("math.ceil()" in r for r in reasons) and all(r.kind == "specialization" for r in env.violations)
+    env2 = ShapeEnv(ShapeSolver())
+    t = size(env2, hint=10)
+    assert round(t * 0.1) == 1 and "round()" in env2.violations[0].reason
+
+
+def test_bitwise_on_sizes(env):
+    s = size(env, hint=13)
+    assert (s >> 1).expr == sympy.floor(s.expr / 2) and (s << 2).hint == 52
+    assert (s & 3).expr == sympy.Mod(s.expr, 4) and (s & 3).hint == 1
+    assert not env.violations
+    assert (s | 1) == 13 and (s ^ 1) == 12 and (1 << s) == 8192
+    assert all(r.kind == "specialization" and "bitwise" in r.reason or "shift" in r.reason
+               for r in env.violations)
+    with pytest.raises(ValueError):
+        s >> -1

@@ -15,6 +15,7 @@ import sympy
 
 from .ctx import as_dim, is_static
 from .elementwise import shape_of
+from ..errors import UnsupportedOpError
 from .registry import register_op
 
 
@@ -43,26 +44,64 @@ def norm_shape(shape: Any, ctx: Any = None, what: str = "shape") -> tuple:
     return out
 
 
+def _exact_value(v: Any) -> Any:
+    """An arange bound as an exact rational: ints and sizes as they are; float constants and
+    float size expressions (``0.5*n`` from ``n / 2``) when their binary value is short enough
+    that numpy's float arithmetic on them is exact (``0.5``, ``0.25``); else None."""
+    if isinstance(v, (bool, np.bool_)):
+        return sympy.Integer(int(v))
+    if isinstance(v, (int, np.integer)):
+        return sympy.Integer(int(v))
+    if isinstance(v, (float, np.floating)):
+        v = sympy.Float(float(v))
+    if not isinstance(v, sympy.Basic):
+        return None
+    out = {}
+    for f in v.atoms(sympy.Float):
+        r = sympy.Rational(float(f))
+        q = int(r.q)
+        if q & (q - 1) or q > 2 ** 16 or abs(int(r.p)) >= 2 ** 24:
+            return None
+        out[f] = r
+    return v.xreplace(out) if out else v
+
+
 def _arange_rule(ctx: Any, start: Any, stop: Any = None, step: Any = None, dtype: Any = None,
                  **kwargs: Any) -> tuple:
+    """numpy's length rule: ``max(ceil((stop - start) / step), 0)``, as an integer size expression.
+
+    A float bound (``np.arange(n / 2)``) gives ``ceiling(n/2)``; a symbolic step must keep the
+    example's sign (recorded) and be nonzero.  Raises UnsupportedOpError for float bounds whose
+    binary value makes the length depend on float rounding (``n * 0.1``).
+    """
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
     values = (start, stop, step)
-    if not all(isinstance(v, (int, np.integer, sympy.Basic)) for v in values):
-        if all(is_static(v) or isinstance(v, (float, np.floating)) for v in values):
-            return (len(np.arange(start, stop, step)),)
-        raise NotImplementedError("arange with symbolic float bounds is not supported")
-    if not is_static(step):
-        raise NotImplementedError("arange with a symbolic step is not supported")
-    step = int(step)
-    span = sympy.sympify(stop) - start
-    if step > 0:
-        n = span if step == 1 else sympy.floor((span + step - 1) / step)
-        ctx.vrange(start, sympy.sympify(start) + (n - 1) * step)
+    if all(is_static(v) or isinstance(v, (float, np.floating)) for v in values):
+        return (len(np.arange(*(int(v) if isinstance(v, sympy.Basic) else v for v in values))),)
+    exact = [_exact_value(v) for v in values]
+    if any(e is None for e in exact):
+        raise UnsupportedOpError(
+            f"numpy.arange({', '.join(str(v) for v in values)}): a float bound or step whose binary value is "
+            "inexact makes the length depend on float rounding; use integer sizes (e.g. n // 10) or "
+            "dyadic constants (0.5, 0.25)")
+    lo, hi, st = exact
+    if st.is_Number:
+        positive = bool(st > 0)
     else:
-        n = sympy.floor((-span - step - 1) / (-step))
-        ctx.vrange(sympy.sympify(start) + (n - 1) * step, start)
+        positive = ctx.choose(sympy.Gt(st, 0), f"numpy.arange: the sign of the step {st} (as in the example)")
+        if not positive:
+            ctx.require(sympy.Lt(st, 0), f"numpy.arange: the step {st} must be nonzero")
+    span = hi - lo if positive else lo - hi
+    mag = st if positive else -st
+    n = sympy.ceiling(span / mag)
+    all_int = all(v.is_integer for v in exact) and not any(
+        isinstance(v, (float, np.floating)) or (isinstance(v, sympy.Basic) and v.has(sympy.Float))
+        for v in values)
+    if all_int:
+        last = lo + (n - 1) * st
+        ctx.vrange(lo, last) if positive else ctx.vrange(last, lo)
     return (ctx.canon(sympy.Max(n, 0)),)
 
 
@@ -108,10 +147,10 @@ register_op("numpy.triu", np.triu, _tril_rule, numpy_funcs=(np.triu,))
 def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
                    retstep: bool = False, dtype: Any = None, axis: int = 0, **kwargs: Any) -> tuple:
     if retstep:
-        raise NotImplementedError("linspace(retstep=True) is not supported during capture")
+        raise UnsupportedOpError("numpy.linspace(retstep=True) is not supported during capture")
     extra = shape_of(start) or shape_of(stop)
     if extra:
-        raise NotImplementedError("linspace with array start/stop is not supported during capture")
+        raise UnsupportedOpError("numpy.linspace with array start/stop is not supported during capture")
     return norm_shape(num, ctx, "linspace num")
 
 

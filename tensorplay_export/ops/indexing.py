@@ -19,6 +19,7 @@ import sympy
 
 from .ctx import is_static, prod
 from .elementwise import shape_of
+from ..errors import UnsupportedOpError
 from .registry import ArrayInfo, register_op
 
 
@@ -371,7 +372,7 @@ def _unique_impl(ar: Any, return_index: bool = False, return_inverse: bool = Fal
 def _unique_rule(ctx: Any, ar: Any, return_index: bool = False, return_inverse: bool = False,
                  return_counts: bool = False, axis: Any = None, **kw: Any) -> list:
     if axis is not None:
-        raise NotImplementedError("numpy.unique with axis= is not supported during capture")
+        raise UnsupportedOpError("numpy.unique with axis= is not supported during capture")
     shape = shape_of(ar)
     n = prod(shape)
     sym = ctx.new_unbacked(n, 0, 0)

@@ -12,6 +12,7 @@ import numpy as np
 
 from .ctx import prod
 from .elementwise import shape_of
+from ..errors import UnsupportedOpError
 from .registry import register_op
 
 
@@ -86,7 +87,7 @@ register_op("numpy.tensordot", np.tensordot, _tensordot_rule, numpy_funcs=(np.te
 
 def _einsum_rule(ctx: Any, subscripts: Any, *operands: Any, out: Any = None, **kwargs: Any) -> tuple:
     if not isinstance(subscripts, str):
-        raise NotImplementedError("einsum in the interleaved (operand, sublist) form is not supported")
+        raise UnsupportedOpError("numpy.einsum in the interleaved (operand, sublist) form is not supported")
     spec = subscripts.replace(" ", "")
     inputs, _, output = spec.partition("->")
     terms = inputs.split(",")

@@ -295,6 +295,18 @@ register_op("numpy.tile", np.tile, _tile_rule, numpy_funcs=(np.tile,))
 
 def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
     shape = shape_of(a) or (1,)  # numpy repeats a 0-d input as 1-d
+    if isinstance(repeats, (list, tuple)) and len(repeats) == 1:
+        repeats = repeats[0]
+    if isinstance(repeats, (list, tuple)) and not any(isinstance(r, ArrayInfo) for r in repeats):
+        # constant (or size-valued) per-element counts: the length is their sum
+        require_nonneg(ctx, tuple(repeats), "repeat count")
+        n = prod(shape) if axis is None else shape[int(axis) % len(shape)]
+        ctx.eq(n, len(repeats), f"numpy.repeat: {len(repeats)} repeat counts for an axis of size {n}")
+        total = as_dim(sympy.sympify(sum(sympy.sympify(r) for r in repeats)))
+        if axis is None:
+            return (total,)
+        ax = int(axis) % len(shape)
+        return tuple(total if i == ax else d for i, d in enumerate(shape))
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
         sym = ctx.new_unbacked(None)
