@@ -21,6 +21,7 @@ import numpy as np
 import sympy
 
 from . import pytree
+from .capture.blas import one_blas_thread
 from .capture.patching import clone_function, patch_numpy, unpatch_numpy
 from .capture.replay import check_replay
 from .capture.state import ModuleCalls, buffer_mutations, lift_module_state, make_call_hook
@@ -174,7 +175,19 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
             of an array's value.
         UnsupportedOpError: (mode ``"export"``) an op without a shape rule.
         CaptureError: capture itself failed (with the user's line).
+
+    numpy runs on the examples with one BLAS thread (:mod:`.capture.blas`): the
+    examples are small, and thread hand-offs cost more than they save.
     """
+    with one_blas_thread():
+        return _capture(model, args, kwargs, dynamic_shapes, mode=mode,
+                        preserve_module_call_signature=preserve_module_call_signature, draft_log=draft_log)
+
+
+def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
+             mode: str = "export", preserve_module_call_signature: tuple = (),
+             draft_log: Any = None) -> CaptureResult:
+    """:func:`capture` without the BLAS thread limit."""
     if mode not in ("export", "draft"):
         raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
     from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
