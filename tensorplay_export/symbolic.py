@@ -222,6 +222,8 @@ class SymInt:
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
+        if _called_by_array_iter():
+            return self.env.specialize(self.expr, "iterating over an array (a Python loop over its rows)")
         return self.env.specialize(
             self.expr, "used as a Python int (__index__: range(), a Python index, a numpy scalar "
             "constructor, or indexing a plain array capture could not reach; register such an array with "
@@ -384,6 +386,18 @@ class SymInt:
         import numpy as np
 
         return np.asarray(self.__index__(), dtype=dtype)
+
+
+def _called_by_array_iter() -> bool:
+    """Whether the Python frame asking for ``__index__`` is a traced array's ``__iter__``
+    (``for v in x`` calls ``range(x.shape[0])`` there), so the reason can say "iterating"."""
+    import os
+    import sys
+
+    frame = sys._getframe(2)
+    code = frame.f_code if frame is not None else None
+    return (code is not None and code.co_name == "__iter__"
+            and code.co_filename.endswith(os.path.join("capture", "traced.py")))
 
 
 def _has_float(expr: Any) -> bool:

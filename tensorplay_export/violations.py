@@ -386,6 +386,24 @@ _SCALAR_CTOR = re.compile(r"\b(?:np|numpy)\.(?:u?int\d*|float\d*|complex\d*|bool
 _SUBSCRIPT = re.compile(r"([^\W\d][\w.]*)\s*\[")
 
 
+_ITER_REASON = "iterating over an array"  # symbolic.SymInt.__index__, asked by a traced array's __iter__
+# `for v in x`, `enumerate(x)`, `zip(x, ...)`, `list(x)`, `map(f, x)`: the loop target is a plain name
+_FOR_IN = re.compile(r"\bfor\s+[\w\s,()]+?\s+in\s+(?!range\s*\()(?:(?:enumerate|zip|list|tuple|iter|reversed)"
+                     r"\s*\(\s*)?([^\W\d][\w.]*)\b(?!\s*[(\[.])")
+_ITER_CALL = re.compile(r"\b(?:enumerate|zip|iter|list|tuple|reversed)\s*\(\s*([^\W\d][\w.]*)\s*[,)]"
+                        r"|\bmap\s*\([^,]+,\s*([^\W\d][\w.]*)\s*\)")
+
+
+def _iterated_name(text: str) -> Optional[str]:
+    """The array a source line iterates over in Python (``for v in x``, ``zip(x, x[1:])``), or None."""
+    for pattern in (_FOR_IN, _ITER_CALL):
+        for m in pattern.finditer(text or ""):
+            got = next((g for g in m.groups() if g), None)
+            if got and got not in ("range", "x.shape") and not got.endswith(".shape"):
+                return got
+    return None
+
+
 def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[str, Optional[str]]:
     """``(reason, hint)`` for a size pinned to its example value; the hint says how to keep it dynamic.
 
@@ -394,9 +412,16 @@ def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[
     (not ``x.shape[i]``) that capture could not reach.
     """
     reason = record.reason or ""
-    if not reason.startswith(_INDEX_REASON) and not reason.startswith("len()"):
+    iterating = reason.startswith(_ITER_REASON)
+    if not reason.startswith(_INDEX_REASON) and not reason.startswith("len()") and not iterating:
         return reason, None
     text = record.source.text if record.source is not None else ""
+    iterated = _iterated_name(text)
+    if iterating or iterated is not None:
+        what = iterated or "an array"
+        return (f"iterating over {what} in Python (the loop unrolls for {name} = {value} rows only)",
+                f"iterating over {what} runs a Python loop per row: use vectorized ops over the whole array "
+                f"(x * 2, np.diff(x, axis=0), x[1:] - x[:-1], np.arange(x.shape[0]) for the row index)")
     if reason.startswith("len()") or re.search(r"\blen\s*\(", text):
         return ("len() of an array is a Python int",
                 f"use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic")

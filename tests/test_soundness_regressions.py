@@ -389,3 +389,101 @@ def test_repeat_with_constant_counts_has_their_sum(axis, spec):
         (lambda x: np.repeat(x[0], [1, 2, 0, 3]))
     ep = tpe.export(fn, rows(3), dynamic_shapes=(spec,) if spec else None)
     check_program(ep, fn, lambda n: (rows(n),), [1, 3, 9] if spec else [3])
+
+
+# -- FIX2: composites and pads on an axis that may be empty (Dim(min=0)) ----------------------------------
+import tensorplay_export.nn as nn  # noqa: E402
+import tensorplay_export.nn.functional as F  # noqa: E402
+
+_MHA = nn.MultiheadAttention(8, 2, batch_first=True, rng=np.random.default_rng(0))
+_MHA.eval()
+
+
+def _rand(*shape):
+    return np.random.default_rng(sum(shape)).standard_normal(shape).astype(F32)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (lambda x: F.softmax(x, dim=1), lambda n: (_rand(2, n),)),
+    (lambda x: F.log_softmax(x, dim=-1), lambda n: (_rand(2, n),)),
+    (lambda q: F.scaled_dot_product_attention(q, q, q, is_causal=True), lambda n: (_rand(2, n, 4),)),
+    (lambda x: _MHA(x, x, x)[0], lambda n: (_rand(2, n, 8),)),
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="edge"), lambda n: (_rand(2, n),)),
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="wrap"), lambda n: (_rand(2, n),)),
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="mean"), lambda n: (_rand(2, n),)),
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="reflect"), lambda n: (_rand(2, n),)),
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="symmetric"), lambda n: (_rand(2, n),)),
+    (lambda x: F.pad(x, (2, 1), mode="replicate"), lambda n: (_rand(2, n),)),
+    (lambda x: F.pad(x, (2, 1), mode="circular"), lambda n: (_rand(2, n),)),
+], ids=["softmax", "log_softmax", "sdpa_causal", "mha", "edge", "wrap", "mean", "reflect", "symmetric",
+        "F_replicate", "F_circular"])
+def test_ops_that_read_an_empty_axis_require_it_nonempty(fn, make):
+    spec = ({1: Dim("n", min=0, max=12)},) + (None,) * (len(make(3)) - 1)
+    ep = refined(fn, make, spec, 3, "n = Dim('n', max=12)")
+    assert str(list(ep.range_constraints.values())[0]) == "[1, 12]"
+    check_program(ep, fn, make, [1, 2, 3, 12])
+    with pytest.raises(ConstraintsExceededError):
+        ep.module()(*make(0))
+
+
+@pytest.mark.parametrize("fn, make", [
+    (lambda x: np.pad(x, ((0, 0), (2, 1)), mode="constant"), lambda n: (_rand(2, n),)),
+    (lambda x: np.pad(x, ((2, 1), (0, 0)), mode="edge"), lambda n: (_rand(3, n),)),   # the empty axis is not padded
+    (lambda q, k: F.scaled_dot_product_attention(q, k, k, is_causal=True),            # L = 0 with S >= 1 is fine
+     lambda n: (_rand(2, n, 4), _rand(2, 3, 4))),
+    (lambda x: F.softmax(x, dim=1), lambda n: (_rand(n, 3),)),
+])
+def test_empty_axes_that_are_not_read_stay_admitted(fn, make):
+    spec = ({_empty_axis(make): Dim("n", min=0, max=12)},) + (None,) * (len(make(3)) - 1)
+    ep = tpe.export(fn, *make(3), dynamic_shapes=spec)
+    assert str(list(ep.range_constraints.values())[0]) == "[0, 12]"
+    check_program(ep, fn, make, [0, 1, 2, 12])
+
+
+def _empty_axis(make):
+    a, b = make(3)[0].shape, make(4)[0].shape
+    return next(i for i, (p, q) in enumerate(zip(a, b)) if p != q)
+
+
+# -- FIX2: MultiheadAttention masks are validated like torch ---------------------------------------------
+@pytest.mark.parametrize("attn_mask, key_padding_mask", [
+    ((60, 5, 1), None), ((5, 1), None), ((1, 5), None), ((5,), None), (None, (1, 5)), (None, (3, 1)), (None, (5,)),
+])
+def test_mha_rejects_mis_shaped_masks(attn_mask, key_padding_mask):
+    x = _rand(3, 5, 8)
+    am = None if attn_mask is None else np.zeros(attn_mask, bool)
+    kp = None if key_padding_mask is None else np.zeros(key_padding_mask, bool)
+    with pytest.raises(ValueError, match="attn_mask|key_padding_mask"):
+        _MHA(x, x, x, attn_mask=am, key_padding_mask=kp)
+
+
+def test_mha_accepts_torch_mask_shapes_and_exports_them():
+    x = _rand(3, 5, 8)
+    for am in (np.zeros((5, 5), bool), np.zeros((6, 5, 5), bool)):
+        assert _MHA(x, x, x, attn_mask=am, key_padding_mask=np.zeros((3, 5), bool))[0].shape == (3, 5, 8)
+    fn = lambda x, km: _MHA(x, x, x, key_padding_mask=km)[0]  # noqa: E731
+    s = Dim("s", max=9)
+    ep = tpe.export(fn, x, np.zeros((3, 5), bool), dynamic_shapes=({1: s}, {1: s}))
+    check_program(ep, fn, lambda n: (_rand(3, n, 8), np.arange(3 * n).reshape(3, n) % 4 == 1), [1, 2, 9])
+
+
+# -- FIX2: iterating over a traced array gets its own reason and hint ------------------------------------
+def _iter_rows(x):
+    return np.stack([v * 2 for v in x])
+
+
+def _iter_enumerate(x):
+    return np.stack([v * i for i, v in enumerate(x)])
+
+
+def _iter_zip(x):
+    return np.stack([a - b for a, b in zip(x, x[1:])])
+
+
+@pytest.mark.parametrize("fn", [_iter_rows, _iter_enumerate, _iter_zip])
+def test_iterating_over_an_array_is_reported_as_iteration(fn):
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(fn, rows(4), dynamic_shapes=({0: Dim("n", max=10)},))
+    text = str(info.value)
+    assert "iterating over x runs a Python loop per row: use vectorized ops" in text, text
+    assert "range() over a size" not in text and "register_buffer" not in text

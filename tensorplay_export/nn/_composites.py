@@ -21,6 +21,7 @@ import sympy
 from tensorplay_export.nn import functional as F  # noqa: F401  (defines every composite)
 from tensorplay_export.nn._dispatch import COMPOSITES
 from tensorplay_export.ops.ctx import as_dim, is_static
+from tensorplay_export.ops.movement import require_pad_extendable
 from tensorplay_export.ops.registry import ArrayInfo, register_op
 
 __all__ = ["RULES", "register"]
@@ -59,9 +60,18 @@ def _same_shape(ctx, x, *args, **kwargs):
     return _shape(x)
 
 
+def _require_nonempty(ctx, op, size, what):
+    """The body reduces with np.max over this axis, which numpy refuses when it is empty."""
+    if not is_static(size):
+        ctx.require(sympy.Ge(size, 1), f"{op}: {what} (size {size}) must be nonempty (np.max over it)")
+
+
 def _softmax_rule(ctx, x, dim=-1):
-    _axis(dim, len(_shape(x)), "softmax")
-    return _shape(x)
+    xs = _shape(x)
+    axis = _axis(dim, len(xs), "softmax")
+    if xs:
+        _require_nonempty(ctx, "softmax", xs[axis], f"axis {dim}")
+    return xs
 
 
 def _normalize_rule(ctx, x, p=2.0, dim=-1, eps=1e-12):
@@ -140,6 +150,7 @@ def _sdpa_rule(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=
     ctx.eq(qs[-1], ks[-1], f"scaled_dot_product_attention: query and key head sizes {qs[-1]}, {ks[-1]} differ")
     ctx.eq(ks[-2], vs[-2], f"scaled_dot_product_attention: key and value lengths {ks[-2]}, {vs[-2]} differ")
     scores = tuple(ctx.broadcast(qs[:-2], ks[:-2])) + (qs[-2], ks[-2])
+    _require_nonempty(ctx, "scaled_dot_product_attention", ks[-2], "the key length")
     if attn_mask is not None:
         scores = ctx.broadcast(scores, _shape(attn_mask))
     return tuple(ctx.broadcast(scores[:-2], vs[:-2])) + (scores[-2], vs[-1])
@@ -150,6 +161,10 @@ def _pad_rule(ctx, x, pad, mode="constant", value=0.0):
     xs = list(_shape(x))
     if len(pad) % 2 or len(pad) // 2 > len(xs):
         raise ValueError(f"pad: bad padding {tuple(pad)} for an array with {len(xs)} axes")
+    pairs = [(0, 0)] * len(xs)
+    for i in range(len(pad) // 2):
+        pairs[len(xs) - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    require_pad_extendable(ctx, "pad", mode, tuple(xs), pairs)  # replicate/circular/reflect read the axis
     for i in range(len(pad) // 2):
         axis = len(xs) - 1 - i
         xs[axis] = _dim(xs[axis] + pad[2 * i] + pad[2 * i + 1])
@@ -166,6 +181,7 @@ def _cross_entropy_rule(ctx, input, target, weight=None, ignore_index=-100, redu
         raise ValueError(f"cross_entropy: target shape {ts} does not fit input shape {ins}")
     for t, w in zip(ts, want):
         ctx.eq(t, w, f"cross_entropy: target size {t} must equal {w}")
+    _require_nonempty(ctx, "cross_entropy", ins[0 if len(ins) == 1 else 1], "the class axis")
     if weight is not None:
         ctx.eq(_shape(weight)[0], ins[0 if len(ins) == 1 else 1], "cross_entropy: one weight per class")
     return batch if reduction == "none" else ()

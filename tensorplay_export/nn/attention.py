@@ -19,6 +19,37 @@ def _additive_mask(mask, dtype):
     return mask.astype(dtype)
 
 
+def _check_masks(attn_mask, key_padding_mask, n, h, tgt_len, src_len, unbatched):
+    """torch's mask shape rules; a mask that would only broadcast is an error, not a silent pass.
+
+    attn_mask: (L, S), or (N*num_heads, L, S) (unbatched: (num_heads, L, S)).
+    key_padding_mask: (N, S) (unbatched: (S,)).
+
+    Raises:
+        ValueError: a mask of another rank or shape (the message gives both shapes).
+    """
+    if attn_mask is not None:
+        shape = tuple(attn_mask.shape)
+        if len(shape) == 2:
+            want = (tgt_len, src_len)
+        elif len(shape) == 3:
+            want = (n * h, tgt_len, src_len)
+        else:
+            raise ValueError(f"MultiheadAttention: attn_mask must be 2-D (L, S) or 3-D (N*num_heads, L, S), "
+                             f"got a {len(shape)}-D mask of shape {shape}")
+        # compared size by size: during capture each equality is a recorded guard
+        if any(not (a == b) for a, b in zip(shape, want)):
+            what = "(L, S)" if len(shape) == 2 else "(N*num_heads, L, S)"
+            raise ValueError(f"MultiheadAttention: the shape of the {len(shape)}-D attn_mask is {shape}, "
+                             f"but should be {want} {what}")
+    if key_padding_mask is not None:
+        shape = tuple(key_padding_mask.shape)
+        want = (src_len,) if unbatched else (n, src_len)
+        if len(shape) != len(want) or any(not (a == b) for a, b in zip(shape, want)):
+            raise ValueError(f"MultiheadAttention: key_padding_mask must have shape {want} "
+                             f"({'(S,)' if unbatched else '(N, S)'}), got {shape}")
+
+
 class MultiheadAttention(Module):
     """Multi-head attention: ``out_proj(concat_h softmax(q_h k_h^T / sqrt(d) + mask) v_h)``.
 
@@ -85,6 +116,9 @@ class MultiheadAttention(Module):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True, attn_mask=None,
                 average_attn_weights: bool = True, is_causal: bool = False):
         unbatched = query.ndim == 2
+        _check_masks(attn_mask, key_padding_mask, 1 if unbatched else query.shape[0 if self.batch_first else 1],
+                     self.num_heads, query.shape[-2 if unbatched or self.batch_first else 0],
+                     key.shape[-2 if unbatched or self.batch_first else 0], unbatched)
         if unbatched:
             query, key, value = query[None], key[None], value[None]
             if key_padding_mask is not None:

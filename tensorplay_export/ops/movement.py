@@ -324,6 +324,22 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
 register_op("numpy.repeat", np.repeat, _repeat_rule, numpy_funcs=(np.repeat,), methods=("repeat",))
 
 
+def require_pad_extendable(ctx: Any, op: str, mode: Any, shape: tuple, pairs: list) -> None:
+    """numpy.pad's rule for modes that read the array (edge, wrap, reflect, mean, ...): an
+    empty axis cannot be extended, so an axis padded by a nonzero width must be nonempty
+    (numpy raises "can't extend empty axis ... using modes other than 'constant' or 'empty'")."""
+    if mode in ("constant", "empty") or callable(mode):
+        return
+    for axis, (d, (lo, hi)) in enumerate(zip(shape, pairs)):
+        if is_static(d):
+            continue
+        padded = sympy.Or(sympy.Gt(lo, 0), sympy.Gt(hi, 0))
+        if padded is sympy.false:
+            continue
+        cond = sympy.Ge(d, 1) if padded is sympy.true else sympy.Or(sympy.Ge(d, 1), sympy.Not(padded))
+        ctx.require(cond, f"{op}: mode={mode!r} cannot extend axis {axis} (size {d}) when it is empty")
+
+
 def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> tuple:
     shape = shape_of(array)
     n = len(shape)
@@ -339,6 +355,7 @@ def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kw
         else:
             pairs = [tuple(p) if len(p) == 2 else (p[0], p[0]) for p in pw]
     require_nonneg(ctx, [w for pair in pairs for w in pair], "pad width")
+    require_pad_extendable(ctx, "numpy.pad", mode, shape, pairs)
     out = []
     for d, (lo, hi) in zip(shape, pairs):
         out.append(as_dim(sympy.sympify(d + lo + hi)) if not all(map(is_static, (d, lo, hi)))
