@@ -487,3 +487,26 @@ def test_iterating_over_an_array_is_reported_as_iteration(fn):
     text = str(info.value)
     assert "iterating over x runs a Python loop per row: use vectorized ops" in text, text
     assert "range() over a size" not in text and "register_buffer" not in text
+
+
+# -- FIX2: a patchify reshape needs each patched size divisible, one refine step -------------------------
+def _patchify(x):
+    n, c, h, w = x.shape
+    return x.reshape(n, c, h // 4, 4, w // 4, 4).transpose(0, 2, 4, 1, 3, 5).reshape(n, (h // 4) * (w // 4), -1)
+
+
+def test_patchify_reshape_guards_split_per_factor_and_refine_once():
+    def make(hw):
+        hh, ww = hw if isinstance(hw, tuple) else (hw, hw)
+        return (np.arange(2 * 3 * hh * ww, dtype=F32).reshape(2, 3, hh, ww),)
+    spec = ({2: Dim("h", max=56), 3: Dim("w", max=56)},)
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(_patchify, *make(16), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "h % 4 == 0" in text and "w % 4 == 0" in text and "h*w ==" not in text, text
+    ep = refined(_patchify, make, spec, 16, "h = 4*_h")
+    assert {str(k): str(v) for k, v in ep.range_constraints.items()} == {"_h": "[1, 14]", "_w": "[1, 14]"}
+    check_program(ep, _patchify, make, [4, (4, 56), (56, 8), 56])
+    for bad in [(15, 16), (16, 6), (60, 4)]:
+        with pytest.raises(ConstraintsExceededError):
+            ep.module()(*make(bad))

@@ -33,6 +33,36 @@ def _quotient(numel: Any, known: Any) -> tuple:
     return num, den
 
 
+def _per_factor_guards(src: Any, dst: Any) -> Any:
+    """``[Eq(Mod(h, 4), 0), Eq(Mod(w, 4), 0)]`` for ``h*w == 16*floor(h/4)*floor(w/4)``, else None.
+
+    A patchify reshape ``(h, w) -> (h//4, 4, w//4, 4)`` leaves a numel equality that
+    multiplies independent sizes; the solver cannot turn it into fixes.  When every
+    non-constant factor of ``dst`` is ``floor(e/k)`` of a distinct positive factor ``e``
+    of ``src`` (all of ``src``'s factors used) and the constants agree, the equality
+    holds exactly when each ``e`` is a multiple of its ``k``: each ``k*floor(e/k) <= e``
+    with every ``e >= 1``, so the products are equal only if every pair is.
+    """
+    c_src, src_factors = sympy.sympify(src).as_coeff_mul()
+    c_dst, dst_factors = sympy.sympify(dst).as_coeff_mul()
+    if not (c_src.is_Integer and c_dst.is_Integer) or c_src <= 0 or c_dst <= 0:
+        return None
+    remaining = list(src_factors)
+    guards, scale = [], sympy.Integer(1)
+    for f in dst_factors:
+        if not isinstance(f, sympy.floor):
+            return None
+        e, k = sympy.fraction(sympy.together(f.args[0]))
+        if not k.is_Integer or k <= 1 or e not in remaining or not e.is_positive:
+            return None
+        remaining.remove(e)
+        guards.append(sympy.Eq(sympy.Mod(e, k), 0))
+        scale *= k
+    if remaining or c_src * scale != c_dst:
+        return None
+    return guards
+
+
 def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
     if isinstance(target, (int, sympy.Basic)):
         target = (target,)
@@ -60,8 +90,10 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         if not (is_static(numel) and is_static(total)):
             num, den = _quotient(numel, total)
             if num != den:
-                ctx.require(sympy.Eq(num, den), f"reshape of {numel} elements into "
-                                                f"({', '.join(map(str, target))})")
+                what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
+                split = _per_factor_guards(num, den)
+                for guard in split if split is not None else [sympy.Eq(num, den)]:
+                    ctx.require(guard, what)
     return tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in target)
 
 
