@@ -319,12 +319,32 @@ def _set_functional_hook(tracer: Tracer) -> Any:
     from .ops.registry import has_op, get_op
 
     def hook(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
-        traced = any(isinstance(v, (TracedArray, SymInt, SymFloat)) for v in pytree.tree_leaves((args, kwargs)))
-        if not traced or not has_op(name) or tracer.in_impl:
+        if tracer.in_impl or not (_any_traced(args) or _any_traced(kwargs)) or not has_op(name):
             return fn(*args, **kwargs)
         return tracer.call(get_op(name), tuple(args), dict(kwargs))
 
     return (_FUNCTIONAL_HOOK, _FUNCTIONAL_HOOK.set(hook))
+
+
+def _any_traced(value: Any) -> bool:
+    """A traced array or symbolic number anywhere in ``value`` (through tuples, lists, dicts).
+
+    Runs on every ``nn.functional`` call during capture: a plain scan, no pytree flattening.
+    """
+    t = type(value)
+    if t is TracedArray:
+        return True
+    if t is tuple or t is list:
+        for v in value:
+            if _any_traced(v):
+                return True
+        return False
+    if t is dict:
+        for v in value.values():
+            if _any_traced(v):
+                return True
+        return False
+    return isinstance(value, (SymInt, SymFloat))
 
 
 def _eliminate_dead_code(graph: Graph) -> None:

@@ -362,3 +362,26 @@ def test_out_argument_of_a_numpy_function_is_a_write_the_replay_checks():
 
     with pytest.raises(tpe.CaptureError, match=r"out= of numpy.cumsum at .*test_export.py"):
         tpe.export(fn, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+
+
+def test_functional_hook_finds_traced_values_in_nested_arguments():
+    from tensorplay_export.export import _any_traced
+
+    seen = {}
+
+    def model(x):
+        seen["flags"] = (_any_traced((1, [2.0, {"a": x}])), _any_traced({"k": (x.shape[0],)}),
+                         _any_traced(([1.0], {"a": None}, "s", x.shape[1])))
+        return x
+
+    tpe.export(model, randn(3, 4), dynamic_shapes={"x": {0: Dim("b", max=10)}})
+    assert seen["flags"] == (True, True, False)
+    assert not _any_traced(([np.ones(2)], {"a": (np.float32(1),)}))
+
+
+def test_composite_over_a_traced_list_argument_is_one_node():
+    from tensorplay_export.nn import functional as F
+
+    ep = tpe.export(lambda xs: F.softmax(xs[0] + xs[1], dim=-1), [randn(3, 4), randn(3, 4)],
+                    dynamic_shapes={"xs": [{0: Dim("b", max=10)}, {0: Dim("b", max=10)}]})
+    assert [n.target for n in ep.graph.nodes].count("tpe.nn.softmax") == 1
