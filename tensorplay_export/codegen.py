@@ -484,46 +484,73 @@ class GraphModule:
     """Runs a :class:`Graph` through generated Python source.
 
     Args:
-        graph: the graph to run (linted on construction).
+        graph: the graph to run.
         op_table: optional ``registry name -> callable`` overrides; names not in
             it are resolved through the op registry (lazily imported).
+        lint: run :meth:`Graph.lint` now (default).  Export passes False for
+            the graphs capture builds through the Graph API (their invariants
+            hold by construction) unless a debug flag asks for it; loaded and
+            rewritten graphs are always linted.
+        generate: generate the source now, so codegen errors (a symbol used
+            before it is bound, an unprintable expression) raise here; loading
+            an archive asks for this.  Otherwise the source is generated and
+            compiled on first use (``gm(...)``, ``gm.code``): about a tenth of
+            an export's time that a program never called or printed does not
+            pay.
 
     ``gm(*flat_inputs)`` takes one value per placeholder, in graph order, and
     returns the output node's values as a list.  ``gm.code`` is the source.
     """
 
-    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Callable]] = None) -> None:
+    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Callable]] = None, *,
+                 lint: bool = True, generate: bool = False) -> None:
         self.graph = graph
         self.op_table = op_table
-        self.recompile()
+        self._fn: Optional[Callable] = None
+        self._pycode: Optional[PythonCode] = None
+        if lint:
+            graph.lint()
+        if generate:
+            self._generate()
 
     def recompile(self) -> None:
-        """Re-generate and re-compile after the graph changed."""
+        """Re-lint, re-generate and re-compile now, after the graph changed."""
         self.graph.lint()
-        table = self.op_table
-        code = python_code(self.graph, lambda t: resolve_op(t, table))
+        self._fn = self._pycode = None
+        self._compile()
+
+    def _generate(self) -> PythonCode:
+        if self._pycode is None:
+            table = self.op_table
+            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table))
+        return self._pycode
+
+    def _compile(self) -> Callable:
+        code = self._generate()
         _COUNTER[0] += 1
         filename = f"<tpe-graph-{_COUNTER[0]}>"
         # Registered with linecache so tracebacks show the generated line.
         linecache.cache[filename] = (len(code.src), None, code.src.splitlines(True), filename)
         namespace = dict(code.globals)
         exec(compile(code.src, filename, "exec"), namespace)
-        self._code = code.src
         self._fn = namespace[code.fn_name]
+        return self._fn
 
     @property
     def code(self) -> str:
         """The generated Python source of ``forward``."""
-        return self._code
+        return self._generate().src
 
     def forward(self, *flat_inputs: Any) -> list:
-        return self._fn(self, *flat_inputs)
+        fn = self._fn
+        return (fn if fn is not None else self._compile())(self, *flat_inputs)
 
     def __call__(self, *flat_inputs: Any) -> list:
-        return self._fn(self, *flat_inputs)
+        fn = self._fn
+        return (fn if fn is not None else self._compile())(self, *flat_inputs)
 
     def print_readable(self) -> str:
-        return self._code
+        return self.code
 
     def __repr__(self) -> str:
-        return f"GraphModule(\n{self._code})"
+        return f"GraphModule(\n{self.code})"

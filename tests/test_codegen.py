@@ -173,7 +173,10 @@ def test_symbol_used_before_bound_is_an_error():
     r = g.call_function("numpy.ndarray.reshape", (x, (s, 1)), meta={"shape": (s, 1)})
     g.output([r])
     with pytest.raises(RuntimeError, match="symbol\\(s\\) s before any node binds"):
-        GraphModule(g, OPS)
+        GraphModule(g, OPS, generate=True)
+    lazy = GraphModule(g, OPS)  # generated on first use: the error comes there
+    with pytest.raises(RuntimeError, match="before any node binds"):
+        lazy(np.zeros(3))
 
 
 def test_value_bind_from_node():
@@ -194,7 +197,27 @@ def test_unknown_op_error():
     x = g.placeholder("x", meta={"shape": (2,)})
     g.output([g.call_function("nosuch.op", (x,), meta={"shape": (2,)})])
     with pytest.raises(NotImplementedError, match="nosuch.op"):
-        GraphModule(g, {"numpy.add": np.add})
+        GraphModule(g, {"numpy.add": np.add}, generate=True)
+    with pytest.raises(NotImplementedError, match="nosuch.op"):
+        GraphModule(g, {"numpy.add": np.add}).code
+
+
+def test_lazy_compile_and_lint_flag():
+    """Source and function are made on first use; lint=False skips the construction-time lint."""
+    g = build_graph()
+    gm = GraphModule(g, OPS)
+    assert gm._pycode is None and gm._fn is None
+    x = np.ones((2, 3), np.float32)
+    assert gm(x)[0].shape == (6,) and gm._fn is not None
+    assert gm.code.startswith("def forward(self, x):")
+    bad = Graph()
+    y = bad.placeholder("y", meta={"shape": (2,)})
+    bad.output([bad.call_function("numpy.exp", (y,))])   # no meta['shape']: lint refuses it
+    with pytest.raises(RuntimeError, match="meta\\['shape'\\] is missing"):
+        GraphModule(bad, OPS)
+    assert GraphModule(bad, OPS, lint=False)(np.zeros(2))[0].shape == (2,)
+    with pytest.raises(RuntimeError, match="missing"):
+        GraphModule(bad, OPS, lint=False).recompile()   # recompile always lints
 
 
 def test_interpreter_matches_codegen():

@@ -123,7 +123,8 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     try:
-        gm = GraphModule(graph)
+        # linted and generated now (hostile content fails here, as ArchiveError); compiled on first call
+        gm = GraphModule(graph, generate=True)
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError) as err:
         fail(member, f"cannot build the graph module: {str(err)[:300]}")
     try:
