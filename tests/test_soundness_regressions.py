@@ -510,3 +510,36 @@ def test_patchify_reshape_guards_split_per_factor_and_refine_once():
     for bad in [(15, 16), (16, 6), (60, 4)]:
         with pytest.raises(ConstraintsExceededError):
             ep.module()(*make(bad))
+
+
+# -- FIX2: ceil_mode pooling decomposes without a guard the contract does not imply ----------------------
+@pytest.mark.parametrize("fn, lo", [
+    (lambda x: F.max_pool2d(x, 2, ceil_mode=True), 2),
+    (lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True), 2),
+    (lambda x: F.max_pool2d(x, 2, stride=3, ceil_mode=True), 2),                   # may drop the last window
+    (lambda x: F.avg_pool2d(x, 2, stride=3, padding=1, ceil_mode=True, count_include_pad=False), 2),
+], ids=["max_k2", "avg_k3s2p1", "max_k2s3", "avg_k2s3p1_nocount"])
+def test_ceil_mode_pooling_exports_and_decomposes_on_a_dynamic_axis(fn, lo):
+    def make(n):
+        return (np.random.default_rng(n).standard_normal((1, 2, n, 7)).astype(F32),)
+    ep = tpe.export(fn, *make(9), dynamic_shapes=({2: Dim("h", min=lo, max=40)},))
+    dec = ep.run_decompositions()
+    assert str(list(dec.range_constraints.values())[0]) == f"[{lo}, 40]"
+    sizes = list(range(lo, 41))
+    check_program(ep, fn, make, sizes)
+    check_program(dec, fn, make, sizes)
+    with pytest.raises(ConstraintsExceededError):
+        dec.module()(*make(41))
+
+
+def test_ceil_mode_size_matches_torch_rule():
+    from tensorplay_export.nn._conv import ceil_mode_size
+    for k in range(1, 6):
+        for s in range(1, 6):
+            for p in range(k // 2 + 1):
+                for size in range(max(1, k - 2 * p), 30):
+                    span = size + 2 * p - (k - 1) - 1
+                    out = (span + s - 1) // s + 1
+                    out -= (out - 1) * s >= size + p
+                    extra = max((out - 1) * s + k - (size + 2 * p), 0)
+                    assert ceil_mode_size(size, k, s, p, 1) == (out, extra), (size, k, s, p)

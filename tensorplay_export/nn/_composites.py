@@ -19,6 +19,7 @@ import numpy as np
 import sympy
 
 from tensorplay_export.nn import functional as F  # noqa: F401  (defines every composite)
+from tensorplay_export.nn._conv import ceil_mode_size
 from tensorplay_export.nn._dispatch import COMPOSITES
 from tensorplay_export.ops.ctx import as_dim, is_static
 from tensorplay_export.ops.movement import require_pad_extendable
@@ -41,16 +42,6 @@ def _dim(expr: Any) -> Any:
     return as_dim(sympy.sympify(expr)) if not isinstance(expr, int) else expr
 
 
-def _decide(ctx: Any, cond: Any, reason: str) -> bool:
-    """A Python bool for a static condition; else the example's side, recorded by ctx.choose."""
-    if isinstance(cond, bool):
-        return cond
-    cond = sympy.sympify(cond)
-    if cond is sympy.true or cond is sympy.false:
-        return bool(cond)
-    return ctx.choose(cond, reason)
-
-
 def _pair(v: Any) -> tuple:
     return (v[0], v[1]) if isinstance(v, (tuple, list)) else (v, v)
 
@@ -61,8 +52,15 @@ def _same_shape(ctx, x, *args, **kwargs):
 
 
 def _require_nonempty(ctx, op, size, what):
-    """The body reduces with np.max over this axis, which numpy refuses when it is empty."""
-    if not is_static(size):
+    """The body reduces with np.max over this axis, which numpy refuses when it is empty.
+
+    A data-dependent size (``x[x > 0]``) is left alone: export would refuse it with a
+    DataDependentError, while the composite program raises numpy's ValueError on an empty
+    selection and its decomposition turns the same requirement into a runtime check
+    (tests/test_decomp.py); the input contract is unaffected either way.
+    """
+    unbacked = getattr(ctx.env, "is_unbacked", lambda sym: False)
+    if not is_static(size) and not any(unbacked(sym) for sym in sympy.sympify(size).free_symbols):
         ctx.require(sympy.Ge(size, 1), f"{op}: {what} (size {size}) must be nonempty (np.max over it)")
 
 
@@ -245,10 +243,8 @@ def _pool_rule(ctx, op, x, kernel_size, stride, padding, dilation, ceil_mode):
     for size, k, s, p, d in zip(xs[-2:], kernel, stride, pads, dil):
         n = _window_out(ctx, op, size, k, s, 2 * p, d)
         if ceil_mode:
-            n = _dim((size + 2 * p - d * (k - 1) - 1 + s - 1) // s + 1)
-            # The last window must start inside the input or the left padding.
-            if _decide(ctx, sympy.Ge((n - 1) * s, size + p), f"{op}: ceil_mode drops a window starting in padding"):
-                n = _dim(n - 1)
+            # the body's own arithmetic (no branch on the size): the same expression, no extra guard
+            n = ctx.canon(_dim(ceil_mode_size(sympy.sympify(size), k, s, p, d)[0]))
         out.append(n)
     return tuple(xs[:-2]) + tuple(out) if not unbatched else (xs[0],) + tuple(out)
 

@@ -128,16 +128,32 @@ def _pool_setup(x, kernel_size, stride, padding, dilation, ceil_mode):
             raise ValueError(f"pad should be at most half of effective kernel size, got pad={p}, kernel={k}")
     pads = []
     for axis, (k, s, p, d) in enumerate(zip(kernel, stride, pad, dilation)):
-        size = x.shape[2 + axis]
-        extra = 0
-        if ceil_mode:
-            span = size + 2 * p - d * (k - 1) - 1
-            out = (span + s - 1) // s + 1
-            if (out - 1) * s >= size + p:  # the last window must start inside input or left pad
-                out = out - 1
-            extra = max((out - 1) * s + d * (k - 1) + 1 - (size + 2 * p), 0)
+        extra = ceil_mode_size(x.shape[2 + axis], k, s, p, d)[1] if ceil_mode else 0
         pads.append((p, p + extra))
     return kernel, stride, dilation, tuple(pads)
+
+
+def ceil_mode_size(size, k: int, s: int, p: int, d: int):
+    """(output size, extra right padding) of a ceil_mode pooling axis, without branching on ``size``.
+
+    torch's rule: ``out = ceil((size + 2p - d(k-1) - 1) / s) + 1``, minus one when the
+    last window would start at or beyond ``size + p`` (inside the right padding).  The
+    last-window offset ``t = (out - 1)*s - (size + p)`` lies in ``[lo, lo + s - 1]`` with
+    ``lo = p - d(k-1) - 1`` (static), so "t >= 0" is the integer ``(t + B) // B`` for any
+    ``B > max(-lo, lo + s - 1)``, and it is statically 0 when ``lo + s - 1 < 0`` (stride not
+    larger than the window, the common case).  The extra padding the windows read past
+    ``size + 2p`` is ``(-span) % s`` when no window is dropped and 0 when one is.  So the
+    composite's body and its decomposition need no guard the shape rule does not state.
+    Works on ints, symbolic sizes and sympy expressions alike (``//`` and ``%`` only).
+    """
+    span = size + 2 * p - d * (k - 1) - 1
+    out = -(-span // s) + 1
+    lo = p - d * (k - 1) - 1
+    if lo + s - 1 < 0:
+        return out, (-span) % s
+    big = s + abs(lo) + 1
+    drop = ((out - 1) * s - (size + p) + big) // big
+    return out - drop, (1 - drop) * ((-span) % s)
 
 
 @composite("tpe.nn.max_pool2d")
@@ -159,7 +175,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bo
     if unbatched:
         x = x[None]
     kernel, stride, dilation, pads = _pool_setup(x, kernel_size, stride, padding, dilation, ceil_mode)
-    if any(pads[0] + pads[1]):
+    if ceil_mode or any(pads[0] + pads[1]):  # ceil_mode pads by a computed (maybe zero) amount
         fill = -np.inf if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
         x = np.pad(x, ((0, 0), (0, 0), pads[0], pads[1]), constant_values=fill)
     out = np.max(_windows(x, kernel, stride, dilation), axis=(3, 5))
@@ -184,13 +200,14 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
         x = x[None]
     kernel, stride, dilation, pads = _pool_setup(x, kernel_size, stride, padding, 1, ceil_mode)
     h, w = x.shape[2], x.shape[3]
-    if any(pads[0] + pads[1]):
+    if ceil_mode or any(pads[0] + pads[1]):  # ceil_mode pads by a computed (maybe zero) amount
         x = np.pad(x, ((0, 0), (0, 0), pads[0], pads[1]))
     sums = np.sum(_windows(x, kernel, stride, dilation), axis=(3, 5))
     if divisor_override is not None:
         return _unbatch(sums / float(divisor_override), unbatched)
-    ceil_extra = pads[0][1] != pads[0][0] or pads[1][1] != pads[1][0]
-    if count_include_pad and not ceil_extra:
+    # With ceil_mode the extra right padding may be nonzero (it is never counted); the
+    # counting path below is exact for zero extra too, so no branch on the sizes is needed.
+    if count_include_pad and not ceil_mode:
         return _unbatch(sums / float(kernel[0] * kernel[1]), unbatched)
     # Count the cells each window covers: the input, plus the padding when it counts,
     # never the extra cells ceil_mode added on the right.
