@@ -117,6 +117,42 @@ def iter_nodes(value: Any) -> Iterator["Node"]:
             yield from iter_nodes(v)
 
 
+def _input_nodes(args: tuple, kwargs: dict) -> tuple["Node", ...]:
+    """Distinct Nodes in ``args`` and ``kwargs``, first-use order (what iter_nodes yields, deduplicated).
+
+    A loop over the common flat case (Nodes and scalars at the top level) with
+    recursion only into containers: no generator frames per value.
+    """
+    found: dict[Node, None] = {}
+    for v in args:
+        if type(v) is Node:
+            found[v] = None
+        elif isinstance(v, (tuple, list, dict, slice, Node)):
+            _collect(v, found)
+    if kwargs:
+        for v in kwargs.values():
+            if type(v) is Node:
+                found[v] = None
+            elif isinstance(v, (tuple, list, dict, slice, Node)):
+                _collect(v, found)
+    return tuple(found)
+
+
+def _collect(value: Any, found: dict) -> None:
+    if isinstance(value, Node):
+        found[value] = None
+    elif isinstance(value, (tuple, list)):
+        for v in value:
+            _collect(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _collect(v, found)
+    elif isinstance(value, slice):
+        _collect(value.start, found)
+        _collect(value.stop, found)
+        _collect(value.step, found)
+
+
 def iter_exprs(value: Any) -> Iterator[sympy.Basic]:
     """Every sympy expression inside an argument value (symbolic ints and bools)."""
     if isinstance(value, sympy.Basic):
@@ -166,7 +202,8 @@ class Node:
                  "_inputs", "_prev", "_next", "_erased")
 
     def __init__(self, graph: Optional["Graph"], name: str, op: str, target: str,
-                 args: tuple = (), kwargs: Optional[dict] = None, meta: Optional[dict] = None) -> None:
+                 args: tuple = (), kwargs: Optional[dict] = None, meta: Optional[dict] = None,
+                 input_nodes: Optional[tuple] = None) -> None:
         self.graph = graph
         self.name = name
         self.op = op
@@ -179,7 +216,7 @@ class Node:
         self._prev: Node = self
         self._next: Node = self
         self._erased = False
-        self._set_inputs(tuple(args), dict(kwargs or {}))
+        self._set_inputs(tuple(args), dict(kwargs or {}), input_nodes)
 
     # -- inputs ---------------------------------------------------------------
     @property
@@ -198,11 +235,11 @@ class Node:
     def kwargs(self, value: dict) -> None:
         self._set_inputs(self._args, dict(value))
 
-    def _set_inputs(self, args: tuple, kwargs: dict) -> None:
+    def _set_inputs(self, args: tuple, kwargs: dict, inputs: Optional[tuple] = None) -> None:
         for old in self._inputs:
             old.users.pop(self, None)
         self._args, self._kwargs = args, kwargs
-        self._inputs = tuple(dict.fromkeys(iter_nodes((args, kwargs))))
+        self._inputs = _input_nodes(args, kwargs) if inputs is None else inputs
         for new in self._inputs:
             new.users[self] = None
 
@@ -312,8 +349,14 @@ class Graph:
 
     # -- construction --------------------------------------------------------
     def create_node(self, op: str, target: str, args: tuple = (), kwargs: Optional[dict] = None,
-                    name: Optional[str] = None, meta: Optional[dict] = None) -> Node:
+                    name: Optional[str] = None, meta: Optional[dict] = None,
+                    input_nodes: Optional[tuple] = None) -> Node:
         """Create a node at the insertion point; ``name`` is a hint made unique.
+
+        ``input_nodes``: the distinct Nodes inside ``args``/``kwargs`` in
+        first-use order, when the caller already has them (capture does): the
+        node then costs O(inputs) instead of a walk of the arguments.  Giving a
+        wrong tuple breaks ``users``; :meth:`lint` reports it.
 
         Raises:
             ValueError: unknown ``op``.
@@ -321,7 +364,8 @@ class Graph:
         if op not in OPCODES:
             raise ValueError(f"unknown opcode {op!r}; expected one of {OPCODES}")
         unique = self._namespace.create(name or _hint_from_target(target))
-        node = Node(self, unique, op, target, args, kwargs, meta)
+        node = Node(self, unique, op, target, args, kwargs, meta,
+                    None if input_nodes is None else tuple(input_nodes))
         before = self._insert_before
         node._prev, node._next = before._prev, before
         before._prev._next = node
@@ -334,9 +378,11 @@ class Graph:
         return self.create_node("placeholder", name, name=name, meta=meta)
 
     def call_function(self, target: str, args: tuple = (), kwargs: Optional[dict] = None,
-                      meta: Optional[dict] = None, name_hint: Optional[str] = None) -> Node:
-        """A call of op-registry name ``target`` (e.g. ``"numpy.add"``)."""
-        return self.create_node("call_function", target, args, kwargs, name=name_hint, meta=meta)
+                      meta: Optional[dict] = None, name_hint: Optional[str] = None,
+                      input_nodes: Optional[tuple] = None) -> Node:
+        """A call of op-registry name ``target`` (e.g. ``"numpy.add"``); ``input_nodes`` as for create_node."""
+        return self.create_node("call_function", target, args, kwargs, name=name_hint, meta=meta,
+                                input_nodes=input_nodes)
 
     def output(self, values: list) -> Node:
         """The graph result: a flat list of Nodes / constants."""
@@ -447,6 +493,8 @@ class Graph:
             names.add(node.name)
             if outputs:
                 fail("node after the output node")
+            if node._inputs != _input_nodes(node._args, node._kwargs):
+                fail("its recorded input nodes differ from the Nodes in its arguments")
             for inp in node.all_input_nodes:
                 if inp not in seen:
                     fail(f"input %{inp.name} is not defined before this node in this graph")

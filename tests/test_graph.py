@@ -163,3 +163,22 @@ def test_node_names_are_identifiers():
     assert p.name.isidentifier() and not keyword.iskeyword(p.name)
     assert p.target == "extras['scale']"
     assert isinstance(p, Node)
+
+
+def test_input_nodes_given_by_the_caller():
+    """create_node(input_nodes=...) skips the argument walk; lint catches a wrong tuple."""
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (2,)})
+    y = g.placeholder("y", meta={"shape": (2,)})
+    a = g.call_function("numpy.add", (x, [y, {"k": x}], slice(None, y)), meta={"shape": (2,)},
+                        input_nodes=(x, y))
+    walked = g.call_function("numpy.add", (x, [y, {"k": x}], slice(None, y)), meta={"shape": (2,)})
+    assert a.all_input_nodes == walked.all_input_nodes == [x, y]
+    assert list(x.users) == [a, walked] and list(y.users) == [a, walked]
+    g.output([a, walked])
+    g.lint()
+    with g.inserting_before(g.output_node):
+        bad = g.call_function("numpy.exp", (x,), meta={"shape": (2,)}, input_nodes=(y,))
+    with pytest.raises(RuntimeError, match="recorded input nodes differ"):
+        g.lint()
+    del bad
