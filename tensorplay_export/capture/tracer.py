@@ -161,6 +161,50 @@ class Tracer:
             return np.dtype(value)
         return value
 
+    def views(self, value: Any) -> tuple[Any, Any, Any, bool]:
+        """``(example(value), info(value), node args, deferred)`` in one walk of ``value``.
+
+        The node-args view holds a lazily lifted constant (not yet a placeholder) as its
+        TracedArray, and ``deferred`` is True when it holds one: :meth:`call` makes the
+        placeholders (:meth:`node_arg`) only once the op has run and its rule has passed,
+        as the three separate walks did.
+        """
+        t = type(value)
+        if t is TracedArray:
+            node = value._node
+            return (value.example, ArrayInfo(value._shape, value.dtype, value.vrange),
+                    value if node is None else node, node is None)
+        if t is tuple or t is list:
+            exs, infos, nargs = [], [], []
+            deferred = False
+            for v in value:
+                ex, info, narg, d = self.views(v)
+                exs.append(ex)
+                infos.append(info)
+                nargs.append(narg)
+                deferred = deferred or d
+            if t is tuple:
+                return tuple(exs), tuple(infos), tuple(nargs), deferred
+            return exs, infos, nargs, deferred
+        if t is dict:
+            exd, infod, nargd = {}, {}, {}
+            deferred = False
+            for k, v in value.items():
+                exd[k], infod[k], nargd[k], d = self.views(v)
+                deferred = deferred or d
+            return exd, infod, nargd, deferred
+        if t is SymInt:
+            return int(self.env.hint(value.expr)), value.expr, value.expr, False
+        if t in _PLAIN:
+            return value, value, value, False
+        if t is type:  # a dtype given as a scalar type (astype(np.float32)): the node holds np.dtype
+            return value, value, np.dtype(value) if issubclass(value, np.generic) else value, False
+        if isinstance(value, (tuple, list, dict, slice, TracedArray, SymInt, SymFloat, SymBool, np.ndarray,
+                              type)):
+            # the rare kinds (and subclasses): the separate walks, in the order call made them
+            return self.example(value), self.info(value), value, True
+        return value, value, value, False
+
     # -- op lookup and value reads (the places where the mode matters) --------------
     def op_for_func(self, func: Any, src: Any) -> Optional[OpDef]:
         """The op a numpy function / ufunc dispatches to; in draft mode an opaque one if none."""
@@ -222,8 +266,8 @@ class Tracer:
             # numpy writes the result into the out= array's example: an in-place write the
             # functional graph does not express (the replay check compares)
             self.writes.append((f"out= of {op.name}", src))
-        ex_args = self.example(args)
-        ex_kwargs = self.example(kwargs)
+        ex_args, info_args, node_args, defer_args = self.views(args)
+        ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
         self.in_impl = True
         try:
             result = op.impl(*ex_args, **ex_kwargs)
@@ -237,7 +281,7 @@ class Tracer:
         concrete = [tuple(np.shape(o)) for o in outs]
         ctx = ShapeCtx(self.env, op.name, src, concrete)
         try:
-            shapes = op.shape_rule(ctx, *self.info(args), **self.info(kwargs))
+            shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
         except (CaptureError, UnsupportedOpError, DataDependentError):
             raise
         except Exception as err:
@@ -254,8 +298,10 @@ class Tracer:
                 raise CaptureError(f"internal error: shape rule of {op.name} gives {s} = {got} for the "
                                    f"example, but numpy gives {c}\n  at {src}")
         meta = self.node_meta(src)
-        node_args = self.node_arg(tuple(args))
-        node_kwargs = self.node_arg(dict(kwargs))
+        if defer_args:
+            node_args = self.node_arg(tuple(node_args))
+        if defer_kwargs:
+            node_kwargs = self.node_arg(dict(node_kwargs))
         if not op.multi_output:
             meta.update(shape=shapes[0], dtype=_dtype_of(result))
             node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
@@ -288,6 +334,11 @@ class Tracer:
             raise UnsupportedOpError(f"{func_name(ufunc)}.{method} on a symbolic size is not supported"
                                      f"\n  at {src}")
         return self.call(op, tuple(inputs), kwargs, source=src)
+
+
+# argument types that are the same in all three views (no walk, no conversion)
+_PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
+                    np.int64, np.int32, np.bool_})
 
 
 def _dtype_of(value: Any) -> Any:

@@ -49,3 +49,49 @@ def test_constant_index_array_on_a_dynamic_axis_needs_the_axis_long_enough(fn):
         np.testing.assert_array_equal(mod(y), fn(y))
     with pytest.raises(tpe.ConstraintsExceededError):
         mod(np.zeros((3, 2)))
+
+
+BAD = np.ones((7, 7))
+
+
+def _walks(tracer, value):
+    return tracer.example(value), tracer.info(value), tracer.node_arg(value)
+
+
+def test_one_walk_gives_the_three_views_of_the_separate_walks():
+    import sympy
+
+    from tensorplay_export.symbolic import SymBool, SymFloat, SymInt
+
+    tracer = _tracer()
+    n = tracer.env.create_symbol("n", 1, 64, 5, "named")
+    x = tracer.placeholder("x", np.ones((5, 3)), (n, 3))
+    lazy = tracer.lift_constant("c_tab", np.arange(6).reshape(2, 3))
+    env = tracer.env
+    values = [
+        (x, 1, 2.5, None, "s", Ellipsis, np.float32, np.dtype("int64"), np.float32(2)),
+        {"a": [x, (SymInt(n, env), slice(None, SymInt(n - 1, env)))], "b": SymFloat(n / 2, env)},
+        [SymBool(sympy.Ge(n, 2), env), np.array([1, 4]), lazy],
+        (slice(1, None), [np.int64(3)]),
+    ]
+    for value in values:
+        ex, info, narg, deferred = tracer.views(value)
+        if deferred:
+            narg = tracer.node_arg(narg)
+        assert (ex, info, narg) == _walks(tracer, value)
+    assert tracer.views((x, 1, (2, [None])))[3] is False     # nothing to materialize
+    fresh = tracer.lift_constant("c_fresh", np.zeros(2))
+    count = len(tracer.graph.placeholders())
+    assert tracer.views([fresh])[3] is True and len(tracer.graph.placeholders()) == count  # not made yet
+
+
+def test_a_failed_op_lifts_no_constant():
+    def model(x):
+        try:
+            np.matmul(x, BAD)  # numpy raises: the shapes do not match
+        except RuntimeError:
+            pass
+        return x + 1.0
+
+    ep = tpe.export(model, np.ones((3, 4)), dynamic_shapes=SPEC)
+    assert [n.name for n in ep.graph.placeholders()] == ["x"]
