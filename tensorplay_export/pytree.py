@@ -139,6 +139,7 @@ class TreeSpec:
 
 _LEAF_SPEC = TreeSpec(_LEAF)
 LEAF = _LEAF_SPEC
+_NONE_SPEC = TreeSpec(_NONE)
 
 
 def _children(obj: Any) -> tuple[str, tuple, list, tuple] | None:
@@ -181,6 +182,28 @@ def tree_flatten(obj: Any) -> tuple[list, TreeSpec]:
 
 
 def _flatten(obj: Any, leaves: list) -> TreeSpec:
+    # Built-in containers and leaves first, without building (kind, context, values) parts.
+    t = type(obj)
+    if t is tuple or t is list:
+        children = []
+        for v in obj:
+            if type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS:
+                children.append(_flatten(v, leaves))
+            else:
+                leaves.append(v)
+                children.append(_LEAF_SPEC)
+        return _spec(_TUPLE if t is tuple else _LIST, (), tuple(children), ())
+    if t is dict:
+        children = []
+        for v in obj.values():
+            if type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS:
+                children.append(_flatten(v, leaves))
+            else:
+                leaves.append(v)
+                children.append(_LEAF_SPEC)
+        return _spec(_DICT, tuple(obj), tuple(children), ())
+    if obj is None:
+        return _NONE_SPEC
     if obj is _NONE_LEAF:
         leaves.append(None)
         return _LEAF_SPEC
@@ -191,6 +214,16 @@ def _flatten(obj: Any, leaves: list) -> TreeSpec:
     kind, context, values, nones = parts
     children = tuple(_flatten(v, leaves) for v in values)
     return TreeSpec(kind, context, children, nones)
+
+
+_CONTAINERS = frozenset({tuple, list, dict})
+
+
+def _spec(kind: str, context: tuple, children: tuple, nones: tuple) -> TreeSpec:
+    """TreeSpec(...) without the frozen dataclass __init__ (four object.__setattr__ calls)."""
+    spec = object.__new__(TreeSpec)
+    spec.__dict__.update(kind=kind, context=context, children=children, none_fields=nones)
+    return spec
 
 
 def tree_unflatten(leaves: list | tuple, spec: TreeSpec) -> Any:
@@ -212,7 +245,7 @@ def _unflatten(it: Iterator, spec: TreeSpec) -> Any:
         return next(it)
     if kind == _NONE:
         return None
-    values = [_unflatten(it, c) for c in spec.children]
+    values = [next(it) if c.kind == _LEAF else _unflatten(it, c) for c in spec.children]
     if kind == _TUPLE:
         return tuple(values)
     if kind == _LIST:
