@@ -305,14 +305,21 @@ class SymInt:
 
     def __invert__(self): return wrap_int(-self.expr - 1, self.env)
 
+    def _float_floordiv(self, o: Any, reflected: bool) -> Any:
+        out = self._op(o, lambda a, b: sympy.floor(a / b), reflected, result="float")
+        q = self._op(o, _truediv, reflected, result="float")
+        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
+            out.exact = sympy.floor(q.exact)  # n // 2.0 is the float floor(n / 2.0)
+        return out
+
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
-            return self._op(o, lambda a, b: sympy.floor(a / b), result="float")
+            return self._float_floordiv(o, False)
         return self._op(o, _floordiv)
 
     def __rfloordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
-            return self._op(o, lambda a, b: sympy.floor(a / b), True, result="float")
+            return self._float_floordiv(o, True)
         return self._op(o, _floordiv, True)
 
     def __mod__(self, o): return self._op(o, sympy.Mod)
@@ -619,7 +626,8 @@ class _FloatType(type):
         if len(args) == 1 and not kwargs and isinstance(args[0], (SymInt, SymFloat)):
             value = args[0]
             # 1.0*s keeps the value a float in printed code (an int array times it promotes as eager does)
-            return value if isinstance(value, SymFloat) else SymFloat(sympy.Float(1.0) * value.expr, value.env)
+            return value if isinstance(value, SymFloat) else SymFloat(sympy.Float(1.0) * value.expr, value.env,
+                                                                       value.expr)
         return float(*args, **kwargs)
 
 

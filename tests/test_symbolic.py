@@ -6,8 +6,8 @@ import sympy
 from solver import ShapeSolver
 
 from tensorplay_export.shape_env import ShapeEnv
-from tensorplay_export.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_max, sym_min, sym_sqrt,
-                                       trunc_exact)
+from tensorplay_export.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_float, sym_max, sym_min,
+                                       sym_sqrt, trunc_exact)
 
 
 @pytest.fixture
@@ -113,6 +113,9 @@ def test_float_rounding_is_exact_integer_arithmetic(env):
             assert sympy.ceiling(s.expr / d).subs(subs) == math.ceil(n / d)
         assert trunc_exact((s.expr - 20) / 3).subs(subs) == math.trunc((n - 20) / 3)
     assert round(s, -1).hint == 10 and round(size(env, "t", hint=25), -1).hint == 20
+    assert math.floor(s // 2.0).expr == sympy.floor(s.expr / 2)  # float floor division keeps exactness
+    assert math.ceil(sym_float(s) / 2).hint == 4
+    assert not env.violations
 
 
 def test_inexact_float_rounding_specializes_naming_the_function(env):
