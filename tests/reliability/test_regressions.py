@@ -70,17 +70,21 @@ def mixing(x, depth):
     "capture time is exponential in the nesting depth of size arithmetic that reuses a "
     "subexpression: sympy's automatic evaluation (Mod.eval -> gcd/factor_terms, Min/Max "
     "_is_connected in ops/indexing._norm_bound) and tree walks expand the DAG into a tree "
-    "(depth 8: ~8 s, 9: ~18 s, 10: ~25-55 s). Owner: CORE (symbolic.py / ops). Suggested fix: "
+    "(depth 8: ~8 s, 10: ~10-25 s, 12: ~45 s). Owner: CORE (symbolic.py / ops). Suggested fix: "
     "bound the size of a size expression (e.g. > 500 DAG nodes or depth > 32) and then pin it "
     "to its example value with a recorded specialization naming the line, instead of building it"))
 def test_deeply_nested_size_arithmetic_finishes_in_bounded_time():
-    """Kind: pathological input without a time bound.  10 steps of ``k = (7k + 3) % 1000 + k // 3``
+    """Kind: pathological input without a time bound.  12 steps of ``k = (7k + 3) % 1000 + k // 3``
     then ``x[:k % n + 1]``: export must finish within 8 s with a program or a clear error."""
-    out = _within(8.0, lambda: tpe.export(lambda x: mixing(x, 10), np.ones(50),
-                                          dynamic_shapes=[{0: Dim("n", max=10**6)}]))
+    try:
+        out = _within(8.0, lambda: tpe.export(lambda x: mixing(x, 12), np.ones(50),
+                                              dynamic_shapes=[{0: Dim("n", max=10**6)}]))
+    except tpe.ConstraintViolationError as err:  # a clear refusal (e.g. a specialization) is fine too
+        assert "n = 50" in str(err) or "specialize" in str(err), str(err)
+        return
     for n in (1, 2, 50, 999, 12345):
         x = np.arange(n, dtype=np.float64)
-        np.testing.assert_array_equal(out.module()(x), mixing(x, 10))
+        np.testing.assert_array_equal(out.module()(x), mixing(x, 12))
 
 
 def test_unfixable_guard_on_dynamic_axes_is_not_promised_a_fix():
