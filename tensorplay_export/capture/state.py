@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .traced import TracedArray
 from .tracer import Tracer
 
 
@@ -42,7 +43,7 @@ class LiftedState:
         # anything forward stored on a module (self.cache = traced) must not outlive the capture
         for inst, before in self.snapshots:
             for key, value in list(inst.items()):
-                if type(value).__name__ == "TracedArray" and before.get(key, _ABSENT) is not value:
+                if type(value) is TracedArray and before.get(key, _ABSENT) is not value:
                     if key in before:
                         inst[key] = before[key]
                     else:
@@ -53,34 +54,48 @@ class LiftedState:
                     del d[key]
                 else:
                     d[key] = original
-            elif key in d and type(d.get(key)).__name__ == "TracedArray":
+            elif key in d and type(d.get(key)) is TracedArray:
                 # forward reassigned it (buffer update): put the original back, eager-free
                 d[key] = original
 
 
 def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
-    """Create state placeholders (params first, then buffers) and swap traced values in."""
+    """Create state placeholders (params first, then buffers) and swap traced values in.
+
+    One walk of the module tree (every fqn, shared modules at each of theirs, as
+    ``named_parameters(remove_duplicate=False)`` walks it): a parameter or buffer
+    shared by several modules is lifted once, under its first fqn.
+    """
     state = LiftedState()
-    modules = list(model.named_modules())
-    state.fqn_of = {id(m): fqn for fqn, m in modules}
+    walk = list(model.named_modules(remove_duplicate=False))
+    modules = []                                 # each module once, at its first fqn
+    for fqn, m in walk:
+        if id(m) not in state.fqn_of:
+            state.fqn_of[id(m)] = fqn
+            modules.append((fqn, m))
     seen: dict[int, Any] = {}
-    for fqn, param in model.named_parameters(remove_duplicate=False):
-        if id(param) in seen:
-            continue
-        traced = tracer.placeholder(placeholder_name("p", fqn), np.asarray(param), tuple(param.shape))
-        seen[id(param)] = traced
-        state.params.append((fqn, traced, param))
+    for mfqn, m in walk:
+        for name, param in m._parameters.items():
+            if param is None or id(param) in seen:
+                continue
+            fqn = f"{mfqn}.{name}" if mfqn else name
+            traced = tracer.placeholder(placeholder_name("p", fqn), np.asarray(param), tuple(param.shape))
+            seen[id(param)] = traced
+            state.params.append((fqn, traced, param))
     non_persistent = set()
     for mfqn, m in modules:
         for name in getattr(m, "_non_persistent_buffers_set", ()):
             non_persistent.add(f"{mfqn}.{name}" if mfqn else name)
-    for fqn, buf in model.named_buffers(remove_duplicate=False):
-        if id(buf) in seen or buf is None:
-            continue
-        value = np.asarray(buf)
-        traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
-        seen[id(buf)] = traced
-        state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
+    for mfqn, m in walk:
+        for name, buf in m._buffers.items():
+            if buf is None or id(buf) in seen:
+                continue
+            fqn = f"{mfqn}.{name}" if mfqn else name
+            value = np.asarray(buf)
+            traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
+            seen[id(buf)] = traced
+            state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
+    methods: dict[type, list] = {}               # class -> its helper methods to clone (per capture)
     for mfqn, m in modules:
         for dict_name in ("_parameters", "_buffers"):
             d = getattr(m, dict_name, None) or {}
@@ -93,7 +108,12 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                         state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (m, key)
         inst = m.__dict__
         state.snapshots.append((inst, dict(inst)))
-        _bind_cloned_methods(tracer, m, inst, state)
+        cls = type(m)
+        helpers = methods.get(cls)
+        if helpers is None:
+            helpers = methods[cls] = _helper_methods(cls)
+        if helpers:
+            _bind_cloned_methods(tracer, m, inst, state, helpers)
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 fqn = f"{mfqn}.{key}" if mfqn else key
@@ -103,25 +123,38 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     return state
 
 
-def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, state: LiftedState) -> None:
+def _helper_methods(cls: type) -> list:
+    """``(name, function)`` of the user-written helper methods of ``cls`` and its bases up to Module."""
+    from ..nn.module import Module
+    from .patching import _is_user_function
+
+    out = []
+    for base in cls.__mro__:
+        if base is Module or base is object:
+            break
+        for name, fn in vars(base).items():
+            if name.startswith("__") or name == "forward":
+                continue
+            if isinstance(fn, types.FunctionType) and _is_user_function(fn):
+                out.append((name, fn))
+    return out
+
+
+def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, state: LiftedState, helpers: list) -> None:
     """Helper methods of the model's classes (``self._attn(x)``) run as clones over a globals view.
 
     Bound in the instance dict for the capture only (restored afterwards), so the module
-    constants they read are lifted like the forward's.
+    constants they read are lifted like the forward's.  ``helpers``: :func:`_helper_methods`
+    of the module's class; each function is cloned once per capture (``clone_function``).
     """
-    from ..nn.module import Module
-    from .patching import _is_user_function, clone_function
+    from .patching import clone_function
 
-    for cls in type(module).__mro__:
-        if cls is Module or cls is object:
-            break
-        for name, fn in vars(cls).items():
-            if name.startswith("__") or name == "forward" or name in inst:
-                continue
-            if isinstance(fn, types.FunctionType) and _is_user_function(fn):
-                bound = types.MethodType(clone_function(tracer, fn), module)
-                inst[name] = bound
-                state.swaps.append((inst, name, _ABSENT, bound))
+    for name, fn in helpers:
+        if name in inst:
+            continue  # an instance attribute, or a method a subclass (earlier in the MRO) bound already
+        bound = types.MethodType(clone_function(tracer, fn), module)
+        inst[name] = bound
+        state.swaps.append((inst, name, _ABSENT, bound))
 
 
 def buffer_mutations(state: LiftedState) -> list:
@@ -147,6 +180,7 @@ class ModuleCalls:
 
     preserve: tuple = ()
     order: list = field(default_factory=list)        # fqns in first-call order
+    ordered: set = field(default_factory=set)        # the fqns in ``order`` (O(1) membership per call)
     log: list = field(default_factory=list)          # (fqn, call_id) of every call, in call order
     signatures: dict = field(default_factory=dict)   # fqn -> [(flat ins, flat outs) per call]
     counter: int = 0
@@ -166,7 +200,8 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
         call_id = calls.next_id()
         tracer.module_path.append(fqn)
         tracer.module_stack.append((fqn, call_id))
-        if fqn not in calls.order:
+        if fqn not in calls.ordered:
+            calls.ordered.add(fqn)
             calls.order.append(fqn)
         calls.log.append((fqn, call_id))
         try:
