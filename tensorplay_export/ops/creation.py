@@ -30,7 +30,7 @@ def require_nonneg(ctx: Any, sizes: Any, what: str) -> None:
     """
     for d in sizes:
         if isinstance(d, sympy.Basic) and not d.is_Integer:
-            ctx.require(sympy.Ge(d, 0), f"{what}: size {d} must be >= 0")
+            ctx.require(sympy.Ge(d, 0), lambda d=d: f"{what}: size {d} must be >= 0")
 
 
 def norm_shape(shape: Any, ctx: Any = None, what: str = "shape") -> tuple:

@@ -76,22 +76,27 @@ class ShapeCtx:
             return as_dim(self.env.canon(expr))
         return as_dim(expr) if isinstance(expr, sympy.Basic) else expr
 
-    def require(self, cond: Any, reason: str) -> None:
-        """The op is correct only if ``cond`` holds (kind ``"shape"``)."""
+    def require(self, cond: Any, reason: Any) -> None:
+        """The op is correct only if ``cond`` holds (kind ``"shape"``).
+
+        ``reason``: a str, or a function returning it -- called only when ``cond`` does
+        not fold to true (printing sympy sizes for a reason nobody reads is costly).
+        """
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self.env.guard(cond, "shape", reason, self.source, self.op)
+        self.env.guard(cond, "shape", reason() if callable(reason) else reason, self.source, self.op)
 
-    def bounds(self, cond: Any, reason: str) -> None:
-        """Index values must stay inside an array (kind ``"index_bounds"``)."""
+    def bounds(self, cond: Any, reason: Any) -> None:
+        """Index values must stay inside an array (kind ``"index_bounds"``); ``reason`` as for require."""
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self.env.guard(cond, "index_bounds", reason, self.source, self.op)
+        self.env.guard(cond, "index_bounds", reason() if callable(reason) else reason, self.source, self.op)
 
-    def choose(self, cond: Any, reason: str) -> bool:
-        """Which side of ``cond`` the example takes; that side is recorded as a requirement."""
+    def choose(self, cond: Any, reason: Any) -> bool:
+        """Which side of ``cond`` the example takes; that side is recorded as a requirement
+        (``reason`` as for :meth:`require`)."""
         cond = sympy.sympify(cond)
         if cond is sympy.true or cond is sympy.false:
             return bool(cond)
@@ -132,13 +137,15 @@ class ShapeCtx:
         ha, hb = self.hint(a), self.hint(b)
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         if ha == hb:
-            self.require(sympy.Eq(a, b), f"{what}: {_size_text(a)} with {_size_text(b)}")
+            self.require(sympy.Eq(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}")
             return b if is_static(b) else a
         if ha == 1:
-            self.require(sympy.Eq(a, 1), f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}")
+            self.require(sympy.Eq(a, 1),
+                         lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}")
             return b
         if hb == 1:
-            self.require(sympy.Eq(b, 1), f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}")
+            self.require(sympy.Eq(b, 1),
+                         lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}")
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 

@@ -31,7 +31,7 @@ def _norm_bound(ctx: Any, b: Any, n: Any, lo: Any, hi: Any) -> Any:
         v = b + n if b < 0 else b
         return max(int(lo) if is_static(lo) else v, min(v, int(hi))) if is_static(hi) else v
     b = sympy.sympify(b)
-    negative = ctx.choose(sympy.Lt(b, 0), f"sign of the slice bound {b}")
+    negative = ctx.choose(sympy.Lt(b, 0), lambda: f"sign of the slice bound {b}")
     if negative:
         return sympy.Max(b + n, lo)
     return sympy.Min(b, hi)
@@ -162,8 +162,8 @@ def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
         return
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
-    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), f"{what}: index values up to {hi} on an axis of size {n}")
-    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), f"{what}: index values down to {lo} on an axis of size {n}")
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {hi} on an axis of size {n}")
+    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), lambda: f"{what}: index values down to {lo} on an axis of size {n}")
 
 
 def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:

@@ -75,7 +75,7 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         known = prod(d for i, d in enumerate(target) if i != minus[0])
         for d in target:  # numpy cannot infer -1 when the other sizes multiply to 0
             if not is_static(d):
-                ctx.require(sympy.Ge(d, 1), f"reshape into ({', '.join(map(str, target))}) infers -1")
+                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(map(str, target))}) infers -1")
         num, den = _quotient(numel, known)
         if den == 1:
             inferred = num
