@@ -250,10 +250,24 @@ def _decode_symbol(args: list, member: str) -> sympy.Symbol:
     bad = sorted(k for k, v in assumptions.items() if k not in ASSUMPTIONS or type(v) is not bool)
     if bad:
         fail(member, f"symbol {name!r} has unsupported assumption(s) {bad}")
+    # A program names the same few symbols thousands of times (every shape); building
+    # a Symbol runs sympy's assumption machinery, so checked ones are kept by name.
+    key = (name, tuple(sorted(assumptions.items())))
+    sym = _SYMBOLS.get(key)
+    if sym is not None:
+        return sym
     try:
-        return sympy.Symbol(name, **assumptions)
+        sym = sympy.Symbol(name, **assumptions)
     except Exception as err:  # noqa: BLE001 - inconsistent assumptions raise sympy's InconsistentAssumptions
         fail(member, f"symbol {name!r} has inconsistent assumptions {assumptions}: {err}")
+    if len(_SYMBOLS) >= _MAX_CACHED_SYMBOLS:  # a hostile archive cannot grow it without bound
+        _SYMBOLS.clear()
+    _SYMBOLS[key] = sym
+    return sym
+
+
+_SYMBOLS: dict[tuple, sympy.Symbol] = {}
+_MAX_CACHED_SYMBOLS = 4096
 
 
 def _decode_float(args: list, member: str, tree: Any) -> sympy.Float:

@@ -38,25 +38,35 @@ def _reject_constant(token: str) -> NoReturn:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
-    out: dict = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r} in a JSON object")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # rare: find the repeated key for the message
+        seen: set = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r} in a JSON object")
+            seen.add(key)
     return out
 
 
 def check_depth(obj: Any, member: str, limit: int = MAX_JSON_DEPTH) -> None:
-    """Refuse JSON values nested deeper than ``limit`` (iterative walk, no recursion)."""
-    stack = [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
+    """Refuse JSON values nested deeper than ``limit`` (level by level, no recursion).
+
+    Only containers are visited (json gives exactly dict and list), one list of
+    them per nesting level.
+    """
+    level = [obj] if type(obj) in _CONTAINERS else []
+    depth = 1
+    while level:
         if depth > limit:
             fail(member, f"JSON nesting deeper than {limit} levels")
-        if isinstance(value, dict):
-            stack.extend((v, depth + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, depth + 1) for v in value)
+        below: list = []
+        for value in level:
+            below += [v for v in (value.values() if type(value) is dict else value) if type(v) in _CONTAINERS]
+        level = below
+        depth += 1
+
+
+_CONTAINERS = frozenset({dict, list})
 
 
 def loads(data: bytes, member: str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:

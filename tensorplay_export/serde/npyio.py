@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import zipfile
 import zlib
 from typing import Any
@@ -29,8 +30,39 @@ MAX_NPZ_BYTES = 1 << 34  # sample inputs are read into memory: 16 GiB cap
 _CORRUPT = (zipfile.BadZipFile, zlib.error, OSError, EOFError)
 
 
+# The header numpy writes for a plain dtype: ``{'descr': '<f4', 'fortran_order': False,
+# 'shape': (384, 1536), }`` padded with spaces and a newline.  Matched exactly (a strict
+# subset of what numpy's literal parser accepts), it is read without ast.literal_eval;
+# anything else goes through numpy's parser.  The checks after parsing are the same.
+_PLAIN_HEADER = re.compile(
+    rb"\{'descr': '([<>|=][a-zA-Z][0-9]{0,3})', 'fortran_order': (True|False), "
+    rb"'shape': \(((?:[0-9]{1,20}, )*[0-9]{1,20},?|)\), \} *\n")
+
+
+def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    """(shape, fortran, dtype, header_bytes) of a version 1.0 header in numpy's own layout, else None."""
+    if raw[:8] != b"\x93NUMPY\x01\x00" or len(raw) < 10:
+        return None
+    end = 10 + int.from_bytes(raw[8:10], "little")
+    m = _PLAIN_HEADER.fullmatch(raw, 10, end) if end <= len(raw) else None
+    if m is None:
+        return None
+    try:
+        dtype = np.dtype(m.group(1).decode("ascii"))
+    except (TypeError, ValueError):
+        return None
+    shape = tuple(int(n) for n in m.group(3).replace(b",", b" ").split())
+    return shape, m.group(2) == b"True", dtype, end
+
+
 def _parse_header(stream: Any, member: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     """(shape, fortran_order, dtype, header_bytes) of the .npy header at the stream start."""
+    plain = _plain_header(stream.getvalue()) if isinstance(stream, io.BytesIO) else None
+    if plain is not None:
+        shape, fortran, dtype, header_len = plain
+        _check_header(shape, dtype, member)
+        stream.seek(header_len)
+        return plain
     try:
         version = np.lib.format.read_magic(stream)
     except (ValueError, OSError, EOFError) as err:
@@ -42,14 +74,18 @@ def _parse_header(stream: Any, member: str) -> tuple[tuple[int, ...], bool, np.d
         shape, fortran, dtype = reader(stream, max_header_size=MAX_HEADER_BYTES)
     except (ValueError, SyntaxError, TypeError, OSError, EOFError, MemoryError) as err:
         fail(member, f"invalid .npy header ({str(err)[:200]})")
+    _check_header(shape, dtype, member)
+    header_len = stream.tell()
+    return tuple(shape), bool(fortran), dtype, header_len
+
+
+def _check_header(shape: Any, dtype: np.dtype, member: str) -> None:
     if dtype.hasobject:
         fail(member, f"object dtype {dtype} refused: loading it would need pickle")
     if dtype.fields is not None or dtype.subdtype is not None:
         fail(member, f"structured dtype {dtype} is not supported")
     if len(shape) > MAX_NDIM or any(type(n) is not int or n < 0 for n in shape):
         fail(member, f"invalid array shape {shape!r:.100}")
-    header_len = stream.tell()
-    return tuple(shape), bool(fortran), dtype, header_len
 
 
 def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int | None = None) -> np.ndarray:

@@ -123,8 +123,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     try:
-        # linted and generated now (hostile content fails here, as ArchiveError); compiled on first call
-        gm = GraphModule(graph, generate=True)
+        # _build_graph linted it; the source is generated now (hostile content fails here, as
+        # ArchiveError) and compiled on first call
+        gm = GraphModule(graph, lint=False, generate=True)
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError) as err:
         fail(member, f"cannot build the graph module: {str(err)[:300]}")
     try:

@@ -142,3 +142,14 @@ def test_fuzz_roundtrip(a, b):
     for expr in (a, sympy.Eq(a, b), sympy.And(a <= b + 1, sympy.Ne(a, 3))):
         back = roundtrip(expr)
         assert back == expr and sympy.srepr(back) == sympy.srepr(expr)
+
+
+def test_symbol_cache_keeps_the_assumption_checks():
+    """Decoded symbols are reused by name, but a non-bool assumption is refused every time."""
+    from tensorplay_export.errors import ArchiveError
+    from tensorplay_export.serde.exprs import decode_expr
+
+    good = ["Symbol", "cache_s", {"integer": True, "positive": True}]
+    assert decode_expr(good) is decode_expr(good)
+    with pytest.raises(ArchiveError, match="unsupported assumption"):
+        decode_expr(["Symbol", "cache_s", {"integer": 1, "positive": True}])

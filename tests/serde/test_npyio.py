@@ -125,3 +125,33 @@ def test_npz_with_nested_folder_refused():
     with reader({"s.npz": repack({"a/b.npy": npy_file(np.zeros(1))})}) as zr:
         with pytest.raises(ArchiveError, match="top-level .npy"):
             read_npz(zr, "s.npz")
+
+
+@pytest.mark.parametrize("array", [np.zeros((3, 5), np.float32), np.arange(4, dtype=">i8"), np.array(2.5),
+                                   np.zeros((2, 3), order="F"), np.zeros((0, 4), np.bool_)])
+def test_plain_header_fast_path_agrees_with_numpy(array):
+    """numpy's own header layout is read without literal_eval, to the same result."""
+    from tensorplay_export.serde.npyio import _parse_header, _plain_header
+
+    raw = npy_file(array)
+    fast = _plain_header(raw)
+    assert fast is not None
+    stream = io.BytesIO(raw)
+    version = np.lib.format.read_magic(stream)
+    assert version == (1, 0)
+    shape, fortran, dtype = np.lib.format.read_array_header_1_0(stream)
+    assert fast == (tuple(shape), fortran, dtype, stream.tell())
+    assert _parse_header(io.BytesIO(raw), "m") == fast
+
+
+def test_plain_header_refuses_what_numpy_parser_must_judge():
+    """Object dtypes still fail; odd layouts fall back to numpy's literal parser."""
+    from tensorplay_export.serde.npyio import _parse_header, _plain_header
+
+    raw = npy_file(np.zeros(2, np.float32))
+    obj = raw.replace(b"'<f4'", b"'|O8'")
+    with pytest.raises(ArchiveError, match="object dtype"):
+        _parse_header(io.BytesIO(obj), "m")
+    odd = raw.replace(b"'fortran_order': False, ", b"'fortran_order':False,  ")  # same length, other spacing
+    assert _plain_header(odd) is None
+    assert _parse_header(io.BytesIO(odd), "m")[:3] == ((2,), False, np.dtype("float32"))
