@@ -291,12 +291,7 @@ class Tracer:
         if len(shapes) != len(outs):
             raise CaptureError(f"internal error: shape rule of {op.name} gave {len(shapes)} outputs, "
                                f"numpy gave {len(outs)}")
-        shapes = [tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in s) for s in shapes]
-        for s, c in zip(shapes, concrete):
-            got = tuple(self.env.hint(d) for d in s)
-            if got != c:
-                raise CaptureError(f"internal error: shape rule of {op.name} gives {s} = {got} for the "
-                                   f"example, but numpy gives {c}\n  at {src}")
+        shapes = [self._checked_shape(s, c, op, src) for s, c in zip(shapes, concrete)]
         meta = self.node_meta(src)
         if defer_args:
             node_args = self.node_arg(tuple(node_args))
@@ -320,6 +315,27 @@ class Tracer:
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
+
+    def _checked_shape(self, shape: Any, concrete: tuple, op: OpDef, src: Any) -> tuple:
+        """A rule's output shape as ints and sympy sizes, checked against numpy's ``concrete``.
+
+        Raises:
+            CaptureError: (internal) the shape at the example sizes is not numpy's.
+        """
+        out = []
+        same = len(shape) == len(concrete)
+        for i, d in enumerate(shape):
+            if type(d) is not int:
+                d = as_dim(d) if isinstance(d, sympy.Basic) else int(d)
+            if same and (d if type(d) is int else self.env.hint(d)) != concrete[i]:
+                same = False
+            out.append(d)
+        out = tuple(out)
+        if not same:
+            got = tuple(self.env.hint(d) for d in out)
+            raise CaptureError(f"internal error: shape rule of {op.name} gives {out} = {got} for the "
+                               f"example, but numpy gives {concrete}\n  at {src}")
+        return out
 
     def _bind(self, node: Node, out: int, ctx: ShapeCtx) -> None:
         for index, axis, sym in ctx.unbacked:

@@ -95,3 +95,20 @@ def test_a_failed_op_lifts_no_constant():
 
     ep = tpe.export(model, np.ones((3, 4)), dynamic_shapes=SPEC)
     assert [n.name for n in ep.graph.placeholders()] == ["x"]
+
+
+def test_a_rule_whose_shape_disagrees_with_numpy_is_an_internal_error():
+    from tensorplay_export.errors import CaptureError
+    from tensorplay_export.ops.registry import OpDef
+
+    tracer = _tracer()
+    n = tracer.env.create_symbol("n", 1, 64, 5, "named")
+    x = tracer.placeholder("x", np.ones((5, 3)), (n, 3))
+    good = OpDef("test.good", lambda a: a * 2, lambda ctx, a: (a.shape[0], np.int64(3)))
+    out = tracer.call(good, (x,))
+    assert out._shape == (n, 3) and type(out._shape[1]) is int
+    for bad_rule in (lambda ctx, a: (a.shape[0] + 1, 3), lambda ctx, a: (a.shape[0],),
+                     lambda ctx, a: (a.shape[0], 3, 1)):
+        with pytest.raises(CaptureError, match=r"internal error: shape rule of test.bad gives .* but numpy "
+                                               r"gives \(5, 3\)"):
+            tracer.call(OpDef("test.bad", lambda a: a * 2, bad_rule), (x,))
