@@ -135,6 +135,7 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
     doc["example_inputs"] = _guard("example_inputs", lambda: _encode_examples(ep.example_inputs, enc, art))
     doc["weights"], doc["constants"] = _guard("state", lambda: _encode_state(ep, art, len(graph_arrays)))
     art.exported_program = dumps(doc)
+    art._doc = doc  # what the bytes hold, so saving need not parse them again (not a field)
     return art
 
 
