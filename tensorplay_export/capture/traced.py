@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import CaptureError, UnsupportedOpError
-from ..ops.registry import func_name, get_op, lookup_func
+from ..ops.registry import func_name, get_op, lookup_func, lookup_method
 from ..shape_env import user_source
 from ..symbolic import wrap_int
 
@@ -138,7 +138,8 @@ class TracedArray:
         if name.startswith("__"):
             raise AttributeError(name)
         tracer = self._tracer
-        op = tracer.op_for_method(name, user_source(2))
+        # a registry method needs no source line until it is called (the stack walk is per call)
+        op = lookup_method(name) or tracer.op_for_method(name, user_source(2))
         if op is None:
             if hasattr(np.ndarray, name):
                 raise UnsupportedOpError(f"ndarray.{name} has no shape rule (not supported during capture)"
@@ -154,11 +155,12 @@ class TracedArray:
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
         if func in _METADATA and lookup_func(func) is None:
             return _METADATA[func](*args, **kwargs)
-        op = self._tracer.op_for_func(func, user_source(2))
+        src = user_source(2)  # one stack walk per call
+        op = self._tracer.op_for_func(func, src)
         if op is None:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
-                                     f"\n  at {user_source(2)}")
-        result = self._tracer.call(op, tuple(args), dict(kwargs), source=user_source(2))
+                                     f"\n  at {src}")
+        result = self._tracer.call(op, tuple(args), dict(kwargs), source=src)
         if func is np.unique and isinstance(result, tuple) and len(result) == 1:
             return result[0]
         return result

@@ -112,3 +112,30 @@ def test_a_rule_whose_shape_disagrees_with_numpy_is_an_internal_error():
         with pytest.raises(CaptureError, match=r"internal error: shape rule of test.bad gives .* but numpy "
                                                r"gives \(5, 3\)"):
             tracer.call(OpDef("test.bad", lambda a: a * 2, bad_rule), (x,))
+
+
+def test_one_stack_walk_per_method_or_numpy_function_call(monkeypatch):
+    import tensorplay_export.capture.traced as traced_mod
+    import tensorplay_export.capture.tracer as tracer_mod
+
+    walks = []
+    real = traced_mod.user_source
+
+    def counting(depth=1):
+        walks.append(depth)
+        return real(depth + 1)
+
+    monkeypatch.setattr(traced_mod, "user_source", counting)
+    monkeypatch.setattr(tracer_mod, "user_source", counting)
+    seen = {}
+
+    def model(x):
+        start = len(walks)
+        y = x.reshape(-1)          # an ndarray method
+        middle = len(walks)
+        z = np.transpose(x)        # a numpy function (__array_function__)
+        seen["walks"] = (middle - start, len(walks) - middle)
+        return y, z
+
+    tpe.export(model, np.ones((3, 4)), dynamic_shapes=SPEC)
+    assert seen["walks"] == (1, 1)
