@@ -54,6 +54,7 @@ class CaptureResult:
     leaf_specs: list
     op_table: dict = field(default_factory=dict)   # op overlay of this capture (draft's opaque ops)
     draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
+    input_mutations: list = field(default_factory=list)  # (placeholder name, traced) user inputs written
 
     @property
     def violations(self) -> list:
@@ -217,6 +218,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     work = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
     pristine = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
     traced_leaves: list = []
+    user_arrays: list = []           # (placeholder node, traced, pristine copy) per array input
     sites: list = []
     used_names: set = set()
     for leaf, shape, path in zip(work, shapes, paths):
@@ -230,6 +232,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
             if tracer.user_anchor is None:
                 tracer.user_anchor = t.node
             traced_leaves.append(t)
+            user_arrays.append((t.node, t, pristine[len(traced_leaves) - 1]))
             sites.append((path, t.node.name, shape, leaf.dtype))
             input_kinds.append((t.node.name, "user_input", path, None, leaf))
         else:
@@ -263,6 +266,10 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         CURRENT.reset(token)
         if state is not None:
             state.restore()
+    # A write to a user input (x[:k] = 0, x += 1, out=x) rebinds its traced array to the
+    # write's node: the program returns that value and module() copies it into the caller's
+    # array, as eager numpy would have changed it.
+    input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
     out_leaves, out_spec = pytree.tree_flatten(out)
     outputs = []
     for v in out_leaves:
@@ -270,11 +277,13 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
             v = env.specialize(v.expr, "returned as a model output")
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
-                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft)
+                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)
     # lift constants referenced by outputs, then finish the graph
     values: list = []
     for _fqn, traced in mutations:
         values.append(traced.node if isinstance(traced, TracedArray) else traced)
+    for _name, traced in input_mutations:
+        values.append(traced.node)
     for v in outputs:
         values.append(v.node if isinstance(v, TracedArray) else v)
     for name, value in tracer.constants.items():
@@ -292,10 +301,38 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         insert_data_dependent_checks(tracer.graph, env, tracer.draft)
     if needs_replay(tracer):
         expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+            [t.example for _n, t in input_mutations] + \
             [v.example if isinstance(v, TracedArray) else v for v in outputs]
         check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
                      tracer.writes, tracer.op_table)
+        if mode == "export":
+            _check_unrecorded_input_writes(user_arrays, tracer.writes)
     return result
+
+
+def _check_unrecorded_input_writes(user_arrays: list, writes: list) -> None:
+    """Refuse a capture that changed a user input only through a view of it.
+
+    ``v = x[:2]; v[:] = 0`` writes into ``x``'s example, but the write's node belongs to
+    ``v``: the graph has no value for the new ``x``, so the caller's array would silently
+    stay as it was.
+
+    Raises:
+        CaptureError: listing the writes seen during capture.
+    """
+    from .errors import CaptureError
+
+    for ph, t, before in user_arrays:
+        if t.node is not ph:
+            continue
+        now = t.example
+        if now.shape == before.shape and np.array_equal(now, before, equal_nan=now.dtype.kind in "fc"):
+            continue
+        where = "".join(f"\n  {kind} at {src}" for kind, src in writes)
+        raise CaptureError(
+            f"the model changed the input {ph.name!r} through a view of it (numpy views share memory, "
+            f"the exported program does not); write to the input itself instead (e.g. "
+            f"{ph.name}[...] = value). Writes seen during capture:{where}")
 
 
 def needs_replay(tracer: Tracer) -> bool:
@@ -473,10 +510,14 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     output_specs = []
     values = out_node.args[0]
     n_mut = len(result.mutations)
+    n_in_mut = len(result.input_mutations)
     for i, v in enumerate(values):
         arg = TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument(f"out{i}", v)
         if i < n_mut:
             output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
+        elif i < n_mut + n_in_mut:
+            output_specs.append(OutputSpec(OutputKind.USER_INPUT_MUTATION, arg,
+                                           result.input_mutations[i - n_mut][0]))
         else:
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
     signature = ExportGraphSignature(input_specs, output_specs)

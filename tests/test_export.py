@@ -385,3 +385,71 @@ def test_composite_over_a_traced_list_argument_is_one_node():
     ep = tpe.export(lambda xs: F.softmax(xs[0] + xs[1], dim=-1), [randn(3, 4), randn(3, 4)],
                     dynamic_shapes={"xs": [{0: Dim("b", max=10)}, {0: Dim("b", max=10)}]})
     assert [n.target for n in ep.graph.nodes].count("tpe.nn.softmax") == 1
+
+
+def _halve(x):
+    x[: x.shape[0] // 2] = 0.0
+    return x * 2.0
+
+
+def _add_one(x):
+    x += 1.0
+    return x.sum(axis=0)
+
+
+def _add_out(x):
+    np.add(x, 1.0, out=x)
+    return x[0]
+
+
+def _mask_write(x):
+    x[x > 2.0] = 0.0
+    return x + 1.0
+
+
+@pytest.mark.parametrize("fn", [_halve, _add_one, _add_out, _mask_write])
+def test_writes_to_a_user_input_reach_the_caller_like_eager(fn):
+    import io
+
+    ep = tpe.export(fn, np.arange(8.0).reshape(4, 2), dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    assert list(ep.graph_signature.user_inputs_to_mutate.values()) == ["x"]
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    loaded = tpe.load(buf)
+    for program in (ep, loaded):
+        for n in (1, 2, 7, 20):
+            got_in, want_in = np.arange(2.0 * n).reshape(n, 2), np.arange(2.0 * n).reshape(n, 2)
+            np.testing.assert_array_equal(program.module()(got_in), fn(want_in))
+            np.testing.assert_array_equal(got_in, want_in)
+        # the runtime checks run before anything is written back
+        too_big = np.arange(42.0).reshape(21, 2)
+        with pytest.raises(tpe.ConstraintsExceededError):
+            program.module()(too_big)
+        np.testing.assert_array_equal(too_big, np.arange(42.0).reshape(21, 2))
+
+
+def test_export_leaves_the_example_input_unchanged():
+    x = np.arange(8.0).reshape(4, 2)
+    tpe.export(_halve, x, dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    np.testing.assert_array_equal(x, np.arange(8.0).reshape(4, 2))
+
+
+def test_draft_export_compares_on_copies_of_a_mutated_input():
+    x = np.arange(8.0).reshape(4, 2)
+    report = tpe.draft_export(_halve, x, dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    np.testing.assert_array_equal(x, np.arange(8.0).reshape(4, 2))
+    assert report.comparison.ok, report.comparison
+    got = np.arange(6.0).reshape(3, 2)
+    report.exported_program.module()(got)
+    np.testing.assert_array_equal(got, [[0.0, 0.0], [2.0, 3.0], [4.0, 5.0]])
+
+
+def test_a_write_into_an_input_through_a_view_is_refused():
+    def fn(x):
+        head = x[:2]
+        head[...] = 0.0
+        return x.shape[0] * 1.0
+
+    with pytest.raises(tpe.CaptureError, match=r"through a view.*\n  setitem at .*test_export.py"):
+        tpe.export(fn, np.ones((4, 2)), dynamic_shapes={"x": {0: Dim("n", max=20)}})

@@ -151,14 +151,11 @@ def test_axis_ops_on_a_0d_value(name, axis):
     np.testing.assert_allclose(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "export copies the user inputs and never records writes to them, so the program's "
-    "module() leaves the caller's array untouched where eager numpy mutates it in place "
-    "(x[:k] = 0, np.add(x, y, out=x)). The signature and ExportedModule already support "
-    "OutputKind.USER_INPUT_MUTATION (program.py copies those outputs back); owner CORE: emit a "
-    "USER_INPUT_MUTATION output for every user input the model writes (tracer.writes knows them)"))
 def test_in_place_writes_to_an_input_reach_the_caller():
-    """Kind: a silent divergence from eager (a side effect dropped), not a shape fault."""
+    """Kind: a silent divergence from eager (a side effect dropped), not a shape fault.
+    export copied the user inputs and never recorded writes to them, so module() left the
+    caller's array untouched.  Fixed in export.py: each user input whose traced value was
+    rebound by a write becomes a ``USER_INPUT_MUTATION`` output that module() copies back."""
     def model(x):
         x[: x.shape[0] // 2] = 0.0
         return x * 2.0
