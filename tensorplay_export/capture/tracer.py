@@ -271,7 +271,10 @@ class Tracer:
         self.in_impl = True
         try:
             result = op.impl(*ex_args, **ex_kwargs)
-        except (CaptureError, UnsupportedOpError):
+        except UnsupportedOpError as err:
+            _at_source(err, src)
+            raise
+        except CaptureError:
             raise
         except Exception as err:
             raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}") from err
@@ -282,7 +285,10 @@ class Tracer:
         ctx = ShapeCtx(self.env, op.name, src, concrete)
         try:
             shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
-        except (CaptureError, UnsupportedOpError, DataDependentError):
+        except UnsupportedOpError as err:
+            _at_source(err, src)
+            raise
+        except (CaptureError, DataDependentError):
             raise
         except Exception as err:
             raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}\n"
@@ -355,6 +361,18 @@ class Tracer:
 # argument types that are the same in all three views (no walk, no conversion)
 _PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
                     np.int64, np.int32, np.bool_})
+
+
+def _at_source(err: UnsupportedOpError, src: Any) -> None:
+    """Append a line ``  at file:line  `code``` (the user's line) to ``err``'s message, once.
+
+    Rules raise without knowing the line; an error that already names a line (an inner
+    op's, or a message written with one) is left as it is.  ``err`` is changed in place,
+    so a bare ``raise`` keeps its type and traceback.
+    """
+    msg = str(err)
+    if src is not None and "\n  at " not in msg:
+        err.args = (f"{msg}\n  at {src}", *err.args[1:])
 
 
 def _dtype_of(value: Any) -> Any:

@@ -139,3 +139,20 @@ def test_one_stack_walk_per_method_or_numpy_function_call(monkeypatch):
 
     tpe.export(model, np.ones((3, 4)), dynamic_shapes=SPEC)
     assert seen["walks"] == (1, 1)
+
+
+def _arange_float_step(x):
+    return np.arange(0, x.shape[0], 0.1 * x.shape[0])  # the rule refuses an inexact float step
+
+
+@pytest.mark.parametrize("model, line", [
+    (_arange_float_step, _arange_float_step.__code__.co_firstlineno + 1),
+    (lambda x: np.where(x > 0), None),  # the rule wants numpy.nonzero: one argument
+])
+def test_an_unsupported_op_error_from_a_rule_names_the_users_line_once(model, line):
+    line = line or model.__code__.co_firstlineno
+    with pytest.raises(tpe.UnsupportedOpError) as info:
+        tpe.export(model, np.ones(10), dynamic_shapes=SPEC)
+    msg = str(info.value)
+    assert f"\n  at test_tracer.py:{line}  `" in msg, msg
+    assert msg.count("\n  at ") == 1, msg
