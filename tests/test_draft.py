@@ -1,6 +1,7 @@
 """draft_export: every failure kind is reported with its source line; the program is built and checked."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -158,7 +159,9 @@ def test_unsupported_op_runs_opaquely_at_example_sizes():
     assert spec.fix == "n = 8"
     ep = report.exported_program
     assert ep is not None and report.comparison.ok
-    assert ep.opaque_ops == (f"tpe.opaque.{func_name(NO_RULE)}",)  # a serializer must refuse it
+    assert ep.opaque_ops == (f"tpe.opaque.{func_name(NO_RULE)}",)
+    with pytest.raises(tpe.ArchiveError, match="opaque ops"):  # no process could load it
+        tpe.save(ep, io.BytesIO())
     np.testing.assert_allclose(ep.module()(x84()), no_shape_rule(x84()))
     with pytest.raises(ConstraintsExceededError):
         ep.module()(x84(9))

@@ -103,9 +103,17 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
         a :class:`SerializedArtifact`; same program -> same bytes.
     Raises:
         ArchiveError: a value the format cannot store (custom objects, object
-            arrays, unsupported sympy functions), naming the node or input.
+            arrays, unsupported sympy functions), naming the node or input; or a
+            draft program that calls opaque ops (they exist only in the process
+            that captured them, so the archive could never be loaded).
         ValueError/TypeError: bad ``opset_version`` / ``pickle_protocol``.
     """
+    opaque = tuple(getattr(ep, "opaque_ops", ()) or ())
+    if opaque:
+        raise ArchiveError(
+            f"cannot serialize a draft program that calls opaque ops {', '.join(opaque)}: they ran numpy "
+            f"without a shape rule and are not in the op registry, so no process could load them. "
+            f"Fix the failures draft_export reported, then export() and save that program.")
     opset = normalize_opset(opset_version)
     protocol = check_pickle_protocol(pickle_protocol)
     ep.graph.lint()
