@@ -69,6 +69,55 @@ def wrap_int(expr: Any, env: Any) -> Any:
     return SymInt(expr, env)
 
 
+# A size expression with more operations than this is pinned to its example value (a recorded
+# specialization).  sympy's automatic evaluation and every later walk (guards, canonicalize,
+# z3, codegen) treat an expression as a tree, so a loop that reuses a size twice per step
+# (k = (7*k + 3) % 1000 + k // 3) doubles the work each step.  The sizes of ordinary models
+# have fewer than 20 operations.
+MAX_SIZE_OPS = 200
+_OPS_CACHE: dict = {}
+
+
+def size_ops(expr: Any) -> int:
+    """Operations in ``expr`` counted as a tree (a shared subexpression counts at every use).
+
+    Walks only the distinct subexpressions not seen before (memoized across calls), so an
+    arithmetic result costs about its new nodes.
+    """
+    args = expr.args
+    if not args:
+        return 0
+    n = _OPS_CACHE.get(expr)
+    if n is None:
+        n = 1
+        for a in args:
+            n += size_ops(a)
+        if len(_OPS_CACHE) > 100_000:  # bound the memory of a long session
+            _OPS_CACHE.clear()
+        _OPS_CACHE[expr] = n
+    return n
+
+
+def bounded(expr: Any, env: Any) -> Any:
+    """``expr``, or its example value when it has more than ``MAX_SIZE_OPS`` operations.
+
+    The pin specializes each size the expression is made of (``env.specialize``; the reason
+    names the count, the source is the user's line): a guard over the large expression itself
+    would hand the solver, its fix search and the runtime checks the same blow-up.
+    """
+    if not isinstance(expr, sympy.Basic) or not expr.args:
+        return expr
+    n = size_ops(expr)
+    if n <= MAX_SIZE_OPS:
+        return expr
+    value = env.hint(expr)
+    reason = (f"size expression too large to reason about ({n} operations); pinned to its "
+              f"example value {value}")
+    for sym in sorted(expr.free_symbols, key=lambda v: v.name):
+        env.specialize(sym, reason)
+    return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)
+
+
 def wrap_float(expr: Any, env: Any, exact: Any = None) -> Any:
     """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat)."""
     expr = sympy.sympify(expr)
@@ -244,7 +293,7 @@ class SymInt:
         if o is NotImplemented:
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
-        out = fn(a, b)
+        out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
             return wrap_int(out, self.env)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
@@ -459,7 +508,8 @@ class SymFloat:
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        return wrap_float(fn(a, b), self.env, exact)
+        out = bounded(fn(a, b), self.env)
+        return wrap_float(out, self.env, exact)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)

@@ -140,3 +140,51 @@ def test_bitwise_on_sizes(env):
                for r in env.violations)
     with pytest.raises(ValueError):
         s >> -1
+
+
+def _mix(k, rounds):
+    for _ in range(rounds):
+        k = (k * 7 + 3) % 1000 + k // 3  # k is used twice per round: the tree doubles
+    return k
+
+
+def test_size_ops_counts_a_shared_subexpression_at_every_use():
+    from tensorplay_export.symbolic import size_ops
+
+    s = sympy.Symbol("s", integer=True, positive=True)
+    assert size_ops(s) == 0 and size_ops(s + 1) == 1
+    shared = sympy.floor(s / 3)
+    assert size_ops(shared + 2 * shared ** 2) == 1 + 1 + 1 + 2 * size_ops(shared)
+
+
+def test_a_too_large_size_expression_is_pinned_to_its_example_value(env):
+    import time
+
+    from tensorplay_export.symbolic import MAX_SIZE_OPS, size_ops
+
+    s = size(env, hint=50, upper=10**6)
+    small = _mix(s, 2)
+    assert isinstance(small, SymInt) and size_ops(small.expr) <= MAX_SIZE_OPS and not env.violations
+    start = time.perf_counter()
+    k = _mix(s, 40)
+    assert time.perf_counter() - start < 2.0
+    assert type(k) is int and k == _mix(50, 40)
+    (rec,) = env.violations  # pinned once (the size s itself), then plain int arithmetic
+    assert rec.kind == "specialization" and rec.expr == sympy.Eq(s.expr, 50)
+    assert "size expression too large to reason about (" in rec.reason
+    assert "operations); pinned to its example value" in rec.reason
+    assert rec.source.filename == __file__ and rec.source.lineno == _mix.__code__.co_firstlineno + 2
+
+
+def test_a_pinned_auto_size_gives_a_program_for_the_example_size_only():
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+
+    def model(x):
+        n = x.shape[0]
+        return x[: _mix(n, 12) % n + 1]
+
+    ep = tpe.export(model, np.arange(50.0), dynamic_shapes={"x": {0: Dim.AUTO}})
+    np.testing.assert_array_equal(ep.module()(np.arange(50.0) + 1), model(np.arange(50.0) + 1))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.arange(51.0))
