@@ -35,6 +35,7 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
+from . import pytree
 from .capture.draft import DraftLog
 from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
                      UnsupportedOpError)
@@ -273,15 +274,8 @@ def _restore_state(snap: list) -> None:
 
 
 def _copy_tree(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, tuple):
-        return tuple(_copy_tree(v) for v in value)
-    if isinstance(value, list):
-        return [_copy_tree(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy_tree(v) for k, v in value.items()}
-    return value
+    """Copies of every array leaf, so eager runs never touch the user's examples."""
+    return pytree.tree_map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, value)
 
 
 def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[BaseException]]:
@@ -444,8 +438,6 @@ def _validate(ep: Any) -> StructuralValidation:
 
 
 def _leaves(value: Any) -> list:
-    from . import pytree
-
     return pytree.tree_flatten(value)[0]
 
 

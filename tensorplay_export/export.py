@@ -75,18 +75,6 @@ def _leaf_name(path: str) -> str:
     return name if not name[0].isdigit() else f"_{name}"
 
 
-def _copy_tree(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, tuple):
-        return tuple(_copy_tree(v) for v in value)
-    if isinstance(value, list):
-        return [_copy_tree(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy_tree(v) for k, v in value.items()}
-    return value
-
-
 def _make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple[list, dict]:
     """Symbolic shape per array leaf; DimInfo per user-visible symbol.
 
