@@ -508,12 +508,38 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     """
     name = _model_name(model)
     kwargs = dict(kwargs)
+    out_of_range = _check_examples(model, tuple(args), kwargs, dynamic_shapes)
+    if out_of_range is not None:  # as export does: the examples must fit the spec before the model runs
+        return DraftExportReport([out_of_range], model_name=name)
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
         return DraftExportReport([FailureReport("numpy_error", msg, _error_source(eager_err), None)],
                                  model_name=name)
     return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, name)
+
+
+def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Optional[FailureReport]:
+    """An ``example_out_of_range`` failure when an example size does not fit ``dynamic_shapes``, else None.
+
+    Runs the same example check as capture (``export._make_symbols``) before the model
+    runs, so examples that break a declared relation (``y.shape[0] != 2*dx``) are named as
+    such rather than as whatever numpy error the model hits on them.  Spec errors are left
+    to capture, which reports them with their kind.
+    """
+    from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
+    from .export import ShapeEnv, _make_symbols, _solver
+
+    try:
+        specs = normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
+        leaves, _ = pytree.tree_flatten((args, kwargs))
+        paths = input_leaf_paths(model, args, kwargs)
+        _make_symbols(ShapeEnv(_solver(), "draft"), leaves, specs, paths)
+    except ConstraintsExceededError as err:
+        return _capture_failure(err)
+    except Exception:  # noqa: BLE001 - anything else is capture's to report
+        return None
+    return None
 
 
 def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: Any,

@@ -392,3 +392,20 @@ def test_random_numbers_have_their_own_kind():
     assert "Random numbers drawn inside the model" in text and "Ops without shape rules" not in text
     with pytest.raises(tpe.UnsupportedOpError):
         report.raise_on_failure()
+
+
+def doubles_rows(x, y):
+    return np.repeat(x, 2, axis=0) + y
+
+
+def test_examples_breaking_a_derived_dim_are_out_of_range_before_the_model_runs():
+    dx = Dim("dx")
+    spec = {"x": {0: dx}, "y": {0: 2 * dx}}
+    report = draft_export(doubles_rows, np.ones((4, 3)), np.ones((3, 3)), dynamic_shapes=spec)
+    f = _only(report, "example_out_of_range")
+    assert "y.shape[0] = 3 is outside 2*dx" in f.message
+    assert [g.kind for g in report.failures] == ["example_out_of_range"]  # no numpy broadcast error
+    assert report.exported_program is None
+    with pytest.raises(ConstraintsExceededError, match="outside 2\\*dx"):
+        report.raise_on_failure()
+    assert draft_export(doubles_rows, np.ones((4, 3)), np.ones((8, 3)), dynamic_shapes=spec).successful()
