@@ -112,7 +112,10 @@ class NumericalComparison:
     """Draft program vs eager model on the example inputs.
 
     ``max_abs``/``max_rel``: largest absolute / relative difference over all
-    output leaves (0.0 for equal outputs; rel uses ``|a-b| / max(|b|, tiny)``).
+    output leaves (0.0 for equal outputs; rel uses ``|a-b| / max(|b|, tiny)``), over the
+    positions where both sides are finite.  ``nonfinite``: how many positions hold an
+    inf/nan on either side (equal when both are the same inf or both nan, like
+    ``numpy.testing.assert_allclose(equal_nan=True)``; any other is a mismatch, in ``note``).
     """
 
     ok: bool
@@ -120,6 +123,7 @@ class NumericalComparison:
     max_rel: float = 0.0
     outputs: int = 0
     note: str = ""
+    nonfinite: int = 0
 
 
 class DraftExportReport:
@@ -454,7 +458,8 @@ def _compare(ep: Any, eager: Any, args: tuple, kwargs: dict) -> NumericalCompari
         return NumericalComparison(False, math.inf, math.inf, len(w),
                                    f"the program returns {len(g)} values, eager returns {len(w)}")
     max_abs = max_rel = 0.0
-    notes = []
+    notes: list[str] = []
+    nonfinite = 0
     for i, (a, b) in enumerate(zip(g, w)):
         a_arr, b_arr = np.asarray(a), np.asarray(b)
         if a_arr.shape != b_arr.shape:
@@ -472,15 +477,41 @@ def _compare(ep: Any, eager: Any, args: tuple, kwargs: dict) -> NumericalCompari
             continue
         x, y = a_arr.astype(np.complex128 if a_arr.dtype.kind == "c" else np.float64), \
             b_arr.astype(np.complex128 if b_arr.dtype.kind == "c" else np.float64)
-        both_nan = np.isnan(x) & np.isnan(y)
-        diff = np.where(both_nan, 0.0, np.abs(x - y))
-        diff = np.where(np.isnan(diff), math.inf, diff)
-        rel = diff / np.maximum(np.abs(y), np.finfo(np.float64).tiny)
-        max_abs = max(max_abs, float(np.max(diff)))
-        max_rel = max(max_rel, float(np.max(np.where(diff == 0, 0.0, rel))))
-        if not np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
-            notes.append(f"output {i}: max abs diff {float(np.max(diff)):.3g}")
-    return NumericalComparison(not notes, max_abs, max_rel, len(w), "; ".join(notes))
+        d_abs, d_rel, bad, same_nonfinite, close = _diff(x, y)
+        max_abs, max_rel = max(max_abs, d_abs), max(max_rel, d_rel)
+        nonfinite += same_nonfinite + bad
+        if bad:
+            notes.append(f"output {i}: {bad} inf/nan position(s) where eager has a different value")
+        if not close:
+            scope = " over finite positions" if same_nonfinite + bad else ""
+            notes.append(f"output {i}: max abs diff {d_abs:.3g}{scope}")
+    return NumericalComparison(not notes, max_abs, max_rel, len(w), "; ".join(notes), nonfinite)
+
+
+def _diff(x: np.ndarray, y: np.ndarray) -> tuple[float, float, int, int, bool]:
+    """Compare like ``numpy.testing.assert_allclose(rtol=1e-5, atol=1e-6, equal_nan=True)``.
+
+    Positions where both are nan, or both the same inf, are equal; a position where only
+    one side is inf/nan, or the infs differ in sign, is a mismatch.  Returns ``(max_abs,
+    max_rel, mismatched non-finite positions, equal non-finite positions, finite positions
+    close)``; the diffs are over the positions where both are finite.  numpy's
+    RuntimeWarnings (``inf - inf``, overflow) stay inside.
+    """
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(x) & np.isfinite(y)
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        same = (nan_x & nan_y) | (~nan_x & ~nan_y & (x == y))
+        bad = int(np.count_nonzero(~finite & ~same))
+        equal_nonfinite = int(np.count_nonzero(~finite & same))
+        if not finite.any():
+            return 0.0, 0.0, bad, equal_nonfinite, True
+        xf, yf = x[finite], y[finite]
+        diff = np.abs(xf - yf)
+        rel = diff / np.maximum(np.abs(yf), np.finfo(np.float64).tiny)
+        max_abs = float(np.max(diff))
+        max_rel = float(np.max(np.where(diff == 0, 0.0, rel)))
+        close = bool(np.all(diff <= 1e-6 + 1e-5 * np.abs(yf)))
+    return max_abs, max_rel, bad, equal_nonfinite, close
 
 
 # -- the entry point -----------------------------------------------------------------------------------

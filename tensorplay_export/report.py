@@ -42,7 +42,8 @@ def status_line(report: Any) -> str:
         parts.append("validation ok" if report.validation.ok else "validation FAILED")
     c = report.comparison
     if c is not None:
-        parts.append(f"max abs diff {_num(c.max_abs)}, max rel diff {_num(c.max_rel)} vs eager"
+        scope = f" over finite positions ({c.nonfinite} inf/nan)" if getattr(c, "nonfinite", 0) else ""
+        parts.append(f"max abs diff {_num(c.max_abs)}, max rel diff {_num(c.max_rel)}{scope} vs eager"
                      + ("" if c.ok else " (MISMATCH)"))
     return head + f"; program built ({'; '.join(parts)})"
 
@@ -117,7 +118,7 @@ def report_to_dict(report: Any) -> dict:
         "program_built": report.exported_program is not None,
         "validation": None if v is None else {"ok": v.ok, "problems": list(v.problems)},
         "comparison": None if c is None else {"ok": c.ok, "max_abs": num(c.max_abs), "max_rel": num(c.max_rel),
-                                              "note": c.note},
+                                              "nonfinite": getattr(c, "nonfinite", 0), "note": c.note},
         "failures": [dict(f.to_dict(), fix=shown_fix(f)) for f in report.failures],
         "accepted_auto_guards": list(report.accepted),
         "suggested_fixes": list(report.fixes),

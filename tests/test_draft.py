@@ -409,3 +409,47 @@ def test_examples_breaking_a_derived_dim_are_out_of_range_before_the_model_runs(
     with pytest.raises(ConstraintsExceededError, match="outside 2\\*dx"):
         report.raise_on_failure()
     assert draft_export(doubles_rows, np.ones((4, 3)), np.ones((8, 3)), dynamic_shapes=spec).successful()
+
+
+def nonfinite_outputs(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x) * 2, x / 0.0  # inf, -inf and nan positions
+
+
+class _FixedProgram:
+    """Stands in for an ExportedProgram whose module returns fixed outputs."""
+
+    def __init__(self, out):
+        self.out = out
+
+    def module(self):
+        return lambda *a, **k: self.out
+
+    def invalidate_unlifted(self):
+        pass
+
+
+def test_comparison_treats_equal_infs_and_nans_as_equal_and_diffs_finite_positions(recwarn):
+    import warnings
+
+    from tensorplay_export.draft import _compare
+
+    warnings.filterwarnings("error", category=RuntimeWarning, module="tensorplay_export.draft")
+    x = np.array([[0.0, -1.0, 2.0], [1.0, 3.0, 0.0]], np.float32)
+    report = draft_export(nonfinite_outputs, x, dynamic_shapes={"x": {0: Dim("n")}})
+    assert report.successful() and report.comparison.ok
+    assert report.comparison.max_abs == 0.0 and report.comparison.nonfinite == 9
+    assert "over finite positions (9 inf/nan)" in str(report)
+
+    eager = (np.array([np.inf, -np.inf, np.nan, 1.0]),)
+    same = _compare(_FixedProgram((eager[0].copy(),)), eager, (), {})
+    assert same.ok and same.max_abs == 0.0 and same.nonfinite == 3
+    for got in ([-np.inf, -np.inf, np.nan, 1.0],  # inf vs -inf
+                [np.inf, -np.inf, 0.0, 1.0],  # nan vs a number
+                [np.inf, 5.0, np.nan, 1.0]):  # -inf vs a number
+        c = _compare(_FixedProgram((np.array(got),)), eager, (), {})
+        assert not c.ok and "1 inf/nan position(s) where eager has a different value" in c.note
+        assert c.max_abs == 0.0  # the finite positions agree; the diff is not inf
+    c = _compare(_FixedProgram((np.array([np.inf, -np.inf, np.nan, 1.5]),)), eager, (), {})
+    assert not c.ok and c.max_abs == 0.5 and "max abs diff 0.5 over finite positions" in c.note
+    assert not [w for w in recwarn if w.filename.endswith("draft.py")]
