@@ -262,7 +262,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     outputs = []
     for v in out_leaves:
         if isinstance(v, (SymInt, SymFloat, SymBool)):
-            v = env.specialize(v.expr, "returned as a model output")
+            v = env.specialize(v.expr, "returned as an output (outputs are arrays or Python numbers; a size "
+                               "output is pinned to its example)", tracer.return_source())
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
                            outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)

@@ -453,3 +453,37 @@ def test_comparison_treats_equal_infs_and_nans_as_equal_and_diffs_finite_positio
     c = _compare(_FixedProgram((np.array([np.inf, -np.inf, np.nan, 1.5]),)), eager, (), {})
     assert not c.ok and c.max_abs == 0.5 and "max abs diff 0.5 over finite positions" in c.note
     assert not [w for w in recwarn if w.filename.endswith("draft.py")]
+
+
+def returns_size(x):
+    y = x * 2
+    return y, x.shape[0]  # L_ret_size
+
+
+def returns_shape(x):
+    return x.shape  # L_ret_shape
+
+
+class ReturnsRows(nn.Module):
+    def forward(self, x):
+        n = _rows(x)
+        return x + 1, n  # L_ret_module
+
+
+def _rows(a):
+    return a.shape[0]
+
+
+@pytest.mark.parametrize("model, marker", [(returns_size, "L_ret_size"), (returns_shape, "L_ret_shape"),
+                                           (ReturnsRows(), "L_ret_module")])
+def test_a_returned_size_is_pinned_at_the_models_return_line(model, marker):
+    spec = {"x": {0: Dim("n")}}
+    report = draft_export(model, x84(), dynamic_shapes=spec)
+    f = _only(report, "constraint_violation")
+    assert f.source.filename == str(HERE) and f.source.lineno == line_of(marker)
+    assert "returned as an output (outputs are arrays or Python numbers; a size output is pinned to its example)" \
+        in f.message
+    assert report.fixes == ["n = 8"]
+    with pytest.raises(ConstraintViolationError) as info:
+        tpe.export(model, x84(), dynamic_shapes=spec)
+    assert f"test_draft.py:{line_of(marker)}" in str(info.value)

@@ -69,7 +69,10 @@ class TracedArray:
     # -- properties ------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        env = self._tracer.env
+        tracer = self._tracer
+        if tracer.model_frame is None and tracer._return_source is None:
+            tracer.note_model_frame()  # a size the model may return: remember where it returns
+        env = tracer.env
         return tuple(d if isinstance(d, int) else wrap_int(d, env) for d in self._shape)
 
     @property

@@ -15,6 +15,7 @@ capturing call and thread).  :meth:`Tracer.call` is the single dispatch point:
 from __future__ import annotations
 
 import contextvars
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -25,7 +26,8 @@ from ..graph import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
-from ..shape_env import ShapeEnv, user_source
+from ..records import SourceLoc
+from ..shape_env import ShapeEnv, _is_library, user_source
 from ..symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 
@@ -63,6 +65,38 @@ class Tracer:
         self.in_impl = False                             # numpy's own code runs: wrappers pass through
         self.function_clones: dict = {}                  # id(fn) -> (fn, clone)
         self.globals_views: dict = {}                    # id(real globals) -> GlobalsView
+        # The frame that runs the model (see note_model_frame): the outermost user frame below
+        # the function that built this tracer (capture), found when the model first reads a size.
+        self._entry_code = sys._getframe(1).f_code
+        self.model_frame: Any = None
+        self._return_source: Optional[SourceLoc] = None
+
+    # -- the model's frame ------------------------------------------------------
+    def note_model_frame(self) -> None:
+        """Remember the model's own frame (called where the model reads a symbolic size).
+
+        Walks up from the caller to the function that built this tracer; the outermost
+        frame outside the library on the way is the model's (``forward``, the function, or
+        a callable's ``__call__``).  Only its frame object is kept: after the model returned,
+        its ``f_lineno`` is the line of the ``return`` it executed (see :meth:`return_source`).
+        """
+        if self.model_frame is not None:
+            return
+        frame, user = sys._getframe(1), None
+        while frame is not None:
+            if frame.f_code is self._entry_code:
+                self.model_frame = user
+                return
+            if not _is_library(frame.f_code.co_filename):
+                user = frame
+            frame = frame.f_back
+
+    def return_source(self) -> Optional[SourceLoc]:
+        """The model's ``return`` line once it returned (None when it never read a size)."""
+        if self._return_source is None and self.model_frame is not None:
+            frame, self.model_frame = self.model_frame, None  # do not keep its locals alive
+            self._return_source = SourceLoc(frame.f_code.co_filename, frame.f_lineno)
+        return self._return_source
 
     # -- placeholders ----------------------------------------------------------
     def placeholder(self, name: str, value: np.ndarray, shape: tuple, meta: Optional[dict] = None,
