@@ -179,7 +179,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     """:func:`capture` without the BLAS thread limit."""
     if mode not in ("export", "draft"):
         raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
-    from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
+    from .spec_normalize import input_leaf_paths, normalize_dynamic_shapes
 
     from .ops.registry import all_ops
 
@@ -466,7 +466,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     """
     from .codegen import GraphModule
     from .ops.registry import impl_table
-    from .dynamic_shapes import _signature_target, equality_constraints_from
+    from .spec_normalize import _signature_target, equality_constraints_from
     from .program import ExportedProgram
     from .signature import (ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry,
                             ModuleCallSignature, OutputKind, OutputSpec, TensorArgument)

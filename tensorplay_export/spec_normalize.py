@@ -1,0 +1,483 @@
+"""Normalizing a ``dynamic_shapes`` spec against the example inputs.
+
+Turns any accepted spec form into one flat list, :class:`LeafSpec` per array
+leaf of ``tree_flatten((args, kwargs))``, which capture consumes, and derives
+what capture needs from it (the named dims, equality constraints and
+``DimInfo`` records).  Ranges are *not* checked against the example sizes by
+:func:`normalize_dynamic_shapes`; :func:`named_dim_infos` and capture do that
+and raise ``ConstraintsExceededError``.  The spec objects themselves are in
+:mod:`tensorplay_export.dynamic_shapes`.
+
+Accepted forms (see DESIGN.md "Conventions for dynamic shapes"):
+
+* ``None``: every size static;
+* a dict keyed by argument name; a tuple/list by input position (positional
+  inputs, then keyword inputs in call order);
+* nested to match the input pytree (``{"extras": {"scale": {0: b}}}``);
+* per array a dict ``{axis: Dim}`` or a per-axis tuple/list;
+* ``None`` / an int / ``Dim.STATIC`` on an axis or subtree means static;
+* ``Dim.AUTO`` and ``Dim.DYNAMIC`` hints;
+* :class:`ShapesCollection` (spec keyed by array identity);
+* :class:`AdditionalInputs` (axes whose size varies across example sets are dynamic).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from . import pytree
+from .dynamic_shapes import (AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection,
+                             _affine_text, _DerivedDim)
+from .errors import ConstraintsExceededError
+from .records import DimInfo
+
+__all__ = [
+    "LeafSpec", "normalize_dynamic_shapes", "input_leaf_paths", "collect_dims", "equality_constraints_from",
+    "named_dim_infos",
+]
+
+
+@dataclass(frozen=True)
+class LeafSpec:
+    """The spec of one array input: its path and its dynamic axes.
+
+    ``axes`` maps an axis (non-negative) to a :class:`Dim`, a :class:`DerivedDim`,
+    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.
+    """
+
+    path: str
+    axes: dict
+
+    def constraints(self) -> list[Constraint]:
+        out = []
+        for axis, d in sorted(self.axes.items()):
+            if isinstance(d, Dim):
+                out.append(Constraint(self.path, axis, d.name, d.min, d.max))
+            elif isinstance(d, _DerivedDim):
+                out.append(Constraint(self.path, axis, d.name, d.min, d.max,
+                                      root=d.root.name, scale=d.scale, offset=d.offset))
+        return out
+
+
+# --- binding inputs to names --------------------------------------------------------------
+
+def _signature_target(model: Any) -> Any:
+    forward = getattr(model, "forward", None)
+    if forward is not None and callable(forward) and not inspect.isfunction(model):
+        return forward
+    return model
+
+
+@dataclass(frozen=True)
+class _TopInput:
+    """One top-level input: its printed path, the parameter it binds to, and its value."""
+
+    path: str
+    param: Optional[str]    # the named parameter, or None for a *args/**kwargs item
+    group: Optional[str]    # the *args / **kwargs parameter name for such items
+    key: Any                # index into *args or key into **kwargs
+    value: Any
+
+
+def _bind_inputs(model: Any, args: tuple, kwargs: dict) -> list[_TopInput]:
+    """Top-level inputs in ``tree_flatten((args, kwargs))`` order with their names."""
+    try:
+        sig = inspect.signature(_signature_target(model))
+    except (TypeError, ValueError):
+        sig = None
+    params = list(sig.parameters.values()) if sig is not None else []
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
+    var_kw = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
+    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if sig is not None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}") from None
+    out: list[_TopInput] = []
+    for i, value in enumerate(args):
+        if sig is None:
+            out.append(_TopInput(f"args[{i}]", None, "args", i, value))
+        elif i < len(positional):
+            name = positional[i].name
+            out.append(_TopInput(name, name, None, None, value))
+        else:
+            j = i - len(positional)
+            out.append(_TopInput(f"{var_pos}[{j}]", None, var_pos, j, value))
+    for key, value in kwargs.items():
+        if sig is None or key in named:
+            out.append(_TopInput(key, key, None, None, value))
+        else:
+            out.append(_TopInput(f"{var_kw}[{key!r}]", None, var_kw, key, value))
+    return out
+
+
+def input_leaf_paths(model: Any, args: tuple, kwargs: Optional[dict] = None) -> list[str]:
+    """The path of every leaf of ``tree_flatten((args, kwargs))``: ``"x"``, ``"extras['scale']"``, ``"args[1]"``."""
+    out = []
+    for top in _bind_inputs(model, tuple(args), dict(kwargs or {})):
+        out += [p for p, _ in pytree.tree_leaves_with_path(top.value, top.path)]
+    return out
+
+
+def _spec_by_argument(model: Any, args: tuple, kwargs: dict, leaf_specs: list) -> dict:
+    """A dict-by-argument-name spec from one spec per leaf of ``tree_flatten((args, kwargs))``.
+
+    Containers are rebuilt as dicts/tuples/lists (dataclasses as dicts by field);
+    ``*args`` items are grouped into a tuple and ``**kwargs`` items into a dict
+    under the parameter's name.
+    """
+    it = iter(leaf_specs)
+    spec: dict[str, Any] = {}
+    for top in _bind_inputs(model, args, kwargs):
+        _, tree = pytree.tree_flatten(top.value)
+        sub = _rebuild_spec(tree, [next(it) for _ in range(tree.num_leaves)])
+        if top.param is not None:
+            spec[top.param] = sub
+        elif isinstance(top.key, int):
+            spec[top.group] = tuple(spec.get(top.group, ())) + (sub,)
+        else:
+            spec.setdefault(top.group, {})[top.key] = sub
+    return spec
+
+
+def _rebuild_spec(tree: pytree.TreeSpec, leaf_specs: list) -> Any:
+    """A spec shaped like ``tree`` (dicts/tuples/lists; dataclasses as dicts by field)."""
+    it = iter(leaf_specs)
+
+    def build(t: pytree.TreeSpec) -> Any:
+        if t.is_leaf():
+            return next(it)
+        if t.kind == "None":
+            return None
+        inner = [build(c) for c in t.children]
+        if t.kind == "tuple":
+            return tuple(inner)
+        if t.kind == "list":
+            return inner
+        return dict(zip(t.context, inner))
+
+    return build(tree)
+
+
+# --- normalize ----------------------------------------------------------------------------
+
+def _is_static(spec: Any) -> bool:
+    return spec is None or spec is Dim.STATIC
+
+
+def _kind_name(value: Any) -> str:
+    if value is None or value is pytree._NONE_LEAF:
+        return "None"
+    if isinstance(value, np.ndarray):
+        return f"an array of rank {value.ndim}"
+    return f"a {type(value).__name__}"
+
+
+def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
+                             dynamic_shapes: Any) -> list[Optional[LeafSpec]]:
+    """Flatten any accepted spec form into one entry per input leaf.
+
+    Args:
+        model: the callable or module (its ``forward`` signature names the inputs).
+        args, kwargs: the example inputs as passed to ``export``.
+        dynamic_shapes: the user's spec (see the module docstring), or None.
+
+    Returns:
+        ``[LeafSpec | None, ...]`` aligned with ``pytree.tree_flatten((args, kwargs))[0]``:
+        a :class:`LeafSpec` (maybe with no axes) for every ``np.ndarray`` leaf,
+        ``None`` for every other leaf.
+
+    Raises:
+        ValueError: the spec does not match the inputs; the message names the
+            argument path and says what was expected.
+        TypeError: the example inputs do not bind to the model's signature.
+    """
+    args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
+    kwargs = dict(kwargs or {})
+    tops = _bind_inputs(model, args, kwargs)
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(model, args, kwargs)
+    elif isinstance(dynamic_shapes, ShapesCollection):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(model, args, kwargs)
+
+    per_top = _split_top_level(dynamic_shapes, tops, _param_names(model))
+    out: list[Optional[LeafSpec]] = []
+    for top, spec in zip(tops, per_top):
+        _walk(top.value, spec, top.path, out)
+    _check_dim_names(out)
+    return out
+
+
+def _param_names(model: Any) -> set[str]:
+    try:
+        return set(inspect.signature(_signature_target(model)).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _split_top_level(spec: Any, tops: list[_TopInput], all_params: set[str]) -> list[Any]:
+    """The sub-spec for each top-level input."""
+    names = ", ".join(repr(t.path) for t in tops) or "none"
+    if _is_static(spec):
+        return [None] * len(tops)
+    if isinstance(spec, (tuple, list)):
+        if len(spec) != len(tops):
+            raise ValueError(f"dynamic_shapes is a {type(spec).__name__} of {len(spec)} entries, but the model "
+                             f"received {len(tops)} inputs ({names}); give one entry per input, in order")
+        return list(spec)
+    if not isinstance(spec, dict):
+        raise ValueError(f"dynamic_shapes must be a dict keyed by argument name, a tuple/list by position, "
+                         f"a ShapesCollection, AdditionalInputs or None; got {type(spec).__name__}")
+    by_param = {t.param: i for i, t in enumerate(tops) if t.param is not None}
+    groups: dict[str, list[int]] = {}
+    for i, t in enumerate(tops):
+        if t.group is not None:
+            groups.setdefault(t.group, []).append(i)
+    out: list[Any] = [None] * len(tops)
+    for key, sub in spec.items():
+        if key in by_param:
+            out[by_param[key]] = sub
+        elif key in groups:
+            members = groups[key]
+            if isinstance(tops[members[0]].key, int):  # *args: a sequence spec
+                if _is_static(sub):
+                    continue
+                if not isinstance(sub, (tuple, list)) or len(sub) != len(members):
+                    raise ValueError(f"spec for '*{key}' must be a tuple/list of {len(members)} entries "
+                                     f"(one per extra positional input), got {sub!r}")
+                for i, s in zip(members, sub):
+                    out[i] = s
+            else:  # **kwargs: a dict spec keyed by keyword
+                if _is_static(sub):
+                    continue
+                known = {tops[i].key: i for i in members}
+                if not isinstance(sub, dict):
+                    raise ValueError(f"spec for '**{key}' must be a dict keyed by keyword, got {sub!r}")
+                for k, s in sub.items():
+                    if k not in known:
+                        raise ValueError(f"spec for '**{key}' names keyword {k!r}, which was not passed")
+                    out[known[k]] = s
+        else:
+            kw_item = next((i for i, t in enumerate(tops) if t.group is not None and t.key == key), None)
+            if kw_item is not None and isinstance(key, str):
+                out[kw_item] = sub  # a **kwargs item named directly
+            elif _is_static(sub) and key in all_params:
+                continue  # a parameter left at its default; static is the only sensible spec
+            else:
+                holder = next((t.path for t in tops if isinstance(t.value, dict) and key in t.value), None)
+                nest = f"; {key!r} is a key of input '{holder}', so nest it: {{'{holder}': {{{key!r}: ...}}}}" \
+                    if holder else ""
+                raise ValueError(f"dynamic_shapes names argument {key!r} that the model does not take "
+                                 f"(or that was not passed); the inputs are {names}{nest}")
+    return out
+
+
+def _walk(value: Any, spec: Any, path: str, out: list) -> None:
+    """Match ``spec`` against the input subtree ``value``; append one entry per leaf."""
+    if isinstance(spec, (ShapesCollection, AdditionalInputs)):
+        raise ValueError(f"spec for '{path}': a {type(spec).__name__} must be the whole dynamic_shapes argument")
+    if isinstance(value, np.ndarray):
+        out.append(LeafSpec(path, _array_axes(value, spec, path)))
+        return
+    parts = pytree._children(value)
+    if parts is None:  # a non-array leaf (number, string, object)
+        if not _is_static(spec):
+            raise ValueError(f"spec for '{path}' gives dims {spec!r}, but the input is {_kind_name(value)}, "
+                             f"not an array; use None")
+        out.append(None)
+        return
+    kind, context, values, _ = parts
+    if value is None:
+        if not _is_static(spec):
+            raise ValueError(f"spec for '{path}' gives {spec!r}, but the input is None; use None")
+        return
+    if _is_static(spec):
+        for p, leaf in pytree.tree_leaves_with_path(value, path):
+            out.append(LeafSpec(p, {}) if isinstance(leaf, np.ndarray) else None)
+        return
+    if kind in ("tuple", "list"):
+        if not isinstance(spec, (tuple, list)) or len(spec) != len(values):
+            raise ValueError(f"spec for '{path}' must be a tuple/list of {len(values)} entries to match the "
+                             f"input {kind} of length {len(values)}, got {spec!r}")
+        for i, (v, s) in enumerate(zip(values, spec)):
+            _walk(v, s, f"{path}[{i}]", out)
+        return
+    keyed = kind == "dict"
+    if isinstance(spec, dict):
+        sub = spec
+    elif not keyed and type(spec) is type(value):
+        sub = {f: getattr(spec, f) for f in context}
+    elif not keyed and isinstance(spec, (tuple, list)) and len(spec) == len(context):
+        sub = dict(zip(context, spec))
+    else:
+        what = "a dict with the same keys" if keyed else "a dict keyed by field name"
+        raise ValueError(f"spec for '{path}' must be {what} to match the input {_kind_name(value)}, got {spec!r}")
+    extra = [k for k in sub if k not in context and not (not keyed and _is_static(sub[k]))]
+    if extra:
+        raise ValueError(f"spec for '{path}' names {extra[0]!r}, which the input does not have "
+                         f"(it has {list(context)})")
+    for k, v in zip(context, values):
+        _walk(v, sub.get(k), path + pytree.key_str(kind, k), out)
+
+
+def _array_axes(value: np.ndarray, spec: Any, path: str) -> dict:
+    rank = value.ndim
+    if _is_static(spec):
+        return {}
+    if isinstance(spec, dict):
+        items = []
+        for axis, d in spec.items():
+            if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+                raise ValueError(f"spec for '{path}' has key {axis!r}; axes must be ints")
+            if not -rank <= axis < rank:
+                raise ValueError(f"spec for '{path}' names axis {axis}, but the input has rank {rank}")
+            items.append((int(axis) % rank, d))
+    elif isinstance(spec, (tuple, list)):
+        if len(spec) != rank:
+            raise ValueError(f"spec for '{path}' has {len(spec)} axes but the input has rank {rank} "
+                             f"(shape {tuple(value.shape)})")
+        items = list(enumerate(spec))
+    else:
+        raise ValueError(f"spec for '{path}' must be a dict {{axis: Dim}} or a tuple/list with one entry per "
+                         f"axis (the input has rank {rank}), got {spec!r}")
+    axes: dict = {}
+    for axis, d in items:
+        if axis in axes:
+            raise ValueError(f"spec for '{path}' gives axis {axis} twice")
+        if _is_static(d):
+            continue
+        if isinstance(d, numbers.Integral) and not isinstance(d, bool):
+            if int(d) != value.shape[axis]:
+                raise ValueError(f"spec for '{path}' pins axis {axis} to {int(d)}, but the example "
+                                 f"has size {value.shape[axis]} there")
+            continue
+        if isinstance(d, (Dim, _DerivedDim)) or d is Dim.AUTO or d is Dim.DYNAMIC:
+            axes[axis] = d
+            continue
+        if isinstance(d, type) and issubclass(d, Dim):
+            raise ValueError(f"spec for '{path}' axis {axis} is the class Dim; use Dim('name', ...)")
+        raise ValueError(f"spec for '{path}' axis {axis} must be a Dim, a derived dim, Dim.AUTO, "
+                         f"Dim.DYNAMIC, Dim.STATIC, an int or None; got {d!r}")
+    return dict(sorted(axes.items()))
+
+
+def _check_dim_names(leaves: list[Optional[LeafSpec]]) -> None:
+    """One name, one range: two different Dims may not share a name."""
+    seen: dict[str, tuple[Dim, str]] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            root = d.root if isinstance(d, (Dim, _DerivedDim)) else None
+            if root is None:
+                continue
+            where = f"{leaf.path}.shape[{axis}]"
+            prev = seen.get(root.name)
+            if prev is None:
+                seen[root.name] = (root, where)
+            elif prev[0] != root:
+                raise ValueError(f"Dim name {root.name!r} is used with two different ranges: {prev[0]!r} at "
+                                 f"{prev[1]} and {root!r} at {where}; use one Dim object")
+
+
+def collect_dims(leaves: list[Optional[LeafSpec]]) -> dict[str, Dim]:
+    """Every root :class:`Dim` in the normalized spec, by name (roots of derived dims included)."""
+    out: dict[str, Dim] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for d in leaf.axes.values():
+            if isinstance(d, (Dim, _DerivedDim)):
+                out.setdefault(d.root.name, d.root)
+    return out
+
+
+def equality_constraints_from(leaves: list[Optional[LeafSpec]]) -> list[EqualityConstraint]:
+    """An :class:`EqualityConstraint` per named Dim used (directly) at two or more sites."""
+    sites: dict[str, list[tuple[str, int]]] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            if isinstance(d, Dim):
+                sites.setdefault(d.name, []).append((leaf.path, axis))
+    return [EqualityConstraint(tuple(s), name) for name, s in sites.items() if len(s) > 1]
+
+
+def _range_text(d: Any) -> str:
+    hi = "inf" if d.max is None else str(d.max)
+    return f"[{d.min}, {hi}]"
+
+
+def _solve_for_root(site: str, d: _DerivedDim) -> str:
+    """``site = scale*root + offset`` solved for root: ``(y.shape[0] - 1)/2``, ``y.shape[0] + 1``."""
+    text = _affine_text(site, 1, -d.offset)
+    if d.scale == 1:
+        return text
+    return f"({text})/{d.scale}" if d.offset else f"{text}/{d.scale}"
+
+
+def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
+                    check: bool = True) -> dict[str, DimInfo]:
+    """``DimInfo`` per named root dim: declared range, example size (hint), input sites.
+
+    Args:
+        leaves: ``normalize_dynamic_shapes(...)`` output.
+        flat_inputs: ``pytree.tree_flatten((args, kwargs))[0]`` (same order as ``leaves``).
+        check: verify every example size against its dim: inside the declared range,
+            the same at every site of a shared dim, and ``scale*root + offset`` for a
+            derived dim with an integral root size inside the root's range.
+
+    Returns:
+        ``{name: DimInfo(name, min, max or math.inf, hint, ["x.shape[0]", ...], "named")}``.
+        A root used only through derived dims gets its hint from the first such site
+        and a site solved for the root: ``y.shape[0] = 2*b + 1`` gives ``"(y.shape[0] - 1)/2"``.
+
+    Raises:
+        ConstraintsExceededError: with ``check``, an example size breaks its dim,
+            e.g. ``x.shape[1] = 513 is outside seq in [1, 512]``.
+    """
+    infos: dict[str, DimInfo] = {}
+    derived_sites: list[tuple[str, _DerivedDim, int]] = []
+    for leaf, value in zip(leaves, flat_inputs):
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            site = f"{leaf.path}.shape[{axis}]"
+            size = int(value.shape[axis])
+            if isinstance(d, Dim):
+                if check and not (d.min <= size and (d.max is None or size <= d.max)):
+                    raise ConstraintsExceededError(f"{site} = {size} is outside {d.name} in {_range_text(d)}")
+                info = infos.get(d.name)
+                if info is None:
+                    infos[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, size, [site])
+                else:
+                    if check and info.hint != size:
+                        raise ConstraintsExceededError(
+                            f"{site} = {size} but {info.sites[0]} = {info.hint}; both are Dim {d.name!r} "
+                            f"and must be equal")
+                    info.sites.append(site)
+            elif isinstance(d, _DerivedDim):
+                derived_sites.append((site, d, size))
+    for site, d, size in derived_sites:
+        root = d.root
+        quotient, rest = divmod(size - d.offset, d.scale)
+        if check and (rest != 0 or not (root.min <= quotient and (root.max is None or quotient <= root.max))):
+            raise ConstraintsExceededError(
+                f"{site} = {size} is not {d.name} for any {root.name} in {_range_text(root)}")
+        info = infos.get(root.name)
+        if info is None:
+            infos[root.name] = DimInfo(root.name, root.min, math.inf if root.max is None else root.max,
+                                       quotient, [_solve_for_root(site, d)])
+        elif check and info.hint != quotient:
+            raise ConstraintsExceededError(
+                f"{site} = {size} needs {root.name} = {quotient}, but {info.sites[0]} "
+                f"gives {root.name} = {info.hint}; {site} must be {d.scale * info.hint + d.offset}")
+    return infos
