@@ -558,7 +558,7 @@ def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) 
     such rather than as whatever numpy error the model hits on them.  Spec errors are left
     to capture, which reports them with their kind.
     """
-    from .dynamic_shapes import input_leaf_paths, normalize_dynamic_shapes
+    from .spec_normalize import input_leaf_paths, normalize_dynamic_shapes
     from .export import ShapeEnv, _make_symbols, _solver
 
     try:

@@ -411,16 +411,3 @@ class AdditionalInputs:
         module = ep.module()
         for args, kwargs in self._examples:
             module(*args, **kwargs)
-
-
-# draft.py still imports these two from here (it is being edited elsewhere); they live in
-# spec_normalize now.  Resolved on first use, so importing this module never imports that one.
-_MOVED_TO_SPEC_NORMALIZE = ("input_leaf_paths", "normalize_dynamic_shapes")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_SPEC_NORMALIZE:
-        from . import spec_normalize
-
-        return getattr(spec_normalize, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
