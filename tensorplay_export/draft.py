@@ -294,24 +294,6 @@ def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[Bas
 
 
 # -- failures from a capture ------------------------------------------------------------------------
-_NAME_RE = re.compile(r"[^\W\d]\w*")
-
-
-def _fix_names(line: str) -> set[str]:
-    text = re.sub(r"Dim\(\s*'[^']*'", "", line)
-    text = re.sub(r"\b(min|max)\s*=", "", text)
-    return set(_NAME_RE.findall(text)) - {"Dim", "None"}
-
-
-def _fixes_for(names: set[str], lines: list[str]) -> Optional[str]:
-    """The fix lines about ``names`` (and the new roots those lines use)."""
-    picked = [ln for ln in lines if _fix_names(ln) & names]
-    used = set().union(*(_fix_names(ln) for ln in picked)) if picked else set()
-    roots = [ln for ln in lines if ln not in picked and ln.split("=")[0].strip() in used]
-    chosen = [ln for ln in lines if ln in picked or ln in roots]
-    return "\n".join(chosen) if chosen else None
-
-
 def _split_bullets(text: str) -> list[str]:
     """The ``  - ...`` bullets of a violation text (each with its indented lines), fix block dropped."""
     bullets: list[list[str]] = []
@@ -328,24 +310,16 @@ def _split_bullets(text: str) -> list[str]:
 def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str], str]:
     from .violations import build_violation_error
 
-    records = result.env.violations
-    err = build_violation_error(records, result.dims)
+    err = build_violation_error(result.env.violations, result.dims)
     text = str(err)
-    lines = list(getattr(err, "fixes", []) or [])
-    recs = list(getattr(err, "violations", records))
-    # the error's own per-guard fix lines: empty for a guard no fix expresses (fix stays None)
-    fix_for = getattr(err, "fix_for", None)
     bullets = _split_bullets(text)
     out = []
-    for i, rec in enumerate(recs):
-        message = bullets[i] if i < len(bullets) and len(bullets) == len(recs) else str(rec.expr)
+    # err.fix_for holds each guard's own fix lines: empty for a guard no fix expresses (fix stays None)
+    for i, (rec, fix_lines) in enumerate(zip(err.violations, err.fix_for)):
+        message = bullets[i] if len(bullets) == len(err.violations) else str(rec.expr)
         message = "\n".join(ln for ln in message.splitlines() if not ln.strip().startswith("at "))
-        if fix_for is not None and len(fix_for) == len(recs):
-            fix = "\n".join(fix_for[i]) or None
-        else:
-            fix = _fixes_for({s.name for s in rec.expr.free_symbols}, lines)
-        out.append(FailureReport("constraint_violation", message, rec.source, fix))
-    return out, lines, text.splitlines()[0]
+        out.append(FailureReport("constraint_violation", message, rec.source, "\n".join(fix_lines) or None))
+    return out, list(err.fixes), text.splitlines()[0]
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
