@@ -162,10 +162,6 @@ def _same_shape(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
     return shape_of(a)
 
 
-def _round_impl(a: Any, decimals: int = 0) -> Any:
-    return np.round(a, decimals)
-
-
 register_op("numpy.round", np.round, _same_shape, numpy_funcs=(np.round, np.around), methods=("round",))
 register_op("numpy.real", np.real, _same_shape, numpy_funcs=(np.real,))
 register_op("numpy.imag", np.imag, _same_shape, numpy_funcs=(np.imag,))
