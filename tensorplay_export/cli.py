@@ -94,6 +94,16 @@ def _file(path: str) -> str:
     return path
 
 
+def _print_headed(text: str, ok: bool) -> Any:
+    """Print ``text`` with its first line bold green (``ok``) or bold red; return the console."""
+    con = _console()
+    head, _, rest = text.partition("\n")
+    con.print(head, style="bold green" if ok else "bold red", markup=False)
+    if rest:
+        con.print(rest, markup=False)
+    return con
+
+
 # -- subcommands -------------------------------------------------------------------------------------
 def cmd_check(opts: argparse.Namespace) -> int:
     from .contract import contract_of
@@ -107,12 +117,7 @@ def cmd_check(opts: argparse.Namespace) -> int:
         data["contract"] = contract_of(report.exported_program).to_json() if report.exported_program else None
         _emit_json(data)
         return EXIT_OK if ok else EXIT_FAIL
-    con = _console()
-    text = str(report)
-    head, _, rest = text.partition("\n")
-    con.print(head, style="bold green" if ok else "bold red", markup=False)
-    if rest:
-        con.print(rest, markup=False)
+    con = _print_headed(str(report), ok)
     if ok:
         con.print("contract holds", style="green", markup=False)
     return EXIT_OK if ok else EXIT_FAIL
@@ -172,11 +177,7 @@ def cmd_diff(opts: argparse.Namespace) -> int:
     if opts.json:
         _emit_json(d.to_json())
     else:
-        con = _console()
-        head, _, rest = str(d).partition("\n")
-        con.print(head, style="bold red" if d.narrowed is not False else "bold green", markup=False)
-        if rest:
-            con.print(rest, markup=False)
+        _print_headed(str(d), d.narrowed is False)
     return EXIT_OK if d.narrowed is False else EXIT_FAIL
 
 
