@@ -102,19 +102,24 @@ def map_arg(value: Any, fn: Callable[["Node"], Any]) -> Any:
     return value
 
 
-def iter_nodes(value: Any) -> Iterator["Node"]:
-    """Every Node inside an argument value, in order (duplicates included)."""
-    if isinstance(value, Node):
+def _iter_leaves(value: Any, kind: type) -> Iterator[Any]:
+    """Every ``kind`` instance inside an argument value, in order (duplicates included)."""
+    if isinstance(value, kind):
         yield value
     elif isinstance(value, (tuple, list)):
         for v in value:
-            yield from iter_nodes(v)
+            yield from _iter_leaves(v, kind)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from iter_nodes(v)
+            yield from _iter_leaves(v, kind)
     elif isinstance(value, slice):
         for v in (value.start, value.stop, value.step):
-            yield from iter_nodes(v)
+            yield from _iter_leaves(v, kind)
+
+
+def iter_nodes(value: Any) -> Iterator["Node"]:
+    """Every Node inside an argument value, in order (duplicates included)."""
+    return _iter_leaves(value, Node)
 
 
 def _input_nodes(args: tuple, kwargs: dict) -> tuple["Node", ...]:
@@ -155,17 +160,7 @@ def _collect(value: Any, found: dict) -> None:
 
 def iter_exprs(value: Any) -> Iterator[sympy.Basic]:
     """Every sympy expression inside an argument value (symbolic ints and bools)."""
-    if isinstance(value, sympy.Basic):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for v in value:
-            yield from iter_exprs(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from iter_exprs(v)
-    elif isinstance(value, slice):
-        for v in (value.start, value.stop, value.step):
-            yield from iter_exprs(v)
+    return _iter_leaves(value, sympy.Basic)
 
 
 class Node:
