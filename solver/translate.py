@@ -95,9 +95,6 @@ class Translator:
             raise UnsupportedExpressionError(type(e).__name__, e)
         return handler(self, e)
 
-    def _int(self, e: sympy.Basic) -> z3.ExprRef:
-        return self(e)
-
     # -- arithmetic -----------------------------------------------------------
     def _add(self, e: sympy.Add) -> z3.ExprRef:
         return z3.Sum([self(a) for a in e.args])
