@@ -14,7 +14,7 @@ import numpy as np
 import sympy
 
 from .ctx import as_dim, is_static
-from .elementwise import shape_of
+from .elementwise import same_shape, shape_of
 from ..errors import UnsupportedOpError
 from .registry import register_op
 
@@ -136,12 +136,8 @@ register_op("numpy.identity", np.identity, lambda ctx, n, *a, **k: norm_shape((n
             numpy_funcs=(np.identity,))
 
 
-def _tril_rule(ctx: Any, m: Any, k: Any = 0) -> tuple:
-    return shape_of(m)
-
-
-register_op("numpy.tril", np.tril, _tril_rule, numpy_funcs=(np.tril,))
-register_op("numpy.triu", np.triu, _tril_rule, numpy_funcs=(np.triu,))
+register_op("numpy.tril", np.tril, same_shape, numpy_funcs=(np.tril,))
+register_op("numpy.triu", np.triu, same_shape, numpy_funcs=(np.triu,))
 
 
 def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True,

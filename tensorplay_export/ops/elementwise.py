@@ -158,12 +158,13 @@ register_op("numpy.clip", np.clip, _clip_rule, numpy_funcs=(np.clip,))
 register_op("numpy.ndarray.clip", _clip_method, _clip_rule, methods=("clip",))
 
 
-def _same_shape(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
+def same_shape(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
+    """The rule of every op whose output has its first operand's shape (round, flip, astype, ...)."""
     return shape_of(a)
 
 
-register_op("numpy.round", np.round, _same_shape, numpy_funcs=(np.round, np.around), methods=("round",))
-register_op("numpy.real", np.real, _same_shape, numpy_funcs=(np.real,))
-register_op("numpy.imag", np.imag, _same_shape, numpy_funcs=(np.imag,))
-register_op("numpy.nan_to_num", np.nan_to_num, _same_shape, numpy_funcs=(np.nan_to_num,))
-register_op("numpy.ndarray.conj", lambda a: a.conj(), _same_shape, methods=("conj", "conjugate"))
+register_op("numpy.round", np.round, same_shape, numpy_funcs=(np.round, np.around), methods=("round",))
+register_op("numpy.real", np.real, same_shape, numpy_funcs=(np.real,))
+register_op("numpy.imag", np.imag, same_shape, numpy_funcs=(np.imag,))
+register_op("numpy.nan_to_num", np.nan_to_num, same_shape, numpy_funcs=(np.nan_to_num,))
+register_op("numpy.ndarray.conj", lambda a: a.conj(), same_shape, methods=("conj", "conjugate"))

@@ -15,7 +15,7 @@ import sympy
 
 from .creation import require_nonneg
 from .ctx import as_dim, is_static, prod
-from .elementwise import shape_of
+from .elementwise import same_shape, shape_of
 from .reduce import norm_axes
 from .registry import ArrayInfo, register_op
 
@@ -398,20 +398,12 @@ def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kw
 register_op("numpy.pad", np.pad, _pad_rule, numpy_funcs=(np.pad,))
 
 
-def _same(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
-    return shape_of(a)
+register_op("numpy.flip", np.flip, same_shape, numpy_funcs=(np.flip,))
+register_op("numpy.fliplr", np.fliplr, same_shape, numpy_funcs=(np.fliplr,))
+register_op("numpy.flipud", np.flipud, same_shape, numpy_funcs=(np.flipud,))
 
 
-register_op("numpy.flip", np.flip, _same, numpy_funcs=(np.flip,))
-register_op("numpy.fliplr", np.fliplr, _same, numpy_funcs=(np.fliplr,))
-register_op("numpy.flipud", np.flipud, _same, numpy_funcs=(np.flipud,))
-
-
-def _roll_rule(ctx: Any, a: Any, shift: Any, axis: Any = None) -> tuple:
-    return shape_of(a)
-
-
-register_op("numpy.roll", np.roll, _roll_rule, numpy_funcs=(np.roll,))
+register_op("numpy.roll", np.roll, same_shape, numpy_funcs=(np.roll,))
 
 
 # -- dtype / copies ---------------------------------------------------------------------------------
@@ -421,13 +413,9 @@ def _astype(a: Any, dtype: Any, order: str = "K", casting: str = "unsafe", subok
         else np.asarray(a).astype(dtype)[()]
 
 
-def _astype_rule(ctx: Any, a: Any, dtype: Any, *args: Any, **kwargs: Any) -> tuple:
-    return shape_of(a)
-
-
-register_op("numpy.ndarray.astype", _astype, _astype_rule, methods=("astype",))
-register_op("numpy.astype", np.astype, _astype_rule, numpy_funcs=(np.astype,))
-register_op("numpy.copy", np.copy, _same, numpy_funcs=(np.copy,), methods=("copy",))
-register_op("numpy.ascontiguousarray", np.ascontiguousarray, _same, numpy_funcs=(np.ascontiguousarray,))
+register_op("numpy.ndarray.astype", _astype, same_shape, methods=("astype",))
+register_op("numpy.astype", np.astype, same_shape, numpy_funcs=(np.astype,))
+register_op("numpy.copy", np.copy, same_shape, numpy_funcs=(np.copy,), methods=("copy",))
+register_op("numpy.ascontiguousarray", np.ascontiguousarray, same_shape, numpy_funcs=(np.ascontiguousarray,))
 register_op("numpy.atleast_1d", np.atleast_1d,
             lambda ctx, a: shape_of(a) if len(shape_of(a)) >= 1 else (1,), numpy_funcs=(np.atleast_1d,))
