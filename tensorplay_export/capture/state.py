@@ -198,7 +198,6 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
     def hook(module: Any, args: tuple, kwargs: dict) -> Any:
         fqn = state.fqn_of.get(id(module), type(module).__name__)
         call_id = calls.next_id()
-        tracer.module_path.append(fqn)
         tracer.module_stack.append((fqn, call_id))
         if fqn not in calls.ordered:
             calls.ordered.add(fqn)
@@ -216,7 +215,6 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
                 out = forward(*args, **kwargs)
         finally:
             tracer.module_stack.pop()
-            tracer.module_path.pop()
         if fqn in calls.preserve:
             from ..pytree import tree_flatten
 

@@ -59,7 +59,6 @@ class Tracer:
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
         self._const_keep: list = []                      # keep ids unique while tracing
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
-        self.module_path: list[str] = []                 # fqn of each enclosing module call
         self.module_stack: list[tuple[str, int]] = []    # (fqn, call_id) of each, outermost first
         self.writes: list = []                           # (op, SourceLoc) of in-place writes
         self.in_impl = False                             # numpy's own code runs: wrappers pass through
@@ -282,8 +281,8 @@ class Tracer:
         back to back (``m(m(x))``).
         """
         meta: dict = {"source": src}
-        if self.module_path:
-            meta["module_path"] = self.module_path[-1]
+        if self.module_stack:
+            meta["module_path"] = self.module_stack[-1][0]
         meta["module_stack"] = tuple(self.module_stack)
         meta.update(extra)
         return meta
