@@ -307,7 +307,7 @@ def _split_bullets(text: str) -> list[str]:
     return ["\n".join(b) for b in bullets]
 
 
-def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str], str]:
+def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
     from .violations import build_violation_error
 
     err = build_violation_error(result.env.violations, result.dims)
@@ -319,7 +319,7 @@ def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str], st
         message = bullets[i] if len(bullets) == len(err.violations) else str(rec.expr)
         message = "\n".join(ln for ln in message.splitlines() if not ln.strip().startswith("at "))
         out.append(FailureReport("constraint_violation", message, rec.source, "\n".join(fix_lines) or None))
-    return out, list(err.fixes), text.splitlines()[0]
+    return out, list(err.fixes)
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
@@ -562,7 +562,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     fixes: list[str] = []
     if result.env.violations:
         try:
-            vf, fixes, _head = _violation_failures(result)
+            vf, fixes = _violation_failures(result)
             failures += vf
         except Exception as err:  # noqa: BLE001
             failures += [FailureReport("constraint_violation", f"{r.expr} ({r.reason})", r.source, None)
