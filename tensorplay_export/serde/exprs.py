@@ -35,7 +35,7 @@ from typing import Any, Callable
 import sympy
 from sympy.logic.boolalg import Boolean, BooleanFalse, BooleanTrue
 
-from .jsonio import MAX_JSON_DEPTH, fail
+from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
 MAX_INT_BITS = 256  # |integers| in expressions; sizes fit in 64 bits, products a bit more
 MAX_POW = 64  # |integer exponent| of a Pow
@@ -284,8 +284,3 @@ def _decode_float(args: list, member: str, tree: Any) -> sympy.Float:
     if man < 0 or man.bit_length() != args[3] or (man == 0 and args[3] != 0):
         fail(member, f"Float {_short(tree)} has an inconsistent mantissa/bitcount")
     return sympy.Float((args[0], args[1], args[2], args[3]), precision=args[4])
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

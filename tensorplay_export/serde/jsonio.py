@@ -27,6 +27,12 @@ def fail(member: str, problem: str) -> NoReturn:
     raise ArchiveError(f"archive member '{member}': {problem}")
 
 
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut to 80 characters, for quoting a bad value in a :func:`fail` message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def dumps(obj: Any) -> bytes:
     """Deterministic JSON bytes of ``obj`` (sorted keys, fixed separators, ASCII)."""
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)

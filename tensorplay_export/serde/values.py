@@ -49,7 +49,7 @@ import sympy
 from ..records import SourceLoc, ValueRange
 from .exprs import MAX_INT_BITS, decode_expr, encode_expr
 from ..errors import ArchiveError
-from .jsonio import MAX_JSON_DEPTH, fail
+from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
 MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
 MAX_NDIM = 64
@@ -424,8 +424,3 @@ _DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
     "DimHint": ({"k", "v"}, _dec_dim),
     "dataclass": ({"k", "type", "v"}, _dec_dataclass),
 }
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
