@@ -29,6 +29,7 @@ from .capture.tracer import CURRENT, Tracer
 from .capture.traced import TracedArray
 from .errors import ConstraintsExceededError
 from .graph import Graph, Node
+from .ops.ctx import as_dim
 from .records import DimInfo, ValueRange
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
@@ -409,11 +410,11 @@ def _finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
                 node.args = sub(node.args)
                 node.kwargs = sub(node.kwargs)
             if node.meta.get("shape") is not None:
-                node.meta["shape"] = tuple(_as_int(sub(d)) for d in node.meta["shape"])
+                node.meta["shape"] = tuple(as_dim(sub(d)) for d in node.meta["shape"])
             bind = node.meta.get("bind")
             if bind:
                 node.meta["bind"] = {a: s for a, s in bind.items() if s not in repl}
-    sites = [InputSite(path, ph, tuple(_as_int(sub(d)) for d in shape), dtype)
+    sites = [InputSite(path, ph, tuple(as_dim(sub(d)) for d in shape), dtype)
              for path, ph, shape, dtype in result.sites]
     ranges: dict = {}
     for sym, (lo, hi) in env.ranges.items():
@@ -441,12 +442,6 @@ def _finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
         if env.kinds.get(sym) == "unbacked":
             all_ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
     return contract, all_ranges
-
-
-def _as_int(d: Any) -> Any:
-    if isinstance(d, sympy.Basic) and d.is_Integer:
-        return int(d)
-    return d
 
 
 def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
