@@ -233,6 +233,9 @@ class ShapeEnv:
                                f"example sizes {self._hint_text(expr)}")
         if expr in self._seen:
             return
+        # seen under the form it arrives in: a float guard is rationalized below, and its next
+        # arrival must not reach the solver again
+        self._seen.add(expr)
         if expr.has(sympy.Float):
             expr = sympy.nsimplify(expr, rational=True)
         started = time.perf_counter()
@@ -245,14 +248,11 @@ class ShapeEnv:
             for sym in sorted(expr.free_symbols, key=lambda v: v.name):
                 self.guard(sympy.Eq(sym, self.hints[sym]), "specialization",
                            f"{reason}; the solver cannot reason about {expr}", source, op)
-            self._seen.add(expr)
             return
         finally:
             self.stats["solver_seconds"] += time.perf_counter() - started
         if verdict.status == "proved":
-            self._seen.add(expr)
             return
-        self._seen.add(expr)
         record = GuardRecord(expr, kind, reason, source, op)
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")

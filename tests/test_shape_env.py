@@ -81,3 +81,14 @@ def test_unbacked_range_uses_declared_maxima():
     n = env.create_symbol("n", 1, 100, 10, "named")
     u = env.unbacked_symbol(3 * n, 5, "mask", None)
     assert env.ranges[u] == (0, 300)
+
+
+def test_repeated_float_guard_reaches_the_solver_once():
+    env = make()
+    s = env.create_symbol("seq", 1, 1024, 16, "named")
+    guard = sympy.Le(s * sympy.Float(0.5), 100)
+    env.guard(guard, "guard", "first")
+    env.guard(guard, "guard", "again")
+    assert env.stats["queries"] == 1
+    [rec] = env.violations
+    assert rec.expr == sympy.Le(s / 2, 100)  # rationalized for the solver
