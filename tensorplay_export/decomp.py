@@ -346,7 +346,8 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     for entry in call_graph:
         if entry.signature is not None:
             _rename_args(entry.signature, renames)
-    out = ExportedProgram(GraphModule(graph, op_table=op_table), signature, example_inputs=ep.example_inputs,
+    out = ExportedProgram(GraphModule(graph, op_table=op_table, lint=False),  # linted after DCE above
+                          signature, example_inputs=ep.example_inputs,
                           dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
                           range_constraints=dict(ep.range_constraints),
                           equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
