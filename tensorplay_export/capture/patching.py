@@ -323,16 +323,11 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return sym_sqrt
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
-    if isinstance(value, types.FunctionType):
-        orig_name = _BY_ORIGINAL.get(id(value))
-        if orig_name is not None and value is _ORIGINALS[orig_name]:
-            return _WRAPPERS[orig_name]
-        if _is_user_function(value):
-            return clone_function(tracer, value)
-        return value
     orig_name = _BY_ORIGINAL.get(id(value))
     if orig_name is not None and value is _ORIGINALS[orig_name]:
         return _WRAPPERS[orig_name]
+    if _is_user_function(value):  # False for anything but a plain Python function
+        return clone_function(tracer, value)
     return value
 
 
