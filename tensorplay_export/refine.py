@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from .dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from .violations import UNFIXABLE_MARK  # starts a bullet's sentence for a guard no fix can express
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
            "RangeFix", "ConstFix", "RelationFix"]
@@ -70,7 +71,6 @@ Fix = Union[RangeFix, ConstFix, RelationFix]
 
 
 NO_FIXES = "No suggested fixes:"   # printed by violations.py when no fix line applies
-_UNFIXABLE = "no suggested fix:"    # starts a bullet's sentence for a guard no fix can express
 _GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+?)(?: \(.*\))?$")
 
 
@@ -82,9 +82,9 @@ def _nothing_to_apply(lines: list[str]) -> str:
         if m:
             guards.append(m["guard"])
         text = line.strip()
-        if text.startswith(_UNFIXABLE):
+        if text.startswith(UNFIXABLE_MARK):
             works = text.find("What works:")
-            advice.append(text[works:] if works >= 0 else text[len(_UNFIXABLE):].strip())
+            advice.append(text[works:] if works >= 0 else text[len(UNFIXABLE_MARK):].strip())
     if not guards and not advice and not any(line.strip().startswith(NO_FIXES) for line in lines):
         return (f"nothing to apply: the message has no '{HEADER}' block. A ConstraintViolationError or "
                 f"draft_export report prints one only when a Dim change fixes a guard; if you passed part "
