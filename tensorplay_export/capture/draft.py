@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ..ops.registry import OpDef, func_name, get_op, make_opaque_op
+from ..ops.registry import OPAQUE_PREFIX, OpDef, func_name, get_op, make_opaque_op
 from ..records import SourceLoc
 
 __all__ = ["DraftLog", "VALUE_READS", "opaque_for", "assume_value", "insert_data_dependent_checks"]
@@ -56,7 +56,7 @@ VALUE_READS: dict[str, tuple[str, Any]] = {
 
 def opaque_for(tracer: Any, qualname: str, impl: Any, src: Optional[SourceLoc]) -> OpDef:
     """The capture's opaque op for ``qualname`` (made once per capture), the use site logged."""
-    op = tracer.op_table.get(f"tpe.opaque.{qualname}")
+    op = tracer.op_table.get(f"{OPAQUE_PREFIX}{qualname}")
     if op is None:
         op = make_opaque_op(qualname, impl)
         tracer.op_table[op.name] = op
