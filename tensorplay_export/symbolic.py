@@ -240,8 +240,8 @@ def _truediv(a, b):
     return a * sympy.Float(1.0) / b
 
 
-class SymInt:
-    """A symbolic integer size: ``expr`` over the env's size symbols."""
+class _SymNumber:
+    """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs."""
 
     __slots__ = ("expr", "env")
 
@@ -249,14 +249,55 @@ class SymInt:
         self.expr = expr
         self.env = env
 
+    def __repr__(self) -> str:
+        return str(self.expr)
+
+    def __hash__(self) -> int:
+        return hash(self.expr)
+
+    def __float__(self) -> float:
+        return float(self.env.specialize(self.expr, "converted with float()"))
+
+    # -- comparisons (SymBool; guards happen only on bool()) ----------------
+    def _cmp(self, other: Any, rel: Callable) -> Any:
+        o = to_expr(other)
+        if o is NotImplemented:
+            return NotImplemented
+        return wrap_bool(rel(self.expr, o), self.env)
+
+    def __eq__(self, o):
+        if o is self:
+            return True
+        return self._cmp(o, sympy.Eq)
+
+    def __ne__(self, o):
+        if o is self:
+            return False
+        return self._cmp(o, sympy.Ne)
+
+    def __lt__(self, o): return self._cmp(o, sympy.Lt)
+    def __le__(self, o): return self._cmp(o, sympy.Le)
+    def __gt__(self, o): return self._cmp(o, sympy.Gt)
+    def __ge__(self, o): return self._cmp(o, sympy.Ge)
+
+    # -- numpy ----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        tracer = getattr(self.env, "tracer", None)
+        if tracer is None:
+            return NotImplemented
+        return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
+
+
+class SymInt(_SymNumber):
+    """A symbolic integer size: ``expr`` over the env's size symbols."""
+
+    __slots__ = ()
+
     # -- example value and printing -----------------------------------------
     @property
     def hint(self) -> int:
         """The value this size has in the example inputs."""
         return int(self.env.hint(self.expr))
-
-    def __repr__(self) -> str:
-        return str(self.expr)
 
     def __str__(self) -> str:
         # text used as data (int(str(n)), keys, names) must be the digits eager code sees
@@ -265,9 +306,6 @@ class SymInt:
     def __format__(self, spec: str) -> str:
         what = "formatted into an f-string/format()" if not spec else f"formatted with {spec!r}"
         return format(self.env.specialize(self.expr, what), spec)
-
-    def __hash__(self) -> int:
-        return hash(self.expr)
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
@@ -280,9 +318,6 @@ class SymInt:
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, "converted with int()")
-
-    def __float__(self) -> float:
-        return float(self.env.specialize(self.expr, "converted with float()"))
 
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a size")
@@ -409,35 +444,6 @@ class SymInt:
     def __floor__(self): return self
     def __ceil__(self): return self
 
-    # -- comparisons (SymBool; guards happen only on bool()) ----------------
-    def _cmp(self, other: Any, rel: Callable) -> Any:
-        o = to_expr(other)
-        if o is NotImplemented:
-            return NotImplemented
-        return wrap_bool(rel(self.expr, o), self.env)
-
-    def __eq__(self, o):
-        if o is self:
-            return True
-        return self._cmp(o, sympy.Eq)
-
-    def __ne__(self, o):
-        if o is self:
-            return False
-        return self._cmp(o, sympy.Ne)
-
-    def __lt__(self, o): return self._cmp(o, sympy.Lt)
-    def __le__(self, o): return self._cmp(o, sympy.Le)
-    def __gt__(self, o): return self._cmp(o, sympy.Gt)
-    def __ge__(self, o): return self._cmp(o, sympy.Ge)
-
-    # -- numpy ----------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        tracer = getattr(self.env, "tracer", None)
-        if tracer is None:
-            return NotImplemented
-        return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
-
     def __array__(self, dtype=None, copy=None):
         import numpy as np
 
@@ -460,7 +466,7 @@ def _has_float(expr: Any) -> bool:
     return isinstance(expr, sympy.Basic) and expr.has(sympy.Float)
 
 
-class SymFloat:
+class SymFloat(_SymNumber):
     """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float.
 
     ``expr`` is the printed float expression (``0.25*s``).  ``exact`` is the
@@ -470,28 +476,18 @@ class SymFloat:
     integer size expression instead of specializing.
     """
 
-    __slots__ = ("expr", "env", "exact")
+    __slots__ = ("exact",)
 
     def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None) -> None:
-        self.expr = expr
-        self.env = env
+        super().__init__(expr, env)
         self.exact = exact
 
     @property
     def hint(self) -> float:
         return float(self.env.hint(self.expr))
 
-    def __repr__(self) -> str:
-        return str(self.expr)
-
     def __str__(self) -> str:
         return str(float(self.env.specialize(self.expr, "converted to text with str() (its digits are data)")))
-
-    def __hash__(self) -> int:
-        return hash(self.expr)
-
-    def __float__(self) -> float:
-        return float(self.env.specialize(self.expr, "converted with float()"))
 
     def __int__(self) -> int:
         return int(self.env.specialize(self.expr, "converted with int() (math.trunc() stays symbolic)"))
@@ -553,25 +549,6 @@ class SymFloat:
     def __trunc__(self): return self._to_int(trunc_exact, math.trunc, "converted with math.trunc()")
     def __floor__(self): return self._to_int(sympy.floor, math.floor, "rounded with math.floor()")
     def __ceil__(self): return self._to_int(sympy.ceiling, math.ceil, "rounded with math.ceil()")
-
-    def _cmp(self, other, rel):
-        o = to_expr(other)
-        if o is NotImplemented:
-            return NotImplemented
-        return wrap_bool(rel(self.expr, o), self.env)
-
-    def __eq__(self, o): return self._cmp(o, sympy.Eq)
-    def __ne__(self, o): return self._cmp(o, sympy.Ne)
-    def __lt__(self, o): return self._cmp(o, sympy.Lt)
-    def __le__(self, o): return self._cmp(o, sympy.Le)
-    def __gt__(self, o): return self._cmp(o, sympy.Gt)
-    def __ge__(self, o): return self._cmp(o, sympy.Ge)
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        tracer = getattr(self.env, "tracer", None)
-        if tracer is None:
-            return NotImplemented
-        return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
 
 
 class SymBool:
