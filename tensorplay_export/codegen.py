@@ -545,9 +545,7 @@ class GraphModule:
         fn = self._fn
         return (fn if fn is not None else self._compile())(self, *flat_inputs)
 
-    def __call__(self, *flat_inputs: Any) -> list:
-        fn = self._fn
-        return (fn if fn is not None else self._compile())(self, *flat_inputs)
+    __call__ = forward
 
     def print_readable(self) -> str:
         return self.code
