@@ -459,14 +459,14 @@ def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None) ->
         # the solver quotes the guard as sympy text (`Eq(a + b, c)`); show the readable form
         reason = re.sub(r"`[^`]*`", lambda _m: f"`{format_guard(expr)}`", reason, count=1)
     if reason:
-        return (f"no suggested fix: {reason}. Change the model so it does not need this guard for the "
+        return (f"{UNFIXABLE_MARK} {reason}. Change the model so it does not need this guard for the "
                 f"sizes you declare, or pick bounds by hand that keep every allowed combination inside it")
     if len(names) > 1:
-        return (f"no suggested fix: this guard ties {', '.join(names)} together in a way no Dim range or "
+        return (f"{UNFIXABLE_MARK} this guard ties {', '.join(names)} together in a way no Dim range or "
                 f"relation dy = k*dx + c expresses; change the model so each size is checked on its own or the "
                 f"sizes are linked linearly, or pick max= bounds by hand that keep every combination inside it")
     name = names[0] if names else "this size"
-    return (f"no suggested fix: no range, constant or multiple of {name} expresses this guard; change the model "
+    return (f"{UNFIXABLE_MARK} no range, constant or multiple of {name} expresses this guard; change the model "
             f"so it does not need it for the sizes you declare")
 
 
