@@ -77,8 +77,8 @@ def _expand_key(key: Any, ndim: int) -> list:
             continue
         if isinstance(k, ArrayInfo) and k.dtype == np.bool_:
             consumed += max(k.ndim, 1) if k.ndim else 0
-        elif _const_mask(k) is not None:
-            consumed += max(_const_mask(k).ndim, 1)
+        elif (mask := _const_mask(k)) is not None:
+            consumed += max(mask.ndim, 1)
         else:
             consumed += 1
     out: list = []
