@@ -499,12 +499,6 @@ class ShapeSolver:
         if e is sympy.false:
             return ("contradictory: the query is identically false (sympy decides comparisons "
                     "from the implicit facts that sizes are integers >= 1, or >= 0 for min=0)")
-        names = sorted(self._bounds)
-        s, labels = self._new_solver(names, self._residual, track=True)
-        if e is not None and e is not sympy.true:
-            b = z3.Bool(f"__fact{len(labels)}")
-            labels[str(b)] = f"the queried {e}"
-            s.assert_and_track(self._tr(e), b)
         empty = self._empty_bounds()
         facts: list[str] = []
         if empty:
@@ -512,6 +506,12 @@ class ShapeSolver:
                 lo, hi = self._bounds[n]
                 facts.append(f"{n} >= {lo} and {n} <= {hi}")
         else:
+            # an empty range needs no z3 call; otherwise z3's unsat core names the facts
+            s, labels = self._new_solver(sorted(self._bounds), self._residual, track=True)
+            if e is not None and e is not sympy.true:
+                b = z3.Bool(f"__fact{len(labels)}")
+                labels[str(b)] = f"the queried {e}"
+                s.assert_and_track(self._tr(e), b)
             r = self._check(s)
             if r == z3.unsat:
                 facts = sorted(labels[str(b)] for b in s.unsat_core())
