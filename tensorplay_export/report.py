@@ -139,7 +139,8 @@ def render_html(report: Any) -> str:
     for i, f in enumerate(report.failures, 1):
         where, text = _loc(f)
         src = f"<code>{esc(where)}</code><br><code>{esc(text)}</code>" if where else ""
-        fix = f"<pre style='margin:0'>{esc(shown_fix(f))}</pre>" if shown_fix(f) else ""
+        fix = shown_fix(f)
+        fix = f"<pre style='margin:0'>{esc(fix)}</pre>" if fix else ""
         rows.append(f"<tr><td>{i}</td><td>{esc(kinds.get(f.kind, f.kind))}</td>"
                     f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
                     f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
@@ -172,7 +173,7 @@ def render_markdown(report: Any) -> str:
         for i, f in enumerate(report.failures, 1):
             where, text = _loc(f)
             src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
-            fix = "<br>".join(f"`{ln}`" for ln in shown_fix(f).splitlines()) if shown_fix(f) else ""
+            fix = "<br>".join(f"`{ln}`" for ln in (shown_fix(f) or "").splitlines())
             out.append(f"| {i} | {_md_cell(kinds.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
                        f"{src} | {fix} |")
         out.append("")
