@@ -123,15 +123,15 @@ class InterpreterModule:
             yield from child.named_modules(f"{prefix}.{name}" if prefix else name)
 
     def named_parameters(self) -> Iterator[tuple[str, Any]]:
-        for fqn, module in self.named_modules():
-            for attr, target in module._state.items():
-                if target in self._root._params:
-                    yield (f"{fqn}.{attr}" if fqn else attr), self._root._state_value(target)
+        return self._named_state(self._root._params)
 
     def named_buffers(self) -> Iterator[tuple[str, Any]]:
+        return self._named_state(self._root._buffers)
+
+    def _named_state(self, targets: set) -> Iterator[tuple[str, Any]]:
         for fqn, module in self.named_modules():
             for attr, target in module._state.items():
-                if target in self._root._buffers:
+                if target in targets:
                     yield (f"{fqn}.{attr}" if fqn else attr), self._root._state_value(target)
 
     def state_dict(self) -> dict[str, Any]:
