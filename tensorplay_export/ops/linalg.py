@@ -111,9 +111,9 @@ def _einsum_rule(ctx: Any, subscripts: Any, *operands: Any, out: Any = None, **k
                 continue
             if letter in sizes:
                 prev = sizes[letter]
-                if prev == 1 or (hasattr(prev, "is_Integer") and prev == 1):
+                if prev == 1:
                     sizes[letter] = d
-                elif not (d == 1):
+                elif d != 1:
                     ctx.eq(prev, d, f"einsum: sizes of index {letter!r} must match")
             else:
                 sizes[letter] = d
