@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .ctx import is_static
+from .ctx import is_static, prod
 from .elementwise import shape_of
 from .registry import register_op
 
@@ -70,10 +70,7 @@ def _stat_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any =
 def _scan_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> tuple:
     shape = shape_of(a)
     if axis is None:
-        n: Any = 1
-        for d in shape:
-            n = n * d
-        return (n,)
+        return (prod(shape),)
     norm_axes(axis, len(shape))
     return shape or (1,)  # numpy scans a 0-d input as 1-d
 
