@@ -294,30 +294,14 @@ def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[Bas
 
 
 # -- failures from a capture ------------------------------------------------------------------------
-def _split_bullets(text: str) -> list[str]:
-    """The ``  - ...`` bullets of a violation text (each with its indented lines), fix block dropped."""
-    bullets: list[list[str]] = []
-    for line in text.splitlines():
-        if line.strip() == "Suggested fixes:":
-            break
-        if line.startswith("  - "):
-            bullets.append([line[4:]])
-        elif bullets and line.startswith("    "):
-            bullets[-1].append(line[2:])
-    return ["\n".join(b) for b in bullets]
-
-
 def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
     from .violations import build_violation_error
 
     err = build_violation_error(result.env.violations, result.dims)
-    text = str(err)
-    bullets = _split_bullets(text)
     out = []
     # err.fix_for holds each guard's own fix lines: empty for a guard no fix expresses (fix stays None)
-    for i, (rec, fix_lines) in enumerate(zip(err.violations, err.fix_for)):
-        message = bullets[i] if len(bullets) == len(err.violations) else str(rec.expr)
-        message = "\n".join(ln for ln in message.splitlines() if not ln.strip().startswith("at "))
+    for rec, bullet, fix_lines in zip(err.violations, err.bullets, err.fix_for):
+        message = "\n".join(ln for ln in bullet.splitlines() if not ln.strip().startswith("at "))
         out.append(FailureReport("constraint_violation", message, rec.source, "\n".join(fix_lines) or None))
     return out, list(err.fixes)
 

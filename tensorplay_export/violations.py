@@ -483,7 +483,9 @@ def build_violation_error(violations: list[GuardRecord],
     Returns:
         A ``ConstraintViolationError`` whose text is the report described in the
         module docstring.  ``err.violations`` holds the records, ``err.fixes`` the
-        printed fix lines, ``err.unfixable`` the guards without a fix.
+        printed fix lines, ``err.fix_for`` each record's own fix lines, ``err.bullets``
+        each record's bullet (without its ``  - `` and indent), ``err.unfixable`` the
+        guards without a fix.
 
     Raises:
         ValueError: ``violations`` is empty.
@@ -512,13 +514,16 @@ def build_violation_error(violations: list[GuardRecord],
 
     out = [f"Constraints violated ({', '.join(used)})!"]
     fix_for: list[list[str]] = []
+    bullets: list[str] = []
     for record in records:
         verdict = _counterexample(api, record.expr, dims)
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
         if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
             unfixable = ({}, "")  # no printed fix touches this guard's dims: say so instead of staying silent
-        out += _bullet(record, dims, verdict, unfixable, fixed_names)
+        bullet = _bullet(record, dims, verdict, unfixable, fixed_names)
+        out += bullet
+        bullets.append("\n".join([bullet[0][len("  - "):]] + [ln[2:] for ln in bullet[1:]]))
         fix_for.append([] if unfixable is not None else _lines_about(names, lines))
     if lines:
         out.append("Suggested fixes:")
@@ -529,6 +534,7 @@ def build_violation_error(violations: list[GuardRecord],
     err.violations = records
     err.fixes = lines
     err.fix_for = fix_for
+    err.bullets = bullets
     err.unfixable = [g for g, _, _ in unfix]
     return err
 
