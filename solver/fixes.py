@@ -171,23 +171,24 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
                 ranges[s.name] = (lo, None)
                 base.declare(s.name, lo, None)
         v = base.implies(g)
-        out.checks.append(GuardCheck(g, canonicalize(g, ranges), v))
+        canonical = canonicalize(g, ranges)
+        out.checks.append(GuardCheck(g, canonical, v))
         if v.proved:
             continue
         if evaluate(g, hints) is not True:
             out.unfixable.append(Unfixable(g, {s.name: hints[s.name] for s in g.free_symbols},
                                            "the example sizes themselves violate this guard"))
             continue
-        violated.append((g, v))
+        violated.append((g, canonical, v))
 
     ctx = _Ctx(ranges, hints, timeout_ms)
     atoms: list = []
-    for g, v in violated:
-        for a in _resolve(sympy.to_nnf(canonicalize(g, ranges), simplify=False), hints, ranges):
+    for g, canonical, v in violated:
+        for a in _resolve(sympy.to_nnf(canonical, simplify=False), hints, ranges):
             atoms.append((a, g, v))
     atoms = _relations(ctx, atoms, out)
     _per_symbol(ctx, atoms, out)
-    _verify(ctx, [g for g, _ in violated], out)
+    _verify(ctx, [g for g, _, _ in violated], out)
     return out
 
 
