@@ -283,16 +283,17 @@ def _relations(ctx, atoms, out) -> list:
     """Turn two-dim linear equalities into RelationFix records; return the remaining atoms."""
     atoms = list(atoms)
     while True:
-        idx = None
+        idx = oriented = None
         for i, (a, g, v) in enumerate(atoms):
             lin = _linear2(a)
-            if lin is not None and _orient(ctx, lin) is not None:
+            oriented = _orient(ctx, lin) if lin is not None else None
+            if oriented is not None:
                 idx = i
                 break
         if idx is None:
             break
-        atom, g, v = atoms.pop(idx)
-        derived, root, k, c = _orient(ctx, _linear2(atom))
+        _, g, v = atoms.pop(idx)
+        derived, root, k, c = oriented
         ctx.relations[derived.name] = (root.name, k, c)
         for name, (r, k2, c2) in list(ctx.relations.items()):
             if r == derived.name:  # an earlier relation rooted at the now-derived dim
