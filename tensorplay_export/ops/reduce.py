@@ -38,17 +38,33 @@ def reduced_shape(shape: tuple, axis: Any, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def require_nonempty(ctx: Any, shape: tuple, axis: Any, reason: str) -> None:
+    """Every reduced axis (``axis=None``: all) of a reduction without identity is nonempty."""
+    for i in norm_axes(axis, len(shape)) if shape else ():  # 0-d: numpy takes axis 0/-1, nothing reduced
+        d = shape[i]
+        if not is_static(d):
+            ctx.require(sympy.Ge(d, 1), reason)
+
+
+_NO_IDENTITY = "reduction over an axis without identity needs it nonempty"
+
+
 def _reduce_rule(nonempty: bool):
     def rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False, *args: Any, **kwargs: Any) -> tuple:
         shape = shape_of(a)
         if nonempty:
-            for i in norm_axes(axis, len(shape)) if shape else ():  # 0-d: numpy takes axis 0/-1, nothing reduced
-                d = shape[i]
-                if not is_static(d):
-                    ctx.require(sympy.Ge(d, 1), "reduction over an axis without identity needs it nonempty")
+            require_nonempty(ctx, shape, axis, _NO_IDENTITY)
         return reduced_shape(shape, axis, bool(keepdims))
     return rule
+
+
+def _nan_extreme_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                      **kwargs: Any) -> tuple:
+    """nanmax / nanmin: like max / min, numpy raises over an empty axis (fmax has no identity)."""
+    shape = shape_of(a)
+    require_nonempty(ctx, shape, axis, _NO_IDENTITY)
+    return reduced_shape(shape, axis, bool(keepdims))
 
 
 def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> tuple:
@@ -106,4 +122,5 @@ for _name, _fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
 
 for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian"):
     _fn = getattr(np, _name)
-    register_op(f"numpy.{_name}", _fn, _stat_rule, numpy_funcs=(_fn,))
+    register_op(f"numpy.{_name}", _fn, _nan_extreme_rule if _name in ("nanmax", "nanmin") else _stat_rule,
+                numpy_funcs=(_fn,))

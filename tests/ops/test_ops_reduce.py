@@ -4,6 +4,8 @@ import pytest
 
 from _check import check, randn
 from tensorplay_export import Dim
+from tensorplay_export import errors as tpe_errors
+from tensorplay_export import export as tpe_export
 
 SPEC = {"x": {0: Dim("b", max=16), 1: Dim("n", max=64)}}
 
@@ -33,3 +35,13 @@ def test_scans():
 
 def test_ufunc_reduce_maps_to_sum():
     check(lambda x: np.add.reduce(x, axis=1), two, SPEC, ops=["numpy.sum"])
+
+
+@pytest.mark.parametrize("name", ["nanmax", "nanmin"])
+def test_nan_extremes_need_a_nonempty_axis(name):
+    # numpy raises over an empty axis (fmax/fmin have no identity), as for max/min
+    fn = getattr(np, name)
+    check(lambda x: (fn(x, axis=1), fn(x)), two, SPEC, ops=[f"numpy.{name}"])
+    n = Dim("n", min=0, max=10)
+    with pytest.raises(tpe_errors.ConstraintViolationError, match="n >= 1"):
+        tpe_export(lambda x: fn(x, axis=0), np.ones((3, 2)), dynamic_shapes=({0: n},))
