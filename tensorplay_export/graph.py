@@ -84,22 +84,36 @@ class Namespace:
         return name in self._used or name in self._reserved
 
 
+def _map_leaves(value: Any, kind: type, fn: Callable[[Any], Any]) -> Any:
+    """Rebuild ``value`` with every ``kind`` instance replaced by ``fn(leaf)``.
+
+    Recurses into tuples, lists, dicts and slices; everything else is returned as is.
+    """
+    if isinstance(value, kind):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(_map_leaves(v, kind, fn) for v in value)
+    if isinstance(value, list):
+        return [_map_leaves(v, kind, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _map_leaves(v, kind, fn) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(_map_leaves(value.start, kind, fn), _map_leaves(value.stop, kind, fn),
+                     _map_leaves(value.step, kind, fn))
+    return value
+
+
 def map_arg(value: Any, fn: Callable[["Node"], Any]) -> Any:
     """Rebuild ``value`` with every Node replaced by ``fn(node)``.
 
     Recurses into tuples, lists, dicts and slices; everything else is returned as is.
     """
-    if isinstance(value, Node):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(map_arg(v, fn) for v in value)
-    if isinstance(value, list):
-        return [map_arg(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: map_arg(v, fn) for k, v in value.items()}
-    if isinstance(value, slice):
-        return slice(map_arg(value.start, fn), map_arg(value.stop, fn), map_arg(value.step, fn))
-    return value
+    return _map_leaves(value, Node, fn)
+
+
+def map_exprs(value: Any, fn: Callable[[sympy.Basic], Any]) -> Any:
+    """Rebuild ``value`` with every sympy expression (symbolic int or bool) replaced by ``fn(expr)``."""
+    return _map_leaves(value, sympy.Basic, fn)
 
 
 def _iter_leaves(value: Any, kind: type) -> Iterator[Any]:

@@ -14,7 +14,7 @@ import sympy
 
 from .codegen import pyexpr, resolve_op
 from .errors import ConstraintsExceededError
-from .graph import Graph, Node, map_arg
+from .graph import Graph, Node, map_arg, map_exprs
 from .runtime_checks import InputDtypeError
 
 
@@ -82,22 +82,7 @@ class Interpreter:
 
     def fetch(self, value: Any) -> Any:
         """Replace Nodes by their values and sympy expressions by their ints/bools."""
-        value = map_arg(value, self.env.__getitem__)
-        return self._eval_exprs(value)
-
-    def _eval_exprs(self, value: Any) -> Any:
-        if isinstance(value, sympy.Basic):
-            return self.eval_expr(value)
-        if isinstance(value, tuple):
-            return tuple(self._eval_exprs(v) for v in value)
-        if isinstance(value, list):
-            return [self._eval_exprs(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._eval_exprs(v) for k, v in value.items()}
-        if isinstance(value, slice):
-            return slice(self._eval_exprs(value.start), self._eval_exprs(value.stop),
-                         self._eval_exprs(value.step))
-        return value
+        return map_exprs(map_arg(value, self.env.__getitem__), self.eval_expr)
 
     def eval_expr(self, expr: sympy.Basic) -> Any:
         """Value of a symbolic int/bool under the symbols bound so far."""

@@ -42,7 +42,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import sympy
 
-from .graph import Node, map_arg
+from .graph import Node, map_arg, map_exprs
 
 __all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"]
 
@@ -426,28 +426,18 @@ def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_
                     if (int(size) - c) % k == 0:
                         symbols[s] = int((int(size) - c) // k)
 
-    def concrete(value: Any) -> Any:
-        if isinstance(value, sympy.Basic):
-            out = value.xreplace({s: sympy.Integer(v) for s, v in symbols.items()})
-            if out.free_symbols:
-                raise RuntimeError(f"module view {fqn!r}: the sizes {sorted(map(str, out.free_symbols))} "
-                                   "cannot be derived from the arguments' shapes")
-            if out in (sympy.true, sympy.false):
-                return bool(out)
-            return int(out) if out.is_Integer else float(out)
-        if isinstance(value, tuple):
-            return tuple(concrete(v) for v in value)
-        if isinstance(value, list):
-            return [concrete(v) for v in value]
-        if isinstance(value, dict):
-            return {k: concrete(v) for k, v in value.items()}
-        if isinstance(value, slice):
-            return slice(concrete(value.start), concrete(value.stop), concrete(value.step))
-        return value
+    def concrete(expr: sympy.Basic) -> Any:
+        out = expr.xreplace({s: sympy.Integer(v) for s, v in symbols.items()})
+        if out.free_symbols:
+            raise RuntimeError(f"module view {fqn!r}: the sizes {sorted(map(str, out.free_symbols))} "
+                               "cannot be derived from the arguments' shapes")
+        if out in (sympy.true, sympy.false):
+            return bool(out)
+        return int(out) if out.is_Integer else float(out)
 
     for node in nodes:
-        args = concrete(map_arg(node.args, env.__getitem__))
-        kwargs = concrete(map_arg(node.kwargs, env.__getitem__))
+        args = map_exprs(map_arg(node.args, env.__getitem__), concrete)
+        kwargs = map_exprs(map_arg(node.kwargs, env.__getitem__), concrete)
         value = resolve_op(node.target, op_table)(*args, **kwargs)
         env[node] = value
         for axis, sym in (node.meta.get("bind") or {}).items():
