@@ -244,11 +244,10 @@ def _linear2(atom):
     syms = sorted(atom.free_symbols, key=lambda s: s.name)
     if not diff.is_polynomial(*syms):
         return None
-    poly = sympy.Poly(sympy.expand(diff), *syms)
+    _, prim = sympy.expand(diff).as_content_primitive()  # a rational content keeps the degree
+    poly = sympy.Poly(prim, *syms)
     if poly.total_degree() != 1:
         return None
-    _, prim = sympy.expand(diff).as_content_primitive()
-    poly = sympy.Poly(prim, *syms)
     x, y = syms
     a, b = poly.coeff_monomial(x), poly.coeff_monomial(y)
     c = poly.coeff_monomial(1)
