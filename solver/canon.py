@@ -61,10 +61,9 @@ def canonicalize(expr, ranges: Mapping | None = None):
 def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
     if e.is_Atom:
         return e
-    args = [_canon(a, ranges) for a in e.args] if not isinstance(e, sympy.Piecewise) else None
     if isinstance(e, sympy.Piecewise):
-        e = sympy.Piecewise(*[(_canon(v, ranges), _canon(c, ranges)) for v, c in e.args])
-        return e
+        return sympy.Piecewise(*[(_canon(v, ranges), _canon(c, ranges)) for v, c in e.args])
+    args = [_canon(a, ranges) for a in e.args]
     if isinstance(e, (sympy.Min, sympy.Max)):
         return _drop_dominated(type(e), args, ranges, e)
     if isinstance(e, Relational) and isinstance(e, _REL):
