@@ -69,11 +69,10 @@ def _nan_extreme_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepd
 
 def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> tuple:
     shape = shape_of(a)
+    require_nonempty(ctx, shape, axis, "argmax/argmin over an empty axis")  # axis=None: every axis
     if axis is None or not shape:  # a 0-d input (numpy takes axis 0/-1) gives () too
         return (1,) * len(shape) if keepdims else ()
     d = shape[norm_axes(axis, len(shape))[0]]
-    if not is_static(d):
-        ctx.require(sympy.Ge(d, 1), "argmax/argmin over an empty axis")
     ctx.vrange(0, d - 1)
     return reduced_shape(shape, axis, bool(keepdims))
 

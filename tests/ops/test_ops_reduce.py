@@ -45,3 +45,10 @@ def test_nan_extremes_need_a_nonempty_axis(name):
     n = Dim("n", min=0, max=10)
     with pytest.raises(tpe_errors.ConstraintViolationError, match="n >= 1"):
         tpe_export(lambda x: fn(x, axis=0), np.ones((3, 2)), dynamic_shapes=({0: n},))
+
+
+def test_arg_reduction_of_all_axes_needs_a_nonempty_array():
+    # np.argmax(x) with axis=None raises on an empty array ("attempt to get argmax of an empty sequence")
+    n = Dim("n", min=0, max=10)
+    with pytest.raises(tpe_errors.ConstraintViolationError, match="n >= 1"):
+        tpe_export(lambda x: np.argmax(x), np.ones((3, 2)), dynamic_shapes=({0: n},))
