@@ -369,6 +369,8 @@ def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, overrid
         return None
     get_dict(data, member, "example_inputs", {"spec", "leaves"})
     spec = _treespec(data["spec"], member)
+    if spec is None:
+        fail(member, "example_inputs.spec must be a treespec, got null")
     samples = override if override is not None else (arrays() if arrays is not None else {})
     dec = Decoder(member)
     leaves = []

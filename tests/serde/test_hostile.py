@@ -242,6 +242,7 @@ def test_huge_shape_in_table(good):
     (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0][1]["v"].__setitem__(2, {"positive": True, "negative": True}),
      "inconsistent assumptions"),
     (lambda d: d["example_inputs"]["leaves"].__setitem__(0, {"k": "sample", "v": "7"}), "missing sample array"),
+    (lambda d: d["example_inputs"].__setitem__("spec", None), "example_inputs.spec must be a treespec"),
     (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0].__setitem__(0, "0]; import os; _=x.shape[0"),
      "must map axes"),
     (lambda d: node(d, "check_x")["meta"]["bind"]["v"][0].__setitem__(0, 99), "must map axes"),
