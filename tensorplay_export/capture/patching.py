@@ -84,20 +84,21 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     if name in ("array", "asarray", "asanyarray", "ascontiguousarray"):
         data = args[0] if args else kwargs.pop("object", None)
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
+
+        def cast(out: Any) -> Any:
+            return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+
         if _is_traced(data):
             if name == "array" and kwargs.get("copy", True) is not False:
-                out = tracer.call(get_op("numpy.copy"), (data,), {})
-                return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+                return cast(tracer.call(get_op("numpy.copy"), (data,), {}))
             if dtype is None or np.dtype(dtype) == data.dtype:
                 return data
-            return tracer.call(get_op("numpy.ndarray.astype"), (data, dtype), {})
+            return cast(data)
         flat = _flat_scalars(data)
         if flat is not None:
-            out = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
-            return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+            return cast(tracer.call(get_op("tpe.shape_array"), tuple(flat), {}))
         if isinstance(data, (list, tuple)) and data and all(_is_traced(v) for v in data):
-            out = tracer.call(get_op("numpy.stack"), (list(data),), {})
-            return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
+            return cast(tracer.call(get_op("numpy.stack"), (list(data),), {}))
         value = original(*args, **kwargs)
         if isinstance(value, np.ndarray):
             return tracer.lift_constant("c_array", value)
