@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import sympy
 
-from ..graph import Graph, Node, map_arg
+from ..graph import Graph, Node, map_arg, map_exprs
 
 __all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
 
@@ -92,32 +92,21 @@ class DecompSession:
             return self._values[node]
         from ..codegen import resolve_op
 
-        args = map_arg(node.args, self.value)
-        kwargs = map_arg(node.kwargs, self.value)
-        args, kwargs = self._concrete(args), self._concrete(kwargs)
+        args = map_exprs(map_arg(node.args, self.value), self._concrete)
+        kwargs = map_exprs(map_arg(node.kwargs, self.value), self._concrete)
         out = resolve_op(node.target, self.op_table)(*args, **kwargs)
         self._values[node] = out
         for axis, sym in (node.meta.get("bind") or {}).items():
             self._hints.setdefault(sym, int(out if axis is None else np.shape(out)[axis]))
         return out
 
-    def _concrete(self, value: Any) -> Any:
-        if isinstance(value, sympy.Basic):
-            out = value.xreplace({s: sympy.Integer(v) for s, v in self._hints.items()})
-            if out.is_Integer:
-                return int(out)
-            if out in (sympy.true, sympy.false):
-                return bool(out)
-            return float(out)
-        if isinstance(value, tuple):
-            return tuple(self._concrete(v) for v in value)
-        if isinstance(value, list):
-            return [self._concrete(v) for v in value]
-        if isinstance(value, dict):
-            return {k: self._concrete(v) for k, v in value.items()}
-        if isinstance(value, slice):
-            return slice(self._concrete(value.start), self._concrete(value.stop), self._concrete(value.step))
-        return value
+    def _concrete(self, expr: sympy.Basic) -> Any:
+        out = expr.xreplace({s: sympy.Integer(v) for s, v in self._hints.items()})
+        if out.is_Integer:
+            return int(out)
+        if out in (sympy.true, sympy.false):
+            return bool(out)
+        return float(out)
 
     # -- tracing --------------------------------------------------------------
     @property
