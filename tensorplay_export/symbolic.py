@@ -287,6 +287,14 @@ class _SymNumber:
             return NotImplemented
         return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
 
+    def _float_floordiv(self, o: Any, reflected: bool) -> Any:
+        """``//`` with a float result: exact when the float quotient is (``n // 2.0`` is ``floor(n/2)``)."""
+        out = self._op(o, _floordiv, reflected, result="float")
+        q = self._op(o, _truediv, reflected, result="float")
+        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
+            out.exact = sympy.floor(q.exact)  # a // b of floats is floor(a / b), an integral float
+        return out
+
 
 class SymInt(_SymNumber):
     """A symbolic integer size: ``expr`` over the env's size symbols."""
@@ -388,13 +396,6 @@ class SymInt(_SymNumber):
     def __rxor__(self, o): return self._bitwise(o, operator.xor, "^")
 
     def __invert__(self): return wrap_int(-self.expr - 1, self.env)
-
-    def _float_floordiv(self, o: Any, reflected: bool) -> Any:
-        out = self._op(o, lambda a, b: sympy.floor(a / b), reflected, result="float")
-        q = self._op(o, _truediv, reflected, result="float")
-        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
-            out.exact = sympy.floor(q.exact)  # n // 2.0 is the float floor(n / 2.0)
-        return out
 
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
@@ -498,7 +499,7 @@ class SymFloat(_SymNumber):
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
 
-    def _op(self, other, fn, reflected=False):
+    def _op(self, other, fn, reflected=False, result="float"):  # result: always a float (as SymInt._op's)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
@@ -521,15 +522,8 @@ class SymFloat(_SymNumber):
     def __pos__(self): return self
     def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env)
 
-    def _floordiv(self, o, reflected):
-        out = self._op(o, lambda a, b: sympy.floor(a / b), reflected)
-        q = self._op(o, _truediv, reflected)
-        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
-            out.exact = sympy.floor(q.exact)  # a // b of floats is floor(a / b), an integral float
-        return out
-
-    def __floordiv__(self, o): return self._floordiv(o, False)
-    def __rfloordiv__(self, o): return self._floordiv(o, True)
+    def __floordiv__(self, o): return self._float_floordiv(o, False)
+    def __rfloordiv__(self, o): return self._float_floordiv(o, True)
 
     # -- to integers: exact when ``exact`` is known, else specialize naming the function --
     def _to_int(self, build: Callable, concrete: Callable, what: str) -> Any:
