@@ -231,29 +231,25 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
     return result
 
 
+def _getitem_vrange(ctx: Any, a: Any) -> None:
+    """A gather's values are some of ``a``'s: its value range carries over."""
+    if isinstance(a, ArrayInfo) and a.vrange is not None:
+        ctx.vrange(*a.vrange)
+
+
 def _getitem_rule(ctx: Any, a: Any, key: Any) -> tuple:
-    shape = shape_of(a)
     if isinstance(key, ArrayInfo) and key.dtype == np.bool_ and key.ndim == 0:
         raise ValueError("0-d boolean index is not supported")
-    return getitem_shape(ctx, shape, key)
+    out = getitem_shape(ctx, shape_of(a), key)
+    _getitem_vrange(ctx, a)
+    return out
 
 
 def _getitem(a: Any, key: Any) -> Any:
     return a[key]
 
 
-def _getitem_vrange(ctx: Any, a: Any) -> None:
-    if isinstance(a, ArrayInfo) and a.vrange is not None:
-        ctx.vrange(*a.vrange)
-
-
-def _getitem_rule_vr(ctx: Any, a: Any, key: Any) -> tuple:
-    out = _getitem_rule(ctx, a, key)
-    _getitem_vrange(ctx, a)
-    return out
-
-
-register_op("tpe.getitem", _getitem, _getitem_rule_vr, doc="a[key]")
+register_op("tpe.getitem", _getitem, _getitem_rule, doc="a[key]")
 
 
 def _setitem(a: Any, key: Any, value: Any) -> Any:
