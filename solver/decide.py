@@ -218,14 +218,11 @@ class ShapeSolver:
         """Tighten ``_bounds`` from ``sym <op> const``; True if fully captured."""
         if not isinstance(rel, (sympy.Eq, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return False
-        lhs, rhs = rel.lhs, rel.rhs
-        if lhs.is_Symbol and rhs.is_Integer:
-            sym, c, kind = lhs, int(rhs), type(rel)
-        elif rhs.is_Symbol and lhs.is_Integer:
-            flip = {sympy.Le: sympy.Ge, sympy.Lt: sympy.Gt, sympy.Ge: sympy.Le, sympy.Gt: sympy.Lt, sympy.Eq: sympy.Eq}
-            sym, c, kind = rhs, int(lhs), flip[type(rel)]
-        else:
+        if rel.rhs.is_Symbol and rel.lhs.is_Integer:
+            rel = rel.reversed  # `4 <= s` -> `s >= 4`
+        if not (rel.lhs.is_Symbol and rel.rhs.is_Integer):
             return False
+        sym, c, kind = rel.lhs, int(rel.rhs), type(rel)
         lo, hi = self._bounds[sym.name]
         if kind is sympy.Eq:
             lo, hi = _max_lo(lo, c), _min_hi(hi, c)
