@@ -184,24 +184,17 @@ def tree_flatten(obj: Any) -> tuple[list, TreeSpec]:
 def _flatten(obj: Any, leaves: list) -> TreeSpec:
     # Built-in containers and leaves first, without building (kind, context, values) parts.
     t = type(obj)
-    if t is tuple or t is list:
+    if t in _CONTAINERS:
         children = []
-        for v in obj:
+        for v in (obj.values() if t is dict else obj):
             if type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS:
                 children.append(_flatten(v, leaves))
             else:
                 leaves.append(v)
                 children.append(_LEAF_SPEC)
+        if t is dict:
+            return _spec(_DICT, tuple(obj), tuple(children), ())
         return _spec(_TUPLE if t is tuple else _LIST, (), tuple(children), ())
-    if t is dict:
-        children = []
-        for v in obj.values():
-            if type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS:
-                children.append(_flatten(v, leaves))
-            else:
-                leaves.append(v)
-                children.append(_LEAF_SPEC)
-        return _spec(_DICT, tuple(obj), tuple(children), ())
     if obj is None:
         return _NONE_SPEC
     if obj is _NONE_LEAF:
