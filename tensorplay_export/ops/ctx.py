@@ -82,17 +82,17 @@ class ShapeCtx:
         ``reason``: a str, or a function returning it -- called only when ``cond`` does
         not fold to true (printing sympy sizes for a reason nobody reads is costly).
         """
-        if cond is True or cond is sympy.true:
-            self._folded()
-            return
-        self.env.guard(cond, "shape", reason() if callable(reason) else reason, self.source, self.op)
+        self._guard(cond, "shape", reason)
 
     def bounds(self, cond: Any, reason: Any) -> None:
         """Index values must stay inside an array (kind ``"index_bounds"``); ``reason`` as for require."""
+        self._guard(cond, "index_bounds", reason)
+
+    def _guard(self, cond: Any, kind: str, reason: Any) -> None:
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self.env.guard(cond, "index_bounds", reason() if callable(reason) else reason, self.source, self.op)
+        self.env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op)
 
     def choose(self, cond: Any, reason: Any) -> bool:
         """Which side of ``cond`` the example takes; that side is recorded as a requirement
