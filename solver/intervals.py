@@ -110,8 +110,8 @@ def _bounds(e: sympy.Basic, ranges: Mapping) -> Interval:
         x = _bounds(num, ranges)
         if isinstance(e, sympy.floor):
             return _floor_div(x, d)
-        lo, hi = _floor_div((_neg(x[1]), _neg(x[0])), d)
-        return (_neg(hi), _neg(lo))
+        lo, hi = _floor_div((-x[1], -x[0]), d)  # ceiling(v) == -floor(-v)
+        return (-hi, -lo)
     if isinstance(e, sympy.Mod):
         a, b = e.args
         if not b.is_Integer or int(b) <= 0:
@@ -140,10 +140,6 @@ def _bounds(e: sympy.Basic, ranges: Mapping) -> Interval:
         bs = [_bounds(v, ranges) for v, _ in e.args]
         return (min(b[0] for b in bs), max(b[1] for b in bs))
     raise _Unbounded
-
-
-def _neg(v):
-    return -v
 
 
 def _pow(v, n):
