@@ -290,10 +290,10 @@ class ExportedProgram:
     def __str__(self) -> str:
         code = "\n".join(f"    {line}" for line in self.code.rstrip().splitlines())
         sig = self._graph_signature
-        inputs = ", ".join(f"{getattr(s.arg, 'name', '?')}: {s.kind.name}"
-                           + (f" {s.target}" if s.target else "") for s in sig.input_specs)
-        outputs = ", ".join(f"{getattr(s.arg, 'name', '?')}: {s.kind.name}"
-                            + (f" {s.target}" if s.target else "") for s in sig.output_specs)
+        def specs(specs: list) -> str:
+            return ", ".join(f"{getattr(s.arg, 'name', '?')}: {s.kind.name}" + (f" {s.target}" if s.target else "")
+                             for s in specs)
+        inputs, outputs = specs(sig.input_specs), specs(sig.output_specs)
         ranges = ", ".join(f"{sym}: {vr}" for sym, vr in
                            sorted(self._range_constraints.items(), key=lambda kv: str(kv[0])))
         return (f"ExportedProgram:\n{code}\n\nGraph signature:\n    inputs: {inputs}\n    outputs: {outputs}\n"
