@@ -179,11 +179,19 @@ class ModuleCalls:
     """
 
     preserve: tuple = ()
-    order: list = field(default_factory=list)        # fqns in first-call order
-    ordered: set = field(default_factory=set)        # the fqns in ``order`` (O(1) membership per call)
     log: list = field(default_factory=list)          # (fqn, call_id) of every call, in call order
     signatures: dict = field(default_factory=dict)   # fqn -> [(flat ins, flat outs) per call]
     counter: int = 0
+
+    @property
+    def order(self) -> list:
+        """The called fqns in first-call order (derived from ``log``)."""
+        return list(dict.fromkeys(fqn for fqn, _call_id in self.log))
+
+    @property
+    def ordered(self) -> set:
+        """The fqns in :attr:`order`."""
+        return {fqn for fqn, _call_id in self.log}
 
     def next_id(self) -> int:
         call_id = self.counter
@@ -199,9 +207,6 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
         fqn = state.fqn_of.get(id(module), type(module).__name__)
         call_id = calls.next_id()
         tracer.module_stack.append((fqn, call_id))
-        if fqn not in calls.ordered:
-            calls.ordered.add(fqn)
-            calls.order.append(fqn)
         calls.log.append((fqn, call_id))
         try:
             forward = module.__dict__.get("forward")
