@@ -289,9 +289,10 @@ class ShapeEnv:
         value = self.hint(expr)
         if source is None:
             source = user_source(2)
-        if isinstance(value, float) or sympy.sympify(expr).has(sympy.Float):
+        e = sympy.sympify(expr)
+        if isinstance(value, float) or e.has(sympy.Float):
             # a float of sizes: pin the sizes themselves (the solver reasons over integers)
-            for sym in sorted(sympy.sympify(expr).free_symbols, key=lambda v: v.name):
+            for sym in sorted(e.free_symbols, key=lambda v: v.name):
                 self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source)
             return value
         self.guard(sympy.Eq(expr, value), "specialization", reason, source)
