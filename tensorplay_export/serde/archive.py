@@ -206,9 +206,7 @@ def _program_members(name: str, ep: Any, opset: dict, protocol: int) -> dict[str
     art = serialize_program(ep, opset_version=opset, pickle_protocol=protocol)
     base = f"models/{name}"
     members: dict[str, Any] = {f"{base}/program.json": art.exported_program}
-    doc = getattr(art, "_doc", None)  # the document serialize_program just wrote
-    if doc is None:
-        doc = loads(art.exported_program, f"{base}/program.json")
+    doc = art._doc  # the document serialize_program just wrote
     for table, source in (("weights", art.state_dict), ("constants", art.constants)):
         for i, entry in enumerate(doc[table]):
             members[f"{base}/{table}/{i}.npy"] = np.asarray(source[entry["fqn"]])
