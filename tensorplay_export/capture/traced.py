@@ -253,9 +253,9 @@ class TracedArray:
 
     def _inplace(self, name: str, other: Any) -> "TracedArray":
         src = user_source(3)
-        if not isinstance(self.example, np.ndarray):
-            return self._tracer.call(get_op(name), (self, other), {}, source=src)
         result = self._tracer.call(get_op(name), (self, other), {}, source=src)
+        if not isinstance(self.example, np.ndarray):  # a 0-d value: rebinding the name is enough
+            return result
         self._write_all(result, src)
         return self
 
