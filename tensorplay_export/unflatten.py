@@ -92,7 +92,7 @@ class InterpreterModule:
             return modules[name]
         state = object.__getattribute__(self, "_state")
         if name in state:
-            return self._root._state_value(state[name])
+            return self._root._values[state[name]]
         raise AttributeError(f"module view {self._fqn or '<root>'!r} has no attribute {name!r}")
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -132,7 +132,7 @@ class InterpreterModule:
         for fqn, module in self.named_modules():
             for attr, target in module._state.items():
                 if target in targets:
-                    yield (f"{fqn}.{attr}" if fqn else attr), self._root._state_value(target)
+                    yield (f"{fqn}.{attr}" if fqn else attr), self._root._values[target]
 
     def state_dict(self) -> dict[str, Any]:
         return dict(self.named_parameters()) | {k: v for k, v in self.named_buffers()
@@ -214,9 +214,6 @@ class UnflattenedModule(InterpreterModule):
                 module._modules[part] = child
             module = child
         return module
-
-    def _state_value(self, target: str) -> Any:
-        return self._values[target]
 
     def __repr__(self) -> str:
         tree = "\n".join(f"  {fqn}" for fqn, _m in self.named_modules() if fqn)
