@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from ..errors import CaptureError
-from ..graph import Graph, Node, map_arg
+from ..graph import Graph, Node, map_arg, map_exprs
 from ..ops.registry import resolve_op
 
 
@@ -35,32 +35,22 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict, op_table: Any
     def value(v: Any) -> Any:
         return env[v]
 
-    def concrete(v: Any) -> Any:
-        if isinstance(v, sympy.Basic):
-            r = v.xreplace(sym_values)
-            if r is sympy.true or r is sympy.false:
-                return bool(r)
-            if r.is_Integer:
-                return int(r)
-            if r.is_number:
-                return float(r)
-            return r
-        if isinstance(v, tuple):
-            return tuple(concrete(x) for x in v)
-        if isinstance(v, list):
-            return [concrete(x) for x in v]
-        if isinstance(v, dict):
-            return {k: concrete(x) for k, x in v.items()}
-        if isinstance(v, slice):
-            return slice(concrete(v.start), concrete(v.stop), concrete(v.step))
-        return v
+    def concrete(v: sympy.Basic) -> Any:
+        r = v.xreplace(sym_values)
+        if r is sympy.true or r is sympy.false:
+            return bool(r)
+        if r.is_Integer:
+            return int(r)
+        if r.is_number:
+            return float(r)
+        return r
 
     for i, node in enumerate(nodes):
         if node.op == "placeholder":
             env[node] = inputs[node.name]
         elif node.op == "call_function":
-            args = concrete(map_arg(node.args, value))
-            kwargs = concrete(map_arg(node.kwargs, value))
+            args = map_exprs(map_arg(node.args, value), concrete)
+            kwargs = map_exprs(map_arg(node.kwargs, value), concrete)
             env[node] = resolve_op(node.target, op_table).impl(*args, **kwargs)
         else:
             return [env[v] if isinstance(v, Node) else v for v in node.args[0]]
