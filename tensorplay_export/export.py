@@ -28,7 +28,7 @@ from .capture.state import ModuleCalls, buffer_mutations, lift_module_state, mak
 from .capture.tracer import CURRENT, Tracer
 from .capture.traced import TracedArray
 from .errors import ConstraintsExceededError
-from .graph import Graph, Node
+from .graph import Graph, Node, map_exprs
 from .ops.ctx import as_dim
 from .records import DimInfo, ValueRange
 from .shape_env import ShapeEnv
@@ -392,17 +392,8 @@ def _finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     graph = result.graph
 
     def sub(v: Any) -> Any:
-        if isinstance(v, sympy.Basic):
-            return v.xreplace(repl) if repl else v
-        if isinstance(v, tuple):
-            return tuple(sub(x) for x in v)
-        if isinstance(v, list):
-            return [sub(x) for x in v]
-        if isinstance(v, dict):
-            return {k: sub(x) for k, x in v.items()}
-        if isinstance(v, slice):
-            return slice(sub(v.start), sub(v.stop), sub(v.step))
-        return v
+        """``v`` (a size, or node args holding sizes) with the AUTO replacements applied."""
+        return map_exprs(v, lambda e: e.xreplace(repl)) if repl else v
 
     if repl:
         for node in graph.nodes:
