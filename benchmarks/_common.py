@@ -149,7 +149,8 @@ def export_stats(model: Any, args: tuple, spec: Any) -> dict:
          "solver_queries": int|None, "z3_calls": int|None,
          "solver_seconds": float|None, "recorded": int}
     """
-    from tensorplay_export.export import build_program, capture
+    from tensorplay_export.capture.entry import capture
+    from tensorplay_export.program.build import build_program
 
     result = capture(model, args, {}, spec, mode="export")
     env = result.env

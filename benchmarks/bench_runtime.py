@@ -35,8 +35,10 @@ def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
 
     Returns (None, spent, n) when ExportedModule does not keep its GraphModule as ``_gm``.
     """
-    from tensorplay_export.codegen import GraphModule
-    from tensorplay_export.runtime_checks import CHECK_OPS
+    from tensorplay_export.graph.codegen import GraphModule
+    import dataclasses
+
+    from tensorplay_export.ops.registry import all_ops, get_op
 
     spent = [0.0]
 
@@ -50,11 +52,13 @@ def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
 
         return timed_check
 
-    n_checks = sum(1 for n in ep.graph.nodes if n.op == "call_function" and n.target in CHECK_OPS)
+    checks = {name: get_op(name) for name in all_ops() if get_op(name).side_effect}
+    n_checks = sum(1 for n in ep.graph.nodes if n.op == "call_function" and n.target in checks)
     module = ep.module()
     if not hasattr(module, "_gm"):
         return None, spent, n_checks
-    module._gm = GraphModule(ep.graph, op_table={name: wrap(fn) for name, fn in CHECK_OPS.items()})
+    module._gm = GraphModule(ep.graph, op_table={name: dataclasses.replace(op, impl=wrap(op.impl))
+                                               for name, op in checks.items()})
     return module, spent, n_checks
 
 

@@ -51,7 +51,7 @@ PHASES = [
     ("user_source", "tensorplay_export/shape_env.py", "  user_source (stack walk)"),
     ("check_replay", "capture/replay.py", "  replay check (second numpy run)"),
     ("build_program", "tensorplay_export/export.py", "build_program"),
-    ("_finish_graph", "tensorplay_export/export.py", "  runtime checks / contract"),
+    ("finish_graph", "tensorplay_export/program/build.py", "  runtime checks / contract"),
     ("recompile", "tensorplay_export/codegen.py", "  codegen + compile"),
 ]
 

@@ -25,6 +25,7 @@ import sympy
 import z3
 
 from .canon import canonicalize
+from .forms import linear_bound
 from .intervals import INF, symbol_range
 from .translate import Translator, check_supported
 
@@ -215,25 +216,16 @@ class ShapeSolver:
         self._update_state()
 
     def _absorb_bound(self, rel) -> bool:
-        """Tighten ``_bounds`` from ``sym <op> const``; True if fully captured."""
-        if not isinstance(rel, (sympy.Eq, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+        """Tighten ``_bounds`` from a bound on one declared symbol (``s <= 512``, ``2*s >= 4``); True if captured."""
+        bound = linear_bound(rel)
+        if bound is None or bound[0].name not in self._bounds:
             return False
-        if rel.rhs.is_Symbol and rel.lhs.is_Integer:
-            rel = rel.reversed  # `4 <= s` -> `s >= 4`
-        if not (rel.lhs.is_Symbol and rel.rhs.is_Integer):
-            return False
-        sym, c, kind = rel.lhs, int(rel.rhs), type(rel)
+        sym, blo, bhi = bound
         lo, hi = self._bounds[sym.name]
-        if kind is sympy.Eq:
-            lo, hi = _max_lo(lo, c), _min_hi(hi, c)
-        elif kind is sympy.Le:
-            hi = _min_hi(hi, c)
-        elif kind is sympy.Lt:
-            hi = _min_hi(hi, c - 1)
-        elif kind is sympy.Ge:
-            lo = _max_lo(lo, c)
-        else:
-            lo = _max_lo(lo, c + 1)
+        if blo is not None:
+            lo = _max_lo(lo, blo)
+        if bhi is not None:
+            hi = _min_hi(hi, bhi)
         self._bounds[sym.name] = (lo, hi)
         return True
 

@@ -40,3 +40,7 @@ class ArchiveError(ValueError):
 
 class CaptureError(RuntimeError):
     """Capture itself failed: numpy raised inside the model, or a replay mismatch."""
+
+
+class InputDtypeError(TypeError):
+    """An input's dtype differs from the one the program was exported with."""

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from tensorplay_export.cli import main
+from tensorplay_export.face.cli import main
 
 TARGET = textwrap.dedent('''
     import numpy as np

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import sympy
 
-from tensorplay_export.codegen import GraphModule, UnsupportedExpressionError, pyexpr
-from tensorplay_export.graph import Graph
-from tensorplay_export.interpreter import Interpreter
+from tensorplay_export.graph.codegen import GraphModule, UnsupportedExpressionError, pyexpr
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.graph.interpreter import Interpreter
 
 F32 = np.dtype("float32")
 OPS = {
@@ -293,8 +293,8 @@ def test_bind_axis_and_keyword_names_must_be_plain_data():
     """Values a loaded archive controls are formatted into source: only exact ints/strs pass."""
     import sympy
 
-    from tensorplay_export.codegen import GraphModule
-    from tensorplay_export.graph import Graph
+    from tensorplay_export.graph.codegen import GraphModule
+    from tensorplay_export.graph.ir import Graph
 
     g = Graph()
     x = g.placeholder("x", meta={"shape": (3,), "dtype": F32,

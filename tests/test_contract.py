@@ -8,7 +8,7 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
-from tensorplay_export.contract import Contract, contract_of, diff_contracts, load_contract
+from tensorplay_export.face.contract import Contract, contract_of, diff_contracts, load_contract
 from tensorplay_export.serde import save
 
 
@@ -140,7 +140,7 @@ def test_auto_and_named_dim_of_the_same_contract_diff_as_no_change():
 def test_fold_simple_bounds_forms():
     import sympy
 
-    from tensorplay_export.contract import fold_simple_bounds
+    from tensorplay_export.face.contract import fold_simple_bounds
 
     s, t = sympy.Symbol("s", integer=True, positive=True), sympy.Symbol("t", integer=True, positive=True)
     ranges, kept = fold_simple_bounds({s: (1, None), t: (1, None)},

@@ -14,7 +14,7 @@ import pytest
 from tensorplay_export import Dim, export, load, nn, register_dataclass, save
 from tensorplay_export.errors import ArchiveError, ConstraintsExceededError
 from tensorplay_export.nn import functional as F
-from tensorplay_export.unflatten import unflatten
+from tensorplay_export.program.unflatten import unflatten
 
 
 @dataclasses.dataclass

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from tensorplay_export import Dim, export
-from tensorplay_export.decomp import (CustomDecompTable, apply_decompositions, canonical_target,
+from tensorplay_export.program.decompositions.table import (CustomDecompTable, apply_decompositions, canonical_target,
                                       default_decompositions)
-from tensorplay_export.decompositions import DecompositionError, traced_builder
+from tensorplay_export.program.decompositions import DecompositionError, traced_builder
 from tensorplay_export.errors import ConstraintsExceededError
 from tensorplay_export.nn import functional as F
-from tensorplay_export.signature import InputKind
+from tensorplay_export.program.signature import InputKind
 
 
 # ------------------------------------------------------------------ one case per default entry

@@ -9,10 +9,10 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
-from tensorplay_export.draft import DraftExportReport, FailureReport, draft_export
+from tensorplay_export.face.draft import DraftExportReport, FailureReport, draft_export
 from tensorplay_export.errors import ConstraintsExceededError, ConstraintViolationError
 from tensorplay_export.ops.registry import func_name, lookup_func
-from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes
+from tensorplay_export.specs.refine import refine_dynamic_shapes_from_suggested_fixes
 
 HERE = Path(__file__)
 POS = np.arange(512 * 4, dtype=np.float32).reshape(512, 4)
@@ -249,11 +249,10 @@ def test_never_raises_for_model_errors():
 
 
 def test_public_names():
-    from tensorplay_export import draft
+    from tensorplay_export.face import draft
 
     assert draft.draft_export is draft_export
-    if "draft_export" not in tpe._MISSING:
-        assert tpe.draft_export is draft_export and tpe.DraftExportReport is DraftExportReport
+    assert tpe.draft_export is draft_export and tpe.DraftExportReport is DraftExportReport
 
 
 @pytest.mark.skipif(NO_RULE is None, reason="every candidate function has a shape rule now")
@@ -286,7 +285,7 @@ def _load_case(path: Path):
 
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_acceptance_case_through_draft_export(path):
-    from tensorplay_export.contract import contract_of
+    from tensorplay_export.face.contract import contract_of
 
     case = _load_case(path)
     args, kwargs = case.make_inputs(**case.EXAMPLE)
@@ -322,7 +321,7 @@ class _StubProgram:
 
 
 def test_numerical_comparison_reports_max_abs_and_rel_difference():
-    from tensorplay_export.draft import _compare
+    from tensorplay_export.face.draft import _compare
 
     eager = (np.array([1.0, 2.0, 4.0]), np.array([1, 2]))
     same = _compare(_StubProgram((np.array([1.0, 2.0, 4.0]), np.array([1, 2]))), eager, (), {})
@@ -337,7 +336,7 @@ def test_numerical_comparison_reports_max_abs_and_rel_difference():
 
 
 def test_structural_validation_flags_a_broken_graph():
-    from tensorplay_export.draft import _validate
+    from tensorplay_export.face.draft import _validate
 
     report = draft_export(too_long, x84(), dynamic_shapes={"x": {0: Dim("n", max=512)}})
     ep = report.exported_program
@@ -432,9 +431,9 @@ class _FixedProgram:
 def test_comparison_treats_equal_infs_and_nans_as_equal_and_diffs_finite_positions(recwarn):
     import warnings
 
-    from tensorplay_export.draft import _compare
+    from tensorplay_export.face.draft import _compare
 
-    warnings.filterwarnings("error", category=RuntimeWarning, module="tensorplay_export.draft")
+    warnings.filterwarnings("error", category=RuntimeWarning, module="tensorplay_export.face.draft")
     x = np.array([[0.0, -1.0, 2.0], [1.0, 3.0, 0.0]], np.float32)
     report = draft_export(nonfinite_outputs, x, dynamic_shapes={"x": {0: Dim("n")}})
     assert report.successful() and report.comparison.ok

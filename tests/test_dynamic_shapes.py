@@ -1,4 +1,4 @@
-"""tensorplay_export.dynamic_shapes: Dim, derived dims, hints, AdditionalInputs.verify."""
+"""tensorplay_export.specs.dims: Dim, derived dims, hints, AdditionalInputs.verify."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from tensorplay_export.dynamic_shapes import AdditionalInputs, DerivedDim, Dim, _DerivedDim, dims
+from tensorplay_export.specs.dims import AdditionalInputs, DerivedDim, Dim, _DerivedDim, dims
 
 
 # --- Dim ------------------------------------------------------------------------------------

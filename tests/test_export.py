@@ -6,7 +6,7 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
-from tensorplay_export.export import capture
+from tensorplay_export.capture.entry import capture
 
 RNG = np.random.default_rng(0)
 
@@ -316,9 +316,7 @@ def test_auto_dims_are_constrained_first_and_the_rest_on_named_dims_is_a_violati
 
 # -- the replay check runs only when capture saw a write ---------------------------------------------
 def _count_replays(monkeypatch):
-    import importlib
-
-    export_mod = importlib.import_module("tensorplay_export.export")  # the module, not the function
+    from tensorplay_export.capture import entry as export_mod
     calls = []
     real = export_mod.check_replay
 
@@ -365,7 +363,7 @@ def test_out_argument_of_a_numpy_function_is_a_write_the_replay_checks():
 
 
 def test_functional_hook_finds_traced_values_in_nested_arguments():
-    from tensorplay_export.export import _any_traced
+    from tensorplay_export.capture.entry import _any_traced
 
     seen = {}
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import sympy
 
-from tensorplay_export.graph import Graph, Namespace, Node
+from tensorplay_export.graph.ir import Graph, Namespace, Node
 
 F32 = np.dtype("float32")
 

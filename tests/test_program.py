@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 import sympy
 
-from tensorplay_export.codegen import GraphModule
+from tensorplay_export.graph.codegen import GraphModule
 from tensorplay_export.errors import ConstraintsExceededError
-from tensorplay_export.graph import Graph
-from tensorplay_export.program import ExportedModule, ExportedProgram, signature_from_graph
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.program.exported import ExportedModule, ExportedProgram, signature_from_graph
 from tensorplay_export.pytree import tree_flatten
 from tensorplay_export.records import ValueRange
-from tensorplay_export.runtime_checks import InputContract, InputSite, insert_input_checks
-from tensorplay_export.signature import (ExportGraphSignature, GraphSignature, InputKind, InputSpec,
+from tensorplay_export.program.input_checks import InputContract, InputSite, insert_input_checks
+from tensorplay_export.program.signature import (ExportGraphSignature, GraphSignature, InputKind, InputSpec,
                                          ModuleCallEntry, ModuleCallSignature, OutputKind, OutputSpec,
                                          TensorArgument, ConstantArgument)
 

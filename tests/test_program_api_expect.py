@@ -1,4 +1,4 @@
-"""Expect-file of the public signatures of the program layer (graph, codegen, program, signature, checks).
+"""Expect-file of the public signatures of the graph and program layers (and the check ops).
 
 A change here is an API change: update tests/data/program_api.expect deliberately
 (the failure message prints the new text).
@@ -7,14 +7,16 @@ import enum
 import inspect
 from pathlib import Path
 
-from tensorplay_export import codegen, graph, interpreter, program, runtime_checks, signature
+from tensorplay_export.graph import codegen, interpreter, ir as graph
+from tensorplay_export.ops import checks
+from tensorplay_export.program import build, exported as program, input_checks, signature
 
 EXPECT = Path(__file__).parent / "data" / "program_api.expect"
 
 
 def _render() -> str:
     lines = []
-    for module in (graph, codegen, interpreter, runtime_checks, signature, program):
+    for module in (graph, codegen, interpreter, checks, input_checks, signature, build, program):
         names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
         for name in sorted(names):
             obj = getattr(module, name)

@@ -1,4 +1,4 @@
-"""The flat public API: every seed name, and which ones are still missing."""
+"""The flat public API: every seed name is exported."""
 import inspect
 
 import tensorplay_export as tpe
@@ -15,27 +15,15 @@ SEED_CLASSES = ["AdditionalInputs", "ConstantArgument", "Constraint", "CustomDec
 SEED_OTHER = ["DerivedDim", "ConstraintsExceededError"]
 EXTRA = ["nn", "ConstraintViolationError", "DataDependentError", "UnsupportedOpError", "ArchiveError", "ValueRange"]
 
-# Names whose modules have not landed yet (export.py, draft, archive, decompositions, unflatten).
-# This set may only shrink: when a module lands its names must import, and this test keeps passing.
-KNOWN_MISSING = {"export", "export_for_training", "draft_export", "DraftExportReport", "save", "load",
-                 "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType", "default_decompositions",
-                 "CustomDecompTable", "unflatten", "UnflattenedModule", "FlatArgsAdapter"}
-
-
 def test_seed_counts():
     assert len(SEED_FUNCTIONS) == 12 and len(SEED_CLASSES) == 27
 
 
-def test_every_present_name_is_exported_and_missing_set_only_shrinks():
+def test_every_seed_name_is_exported():
     wanted = SEED_FUNCTIONS + SEED_CLASSES + SEED_OTHER + EXTRA
-    missing = {n for n in wanted if not hasattr(tpe, n)}
-    assert missing <= KNOWN_MISSING, f"names that should exist but do not: {missing - KNOWN_MISSING}; " \
-                                     f"import errors: {tpe._IMPORT_ERRORS}"
-    assert set(tpe._MISSING) <= KNOWN_MISSING
-    for n in wanted:
-        if n not in missing:
-            assert n in tpe.__all__, n
-    print("still missing:", sorted(missing))
+    missing = sorted(n for n in wanted if not hasattr(tpe, n))
+    assert not missing, f"names the seed lists but the package lacks: {missing}"
+    assert not [n for n in wanted if n not in tpe.__all__]
 
 
 def test_kinds_of_present_names():
@@ -56,7 +44,7 @@ def test_all_names_resolve():
 
 
 def test_input_dtype_error_is_public():
-    from tensorplay_export.runtime_checks import InputDtypeError
+    from tensorplay_export.errors import InputDtypeError
 
     assert tpe.InputDtypeError is InputDtypeError and "InputDtypeError" in tpe.__all__
     assert issubclass(tpe.InputDtypeError, TypeError)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorplay_export.dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
-from tensorplay_export.refine import (
+from tensorplay_export.specs.dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from tensorplay_export.specs.refine import (
     ConstFix, RangeFix, RelationFix, parse_fix_line, parse_suggested_fixes,
     refine_dynamic_shapes_from_suggested_fixes as refine,
 )

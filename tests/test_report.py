@@ -6,10 +6,10 @@ import json
 import numpy as np
 
 from tensorplay_export import Dim
-from tensorplay_export.draft import DraftExportReport, FailureReport, draft_export
+from tensorplay_export.face.draft import DraftExportReport, FailureReport, draft_export
 from tensorplay_export.records import SourceLoc
-from tensorplay_export.refine import parse_suggested_fixes
-from tensorplay_export.report import render_html, render_markdown, render_text, report_to_dict, status_line
+from tensorplay_export.specs.refine import parse_suggested_fixes
+from tensorplay_export.face.report import render_html, render_markdown, render_text, report_to_dict, status_line
 
 POS = np.zeros((64, 4), np.float32)
 
@@ -110,7 +110,7 @@ def concat_add(x, y, z):
 
 
 def test_report_without_fix_lines_ends_with_the_no_fixes_line_refine_explains():
-    from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes as refine
+    from tensorplay_export.specs.refine import refine_dynamic_shapes_from_suggested_fixes as refine
     from tensorplay_export.violations import NO_FIXES_LINE
 
     spec = {"x": {1: Dim("a")}, "y": {1: Dim("b")}, "z": {1: Dim("c")}}

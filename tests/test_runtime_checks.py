@@ -6,12 +6,13 @@ import numpy as np
 import pytest
 import sympy
 
-from tensorplay_export.codegen import GraphModule
+from tensorplay_export.program.build import eliminate_dead_code
+from tensorplay_export.graph.codegen import GraphModule
 from tensorplay_export.errors import ConstraintsExceededError
-from tensorplay_export.graph import Graph
-from tensorplay_export.interpreter import Interpreter
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.graph.interpreter import Interpreter
 from tensorplay_export.records import ValueRange
-from tensorplay_export.runtime_checks import InputContract, InputSite, insert_input_checks
+from tensorplay_export.program.input_checks import InputContract, InputSite, insert_input_checks
 
 F32 = np.dtype("float32")
 OPS = {"numpy.add": np.add, "numpy.concatenate": np.concatenate,
@@ -225,7 +226,7 @@ def test_dead_code_elimination_keeps_checks():
     g, inserted = attention_like()
     with g.inserting_before(g.output_node):
         g.call_function("numpy.add", (g.placeholders()[0], 1.0), meta={"shape": (batch, seq, 8)})
-    assert g.eliminate_dead_code()
+    assert eliminate_dead_code(g)  # the program layer's: it keeps the registry's side-effect ops
     assert [n.name for n in g.nodes if n.op == "call_function"][:len(inserted)] == [n.name for n in inserted]
     assert sum(1 for n in g.nodes if n.target == "numpy.add") == 1
 

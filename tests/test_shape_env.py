@@ -4,7 +4,7 @@ import sympy
 from solver import ShapeSolver
 
 from tensorplay_export.errors import CaptureError, DataDependentError
-from tensorplay_export.shape_env import ShapeEnv
+from tensorplay_export.capture.shape_env import ShapeEnv
 
 
 def make(mode="export"):

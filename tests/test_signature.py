@@ -3,8 +3,8 @@ import inspect
 
 import pytest
 
-from tensorplay_export.graph import Graph
-from tensorplay_export.signature import (
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.program.signature import (
     ConstantArgument, CustomObjArgument, ExportBackwardSignature, ExportGraphSignature, GraphSignature,
     InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature, OutputKind, OutputSpec, SymBoolArgument,
     SymFloatArgument, SymIntArgument, TensorArgument, TokenArgument)

@@ -1,4 +1,4 @@
-"""tensorplay_export.spec_normalize: spec forms, normalize errors, the helpers capture uses."""
+"""tensorplay_export.specs.normalize: spec forms, normalize errors, the helpers capture uses."""
 from __future__ import annotations
 
 import math
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from tensorplay_export import pytree
-from tensorplay_export.dynamic_shapes import (
+from tensorplay_export.specs.dims import (
     AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection,
 )
-from tensorplay_export.spec_normalize import (
+from tensorplay_export.specs.normalize import (
     LeafSpec, collect_dims, equality_constraints_from, input_leaf_paths, named_dim_infos,
     normalize_dynamic_shapes,
 )

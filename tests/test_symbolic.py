@@ -5,8 +5,8 @@ import pytest
 import sympy
 from solver import ShapeSolver
 
-from tensorplay_export.shape_env import ShapeEnv
-from tensorplay_export.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_float, sym_max, sym_min,
+from tensorplay_export.capture.shape_env import ShapeEnv
+from tensorplay_export.capture.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_float, sym_max, sym_min,
                                        sym_sqrt, trunc_exact)
 
 
@@ -149,7 +149,7 @@ def _mix(k, rounds):
 
 
 def test_size_ops_counts_a_shared_subexpression_at_every_use():
-    from tensorplay_export.symbolic import size_ops
+    from tensorplay_export.capture.symbolic import size_ops
 
     s = sympy.Symbol("s", integer=True, positive=True)
     assert size_ops(s) == 0 and size_ops(s + 1) == 1
@@ -160,7 +160,7 @@ def test_size_ops_counts_a_shared_subexpression_at_every_use():
 def test_a_too_large_size_expression_is_pinned_to_its_example_value(env):
     import time
 
-    from tensorplay_export.symbolic import MAX_SIZE_OPS, size_ops
+    from tensorplay_export.capture.symbolic import MAX_SIZE_OPS, size_ops
 
     s = size(env, hint=50, upper=10**6)
     small = _mix(s, 2)

@@ -1,4 +1,4 @@
-"""tensorplay_export.testing.assert_contract: snapshot on first run, readable diff afterwards."""
+"""tensorplay_export.face.testing.assert_contract: snapshot on first run, readable diff afterwards."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
-from tensorplay_export.testing import UPDATE_ENV, assert_contract
+from tensorplay_export.face.testing import UPDATE_ENV, assert_contract
 
 POS = np.zeros((512, 4), np.float32)
 

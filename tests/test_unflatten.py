@@ -7,7 +7,7 @@ import pytest
 from tensorplay_export import Dim, export, nn
 from tensorplay_export.errors import ConstraintsExceededError
 from tensorplay_export.nn import functional as F
-from tensorplay_export.unflatten import FlatArgsAdapter, InterpreterModule, UnflattenedModule, unflatten
+from tensorplay_export.program.unflatten import FlatArgsAdapter, InterpreterModule, UnflattenedModule, unflatten
 
 
 class Attn(nn.Module):

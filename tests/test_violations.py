@@ -11,10 +11,10 @@ import sympy
 import solver
 import tensorplay_export as tpe
 from tensorplay_export import violations
-from tensorplay_export.dynamic_shapes import Dim, _DerivedDim
+from tensorplay_export.specs.dims import Dim, _DerivedDim
 from tensorplay_export.errors import ConstraintViolationError, DataDependentError
 from tensorplay_export.records import DimInfo, GuardRecord, SourceLoc
-from tensorplay_export.refine import refine_dynamic_shapes_from_suggested_fixes as refine
+from tensorplay_export.specs.refine import refine_dynamic_shapes_from_suggested_fixes as refine
 
 pytestmark = pytest.mark.z3
 
@@ -459,7 +459,7 @@ def _load_case(name):
 def _contract_admits(model, spec, args, kwargs):
     """Whether the spec alone (ranges, relations, constants) admits these inputs."""
     from tensorplay_export import pytree
-    from tensorplay_export.spec_normalize import named_dim_infos, normalize_dynamic_shapes
+    from tensorplay_export.specs.normalize import named_dim_infos, normalize_dynamic_shapes
     from tensorplay_export.errors import ConstraintsExceededError
 
     try:
@@ -474,7 +474,7 @@ def _contract_admits(model, spec, args, kwargs):
 @pytest.mark.parametrize("case_name", sorted(_case_guards(*[sym(c) for c in "abcdef"])))
 def test_violation_case_spec_round_trip(case_name):
     from tensorplay_export import pytree
-    from tensorplay_export.spec_normalize import named_dim_infos, normalize_dynamic_shapes
+    from tensorplay_export.specs.normalize import named_dim_infos, normalize_dynamic_shapes
 
     case = _load_case(case_name)
     syms = {name: sym(name) for name in ("batch", "seq", "dx", "dy", "k", "n")}

@@ -32,7 +32,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..symbolic import SymInt, sym_float, sym_max, sym_min, sym_sqrt
+from .frames import is_user_function
+from .symbolic import SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -181,7 +182,7 @@ def refuse_random(what: str) -> None:
     if tracer is None or tracer.in_impl:
         return
     from ..errors import UnsupportedOpError
-    from ..shape_env import user_source
+    from .frames import user_source
 
     err = UnsupportedOpError(
         f"random numbers inside the model: {what} draws them, and an exported program cannot "
@@ -253,17 +254,6 @@ def _unpatch_random() -> None:
 
 
 # -- cloned functions ----------------------------------------------------------------------------
-_LIBRARY_MODULES = ("numpy", "sympy", "tensorplay_export.capture", "tensorplay_export.ops",
-                    "tensorplay_export.shape_env", "tensorplay_export.symbolic", "tensorplay_export.export")
-
-
-def _is_user_function(fn: Any) -> bool:
-    if not isinstance(fn, types.FunctionType):
-        return False
-    module = fn.__globals__.get("__name__", "") or ""
-    return not module.startswith(_LIBRARY_MODULES) and not module.startswith(("z3", "solver"))
-
-
 class GlobalsView(dict):
     """Globals of a cloned function: reads through to ``real`` and translates on read."""
 
@@ -327,7 +317,7 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
     orig_name = _BY_ORIGINAL.get(id(value))
     if orig_name is not None and value is _ORIGINALS[orig_name]:
         return _WRAPPERS[orig_name]
-    if _is_user_function(value):  # False for anything but a plain Python function
+    if is_user_function(value):  # False for anything but a plain Python function
         return clone_function(tracer, value)
     return value
 

@@ -15,7 +15,7 @@ import numpy as np
 import sympy
 
 from ..errors import CaptureError
-from ..graph import Graph, Node, map_arg, map_exprs
+from ..graph.ir import Graph, Node, map_arg, map_exprs
 from ..ops.registry import resolve_op
 
 

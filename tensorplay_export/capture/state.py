@@ -126,7 +126,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
 def _helper_methods(cls: type) -> list:
     """``(name, function)`` of the user-written helper methods of ``cls`` and its bases up to Module."""
     from ..nn.module import Module
-    from .patching import _is_user_function
+    from .frames import is_user_function
 
     out = []
     for base in cls.__mro__:
@@ -135,7 +135,7 @@ def _helper_methods(cls: type) -> list:
         for name, fn in vars(base).items():
             if name.startswith("__") or name == "forward":
                 continue
-            if isinstance(fn, types.FunctionType) and _is_user_function(fn):
+            if isinstance(fn, types.FunctionType) and is_user_function(fn):
                 out.append((name, fn))
     return out
 

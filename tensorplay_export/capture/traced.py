@@ -19,8 +19,8 @@ import numpy as np
 
 from ..errors import CaptureError, UnsupportedOpError
 from ..ops.registry import func_name, get_op, lookup_func, lookup_method
-from ..shape_env import user_source
-from ..symbolic import wrap_int
+from .frames import user_source
+from .symbolic import wrap_int
 
 _UFUNC_REDUCE = {"add": "numpy.sum", "multiply": "numpy.prod", "maximum": "numpy.max",
                  "minimum": "numpy.min", "logical_and": "numpy.all", "logical_or": "numpy.any"}

@@ -22,13 +22,14 @@ import numpy as np
 import sympy
 
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
-from ..graph import Graph, Node
+from ..graph.ir import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
-from ..shape_env import ShapeEnv, _is_library, user_source
-from ..symbolic import SymBool, SymFloat, SymInt
+from .frames import is_library_file, user_source
+from .shape_env import ShapeEnv
+from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 
 CURRENT: contextvars.ContextVar = contextvars.ContextVar("tpe_tracer", default=None)
@@ -47,7 +48,7 @@ class Tracer:
     """
 
     def __init__(self, env: ShapeEnv, graph: Optional[Graph] = None, draft: Any = None) -> None:
-        from .draft import DraftLog
+        from .draft_log import DraftLog
 
         self.env = env
         env.tracer = self
@@ -86,7 +87,7 @@ class Tracer:
             if frame.f_code is self._entry_code:
                 self.model_frame = user
                 return
-            if not _is_library(frame.f_code.co_filename):
+            if not is_library_file(frame.f_code.co_filename):
                 user = frame
             frame = frame.f_back
 
@@ -243,7 +244,7 @@ class Tracer:
         """The op a numpy function / ufunc dispatches to; in draft mode an opaque one if none."""
         op = lookup_func(func)
         if op is None and self.draft is not None:
-            from .draft import opaque_func
+            from .draft_log import opaque_func
 
             op = opaque_func(self, func, src)
         return op
@@ -252,7 +253,7 @@ class Tracer:
         """The op an ndarray method dispatches to; in draft mode an opaque one if none."""
         op = lookup_method(name)
         if op is None and self.draft is not None:
-            from .draft import opaque_method
+            from .draft_log import opaque_method
 
             op = opaque_method(self, name, src)
         return op
@@ -264,7 +265,7 @@ class Tracer:
             DataDependentError: in export mode (and in draft mode for reads it cannot assume).
         """
         if self.draft is not None:
-            from .draft import VALUE_READS, assume_value
+            from .draft_log import VALUE_READS, assume_value
 
             if name in VALUE_READS:
                 return assume_value(self, traced, name, src)

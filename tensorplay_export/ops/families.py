@@ -1,23 +1,12 @@
-"""Imports every op family module so that each registers its ops (loaded lazily by the registry)."""
+"""Imports every op family module so that each registers its ops (loaded lazily by the registry).
+
+nn.functional's composite ops are registered by the nn package, which capture imports: ops never imports nn.
+"""
 from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc")
-
-# nn.functional composites register their own rules (owned by the nn package).
-EXTERNAL = ("tensorplay_export.nn._composites",)
+FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks")
 
 for _name in FAMILIES:
-    try:
-        importlib.import_module(f"{__package__}.{_name}")
-    except ModuleNotFoundError as err:  # a family not written yet must not break the others
-        if err.name != f"{__package__}.{_name}":
-            raise
-
-for _name in EXTERNAL:
-    try:
-        importlib.import_module(_name)
-    except ModuleNotFoundError as err:
-        if err.name != _name:
-            raise
+    importlib.import_module(f"{__package__}.{_name}")

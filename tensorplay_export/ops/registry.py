@@ -52,7 +52,7 @@ Conventions for adding an op (read before writing one):
   every size it sees pinned to the example's).  Such ops live in a per-capture
   overlay, a plain ``dict[str, OpDef]`` (``CaptureResult.op_table``): capture
   resolves names there first (:func:`resolve_op`), and the program built from
-  it runs them through ``GraphModule(graph, op_table=impl_table(overlay))``.
+  it runs them through ``GraphModule(graph, op_table=overlay)``.
   The registry itself is never changed after import, so concurrent captures and
   ``export`` never see another capture's overlay (a program using an overlay op
   cannot be serialized: its name is not in the opset).
@@ -63,7 +63,7 @@ Conventions for adding an op (read before writing one):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
 import sympy
@@ -83,6 +83,7 @@ class OpDef:
     methods: tuple = ()
     multi_output: bool = False
     doc: str = ""
+    side_effect: bool = False  # kept by dead-code elimination although nothing reads it (input checks)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -95,7 +96,8 @@ _BY_METHOD: dict[str, OpDef] = {}
 
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
-                methods: tuple = (), multi_output: bool = False, doc: str = "") -> OpDef:
+                methods: tuple = (), multi_output: bool = False, doc: str = "",
+                side_effect: bool = False) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -109,7 +111,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc)
+               multi_output, doc, side_effect)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op
@@ -159,24 +161,38 @@ def lookup_method(name: str) -> Optional[OpDef]:
     return _BY_METHOD.get(name)
 
 
-def resolve_op(name: str, overlay: Optional[Mapping[str, OpDef]] = None) -> OpDef:
-    """The op named ``name`` in ``overlay`` (a per-capture op table) or else in the registry.
+def resolve_op(name: str, overlay: Optional[Mapping[str, Any]] = None) -> OpDef:
+    """The op named ``name`` in ``overlay`` (a per-capture or per-program op table) or else in the registry.
+
+    This is the one name -> op rule: capture, the Interpreter, generated code and
+    unflatten all resolve through it.  An overlay maps names to :class:`OpDef`
+    (draft's opaque ops), or to a plain callable that replaces the op's
+    implementation when a graph runs (a hand-built :class:`GraphModule`, a
+    benchmark's timed checks); such an op keeps the registered shape rule, if any.
 
     Raises:
         UnsupportedOpError: neither has it.
     """
-    if overlay is not None:
+    if overlay:
         hit = overlay.get(name)
-        if hit is not None:
+        if isinstance(hit, OpDef):
             return hit
+        if hit is not None:
+            base = _OPS.get(name)
+            if base is not None:
+                return replace(base, impl=hit)
+            return OpDef(name, hit, _no_shape_rule, doc="an op table's implementation (runs graphs only)")
     return get_op(name)
 
 
-def impl_table(overlay: Optional[Mapping[str, OpDef]]) -> Optional[dict[str, Callable[..., Any]]]:
-    """``name -> impl`` of an overlay, as ``GraphModule(op_table=...)`` takes it (None when empty)."""
-    if not overlay:
-        return None
-    return {name: op.impl for name, op in overlay.items()}
+def _no_shape_rule(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+    raise UnsupportedOpError("an op table's plain callable has no shape rule; register the op to capture it")
+
+
+def has_side_effect(name: str) -> bool:
+    """Whether the registered op ``name`` runs for its effect (an input check): dead-code elimination keeps it."""
+    op = _OPS.get(name)
+    return op is not None and op.side_effect
 
 
 OPAQUE_PREFIX = "tpe.opaque."

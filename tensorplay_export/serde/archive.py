@@ -134,7 +134,7 @@ class Runner:
     """
 
     def __init__(self, program: Any, num_runners: int = 1, run_single_threaded: bool = False) -> None:
-        from ..program import ExportedModule
+        from ..program.exported import ExportedModule
 
         self.program = program
         self.num_runners = num_runners

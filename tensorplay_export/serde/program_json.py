@@ -25,7 +25,7 @@ import numpy as np
 import sympy
 
 from ..errors import ArchiveError
-from ..graph import Node
+from ..graph.ir import Node
 from ..records import ValueRange
 from .exprs import encode_expr
 from .jsonio import dumps

@@ -17,7 +17,7 @@ import numpy as np
 import sympy
 
 from ..errors import ArchiveError, UnsupportedOpError
-from ..graph import OPCODES, Graph, Node
+from ..graph.ir import OPCODES, Graph, Node
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -93,8 +93,8 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         state_dict / constants: fqn -> array overrides (``deserialize(..., state_dict=...)``).
         example_inputs: override of the example inputs (``{"args", "kwargs"}`` or ``(args, kwargs)``).
     """
-    from ..codegen import GraphModule
-    from ..program import ExportedProgram
+    from ..graph.codegen import GraphModule
+    from ..program.exported import ExportedProgram
 
     weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
     consts_tab = _table(doc["constants"], member, "constants", {"constant", "graph_constant"})
@@ -139,7 +139,6 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 # -- graph ----------------------------------------------------------------------------
 
 def _resolve_target(target: str, member: str, node: str) -> None:
-    from .. import runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
     from ..ops.registry import get_op
 
     try:
@@ -236,7 +235,7 @@ def _check_dict_keys(value: Any, member: str, node: str) -> None:
 # -- records ----------------------------------------------------------------------------
 
 def _argument(data: Any, member: str) -> Any:
-    from .. import signature as S
+    from ..program import signature as S
 
     if not isinstance(data, dict) or data.get("k") not in _ARG_KINDS:
         fail(member, f"malformed argument record {data!r:.100}")
@@ -262,7 +261,7 @@ def _enum(cls: Any, name: Any, member: str, what: str) -> Any:
 
 
 def _signature(data: Any, member: str) -> Any:
-    from .. import signature as S
+    from ..program import signature as S
 
     get_dict(data, member, "signature", {"inputs", "outputs"})
     inputs, outputs = [], []
@@ -301,7 +300,7 @@ def _ranges(data: Any, member: str) -> dict:
 
 
 def _equalities(data: Any, member: str) -> list:
-    from ..dynamic_shapes import EqualityConstraint
+    from ..specs.dims import EqualityConstraint
 
     out = []
     for raw in get_list(data, member, "equality_constraints"):
@@ -329,7 +328,7 @@ def _treespec(data: Any, member: str) -> Any:
 
 
 def _call_graph(data: Any, member: str) -> list:
-    from ..signature import ModuleCallEntry, ModuleCallSignature
+    from ..program.signature import ModuleCallEntry, ModuleCallSignature
 
     out = []
     for raw in get_list(data, member, "module_call_graph"):

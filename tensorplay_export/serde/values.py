@@ -168,7 +168,7 @@ def _encode_dim(value: Any) -> dict | None:
     kind = type(value).__name__
     if kind not in ("Dim", "_DerivedDim", "_DimHint"):
         return None
-    from .. import dynamic_shapes as ds
+    from ..specs import dims as ds
 
     if type(value) is ds.Dim:
         return {"k": "Dim", "name": value.name, "min": value.min, "max": value.max}
@@ -322,7 +322,7 @@ def _dec_array(dec: Decoder, o: dict, d: int) -> np.ndarray:
 
 
 def _dec_dim(dec: Decoder, o: dict, d: int) -> Any:
-    from .. import dynamic_shapes as ds
+    from ..specs import dims as ds
 
     kind = o["k"]
     try:

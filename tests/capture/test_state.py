@@ -5,7 +5,7 @@ import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
 from tensorplay_export.capture.state import ModuleCalls, lift_module_state, make_call_hook
 from tensorplay_export.capture.tracer import Tracer
-from tensorplay_export.shape_env import ShapeEnv
+from tensorplay_export.capture.shape_env import ShapeEnv
 
 SCALE = np.float32(0.5) * np.ones(4, np.float32)
 

@@ -7,7 +7,7 @@ from tensorplay_export import Dim
 from tensorplay_export.capture.tracer import Tracer
 from tensorplay_export.errors import ConstraintViolationError
 from tensorplay_export.ops.registry import ArrayInfo
-from tensorplay_export.shape_env import ShapeEnv
+from tensorplay_export.capture.shape_env import ShapeEnv
 
 IDX = np.array([0, 3])          # a module global: lifted lazily as c_IDX
 SPEC = {"x": {0: Dim("n", min=1, max=50)}}
@@ -61,7 +61,7 @@ def _walks(tracer, value):
 def test_one_walk_gives_the_three_views_of_the_separate_walks():
     import sympy
 
-    from tensorplay_export.symbolic import SymBool, SymFloat, SymInt
+    from tensorplay_export.capture.symbolic import SymBool, SymFloat, SymInt
 
     tracer = _tracer()
     n = tracer.env.create_symbol("n", 1, 64, 5, "named")

@@ -1,6 +1,6 @@
 """Layers on dynamic sizes: export each with dynamic dims, then run the program at other sizes.
 
-Skipped until ``tensorplay_export.export`` exists. Each case exports on one example
+Each case exports on one example
 size and compares ``ep.module()`` with eager execution at several admitted sizes
 (including 1), so every layer is checked on static and dynamic sizes.
 """
@@ -12,10 +12,8 @@ import tensorplay_export as tpe
 from tensorplay_export import nn
 from tensorplay_export.nn import functional as F
 
-if not hasattr(tpe, "export"):
-    pytest.skip("tensorplay_export.export has not landed yet", allow_module_level=True)
 
-from examples import gpt  # noqa: E402
+from examples import gpt
 
 RNG = np.random.default_rng(0)
 

@@ -2,7 +2,7 @@
 import sympy
 
 from tensorplay_export.ops.ctx import ShapeCtx
-from tensorplay_export.shape_env import ShapeEnv
+from tensorplay_export.capture.shape_env import ShapeEnv
 
 
 def _ctx():

@@ -248,7 +248,7 @@ def spec_has_auto(spec: dict) -> bool:
 
 def spec_admits(spec: dict, example: dict, inputs: dict) -> bool:
     """Does a spec without AUTO dims admit these input shapes? ``example``: input -> example shape."""
-    from tensorplay_export.dynamic_shapes import _DerivedDim
+    from tensorplay_export.specs.dims import _DerivedDim
 
     roots: dict[str, int] = {}
     for name, arr in inputs.items():

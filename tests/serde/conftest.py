@@ -10,11 +10,11 @@ import sympy
 
 import tensorplay_export as tpe
 from tensorplay_export import nn
-from tensorplay_export.codegen import GraphModule
-from tensorplay_export.graph import Graph
-from tensorplay_export.program import ExportedProgram, signature_from_graph
+from tensorplay_export.graph.codegen import GraphModule
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.program.exported import ExportedProgram, signature_from_graph
 from tensorplay_export.records import ValueRange
-from tensorplay_export.signature import InputKind
+from tensorplay_export.program.signature import InputKind
 
 TABLE = np.linspace(0.0, 1.0, 64 * 8, dtype=np.float32).reshape(64, 8)
 

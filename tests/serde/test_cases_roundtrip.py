@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tensorplay_export as tpe
-from tensorplay_export.graph import iter_exprs
+from tensorplay_export.graph.ir import iter_exprs
 
 CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
 FILES = sorted(CASES.glob("case_*.py")) if CASES.is_dir() else []

@@ -14,12 +14,12 @@ import pytest
 import sympy
 
 import tensorplay_export as tpe
-from tensorplay_export.codegen import GraphModule
-from tensorplay_export.graph import Graph
-from tensorplay_export.program import ExportedProgram, signature_from_graph
+from tensorplay_export.graph.codegen import GraphModule
+from tensorplay_export.graph.ir import Graph
+from tensorplay_export.program.exported import ExportedProgram, signature_from_graph
 from tensorplay_export.records import ValueRange
-import tensorplay_export.runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
-from tensorplay_export.signature import InputKind
+import tensorplay_export.program.input_checks  # noqa: F401  (registers the tpe.check_* ops)
+from tensorplay_export.program.signature import InputKind
 
 FIXTURE_V1 = Path(__file__).parent.parent / "data" / "archive_v1.pt2"
 

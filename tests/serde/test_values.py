@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import sympy
 
-from tensorplay_export.dynamic_shapes import Dim
+from tensorplay_export.specs.dims import Dim
 from tensorplay_export.errors import ArchiveError
 from tensorplay_export.records import SourceLoc, ValueRange
 from tensorplay_export.serde.values import MAX_INLINE_BYTES, Decoder, Encoder, decode_range

@@ -36,17 +36,13 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from .codegen import pyexpr
-from .errors import ConstraintsExceededError
-from .graph import SIDE_EFFECT_TARGETS, Graph, Node
-from .records import ValueRange
+from ..graph.codegen import pyexpr
+from ..errors import ConstraintsExceededError
+from ..graph.ir import Graph, Node
+from ..records import ValueRange
+from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks", "InputDtypeError", "CHECK_OPS",
-           "check_input", "derived_root", "assert_range", "assert_dim", "assert_guard"]
-
-
-class InputDtypeError(TypeError):
-    """An input's dtype differs from the one the program was exported with."""
+__all__ = ["InputSite", "InputContract", "insert_input_checks"]
 
 
 @dataclass
@@ -79,142 +75,12 @@ class InputContract:
     names: dict = field(default_factory=dict)
 
 
-# -- the check ops (run in generated code; registered as "tpe.<name>") ----------
-
-def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], shape_text: str) -> Any:
-    """Check rank, static sizes (``static[i]`` int; None = dynamic) and dtype; returns ``x``.
-
-    Raises:
-        ConstraintsExceededError: not an array, wrong rank, or a static size differs.
-        InputDtypeError: dtype differs.
-    """
-    shape = getattr(x, "shape", None)
-    if shape is None:
-        raise ConstraintsExceededError(
-            f"{path} must be an array of shape {shape_text}, got {type(x).__name__}")
-    if len(shape) != len(static):
-        raise ConstraintsExceededError(
-            f"{path} has rank {len(shape)} (shape {tuple(shape)}), but the contract expects rank "
-            f"{len(static)}: {shape_text}")
-    for axis, want in enumerate(static):
-        if want is not None and shape[axis] != want:
-            raise ConstraintsExceededError(
-                f"{path}.shape[{axis}] = {shape[axis]} must be {want} (static in {shape_text})")
-    if dtype is not None and x.dtype != dtype:
-        raise InputDtypeError(f"{path} has dtype {x.dtype}, but the program expects {dtype}; "
-                              f"cast it first, e.g. {path}.astype(np.{dtype})")
-    return x
-
-
-def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Optional[int],
-                 expr_text: str, root: str) -> int:
-    """Bind root ``r`` from ``x.shape[axis] == k*r + c``; check divisibility and ``lo <= r <= hi``.
-
-    Raises:
-        ConstraintsExceededError: the size is not ``k*r + c`` for an integer ``r`` in range.
-    """
-    size = x.shape[axis]
-    r, rem = divmod(size - c, k)
-    if rem:
-        what = "it" if c == 0 else (f"size - {c}" if c > 0 else f"size + {-c}")
-        raise ConstraintsExceededError(
-            f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
-            f"({what} must be divisible by {k})")
-    if r < lo or (hi is not None and r > hi):
-        raise ConstraintsExceededError(
-            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in "
-            f"[{lo}, {'inf' if hi is None else hi}]")
-    return r
-
-
-def assert_range(value: int, lo: int, hi: Optional[int], where: str, name: str) -> None:
-    """``lo <= value <= hi`` (``hi`` None: unbounded).
-
-    Raises:
-        ConstraintsExceededError: ``x.shape[1] = 513 is outside seq in [1, 512]``.
-    """
-    if value < lo or (hi is not None and value > hi):
-        raise ConstraintsExceededError(
-            f"{where} = {value} is outside {name} in [{lo}, {'inf' if hi is None else hi}]")
-
-
-def assert_dim(x: Any, path: str, axis: int, expected: int, what: str, detail: str) -> None:
-    """``x.shape[axis] == expected``.
-
-    Raises:
-        ConstraintsExceededError: ``y.shape[0] = 7 must equal x.shape[0] = 8 (dim dx)``.
-    """
-    got = x.shape[axis]
-    if got != expected:
-        raise ConstraintsExceededError(
-            f"{path}.shape[{axis}] = {got} must equal {what} = {expected} ({detail})")
-
-
-def assert_guard(ok: bool, where: str, value: int, text: str, names: tuple, values: tuple) -> None:
-    """An extra relation over root sizes holds.
-
-    Raises:
-        ConstraintsExceededError: ``x.shape[0] = 6 violates 2*cols == rows (cols = 4, rows = 6)``.
-    """
-    if not ok:
-        shown = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
-        raise ConstraintsExceededError(f"{where} = {value} violates {text} ({shown})")
-
-
-CHECK_OPS = {
-    "tpe.check_input": check_input,
-    "tpe.derived_root": derived_root,
-    "tpe.assert_range": assert_range,
-    "tpe.assert_dim": assert_dim,
-    "tpe.assert_guard": assert_guard,
-}
-
-
-SIDE_EFFECT_TARGETS.update(CHECK_OPS)
-
-
-def _register_with_registry() -> None:
-    """Make the check ops resolvable by name through the op registry (serialization)."""
-    try:
-        from .ops import registry
-    except ImportError:  # registry not present: codegen resolves CHECK_OPS directly
-        return
-    rules = {
-        "tpe.check_input": lambda ctx, x, *a, **k: x.shape,
-        "tpe.derived_root": lambda ctx, *a, **k: (),
-        "tpe.assert_range": lambda ctx, *a, **k: (),
-        "tpe.assert_dim": lambda ctx, *a, **k: (),
-        "tpe.assert_guard": lambda ctx, *a, **k: (),
-    }
-    for name, impl in CHECK_OPS.items():
-        if name not in registry._OPS:
-            registry.register_op(name, impl, rules[name], doc=(impl.__doc__ or "").split("\n")[0])
-
-
-_register_with_registry()
-
-
 # -- inserting the checks ----------------------------------------------------------
 
 def _display(expr: sympy.Basic, names: dict) -> str:
     """Readable text of an expression over display names (``2*cols == rows``)."""
     syms = {s: names.get(s, s.name) for s in expr.free_symbols}
     return pyexpr(expr, syms).replace(" * ", "*")
-
-
-def _affine(expr: sympy.Expr) -> Optional[tuple[sympy.Symbol, int, int]]:
-    """``k*r + c`` with integer ``k >= 1`` and ``c`` -> ``(r, k, c)``; else None."""
-    syms = expr.free_symbols
-    if len(syms) != 1:
-        return None
-    (r,) = syms
-    poly = sympy.Poly(expr, r) if expr.is_polynomial(r) else None
-    if poly is None or poly.degree() != 1:
-        return None
-    k, c = poly.all_coeffs()
-    if not (k.is_Integer and c.is_Integer and k >= 1):
-        return None
-    return r, int(k), int(c)
 
 
 def _bound(value: Any) -> Optional[int]:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import sympy
 
-from ..graph import Graph, Node, map_arg, map_exprs
+from ...graph.ir import Graph, Node, map_arg, map_exprs
 
 __all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
 
@@ -43,7 +43,7 @@ class DecompSession:
             example inputs with its lifted state).
         ranges: ``sympy.Symbol -> ValueRange`` of the program.
         user_inputs: placeholder names of the user inputs (lifted constants go before them).
-        op_table: the program's op overlay (``name -> callable``, e.g. a draft program's
+        op_table: the program's op overlay (``name -> OpDef``, e.g. a draft program's
             opaque ops), looked up before the registry when the graph runs.
 
     The graph is run once on ``flat_inputs`` (lazily, at the first traced
@@ -64,7 +64,7 @@ class DecompSession:
 
     # -- example values -------------------------------------------------------
     def _run(self) -> None:
-        from ..interpreter import Interpreter
+        from ...graph.interpreter import Interpreter
 
         if self._flat_inputs is None:
             raise DecompositionError(
@@ -90,11 +90,11 @@ class DecompSession:
             self._run()
         if node in self._values:
             return self._values[node]
-        from ..codegen import resolve_op
+        from ...ops.registry import resolve_op
 
         args = map_exprs(map_arg(node.args, self.value), self._concrete)
         kwargs = map_exprs(map_arg(node.kwargs, self.value), self._concrete)
-        out = resolve_op(node.target, self.op_table)(*args, **kwargs)
+        out = resolve_op(node.target, self.op_table).impl(*args, **kwargs)
         self._values[node] = out
         for axis, sym in (node.meta.get("bind") or {}).items():
             self._hints.setdefault(sym, int(out if axis is None else np.shape(out)[axis]))
@@ -123,8 +123,8 @@ class DecompSession:
     def _make_tracer(self) -> None:
         from solver import ShapeSolver
 
-        from ..capture.tracer import Tracer
-        from ..shape_env import ShapeEnv
+        from ...capture.tracer import Tracer
+        from ...capture.shape_env import ShapeEnv
 
         if self._values is None:
             self._run()
@@ -162,10 +162,10 @@ class DecompSession:
                 contract does not imply, lifts an array constant, or returns something
                 whose shape or dtype differs from ``node``'s.
         """
-        from ..capture.patching import patch_numpy, unpatch_numpy
-        from ..capture.traced import TracedArray
-        from ..capture.tracer import CURRENT
-        from ..symbolic import SymBool, SymFloat, wrap_int
+        from ...capture.patching import patch_numpy, unpatch_numpy
+        from ...capture.traced import TracedArray
+        from ...capture.tracer import CURRENT
+        from ...capture.symbolic import SymBool, SymFloat, wrap_int
 
         tracer = self.tracer
         env = self._env

@@ -124,10 +124,12 @@ def cmd_check(opts: argparse.Namespace) -> int:
 
 
 def cmd_export(opts: argparse.Namespace) -> int:
-    from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-                         UnsupportedOpError)
-    from .export import export
-    from .serde import save
+    from ..errors import (
+        CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
+        UnsupportedOpError,
+    )
+    from ..export import export
+    from ..serde import save
 
     _writable_output(opts.output)  # before the (slow) export: a bad path is a usage error
     model, args, kwargs, spec = load_target(opts.target)
@@ -182,7 +184,7 @@ def cmd_diff(opts: argparse.Namespace) -> int:
 
 
 def cmd_show(opts: argparse.Namespace) -> int:
-    from .serde import load
+    from ..serde import load
 
     ep = load(_file(opts.archive))
     con = _console()

@@ -42,7 +42,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import sympy
 
-from .graph import Node, map_arg, map_exprs
+from ..graph.ir import Node, map_arg, map_exprs
 
 __all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"]
 
@@ -238,7 +238,7 @@ class UnflattenedModule(InterpreterModule):
 
     # -- the root call ------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from .pytree import tree_flatten, tree_unflatten
+        from ..pytree import tree_flatten, tree_unflatten
 
         root = self._ep.module_call_graph[0].signature if self._ep.module_call_graph else None
         target_spec = getattr(root, "in_spec", None)
@@ -325,7 +325,7 @@ class UnflattenedModule(InterpreterModule):
         sig = self._signatures.get(fqn, {}).get(0)
         out_spec = None
         if sig is not None and getattr(sig, "in_spec", None) is not None:
-            from .pytree import tree_flatten
+            from ..pytree import tree_flatten
 
             leaves, spec = tree_flatten((tuple(args), dict(kwargs)))
             if spec != sig.in_spec:
@@ -356,7 +356,7 @@ class UnflattenedModule(InterpreterModule):
         results = _run_nodes(fqn, nodes, env, external, getattr(self._ep.graph_module, "op_table", None))
         values = [o.value if isinstance(o, _Const) else results[o] for o in outputs]
         if out_spec is not None:
-            from .pytree import tree_unflatten
+            from ..pytree import tree_unflatten
 
             return tree_unflatten(values, out_spec)
         return values[0] if len(values) == 1 else tuple(values)
@@ -396,7 +396,7 @@ def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_
 
     ``op_table``: the program's op overrides (``GraphModule.op_table``), e.g. draft's opaque ops.
     """
-    from .codegen import resolve_op
+    from ..ops.registry import resolve_op
 
     symbols: dict[sympy.Symbol, int] = {}
     for node in external:
@@ -435,7 +435,7 @@ def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_
     for node in nodes:
         args = map_exprs(map_arg(node.args, env.__getitem__), concrete)
         kwargs = map_exprs(map_arg(node.kwargs, env.__getitem__), concrete)
-        value = resolve_op(node.target, op_table)(*args, **kwargs)
+        value = resolve_op(node.target, op_table).impl(*args, **kwargs)
         env[node] = value
         for axis, sym in (node.meta.get("bind") or {}).items():
             symbols.setdefault(sym, int(value if axis is None else np.shape(value)[axis]))
@@ -462,7 +462,7 @@ def unflatten(module: Any, flat_args_adapter: Optional[FlatArgsAdapter] = None,
         TypeError: ``module`` is not an ExportedProgram-like object or the adapter is not a FlatArgsAdapter.
         KeyError: an entry of ``preserve_ops`` names no registered op.
     """
-    from .decomp import canonical_target
+    from .decompositions.table import canonical_target
 
     if not hasattr(module, "graph_signature") or not hasattr(module, "module"):
         raise TypeError(f"unflatten takes an ExportedProgram, got {type(module).__name__}")

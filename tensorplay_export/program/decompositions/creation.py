@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..symbolic import sym_max
+from ...capture.symbolic import sym_max
 
 __all__ = ["DECOMPOSITIONS", "linspace", "tri", "tril", "triu"]
 

@@ -59,7 +59,7 @@ def shown_fix(f: Any) -> Any:
     even when a fix line for another guard names the same dims (that line does
     not fix this guard).
     """
-    from .violations import UNFIXABLE_MARK
+    from ..violations import UNFIXABLE_MARK
 
     if f.kind == "constraint_violation" and any(ln.strip().startswith(UNFIXABLE_MARK)
                                                 for ln in (f.message or "").splitlines()):
@@ -69,7 +69,7 @@ def shown_fix(f: Any) -> Any:
 
 def _no_fixes_line(report: Any) -> Any:
     """The closing line of a report with violations but no fix line (refine quotes it), else None."""
-    from .violations import NO_FIXES_LINE
+    from ..violations import NO_FIXES_LINE
 
     if report.fixes or not any(f.kind == "constraint_violation" for f in report.failures):
         return None

@@ -30,11 +30,13 @@ from typing import Any, Optional
 
 import numpy as np
 
-from . import pytree
-from .dynamic_shapes import (AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection,
-                             _affine_text, _DerivedDim)
-from .errors import ConstraintsExceededError
-from .records import DimInfo
+from .. import pytree
+from .dims import (
+    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
+)
+from ..errors import ConstraintsExceededError
+from ..records import DimInfo
+from .binding import _bind_inputs, input_leaf_paths, signature_target
 
 __all__ = [
     "LeafSpec", "normalize_dynamic_shapes", "input_leaf_paths", "collect_dims", "equality_constraints_from",
@@ -62,108 +64,6 @@ class LeafSpec:
                 out.append(Constraint(self.path, axis, d.name, d.min, d.max,
                                       root=d.root.name, scale=d.scale, offset=d.offset))
         return out
-
-
-# --- binding inputs to names --------------------------------------------------------------
-
-def _signature_target(model: Any) -> Any:
-    forward = getattr(model, "forward", None)
-    if forward is not None and callable(forward) and not inspect.isfunction(model):
-        return forward
-    return model
-
-
-@dataclass(frozen=True)
-class _TopInput:
-    """One top-level input: its printed path, the parameter it binds to, and its value."""
-
-    path: str
-    param: Optional[str]    # the named parameter, or None for a *args/**kwargs item
-    group: Optional[str]    # the *args / **kwargs parameter name for such items
-    key: Any                # index into *args or key into **kwargs
-    value: Any
-
-
-def _bind_inputs(model: Any, args: tuple, kwargs: dict) -> list[_TopInput]:
-    """Top-level inputs in ``tree_flatten((args, kwargs))`` order with their names."""
-    try:
-        sig = inspect.signature(_signature_target(model))
-    except (TypeError, ValueError):
-        sig = None
-    params = list(sig.parameters.values()) if sig is not None else []
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    var_pos = next((p.name for p in params if p.kind == p.VAR_POSITIONAL), None)
-    var_kw = next((p.name for p in params if p.kind == p.VAR_KEYWORD), None)
-    named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if sig is not None:
-        try:
-            sig.bind(*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}") from None
-    out: list[_TopInput] = []
-    for i, value in enumerate(args):
-        if sig is None:
-            out.append(_TopInput(f"args[{i}]", None, "args", i, value))
-        elif i < len(positional):
-            name = positional[i].name
-            out.append(_TopInput(name, name, None, None, value))
-        else:
-            j = i - len(positional)
-            out.append(_TopInput(f"{var_pos}[{j}]", None, var_pos, j, value))
-    for key, value in kwargs.items():
-        if sig is None or key in named:
-            out.append(_TopInput(key, key, None, None, value))
-        else:
-            out.append(_TopInput(f"{var_kw}[{key!r}]", None, var_kw, key, value))
-    return out
-
-
-def input_leaf_paths(model: Any, args: tuple, kwargs: Optional[dict] = None) -> list[str]:
-    """The path of every leaf of ``tree_flatten((args, kwargs))``: ``"x"``, ``"extras['scale']"``, ``"args[1]"``."""
-    out = []
-    for top in _bind_inputs(model, tuple(args), dict(kwargs or {})):
-        out += [p for p, _ in pytree.tree_leaves_with_path(top.value, top.path)]
-    return out
-
-
-def _spec_by_argument(model: Any, args: tuple, kwargs: dict, leaf_specs: list) -> dict:
-    """A dict-by-argument-name spec from one spec per leaf of ``tree_flatten((args, kwargs))``.
-
-    Containers are rebuilt as dicts/tuples/lists (dataclasses as dicts by field);
-    ``*args`` items are grouped into a tuple and ``**kwargs`` items into a dict
-    under the parameter's name.
-    """
-    it = iter(leaf_specs)
-    spec: dict[str, Any] = {}
-    for top in _bind_inputs(model, args, kwargs):
-        _, tree = pytree.tree_flatten(top.value)
-        sub = _rebuild_spec(tree, [next(it) for _ in range(tree.num_leaves)])
-        if top.param is not None:
-            spec[top.param] = sub
-        elif isinstance(top.key, int):
-            spec[top.group] = tuple(spec.get(top.group, ())) + (sub,)
-        else:
-            spec.setdefault(top.group, {})[top.key] = sub
-    return spec
-
-
-def _rebuild_spec(tree: pytree.TreeSpec, leaf_specs: list) -> Any:
-    """A spec shaped like ``tree`` (dicts/tuples/lists; dataclasses as dicts by field)."""
-    it = iter(leaf_specs)
-
-    def build(t: pytree.TreeSpec) -> Any:
-        if t.is_leaf():
-            return next(it)
-        if t.kind == "None":
-            return None
-        inner = [build(c) for c in t.children]
-        if t.kind == "tuple":
-            return tuple(inner)
-        if t.kind == "list":
-            return inner
-        return dict(zip(t.context, inner))
-
-    return build(tree)
 
 
 # --- normalize ----------------------------------------------------------------------------
@@ -217,7 +117,7 @@ def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
 
 def _param_names(model: Any) -> set[str]:
     try:
-        return set(inspect.signature(_signature_target(model)).parameters)
+        return set(inspect.signature(signature_target(model)).parameters)
     except (TypeError, ValueError):
         return set()
 

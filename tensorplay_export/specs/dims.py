@@ -6,8 +6,8 @@ forms (``2*dx + 1``), the ``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC`` hints,
 :func:`dims`, the :class:`Constraint` / :class:`EqualityConstraint` records, and
 the whole-spec containers :class:`ShapesCollection` and :class:`AdditionalInputs`.
 Matching a spec against the example inputs (one ``LeafSpec`` per array leaf) is
-:mod:`tensorplay_export.spec_normalize`, which imports this module; this module
-imports it only lazily, inside the container methods that bind inputs to names.
+:mod:`tensorplay_export.specs.normalize`, which imports this module; binding
+inputs to argument names is :mod:`tensorplay_export.specs.binding`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from . import pytree
+from .. import pytree
+from .binding import input_leaf_paths, spec_by_argument
 
 __all__ = [
     "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
@@ -330,8 +331,6 @@ class ShapesCollection:
         Raises:
             ValueError: an array in the collection is not among the inputs.
         """
-        from .spec_normalize import _spec_by_argument
-
         kwargs = dict(kwargs or {})
         used: set[int] = set()
         leaf_specs = []
@@ -340,7 +339,7 @@ class ShapesCollection:
             if entry is not None:
                 used.add(id(leaf))
             leaf_specs.append(None if entry is None else entry[1])
-        spec = _spec_by_argument(model, tuple(args), kwargs, leaf_specs)
+        spec = spec_by_argument(model, tuple(args), kwargs, leaf_specs)
         unused = [a for key, (a, _) in self._specs.items() if key not in used]
         if unused:
             shapes = ", ".join(str(tuple(a.shape)) for a in unused)
@@ -377,8 +376,6 @@ class AdditionalInputs:
         Raises:
             ValueError: no example set was added, or the sets differ in structure or rank.
         """
-        from .spec_normalize import _spec_by_argument, input_leaf_paths
-
         if not self._examples:
             raise ValueError("AdditionalInputs has no example sets; call .add(args, kwargs) first")
         kwargs = dict(kwargs or {})
@@ -400,7 +397,7 @@ class AdditionalInputs:
                     varies[i] |= {ax for ax in range(base.ndim) if leaf.shape[ax] != base.shape[ax]}
         leaf_specs = [({ax: Dim.DYNAMIC for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else None
                       for leaf, v in zip(base_leaves, varies)]
-        return _spec_by_argument(model, tuple(args), kwargs, leaf_specs)
+        return spec_by_argument(model, tuple(args), kwargs, leaf_specs)
 
     def verify(self, ep: Any) -> None:
         """Run ``ep.module()`` on every added set; the program must admit them all.

@@ -12,10 +12,10 @@ from typing import Any, Callable, Optional
 
 import sympy
 
-from .codegen import pyexpr, resolve_op
-from .errors import ConstraintsExceededError
-from .graph import Graph, Node, map_arg, map_exprs
-from .runtime_checks import InputDtypeError
+from .codegen import pyexpr
+from ..errors import ConstraintsExceededError, InputDtypeError
+from ..ops.registry import resolve_op
+from .ir import Graph, Node, map_arg, map_exprs
 
 
 class Interpreter:
@@ -23,7 +23,7 @@ class Interpreter:
 
     Args:
         graph: the graph to run.
-        op_table: optional ``registry name -> callable`` overrides (as for GraphModule).
+        op_table: an op overlay, as for :class:`GraphModule`.
 
     ``run(*flat_inputs)`` returns the output list.  An exception raised while
     running a node is re-raised with ``While executing <node>`` appended
@@ -32,7 +32,7 @@ class Interpreter:
     their text is the user-facing contract message.
     """
 
-    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Callable]] = None) -> None:
+    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Any]] = None) -> None:
         self.graph = graph
         self.op_table = op_table
         self.env: dict[Node, Any] = {}
@@ -108,7 +108,7 @@ class Interpreter:
         return value
 
     def call_function(self, target: str, args: tuple, kwargs: dict) -> Any:
-        return resolve_op(target, self.op_table)(*args, **kwargs)
+        return resolve_op(target, self.op_table).impl(*args, **kwargs)
 
     def output(self, target: str, args: tuple, kwargs: dict) -> list:
         return list(args[0])

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..symbolic import sym_min
+from ...capture.symbolic import sym_min
 
 __all__ = ["DECOMPOSITIONS", "moveaxis", "array_split", "split"]
 

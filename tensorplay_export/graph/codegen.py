@@ -32,9 +32,10 @@ from typing import Any, Callable, Optional
 import numpy as np
 import sympy
 
-from .graph import _RESERVED, Graph, Namespace, Node, iter_exprs
+from ..ops.registry import resolve_op
+from .ir import _RESERVED, Graph, Namespace, Node, iter_exprs
 
-__all__ = ["pyexpr", "python_code", "GraphModule", "UnsupportedExpressionError", "resolve_op",
+__all__ = ["pyexpr", "python_code", "GraphModule", "UnsupportedExpressionError",
            "PythonCode"]
 
 
@@ -175,32 +176,6 @@ def _pr(e: sympy.Basic, names: Mapping[sympy.Symbol, str]) -> tuple[str, int]:
     raise UnsupportedExpressionError(
         f"cannot generate Python for {type(e).__name__} in {e}; supported: + - * integer powers, "
         "floor division, Mod, Min, Max, Abs, Piecewise, relations, And, Or, Not")
-
-
-# -- op resolution -------------------------------------------------------------
-
-def resolve_op(target: str, op_table: Optional[Mapping[str, Callable]] = None) -> Callable:
-    """The callable for registry name ``target``.
-
-    Looks in ``op_table`` first, then in the runtime-check ops
-    (``tpe.check_input``, ``tpe.assert_*``), then in the op registry.
-
-    Raises:
-        UnsupportedOpError: the name is nowhere (e.g. a program from a newer version).
-    """
-    if op_table is not None and target in op_table:
-        return op_table[target]
-    from . import runtime_checks
-
-    if target in runtime_checks.CHECK_OPS:
-        return runtime_checks.CHECK_OPS[target]
-    try:
-        from .ops.registry import get_op
-    except ImportError:  # registry not written yet: only explicit tables work
-        from .errors import UnsupportedOpError
-
-        raise UnsupportedOpError(f"unknown op {target!r}: no op_table entry and no op registry") from None
-    return get_op(target).impl
 
 
 # -- source generation ----------------------------------------------------------
@@ -485,8 +460,9 @@ class GraphModule:
 
     Args:
         graph: the graph to run.
-        op_table: optional ``registry name -> callable`` overrides; names not in
-            it are resolved through the op registry (lazily imported).
+        op_table: an op overlay, ``registry name -> OpDef`` (e.g. draft's opaque
+            ops) or ``-> callable`` (replaces the implementation); other names are
+            resolved through the op registry (:func:`~tensorplay_export.ops.registry.resolve_op`).
         lint: run :meth:`Graph.lint` now (default).  Export passes False for
             the graphs capture builds through the Graph API (their invariants
             hold by construction) unless a debug flag asks for it; loaded and
@@ -502,7 +478,7 @@ class GraphModule:
     returns the output node's values as a list.  ``gm.code`` is the source.
     """
 
-    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Callable]] = None, *,
+    def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Any]] = None, *,
                  lint: bool = True, generate: bool = False) -> None:
         self.graph = graph
         self.op_table = op_table
@@ -522,7 +498,7 @@ class GraphModule:
     def _generate(self) -> PythonCode:
         if self._pycode is None:
             table = self.op_table
-            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table))
+            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl)
         return self._pycode
 
     def _compile(self) -> Callable:

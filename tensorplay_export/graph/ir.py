@@ -26,10 +26,6 @@ import sympy
 
 OPCODES = ("placeholder", "call_function", "output")
 
-# Targets called for their effect (runtime assertions): never removed as dead code.
-# runtime_checks.py adds its "tpe.*" check ops here.
-SIDE_EFFECT_TARGETS: set[str] = set()
-
 # Names generated code must never bind: keywords, builtins (pyexpr prints
 # min()/max()), the numpy module alias, the method receiver and codegen's helpers.
 _RESERVED = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"np", "self", "forward", "math_floor"}
@@ -439,14 +435,14 @@ class Graph:
     def eliminate_dead_code(self, is_impure: Optional[Callable[[Node], bool]] = None) -> bool:
         """Erase call_function nodes without users; True if any went.
 
-        Kept: nodes for which ``is_impure(node)`` is true, nodes that bind
-        symbols (``meta["bind"]``) and targets in ``SIDE_EFFECT_TARGETS``
-        (the runtime input checks).
+        Kept: nodes for which ``is_impure(node)`` is true and nodes that bind
+        symbols (``meta["bind"]``).  Programs pass the op registry's
+        side-effect flag (the runtime input checks) as ``is_impure``.
         """
         changed = False
         for node in reversed(self.nodes):
             if (node.op == "call_function" and not node.users and not node.meta.get("bind")
-                    and node.target not in SIDE_EFFECT_TARGETS and not (is_impure and is_impure(node))):
+                    and not (is_impure and is_impure(node))):
                 self.erase_node(node)
                 changed = True
         return changed

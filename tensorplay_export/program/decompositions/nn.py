@@ -17,7 +17,7 @@ __all__ = ["decompositions"]
 
 def decompositions() -> dict[str, Callable[..., Any]]:
     """Registry name -> numpy function of every op registered with a ``decomposition``."""
-    from ..ops.registry import all_ops
+    from ...ops.registry import all_ops
 
     return {name: op.decomposition for name, op in sorted(all_ops().items())
             if op.decomposition is not None}

@@ -27,7 +27,7 @@ import copy
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any, Callable, Iterator, Optional
 
-from .graph import Node
+from ...graph.ir import Node
 
 __all__ = ["CustomDecompTable", "default_decompositions", "canonical_target", "apply_decompositions",
            "run_decompositions"]
@@ -43,7 +43,7 @@ def canonical_target(key: Any) -> Optional[str]:
     method name or a short name (``"softmax"`` -> ``"tpe.nn.softmax"``).  Method
     forms map to the function form when numpy has one.
     """
-    from .ops.registry import OpDef, has_op, lookup_func, lookup_method
+    from ...ops.registry import OpDef, has_op, lookup_func, lookup_method
 
     name: Optional[str] = None
     if isinstance(key, str):
@@ -110,7 +110,7 @@ class CustomDecompTable(MutableMapping):
                  | None = None, *, defaults: bool = True) -> None:
         self._data: dict[str, Callable[..., Any]] = {}
         if defaults:
-            from .decompositions import builtin_builders
+            from . import builtin_builders
 
             self._data.update(builtin_builders())
         if entries is not None:
@@ -238,8 +238,8 @@ def _as_table(decomp_table: Any) -> dict[str, Callable[..., Any]]:
 
 def _flat_example_inputs(ep: Any) -> Optional[list]:
     """One value per placeholder: lifted state by target, user leaves in order; None if unknown."""
-    from .pytree import tree_flatten
-    from .signature import InputKind
+    from ...pytree import tree_flatten
+    from ..signature import InputKind
 
     example = ep.example_inputs or {}
     if "args" not in example and "kwargs" not in example:
@@ -281,16 +281,17 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
         DecompositionError: a builder failed or returned something other than Nodes.
         RuntimeError: the rewritten graph does not lint, or the rewrites never settle.
     """
-    from .codegen import GraphModule
-    from .decompositions import SESSION, DecompositionError, DecompSession
-    from .program import ExportedProgram
+    from ...graph.codegen import GraphModule
+    from . import SESSION, DecompositionError, DecompSession
+    from ..build import eliminate_dead_code
+    from ..exported import ExportedProgram
 
     entries = _as_table(decomp_table)
     graph, _ = ep.graph.copy()
     graph.lint()
     signature = ep.graph_signature.clone()
     call_graph = copy.deepcopy(ep.module_call_graph)
-    from .signature import InputKind, InputSpec, TensorArgument
+    from ..signature import InputKind, InputSpec, TensorArgument
 
     user_inputs = {getattr(s.arg, "name", None) for s in signature.input_specs if s.kind == InputKind.USER_INPUT}
     # the capture's op overlay (draft programs' opaque ops): the session runs the graph with it,
@@ -323,7 +324,7 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
                                f"producing {left}")
     finally:
         SESSION.reset(token)
-    graph.eliminate_dead_code(is_impure=lambda n: bool(n.meta.get("bind")))
+    eliminate_dead_code(graph)
     graph.lint()
     # Arrays builders made from Python data are lifted constants, like export's.
     constants = dict(ep.constants)
@@ -352,9 +353,6 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
                           range_constraints=dict(ep.range_constraints),
                           equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
                           state_dict=ep.state_dict, constants=constants)
-    from .export import mark_opaque
-
-    mark_opaque(out, graph, op_table)  # draft programs' opaque ops survive decomposition
     return out
 
 

@@ -24,60 +24,14 @@ Guards are deduplicated by their canonical expression.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
 from typing import Any, Optional
 
 import sympy
 
-from .errors import CaptureError, DataDependentError
-from .records import GuardRecord, SourceLoc
-
-_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
-# Package folders whose frames count as model code.  tensorplay_export/nn is library code: a guard
-# raised inside a layer or functional points at the user's call (``self.conv(x)``,
-# ``F.max_pool2d(x, 2)``), not at nn's own lines; examples/ (outside the package) is user code.
-_USER_SUBDIRS = (os.path.join(_PKG_DIR, "examples") + os.sep,)
-_SKIP_PREFIXES: tuple[str, ...] = ()
-_FRAME_CACHE: dict[str, bool] = {}
-
-
-def _skip_dirs() -> tuple[str, ...]:
-    global _SKIP_PREFIXES
-    if not _SKIP_PREFIXES:
-        import numpy
-
-        dirs = [_PKG_DIR + os.sep, os.path.dirname(numpy.__file__) + os.sep,
-                os.path.dirname(sympy.__file__) + os.sep]
-        _SKIP_PREFIXES = tuple(dirs)
-    return _SKIP_PREFIXES
-
-
-def _is_library(filename: str) -> bool:
-    hit = _FRAME_CACHE.get(filename)
-    if hit is None:
-        path = os.path.abspath(filename) if not filename.startswith("<") else filename
-        if filename.startswith("<__array_function__") or filename.startswith("<frozen"):
-            hit = True
-        elif path.startswith(_USER_SUBDIRS):
-            hit = False
-        else:
-            hit = path.startswith(_skip_dirs()) or path.endswith(("contextlib.py", "functools.py"))
-        _FRAME_CACHE[filename] = hit
-    return hit
-
-
-def user_source(depth: int = 1) -> Optional[SourceLoc]:
-    """(file, line) of the innermost frame outside tensorplay_export/numpy/sympy."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not _is_library(name):
-            return SourceLoc(name, frame.f_lineno)
-        frame = frame.f_back
-    return None
-
+from ..errors import CaptureError, DataDependentError
+from ..records import GuardRecord, SourceLoc
+from .frames import user_source
 
 def _canonicalize(expr: Any, ranges: dict) -> Any:
     try:
@@ -335,7 +289,7 @@ class ShapeEnv:
         sym = sorted(unbacked, key=lambda s: s.name)[0]
         op, produced = self.unbacked_source.get(sym, ("?", None))
         try:
-            from . import violations
+            from .. import violations
 
             builder = getattr(violations, "data_dependent_error", None) or \
                 getattr(violations, "format_data_dependent_error", None)

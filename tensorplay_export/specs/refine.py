@@ -22,8 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
-from .dynamic_shapes import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
-from .violations import UNFIXABLE_MARK  # starts a bullet's sentence for a guard no fix can express
+from .binding import leaf_name
+from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from ..violations import UNFIXABLE_MARK  # starts a bullet's sentence for a guard no fix can express
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
            "RangeFix", "ConstFix", "RelationFix"]
@@ -166,16 +167,9 @@ def _dims_in(spec: Any, out: dict[str, Dim]) -> None:
             _dims_in(v, out)
 
 
-def _leaf_name(path: str) -> str:
-    """The name capture gives a Dim.DYNAMIC axis's symbol, minus ``_dim<axis>`` (``extras['s']`` -> ``extras_s``)."""
-    from .export import _leaf_name as name_of  # one naming rule for both sides
-
-    return name_of(path)
-
-
 def _is_axes(spec: Any) -> bool:
     """A per-array axes spec (``{0: Dim}`` or ``(Dim, None)``) rather than a container of specs."""
-    from .dynamic_shapes import _DimHint
+    from .dims import _DimHint
 
     def axis_value(v: Any) -> bool:
         return v is None or isinstance(v, (int, Dim, _DerivedDim, _DimHint))
@@ -217,9 +211,9 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
                 if path is None:
                     head = r"[^\W\d]\w*"
                 elif not known:  # any argument name, then the known rest of the path
-                    head = r"[^\W\d]\w*?" + re.escape(_leaf_name(path)[len(unknown):])
+                    head = r"[^\W\d]\w*?" + re.escape(leaf_name(path)[len(unknown):])
                 else:
-                    head = re.escape(_leaf_name(path))
+                    head = re.escape(leaf_name(path))
                 out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}$")))
             return
         if isinstance(node, dict):

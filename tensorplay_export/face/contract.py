@@ -32,37 +32,25 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
+from solver.forms import affine as _affine
+
+from ..program.build import fold_simple_bounds
+
 __all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
-           "fold_simple_bounds", "CONTRACT_FORMAT", "CONTRACT_VERSION"]
+           "CONTRACT_FORMAT", "CONTRACT_VERSION"]
 
 CONTRACT_FORMAT = "tensorplay_export.contract"
 CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
 
 
 def _text(expr: Any) -> str:
-    from .violations import format_guard
+    from ..violations import format_guard
 
     if isinstance(expr, int):
         return str(expr)
     if isinstance(expr, sympy.Basic) and expr.is_Integer:
         return str(int(expr))
     return format_guard(expr)
-
-
-def _affine(expr: Any) -> Optional[tuple[sympy.Symbol, int, int]]:
-    """``k*r + c`` (integer ``k >= 1``) -> ``(r, k, c)``; a bare symbol is ``(r, 1, 0)``."""
-    if not isinstance(expr, sympy.Expr) or len(expr.free_symbols) != 1:
-        return None
-    (r,) = expr.free_symbols
-    if not expr.is_polynomial(r):
-        return None
-    poly = sympy.Poly(expr, r)
-    if poly.degree() != 1:
-        return None
-    k, c = poly.all_coeffs()
-    if not (k.is_Integer and c.is_Integer and k >= 1):
-        return None
-    return r, int(k), int(c)
 
 
 def _divisor(guard: Any) -> Optional[tuple[Any, int]]:
@@ -72,57 +60,6 @@ def _divisor(guard: Any) -> Optional[tuple[Any, int]]:
             if isinstance(a, sympy.Mod) and b == 0 and a.args[1].is_Integer:
                 return a.args[0], int(a.args[1])
     return None
-
-
-def _simple_bound(guard: Any, ranges: dict) -> Optional[tuple[sympy.Symbol, Optional[int], Optional[int]]]:
-    """``(r, lo, hi)`` when ``guard`` is a bound ``a*r + b <op> 0`` on one ranged root (``s0 <= 512``), else None.
-
-    ``lo``/``hi`` are the inclusive integer bounds it states (None = no bound on that side).
-    """
-    if not isinstance(guard, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)) or len(guard.free_symbols) != 1:
-        return None
-    (r,) = guard.free_symbols
-    if r not in ranges:
-        return None
-    diff = sympy.expand(guard.lhs - guard.rhs)   # guard: diff <op> 0
-    if not diff.is_polynomial(r) or sympy.Poly(diff, r).degree() != 1:
-        return None
-    a, b = sympy.Poly(diff, r).all_coeffs()
-    if not (a.is_Integer and b.is_Integer) or a == 0:
-        return None
-    a, b = int(a), int(b)
-    op = type(guard)
-    if a < 0:  # -r + 512 >= 0  ->  r - 512 <= 0
-        a, b = -a, -b
-        op = {sympy.Le: sympy.Ge, sympy.Lt: sympy.Gt, sympy.Ge: sympy.Le, sympy.Gt: sympy.Lt}[op]
-    if op in (sympy.Le, sympy.Lt):   # a*r <= -b  (or < -b)
-        bound = -b - (1 if op is sympy.Lt else 0)
-        return r, None, bound // a
-    bound = -b + (1 if op is sympy.Gt else 0)   # a*r >= -b  (or > -b)
-    return r, -(-bound // a), None
-
-
-def fold_simple_bounds(ranges: dict, guards: list) -> tuple[dict, list]:
-    """Move bounds on one root (``s0 <= 512``, ``s0 >= 2``) from ``guards`` into ``ranges``.
-
-    A program built with ``Dim.AUTO`` keeps such an accepted guard as an extra
-    runtime check beside the root's declared range ``[1, inf]``; as a contract
-    both say the same thing, and a range is what users and ``diff`` compare.
-    Other guards are kept in order.
-    """
-    ranges = dict(ranges)
-    kept = []
-    for g in guards:
-        bound = _simple_bound(g, ranges) if isinstance(g, sympy.Basic) else None
-        if bound is None:
-            kept.append(g)
-            continue
-        r, lo, hi = bound
-        old_lo, old_hi = ranges[r]
-        new_lo = old_lo if lo is None else max(old_lo, lo)
-        new_hi = old_hi if hi is None else (hi if old_hi is None else min(old_hi, hi))
-        ranges[r] = (new_lo, new_hi)
-    return ranges, kept
 
 
 @dataclass
@@ -225,7 +162,7 @@ class Contract:
         return "\n".join(out)
 
     def to_json(self) -> dict:
-        from .serde.exprs import encode_expr
+        from ..serde.exprs import encode_expr
 
         def tree(d: Any) -> Any:
             return int(d) if isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer) else encode_expr(d)
@@ -253,7 +190,7 @@ class Contract:
         Raises:
             ValueError: not a contract document, or a malformed field (names it).
         """
-        from .serde.exprs import decode_expr
+        from ..serde.exprs import decode_expr
 
         if not isinstance(data, dict) or data.get("format") != CONTRACT_FORMAT:
             raise ValueError(f"{where} is not a tensorplay_export contract (format {CONTRACT_FORMAT!r} expected)")
@@ -338,7 +275,7 @@ def load_contract(path: str) -> Contract:
     with open(path, "rb") as fh:
         head = fh.read(4)
     if head.startswith(b"PK"):
-        from .serde import load
+        from ..serde import load
 
         return contract_of(load(path))
     with open(path, "rb") as fh:

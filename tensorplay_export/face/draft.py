@@ -28,18 +28,20 @@ from __future__ import annotations
 import math
 import os
 import re
-import traceback
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
 import sympy
 
-from . import pytree
-from .capture.draft import DraftLog
-from .errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-                     UnsupportedOpError)
-from .records import SourceLoc
+from .. import pytree
+from ..capture.draft_log import DraftLog
+from ..capture.frames import error_source
+from ..errors import (
+    CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
+    UnsupportedOpError,
+)
+from ..records import SourceLoc
 
 __all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
@@ -212,30 +214,6 @@ class DraftExportReport:
         return render_markdown(self)
 
 
-# -- sources -------------------------------------------------------------------------------------
-_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_MODEL_DIRS = (os.path.join(_PKG, "nn") + os.sep, os.path.join(_PKG, "examples") + os.sep)
-
-
-def _is_library_file(filename: str) -> bool:
-    if filename.startswith("<"):
-        return not filename.startswith("<ipython-input") and "ipykernel" not in filename
-    path = os.path.abspath(filename)
-    if path.startswith(_MODEL_DIRS):
-        return False
-    lib_dirs = [_PKG, os.path.dirname(np.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep]
-    return path.startswith(tuple(lib_dirs))
-
-
-def _error_source(err: BaseException) -> Optional[SourceLoc]:
-    """The innermost model frame of ``err``'s traceback (outside numpy/sympy/tensorplay_export)."""
-    found = None
-    for frame in traceback.extract_tb(err.__traceback__):
-        if not _is_library_file(frame.filename) and os.path.abspath(frame.filename) != os.path.abspath(__file__):
-            found = SourceLoc(frame.filename, frame.lineno)
-    return found
-
-
 _AT_LINE = re.compile(r"\n\s*at [^\n]*$")
 
 
@@ -247,7 +225,7 @@ def _strip_at(message: str) -> str:
 # -- model state ----------------------------------------------------------------------------------
 def _snapshot_state(model: Any) -> list:
     """Everything eager execution could change on a Module: attributes and array contents."""
-    from .nn.module import Module
+    from ..nn.module import Module
 
     if not isinstance(model, Module):
         return []
@@ -295,7 +273,7 @@ def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[Bas
 
 # -- failures from a capture ------------------------------------------------------------------------
 def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
-    from .violations import build_violation_error
+    from ..violations import build_violation_error
 
     err = build_violation_error(result.env.violations, result.dims)
     out = []
@@ -308,7 +286,7 @@ def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
 
 def _auto_failures(result: Any) -> list[FailureReport]:
     """One failure per Dim.AUTO size the model pinned to a constant (with how to keep it dynamic)."""
-    from . import violations
+    from .. import violations
 
     env = result.env
     out = []
@@ -334,7 +312,7 @@ def _auto_failures(result: Any) -> list[FailureReport]:
 
 
 def _data_dependent_failures(result: Any) -> list[FailureReport]:
-    from . import violations
+    from .. import violations
 
     env = result.env
     out = []
@@ -503,7 +481,7 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
-        return DraftExportReport([FailureReport("numpy_error", msg, _error_source(eager_err), None)],
+        return DraftExportReport([FailureReport("numpy_error", msg, error_source(eager_err), None)],
                                  model_name=name)
     return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, name)
 
@@ -511,19 +489,20 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
 def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Optional[FailureReport]:
     """An ``example_out_of_range`` failure when an example size does not fit ``dynamic_shapes``, else None.
 
-    Runs the same example check as capture (``export._make_symbols``) before the model
+    Runs the same example check as capture (``capture.entry.make_symbols``) before the model
     runs, so examples that break a declared relation (``y.shape[0] != 2*dx``) are named as
     such rather than as whatever numpy error the model hits on them.  Spec errors are left
     to capture, which reports them with their kind.
     """
-    from .spec_normalize import input_leaf_paths, normalize_dynamic_shapes
-    from .export import ShapeEnv, _make_symbols, _solver
+    from ..specs.normalize import input_leaf_paths, normalize_dynamic_shapes
+    from ..capture.entry import make_symbols, new_solver
+    from ..capture.shape_env import ShapeEnv
 
     try:
         specs = normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
         leaves, _ = pytree.tree_flatten((args, kwargs))
         paths = input_leaf_paths(model, args, kwargs)
-        _make_symbols(ShapeEnv(_solver(), "draft"), leaves, specs, paths)
+        make_symbols(ShapeEnv(new_solver(), "draft"), leaves, specs, paths)
     except ConstraintsExceededError as err:
         return _capture_failure(err)
     except Exception:  # noqa: BLE001 - anything else is capture's to report
@@ -533,7 +512,8 @@ def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) 
 
 def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: Any,
            name: str) -> DraftExportReport:
-    from .export import build_program, capture
+    from ..capture.entry import capture
+    from ..program.build import build_program
 
     state = DraftLog()  # filled by capture even when it raises part-way
     try:
@@ -565,7 +545,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
         ep = build_program(result, model, args, kwargs, dynamic_shapes, extra_guards=result.env.violations)
     except Exception as err:  # noqa: BLE001
         failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
-                                      _error_source(err), None))
+                                      error_source(err), None))
         return DraftExportReport(failures, None, fixes=fixes, accepted=accepted, model_name=name)
     validation = _validate(ep)
     validation.problems[:0] = problems
@@ -579,7 +559,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
 
 
 def _accepted_text(result: Any) -> list[str]:
-    from .violations import format_guard
+    from ..violations import format_guard
 
     out = []
     for rec in result.env.accepted:
@@ -593,7 +573,7 @@ def _accepted_text(result: Any) -> list[str]:
 
 def _capture_failure(err: BaseException) -> FailureReport:
     """A capture that stopped: classify the exception."""
-    src = _error_source(err)
+    src = error_source(err)
     text = _strip_at(str(err))
     if isinstance(err, UnsupportedOpError):
         kind = "random_numbers" if getattr(err, "random_draw", False) else "unsupported_op"

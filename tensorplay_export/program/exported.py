@@ -16,11 +16,14 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from .codegen import GraphModule
-from .errors import ConstraintsExceededError
-from .graph import Graph, Node
-from .signature import (ConstantArgument, ExportGraphSignature, GraphSignature, InputKind,
-                        InputSpec, ModuleCallEntry, OutputKind, OutputSpec, TensorArgument)
+from ..graph.codegen import GraphModule
+from ..ops.registry import OPAQUE_PREFIX
+from ..errors import ConstraintsExceededError
+from ..graph.ir import Graph, Node
+from .signature import (
+    ConstantArgument, ExportGraphSignature, GraphSignature, InputKind, InputSpec, ModuleCallEntry,
+    OutputKind, OutputSpec, TensorArgument,
+)
 
 __all__ = ["ExportedProgram", "ExportedModule"]
 
@@ -110,6 +113,22 @@ class ExportedProgram:
         return self._constants.get(spec.target, _MISSING)
 
     # -- the seed's attributes -------------------------------------------------------
+    @property
+    def opaque_ops(self) -> tuple:
+        """Sorted names of the overlay ops (``tpe.opaque.*``) the graph calls; ``()`` for every ``export`` program.
+
+        Opaque ops are draft_export's stand-ins for numpy functions without a shape
+        rule: they exist only in the capturing process (``graph_module.op_table``),
+        never in the registry, so a serializer refuses a program with any (loading
+        could not resolve them).
+        """
+        table = self._graph_module.op_table
+        if not table:
+            return ()
+        return tuple(sorted({n.target for n in self._graph_module.graph.nodes
+                             if n.op == "call_function" and n.target in table
+                             and n.target.startswith(OPAQUE_PREFIX)}))
+
     @property
     def graph_module(self) -> GraphModule:
         return self._graph_module
@@ -249,7 +268,7 @@ class ExportedProgram:
             DecompositionError: a builder's nodes need a size requirement the
                 program's contract does not imply.
         """
-        from .decomp import run_decompositions as _run
+        from .decompositions.table import run_decompositions as _run
 
         return _run(self, decomp_table)
 
@@ -265,7 +284,7 @@ class ExportedProgram:
             contract, module call graph, dynamic_shapes) plus the state dict,
             constants and example inputs as dicts of numpy arrays.
         """
-        from .serde import serialize_program
+        from ..serde import serialize_program
 
         return serialize_program(self, opset_version=opset_version, pickle_protocol=pickle_protocol)
 
@@ -281,7 +300,7 @@ class ExportedProgram:
         Raises:
             ArchiveError: anything malformed, unknown or unsafe in the artifact.
         """
-        from .serde import deserialize_program
+        from ..serde import deserialize_program
 
         return deserialize_program(artifact, state_dict=state_dict, constants=constants,
                                    example_inputs=example_inputs)
@@ -384,7 +403,7 @@ class ExportedModule:
 
     # -- calling -----------------------------------------------------------------
     def _flatten_user(self, args: tuple, kwargs: dict) -> list:
-        from .pytree import tree_flatten
+        from ..pytree import tree_flatten
 
         spec = self._in_spec
         if spec is not None and spec.kind == "tuple" and len(spec.children) == 2:
@@ -448,7 +467,7 @@ class ExportedModule:
                 np.copyto(dest, outs[i])
         results = [outs[i] for i in self._results]
         if self._out_spec is not None:
-            from .pytree import tree_unflatten
+            from ..pytree import tree_unflatten
 
             return tree_unflatten(results, self._out_spec)
         return results[0] if len(results) == 1 else tuple(results)

@@ -1,0 +1,366 @@
+"""The capture entry: trace a model on its example inputs into a graph, symbols and guards.
+
+Flow: normalize the spec -> one symbol per Dim (AUTO dims ``s0, s1, ...``) ->
+copy the inputs -> trace the model (every op: numpy on the examples + shape
+rule on the symbols, guards decided by the solver) -> replay check.
+:func:`capture` returns everything (graph, records, env) as a
+:class:`CaptureResult` and never raises for violations; ``export`` and
+``draft_export`` build on it.
+"""
+from __future__ import annotations
+
+import math
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import sympy
+
+from .. import pytree
+from ..errors import ConstraintsExceededError
+from ..graph.ir import Graph
+from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
+from ..ops.registry import has_side_effect
+from ..records import DimInfo
+from ..specs.binding import leaf_name
+from .blas import one_blas_thread
+from .patching import clone_function, patch_numpy, unpatch_numpy
+from .replay import check_replay
+from .shape_env import ShapeEnv
+from .state import ModuleCalls, buffer_mutations, lift_module_state, make_call_hook
+from .symbolic import SymBool, SymFloat, SymInt
+from .traced import TracedArray
+from .tracer import CURRENT, Tracer
+
+__all__ = ["capture", "CaptureResult", "needs_replay"]
+
+
+@dataclass
+class CaptureResult:
+    """Everything one capture produced (``export``/``draft_export`` build on it)."""
+
+    graph: Graph
+    env: ShapeEnv
+    tracer: Tracer
+    dims: dict                       # name -> DimInfo
+    sites: list                      # (path, placeholder name, symbolic shape, dtype) per array input
+    input_kinds: list                # (placeholder name, kind, target, persistent, value)
+    in_spec: Any
+    out_spec: Any
+    outputs: list                    # flat user output values (traced or constants)
+    mutations: list                  # (fqn, traced) buffer mutations
+    calls: ModuleCalls
+    leaf_specs: list
+    op_table: dict = field(default_factory=dict)   # op overlay of this capture (draft's opaque ops)
+    draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
+    input_mutations: list = field(default_factory=list)  # (placeholder name, traced) user inputs written
+
+    @property
+    def violations(self) -> list:
+        return self.env.violations
+
+
+def new_solver() -> Any:
+    """The solver one capture decides its guards with (200 ms per query)."""
+    from solver import ShapeSolver
+
+    return ShapeSolver(timeout_ms=200)
+
+
+def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple[list, dict]:
+    """Symbolic shape per array leaf; DimInfo per user-visible symbol.
+
+    Raises:
+        ConstraintsExceededError: an example size outside its declared range, or two
+            sites of one Dim with different example sizes.
+    """
+    from ..specs.dims import Dim, _DerivedDim
+
+    dims: dict[str, DimInfo] = {}
+    shapes: list = []
+    for leaf, spec, path in zip(leaves, specs, paths):
+        if not isinstance(leaf, np.ndarray):
+            shapes.append(None)
+            continue
+        shape: list = []
+        for axis, size in enumerate(leaf.shape):
+            d = spec.axes.get(axis) if spec is not None else None
+            site = f"{path}.shape[{axis}]"
+            if d is None or d is Dim.STATIC or isinstance(d, int):
+                shape.append(int(size))
+                continue
+            if d is Dim.AUTO:
+                sym = env.auto_symbol(size)
+                dims[sym.name] = DimInfo(sym.name, 1, math.inf, int(size), [site], "auto")
+                shape.append(sym)
+                continue
+            if d is Dim.DYNAMIC:
+                name = f"{leaf_name(path)}_dim{axis}"
+                sym = env.create_symbol(name, 0 if size == 0 else 1, None, size, "dynamic")
+                dims[name] = DimInfo(name, env.ranges[sym][0], math.inf, int(size), [site], "dynamic")
+                shape.append(sym)
+                continue
+            if isinstance(d, _DerivedDim):
+                root, k, c = d.root, d.scale, d.offset
+                if (size - c) % k or (size - c) // k < root.min or \
+                        (root.max is not None and (size - c) // k > root.max):
+                    raise ConstraintsExceededError(
+                        f"{site} = {size} is outside {d.name} for {root.name} in "
+                        f"[{root.min}, {root.max if root.max is not None else 'inf'}]")
+                rsize = (size - c) // k
+                sym = _named(env, dims, root, rsize, f"{site} ({d.name})")
+                shape.append(k * sym + c)
+                continue
+            if isinstance(d, Dim):
+                if size < d.min or (d.max is not None and size > d.max):
+                    raise ConstraintsExceededError(
+                        f"{site} = {size} is outside {d.name} in [{d.min}, {d.max if d.max is not None else 'inf'}]")
+                shape.append(_named(env, dims, d, size, site))
+                continue
+            raise TypeError(f"unsupported dim spec {d!r} for {site}")
+        shapes.append(tuple(shape))
+    return shapes, dims
+
+
+def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Symbol:
+    info = dims.get(d.name)
+    if info is not None:
+        if info.hint != size:
+            raise ConstraintsExceededError(
+                f"{site} = {size}, but {info.sites[0]} = {info.hint} and both are the dim {d.name}: "
+                f"the example inputs disagree with the declared dynamic_shapes")
+        info.sites.append(site)
+        return env.create_symbol(d.name, d.min, d.max, size, "named")
+    sym = env.create_symbol(d.name, d.min, d.max, size, "named")
+    dims[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, int(size), [site], "named")
+    return sym
+
+
+def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
+            mode: str = "export", preserve_module_call_signature: tuple = (),
+            draft_log: Any = None) -> CaptureResult:
+    """Trace ``model`` on the examples; never raises for violations (see ``result.violations``).
+
+    Args:
+        mode: ``"export"`` or ``"draft"``.  Draft mode goes on where export raises
+            (see :mod:`tensorplay_export.capture.draft_log`): ops without a shape rule run
+            opaquely (``result.op_table``), value reads and data-dependent guards follow
+            the example and get ``tpe.assert_guard`` runtime checks.
+        draft_log: (draft mode) a :class:`~tensorplay_export.capture.draft_log.DraftLog` to fill,
+            so a caller still sees what was logged when capture raises; a new one by default
+            (``result.draft``).
+
+    Raises:
+        ConstraintsExceededError: an example outside its declared range.
+        DataDependentError: (mode ``"export"``) a guard on a data-dependent size or a read
+            of an array's value.
+        UnsupportedOpError: (mode ``"export"``) an op without a shape rule.
+        CaptureError: capture itself failed (with the user's line).
+
+    numpy runs on the examples with one BLAS thread (:mod:`.blas`): the
+    examples are small, and thread hand-offs cost more than they save.
+    """
+    with one_blas_thread():
+        return _capture(model, args, kwargs, dynamic_shapes, mode=mode,
+                        preserve_module_call_signature=preserve_module_call_signature, draft_log=draft_log)
+
+
+def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
+             mode: str = "export", preserve_module_call_signature: tuple = (),
+             draft_log: Any = None) -> CaptureResult:
+    """:func:`capture` without the BLAS thread limit."""
+    if mode not in ("export", "draft"):
+        raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
+    from ..specs.normalize import input_leaf_paths, normalize_dynamic_shapes
+
+    from ..ops.registry import all_ops
+
+    all_ops()  # load every op family before anything is patched
+    kwargs = dict(kwargs or {})
+    args = tuple(args)
+    specs = normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
+    leaves, in_spec = pytree.tree_flatten((args, kwargs))
+    paths = input_leaf_paths(model, args, kwargs)
+    env = ShapeEnv(new_solver(), mode)
+    shapes, dims = make_symbols(env, leaves, specs, paths)
+    tracer = Tracer(env, draft=draft_log)
+    from ..nn.module import _CALL_HOOK, Module
+
+    is_module = isinstance(model, Module)
+    state = lift_module_state(tracer, model) if is_module else None
+    input_kinds: list = []
+    if state is not None:
+        for fqn, traced, value in state.params:
+            input_kinds.append((traced.node.name, "parameter", fqn, None, np.asarray(value)))
+        for fqn, traced, value, persistent in state.buffers:
+            input_kinds.append((traced.node.name, "buffer", fqn, persistent, np.asarray(value)))
+    # user inputs (copies, so the model cannot mutate the caller's arrays)
+    work = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
+    pristine = [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves]
+    traced_leaves: list = []
+    user_arrays: list = []           # (placeholder node, traced, pristine copy) per array input
+    sites: list = []
+    used_names: set = set()
+    for leaf, shape, path in zip(work, shapes, paths):
+        name = leaf_name(path)
+        while name in used_names:
+            name += "_"
+        used_names.add(name)
+        if isinstance(leaf, np.ndarray):
+            bind = {axis: d for axis, d in enumerate(shape) if isinstance(d, sympy.Symbol)}
+            t = tracer.placeholder(name, leaf, shape, {"bind": bind} if bind else None)
+            if tracer.user_anchor is None:
+                tracer.user_anchor = t.node
+            traced_leaves.append(t)
+            user_arrays.append((t.node, t, pristine[len(traced_leaves) - 1]))
+            sites.append((path, t.node.name, shape, leaf.dtype))
+            input_kinds.append((t.node.name, "user_input", path, None, leaf))
+        else:
+            node = tracer.graph.placeholder(name, meta={"shape": None, "dtype": None})
+            if tracer.user_anchor is None:
+                tracer.user_anchor = node
+            traced_leaves.append(leaf)
+            input_kinds.append((node.name, "user_input_constant", path, None, leaf))
+    t_args, t_kwargs = pytree.tree_unflatten(traced_leaves, in_spec)
+    calls = ModuleCalls(tuple(preserve_module_call_signature))
+    token = CURRENT.set(tracer)
+    hook_token = _CALL_HOOK.set(make_call_hook(tracer, state, calls)) if is_module else None
+    fn_hook_token = _set_functional_hook(tracer)
+    patch_numpy()
+    try:
+        if is_module:
+            out = model(*t_args, **t_kwargs)
+        elif isinstance(model, types.FunctionType):
+            out = clone_function(tracer, model)(*t_args, **t_kwargs)
+        elif isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
+            out = clone_function(tracer, model.__func__)(model.__self__, *t_args, **t_kwargs)
+        else:
+            out = model(*t_args, **t_kwargs)
+        mutations = buffer_mutations(state) if state is not None else []
+    finally:
+        unpatch_numpy()
+        if fn_hook_token is not None:
+            fn_hook_token[0].reset(fn_hook_token[1])
+        if hook_token is not None:
+            _CALL_HOOK.reset(hook_token)
+        CURRENT.reset(token)
+        if state is not None:
+            state.restore()
+    # A write to a user input (x[:k] = 0, x += 1, out=x) rebinds its traced array to the
+    # write's node: the program returns that value and module() copies it into the caller's
+    # array, as eager numpy would have changed it.
+    input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
+    out_leaves, out_spec = pytree.tree_flatten(out)
+    outputs = []
+    for v in out_leaves:
+        if isinstance(v, (SymInt, SymFloat, SymBool)):
+            v = env.specialize(v.expr, "returned as an output (outputs are arrays or Python numbers; a size "
+                               "output is pinned to its example)", tracer.return_source())
+        outputs.append(v)
+    result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
+                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)
+    # lift constants referenced by outputs, then finish the graph
+    values: list = []
+    for _fqn, traced in mutations:
+        values.append(traced.node if isinstance(traced, TracedArray) else traced)
+    for _name, traced in input_mutations:
+        values.append(traced.node)
+    for v in outputs:
+        values.append(v.node if isinstance(v, TracedArray) else v)
+    for name, value in tracer.constants.items():
+        input_kinds.append((name, "constant", name, None, value))  # ordered by placeholder later
+    tracer.graph.output(values)
+    inputs = {}
+    for name, kind, target, persistent, value in input_kinds:
+        inputs[name] = value
+    for leaf, (name, kind, *_rest) in zip(pristine, [k for k in input_kinds if k[1].startswith("user")]):
+        inputs[name] = leaf
+    tracer.graph.eliminate_dead_code(is_impure=lambda n: has_side_effect(n.target))  # draft's value checks stay
+    if tracer.draft is not None:
+        from .draft_log import insert_data_dependent_checks
+
+        insert_data_dependent_checks(tracer.graph, env, tracer.draft)
+    if needs_replay(tracer):
+        expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+            [t.example for _n, t in input_mutations] + \
+            [v.example if isinstance(v, TracedArray) else v for v in outputs]
+        check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
+                     tracer.writes, tracer.op_table)
+        if mode == "export":
+            _check_unrecorded_input_writes(user_arrays, tracer.writes)
+    return result
+
+
+def _check_unrecorded_input_writes(user_arrays: list, writes: list) -> None:
+    """Refuse a capture that changed a user input only through a view of it.
+
+    ``v = x[:2]; v[:] = 0`` writes into ``x``'s example, but the write's node belongs to
+    ``v``: the graph has no value for the new ``x``, so the caller's array would silently
+    stay as it was.
+
+    Raises:
+        CaptureError: listing the writes seen during capture.
+    """
+    from ..errors import CaptureError
+
+    for ph, t, before in user_arrays:
+        if t.node is not ph:
+            continue
+        now = t.example
+        if now.shape == before.shape and np.array_equal(now, before, equal_nan=now.dtype.kind in "fc"):
+            continue
+        where = "".join(f"\n  {kind} at {src}" for kind, src in writes)
+        raise CaptureError(
+            f"the model changed the input {ph.name!r} through a view of it (numpy views share memory, "
+            f"the exported program does not); write to the input itself instead (e.g. "
+            f"{ph.name}[...] = value). Writes seen during capture:{where}")
+
+
+def needs_replay(tracer: Tracer) -> bool:
+    """Whether the replay check can find anything: some value was written in place.
+
+    Every registry op is functional, so a trace without writes (``__setitem__``,
+    in-place operators, ``out=``, ``np.copyto``: all in ``tracer.writes``) computes in
+    the graph exactly what it computed during capture; replaying it would run numpy
+    a second time for nothing (a fifth of a GPT export).  Draft captures always replay:
+    their opaque ops may write into their arguments unseen.
+    """
+    return bool(tracer.writes) or tracer.draft is not None or bool(tracer.op_table)
+
+
+def _set_functional_hook(tracer: Tracer) -> Any:
+    """Record each ``nn.functional`` composite called on traced values as one registry op."""
+    try:
+        from ..nn._dispatch import _FUNCTIONAL_HOOK
+    except ImportError:
+        return None
+    from ..ops.registry import has_op, get_op
+
+    def hook(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if tracer.in_impl or not (_any_traced(args) or _any_traced(kwargs)) or not has_op(name):
+            return fn(*args, **kwargs)
+        return tracer.call(get_op(name), tuple(args), dict(kwargs))
+
+    return (_FUNCTIONAL_HOOK, _FUNCTIONAL_HOOK.set(hook))
+
+
+def _any_traced(value: Any) -> bool:
+    """A traced array or symbolic number anywhere in ``value`` (through tuples, lists, dicts).
+
+    Runs on every ``nn.functional`` call during capture: a plain scan, no pytree flattening.
+    """
+    t = type(value)
+    if t is TracedArray:
+        return True
+    if t is tuple or t is list:
+        for v in value:
+            if _any_traced(v):
+                return True
+        return False
+    if t is dict:
+        for v in value.values():
+            if _any_traced(v):
+                return True
+        return False
+    return isinstance(value, (SymInt, SymFloat))

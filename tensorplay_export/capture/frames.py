@@ -1,0 +1,81 @@
+"""The one rule for "is this frame the user's code", and which functions capture reads through.
+
+A guard, a specialization or a numpy error is reported at the innermost frame
+that is the user's: not inside ``tensorplay_export`` (``nn`` included: a guard
+raised inside a layer points at the user's call ``self.conv(x)``), numpy,
+sympy, or the stdlib wrappers ``contextlib``/``functools``.  Frames of
+generated code (``<tpe-graph-N>``), numpy's dispatch shims and frozen modules
+are library frames; other pseudo-files (``<string>``, ``<ipython-input-...>``,
+notebook cells) are the user's.  Like torch's ``uninteresting_files()``, the
+answer per file name is cached.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from typing import Any, Optional
+
+import numpy
+import sympy
+
+from ..records import SourceLoc
+
+__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function"]
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_LIBRARY_DIRS = (PACKAGE_DIR, os.path.dirname(numpy.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep)
+_LIBRARY_PSEUDO = ("<__array_function__", "<frozen", "<tpe-graph-")
+_CACHE: dict[str, bool] = {}
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether frames of ``filename`` are library code (see the module docstring)."""
+    hit = _CACHE.get(filename)
+    if hit is None:
+        if filename.startswith("<"):
+            hit = filename.startswith(_LIBRARY_PSEUDO)
+        else:
+            path = os.path.abspath(filename)
+            hit = path.startswith(_LIBRARY_DIRS) or path.endswith(("contextlib.py", "functools.py"))
+        _CACHE[filename] = hit
+    return hit
+
+
+def user_source(depth: int = 1) -> Optional[SourceLoc]:
+    """(file, line) of the innermost user frame on the current stack, starting ``depth`` frames up."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not is_library_file(name):
+            return SourceLoc(name, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def error_source(err: BaseException) -> Optional[SourceLoc]:
+    """The innermost user frame of ``err``'s traceback, or None."""
+    found = None
+    tb = err.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not is_library_file(name):
+            found = SourceLoc(name, tb.tb_lineno)
+        tb = tb.tb_next
+    return found
+
+
+# Functions defined in these modules run as they are; every other plain Python function that
+# capture reaches (the model's, nn's layers and functionals) is cloned so that its globals are
+# read through capture (module-level arrays become traced constants).  This is not the frame
+# rule above: nn's frames are library frames for reporting, but nn's functions are traced through.
+_UNTRACED_MODULES = ("numpy", "sympy", "z3", "solver", "tensorplay_export.capture", "tensorplay_export.ops",
+                     "tensorplay_export.export")
+
+
+def is_user_function(fn: Any) -> bool:
+    """Whether capture clones ``fn`` to read its globals through the capture view."""
+    if not isinstance(fn, types.FunctionType):
+        return False
+    module = fn.__globals__.get("__name__", "") or ""
+    return not module.startswith(_UNTRACED_MODULES)

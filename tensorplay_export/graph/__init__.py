@@ -1,0 +1,1 @@
+"""The graph IR: Graph and Node, code generation, the one Interpreter, expression printing."""

@@ -1,0 +1,118 @@
+"""The runtime input-check ops: the dynamic-shape contract as ordinary registry ops.
+
+:func:`tensorplay_export.program.input_checks.insert_input_checks` puts calls of
+these ops ahead of all compute in an exported graph, so the contract travels
+with the program (generated code, save/load, decompositions).  They are
+registered with ``side_effect=True``: dead-code elimination keeps them although
+nothing reads their results.  Each is a plain int comparison (well under 2% of
+a call).
+
+Shape problems raise :class:`~tensorplay_export.errors.ConstraintsExceededError`;
+a wrong dtype raises :class:`~tensorplay_export.errors.InputDtypeError` (a ``TypeError``).
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from ..errors import ConstraintsExceededError, InputDtypeError
+from .registry import register_op
+
+__all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard"]
+
+
+def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], shape_text: str) -> Any:
+    """Check rank, static sizes (``static[i]`` int; None = dynamic) and dtype; returns ``x``.
+
+    Raises:
+        ConstraintsExceededError: not an array, wrong rank, or a static size differs.
+        InputDtypeError: dtype differs.
+    """
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise ConstraintsExceededError(
+            f"{path} must be an array of shape {shape_text}, got {type(x).__name__}")
+    if len(shape) != len(static):
+        raise ConstraintsExceededError(
+            f"{path} has rank {len(shape)} (shape {tuple(shape)}), but the contract expects rank "
+            f"{len(static)}: {shape_text}")
+    for axis, want in enumerate(static):
+        if want is not None and shape[axis] != want:
+            raise ConstraintsExceededError(
+                f"{path}.shape[{axis}] = {shape[axis]} must be {want} (static in {shape_text})")
+    if dtype is not None and x.dtype != dtype:
+        raise InputDtypeError(f"{path} has dtype {x.dtype}, but the program expects {dtype}; "
+                              f"cast it first, e.g. {path}.astype(np.{dtype})")
+    return x
+
+
+def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Optional[int],
+                 expr_text: str, root: str) -> int:
+    """Bind root ``r`` from ``x.shape[axis] == k*r + c``; check divisibility and ``lo <= r <= hi``.
+
+    Raises:
+        ConstraintsExceededError: the size is not ``k*r + c`` for an integer ``r`` in range.
+    """
+    size = x.shape[axis]
+    r, rem = divmod(size - c, k)
+    if rem:
+        what = "it" if c == 0 else (f"size - {c}" if c > 0 else f"size + {-c}")
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
+            f"({what} must be divisible by {k})")
+    if r < lo or (hi is not None and r > hi):
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in "
+            f"[{lo}, {'inf' if hi is None else hi}]")
+    return r
+
+
+def assert_range(value: int, lo: int, hi: Optional[int], where: str, name: str) -> None:
+    """``lo <= value <= hi`` (``hi`` None: unbounded).
+
+    Raises:
+        ConstraintsExceededError: ``x.shape[1] = 513 is outside seq in [1, 512]``.
+    """
+    if value < lo or (hi is not None and value > hi):
+        raise ConstraintsExceededError(
+            f"{where} = {value} is outside {name} in [{lo}, {'inf' if hi is None else hi}]")
+
+
+def assert_dim(x: Any, path: str, axis: int, expected: int, what: str, detail: str) -> None:
+    """``x.shape[axis] == expected``.
+
+    Raises:
+        ConstraintsExceededError: ``y.shape[0] = 7 must equal x.shape[0] = 8 (dim dx)``.
+    """
+    got = x.shape[axis]
+    if got != expected:
+        raise ConstraintsExceededError(
+            f"{path}.shape[{axis}] = {got} must equal {what} = {expected} ({detail})")
+
+
+def assert_guard(ok: bool, where: str, value: int, text: str, names: tuple, values: tuple) -> None:
+    """An extra relation over root sizes holds.
+
+    Raises:
+        ConstraintsExceededError: ``x.shape[0] = 6 violates 2*cols == rows (cols = 4, rows = 6)``.
+    """
+    if not ok:
+        shown = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
+        raise ConstraintsExceededError(f"{where} = {value} violates {text} ({shown})")
+
+
+def _no_outputs(ctx: Any, *args: Any, **kwargs: Any) -> tuple:
+    return ()
+
+
+register_op("tpe.check_input", check_input, lambda ctx, x, *a, **k: x.shape, side_effect=True,
+            doc="rank, static sizes and dtype of one input; returns it")
+register_op("tpe.derived_root", derived_root, _no_outputs, side_effect=True,
+            doc="bind a root r from a size k*r + c (divisibility and range of r)")
+register_op("tpe.assert_range", assert_range, _no_outputs, side_effect=True,
+            doc="a root size lies in its declared range")
+register_op("tpe.assert_dim", assert_dim, _no_outputs, side_effect=True,
+            doc="a dynamic axis equals its expression over the roots")
+register_op("tpe.assert_guard", assert_guard, _no_outputs, side_effect=True,
+            doc="an extra relation over root sizes holds")

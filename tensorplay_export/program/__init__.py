@@ -1,0 +1,1 @@
+"""Programs: ExportedProgram, its signature, program building, input checks, unflatten, decompositions."""

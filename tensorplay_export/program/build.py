@@ -1,0 +1,208 @@
+"""Building an ExportedProgram from a capture: AUTO replacements, runtime input checks, signature.
+
+:func:`build_program` turns a :class:`~tensorplay_export.capture.entry.CaptureResult`
+into an :class:`~tensorplay_export.program.exported.ExportedProgram`: the AUTO
+replacements are applied to the graph, the contract (root ranges, accepted
+guards, input sites) is inserted as ``tpe.*`` check nodes ahead of all
+compute (:mod:`.input_checks`), and the graph signature and module-call
+entries are recorded.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Any
+
+import sympy
+
+from solver.forms import linear_bound
+
+from ..capture.entry import CaptureResult
+from ..capture.traced import TracedArray
+from ..graph.codegen import GraphModule
+from ..graph.ir import Graph, Node, map_exprs
+from ..ops.ctx import as_dim
+from ..ops.registry import has_side_effect
+from ..records import ValueRange
+from ..specs.binding import signature_target
+from ..specs.normalize import equality_constraints_from
+from .exported import ExportedProgram
+from .input_checks import InputContract, InputSite, insert_input_checks
+from .signature import (
+    ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
+    OutputKind, OutputSpec, TensorArgument,
+)
+
+__all__ = ["build_program", "finish_graph", "fold_simple_bounds", "eliminate_dead_code"]
+
+
+def eliminate_dead_code(graph: Graph) -> bool:
+    """Erase unused call nodes, keeping symbol binds and side-effect ops (the input checks)."""
+    return graph.eliminate_dead_code(is_impure=lambda n: has_side_effect(n.target))
+
+
+def fold_simple_bounds(ranges: dict, guards: list) -> tuple[dict, list]:
+    """Move bounds on one root (``s0 <= 512``, ``s0 >= 2``) from ``guards`` into ``ranges``.
+
+    A program built with ``Dim.AUTO`` keeps such an accepted guard as an extra
+    runtime check beside the root's declared range ``[1, inf]``; as a contract
+    both say the same thing, and a range is what users and ``diff`` compare.
+    Equalities and other guards are kept in order.
+    """
+    ranges = dict(ranges)
+    kept = []
+    for g in guards:
+        bound = (linear_bound(g) if isinstance(g, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)) else None)
+        if bound is None or bound[0] not in ranges:
+            kept.append(g)
+            continue
+        r, lo, hi = bound
+        old_lo, old_hi = ranges[r]
+        new_lo = old_lo if lo is None else max(old_lo, lo)
+        new_hi = old_hi if hi is None else (hi if old_hi is None else min(old_hi, hi))
+        ranges[r] = (new_lo, new_hi)
+    return ranges, kept
+
+
+def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
+    """Apply AUTO replacements, insert the runtime checks; returns (contract, ranges).
+
+    ``extra_guards``: GuardRecords (or sympy booleans) the program checks besides the
+    accepted ones (draft_export passes its violations).
+    """
+    env = result.env
+    repl = env.replacements
+    graph = result.graph
+
+    def sub(v: Any) -> Any:
+        """``v`` (a size, or node args holding sizes) with the AUTO replacements applied."""
+        return map_exprs(v, lambda e: e.xreplace(repl)) if repl else v
+
+    if repl:
+        for node in graph.nodes:
+            if node.op == "call_function":
+                node.args = sub(node.args)
+                node.kwargs = sub(node.kwargs)
+            if node.meta.get("shape") is not None:
+                node.meta["shape"] = tuple(as_dim(sub(d)) for d in node.meta["shape"])
+            bind = node.meta.get("bind")
+            if bind:
+                node.meta["bind"] = {a: s for a, s in bind.items() if s not in repl}
+    sites = [InputSite(path, ph, tuple(as_dim(sub(d)) for d in shape), dtype)
+             for path, ph, shape, dtype in result.sites]
+    ranges: dict = {}
+    for sym, (lo, hi) in env.ranges.items():
+        if sym in repl or env.kinds.get(sym) == "unbacked":
+            continue
+        ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
+    guards = []
+    for rec in [*env.accepted, *extra_guards]:
+        g = env.canon(sub(getattr(rec, "expr", rec)))
+        if g is not sympy.true and g not in guards:
+            guards.append(g)
+    # A bound accepted on one AUTO root (s0 <= 512) is its range: range_constraints and the
+    # runtime range check state it, instead of [1, inf] plus an extra guard.
+    auto = {s: (int(v.lower), None if v.upper == math.inf else int(v.upper))
+            for s, v in ranges.items() if env.kinds.get(s) == "auto"}
+    folded, guards = fold_simple_bounds(auto, guards)
+    for s, (lo, hi) in folded.items():
+        ranges[s] = ValueRange(lo, math.inf if hi is None else hi)
+    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
+    insert_input_checks(graph, contract)
+    all_ranges = dict(ranges)
+    for sym, (lo, hi) in env.ranges.items():
+        if env.kinds.get(sym) == "unbacked":
+            all_ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
+    return contract, all_ranges
+
+
+def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
+                  extra_guards: Any = ()) -> Any:
+    """The ExportedProgram of a capture.
+
+    Args:
+        extra_guards: GuardRecords (or sympy booleans over the input sizes) the program
+            checks at run time besides the contract's accepted guards; ``draft_export``
+            passes ``result.violations`` so its program is sound for what it accepts.
+            Without them a capture with violations gives a program whose contract is
+            too wide: ``export`` raises instead.
+
+    Returns:
+        ExportedProgram; ops of the capture's overlay (``result.op_table``) run
+        through ``GraphModule(op_table=...)``.
+    """
+
+    contract, ranges = finish_graph(result, tuple(extra_guards))
+    graph = result.graph
+    input_specs = []
+    state_dict: dict = {}
+    constants: dict = {}
+    for name, kind, target, persistent, value in result.input_kinds:
+        if kind == "parameter":
+            input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(name), target))
+            state_dict[target] = value
+        elif kind == "buffer":
+            input_specs.append(InputSpec(InputKind.BUFFER, TensorArgument(name), target, persistent))
+            if persistent:
+                state_dict[target] = value
+            else:
+                constants[target] = value
+        elif kind == "constant":
+            input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), target))
+            constants[target] = value
+        elif kind == "user_input":
+            input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name)))
+        else:
+            input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value)))
+    order = {n.name: i for i, n in enumerate(graph.placeholders())}
+    input_specs.sort(key=lambda s: order[s.arg.name])
+    out_node = graph.output_node
+    output_specs = []
+    values = out_node.args[0]
+    n_mut = len(result.mutations)
+    n_in_mut = len(result.input_mutations)
+    for i, v in enumerate(values):
+        arg = TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument(f"out{i}", v)
+        if i < n_mut:
+            output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
+        elif i < n_mut + n_in_mut:
+            output_specs.append(OutputSpec(OutputKind.USER_INPUT_MUTATION, arg,
+                                           result.input_mutations[i - n_mut][0]))
+        else:
+            output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
+    signature = ExportGraphSignature(input_specs, output_specs)
+    try:
+        arg_names = list(inspect.signature(signature_target(model)).parameters)
+    except (TypeError, ValueError):
+        arg_names = None
+    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
+    entries = [root]
+    def call_signature(record: Any) -> Any:
+        (ins, ispec), (outs, ospec) = record
+        return ModuleCallSignature(
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+             for v in ins],
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+             for v in outs], ispec, ospec)
+
+    # one entry per module (first call); a preserved module's k-th further call is ``fqn@k``
+    seen_calls: dict = {}
+    for fqn, _call_id in result.calls.log:
+        if fqn == "":
+            continue
+        k = seen_calls.get(fqn, 0)
+        seen_calls[fqn] = k + 1
+        sigs = result.calls.signatures.get(fqn)
+        if k == 0:
+            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0]) if sigs else None))
+        elif sigs is not None and k < len(sigs):
+            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k])))
+    placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
+    equalities = []
+    for eq in equality_constraints_from(result.leaf_specs):
+        equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
+    gm = GraphModule(graph, op_table=result.op_table or None)
+    ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
+                         module_call_graph=entries, range_constraints=ranges,
+                         equality_constraints=equalities, state_dict=state_dict, constants=constants)
+    return ep

@@ -1,0 +1,1 @@
+"""Dynamic-shape specs: the Dim vocabulary, spec normalization, input binding and refine."""
