@@ -517,28 +517,7 @@ def test_state_and_mutations_survive():
 
 
 # ------------------------------------------------------------------------ the acceptance cases
-try:
-    from _shared import SHARED_CASES as CASES_DIR  # beside the checkout, or $TPE_CASES_DIR
-except ImportError:
-    CASES_DIR = __import__("pathlib").Path(__file__).resolve().parent.parent.parent / "shared" / "cases"
-
-
-def _shared_cases() -> list:
-    if not CASES_DIR.is_dir():
-        return []
-    return sorted(p.stem for p in CASES_DIR.glob("case_*.py"))
-
-
-def _load_case(name):
-    import importlib.util
-    import sys
-
-    if str(CASES_DIR) not in sys.path:
-        sys.path.insert(0, str(CASES_DIR))
-    spec = importlib.util.spec_from_file_location(f"_decomp_case_{name}", CASES_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from _shared import NO_CASES, SHARED_CASES as CASES_DIR, case_params, load_case as _load_case  # noqa: E402
 
 
 def _flat(value):
@@ -549,8 +528,8 @@ def _flat(value):
     return [np.asarray(value)]
 
 
-@pytest.mark.skipif(not CASES_DIR.is_dir(), reason="shared acceptance cases not present")
-@pytest.mark.parametrize("name", _shared_cases())
+@pytest.mark.skipif(not CASES_DIR.is_dir(), reason=NO_CASES)
+@pytest.mark.parametrize("name", case_params(as_name=True))
 def test_decomposed_acceptance_cases_keep_contract_and_numerics(name):
     import itertools
 
@@ -649,18 +628,10 @@ def test_decompositions_of_decompositions_run_until_settled():
 
 
 # ------------------------------------------------------------------ draft programs, module calls
-def _no_rule():
-    from tensorplay_export.ops.registry import lookup_func
-
-    return next((f for f in (np.unwrap, np.sinc, np.i0) if lookup_func(f) is None), None)
-
-
 def test_draft_program_with_an_opaque_op_decomposes():
     from tensorplay_export import draft_export, nn
 
-    no_rule = _no_rule()
-    if no_rule is None:
-        pytest.skip("every candidate function has a shape rule now")
+    from _opaque import NO_RULE as no_rule
 
     class Opaque(nn.Module):
         def __init__(self):

@@ -12,9 +12,9 @@ import sympy
 from tensorplay_export.nn import functional as F
 from tensorplay_export.nn._dispatch import _FUNCTIONAL_HOOK, COMPOSITES
 
-composites = pytest.importorskip("tensorplay_export.nn._composites")
-from tensorplay_export.ops.ctx import ShapeCtx  # noqa: E402
-from tensorplay_export.ops.registry import ArrayInfo, get_op, lookup_func  # noqa: E402
+from tensorplay_export.nn import _composites as composites
+from tensorplay_export.ops.ctx import ShapeCtx
+from tensorplay_export.ops.registry import ArrayInfo, get_op, lookup_func
 
 
 class Env:

@@ -104,10 +104,7 @@ def test_decomposed_program_has_no_composites_and_matches_eager(name):
     model = make_model()
     ep = tpe.export(model, *make_inputs(2, 7), dynamic_shapes=make_spec())
     assert any(str(n.target).startswith("tpe.nn.") for n in ep.graph_module.graph.nodes)
-    try:
-        dec = ep.run_decompositions()
-    except NotImplementedError as exc:
-        pytest.skip(f"run_decompositions: {exc}")
+    dec = ep.run_decompositions()
     left = [str(n.target) for n in dec.graph_module.graph.nodes if str(n.target).startswith("tpe.nn.")]
     assert left == []
     inputs = make_inputs(3, 11)

@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: _shared
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tensorplay_export as tpe  # noqa: E402
@@ -47,8 +48,12 @@ def probe(path: Path) -> dict:
     except tpe.ConstraintViolationError as err:
         out["error"] = str(err)
         out["fixes"] = fix_lines(str(err))
-        ep = tpe.export(case.model, *args,
-                        dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), spec), **kwargs)
+        try:
+            ep = tpe.export(case.model, *args,
+                            dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), spec), **kwargs)
+        except (tpe.ConstraintViolationError, ValueError) as again:  # a case one refine step does not close yet
+            out["refined_error"] = str(again)
+            return out
     except Exception as err:  # noqa: BLE001 - data-dependent: the message must be stable too
         out["error"] = f"{type(err).__name__}: {err}"
         return out

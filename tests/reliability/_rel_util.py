@@ -48,34 +48,7 @@ def rel_settings(scale: float = 1.0, **overrides: Any) -> settings:
 
 # -- acceptance cases ---------------------------------------------------------------------------
 
-def cases_dir() -> Path:
-    return Path(os.environ.get("TPE_CASES_DIR", "/work/shared/cases"))
-
-
-def case_files() -> list[Path]:
-    d = cases_dir()
-    return sorted(d.glob("case_*.py")) if d.is_dir() else []
-
-
-_LOADED: dict[Path, Any] = {}
-
-
-def load_case(path: Path) -> Any:
-    """Import a case file by path (its folder briefly on sys.path for ``_util``), once."""
-    path = path.resolve()
-    if path in _LOADED:
-        return _LOADED[path]
-    sys.path.insert(0, str(path.parent))
-    try:
-        name = f"_rel_case_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-    _LOADED[path] = module
-    return module
+from _shared import NO_CASES, NONDETERMINISTIC, SHARED_CASES, case_files, case_params, load_case  # noqa: F401  (one rule for the shared cases)
 
 
 # -- eager comparison ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from hypothesis import given, strategies as st
 
 import tensorplay_export as tpe
 
-from _rel_util import assert_same, case_files, cases_dir, load_case, rel_settings, run_eager
+from _rel_util import NO_CASES, assert_same, case_files, case_params, load_case, rel_settings, run_eager
 
 CASES = case_files()
 _PROGRAMS: dict[Path, tuple] = {}
@@ -132,10 +132,9 @@ def check_sizes(case, program, sizes: dict, label: str) -> None:
 
 if not CASES:
     def test_acceptance_cases_present():
-        pytest.skip(f"acceptance-case folder {cases_dir()} is missing or empty "
-                    "(set TPE_CASES_DIR to point at it)")
+        pytest.skip(NO_CASES)
 else:
-    @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+    @pytest.mark.parametrize("path", case_params(CASES))
     def test_case_contract_under_random_sizes(path):
         case, ep, loaded = exported(path)
         if ep is None:
@@ -149,7 +148,7 @@ else:
 
         prop()
 
-    @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+    @pytest.mark.parametrize("path", case_params(CASES))
     def test_case_grid_boundaries_exhaustive(path):
         """Every pool combination (grid values, neighbours, 0/1/2) -- no randomness."""
         case, ep, _loaded = exported(path)

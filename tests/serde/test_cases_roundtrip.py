@@ -17,19 +17,9 @@ import pytest
 import tensorplay_export as tpe
 from tensorplay_export.graph.ir import iter_exprs
 
-CASES = Path(__file__).resolve().parents[3] / "shared" / "cases"
-FILES = sorted(CASES.glob("case_*.py")) if CASES.is_dir() else []
+from _shared import NO_CASES, case_files, case_params, load_case as _load
 
-
-def _load(path: Path):
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec = importlib.util.spec_from_file_location(f"_serde_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.pop(0)
-    return module
+FILES = case_files()
 
 
 def _program(case):
@@ -60,8 +50,8 @@ def _call(module, args, kwargs):
         return "refused", None
 
 
-@pytest.mark.skipif(not FILES, reason="shared acceptance cases not found beside the project")
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+@pytest.mark.skipif(not FILES, reason=NO_CASES)
+@pytest.mark.parametrize("path", case_params(FILES))
 def test_case_roundtrip(path):
     case = _load(path)
     ep = _program(case)
