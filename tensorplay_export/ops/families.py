@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc")
+FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "scatter", "select",
+            "grids", "signal", "stats")
 
 # nn.functional composites register their own rules (owned by the nn package).
 EXTERNAL = ("tensorplay_export.nn._composites",)

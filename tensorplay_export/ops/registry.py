@@ -45,7 +45,16 @@ Conventions for adding an op (read before writing one):
 - **multi_output=True**: the impl returns a tuple and the rule a list of shapes;
   capture adds one ``tpe.item`` node per output.
 - **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
-  ``ndarray`` method names that dispatch to this op during capture.
+  ``ndarray`` method names that dispatch to this op during capture.  A ufunc
+  method other than ``__call__`` is named by its bound method (``np.add.at``,
+  ``np.add.reduceat``: equal and hashable across attribute reads).
+- **writes_arg.** For a numpy function that writes into one of its arguments
+  and returns None (``np.add.at``, ``np.put_along_axis``): that argument's
+  position.  The op is registered under a ``"tpe.<name>"`` name and its impl is
+  the *functional* form (it returns the updated copy, like ``tpe.setitem``);
+  capture writes the result into the target's example in place (eager
+  semantics, views see it), rebinds the traced target to the new node and
+  returns None to the model, as numpy does.
 - **Op table overlays.**  A capture may need ops that must not enter the
   global opset: ``draft_export`` runs a numpy callable without a shape rule as
   an *opaque* op (:func:`make_opaque_op`, named ``"tpe.opaque.<numpy name>"``,
@@ -83,6 +92,7 @@ class OpDef:
     methods: tuple = ()
     multi_output: bool = False
     doc: str = ""
+    writes_arg: Optional[int] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -95,7 +105,8 @@ _BY_METHOD: dict[str, OpDef] = {}
 
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
-                methods: tuple = (), multi_output: bool = False, doc: str = "") -> OpDef:
+                methods: tuple = (), multi_output: bool = False, doc: str = "",
+                writes_arg: Optional[int] = None) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -109,7 +120,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc)
+               multi_output, doc, writes_arg)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op
