@@ -10,6 +10,26 @@ from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
 
 N0 = Dim("n", min=0, max=64)
 SIZES = (0, 1, 2, 7)
+# spelled out for the registry walk (test_ops_registry.py looks for each op's name in the tests)
+AT_OPS = ["tpe.add_at", "tpe.subtract_at", "tpe.multiply_at", "tpe.divide_at", "tpe.maximum_at", "tpe.minimum_at",
+          "tpe.fmax_at", "tpe.fmin_at", "tpe.logical_and_at", "tpe.logical_or_at", "tpe.bitwise_and_at",
+          "tpe.bitwise_or_at", "tpe.bitwise_xor_at"]
+REDUCEAT_OPS = ["numpy.add.reduceat", "numpy.multiply.reduceat", "numpy.maximum.reduceat", "numpy.minimum.reduceat",
+                "numpy.fmax.reduceat", "numpy.fmin.reduceat", "numpy.logical_and.reduceat",
+                "numpy.logical_or.reduceat", "numpy.bitwise_and.reduceat", "numpy.bitwise_or.reduceat"]
+
+
+def test_every_scatter_op_is_listed_and_dispatches_from_its_ufunc_method():
+    from tensorplay_export.ops.registry import all_ops, lookup_func
+
+    assert AT_OPS == [f"tpe.{u}_at" for u in AT_UFUNCS]
+    assert REDUCEAT_OPS == [f"numpy.{u}.reduceat" for u in REDUCEAT_UFUNCS]
+    ops = all_ops()
+    for name, ufunc in zip(AT_OPS, AT_UFUNCS):
+        assert lookup_func(getattr(np, ufunc).at) is ops[name] and ops[name].writes_arg == 0
+    for name, ufunc in zip(REDUCEAT_OPS, REDUCEAT_UFUNCS):
+        assert lookup_func(getattr(np, ufunc).reduceat) is ops[name] and ops[name].writes_arg is None
+    assert ops["tpe.put_along_axis"].writes_arg == 0
 
 
 def _operands(name, n, seed=0):
