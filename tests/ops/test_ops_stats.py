@@ -131,3 +131,9 @@ def test_nan_arg_reductions_and_scans():
                "numpy.cumulative_sum", "numpy.cumulative_prod", "numpy.cumprod"])
     with pytest.raises(tpe.ConstraintViolationError, match="n >= 1"):
         tpe.export(lambda x: np.nanargmax(x, axis=0), randn(3, 2), dynamic_shapes={"x": {0: N0}})
+
+
+def test_isclose():
+    check(lambda x, y: (np.isclose(x, y), np.isclose(x, 0.0, equal_nan=True), np.isclose(x, y[:, :1], rtol=0.5)),
+          lambda n: (randn(n, 3), randn(n, 3, seed=1)), {"x": {0: N0}, "y": {0: N0}}, sizes=(0, 1, 4),
+          ops=["numpy.isclose"])
