@@ -195,3 +195,27 @@ def test_bincount_of_known_range_values_has_the_static_length():
 
     ep = check(f, lambda n: (randn(n, 4),), {"logits": {0: N0}}, sizes=SIZES, ops=["numpy.bincount"])
     assert not any(s.name.startswith("u") for s in ep.range_constraints)
+
+
+def test_scatter_programs_save_load_and_draft_export(tmp_path):
+    def f(x, ids):
+        out = np.zeros((6, 3), x.dtype)
+        np.add.at(out, ids, x)
+        seg = np.maximum.reduceat(x, np.array([0, 1]), axis=0)
+        y = x.copy()
+        np.put_along_axis(y, np.argmax(x, axis=1)[:, None], 0.0, axis=1)
+        return out, seg, y, np.bincount(ids, minlength=6)
+
+    def make(n):
+        return randn(n, 3), np.random.default_rng(n).integers(0, 6, n)
+
+    spec = {"x": {0: Dim("n", min=2, max=64)}, "ids": {0: Dim("n", min=2, max=64)}}
+    ep = tpe.export(f, *make(4), dynamic_shapes=spec)
+    tpe.save(ep, tmp_path / "scatter.pt2")
+    loaded = tpe.load(tmp_path / "scatter.pt2")
+    for n in (2, 9):
+        for got, want in zip(loaded.module()(*make(n)), f(*make(n))):
+            assert got.shape == want.shape and got.dtype == want.dtype
+            np.testing.assert_allclose(got, want)
+    report = tpe.draft_export(f, *make(4), dynamic_shapes=spec)
+    assert not report.failures
