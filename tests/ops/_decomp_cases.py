@@ -59,6 +59,23 @@ def m_ptp(x):
     return np.ptp(x, axis=0), np.ptp(x), np.ptp(x, axis=1, keepdims=True)
 
 
+def m_quantile(x, i):
+    y = np.where(x > 1.5, np.nan, x)
+    return (np.quantile(x, 0.3, axis=0), np.quantile(x, [0.0, 0.25, 1.0], axis=1, keepdims=True),
+            np.quantile(x.astype(np.float32), 0.5), np.quantile(x.astype(np.float32), np.float64(0.5)),
+            np.quantile(i, 0.4, axis=0), np.quantile(y, 0.6, axis=0), np.quantile(x, 0.7, method="lower"),
+            np.quantile(x, [0.2, 0.9], axis=0, method="higher"))
+
+
+def m_percentile(x, i):
+    return (np.percentile(x, 50), np.percentile(x, [10, 90], axis=0), np.percentile(i, 25, axis=1),
+            np.percentile(x.astype(np.float32), 75.0, axis=0, keepdims=True), np.percentile(x, 100, axis=-1))
+
+
+def _qx(n, rng):
+    return rng.standard_normal((n, 3)), rng.integers(0, 9, (n, 3))
+
+
 def _ints(n, rng):
     return rng.integers(0, 6, (n, 3)), rng.integers(0, 6, n + 1)
 
@@ -82,4 +99,6 @@ CASES = {
                         (3, 4, 5)),
     "numpy.average": (m_average, _avg, {"x": N0, "w": N0}, SIZES),
     "numpy.ptp": (m_ptp, _f(lambda n: [(n, 3)]), {"x": N0}, SIZES),
+    "numpy.quantile": (m_quantile, _qx, {"x": N0, "i": N0}, (1, 2, 3, 5, 8)),
+    "numpy.percentile": (m_percentile, _qx, {"x": N0, "i": N0}, (1, 2, 3, 5, 8)),
 }
