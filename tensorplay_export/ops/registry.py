@@ -30,8 +30,8 @@ Conventions for adding an op (read before writing one):
   ``specialization``), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)``
   (the one broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
-  axis)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``, bound at
-  run time from that output) and ``ctx.vrange(lo, hi, out)`` (value range of an
+  axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
+  bound at run time from that output; ``lower`` a size numpy guarantees it reaches) and ``ctx.vrange(lo, hi, out)`` (value range of an
   integer output).  It never branches with a plain ``if`` on a sympy relation:
   use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
   ``Eq(3*b*n, 12*b*floor(n/4))``): ``ctx.require`` canonicalizes, but a rule
