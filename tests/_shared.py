@@ -34,7 +34,8 @@ def case_files() -> list[Path]:
 
 
 # Cases whose violation text is not deterministic yet: their unfixable non-linear guards get
-# counterexamples that depend on z3's state from earlier queries (the fixes issue removes them).
+# counterexamples that depend on z3's state from earlier queries in the process, so the
+# determinism tests leave them out (the fixes issue makes these guards fixable).
 NONDETERMINISTIC = {"case_reshape_pool_pyramid": EXPECTED_FAILURES["case_reshape_pool_pyramid"]}
 
 

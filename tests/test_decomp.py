@@ -257,6 +257,10 @@ CASES = {
                           SIZES),
 }
 
+from ops._decomp_cases import CASES as _MORE_CASES  # noqa: E402  (the composites of tests/ops)
+
+CASES.update(_MORE_CASES)
+
 
 def _targets(ep) -> set:
     return {canonical_target(n.target) for n in ep.graph.nodes if n.op == "call_function"}

@@ -164,6 +164,8 @@ class TracedArray:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
                                      f"\n  at {src}")
         result = self._tracer.call(op, tuple(args), dict(kwargs), source=src)
+        if op.writes_arg is not None:
+            return _write_back(op, args, result, src)
         if func is np.unique and isinstance(result, tuple) and len(result) == 1:
             return result[0]
         return result
@@ -185,6 +187,10 @@ class TracedArray:
             kwargs.setdefault("axis", 0)
             result = self._tracer.call(get_op(_UFUNC_ACCUMULATE[ufunc.__name__]), tuple(inputs), kwargs,
                                        source=src)
+        elif (op := lookup_func(getattr(ufunc, method, None))) is not None:  # np.add.at, .reduceat
+            result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
+            if op.writes_arg is not None:
+                return _write_back(op, inputs, result, src)
         else:
             raise UnsupportedOpError(f"{func_name(ufunc)}.{method} is not supported during capture"
                                      f"\n  at {src}")
@@ -314,6 +320,24 @@ class TracedArray:
     def __iand__(self, o): return self._inplace("numpy.bitwise_and", o)
     def __ior__(self, o): return self._inplace("numpy.bitwise_or", o)
     def __ixor__(self, o): return self._inplace("numpy.bitwise_xor", o)
+
+
+def _write_back(op: Any, args: Any, result: "TracedArray", src: Any) -> None:
+    """Finish an op numpy runs in place (``op.writes_arg``): ``np.add.at``, ``np.put_along_axis``.
+
+    The op's functional result is written into the target's example (views see it, as in
+    eager numpy), the target is rebound to the result's node, and None is returned as numpy does.
+    """
+    target = args[op.writes_arg] if len(args) > op.writes_arg else None
+    if not isinstance(target, TracedArray):
+        raise UnsupportedOpError(f"{op.name}: the array written in place must be a traced array during "
+                                 f"capture (create it inside the model or pass it as an input)\n  at {src}")
+    if isinstance(target.example, np.ndarray):
+        np.copyto(target.example, result.example, casting="unsafe")
+        result.example = target.example
+    target._rebind(result)
+    target._tracer.writes.append((op.name, src))
+    return None
 
 
 def _dtype_of_any(v: Any) -> Any:

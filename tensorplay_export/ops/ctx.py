@@ -162,10 +162,16 @@ class ShapeCtx:
             out.append(as_dim(d) if isinstance(d, sympy.Basic) else d)
         return tuple(out)
 
-    def new_unbacked(self, upper: Any, out: int = 0, axis: int = 0) -> sympy.Symbol:
-        """A data-dependent size for output ``out``'s ``axis`` (range ``[0, upper]``)."""
+    def new_unbacked(self, upper: Any, out: int = 0, axis: int = 0, lower: Any = 0) -> sympy.Symbol:
+        """A data-dependent size for output ``out``'s ``axis`` (range ``[0, upper]``).
+
+        ``lower``: a size numpy guarantees the result reaches (``bincount``'s ``minlength``),
+        known to the solver as ``u >= lower`` so later ops may rely on it without a guard.
+        """
         hint = self.concrete[out][axis]
         sym = self.env.unbacked_symbol(upper, hint, self.op, self.source)
+        if not (is_static(lower) and int(lower) <= 0):
+            self.env.solver.assume(sympy.Ge(sym, lower))
         self.unbacked.append((out, axis, sym))
         return sym
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks")
+FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks", "scatter",
+            "select", "grids", "signal", "stats")
 
 for _name in FAMILIES:
     importlib.import_module(f"{__package__}.{_name}")

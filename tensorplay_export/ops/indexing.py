@@ -264,17 +264,20 @@ def _setitem_rule(ctx: Any, a: Any, key: Any, value: Any) -> tuple:
     if any(isinstance(k, ArrayInfo) and k.dtype == np.bool_ for k in keys):
         # a masked write: the slot count is data-dependent; numpy checks the value at run time
         return shape
-    sub = getitem_shape(ctx, shape, key)
-    vshape = shape_of(value)
+    require_assignable(ctx, shape_of(value), getitem_shape(ctx, shape, key))
+    return shape
+
+
+def require_assignable(ctx: Any, vshape: tuple, sub: tuple, what: str = "assigned value") -> None:
+    """A value of shape ``vshape`` broadcasts (one way) to the slot shape ``sub``."""
     for i in range(1, len(vshape) + 1):
         v = vshape[-i]
         if is_static(v) and int(v) == 1:
             continue
         if i > len(sub):
-            ctx.eq(v, 1, "assigned value has more dimensions than the target")
+            ctx.eq(v, 1, f"{what} has more dimensions than the target")
             continue
-        ctx.eq(v, sub[-i], f"assigned value of size {v} into a slot of size {sub[-i]}")
-    return shape
+        ctx.eq(v, sub[-i], f"{what} of size {v} into a slot of size {sub[-i]}")
 
 
 register_op("tpe.setitem", _setitem, _setitem_rule, doc="functional a[key] = value (returns a copy)")

@@ -94,3 +94,11 @@ def _count_nonzero_rule(ctx: Any, a: Any, axis: Any = None, *, keepdims: bool = 
 
 register_op("numpy.count_nonzero", lambda a, axis=None, *, keepdims=False: np.asarray(
     np.count_nonzero(a, axis=axis, keepdims=keepdims)), _count_nonzero_rule, numpy_funcs=(np.count_nonzero,))
+
+
+def _isclose_rule(ctx: Any, a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False) -> tuple:
+    return ctx.broadcast(*(shape_of(v) for v in (a, b, rtol, atol)))
+
+
+register_op("numpy.isclose", np.isclose, _isclose_rule, numpy_funcs=(np.isclose,),
+            doc="numpy.isclose: elementwise |a - b| <= atol + rtol * |b| (broadcast shapes)")

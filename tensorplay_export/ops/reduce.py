@@ -1,9 +1,11 @@
-"""Reductions with ``axis``/``keepdims`` and scans (``cumsum``, ``cumprod``).
+"""Reductions with ``axis``/``keepdims``/``where``/``initial`` and scans (``cumsum``, ``cumprod``,
+``cumulative_sum``, the nan forms).
 
 Shape rule: drop (or keep as 1) the reduced axes; ``axis=None`` reduces all.
 Reductions never need guards: numpy defines them for every size except
 ``max``/``min``/``argmax`` over an empty axis, which sizes >= 1 exclude (an
-empty-capable dim records ``size >= 1``).
+empty-capable dim records ``size >= 1``); an ``initial=`` value lifts that.
+A ``where=`` mask must broadcast to the reduced array's shape.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from .ctx import is_static, prod
+from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .registry import register_op
 
@@ -49,22 +51,43 @@ def require_nonempty(ctx: Any, shape: tuple, axis: Any, reason: str) -> None:
 _NO_IDENTITY = "reduction over an axis without identity needs it nonempty"
 
 
+def check_where(ctx: Any, shape: tuple, where: Any) -> None:
+    """A ``where=`` mask broadcasts (one way) to the shape of the array it selects from."""
+    if where is None or isinstance(where, (bool, np.bool_)) or where is np._NoValue:
+        return
+    from .indexing import require_assignable  # indexing's rules use norm_axes from here
+
+    require_assignable(ctx, shape_of(where), tuple(shape), "where= mask")
+
+
+def _given(v: Any) -> bool:
+    return v is not None and v is not np._NoValue
+
+
 def _reduce_rule(nonempty: bool):
     def rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
              keepdims: bool = False, *args: Any, **kwargs: Any) -> tuple:
         shape = shape_of(a)
-        if nonempty:
+        check_where(ctx, shape, kwargs.get("where"))
+        if nonempty and not _given(kwargs.get("initial")):
             require_nonempty(ctx, shape, axis, _NO_IDENTITY)
         return reduced_shape(shape, axis, bool(keepdims))
     return rule
 
 
-def _nan_extreme_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
-                      **kwargs: Any) -> tuple:
-    """nanmax / nanmin: like max / min, numpy raises over an empty axis (fmax has no identity)."""
+def _extreme_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                  initial: Any = None, where: Any = None) -> tuple:
+    """max / min / nanmax / nanmin: numpy raises over an empty axis (no identity) unless ``initial=``."""
     shape = shape_of(a)
-    require_nonempty(ctx, shape, axis, _NO_IDENTITY)
+    check_where(ctx, shape, where)
+    if not _given(initial):
+        require_nonempty(ctx, shape, axis, _NO_IDENTITY)
     return reduced_shape(shape, axis, bool(keepdims))
+
+
+def _extreme_method_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                         initial: Any = None, where: Any = None) -> tuple:
+    return _extreme_rule(ctx, a, axis, out, keepdims, initial, where)
 
 
 def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> tuple:
@@ -79,7 +102,9 @@ def _arg_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, *, keepdims: 
 
 def _stat_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                ddof: Any = 0, keepdims: bool = False, **kwargs: Any) -> tuple:
-    return reduced_shape(shape_of(a), axis, bool(keepdims))
+    shape = shape_of(a)
+    check_where(ctx, shape, kwargs.get("where"))
+    return reduced_shape(shape, axis, bool(keepdims))
 
 
 def _scan_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> tuple:
@@ -88,6 +113,25 @@ def _scan_rule(ctx: Any, a: Any, axis: Any = None, dtype: Any = None, out: Any =
         return (prod(shape),)
     norm_axes(axis, len(shape))
     return shape or (1,)  # numpy scans a 0-d input as 1-d
+
+
+def _cumulative_rule(ctx: Any, x: Any, *, axis: Any = None, dtype: Any = None, out: Any = None,
+                     include_initial: bool = False) -> tuple:
+    """numpy 2's cumulative_sum / cumulative_prod: ``axis`` is needed beyond 1-d; the initial value adds one."""
+    shape = shape_of(x)
+    if not shape:
+        raise ValueError("numpy.cumulative_sum/prod take an array of at least one dimension")
+    if axis is None:
+        if len(shape) != 1:
+            raise ValueError("For arrays which have more than one dimension ``axis`` argument is required.")
+        ax = 0
+    else:
+        ax = norm_axes(axis, len(shape))[0]
+    if not include_initial:
+        return tuple(shape)
+    d = shape[ax]
+    grown = d + 1 if isinstance(d, int) else as_dim(sympy.sympify(d) + 1)
+    return tuple(grown if i == ax else e for i, e in enumerate(shape))
 
 
 def _method(name: str):
@@ -104,8 +148,10 @@ _REDUCTIONS = [
 ]
 for _name, _fn, _nonempty in _REDUCTIONS:
     _funcs = (_fn,) + ((np.amax,) if _name == "max" else (np.amin,) if _name == "min" else ())
-    register_op(f"numpy.{_name}", _fn, _reduce_rule(_nonempty), numpy_funcs=_funcs)
-    register_op(f"numpy.ndarray.{_name}", _method(_name), _reduce_rule(_nonempty), methods=(_name,))
+    _rule = _extreme_rule if _nonempty else _reduce_rule(False)
+    register_op(f"numpy.{_name}", _fn, _rule, numpy_funcs=_funcs)
+    register_op(f"numpy.ndarray.{_name}", _method(_name), _extreme_method_rule if _nonempty else _rule,
+                methods=(_name,))
 
 for _name, _fn in (("var", np.var), ("std", np.std)):
     register_op(f"numpy.{_name}", _fn, _stat_rule, numpy_funcs=(_fn,))
@@ -119,7 +165,20 @@ for _name, _fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
     register_op(f"numpy.{_name}", _fn, _scan_rule, numpy_funcs=(_fn,))
     register_op(f"numpy.ndarray.{_name}", _method(_name), _scan_rule, methods=(_name,))
 
-for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian"):
+for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian", "nanprod", "nanstd", "nanvar"):
     _fn = getattr(np, _name)
-    register_op(f"numpy.{_name}", _fn, _nan_extreme_rule if _name in ("nanmax", "nanmin") else _stat_rule,
+    register_op(f"numpy.{_name}", _fn, _extreme_rule if _name in ("nanmax", "nanmin") else _stat_rule,
                 numpy_funcs=(_fn,))
+
+for _name in ("nanargmax", "nanargmin"):  # like argmax: an empty axis raises
+    _fn = getattr(np, _name)
+    register_op(f"numpy.{_name}", _fn, _arg_rule, numpy_funcs=(_fn,))
+
+for _name in ("nancumsum", "nancumprod"):
+    _fn = getattr(np, _name)
+    register_op(f"numpy.{_name}", _fn, _scan_rule, numpy_funcs=(_fn,))
+
+for _name in ("cumulative_sum", "cumulative_prod"):
+    _fn = getattr(np, _name, None)
+    if _fn is not None:  # numpy >= 2.1
+        register_op(f"numpy.{_name}", _fn, _cumulative_rule, numpy_funcs=(_fn,))

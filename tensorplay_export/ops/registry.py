@@ -30,8 +30,8 @@ Conventions for adding an op (read before writing one):
   ``specialization``), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)``
   (the one broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
-  axis)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``, bound at
-  run time from that output) and ``ctx.vrange(lo, hi, out)`` (value range of an
+  axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
+  bound at run time from that output; ``lower`` a size numpy guarantees it reaches) and ``ctx.vrange(lo, hi, out)`` (value range of an
   integer output).  It never branches with a plain ``if`` on a sympy relation:
   use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
   ``Eq(3*b*n, 12*b*floor(n/4))``): ``ctx.require`` canonicalizes, but a rule
@@ -45,7 +45,16 @@ Conventions for adding an op (read before writing one):
 - **multi_output=True**: the impl returns a tuple and the rule a list of shapes;
   capture adds one ``tpe.item`` node per output.
 - **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
-  ``ndarray`` method names that dispatch to this op during capture.
+  ``ndarray`` method names that dispatch to this op during capture.  A ufunc
+  method other than ``__call__`` is named by its bound method (``np.add.at``,
+  ``np.add.reduceat``: equal and hashable across attribute reads).
+- **writes_arg.** For a numpy function that writes into one of its arguments
+  and returns None (``np.add.at``, ``np.put_along_axis``): that argument's
+  position.  The op is registered under a ``"tpe.<name>"`` name and its impl is
+  the *functional* form (it returns the updated copy, like ``tpe.setitem``);
+  capture writes the result into the target's example in place (eager
+  semantics, views see it), rebinds the traced target to the new node and
+  returns None to the model, as numpy does.
 - **Op table overlays.**  A capture may need ops that must not enter the
   global opset: ``draft_export`` runs a numpy callable without a shape rule as
   an *opaque* op (:func:`make_opaque_op`, named ``"tpe.opaque.<numpy name>"``,
@@ -84,6 +93,7 @@ class OpDef:
     multi_output: bool = False
     doc: str = ""
     side_effect: bool = False  # kept by dead-code elimination although nothing reads it (input checks)
+    writes_arg: Optional[int] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -97,7 +107,7 @@ _BY_METHOD: dict[str, OpDef] = {}
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
-                side_effect: bool = False) -> OpDef:
+                side_effect: bool = False, writes_arg: Optional[int] = None) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -111,7 +121,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect)
+               multi_output, doc, side_effect, writes_arg)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op

@@ -18,10 +18,12 @@ import tensorplay_export as tpe
 from tensorplay_export import Dim
 
 from _determinism_probe import fix_lines, probe
-from _rel_util import NO_CASES, NONDETERMINISTIC, SHARED_CASES, case_files, case_params
+from _rel_util import NO_CASES, NONDETERMINISTIC, SHARED_CASES, case_files
 
 HERE = Path(__file__).resolve().parent
 CASES = case_files()
+# The cases whose text may differ with z3's history (see tests/_shared.py) are left out until fixed.
+DETERMINISTIC = [p for p in CASES if p.stem not in NONDETERMINISTIC]
 
 
 def model_two_violations(x, y, z):
@@ -71,7 +73,7 @@ def test_same_program_same_archive_bytes(tmp_path):
 
 
 @pytest.mark.skipif(not CASES, reason=NO_CASES)
-@pytest.mark.parametrize("path", case_params(CASES, expected=NONDETERMINISTIC))
+@pytest.mark.parametrize("path", DETERMINISTIC, ids=[p.stem for p in DETERMINISTIC])
 def test_case_export_twice_in_process(path):
     assert probe(path) == probe(path)
 
@@ -82,7 +84,7 @@ def test_cases_identical_across_hash_seeds():
     outs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, TPE_CASES_DIR=str(SHARED_CASES))
-        files = [str(p) for p in CASES if p.stem not in NONDETERMINISTIC]
+        files = [str(p) for p in DETERMINISTIC]
         proc = subprocess.run([sys.executable, str(HERE / "_determinism_probe.py"), *files], env=env,
                               capture_output=True, text=True, timeout=300, cwd=str(HERE))
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import creation, elementwise, linalg, movement, nn, reductions
+from . import creation, elementwise, grids, linalg, movement, nn, reductions, signal, stats
 from ._trace import DecompositionError, DecompSession, SESSION, traced_builder
 
 __all__ = ["builtin_functions", "builtin_builders", "traced_builder", "DecompositionError",
@@ -20,7 +20,7 @@ __all__ = ["builtin_functions", "builtin_builders", "traced_builder", "Decomposi
 def builtin_functions() -> dict[str, Callable[..., Any]]:
     """Registry name -> numpy function of every built-in decomposition (fresh dict)."""
     out: dict = {}
-    for family in (reductions, linalg, creation, movement, elementwise):
+    for family in (reductions, linalg, creation, movement, elementwise, grids, signal, stats):
         out.update(family.DECOMPOSITIONS)
     for name, fn in nn.decompositions().items():
         out.setdefault(name, fn)  # the family modules' versions take precedence

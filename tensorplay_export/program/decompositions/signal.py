@@ -1,0 +1,81 @@
+"""1-d convolution and correlation as an outer product summed along its anti-diagonals.
+
+For ``a`` of length ``n`` and ``v`` of length ``m`` the products
+``P = a[:, None] * v[None, :]`` are padded with ``n`` zero columns, flattened,
+cut to ``n * (n + m - 1)`` elements and viewed as ``(n, n + m - 1)``: row ``j``
+is ``P[j]`` shifted right by ``j``, so summing the rows gives the full
+convolution ``c[i] = sum_j a[j] v[i - j]``.  ``valid`` and ``same`` are slices
+of it at symbolic offsets (``Min``/``Max`` of the lengths).  Correlation is the
+convolution with ``conj(v[::-1])``; its ``same`` mode centres differently when
+``n < m`` and is decomposed only for static lengths.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...capture.symbolic import sym_max, sym_min
+
+__all__ = ["DECOMPOSITIONS", "convolve", "correlate"]
+
+_MODES = {0: "valid", 1: "same", 2: "full"}
+
+
+def _vector(x):
+    x = x if hasattr(x, "node") else np.asarray(x)
+    return np.reshape(x, (1,)) if x.ndim == 0 else x
+
+
+def _full(a, v):
+    n, m = a.shape[0], v.shape[0]
+    prods = a[:, None] * v[None, :]
+    padded = np.concatenate([prods, np.zeros((n, n), dtype=prods.dtype)], axis=1)
+    skew = np.reshape(np.ravel(padded)[: n * (n + m - 1)], (n, n + m - 1))
+    return np.sum(skew, axis=0, dtype=prods.dtype)
+
+
+def _mode(mode):
+    return _MODES.get(mode, mode) if not isinstance(mode, str) else mode
+
+
+def convolve(a, v, mode="full"):
+    """Discrete linear convolution of two 1-d sequences (modes full, same, valid)."""
+    mode = _mode(mode)
+    a, v = _vector(a), _vector(v)
+    if a.ndim != 1 or v.ndim != 1 or a.dtype.kind not in "iufc" or v.dtype.kind not in "iufc":
+        return NotImplemented
+    full = _full(a, v)
+    n, m = a.shape[0], v.shape[0]
+    lo, hi = sym_min(n, m), sym_max(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[lo - 1: hi]
+    if mode == "same":
+        start = (lo - 1) // 2
+        return full[start: start + hi]
+    return NotImplemented
+
+
+def correlate(a, v, mode="valid"):
+    """Cross-correlation ``c[k] = sum_n a[n + k] conj(v[n])`` of two 1-d sequences."""
+    mode = _mode(mode)
+    a, v = _vector(a), _vector(v)
+    if a.ndim != 1 or v.ndim != 1 or a.dtype.kind not in "iufc" or v.dtype.kind not in "iufc":
+        return NotImplemented
+    n, m = a.shape[0], v.shape[0]
+    if mode == "same" and not (isinstance(n, int) and isinstance(m, int)):
+        return NotImplemented  # the centre depends on which operand is longer
+    rev = v[::-1]
+    full = _full(a, np.conj(rev) if rev.dtype.kind == "c" else rev)
+    lo, hi = sym_min(n, m), sym_max(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[lo - 1: hi]
+    if mode == "same":
+        start = (m - 1) // 2 if n >= m else n // 2
+        return full[start: start + hi]
+    return NotImplemented
+
+
+DECOMPOSITIONS = {"numpy.convolve": convolve, "numpy.correlate": correlate}
