@@ -100,12 +100,13 @@ class ShapeEnv:
         self._counters["auto"] += 1
         return self.create_symbol(f"s{n}", 1, None, hint, "auto")
 
-    def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc]) -> sympy.Symbol:
-        """A data-dependent size ``u<n>`` in ``[0, upper]`` with the example's value as hint."""
+    def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
+                        lower: int = 0) -> sympy.Symbol:
+        """A data-dependent size ``u<n>`` in ``[lower, upper]`` with the example's value as hint."""
         n = self._counters["unbacked"]
         self._counters["unbacked"] += 1
         upper_int = self._upper_bound(upper) if upper is not None else None
-        sym = self.create_symbol(f"u{n}", 0, upper_int, hint, "unbacked")
+        sym = self.create_symbol(f"u{n}", int(lower), upper_int, hint, "unbacked")
         if upper_int is None and upper is not None:
             self.solver.assume(sympy.Le(sym, upper))
         self.unbacked_source[sym] = (op, source)

@@ -59,8 +59,7 @@ def _require_nonempty(ctx, op, size, what):
     selection and its decomposition turns the same requirement into a runtime check
     (tests/test_decomp.py); the input contract is unaffected either way.
     """
-    unbacked = getattr(ctx.env, "is_unbacked", lambda sym: False)
-    if not is_static(size) and not any(unbacked(sym) for sym in sympy.sympify(size).free_symbols):
+    if not is_static(size) and not ctx.data_dependent(size):
         ctx.require(sympy.Ge(size, 1), f"{op}: {what} (size {size}) must be nonempty (np.max over it)")
 
 

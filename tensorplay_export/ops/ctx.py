@@ -1,16 +1,21 @@
 """ShapeCtx: the only channel through which a shape rule emits requirements.
 
 A rule gets symbolic shapes and returns output shapes; whatever must hold for
-that answer to be right it states through the ctx, which forwards to the
-capture's ShapeEnv with the op name and the user's source line attached.
+that answer to be right it states through the ctx, which forwards to a
+:class:`SizeEnv` with the op name and the user's source line attached.  During
+capture that is the capture's ShapeEnv (``capture/shape_env.py``), which decides
+each requirement with the solver; :meth:`ShapeCtx.bare` builds one from plain
+data (example sizes, ranges) that only records them, so a rule runs as a pure
+function in a test.  Rules see the sizes only through the ctx's methods, never
+the environment behind it.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Mapping, Optional, Protocol, runtime_checkable
 
 import sympy
 
-from ..records import SourceLoc
+from ..records import GuardRecord, SourceLoc
 
 
 def is_static(d: Any) -> bool:
@@ -49,31 +54,139 @@ def prod(dims: Any) -> Any:
     return as_dim(sympy.sympify(out)) if not isinstance(out, int) else out
 
 
+@runtime_checkable
+class SizeEnv(Protocol):
+    """What a :class:`ShapeCtx` needs of the size symbols it reasons about.
+
+    Implemented by the capture's ``ShapeEnv`` (decides with the solver) and by
+    :class:`BareEnv` (plain data, records only).  ``stats`` counts requirements:
+    ``"guards"`` received and ``"folded"`` decided without the solver.
+    """
+
+    stats: dict
+
+    def hint(self, expr: Any) -> Any:
+        """The value of a size expression or condition at the example sizes."""
+
+    def canon(self, expr: Any) -> Any:
+        """Range-aware canonical form of a size expression."""
+
+    def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
+              op: Optional[str] = None) -> None:
+        """Require ``expr`` (a sympy boolean true at the example sizes)."""
+
+    def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
+                        lower: int = 0) -> sympy.Symbol:
+        """A fresh data-dependent size in ``[lower, upper]`` whose example value is ``hint``."""
+
+    def is_unbacked(self, sym: sympy.Symbol) -> bool:
+        """Whether ``sym`` is a data-dependent size (made by :meth:`unbacked_symbol`)."""
+
+
+class BareEnv:
+    """A :class:`SizeEnv` from plain data: requirements are recorded, never decided.
+
+    Args:
+        hints: ``{symbol: example size}`` of every symbol the rule's shapes use.
+        ranges: ``{symbol: (lo, hi_or_None)}`` inclusive (for ``canon``).
+        canon: a range-aware canonicalizer ``canon(expr, ranges)`` (``solver.canonicalize``);
+            without one, expressions stay as the rule wrote them.
+
+    ``recorded`` lists every requirement as a :class:`~tensorplay_export.records.GuardRecord`
+    (those sympy already folds to true are only counted); ``unbacked`` the data-dependent
+    sizes made, in order.
+    """
+
+    def __init__(self, hints: Mapping, ranges: Optional[Mapping] = None,
+                 canon: Optional[Callable[[Any, Mapping], Any]] = None) -> None:
+        self.hints = {s: sympy.Integer(int(v)) for s, v in hints.items()}
+        self.ranges = dict(ranges or {})
+        self._canon = canon
+        self.recorded: list[GuardRecord] = []
+        self.unbacked: list[sympy.Symbol] = []
+        self.stats = {"guards": 0, "folded": 0}
+
+    def hint(self, expr: Any) -> Any:
+        if isinstance(expr, (int, float, bool)):
+            return expr
+        value = sympy.sympify(expr).xreplace(self.hints)
+        if value.free_symbols:
+            raise KeyError(f"no example value for {sorted(map(str, value.free_symbols))} in {expr}")
+        if isinstance(value, sympy.logic.boolalg.BooleanAtom) or value.is_Relational:
+            return bool(value)
+        if value.is_Integer:
+            return int(value)
+        out = float(value)
+        return int(out) if out.is_integer() and not value.has(sympy.Float) else out
+
+    def canon(self, expr: Any) -> Any:
+        if self._canon is None or not isinstance(expr, sympy.Basic) or expr.is_Atom:
+            return expr
+        return self._canon(expr, self.ranges)
+
+    def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
+              op: Optional[str] = None, **extra: Any) -> None:
+        self.stats["guards"] += 1
+        expr = self.canon(sympy.sympify(expr))
+        if expr is sympy.true:
+            self.stats["folded"] += 1
+            return
+        self.recorded.append(GuardRecord(expr, kind, reason, source, op, **extra))
+
+    def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
+                        lower: int = 0) -> sympy.Symbol:
+        sym = sympy.Symbol(f"u{len(self.unbacked)}", integer=True, nonnegative=True)
+        self.unbacked.append(sym)
+        self.hints[sym] = sympy.Integer(int(hint))
+        self.ranges[sym] = (int(lower), int(upper) if is_static(upper) else None)
+        return sym
+
+    def is_unbacked(self, sym: sympy.Symbol) -> bool:
+        return sym in self.unbacked
+
+
 class ShapeCtx:
     """Requirements channel of one op call.
 
     Args:
-        env: the capture's ShapeEnv.
+        env: the :class:`SizeEnv` behind it (the capture's ShapeEnv, or a :class:`BareEnv`).
         op: the op's registry name (for records and messages).
         source: the user's source line of the call.
         concrete: numpy's output shapes on the example values (for unbacked hints).
     """
 
-    def __init__(self, env: Any, op: str, source: Optional[SourceLoc], concrete: list) -> None:
-        self.env = env
+    def __init__(self, env: SizeEnv, op: str, source: Optional[SourceLoc], concrete: list) -> None:
+        self._env = env
         self.op = op
         self.source = source
         self.concrete = concrete
         self.unbacked: list = []   # (out_index, axis, symbol)
         self.vranges: dict = {}    # out_index -> (lo, hi)
 
+    @classmethod
+    def bare(cls, hints: Mapping, ranges: Optional[Mapping] = None, *, op: str = "test",
+             concrete: Optional[list] = None, source: Optional[SourceLoc] = None,
+             canon: Optional[Callable[[Any, Mapping], Any]] = None) -> "ShapeCtx":
+        """A ctx over plain data (a :class:`BareEnv`), for running a rule as a pure function.
+
+        ``ShapeCtx.bare(hints={n: 8}, ranges={n: (1, 64)}, concrete=[(8, 3)])``: the rule's
+        requirements land in :attr:`recorded` instead of going to a solver; ``concrete`` is
+        numpy's output shapes (needed by rules that make data-dependent sizes).
+        """
+        return cls(BareEnv(hints, ranges, canon), op, source, list(concrete) if concrete is not None else [()])
+
+    @property
+    def recorded(self) -> Optional[list]:
+        """The requirements a bare ctx recorded (None for a capture's: its ShapeEnv decides them)."""
+        return getattr(self._env, "recorded", None)
+
     def hint(self, expr: Any) -> Any:
         """Example value of a size expression or condition."""
-        return self.env.hint(expr) if isinstance(expr, sympy.Basic) else expr
+        return self._env.hint(expr) if isinstance(expr, sympy.Basic) else expr
 
     def canon(self, expr: Any) -> Any:
         if isinstance(expr, sympy.Basic) and expr.has(sympy.Min, sympy.Max, sympy.floor, sympy.Mod):
-            return as_dim(self.env.canon(expr))
+            return as_dim(self._env.canon(expr))
         return as_dim(expr) if isinstance(expr, sympy.Basic) else expr
 
     def require(self, cond: Any, reason: Any) -> None:
@@ -92,7 +205,7 @@ class ShapeCtx:
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self.env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op)
+        self._env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op)
 
     def choose(self, cond: Any, reason: Any) -> bool:
         """Which side of ``cond`` the example takes; that side is recorded as a requirement
@@ -100,7 +213,7 @@ class ShapeCtx:
         cond = sympy.sympify(cond)
         if cond is sympy.true or cond is sympy.false:
             return bool(cond)
-        taken = bool(self.env.hint(cond))
+        taken = bool(self._env.hint(cond))
         self.require(cond if taken else sympy.Not(cond), reason)
         return taken
 
@@ -109,13 +222,12 @@ class ShapeCtx:
         if is_static(d):
             self._folded()
             return
-        self.env.guard(sympy.Eq(d, self.hint(d)), "specialization", reason, self.source, self.op)
+        self._env.guard(sympy.Eq(d, self.hint(d)), "specialization", reason, self.source, self.op)
 
     def _folded(self) -> None:
-        stats = getattr(self.env, "stats", None)
-        if stats is not None:
-            stats["guards"] += 1
-            stats["folded"] += 1
+        stats = self._env.stats
+        stats["guards"] += 1
+        stats["folded"] += 1
 
     def eq(self, a: Any, b: Any, reason: str) -> None:
         if a is b or (is_static(a) and is_static(b) and int(a) == int(b)):
@@ -163,17 +275,21 @@ class ShapeCtx:
         return tuple(out)
 
     def new_unbacked(self, upper: Any, out: int = 0, axis: int = 0, lower: Any = 0) -> sympy.Symbol:
-        """A data-dependent size for output ``out``'s ``axis`` (range ``[0, upper]``).
+        """A data-dependent size for output ``out``'s ``axis`` (range ``[lower, upper]``).
 
         ``lower``: a size numpy guarantees the result reaches (``bincount``'s ``minlength``),
         known to the solver as ``u >= lower`` so later ops may rely on it without a guard.
         """
         hint = self.concrete[out][axis]
-        sym = self.env.unbacked_symbol(upper, hint, self.op, self.source)
-        if not (is_static(lower) and int(lower) <= 0):
-            self.env.solver.assume(sympy.Ge(sym, lower))
+        sym = self._env.unbacked_symbol(upper, hint, self.op, self.source, int(lower) if is_static(lower) else 0)
         self.unbacked.append((out, axis, sym))
         return sym
+
+    def data_dependent(self, expr: Any) -> bool:
+        """Whether a size expression involves a data-dependent size (:meth:`new_unbacked`'s)."""
+        if not isinstance(expr, sympy.Basic):
+            return False
+        return any(self._env.is_unbacked(s) for s in expr.free_symbols)
 
     def vrange(self, lo: Any, hi: Any, out: int = 0) -> None:
         """Record the value range of output ``out`` (integer arrays built from sizes)."""

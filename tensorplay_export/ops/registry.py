@@ -31,9 +31,12 @@ Conventions for adding an op (read before writing one):
   (the one broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
   axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
-  bound at run time from that output; ``lower`` a size numpy guarantees it reaches) and ``ctx.vrange(lo, hi, out)`` (value range of an
-  integer output).  It never branches with a plain ``if`` on a sympy relation:
-  use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
+  bound at run time from that output; ``lower`` a size numpy guarantees it reaches), ``ctx.data_dependent(expr)`` (whether a size
+  involves one) and ``ctx.vrange(lo, hi, out)`` (value range of an integer
+  output).  Nothing else: a rule never reaches the environment behind the ctx
+  (the capture's ShapeEnv), so it runs on ``ShapeCtx.bare(hints, ranges)`` in a
+  test (``tests/ops/test_bare_ctx.py`` runs every registered rule so).  It never
+  branches with a plain ``if`` on a sympy relation: use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
   ``Eq(3*b*n, 12*b*floor(n/4))``): ``ctx.require`` canonicalizes, but a rule
   that knows the simpler form should say it.  Raise ``ValueError`` for argument
   errors numpy would raise too (capture reports them with the user's line).
@@ -68,7 +71,9 @@ Conventions for adding an op (read before writing one):
 - Registering an op without a shape rule raises ``TypeError``.  Capture checks
   every op on every call: substituting the example sizes into the rule's
   shape must give numpy's shape (else an internal error names both).  Add a
-  test for each op in ``tests/ops/`` (``test_registry.py`` walks the registry).
+  test for each op in ``tests/ops/`` (``test_ops_registry.py`` walks the registry)
+  and its example calls to ``CASES`` in ``tests/ops/test_bare_ctx.py`` (which runs
+  every registered rule on a bare ctx and fails for an op without a case).
 """
 from __future__ import annotations
 

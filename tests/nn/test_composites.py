@@ -1,8 +1,9 @@
 """nn.functional composites: the capture hook, registration, and each shape rule.
 
-Each rule runs on symbolic shapes through the real ShapeCtx with a small stand-in
-environment; substituting the example sizes must give numpy's shape (the check capture
-makes on every op), and every recorded guard must hold at the example sizes.
+Each rule runs on symbolic shapes through a bare ShapeCtx (``ShapeCtx.bare``: example
+sizes as plain data, requirements recorded); substituting the example sizes must give
+numpy's shape (the check capture makes on every op), and every recorded guard must hold
+at the example sizes.
 """
 
 import numpy as np
@@ -15,24 +16,6 @@ from tensorplay_export.nn._dispatch import _FUNCTIONAL_HOOK, COMPOSITES
 from tensorplay_export.nn import _composites as composites
 from tensorplay_export.ops.ctx import ShapeCtx
 from tensorplay_export.ops.registry import ArrayInfo, get_op, lookup_func
-
-
-class Env:
-    """The slice of ShapeEnv a ShapeCtx uses: hints by substitution, guards recorded."""
-
-    def __init__(self, hints):
-        self.hints = hints
-        self.guards = []
-
-    def hint(self, expr):
-        value = sympy.sympify(expr).subs(self.hints)
-        return bool(value) if isinstance(value, sympy.logic.boolalg.Boolean) else int(value)
-
-    def guard(self, cond, kind, reason, source, op):
-        self.guards.append((cond, kind, reason))
-
-    def canon(self, expr):
-        return expr
 
 
 B, S, H, W = sympy.symbols("B S H W", integer=True, positive=True)
@@ -58,7 +41,6 @@ def arr(shape, dtype=np.float32, ints=None):
 
 def run_rule(name, args, kwargs, sym_shapes, vranges=None):
     """Rule on symbolic ArrayInfos (for array args) vs the function on arrays."""
-    env = Env(HINTS)
     fn = COMPOSITES[name]
     expected = fn(*args, **kwargs)
     infos = []
@@ -68,16 +50,18 @@ def run_rule(name, args, kwargs, sym_shapes, vranges=None):
         else:
             infos.append(a)
     kw = {k: (ArrayInfo(sym(sym_shapes[k]), v.dtype) if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
-    ctx = ShapeCtx(env, name, None, [np.shape(e) for e in (expected if isinstance(expected, tuple) else (expected,))])
+    ctx = ShapeCtx.bare(HINTS, op=name,
+                        concrete=[np.shape(e) for e in (expected if isinstance(expected, tuple) else (expected,))])
     out = composites.RULES[name](ctx, *infos, **kw)
     outs = out if isinstance(out, list) else [out]
     exps = expected if isinstance(expected, tuple) else (expected,)
     for o, e in zip(outs, exps):
         got = tuple(int(sympy.sympify(d).subs(HINTS)) for d in o)
         assert got == np.shape(e), (name, o, np.shape(e))
-    for cond, kind, reason in env.guards:
-        assert env.hint(cond), (cond, reason)
-    return outs, env.guards
+    guards = [(g.expr, g.kind, g.reason) for g in ctx.recorded]
+    for cond, kind, reason in guards:
+        assert ctx.hint(cond), (cond, reason)
+    return outs, guards
 
 
 CASES = [

@@ -46,6 +46,13 @@ def test_expand_squeeze_broadcast_ravel():
           ops=["numpy.expand_dims", "numpy.squeeze", "numpy.broadcast_to", "numpy.ravel"])
 
 
+def test_broadcast_to_stretches_a_dynamic_axis_of_size_one_in_the_example():
+    # the example's side of `d == 1 or d == b` is the requirement (was an internal error: Eq(d, b))
+    ep = tpe.export(lambda x, y: np.broadcast_to(x, (y.shape[0], 4)), np.ones((1, 4)), np.ones((6, 4)),
+                    dynamic_shapes=({0: Dim.AUTO}, {0: Dim("b")}))
+    assert ep.module()(np.ones((1, 4)), np.ones((3, 4))).shape == (3, 4)
+
+
 def test_concatenate_stack_split():
     check(lambda x: (np.concatenate([x, x], axis=0), np.stack([x, x], axis=1), np.split(x, 2, axis=1)[0],
                      np.array_split(x, 3, axis=0)[-1], np.hstack([x, x]), np.vstack([x, x])), one, SPEC,

@@ -1,0 +1,383 @@
+"""Every registered shape rule runs as a pure function on a bare ShapeCtx.
+
+``ShapeCtx.bare`` holds the example sizes and ranges as plain data and records each
+requirement instead of asking a solver.  For every op in the registry (numpy
+functions, methods, ufuncs, ``tpe.*`` ops, nn composites) the rule runs on symbolic
+``ArrayInfo`` arguments next to numpy's impl on the example values:
+
+- the rule's shape at the example sizes is numpy's (the check capture makes on every call);
+- every recorded requirement holds at the example sizes;
+- each data-dependent size has numpy's example value, and each value range declared
+  with ``ctx.vrange`` contains the example output's values.
+
+The last tests check mechanically that no rule reaches the environment behind the ctx.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+import tensorplay_export  # noqa: F401  (capture installs nn's composites into the registry)
+from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
+from tensorplay_export.ops.indexing import constant_vrange
+from tensorplay_export.ops.registry import ArrayInfo, all_ops
+
+n, m = sympy.symbols("n m", integer=True, positive=True)
+k = sympy.Symbol("k", integer=True, positive=True)  # size 1 in the example: broadcasting follows it
+e = sympy.Symbol("e", integer=True, nonnegative=True)  # may be empty
+HINTS = {n: 6, m: 4, k: 1, e: 3}
+RANGES = {n: (1, 64), m: (1, 64), k: (1, 64), e: (0, 64)}
+
+
+def _value(expr):
+    """Example value of a size expression (int, or float for float sizes)."""
+    v = sympy.sympify(expr).xreplace({s: sympy.Integer(h) for s, h in HINTS.items()})
+    return int(v) if v.is_Integer else float(v)
+
+
+class A:
+    """An array argument: symbolic shape, dtype, example values (random, ints below ``hi``, a mask)."""
+
+    def __init__(self, *shape, dtype=np.float64, hi=None, vrange=None, mask=False, sort=False):
+        self.shape, self.vrange, self.sort = shape, vrange, sort
+        self.dtype = np.dtype(np.bool_ if mask else np.int64 if hi is not None else dtype)
+        self.hi = hi
+
+    def example(self, rng):
+        shape = tuple(_value(d) for d in self.shape)
+        kind = self.dtype.kind
+        if self.hi is not None:
+            out = rng.integers(0, max(_value(self.hi), 1), shape)
+        elif kind == "b":
+            out = rng.random(shape) < 0.5
+        elif kind in "iu":
+            out = rng.integers(1, 4, shape).astype(self.dtype)
+        elif kind in "Mm":
+            out = np.zeros(shape, self.dtype)
+        elif kind == "c":
+            out = (rng.uniform(0.5, 1.5, shape) + 1j * rng.uniform(0.5, 1.5, shape)).astype(self.dtype)
+        else:
+            out = rng.uniform(0.5, 1.5, shape).astype(self.dtype)
+        return np.sort(out, axis=-1) if self.sort else out
+
+    def info(self):
+        return ArrayInfo(tuple(self.shape), self.dtype, self.vrange)
+
+
+def I(*shape, hi, vrange=None):  # noqa: E743
+    """An int64 index array with values in ``[0, hi)`` (``vrange``: what the rule is told)."""
+    return A(*shape, hi=hi, vrange=vrange)
+
+
+def M(*shape):
+    """A boolean mask of data (its True count is data-dependent)."""
+    return A(*shape, mask=True)
+
+
+def examples(value, rng):
+    if isinstance(value, A):
+        return value.example(rng)
+    if isinstance(value, sympy.Basic) and not value.is_Boolean:
+        return _value(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(examples(v, rng) for v in value)
+    if isinstance(value, dict):
+        return {key: examples(v, rng) for key, v in value.items()}
+    if isinstance(value, slice):
+        return slice(examples(value.start, rng), examples(value.stop, rng), examples(value.step, rng))
+    return value
+
+
+def infos(value):
+    """What capture hands a rule (``Tracer.info``): ArrayInfo for arrays, sympy for sizes."""
+    if isinstance(value, A):
+        return value.info()
+    if isinstance(value, np.ndarray):
+        return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
+    if isinstance(value, (tuple, list)):
+        return type(value)(infos(v) for v in value)
+    if isinstance(value, dict):
+        return {key: infos(v) for key, v in value.items()}
+    if isinstance(value, slice):
+        return slice(infos(value.start), infos(value.stop), infos(value.step))
+    return value
+
+
+def c(*args, **kwargs):
+    return args, kwargs
+
+
+x2 = lambda: A(n, m)  # noqa: E731
+# explicit cases (op name -> calls); ufuncs without an entry get generated ones below
+CASES = {
+    # -- reductions and scans
+    **{f"numpy.{r}": [c(x2()), c(x2(), axis=1), c(x2(), axis=(0, 1), keepdims=True)]
+       for r in ("sum", "prod", "mean", "any", "all", "max", "min")},
+    **{f"numpy.ndarray.{r}": [c(x2(), 0), c(x2(), axis=None, keepdims=True)]
+       for r in ("sum", "prod", "mean", "any", "all", "max", "min")},
+    "numpy.var": [c(x2(), axis=0, ddof=1)], "numpy.std": [c(x2(), 1, keepdims=True)],
+    "numpy.ndarray.var": [c(x2())], "numpy.ndarray.std": [c(x2(), axis=0)],
+    "numpy.argmax": [c(x2(), 1), c(x2())], "numpy.argmin": [c(x2(), axis=0, keepdims=True)],
+    "numpy.ndarray.argmax": [c(x2(), 0)], "numpy.ndarray.argmin": [c(x2())],
+    "numpy.cumsum": [c(x2()), c(x2(), axis=1)], "numpy.cumprod": [c(A(e, 2), 0)],
+    "numpy.ndarray.cumsum": [c(x2(), 0)], "numpy.ndarray.cumprod": [c(x2())],
+    **{f"numpy.{r}": [c(x2(), axis=0), c(A(n))]
+       for r in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian")},
+    # -- elementwise (non-ufunc) and value ranges through ufuncs
+    "numpy.where": [c(M(n, 1), x2(), 0.0), c(M(k, m), A(n, 1), A(m))],
+    "numpy.clip": [c(x2(), 0.7, 1.2), c(I(n, hi=n, vrange=(0, n - 1)), 1, m)],
+    "numpy.ndarray.clip": [c(x2(), 0.7, 1.2)],
+    "numpy.round": [c(x2(), 1)], "numpy.real": [c(A(n, dtype=np.complex128))],
+    "numpy.imag": [c(A(n, dtype=np.complex128))], "numpy.nan_to_num": [c(x2())],
+    "numpy.ndarray.conj": [c(A(n, dtype=np.complex128))],
+    "numpy.add": [c(A(n, 1), A(m)), c(I(n, hi=n, vrange=(0, n - 1)), m), c(A(k, m), A(n, 1))],
+    "numpy.subtract": [c(I(n, hi=n, vrange=(0, n - 1)), 1), c(A(n, 1), A(m))],
+    "numpy.multiply": [c(I(n, hi=n, vrange=(0, n - 1)), 2), c(A(n), A(k))],
+    "numpy.maximum": [c(I(n, hi=n, vrange=(0, n - 1)), I(n, hi=m, vrange=(0, m - 1)))],
+    "numpy.minimum": [c(I(n, hi=n, vrange=(0, n - 1)), m)],
+    "numpy.floor_divide": [c(A(n, dtype=np.int8), n)],  # a Python int must fit int8
+    # -- movement
+    "numpy.reshape": [c(A(n, 4), (-1, 2)), c(A(n, 3), (-1, 2)), c(x2(), (m, n)), c(A(n, m, 2), (n, -1))],
+    "numpy.ndarray.reshape": [c(A(n, 4), n, 2, 2), c(x2(), (-1,))],
+    "numpy.ravel": [c(x2())], "numpy.ndarray.flatten": [c(x2())],
+    "numpy.transpose": [c(A(n, m, 2)), c(A(n, m, 2), (1, 0, 2))],
+    "numpy.ndarray.transpose": [c(A(n, m, 2), 1, 0, 2), c(x2())],
+    "numpy.permute_dims": [c(A(n, m, 2), (2, 0, 1))],
+    "numpy.swapaxes": [c(A(n, m, 2), 0, 2)], "numpy.moveaxis": [c(A(n, m, 2), 0, -1)],
+    "numpy.expand_dims": [c(x2(), (0, 2))],
+    "numpy.squeeze": [c(A(n, 1, m)), c(A(k, n), axis=0), c(A(k, n))],
+    "numpy.broadcast_to": [c(A(1, m), (n, m)), c(A(k, m), (n, m))],
+    "numpy.concatenate": [c([x2(), A(2, m)]), c([x2(), A(n, 3)], axis=1), c([A(n), A(m)], axis=None)],
+    "numpy.stack": [c([x2(), x2()], axis=1)],
+    "numpy.hstack": [c([A(n), A(m)]), c([x2(), A(n, 2)])], "numpy.vstack": [c([A(n), A(n)]), c([x2(), A(1, m)])],
+    "numpy.split": [c(x2(), 2), c(x2(), [1, 3], axis=0)],
+    "numpy.array_split": [c(x2(), 4), c(x2(), [2, n - 1], axis=0)],
+    "numpy.tile": [c(A(n, 2), (2, 1)), c(A(n, 2), (m, 1)), c(A(n), 3)],
+    "numpy.repeat": [c(A(n), 2), c(x2(), m, axis=1), c(A(n), I(n, hi=3)), c(A(n, 2), [1, 2], axis=1)],
+    "numpy.pad": [c(x2(), ((1, 2), (0, m))), c(x2(), 1, mode="edge"), c(A(e, 2), ((0, 1), (0, 0)), mode="wrap")],
+    "numpy.flip": [c(x2())], "numpy.fliplr": [c(x2())], "numpy.flipud": [c(x2())],
+    "numpy.roll": [c(x2(), 2)],
+    "numpy.ndarray.astype": [c(A(n), np.float32)], "numpy.astype": [c(A(n), np.int32)],
+    "numpy.copy": [c(x2())], "numpy.ascontiguousarray": [c(x2())],
+    "numpy.atleast_1d": [c(A()), c(A(n))],
+    # -- indexing
+    "tpe.getitem": [
+        c(x2(), (slice(1, None), 0)), c(x2(), slice(None, m)), c(x2(), (Ellipsis, None, slice(None, None, 2))),
+        c(x2(), slice(2, n - 1)), c(x2(), slice(-m, None)), c(x2(), (slice(None), slice(None, None, -1))),
+        c(x2(), M(n, m)), c(x2(), (I(3, hi=3, vrange=(0, 2)), slice(None))), c(x2(), m),
+        c(x2(), (slice(None), [True, False, True, True])), c(x2(), ([0, 2], [1, 3])),
+        c(A(n, m, 2), (I(3, hi=3), slice(None), I(3, hi=2))), c(x2(), (slice(None), M(m))),
+    ],
+    "tpe.setitem": [c(x2(), (slice(None), 0), A(n)), c(x2(), M(n, m), 0.0), c(x2(), slice(1, None), A(1, m))],
+    "numpy.take": [c(x2(), I(3, hi=m, vrange=(0, m - 1)), axis=1), c(x2(), I(2, 2, hi=n * m)),
+                   c(x2(), [0, n - 1], axis=0)],
+    "numpy.take_along_axis": [c(x2(), I(n, 1, hi=m, vrange=(0, m - 1)), axis=1),
+                              c(x2(), I(k, m, hi=n), axis=0)],
+    "numpy.nonzero": [c(M(n, m))], "numpy.flatnonzero": [c(M(n))], "numpy.argwhere": [c(M(n, m))],
+    "tpe.unique": [c(I(n, hi=3)), c(I(n, hi=3), True, True, True)],
+    "numpy.sort": [c(x2()), c(x2(), axis=None)], "numpy.argsort": [c(x2(), axis=0), c(A(n), axis=None)],
+    "numpy.searchsorted": [c(A(n, sort=True), A(m)), c(A(n, sort=True), A(2, m), side="right")],
+    # -- creation
+    "numpy.arange": [c(n), c(1, n, 2), c(n, 0, -1), c(0, n, m), c(m, n), c(sympy.Rational(1, 2) * n)],
+    "numpy.zeros": [c((n, m))], "numpy.ones": [c((n, 2))], "numpy.empty": [c(n)],
+    "numpy.full": [c((n, m), 1.5), c((e - 1, 2), 0)],
+    "numpy.zeros_like": [c(x2()), c(A(n), shape=(m, 2))], "numpy.ones_like": [c(x2())],
+    "numpy.empty_like": [c(x2())], "numpy.full_like": [c(x2(), 2.0)],
+    "numpy.eye": [c(n), c(n, m, 1)], "numpy.tri": [c(n, m)], "numpy.identity": [c(n)],
+    "numpy.tril": [c(x2())], "numpy.triu": [c(x2(), 1)],
+    "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
+    "tpe.shape_array": [c(n, m, 3), c()],
+    # -- contractions
+    "numpy.matmul": [c(x2(), A(m, 3)), c(A(2, n, m), A(m)), c(A(n), A(n, m)), c(A(k, n, m), A(3, m, 2))],
+    "numpy.dot": [c(x2(), A(m)), c(A(n, m, 2), A(3, 2, 4)), c(A(n), 2.0), c(A(n), A(n))],
+    "numpy.inner": [c(x2(), A(3, m))], "numpy.outer": [c(A(n), A(m))],
+    "numpy.tensordot": [c(A(n, m, 3), A(m, 3, 2)), c(x2(), A(m, 3), axes=([1], [0]))],
+    "numpy.einsum": [c("ij,jk->ik", x2(), A(m, 3)), c("ij,jk", x2(), A(m, 3)),
+                     c("...ij,...jk->...ik", A(2, n, m), A(k, m, 3)), c("ii->i", A(n, n))],
+    # -- misc
+    "numpy.linalg.norm": [c(x2()), c(x2(), axis=1), c(A(n), 1)],
+    "numpy.diff": [c(x2()), c(x2(), 2, axis=0, prepend=A(1, m)), c(A(e))],
+    "numpy.diagonal": [c(x2()), c(x2(), 1), c(x2(), -1), c(A(2, n, m), 0, 1, 2)],
+    "numpy.trace": [c(x2()), c(A(n, m, 2), 0, 0, 2)],
+    "numpy.diag": [c(A(n)), c(A(n), 2), c(x2(), -1)],
+    "numpy.atleast_2d": [c(A(n)), c(x2())],
+    "numpy.count_nonzero": [c(x2()), c(x2(), axis=0)],
+    # -- runtime input checks (side-effect ops)
+    "tpe.check_input": [c(A(n, 3), "x", (None, 3), np.dtype(np.float64), "(n, 3)")],
+    "tpe.derived_root": [c(A(n), "x", 0, 2, 0, 1, None, "2*r", "r")],
+    "tpe.assert_range": [c(n, 1, 64, "x.shape[0]", "n")],
+    "tpe.assert_dim": [c(A(n), "x", 0, n, "x.shape[0]", "dim n")],
+    "tpe.assert_guard": [c(True, "x.shape[0]", n, "n >= 1", ("n",), (n,))],
+    # -- nn composites
+    "tpe.nn.relu": [c(x2())], "tpe.nn.gelu": [c(x2(), approximate="tanh")], "tpe.nn.erf": [c(A(n))],
+    "tpe.nn.erfc": [c(A(n))], "tpe.nn.sigmoid": [c(x2())], "tpe.nn.silu": [c(x2())], "tpe.nn.tanh": [c(x2())],
+    "tpe.nn.softmax": [c(x2(), 0), c(A(e, 2), -1)], "tpe.nn.log_softmax": [c(x2(), dim=-1)],
+    "tpe.nn.normalize": [c(A(n, 4))],
+    "tpe.nn.linear": [c(A(n, m, 4), A(3, 4), A(3)), c(A(n, 4), A(4))],
+    "tpe.nn.layer_norm": [c(A(n, m, 4), (4,), A(4), A(4))], "tpe.nn.rms_norm": [c(A(n, 4), 4, weight=A(4))],
+    "tpe.nn.batch_norm": [c(A(n, 3, m), A(3), A(3), A(3), A(3))], "tpe.nn.batch_stats": [c(A(n, 3, m, 2))],
+    "tpe.nn.embedding": [c(I(n, hi=m, vrange=(0, m - 1)), A(m, 3)), c(I(n, 2, hi=5), A(5, 3))],
+    "tpe.nn.one_hot": [c(I(n, m, hi=4), 4)],
+    "tpe.nn.scaled_dot_product_attention": [
+        c(A(n, 2, m, 4), A(n, 2, m, 4), A(n, 2, m, 3), attn_mask=M(n, 1, 1, m), is_causal=True),
+        c(A(2, n, 4), A(2, m, 4), A(2, m, 3))],
+    "tpe.nn.pad": [c(A(n, m, 3), (1, 2, 0, 3)), c(A(2, e), (1, 1), mode="replicate")],
+    "tpe.nn.cross_entropy": [c(A(n, 4, m), I(n, m, hi=4), reduction="none"), c(A(n, 4), A(n, 4))],
+    "tpe.nn.conv2d": [c(A(n, 4, 9, m + 4), A(6, 2, 3, 2), A(6), stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+                      c(A(3, n, m), A(2, 3, 3, 4), padding="same")],
+    "tpe.nn.conv1d": [c(A(2, 4, n), A(6, 4, 3), padding=2, dilation=2)],
+    "tpe.nn.max_pool2d": [c(A(2, 3, n, m + 3), 3, 2, 1, ceil_mode=True), c(A(2, 3, n + 3, 7), (2, 3), dilation=2)],
+    "tpe.nn.avg_pool2d": [c(A(2, 3, n, m + 3), 2, 3, ceil_mode=True)],
+}
+
+# rules that are not for capture to call: they must refuse (and say so)
+REFUSES = {"tpe.item": TypeError}
+
+
+def _ufunc_case(uf):
+    """One call of a ufunc on arrays of its first loop's dtypes, broadcast (n, 1) x (m,) x ..."""
+    loops = [t.split("->")[0] for t in uf.types if "O" not in t]
+    ins = next((t for pref in "dl?" for t in loops if set(t) == {pref}), loops[0])
+    shapes = [(n, 1), (m,), (n, m)]
+    args = []
+    for i, ch in enumerate(ins):
+        dtype = np.dtype(f"{ch}8[s]") if ch in "Mm" else np.dtype(ch)
+        args.append(A(*(shapes[i % 3] if uf.nin > 1 else (n, 3)), dtype=dtype))
+    return c(*args)
+
+
+def _all_cases():
+    out = []
+    for name, op in sorted(all_ops().items()):
+        if name in REFUSES:
+            continue
+        calls = CASES.get(name)
+        if calls is None and isinstance(op.impl, np.ufunc):
+            calls = [_ufunc_case(op.impl)]
+        for i, (args, kwargs) in enumerate(calls or ()):
+            out.append(pytest.param(name, args, kwargs, id=f"{name}-{i}"))
+    return out
+
+
+def run_bare(name, args, kwargs):
+    """The op's impl on examples and its rule on a bare ctx; returns (ctx, shapes, outputs)."""
+    from solver import canonicalize
+
+    op = all_ops()[name]
+    rng = np.random.default_rng(0)
+    ex_args, ex_kwargs = examples(args, rng), examples(kwargs, rng)
+    with np.errstate(all="ignore"):
+        result = op.impl(*ex_args, **ex_kwargs)
+    outs = list(result) if op.multi_output else [result]
+    concrete = [tuple(np.shape(o)) for o in outs]
+    ctx = ShapeCtx.bare(HINTS, RANGES, op=name, concrete=concrete, canon=canonicalize)
+    shapes = op.shape_rule(ctx, *infos(args), **infos(kwargs))
+    shapes = list(shapes) if op.multi_output else [shapes]
+    return ctx, shapes, outs
+
+
+@pytest.mark.parametrize("name,args,kwargs", _all_cases())
+def test_rule_on_a_bare_ctx_matches_numpy(name, args, kwargs):
+    ctx, shapes, outs = run_bare(name, args, kwargs)
+    assert len(shapes) == len(outs), (name, shapes)
+    for shape, out in zip(shapes, outs):
+        assert all(isinstance(d, (int, sympy.Basic)) for d in shape), (name, shape)
+        assert tuple(ctx.hint(d) for d in shape) == np.shape(out), (name, shape, np.shape(out))
+    for record in ctx.recorded:
+        assert ctx.hint(record.expr) is True, (name, record.expr, record.reason)
+        assert record.op == name and record.kind in ("shape", "index_bounds", "specialization")
+    for index, axis, sym in ctx.unbacked:
+        assert ctx.data_dependent(sym) and ctx.hint(sym) == np.shape(outs[index])[axis], (name, sym)
+    for index, (lo, hi) in ctx.vranges.items():
+        values = np.asarray(outs[index])
+        if values.size and values.dtype.kind in "iub":
+            assert ctx.hint(lo) <= values.min() and values.max() <= ctx.hint(hi), (name, index, lo, hi)
+
+
+def test_every_registered_op_has_a_bare_case():
+    ops = all_ops()
+    generated = {name for name, op in ops.items() if isinstance(op.impl, np.ufunc)}
+    assert not set(CASES) - set(ops), f"cases for ops not in the registry: {sorted(set(CASES) - set(ops))}"
+    missing = set(ops) - set(CASES) - generated - set(REFUSES)
+    assert not missing, f"ops without a bare-ctx case: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("name,error", sorted(REFUSES.items()))
+def test_rules_not_for_capture_refuse(name, error):
+    ctx = ShapeCtx.bare(HINTS, RANGES, op=name)
+    with pytest.raises(error):
+        all_ops()[name].shape_rule(ctx, ArrayInfo((n,), np.dtype(np.float64)), 0)
+
+
+# -- the bare ctx itself ----------------------------------------------------------------------------
+def test_bare_ctx_records_instead_of_deciding():
+    ctx = ShapeCtx.bare(hints={n: 8}, ranges={n: (1, 64)})
+    ctx.require(sympy.Le(n, 50), lambda: f"{n} at most 50")
+    ctx.eq(n, n, "identical: folded")
+    ctx.require(sympy.true, "folded")
+    assert ctx.choose(sympy.Lt(n, 10), "branch") is True
+    ctx.pin(n, "pinned")
+    assert [(r.expr, r.kind, r.reason, r.op) for r in ctx.recorded] == [
+        (sympy.Le(n, 50), "shape", "n at most 50", "test"), (sympy.Lt(n, 10), "shape", "branch", "test"),
+        (sympy.Eq(n, 8), "specialization", "pinned", "test")]
+    assert ctx.hint(3 * n - 1) == 23 and ctx.hint(sympy.Gt(n, 9)) is False
+
+
+def test_bare_ctx_broadcasts_by_the_example():
+    ctx = ShapeCtx.bare(HINTS, RANGES, op="numpy.add")
+    assert ctx.broadcast((k, m), (n, 1)) == (n, m)
+    assert [(r.expr, r.reason) for r in ctx.recorded] == [
+        (sympy.Eq(k, 1), "broadcasting in `+`: k (size 1 in the example) with n")]
+    with pytest.raises(ValueError, match="cannot broadcast"):
+        ctx.broadcast((n,), (m,))
+
+
+def test_bare_ctx_canon_is_range_aware_when_given_a_canonicalizer():
+    from solver import canonicalize
+
+    assert ShapeCtx.bare(HINTS, RANGES, canon=canonicalize).canon(sympy.Max(n - 1, 0)) == n - 1
+    assert ShapeCtx.bare(HINTS, RANGES).canon(sympy.Max(n - 1, 0)) == sympy.Max(n - 1, 0)
+
+
+def test_bare_ctx_makes_data_dependent_sizes():
+    ctx = ShapeCtx.bare(HINTS, RANGES, op="numpy.flatnonzero", concrete=[(5,)])
+    u = ctx.new_unbacked(n)
+    assert ctx.unbacked == [(0, 0, u)] and ctx.hint(u) == 5 and ctx.data_dependent(2 * u + n)
+    assert not ctx.data_dependent(n) and not ctx.data_dependent(3)
+
+
+def test_the_capture_env_and_the_bare_env_implement_the_protocol():
+    from solver import ShapeSolver
+
+    from tensorplay_export.capture.shape_env import ShapeEnv
+
+    assert isinstance(ShapeEnv(ShapeSolver(timeout_ms=200), "export"), SizeEnv)
+    assert isinstance(BareEnv(HINTS, RANGES), SizeEnv)
+    assert ShapeCtx(ShapeEnv(ShapeSolver(timeout_ms=200), "export"), "numpy.add", None, [()]).recorded is None
+
+
+# -- mechanical: rules reach sizes only through the ctx's methods ----------------------------------
+PKG = Path(__file__).resolve().parents[2] / "tensorplay_export"
+RULE_FILES = sorted((PKG / "ops").glob("*.py")) + [PKG / "nn" / "_composites.py"]
+
+
+def test_no_rule_reaches_the_env_behind_the_ctx():
+    found = []
+    for path in RULE_FILES:
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\bctx\.(_?env|_\w+)\b", line):
+                found.append(f"{path.relative_to(PKG)}:{lineno}: {line.strip()}")
+    assert not found, "rules must use ShapeCtx's methods, not the env behind it:\n" + "\n".join(found)
+
+
+def test_ops_never_import_capture():
+    found = []
+    for path in sorted((PKG / "ops").glob("*.py")):
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"^\s*(from|import)\s+(\.\.|tensorplay_export\.)capture\b", line):
+                found.append(f"{path.name}:{lineno}: {line.strip()}")
+    assert not found, "ops -> records only:\n" + "\n".join(found)
