@@ -28,7 +28,7 @@ class Env:
         value = sympy.sympify(expr).subs(self.hints)
         return bool(value) if isinstance(value, sympy.logic.boolalg.Boolean) else int(value)
 
-    def guard(self, cond, kind, reason, source, op):
+    def guard(self, cond, kind, reason, source, op, cause=None):
         self.guards.append((cond, kind, reason))
 
     def canon(self, expr):
