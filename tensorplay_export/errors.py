@@ -2,8 +2,71 @@
 
 Each one subclasses the builtin a caller would already catch for that kind of
 failure, so code written against plain numpy errors keeps working.
+
+The two export-time shape errors carry records: ``ConstraintViolationError``
+declares its ``violations`` (``records.Violation``) and ``fixes``,
+``DataDependentError`` its ``guard`` and data-dependent ``symbols``, and both
+render their text from those fields (:func:`violation_lines`,
+:func:`data_dependent_lines`).  Code that needs to know what went wrong reads the
+fields; only people (and ``refine``, which reads pasted text) read the text.
+The marker phrases of that text are defined here, once.
 """
 from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from .records import DimInfo, GuardRecord, Violation
+
+# The phrases of a ConstraintViolationError's text that refine_dynamic_shapes_from_suggested_fixes
+# reads back from a pasted message (its job); everyone else reads the records.
+FIXES_HEADER = "Suggested fixes:"   # starts the block of fix lines, the last part of the text
+UNFIXABLE_MARK = "no suggested fix:"  # starts the sentence of a bullet whose guard no fix line can fix
+WHAT_WORKS_MARK = "What works:"       # then, in that sentence, what to do instead
+NO_FIXES_HEAD = "No suggested fixes:"
+# Printed last when no fix line applies; refine recognizes it and says there is nothing to apply.
+NO_FIXES_LINE = (f"{NO_FIXES_HEAD} no Dim range, constant or relation makes these guards hold; "
+                 "each bullet above says what to change instead")
+
+_DATA_DEPENDENT_ADVICE = ("A data-dependent size is known only at run time, so export cannot pick a branch for it: "
+                          "compute both sides and select with np.where, or move the check out of the exported "
+                          "function.")
+
+
+def violation_lines(v: Violation, *, source: bool = True) -> list[str]:
+    """One violation as lines: the head (``Not all values of ...``), then its details, unindented.
+
+    ``source=False`` leaves out the ``at file:line`` line (a report that prints the
+    source itself).
+    """
+    known = {d.name: d for d in v.dims}
+
+    def sites(name: str) -> str:
+        info = known.get(name)
+        return f"{name} = {' = '.join(info.sites)}" if info is not None and info.sites else name
+
+    where = ", ".join(sites(n) for n in v.names)
+    why = f" ({v.reason})" if v.reason else ""
+    if v.specialized_to is not None:
+        lines = [f"{where} was specialized to {v.specialized_to}{why}"]
+    else:
+        plural = "s" if len(v.names) > 1 else ""
+        lines = [f"Not all values of {where} in the specified range{plural} {', '.join(v.ranges)} "
+                 f"satisfy the guard {v.guard_text}{why}"]
+    if v.counterexample:
+        cex = v.counterexample
+        lines.append(f"counterexample: {', '.join(f'{k} = {cex[k]}' for k in sorted(cex))}")
+    elif v.undecided is not None:
+        lines.append(f"counterexample: none found, the solver could not decide this guard ({v.undecided})")
+    if source and v.source is not None:
+        lines.append(f"at {v.source}")
+    lines += [f"note: {note}" for note in v.notes]
+    if v.keep_dynamic:
+        lines.append(f"to keep it dynamic: {v.keep_dynamic}")
+    lines += list(v.dynamic_notes)
+    if v.unfixable is not None:
+        works = f". {WHAT_WORKS_MARK} {v.what_works}" if v.what_works else ""
+        lines.append(f"{UNFIXABLE_MARK} {v.unfixable}{works}")
+    return lines
 
 
 class ConstraintViolationError(ValueError):
@@ -13,15 +76,98 @@ class ConstraintViolationError(ValueError):
     with a counterexample and the model's source line, then a
     ``Suggested fixes:`` block that
     :func:`refine_dynamic_shapes_from_suggested_fixes` accepts.
+
+    Args:
+        message: the text; by default rendered from ``violations`` and ``fixes``
+            (draft_export passes its whole report instead).
+        violations: one ``records.Violation`` per violated guard, in capture order.
+        fixes: every fix line, one verified set (the ``Suggested fixes:`` block).
+
+    Attributes:
+        violations, fixes: as passed.
     """
+
+    def __init__(self, message: Optional[str] = None, *, violations: Sequence[Violation] = (),
+                 fixes: Sequence[str] = ()) -> None:
+        self.violations: list[Violation] = list(violations)
+        self.fixes: list[str] = list(fixes)
+        super().__init__(self.render() if message is None else message)
+
+    def render(self) -> str:
+        """The text from the fields: the bullets, then the fix block (or ``NO_FIXES_LINE``)."""
+        names = sorted({n for v in self.violations for n in v.names})
+        out = [f"Constraints violated ({', '.join(names)})!"]
+        for v in self.violations:
+            head, *rest = violation_lines(v)
+            out.append(f"  - {head}")
+            out += [f"    {ln}" for ln in rest]
+        if self.fixes:
+            out.append(FIXES_HEADER)
+            out += [f"  {ln}" for ln in self.fixes]
+        else:
+            out.append(NO_FIXES_LINE)
+        return "\n".join(out)
+
+
+def data_dependent_lines(guard: GuardRecord, guard_text: str, symbols: Sequence[DimInfo], *,
+                         asked_for: bool = True) -> list[str]:
+    """The text of a guard on data-dependent sizes, as lines.
+
+    ``asked_for=False`` leaves out the ``asked for at file:line`` line (a report that
+    prints the source itself).
+    """
+    example = ", ".join(f"{d.name} = {d.hint}" for d in symbols if d.hint is not None)
+    what = f"the example has {example}" if example else "no example value"
+    out = [f"Could not guard on data-dependent expression {guard_text} ({what})"]
+    for d in symbols:
+        producer = f"produced by {d.sites[0]}" if d.sites else "produced by a data-dependent op"
+        out.append(f"  - {d.name} is a data-dependent size, {producer}; its range is {d.range}")
+    if asked_for:
+        asked = f"{guard.source}" if guard.source is not None else "an unknown line"
+        op = f" ({guard.op})" if guard.op else ""
+        out.append(f"  asked for at {asked}{op}")
+    out += [f"  note: {note}" for note in guard.notes]
+    out.append(_DATA_DEPENDENT_ADVICE)
+    return out
 
 
 class DataDependentError(RuntimeError):
-    """Export-time: a guard depends on a data-dependent (unbacked) size."""
+    """Export-time: a guard depends on a data-dependent (unbacked) size.
+
+    Args:
+        message: the text; by default rendered from the fields below (a read of
+            array values, which has no guard, passes its own).
+        guard: the guard the model asked for (``source`` = the line that asked), or None.
+        guard_text: that guard as printed (``u0 > 3``).
+        symbols: the data-dependent sizes it involves: name, example value
+            (``hint``), known range, and in ``sites[0]`` the op and line that made it.
+
+    Attributes:
+        guard, guard_text, symbols: as passed.
+    """
+
+    def __init__(self, message: Optional[str] = None, *, guard: Optional[GuardRecord] = None,
+                 guard_text: str = "", symbols: Sequence[DimInfo] = ()) -> None:
+        self.guard = guard
+        self.guard_text = guard_text
+        self.symbols: tuple[DimInfo, ...] = tuple(symbols)
+        if message is None:
+            if guard is None:
+                raise TypeError("DataDependentError needs a message or the guard it is about")
+            message = "\n".join(data_dependent_lines(guard, guard_text, self.symbols))
+        super().__init__(message)
 
 
 class UnsupportedOpError(NotImplementedError):
-    """Capture reached a numpy function or method that has no shape rule."""
+    """Capture reached a numpy function or method that has no shape rule.
+
+    ``random_draw`` is True when the function draws random numbers (no program can
+    reproduce them; draft_export reports that under its own kind).
+    """
+
+    def __init__(self, *args: Any, random_draw: bool = False) -> None:
+        super().__init__(*args)
+        self.random_draw = random_draw
 
 
 class ConstraintsExceededError(RuntimeError):
@@ -39,7 +185,15 @@ class ArchiveError(ValueError):
 
 
 class CaptureError(RuntimeError):
-    """Capture itself failed: numpy raised inside the model, or a replay mismatch."""
+    """Capture itself failed: numpy raised inside the model, or a replay mismatch.
+
+    ``raised_by`` names the op whose numpy implementation raised on the example
+    values (the model's own error, in ``__cause__``); None for other failures.
+    """
+
+    def __init__(self, *args: Any, raised_by: Optional[str] = None) -> None:
+        super().__init__(*args)
+        self.raised_by = raised_by
 
 
 class InputDtypeError(TypeError):

@@ -11,10 +11,12 @@ and hands the ones the declared ranges do not imply to
     Suggested fixes:
       seq = Dim('seq', max=512)
 
-One bullet per violated guard (capture order, duplicates dropped); the
-counterexample comes from ``solver.ShapeSolver.implies`` under the declared
-ranges; the fix lines come from one ``solver.suggest_fixes`` call over all
-guards, so they are verified together.  The ``Suggested fixes:`` block is last
+One bullet per violated guard (capture order, duplicates dropped).  Everything
+comes from one ``solver.suggest_fixes`` call over all guards: the fix lines
+(verified together) and, from its verdict on each guard under the declared
+ranges, the counterexample.  Each bullet is a ``records.Violation`` built here
+once; the error renders its text from them (``errors.violation_lines``) and
+draft_export reads the same records.  The ``Suggested fixes:`` block is last
 and is exactly what ``refine_dynamic_shapes_from_suggested_fixes`` reads; it is
 left out when no fix line applies (no bogus fix is ever printed).
 """
@@ -29,8 +31,9 @@ import sympy
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
-from .errors import ConstraintViolationError, DataDependentError
-from .records import DimInfo, GuardRecord
+from .errors import NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError  # noqa: F401
+# (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
+from .records import DimInfo, GuardRecord, Violation
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
            "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
@@ -115,17 +118,6 @@ def _names(expr: Any) -> list[str]:
     return sorted({s.name for s in getattr(expr, "free_symbols", ())})
 
 
-def _dim_with_sites(name: str, dims: Mapping[str, DimInfo]) -> str:
-    info = dims.get(name)
-    if info is None or not info.sites:
-        return name
-    return f"{name} = {' = '.join(info.sites)}"
-
-
-def _cex_text(cex: Mapping[str, int]) -> str:
-    return ", ".join(f"{k} = {cex[k]}" for k in sorted(cex))
-
-
 # --- solver calls ---------------------------------------------------------------------------
 
 def _upper_or_none(upper: float | int | None) -> Optional[int]:
@@ -134,25 +126,26 @@ def _upper_or_none(upper: float | int | None) -> Optional[int]:
 
 @dataclass
 class _SolverFailure:
-    """Stands in for a Verdict when the solver raised (e.g. an unsupported construct)."""
+    """Stands in for a Verdict when the fix search raised (e.g. an unsupported construct)."""
 
     reason: str
     status: str = "unknown"
     counterexample: Optional[dict] = None
 
 
-def _counterexample(api, expr: Any, dims: Mapping[str, DimInfo]):
-    """``implies(expr)`` under the declared ranges of its symbols -> Verdict."""
-    try:
-        s = api.ShapeSolver()
-        mapping = {}
-        for sym in expr.free_symbols:
-            info = dims.get(sym.name)
-            lower, upper = (info.lower, _upper_or_none(info.upper)) if info is not None else (0, None)
-            mapping[sym] = s.declare(sym.name, lower=lower, upper=upper)
-        return s.implies(expr.xreplace(mapping))
-    except Exception as err:  # noqa: BLE001 - the report must still be built; say why there is no example
-        return _SolverFailure(f"{type(err).__name__}: {err}")
+def _verdicts(fs: Any, count: int, failure: Optional[_SolverFailure]) -> list:
+    """The fix search's verdict on each guard under the declared ranges (``FixSuggestion.checks``).
+
+    ``suggest_fixes`` decides every guard it is given before it looks for fixes;
+    its verdicts carry the counterexamples, so no guard is decided twice.  When
+    the search raised, each guard gets ``failure`` (which says why there is no
+    counterexample).
+    """
+    if failure is not None:
+        return [failure] * count
+    checks = list(getattr(fs, "checks", None) or [])
+    missing = _SolverFailure("the fix search gave no verdict on it")
+    return [checks[i].verdict if i < len(checks) else missing for i in range(count)]
 
 
 def _holds(expr: Any, values: Mapping[str, int]) -> Optional[bool]:
@@ -251,56 +244,48 @@ def _line_names(line: str) -> set[str]:
     return set(_LINE_NAME.findall(text)) - {"Dim", "None"}
 
 
-# --- the error ------------------------------------------------------------------------------
+# --- the records ----------------------------------------------------------------------------
 
-def _bullet(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
-            unfixable: Optional[tuple[dict, str]], fixed_names: set[str] = frozenset()) -> list[str]:
+def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
+               unfixable: Optional[tuple[dict, str]], fixed_names: set[str], fix_lines: list[str]) -> Violation:
+    """The ``Violation`` for one guard: everything its bullet says, as fields."""
     names = _names(record.expr)
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
-    sites = ", ".join(_dim_with_sites(n, dims) for n in names)
-    hint = None
+    value = reason = hint = None
     if record.kind == "specialization" and len(names) == 1:
         value = _specialized_value(record.expr, dims.get(names[0]))
         reason, hint = _specialization_reason(record, names[0], value)
-        why = f" ({reason})" if reason else ""
-        head = f"  - {sites} was specialized to {value}{why}"
-    else:
-        ranges = ", ".join(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims)
-        plural = "s" if len(names) > 1 else ""
-        head = f"  - Not all values of {sites} in the specified range{plural} {ranges} satisfy the guard {guard}"
-        if record.reason and record.kind != "guard":  # a user `if` explains itself by its source line
-            head += f" ({record.reason})"
-    lines = [head]
+    elif record.kind != "guard":  # a user `if` explains itself by its source line
+        reason = record.reason
     cex = verdict.counterexample if verdict is not None and verdict.status == "refuted" else None
     if not cex and unfixable:
         cex = unfixable[0]
+    undecided = None
     if cex:
         cex = _nearest_counterexample(record.expr, cex, dims)
-        lines.append(f"    counterexample: {_cex_text(cex)}")
     elif verdict is not None and verdict.status == "unknown":
-        lines.append(f"    counterexample: none found, the solver could not decide this guard ({verdict.reason})")
-    if record.source is not None:
-        lines.append(f"    at {record.source}")
-    for note in record.notes:
-        lines.append(f"    note: {note}")
-    if hint:
-        lines.append(f"    to keep it dynamic: {hint}")
-    for n in dynamic:
-        # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
-        lines.append("    " + _dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()))
+        undecided = str(verdict.reason)
+    # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
+    notes = tuple(_dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()) for n in dynamic)
+    sentence = advice = None
     if unfixable is not None:
         advice = _auto_advice(record.expr, dims)  # e.g. the axis Dim.AUTO would infer as a sum
         only_dynamic = not set(names) - set(dynamic)
         if only_dynamic or (advice and len(names) > 1
                             and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
             # the usual multi-dim case: say briefly why, then what works
-            sentence = (f"{UNFIXABLE_MARK} no Dim range, constant or relation dy = k*dx + c expresses "
-                        f"{format_guard(record.expr)}")
+            sentence = f"no Dim range, constant or relation dy = k*dx + c expresses {guard}"
         else:
             sentence = _unfixable_sentence(names, unfixable[1], record.expr)
-        lines.append("    " + sentence + (f". {advice}" if advice else ""))
-    return lines
+    return Violation(
+        guard=record, guard_text=guard, names=tuple(names),
+        dims=tuple(dims[n] for n in names if n in dims),
+        ranges=tuple(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims),
+        reason=reason or "", specialized_to=value, counterexample=cex or None, undecided=undecided,
+        keep_dynamic=hint or None, dynamic_notes=notes,
+        fix_lines=() if unfixable is not None else tuple(fix_lines),
+        unfixable=sentence, what_works=advice or None)
 
 
 def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str]) -> str:
@@ -343,6 +328,8 @@ def _linear_solution(expr: Any, sym: sympy.Symbol) -> Optional[Any]:
 def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
     """What works instead of a fix line: ``Dim.AUTO`` on the input axis the guard makes dependent.
 
+    The bullet prints it after ``WHAT_WORKS_MARK`` (``What works: declare ...``).
+
     For an equality solvable for one named or DYNAMIC dim (``a + b == c``), that dim's axis
     can be ``Dim.AUTO``: capture then infers it (``c := a + b``).  For any other
     guard, an ``Dim.AUTO`` axis makes the guard part of the program's contract,
@@ -365,7 +352,7 @@ def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
                 options.append((all(c > 0 for c in coeffs), syms.index(s), s, solution))
         if options:
             _, _, s, solution = max(options, key=lambda o: (o[0], o[1]))
-            return (f"What works: declare {_site_text(dims[s.name])} as Dim.AUTO instead of {was(s)}; "
+            return (f"declare {_site_text(dims[s.name])} as Dim.AUTO instead of {was(s)}; "
                     f"it will be inferred as {format_guard(solution)} (or change the model so it does not "
                     f"need this guard)")
     if not named:
@@ -373,20 +360,19 @@ def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
     rhs = getattr(expr, "rhs", None)
     on_rhs = [s for s in named if rhs is not None and s in getattr(rhs, "free_symbols", ())]
     s = (on_rhs or named)[-1]
-    return (f"What works: change the model so it does not need this guard (e.g. compute both branches and "
+    return (f"change the model so it does not need this guard (e.g. compute both branches and "
             f"select with np.where), pick bounds by hand that keep every allowed combination inside it, or "
             f"declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); the program then "
             f"accepts only sizes with {format_guard(expr)} and checks it at run time")
 
 
-# The reason capture gives when CPython asks a size for a Python int (``__index__``); which
-# construct asked is told by the reason when capture knows it (``len()``), else by the source line.
-_INDEX_REASON = "used as a Python int"
+# Pins whose construct the hint depends on (GuardRecord.cause, set by capture): ``__index__``
+# (``python_int``: which construct asked is told by the source line), ``len()``, iterating.
+_INDEX_CAUSES = ("python_int", "len", "iteration")
 _SCALAR_CTOR = re.compile(r"\b(?:np|numpy)\.(?:u?int\d*|float\d*|complex\d*|bool_?|intp)\s*\(")
 _SUBSCRIPT = re.compile(r"([^\W\d][\w.]*)\s*\[")
 
 
-_ITER_REASON = "iterating over an array"  # symbolic.SymInt.__index__, asked by a traced array's __iter__
 # `for v in x`, `enumerate(x)`, `zip(x, ...)`, `list(x)`, `map(f, x)`: the loop target is a plain name
 _FOR_IN = re.compile(r"\bfor\s+[\w\s,()]+?\s+in\s+(?!range\s*\()(?:(?:enumerate|zip|list|tuple|iter|reversed)"
                      r"\s*\(\s*)?([^\W\d][\w.]*)\b(?!\s*[(\[.])")
@@ -412,17 +398,16 @@ def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[
     (not ``x.shape[i]``) that capture could not reach.
     """
     reason = record.reason or ""
-    iterating = reason.startswith(_ITER_REASON)
-    if not reason.startswith(_INDEX_REASON) and not reason.startswith("len()") and not iterating:
+    if record.cause not in _INDEX_CAUSES:
         return reason, None
     text = record.source.text if record.source is not None else ""
     iterated = _iterated_name(text)
-    if iterating or iterated is not None:
+    if record.cause == "iteration" or iterated is not None:
         what = iterated or "an array"
         return (f"iterating over {what} in Python (the loop unrolls for {name} = {value} rows only)",
                 f"iterating over {what} runs a Python loop per row: use vectorized ops over the whole array "
                 f"(x * 2, np.diff(x, axis=0), x[1:] - x[:-1], np.arange(x.shape[0]) for the row index)")
-    if reason.startswith("len()") or re.search(r"\blen\s*\(", text):
+    if record.cause == "len" or re.search(r"\blen\s*\(", text):
         return ("len() of an array is a Python int",
                 f"use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic")
     if re.search(r"\brange\s*\(", text):
@@ -451,22 +436,20 @@ def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
     return info.hint if info is not None else format_guard(expr)
 
 
-UNFIXABLE_MARK = "no suggested fix:"  # starts the sentence of a bullet whose guard no fix line can fix
-
-
 def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None) -> str:
+    """Why no fix line expresses a guard (the bullet prints it after ``UNFIXABLE_MARK``)."""
     if reason and expr is not None and reason.startswith("the guard ties"):
         # the solver quotes the guard as sympy text (`Eq(a + b, c)`); show the readable form
         reason = re.sub(r"`[^`]*`", lambda _m: f"`{format_guard(expr)}`", reason, count=1)
     if reason:
-        return (f"{UNFIXABLE_MARK} {reason}. Change the model so it does not need this guard for the "
+        return (f"{reason}. Change the model so it does not need this guard for the "
                 f"sizes you declare, or pick bounds by hand that keep every allowed combination inside it")
     if len(names) > 1:
-        return (f"{UNFIXABLE_MARK} this guard ties {', '.join(names)} together in a way no Dim range or "
+        return (f"this guard ties {', '.join(names)} together in a way no Dim range or "
                 f"relation dy = k*dx + c expresses; change the model so each size is checked on its own or the "
                 f"sizes are linked linearly, or pick max= bounds by hand that keep every combination inside it")
     name = names[0] if names else "this size"
-    return (f"{UNFIXABLE_MARK} no range, constant or multiple of {name} expresses this guard; change the model "
+    return (f"no range, constant or multiple of {name} expresses this guard; change the model "
             f"so it does not need it for the sizes you declare")
 
 
@@ -482,10 +465,9 @@ def build_violation_error(violations: list[GuardRecord],
 
     Returns:
         A ``ConstraintViolationError`` whose text is the report described in the
-        module docstring.  ``err.violations`` holds the records, ``err.fixes`` the
-        printed fix lines, ``err.fix_for`` each record's own fix lines, ``err.bullets``
-        each record's bullet (without its ``  - `` and indent), ``err.unfixable`` the
-        guards without a fix.
+        module docstring, rendered from its fields: ``err.violations`` holds one
+        ``records.Violation`` per bullet (its own ``fix_lines``, ``unfixable``
+        reason, ``counterexample``...), ``err.fixes`` the printed fix lines.
 
     Raises:
         ValueError: ``violations`` is empty.
@@ -498,11 +480,13 @@ def build_violation_error(violations: list[GuardRecord],
     used = sorted({n for g in guards for n in _names(g)})
     solver_dims = {n: (dims[n].lower, _upper_or_none(dims[n].upper)) for n in used if n in dims}
     hints = {n: int(info.hint) for n, info in dims.items() if info.hint is not None}
+    failure = None
     try:
         fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints)
     except Exception as err:  # noqa: BLE001 - report the violations even when no fix can be computed
         fs = _NoFixes([(g, {}, f"the solver could not synthesize a fix ({type(err).__name__}: {err})")
                        for g in guards])
+        failure = _SolverFailure(f"{type(err).__name__}: {err}")  # and why no guard has a counterexample
 
     # Named dims and DYNAMIC axes get fix lines (a DYNAMIC axis by its site name, e.g. x_dim0:
     # refine replaces the Dim.DYNAMIC there); AUTO symbols never need one.
@@ -512,36 +496,14 @@ def build_violation_error(violations: list[GuardRecord],
     unfix = _unfixable_entries(fs)
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
-    out = [f"Constraints violated ({', '.join(used)})!"]
-    fix_for: list[list[str]] = []
-    bullets: list[str] = []
-    for record in records:
-        verdict = _counterexample(api, record.expr, dims)
+    out = []
+    for record, verdict in zip(records, _verdicts(fs, len(records), failure)):
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
         if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
             unfixable = ({}, "")  # no printed fix touches this guard's dims: say so instead of staying silent
-        bullet = _bullet(record, dims, verdict, unfixable, fixed_names)
-        out += bullet
-        bullets.append("\n".join([bullet[0][len("  - "):]] + [ln[2:] for ln in bullet[1:]]))
-        fix_for.append([] if unfixable is not None else _lines_about(names, lines))
-    if lines:
-        out.append("Suggested fixes:")
-        out += [f"  {ln}" for ln in lines]
-    else:
-        out.append(NO_FIXES_LINE)
-    err = ConstraintViolationError("\n".join(out))
-    err.violations = records
-    err.fixes = lines
-    err.fix_for = fix_for
-    err.bullets = bullets
-    err.unfixable = [g for g, _, _ in unfix]
-    return err
-
-
-# Printed last when no fix line applies; refine recognizes it and says there is nothing to apply.
-NO_FIXES_LINE = ("No suggested fixes: no Dim range, constant or relation makes these guards hold; "
-                 "each bullet above says what to change instead")
+        out.append(_violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines)))
+    return ConstraintViolationError(violations=out, fixes=lines)
 
 
 def _lines_about(names: set[str], lines: list[str]) -> list[str]:
@@ -555,6 +517,7 @@ def _lines_about(names: set[str], lines: list[str]) -> list[str]:
 class _NoFixes:
     unfixable: list
     lines: tuple = ()
+    checks: tuple = ()
 
 
 def _range_lhs(line: str) -> Optional[str]:
@@ -605,7 +568,8 @@ def data_dependent_error(record: GuardRecord, symbol_info: Optional[Mapping[str,
 
     Returns:
         A ``DataDependentError`` naming the symbol, its producer, the comparison and
-        the line that asked for it.
+        the line that asked for it, rendered from its fields (``guard``, ``guard_text``,
+        ``symbols``).
     """
     if symbol_info is None:
         symbol_info = {}
@@ -617,26 +581,8 @@ def data_dependent_error(record: GuardRecord, symbol_info: Optional[Mapping[str,
     names = _names(record.expr)
     unbacked = [n for n in names if n in symbol_info and symbol_info[n].kind == "unbacked"] or \
         [n for n in names if n in symbol_info]
-    guard = format_guard(record.expr)
-    example = ", ".join(f"{n} = {symbol_info[n].hint}" for n in unbacked if symbol_info[n].hint is not None)
-    what = f"the example has {example}" if example else "no example value"
-    out = [f"Could not guard on data-dependent expression {guard} ({what})"]
-    for n in unbacked:
-        info = symbol_info[n]
-        producer = f"produced by {info.sites[0]}" if info.sites else "produced by a data-dependent op"
-        out.append(f"  - {n} is a data-dependent size, {producer}; its range is "
-                   f"{format_range_brackets(info.lower, info.upper)}")
-    asked = f"{record.source}" if record.source is not None else "an unknown line"
-    op = f" ({record.op})" if record.op else ""
-    out.append(f"  asked for at {asked}{op}")
-    for note in record.notes:
-        out.append(f"  note: {note}")
-    out.append("A data-dependent size is known only at run time, so export cannot pick a branch for it: compute "
-               "both sides and select with np.where, or move the check out of the exported function.")
-    err = DataDependentError("\n".join(out))
-    err.record = record
-    err.symbols = unbacked
-    return err
+    return DataDependentError(guard=record, guard_text=format_guard(record.expr),
+                              symbols=[symbol_info[n] for n in unbacked])
 
 
 format_data_dependent_error = data_dependent_error

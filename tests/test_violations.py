@@ -140,7 +140,7 @@ def test_unfixable_has_counterexample_and_sentence_no_fix_block(loc):
     assert "no suggested fix:" in text and "change the model" in text
     assert "declare y.shape[0] as Dim.AUTO instead of Dim('dy')" in text
     assert "Suggested fixes:" not in text and text.endswith(violations.NO_FIXES_LINE)
-    assert err.fixes == [] and len(err.unfixable) == 1
+    assert err.fixes == [] and [v.unfixable is not None for v in err.violations] == [True]
 
 
 def test_mixed_fixable_and_unfixable(loc):
@@ -251,7 +251,7 @@ def test_dynamic_dim_range_fix_states_the_known_range(loc):
     assert "in the specified range x_dim0 >= 1 satisfy the guard x_dim0 <= 512" in text
     assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf])" in text
     assert text.endswith("Suggested fixes:\n  x_dim0 = Dim('x_dim0', max=512)")
-    assert err.fix_for == [["x_dim0 = Dim('x_dim0', max=512)"]]
+    assert [v.fix_lines for v in err.violations] == [("x_dim0 = Dim('x_dim0', max=512)",)]
     assert refine(text, {"x": {0: Dim.DYNAMIC, 1: None}}) == {"x": {0: Dim("x_dim0", max=512), 1: None}}
 
 
@@ -265,7 +265,7 @@ def test_sum_relation_says_which_axis_to_make_auto(loc):
     assert ("    no suggested fix: no Dim range, constant or relation dy = k*dx + c expresses a + b == c. "
             "What works: declare z.shape[1] as Dim.AUTO instead of Dim('c'); it will be inferred as a + b") in text
     assert text.endswith("\n" + violations.NO_FIXES_LINE)
-    assert err.fixes == [] and err.fix_for == [[]]
+    assert err.fixes == [] and [v.fix_lines for v in err.violations] == [()]
     with pytest.raises(ValueError) as info_:
         refine(text, {"x": {1: Dim("a")}, "y": {1: Dim("b")}, "z": {1: Dim("c")}})
     msg = str(info_.value)
@@ -280,7 +280,7 @@ def test_mixed_case_fix_for_leaves_the_unfixable_guard_without_a_fix(loc):
     err = violations.build_violation_error(
         [GuardRecord(h >= 2, "shape", "", loc(7)), GuardRecord(h * w <= 1000, "guard", "", loc(8))], dims)
     assert err.fixes == ["h = Dim('h', min=2, max=64)"]
-    assert err.fix_for == [["h = Dim('h', min=2, max=64)"], []]
+    assert [v.fix_lines for v in err.violations] == [("h = Dim('h', min=2, max=64)",), ()]
     assert str(err).count(violations.UNFIXABLE_MARK) == 1
 
 
@@ -306,26 +306,20 @@ def test_with_a_fake_solver_unknown_verdict(monkeypatch, loc):
         counterexample: dict | None = None
         reason: str = ""
 
-    class FakeSolver:
-        def declare(self, name, lower=1, upper=None):
-            return sym(name, lower)
-
-        def implies(self, guard):
-            return V("unknown", None, "timeout after 200 ms")
-
     @dataclass
     class FS:
         lines: list = field(default_factory=list)
         unfixable: list = field(default_factory=list)
+        checks: list = field(default_factory=list)  # the verdict on each guard, as solver.GuardCheck
 
     class API:
-        ShapeSolver = FakeSolver
         calls = []
 
         @classmethod
         def suggest_fixes(cls, guards, dims, hints):
             cls.calls.append((guards, dims, hints))
-            return FS(["n = Dim('n', max=7)", "bogus = 3"])
+            checks = [solver.GuardCheck(g, g, V("unknown", None, "timeout after 200 ms")) for g in guards]
+            return FS(["n = Dim('n', max=7)", "bogus = 3"], checks=checks)
 
     monkeypatch.setattr(violations, "_solver_api", lambda: API)
     n = sym("n")
@@ -398,13 +392,6 @@ def test_writable_lines_filter():
 
 def test_solver_errors_still_give_a_report(monkeypatch, loc):
     class API:
-        class ShapeSolver:
-            def declare(self, name, lower=1, upper=None):
-                return sym(name)
-
-            def implies(self, guard):
-                raise RuntimeError("unsupported construct: Xor")
-
         @staticmethod
         def suggest_fixes(guards, dims, hints):
             raise RuntimeError("unsupported construct: Xor")
@@ -580,8 +567,9 @@ def test_index_specialization_hint_by_construct(tmp_path, line, reason, hint):
     src = tmp_path / "m.py"
     src.write_text(f"def f(x):\n{line}\n")
     n = sym("n")
+    # the cause capture gives a size CPython asks for as a Python int (SymInt.__index__)
     err = violations.build_violation_error(
-        [GuardRecord(sympy.Eq(n, 8), "specialization", INDEX_REASON, SourceLoc(str(src), 2))],
+        [GuardRecord(sympy.Eq(n, 8), "specialization", INDEX_REASON, SourceLoc(str(src), 2), cause="python_int")],
         {"n": info("n", 1, 100, 8, "x.shape[0]")})
     text = str(err)
     assert f"  - n = x.shape[0] was specialized to 8 ({reason})\n" in text

@@ -184,12 +184,11 @@ def refuse_random(what: str) -> None:
     from ..errors import UnsupportedOpError
     from .frames import user_source
 
-    err = UnsupportedOpError(
+    # random_draw: draft_export reports it under its own kind, not as a missing shape rule
+    raise UnsupportedOpError(
         f"random numbers inside the model: {what} draws them, and an exported program cannot "
         f"reproduce them; pass them as an input (draw them outside and call model(x, noise))"
-        f"\n  at {user_source(2)}")
-    err.random_draw = True  # draft_export reports it under its own kind, not as a missing shape rule
-    raise err
+        f"\n  at {user_source(2)}", random_draw=True)
 
 
 class _CompiledNumpyView(types.ModuleType):

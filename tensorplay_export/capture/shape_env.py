@@ -20,7 +20,9 @@ Every requirement a traced run places on sizes goes through :meth:`ShapeEnv.guar
    - otherwise (named / DYNAMIC dims only): a violation, recorded and also
      assumed so capture goes on and every problem is reported at once.
 
-Guards are deduplicated by their canonical expression.
+Guards are deduplicated by their canonical expression.  Each record carries
+its ``cause`` (``records.CAUSES``: broadcasting, reshape, ``len()``...) as the
+emitting code states it; reports read that field, never the reason text.
 """
 from __future__ import annotations
 
@@ -165,8 +167,10 @@ class ShapeEnv:
 
     # -- guards ---------------------------------------------------------------
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None) -> None:
+              op: Optional[str] = None, cause: Optional[str] = None) -> None:
         """Require ``expr`` (a sympy boolean that holds at the hints); see the module docstring.
+
+        ``cause``: why (one of ``records.CAUSES``); None for the one ``kind`` implies.
 
         Raises:
             DataDependentError: in export mode, for a guard on a data-dependent size.
@@ -202,13 +206,13 @@ class ShapeEnv:
                 raise
             for sym in sorted(expr.free_symbols, key=lambda v: v.name):
                 self.guard(sympy.Eq(sym, self.hints[sym]), "specialization",
-                           f"{reason}; the solver cannot reason about {expr}", source, op)
+                           f"{reason}; the solver cannot reason about {expr}", source, op, cause)
             return
         finally:
             self.stats["solver_seconds"] += time.perf_counter() - started
         if verdict.status == "proved":
             return
-        record = GuardRecord(expr, kind, reason, source, op)
+        record = GuardRecord(expr, kind, reason, source, op, cause=cause or "")
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")
         syms = expr.free_symbols
@@ -236,11 +240,16 @@ class ShapeEnv:
         taken = bool(self.hint(expr))
         if source is None:
             source = user_source(2)
-        self.guard(expr if taken else sympy.Not(expr), "guard", reason, source)
+        self.guard(expr if taken else sympy.Not(expr), "guard", reason, source, cause="branch")
         return taken
 
-    def specialize(self, expr: Any, reason: str, source: Optional[SourceLoc] = None) -> Any:
-        """Pin ``expr`` to its example value (``int(s)``); records ``Eq(expr, value)``."""
+    def specialize(self, expr: Any, reason: str, source: Optional[SourceLoc] = None,
+                   cause: str = "specialization") -> Any:
+        """Pin ``expr`` to its example value (``int(s)``); records ``Eq(expr, value)``.
+
+        ``cause``: which construct pinned it (``"python_int"``, ``"len"``, ``"iteration"``, or
+        ``"specialization"`` for any other); the violation report's hint depends on it.
+        """
         value = self.hint(expr)
         if source is None:
             source = user_source(2)
@@ -248,9 +257,9 @@ class ShapeEnv:
         if isinstance(value, float) or e.has(sympy.Float):
             # a float of sizes: pin the sizes themselves (the solver reasons over integers)
             for sym in sorted(e.free_symbols, key=lambda v: v.name):
-                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source)
+                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source, cause=cause)
             return value
-        self.guard(sympy.Eq(expr, value), "specialization", reason, source)
+        self.guard(sympy.Eq(expr, value), "specialization", reason, source, cause=cause)
         return value
 
     # -- helpers --------------------------------------------------------------
@@ -279,7 +288,8 @@ class ShapeEnv:
             # violation (what remains after constraining the AUTO dims), else a contract guard.
             for bound in (sympy.Ge(solution, lo), sympy.Le(solution, hi) if hi is not None else None):
                 if bound is not None:
-                    self.guard(bound, "shape", f"{a} = {solution} must stay in the range of {a}", source, op)
+                    self.guard(bound, "shape", f"{a} = {solution} must stay in the range of {a}", source, op,
+                               cause="auto_range")
             return
 
     def _hint_text(self, expr: Any) -> str:

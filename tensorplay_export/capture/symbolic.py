@@ -318,11 +318,12 @@ class SymInt(_SymNumber):
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
         if _called_by_array_iter():
-            return self.env.specialize(self.expr, "iterating over an array (a Python loop over its rows)")
+            return self.env.specialize(self.expr, "iterating over an array (a Python loop over its rows)",
+                                       cause="iteration")
         return self.env.specialize(
             self.expr, "used as a Python int (__index__: range(), a Python index, a numpy scalar "
             "constructor, or indexing a plain array capture could not reach; register such an array with "
-            "register_buffer(..., persistent=False) or pass it as an input)")
+            "register_buffer(..., persistent=False) or pass it as an input)", cause="python_int")
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, "converted with int()")

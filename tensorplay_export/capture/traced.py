@@ -123,8 +123,8 @@ class TracedArray:
         if isinstance(n, int) or n.is_Integer:
             return int(n)
         # CPython needs a Python int: pin the size, saying it was len() (violations.py gives the
-        # "use x.shape[0]" hint for reasons starting with "len()")
-        return int(self._tracer.env.specialize(n, "len() of an array is a Python int", user_source(2)))
+        # "use x.shape[0]" hint for this cause)
+        return int(self._tracer.env.specialize(n, "len() of an array is a Python int", user_source(2), cause="len"))
 
     def __iter__(self):
         n = self.shape[0] if self._shape else None

@@ -311,7 +311,8 @@ class Tracer:
         except CaptureError:
             raise
         except Exception as err:
-            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}") from err
+            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}",
+                               raised_by=op.name) from err
         finally:
             self.in_impl = False
         outs = list(result) if op.multi_output else [result]

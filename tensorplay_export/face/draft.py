@@ -20,15 +20,15 @@ mode) and turns each problem into a :class:`FailureReport`:
 
 The program (``report.exported_program``) is built on what the example did:
 violated guards become runtime checks, so the draft program is sound for every
-size it accepts; it is ``None`` only when no graph can be built.  Rendering
-lives in :mod:`tensorplay_export.report`; the core knows nothing of either.
+size it accepts; it is ``None`` only when no graph can be built.  The records
+(:class:`FailureReport` and the kinds table) live in :mod:`.failures`, rendering
+in :mod:`.report`; a failure about a guard carries the core's record of it, read
+by field, never by its text.  The core knows nothing of either.
 """
 from __future__ import annotations
 
 import math
-import os
 import re
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -39,93 +39,12 @@ from ..capture.draft_log import DraftLog
 from ..capture.frames import error_source
 from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-    UnsupportedOpError,
+    UnsupportedOpError, data_dependent_lines, violation_lines,
 )
-from ..records import SourceLoc
+from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation
 
 __all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
-
-# kind -> heading, in report order
-KINDS: dict[str, str] = {
-    "constraint_violation": "Constraint violations",
-    "auto_specialization": "Specialized Dim.AUTO sizes",
-    "data_dependent": "Data-dependent guards",
-    "unsupported_op": "Ops without shape rules (run opaquely at the example's sizes)",
-    "random_numbers": "Random numbers drawn inside the model (pass them as an input)",
-    "numpy_error": "Errors raised inside the model",
-    "spec_error": "dynamic_shapes does not fit the inputs",
-    "example_out_of_range": "Example inputs outside the declared ranges",
-    "capture_error": "Capture errors",
-    "validation": "Structural validation",
-    "mismatch": "Numerical mismatch against eager execution",
-}
-
-
-@dataclass
-class FailureReport:
-    """One problem draft_export found.
-
-    Attributes:
-        kind: one of :data:`KINDS`.
-        message: what failed, with values (multi-line text, no fix block).
-        source: the model's line (``SourceLoc``: ``.filename``, ``.lineno``, ``.text``) or None.
-        fix: fix lines (``refine_dynamic_shapes_from_suggested_fixes`` syntax), one per line, or None.
-    """
-
-    kind: str
-    message: str
-    source: Optional[SourceLoc] = None
-    fix: Optional[str] = None
-
-    @property
-    def location(self) -> str:
-        """``model.py:12`` (base name) or ``""``."""
-        if self.source is None:
-            return ""
-        return f"{os.path.basename(self.source.filename)}:{self.source.lineno}"
-
-    @property
-    def source_text(self) -> str:
-        return self.source.text if self.source is not None else ""
-
-    @property
-    def summary(self) -> str:
-        """The message's first line."""
-        return self.message.strip().splitlines()[0] if self.message.strip() else self.kind
-
-    def to_dict(self) -> dict:
-        src = None
-        if self.source is not None:
-            src = {"file": self.source.filename, "line": self.source.lineno, "text": self.source.text}
-        return {"kind": self.kind, "message": self.message, "source": src, "fix": self.fix}
-
-
-@dataclass
-class StructuralValidation:
-    """Graph lint + signature check of the draft program (``problems`` empty when ok)."""
-
-    ok: bool
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass
-class NumericalComparison:
-    """Draft program vs eager model on the example inputs.
-
-    ``max_abs``/``max_rel``: largest absolute / relative difference over all
-    output leaves (0.0 for equal outputs; rel uses ``|a-b| / max(|b|, tiny)``), over the
-    positions where both sides are finite.  ``nonfinite``: how many positions hold an
-    inf/nan on either side (equal when both are the same inf or both nan, like
-    ``numpy.testing.assert_allclose(equal_nan=True)``; any other is a mismatch, in ``note``).
-    """
-
-    ok: bool
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    outputs: int = 0
-    note: str = ""
-    nonfinite: int = 0
 
 
 class DraftExportReport:
@@ -176,9 +95,10 @@ class DraftExportReport:
             return
         kinds = {f.kind for f in self.failures}
         if "constraint_violation" in kinds:
-            cls: type = ConstraintViolationError
-        elif "data_dependent" in kinds:
-            cls = DataDependentError
+            raise ConstraintViolationError(str(self), fixes=self.fixes, violations=[
+                f.violation for f in self.failures if f.violation is not None])
+        if "data_dependent" in kinds:
+            cls: type = DataDependentError
         elif "unsupported_op" in kinds or "random_numbers" in kinds:
             cls = UnsupportedOpError
         elif "example_out_of_range" in kinds:
@@ -277,10 +197,11 @@ def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
 
     err = build_violation_error(result.env.violations, result.dims)
     out = []
-    # err.fix_for holds each guard's own fix lines: empty for a guard no fix expresses (fix stays None)
-    for rec, bullet, fix_lines in zip(err.violations, err.bullets, err.fix_for):
-        message = "\n".join(ln for ln in bullet.splitlines() if not ln.strip().startswith("at "))
-        out.append(FailureReport("constraint_violation", message, rec.source, "\n".join(fix_lines) or None))
+    for v in err.violations:  # fix_lines is empty for a guard no fix expresses (fix stays None)
+        head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
+        message = "\n".join([head] + [f"  {ln}" for ln in rest])
+        out.append(FailureReport("constraint_violation", message, v.source, "\n".join(v.fix_lines) or None,
+                                 violation=v, guard=v.guard))
     return out, list(err.fixes)
 
 
@@ -307,7 +228,7 @@ def _auto_failures(result: Any) -> list[FailureReport]:
                    f"only {int(value)} there")
         if hint:
             message += f"\nto keep it dynamic: {hint}"
-        out.append(FailureReport("auto_specialization", message, rec.source if rec else None, None))
+        out.append(FailureReport("auto_specialization", message, rec.source if rec else None, None, guard=rec))
     return out
 
 
@@ -324,13 +245,13 @@ def _data_dependent_failures(result: Any) -> list[FailureReport]:
             err = violations.data_dependent_error(rec, symbol=sym, op=op, produced_at=produced,
                                                   hint=env.hints.get(sym), lower=0,
                                                   upper=env.ranges.get(sym, (0, None))[1])
-            text = str(err)
+            # the report prints the source line itself: no "asked for at" line
+            lines = data_dependent_lines(err.guard, err.guard_text, err.symbols, asked_for=False)
         except Exception:  # noqa: BLE001 - the record itself still says what happened
-            text = f"guard on a data-dependent size: {rec.expr}"
-        lines = [ln for ln in text.splitlines() if not ln.strip().startswith("asked for at")]
+            lines = [f"guard on a data-dependent size: {rec.expr}"]
         taken = violations.format_guard(rec.expr)
         lines.append(f"draft_export assumed {taken} (as the example took it); the program checks it at run time")
-        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None))
+        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None, guard=rec))
     return out
 
 
@@ -529,7 +450,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
             vf, fixes = _violation_failures(result)
             failures += vf
         except Exception as err:  # noqa: BLE001
-            failures += [FailureReport("constraint_violation", f"{r.expr} ({r.reason})", r.source, None)
+            failures += [FailureReport("constraint_violation", f"{r.expr} ({r.reason})", r.source, None, guard=r)
                          for r in result.env.violations]
             failures.append(FailureReport("capture_error", f"no fixes: {type(err).__name__}: {err}", None, None))
     failures += _auto_failures(result)
@@ -576,15 +497,14 @@ def _capture_failure(err: BaseException) -> FailureReport:
     src = error_source(err)
     text = _strip_at(str(err))
     if isinstance(err, UnsupportedOpError):
-        kind = "random_numbers" if getattr(err, "random_draw", False) else "unsupported_op"
-        return FailureReport(kind, text, src, None)
+        return FailureReport("random_numbers" if err.random_draw else "unsupported_op", text, src, None)
     if isinstance(err, DataDependentError):
         return FailureReport("data_dependent", text + "\n(draft_export cannot continue past this one: the model "
-                             "reads array values to decide control flow)", src, None)
+                             "reads array values to decide control flow)", src, None, guard=err.guard)
     if isinstance(err, ConstraintsExceededError):
         return FailureReport("example_out_of_range", text, src, None)
     if isinstance(err, (ValueError, TypeError, NotImplementedError)) and src is None:
         return FailureReport("spec_error", f"{type(err).__name__}: {text}", None, None)
-    if isinstance(err, CaptureError) and err.__cause__ is not None and " raised " in text.split("\n")[0]:
+    if isinstance(err, CaptureError) and err.raised_by is not None:  # numpy raised inside an op of the model
         return FailureReport("numpy_error", text, src, None)
     return FailureReport("capture_error", f"{type(err).__name__}: {text}", src, None)

@@ -1,4 +1,4 @@
-"""Rendering of a :class:`~tensorplay_export.draft.DraftExportReport`: plain text, HTML, markdown, JSON-able dict.
+"""Rendering of a :class:`~tensorplay_export.face.draft.DraftExportReport`: plain text, HTML, markdown, JSON-able dict.
 
 All four show the same content: a status line (program built? structural
 validation, max abs/rel difference against eager), the failures grouped by
@@ -7,23 +7,23 @@ concerning it; none for a guard no fix line expresses), the guards accepted on
 ``Dim.AUTO`` sizes, and, last, one ``Suggested fixes:`` block that
 ``refine_dynamic_shapes_from_suggested_fixes`` reads (it stops at the first
 blank line, so nothing follows the block).  A report with violations but no
-fix line ends with ``violations.NO_FIXES_LINE`` instead, so refine says there
+fix line ends with ``errors.NO_FIXES_LINE`` instead, so refine says there
 is nothing to apply and quotes what each bullet says to do.
+
+Everything shown comes from the report's records (:mod:`.failures`); no message
+text is read back.
 """
 from __future__ import annotations
 
 import html
 import math
 import os
-from typing import Any
+from typing import Any, Optional
+
+from ..errors import FIXES_HEADER, NO_FIXES_LINE
+from .failures import KINDS, FailureReport
 
 __all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix"]
-
-
-def _kinds() -> dict[str, str]:
-    from .draft import KINDS
-
-    return KINDS
 
 
 def _num(x: float) -> str:
@@ -52,25 +52,20 @@ def _where(f: Any) -> str:
     return str(f.source) if f.source is not None else ""
 
 
-def shown_fix(f: Any) -> Any:
+def shown_fix(f: FailureReport) -> Optional[str]:
     """The fix lines to show next to one failure, or None.
 
-    A violation whose message says no fix line expresses its guard shows none,
-    even when a fix line for another guard names the same dims (that line does
-    not fix this guard).
+    A violation no fix line expresses (its record's ``unfixable`` says why) shows
+    none, even when a fix line for another guard names the same dims (that line
+    does not fix this guard).
     """
-    from ..violations import UNFIXABLE_MARK
-
-    if f.kind == "constraint_violation" and any(ln.strip().startswith(UNFIXABLE_MARK)
-                                                for ln in (f.message or "").splitlines()):
+    if f.violation is not None and f.violation.unfixable is not None:
         return None
     return f.fix
 
 
 def _no_fixes_line(report: Any) -> Any:
     """The closing line of a report with violations but no fix line (refine quotes it), else None."""
-    from ..violations import NO_FIXES_LINE
-
     if report.fixes or not any(f.kind == "constraint_violation" for f in report.failures):
         return None
     return NO_FIXES_LINE
@@ -78,11 +73,10 @@ def _no_fixes_line(report: Any) -> Any:
 
 def render_text(report: Any) -> str:
     """The plain-text report (``str(report)``)."""
-    kinds = _kinds()
     out = [status_line(report)]
     for kind, items in report.by_kind().items():
         out.append("")
-        out.append(f"{kinds.get(kind, kind)} ({len(items)})")
+        out.append(f"{KINDS.get(kind, kind)} ({len(items)})")
         for i, f in enumerate(items, 1):
             lines = f.message.splitlines() or [f.kind]
             out.append(f"  {i}. {lines[0]}")
@@ -98,7 +92,7 @@ def render_text(report: Any) -> str:
         out += [f"  - {g}" for g in report.accepted]
     if report.fixes:
         out.append("")
-        out.append("Suggested fixes:")
+        out.append(FIXES_HEADER)
         out += [f"  {ln}" for ln in report.fixes]
     elif _no_fixes_line(report):
         out += ["", _no_fixes_line(report)]
@@ -133,7 +127,6 @@ def _loc(f: Any) -> tuple[str, str]:
 
 def render_html(report: Any) -> str:
     """An HTML table (Jupyter ``_repr_html_``)."""
-    kinds = _kinds()
     esc = html.escape
     rows = []
     for i, f in enumerate(report.failures, 1):
@@ -141,7 +134,7 @@ def render_html(report: Any) -> str:
         src = f"<code>{esc(where)}</code><br><code>{esc(text)}</code>" if where else ""
         fix = shown_fix(f)
         fix = f"<pre style='margin:0'>{esc(fix)}</pre>" if fix else ""
-        rows.append(f"<tr><td>{i}</td><td>{esc(kinds.get(f.kind, f.kind))}</td>"
+        rows.append(f"<tr><td>{i}</td><td>{esc(KINDS.get(f.kind, f.kind))}</td>"
                     f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
                     f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
     parts = [f"<div class='tpe-draft-report'><p><b>{esc(status_line(report))}</b></p>"]
@@ -152,7 +145,7 @@ def render_html(report: Any) -> str:
         parts.append("<p>Guards accepted on Dim.AUTO sizes:</p><ul>"
                      + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
     if report.fixes:
-        parts.append("<p>Suggested fixes:</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
+        parts.append(f"<p>{esc(FIXES_HEADER)}</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
     elif _no_fixes_line(report):
         parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
     parts.append("</div>")
@@ -165,7 +158,6 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(report: Any) -> str:
     """A markdown table (Jupyter ``_repr_markdown_``)."""
-    kinds = _kinds()
     out = [f"**{status_line(report)}**", ""]
     if report.failures:
         out.append("| # | kind | message | source | fix |")
@@ -174,7 +166,7 @@ def render_markdown(report: Any) -> str:
             where, text = _loc(f)
             src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
             fix = "<br>".join(f"`{ln}`" for ln in (shown_fix(f) or "").splitlines())
-            out.append(f"| {i} | {_md_cell(kinds.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
+            out.append(f"| {i} | {_md_cell(KINDS.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
                        f"{src} | {fix} |")
         out.append("")
     if report.accepted:
@@ -182,7 +174,7 @@ def render_markdown(report: Any) -> str:
         out += [f"- `{g}`" for g in report.accepted]
         out.append("")
     if report.fixes:
-        out += ["Suggested fixes:", "```", *report.fixes, "```"]
+        out += [FIXES_HEADER, "```", *report.fixes, "```"]
     elif _no_fixes_line(report):
         out.append(_no_fixes_line(report))
     return "\n".join(out)

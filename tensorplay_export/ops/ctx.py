@@ -72,8 +72,8 @@ class SizeEnv(Protocol):
         """Range-aware canonical form of a size expression."""
 
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None) -> None:
-        """Require ``expr`` (a sympy boolean true at the example sizes)."""
+              op: Optional[str] = None, cause: Optional[str] = None) -> None:
+        """Require ``expr`` (a sympy boolean true at the example sizes); ``cause`` says why (records.CAUSES)."""
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
                         lower: int = 0) -> sympy.Symbol:
@@ -189,32 +189,33 @@ class ShapeCtx:
             return as_dim(self._env.canon(expr))
         return as_dim(expr) if isinstance(expr, sympy.Basic) else expr
 
-    def require(self, cond: Any, reason: Any) -> None:
+    def require(self, cond: Any, reason: Any, cause: str = "shape") -> None:
         """The op is correct only if ``cond`` holds (kind ``"shape"``).
 
         ``reason``: a str, or a function returning it -- called only when ``cond`` does
         not fold to true (printing sympy sizes for a reason nobody reads is costly).
+        ``cause``: why, for reports (``records.CAUSES``: ``"reshape"``, ``"broadcast"``, ...).
         """
-        self._guard(cond, "shape", reason)
+        self._guard(cond, "shape", reason, cause)
 
     def bounds(self, cond: Any, reason: Any) -> None:
         """Index values must stay inside an array (kind ``"index_bounds"``); ``reason`` as for require."""
-        self._guard(cond, "index_bounds", reason)
+        self._guard(cond, "index_bounds", reason, "index_bounds")
 
-    def _guard(self, cond: Any, kind: str, reason: Any) -> None:
+    def _guard(self, cond: Any, kind: str, reason: Any, cause: str) -> None:
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self._env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op)
+        self._env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op, cause=cause)
 
-    def choose(self, cond: Any, reason: Any) -> bool:
+    def choose(self, cond: Any, reason: Any, cause: str = "shape") -> bool:
         """Which side of ``cond`` the example takes; that side is recorded as a requirement
-        (``reason`` as for :meth:`require`)."""
+        (``reason``, ``cause`` as for :meth:`require`)."""
         cond = sympy.sympify(cond)
         if cond is sympy.true or cond is sympy.false:
             return bool(cond)
         taken = bool(self._env.hint(cond))
-        self.require(cond if taken else sympy.Not(cond), reason)
+        self.require(cond if taken else sympy.Not(cond), reason, cause)
         return taken
 
     def pin(self, d: Any, reason: str) -> None:
@@ -222,18 +223,19 @@ class ShapeCtx:
         if is_static(d):
             self._folded()
             return
-        self._env.guard(sympy.Eq(d, self.hint(d)), "specialization", reason, self.source, self.op)
+        self._env.guard(sympy.Eq(d, self.hint(d)), "specialization", reason, self.source, self.op,
+                       cause="specialization")
 
     def _folded(self) -> None:
         stats = self._env.stats
         stats["guards"] += 1
         stats["folded"] += 1
 
-    def eq(self, a: Any, b: Any, reason: str) -> None:
+    def eq(self, a: Any, b: Any, reason: str, cause: str = "shape") -> None:
         if a is b or (is_static(a) and is_static(b) and int(a) == int(b)):
             self._folded()
             return
-        self.require(sympy.Eq(a, b), reason)
+        self.require(sympy.Eq(a, b), reason, cause)
 
     def broadcast_dim(self, a: Any, b: Any) -> Any:
         """One broadcast axis: the disjunct the example satisfies becomes the requirement."""
@@ -249,15 +251,17 @@ class ShapeCtx:
         ha, hb = self.hint(a), self.hint(b)
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         if ha == hb:
-            self.require(sympy.Eq(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}")
+            self.require(sympy.Eq(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}", "broadcast")
             return b if is_static(b) else a
         if ha == 1:
             self.require(sympy.Eq(a, 1),
-                         lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}")
+                         lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}",
+                         "broadcast")
             return b
         if hb == 1:
             self.require(sympy.Eq(b, 1),
-                         lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}")
+                         lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}",
+                         "broadcast")
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 

@@ -75,13 +75,14 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         known = prod(d for i, d in enumerate(target) if i != minus[0])
         for d in target:  # numpy cannot infer -1 when the other sizes multiply to 0
             if not is_static(d):
-                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(map(str, target))}) infers -1")
+                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(map(str, target))}) infers -1",
+                            "reshape")
         num, den = _quotient(numel, known)
         if den == 1:
             inferred = num
         else:
             ctx.require(sympy.Eq(sympy.Mod(num, den), 0),
-                        f"reshape of {numel} elements into ({', '.join(map(str, target))})")
+                        f"reshape of {numel} elements into ({', '.join(map(str, target))})", "reshape")
             inferred = sympy.floor(num / den)
         target[minus[0]] = as_dim(sympy.sympify(inferred))
     else:
@@ -93,7 +94,7 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
                 what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
                 split = _per_factor_guards(num, den)
                 for guard in split if split is not None else [sympy.Eq(num, den)]:
-                    ctx.require(guard, what)
+                    ctx.require(guard, what, "reshape")
     return tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in target)
 
 

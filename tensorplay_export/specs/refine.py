@@ -24,12 +24,13 @@ from typing import Any, Optional, Union
 
 from .binding import leaf_name
 from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
-from ..violations import UNFIXABLE_MARK  # starts a bullet's sentence for a guard no fix can express
+# the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
+from ..errors import FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
            "RangeFix", "ConstFix", "RelationFix"]
 
-HEADER = "Suggested fixes:"
+HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1")
 
 _NAME = r"[^\W\d]\w*"
@@ -71,7 +72,7 @@ class RelationFix:
 Fix = Union[RangeFix, ConstFix, RelationFix]
 
 
-NO_FIXES = "No suggested fixes:"   # printed by violations.py when no fix line applies
+NO_FIXES = NO_FIXES_HEAD   # starts the closing line when no fix line applies (errors.NO_FIXES_LINE)
 _GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+?)(?: \(.*\))?$")
 
 
@@ -84,7 +85,7 @@ def _nothing_to_apply(lines: list[str]) -> str:
             guards.append(m["guard"])
         text = line.strip()
         if text.startswith(UNFIXABLE_MARK):
-            works = text.find("What works:")
+            works = text.find(WHAT_WORKS_MARK)
             advice.append(text[works:] if works >= 0 else text[len(UNFIXABLE_MARK):].strip())
     if not guards and not advice and not any(line.strip().startswith(NO_FIXES) for line in lines):
         return (f"nothing to apply: the message has no '{HEADER}' block. A ConstraintViolationError or "
