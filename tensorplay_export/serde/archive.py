@@ -89,10 +89,10 @@ import numpy as np
 
 from ..errors import ArchiveError
 from .jsonio import dumps, expect, fail, get_dict, get_list, loads
-from .npyio import npz_bytes, read_npy, read_npz
+from .npyio import MAX_NPZ_BYTES, npz_bytes, npz_from_bytes, read_npy
 from .program_json import (WeightType, check_pickle_protocol, normalize_opset, serialize_program)
 from .program_load import build_program, check_opset, parse_document
-from .zipio import ZipReader, check_member_name, write_atomic, write_zip
+from .zipio import MemberSource, ZipReader, check_member_name, write_atomic, write_zip
 
 __all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType",
            "FORMAT_MARKER", "FORMAT_VERSION"]
@@ -115,6 +115,9 @@ class PT2ArchiveContents:
         extra_files: name -> str (saved as str) or bytes.
         tp_files: name -> bytes of the stored runner artifacts (never executed).
         executorch_files: name -> bytes.
+
+    The three file tables are read-only mappings (:class:`ArchiveFiles`) that
+    read a file from the archive the first time it is looked up.
     """
 
     exported_programs: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +125,42 @@ class PT2ArchiveContents:
     extra_files: dict[str, Any] = field(default_factory=dict)
     tp_files: dict[str, bytes] = field(default_factory=dict)
     executorch_files: dict[str, bytes] = field(default_factory=dict)
+
+
+class ArchiveFiles(Mapping):
+    """``name -> bytes | str`` of archive files, each read when first looked up (then kept).
+
+    A damaged file raises ArchiveError naming its member when it is looked up.
+    Copying or pickling gives a plain dict (reading every file).
+    """
+
+    def __init__(self, source: MemberSource, prefix: str, kinds: dict[str, str]) -> None:
+        self._source = source
+        self._prefix = prefix
+        self._kinds = dict(kinds)
+        self._values: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        kind = self._kinds[name]  # KeyError for names the archive does not hold
+        member = self._prefix + name
+        data = self._source.read(member, MAX_EXTRA_BYTES)
+        value = _decode_text(data, member) if kind == "str" else data
+        self._values[name] = value
+        return value
+
+    def __iter__(self):
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self.items()),))
+
+    def __repr__(self) -> str:
+        return f"ArchiveFiles({sorted(self._kinds)!r}, read when looked up)"
 
 
 class Runner:
@@ -331,7 +370,7 @@ def _check_members(zr: ZipReader, index: dict) -> None:
             fail(name, "listed in archive.json but missing from the archive")
 
 
-def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool) -> Any:
+def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, source: MemberSource) -> Any:
     base = f"models/{name}"
     member = f"{base}/program.json"
     from .jsonio import MAX_JSON_BYTES
@@ -351,16 +390,22 @@ def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool) -> An
         array_member = f"{base}/{table}/{index}.npy"
         if array_member not in zr:
             fail(array_member, f"missing ({table} entry {entry['fqn']!r})")
-        if zr.info(array_member).compress_type != 0:
-            fail(array_member, "array members must be stored uncompressed")
         array = read_npy(zr, array_member, mmap=mmap)
         if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
             fail(array_member, f"holds {array.dtype.str} {tuple(array.shape)}, but {table} entry "
                                f"{entry['fqn']!r} declares {entry['dtype'].str} {entry['shape']}")
         return array
 
-    samples = (lambda: read_npz(zr, f"{base}/sample_inputs.npz")) if has_samples else None
-    return build_program(doc, member, fetch, samples)
+    samples = None
+    if has_samples:  # read when the example inputs are first used
+        npz = f"{base}/sample_inputs.npz"
+        if zr.info(npz).compress_type != 0:
+            fail(npz, "array members must be stored uncompressed")
+        source.keep(zr, npz)
+
+        def samples() -> dict:
+            return npz_from_bytes(source.read(npz, MAX_NPZ_BYTES), npz)
+    return build_program(doc, member, fetch, samples, lazy_examples=True)
 
 
 def _open(f: Any) -> ZipReader:
@@ -395,16 +440,26 @@ def load_pt2(f: Any, *, expected_opset_version: dict[str, int] | None = None, ru
         _check_members(zr, index)
         out = PT2ArchiveContents()
         mmap = bool(load_weights_from_disk) and zr.path is not None
+        source = MemberSource(zr)
         for name in index["models"]:
-            ep = _load_model(zr, name, expected_opset_version, mmap)
+            ep = _load_model(zr, name, expected_opset_version, mmap, source)
             out.exported_programs[name] = ep
             out.tp_runners[name] = Runner(ep, num_runners, bool(run_single_threaded))
-        for name, kind in index["extra_files"].items():
-            data = zr.read(f"extra/{name}", MAX_EXTRA_BYTES)
-            out.extra_files[name] = _decode_text(data, f"extra/{name}") if kind == "str" else data
-        out.tp_files = {n: zr.read(f"tp_files/{n}", MAX_EXTRA_BYTES) for n in index["tp_files"]}
-        out.executorch_files = {n: zr.read(f"executorch/{n}", MAX_EXTRA_BYTES) for n in index["executorch_files"]}
+        tables = (("extra/", index["extra_files"]), ("tp_files/", dict.fromkeys(index["tp_files"], "bytes")),
+                  ("executorch/", dict.fromkeys(index["executorch_files"], "bytes")))
+        files = []
+        for prefix, kinds in tables:  # read when looked up
+            for n in kinds:
+                _check_file_member(zr, prefix + n)
+                source.keep(zr, prefix + n)
+            files.append(ArchiveFiles(source, prefix, kinds))
+        out.extra_files, out.tp_files, out.executorch_files = files
     return out
+
+
+def _check_file_member(zr: ZipReader, member: str) -> None:
+    if zr.size(member) > MAX_EXTRA_BYTES:
+        fail(member, f"member of {zr.size(member)} bytes exceeds the limit of {MAX_EXTRA_BYTES} bytes")
 
 
 def _decode_text(data: bytes, member: str) -> str:
@@ -440,7 +495,7 @@ def load(f: Any, *, extra_files: dict[str, Any] | None = None,
         else:
             fail("archive.json", f"the archive holds {len(models)} models {models}, none named "
                                  f"{DEFAULT_MODEL!r}; use load_pt2")
-        ep = _load_model(zr, name, expected_opset_version, mmap=False)
+        ep = _load_model(zr, name, expected_opset_version, False, MemberSource(zr))
         if extra_files is not None:
             for key in list(extra_files):
                 kind = index["extra_files"].get(key)

@@ -101,8 +101,11 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     Returns:
         the array (``np.memmap`` when mapped), writable.
     Raises:
-        ArchiveError: bad header, object/structured dtype, size mismatch, corrupt data.
+        ArchiveError: a compressed member, bad header, object/structured dtype,
+            size mismatch, corrupt data.
     """
+    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+        fail(member, "array members must be stored uncompressed")
     size = zr.size(member)
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
@@ -144,8 +147,18 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def read_npz(zr: ZipReader, member: str) -> dict[str, np.ndarray]:
     """``key -> array`` from an ``.npz`` member, every nested ``.npy`` checked like :func:`read_npy`."""
-    data = zr.read(member, MAX_NPZ_BYTES)
-    with ZipReader(io.BytesIO(data)) as inner:
+    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+        fail(member, "array members must be stored uncompressed")
+    return npz_from_bytes(zr.read(member, MAX_NPZ_BYTES), member)
+
+
+def npz_from_bytes(data: bytes, member: str) -> dict[str, np.ndarray]:
+    """``key -> array`` from the bytes of an ``.npz`` member (see :func:`read_npz`)."""
+    try:
+        inner = ZipReader(io.BytesIO(data))
+    except ArchiveError as err:  # name the outer member too
+        raise ArchiveError(f"{member}: {err}") from None
+    with inner:
         out: dict[str, np.ndarray] = {}
         for name in inner.names:
             if not name.endswith(".npy") or "/" in name:

@@ -11,6 +11,7 @@ placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -22,7 +23,7 @@ from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range
-from .exprs import decode_expr
+from .exprs import ExprBudget, decode_expr
 
 MAX_NODES = 1_000_000
 _DICT_KEY_TYPES = (str, int, float, bool, type(None))
@@ -81,7 +82,8 @@ def build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Cal
 
 
 def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Callable[[], dict] | None,
-                   *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None) -> Any:
+                   *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None,
+                   lazy_examples: bool = False) -> Any:
     """The ExportedProgram of a parsed document.
 
     Args:
@@ -92,18 +94,21 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         example_arrays: returns ``"<i>" -> array`` of the example inputs (None: none stored).
         state_dict / constants: fqn -> array overrides (``deserialize(..., state_dict=...)``).
         example_inputs: override of the example inputs (``{"args", "kwargs"}`` or ``(args, kwargs)``).
+        lazy_examples: call ``example_arrays`` when the example inputs are first used
+            (archives: :class:`LazyExamples`), not now.
     """
     from ..codegen import GraphModule
     from ..program import ExportedProgram
 
+    budget = ExprBudget()  # one for every expression of the document
     weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
     consts_tab = _table(doc["constants"], member, "constants", {"constant", "graph_constant"})
     graph_arrays: dict[str, np.ndarray] = {}
     for i, entry in enumerate(consts_tab):
         if entry["role"] == "graph_constant":
             graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
-    graph = _build_graph(doc["graph"], member, graph_arrays)
-    sig = _signature(doc["signature"], member)
+    graph = _build_graph(doc["graph"], member, graph_arrays, budget)
+    sig = _signature(doc["signature"], member, budget)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
@@ -116,10 +121,11 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             _check_against_placeholder(entry, array, sig, placeholders, member)
             out[entry["fqn"]] = array
     kwargs = dict(
-        example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs),
-        dynamic_shapes=_dynamic_shapes(doc["dynamic_shapes"], member),
-        module_call_graph=_call_graph(doc["module_call_graph"], member),
-        range_constraints=_ranges(doc["range_constraints"], member),
+        example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs, budget,
+                                 lazy_examples),
+        dynamic_shapes=_dynamic_shapes(doc["dynamic_shapes"], member, budget),
+        module_call_graph=_call_graph(doc["module_call_graph"], member, budget),
+        range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     try:
@@ -148,7 +154,7 @@ def _resolve_target(target: str, member: str, node: str) -> None:
         fail(member, f"node {node!r} calls unknown op {target!r:.100}: it is not in the op registry")
 
 
-def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
+def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
     get_dict(data, member, "graph", {"nodes"})
     nodes = get_list(data["nodes"], member, "graph.nodes")
     expect(len(nodes) <= MAX_NODES, member, f"graph has more than {MAX_NODES} nodes")
@@ -160,7 +166,7 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
             fail(member, f"reference to node {name!r:.80}, which is not defined earlier in the graph")
         return by_name[name]
 
-    dec = Decoder(member, resolve, arrays)
+    dec = Decoder(member, resolve, arrays, budget)
     for raw in nodes:
         get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
@@ -235,7 +241,7 @@ def _check_dict_keys(value: Any, member: str, node: str) -> None:
 
 # -- records ----------------------------------------------------------------------------
 
-def _argument(data: Any, member: str) -> Any:
+def _argument(data: Any, member: str, budget: ExprBudget) -> Any:
     from .. import signature as S
 
     if not isinstance(data, dict) or data.get("k") not in _ARG_KINDS:
@@ -243,7 +249,7 @@ def _argument(data: Any, member: str) -> Any:
     kind = data["k"]
     if kind == "ConstantArgument":
         get_dict(data, member, kind, {"k", "name", "value"})
-        value = Decoder(member).value(data["value"])
+        value = Decoder(member, budget=budget).value(data["value"])
         if not isinstance(value, (int, float, bool, str, type(None))):
             fail(member, f"ConstantArgument value must be int/float/bool/str/None, got {type(value).__name__}")
         return S.ConstantArgument(get_str(data["name"], member, "argument name"), value)
@@ -261,7 +267,7 @@ def _enum(cls: Any, name: Any, member: str, what: str) -> Any:
     return cls[name]
 
 
-def _signature(data: Any, member: str) -> Any:
+def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
     from .. import signature as S
 
     get_dict(data, member, "signature", {"inputs", "outputs"})
@@ -275,23 +281,23 @@ def _signature(data: Any, member: str) -> Any:
         if kind == S.InputKind.CUSTOM_OBJ:
             fail(member, f"custom object input {target!r} cannot be loaded: archives hold arrays only")
         try:
-            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member), target, raw["persistent"]))
+            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member, budget), target, raw["persistent"]))
         except ValueError as err:
             fail(member, f"bad input spec: {err}")
     for raw in get_list(data["outputs"], member, "signature.outputs"):
         get_dict(raw, member, "output spec", {"kind", "arg", "target"})
         kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
         expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
-        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member), raw["target"]))
+        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member, budget), raw["target"]))
     return S.ExportGraphSignature(inputs, outputs)
 
 
-def _ranges(data: Any, member: str) -> dict:
+def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:
     out: dict = {}
     for item in get_list(data, member, "range_constraints"):
         if not isinstance(item, list) or len(item) != 3:
             fail(member, f"range constraint must be [symbol, lower, upper], got {item!r:.80}")
-        sym = decode_expr(item[0], member)
+        sym = decode_expr(item[0], member, budget)
         if not isinstance(sym, sympy.Symbol):
             fail(member, f"range constraint key must be a symbol, got {sym}")
         if sym in out:
@@ -328,7 +334,7 @@ def _treespec(data: Any, member: str) -> Any:
         fail(member, f"malformed treespec: {err}")
 
 
-def _call_graph(data: Any, member: str) -> list:
+def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
     from ..signature import ModuleCallEntry, ModuleCallSignature
 
     out = []
@@ -343,22 +349,24 @@ def _call_graph(data: Any, member: str) -> list:
             if names is not None and (not isinstance(names, list) or any(not isinstance(n, str) for n in names)):
                 fail(member, "forward_arg_names must be a list of strings")
             sig = ModuleCallSignature(
-                [_argument(a, member) for a in get_list(sig["inputs"], member, "module call inputs")],
-                [_argument(a, member) for a in get_list(sig["outputs"], member, "module call outputs")],
+                [_argument(a, member, budget) for a in get_list(sig["inputs"], member, "module call inputs")],
+                [_argument(a, member, budget) for a in get_list(sig["outputs"], member, "module call outputs")],
                 _treespec(sig["in_spec"], member), _treespec(sig["out_spec"], member), names)
         out.append(ModuleCallEntry(fqn, sig))
     return out
 
 
-def _dynamic_shapes(data: Any, member: str) -> Any:
+def _dynamic_shapes(data: Any, member: str, budget: ExprBudget) -> Any:
     if isinstance(data, dict) and set(data) == {"v"}:
-        return Decoder(member).value(data["v"])
+        return Decoder(member, budget=budget).value(data["v"])
     if isinstance(data, dict) and set(data) == {"unstored"} and isinstance(data["unstored"], str):
         return None
     fail(member, f"malformed dynamic_shapes record {data!r:.80}")
 
 
-def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, override: Any) -> Any:
+def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, override: Any,
+              budget: ExprBudget, lazy: bool) -> Any:
+    """The example inputs; with ``lazy``, their arrays (``sample`` leaves) are read when first used."""
     from ..pytree import tree_unflatten
 
     if override is not None and not _is_sample_dict(override):
@@ -371,24 +379,83 @@ def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, overrid
     spec = _treespec(data["spec"], member)
     if spec is None:
         fail(member, "example_inputs.spec must be a treespec, got null")
-    samples = override if override is not None else (arrays() if arrays is not None else {})
-    dec = Decoder(member)
-    leaves = []
+    dec = Decoder(member, budget=budget)
+    leaves, wanted = [], []
     for raw in get_list(data["leaves"], member, "example_inputs.leaves"):
         if isinstance(raw, dict) and raw.get("k") == "sample":
             key = raw.get("v")
-            if set(raw) != {"k", "v"} or not isinstance(key, str) or key not in samples:
+            if set(raw) != {"k", "v"} or not isinstance(key, str):
                 fail(member, f"example input refers to a missing sample array {key!r:.40}")
-            leaves.append(samples[key])
+            wanted.append((len(leaves), key))
+            leaves.append(None)
         else:
             leaves.append(dec.value(raw))
-    try:
-        args, kwargs = tree_unflatten(leaves, spec)
-    except (ValueError, TypeError, IndexError, StopIteration) as err:
-        fail(member, f"example inputs do not match their treespec: {err}")
-    if not isinstance(args, tuple) or not isinstance(kwargs, dict):
-        fail(member, "example inputs must be an (args tuple, kwargs dict) pair")
-    return {"args": args, "kwargs": kwargs}
+
+    def unflatten(values: list) -> dict:
+        try:
+            args, kwargs = tree_unflatten(values, spec)
+        except (ValueError, TypeError, IndexError, StopIteration) as err:
+            fail(member, f"example inputs do not match their treespec: {err}")
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            fail(member, "example inputs must be an (args tuple, kwargs dict) pair")
+        return {"args": args, "kwargs": kwargs}
+
+    eager = unflatten(list(leaves))  # the structure is checked now, the arrays when used
+    if not wanted:
+        return eager
+
+    def build() -> dict:
+        samples = override if override is not None else (arrays() if arrays is not None else {})
+        values = list(leaves)
+        for i, key in wanted:
+            if key not in samples:
+                fail(member, f"example input refers to a missing sample array {key!r:.40}")
+            values[i] = samples[key]
+        return unflatten(values)
+
+    return LazyExamples(build, member) if lazy and override is None else build()
+
+
+class LazyExamples(Mapping):
+    """``{"args": ..., "kwargs": ...}`` whose arrays are read from the archive on first access.
+
+    A damaged ``sample_inputs.npz`` is reported then, as an ArchiveError naming it.
+    Copying or pickling gives the plain dict.
+    """
+
+    def __init__(self, build: Callable[[], dict], member: str) -> None:
+        self._build = build
+        self._member = member
+        self._value: dict | None = None
+
+    def _resolve(self) -> dict:
+        if self._value is None:
+            try:
+                value = self._build()
+            except ArchiveError:
+                raise
+            except _UNEXPECTED as err:
+                fail(self._member, f"malformed example inputs (unanticipated {type(err).__name__}: "
+                                   f"{str(err)[:200]})")
+            self._value, self._build = value, None
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._resolve()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("args", "kwargs"))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __reduce__(self) -> Any:
+        return (dict, (self._resolve(),))
+
+    def __repr__(self) -> str:
+        if self._value is None:
+            return "<example inputs: read from the archive when first used>"
+        return repr(self._value)
 
 
 def _is_sample_dict(value: Any) -> bool:

@@ -72,6 +72,23 @@ def expected(program):
     return program.module()(*sample())
 
 
+def load_all(f, **kw):
+    """``tpe.load``, then use the example inputs: they are read from the archive on first use."""
+    ep = tpe.load(f, **kw)
+    ep.example_inputs.get("args")
+    return ep
+
+
+def load_pt2_all(f, **kw):
+    """``tpe.load_pt2``, then use every lazily read part: example inputs and files."""
+    contents = tpe.load_pt2(f, **kw)
+    for ep in contents.exported_programs.values():
+        ep.example_inputs.get("args")
+    for table in (contents.extra_files, contents.tp_files, contents.executorch_files):
+        dict(table.items())
+    return contents
+
+
 def members(data: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         return {i.filename: z.read(i) for i in z.infolist()}
@@ -159,9 +176,9 @@ def attempt(fn, workdir: Path, canary: Path):
 
 def exercise(data: bytes, workdir: Path, canary: Path, expected=None, *, full: bool = True) -> None:
     """load (and, if ``full``, load_pt2 and deserialize of the program member); run whatever loads."""
-    results = [attempt(lambda: tpe.load(io.BytesIO(data)), workdir, canary)]
+    results = [attempt(lambda: load_all(io.BytesIO(data)), workdir, canary)]
     if full:
-        results.append(attempt(lambda: tpe.load_pt2(io.BytesIO(data), num_runners=2), workdir, canary))
+        results.append(attempt(lambda: load_pt2_all(io.BytesIO(data), num_runners=2), workdir, canary))
     try:
         doc = members(data).get(PROGRAM) if full else None
     except Exception:  # noqa: BLE001 - not even a zip for the stdlib: nothing to deserialize
@@ -203,9 +220,9 @@ def sandbox(tmp_path, monkeypatch):
 
 def test_valid_archive_loads_and_matches(good, expected, sandbox):
     work, canary = sandbox
-    ep = attempt(lambda: tpe.load(io.BytesIO(good)), work, canary)
+    ep = attempt(lambda: load_all(io.BytesIO(good)), work, canary)
     np.testing.assert_array_equal(ep.module()(*sample())["out"], expected["out"])
-    contents = attempt(lambda: tpe.load_pt2(io.BytesIO(good)), work, canary)
+    contents = attempt(lambda: load_pt2_all(io.BytesIO(good)), work, canary)
     assert contents.extra_files == {"note.txt": "hello"}
 
 
@@ -215,7 +232,7 @@ def test_truncated_everywhere(good, sandbox):
     work, canary = sandbox
     for cut in sorted({0, 1, 4, 22, 30, 100, len(good) // 3, len(good) // 2, len(good) - 22,
                        len(good) - 1}):
-        out = attempt(lambda: tpe.load(io.BytesIO(good[:cut])), work, canary)
+        out = attempt(lambda: load_all(io.BytesIO(good[:cut])), work, canary)
         assert isinstance(out, ArchiveError), f"truncated at {cut} of {len(good)} bytes loaded"
 
 
@@ -235,9 +252,9 @@ def test_duplicate_member_names(good, sandbox):
     work, canary = sandbox
     m = members(good)
     evil = pack(list(m.items()) + [(PROGRAM, m[PROGRAM])])
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(evil)), work, canary), ArchiveError)
     shadow = pack(list(m.items()) + [("models/model/weights/0.npy", m["models/model/weights/0.npy"])])
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(shadow)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(shadow)), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("name", ["../evil", "../../tmp/evil", "/etc/evil", "/abs/x", "extra/../../evil",
@@ -248,13 +265,13 @@ def test_escaping_member_names(good, sandbox, name):
     m = members(good)
     m[name] = b"payload"
     evil = pack(m)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(evil)), work, canary), ArchiveError)
     # also listed in the index, so only the name check can catch it
     idx = json.loads(m["archive.json"])
     idx["extra_files"][name.split("extra/", 1)[-1]] = "bytes"
     m["archive.json"] = json.dumps(idx, sort_keys=True).encode()
     evil = pack(m)
-    assert isinstance(attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary), ArchiveError)
 
 
 def test_zip_bomb_deflated_member(good, sandbox):
@@ -266,7 +283,7 @@ def test_zip_bomb_deflated_member(good, sandbox):
     m["archive.json"] = json.dumps(idx, sort_keys=True).encode()
     evil = pack(m, zipfile.ZIP_DEFLATED)
     assert len(evil) < (1 << 20)
-    out = attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary)
+    out = attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary)
     assert isinstance(out, ArchiveError)
 
 
@@ -292,7 +309,7 @@ def test_overlapping_members_bomb(good, sandbox):
     eocd[10:12] = struct.pack("<H", total)
     eocd[12:16] = struct.pack("<L", len(new_cd))
     evil = data[:cd_start] + new_cd + bytes(eocd)
-    out = attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary)
+    out = attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary)
     assert isinstance(out, ArchiveError)
 
 
@@ -303,11 +320,11 @@ def test_huge_declared_shapes(good, sandbox):
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, header)
     m["models/model/weights/0.npy"] = buf.getvalue() + b"\0" * 64
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
     def huge(doc):
         doc["weights"][0]["shape"] = [1 << 40, 1 << 40]
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, huge))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, huge))), work, canary), ArchiveError)
 
 
 def test_wrong_dtypes(good, sandbox):
@@ -316,11 +333,11 @@ def test_wrong_dtypes(good, sandbox):
     buf = io.BytesIO()
     np.save(buf, np.arange(4, dtype=np.int64).reshape(2, 2))
     m["models/model/weights/0.npy"] = buf.getvalue()
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
     for dt in ("|O", "<U0", "object", "<f4, <i4", "[('a', '<f4')]", "<f99999999", "|V0"):
         def edit(doc, dt=dt):
             doc["weights"][0]["dtype"] = dt
-        assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, edit))), work, canary),
+        assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, edit))), work, canary),
                           ArchiveError), dt
 
 
@@ -332,14 +349,14 @@ def test_bad_ranges(good, sandbox, bad):
         doc["range_constraints"][0][1] = bad
     text = with_doc(good, edit)
     exercise(text, work, canary)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(text)), work, canary), ArchiveError) or bad == -1
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(text)), work, canary), ArchiveError) or bad == -1
 
 
 def test_nan_literal_json(good, sandbox):
     work, canary = sandbox
     m = members(good)
     m[PROGRAM] = m[PROGRAM].replace(b'"pickle_protocol":4', b'"pickle_protocol":NaN')
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("target", ["os.system", "builtins.eval", "numpy.load", "numpy.lib.format.read_array",
@@ -350,7 +367,7 @@ def test_unknown_ops(good, sandbox, target):
 
     def edit(doc):
         next(n for n in doc["graph"]["nodes"] if n["target"] == "numpy.add")["target"] = target
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, edit))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, edit))), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("type_name", ["os.PathLike", "builtins.object", "collections.OrderedDict",
@@ -361,7 +378,7 @@ def test_unknown_type_names(good, sandbox, type_name):
     def edit(doc):
         doc["module_call_graph"][0]["signature"]["out_spec"]["type"] = type_name
     data = with_doc(good, edit)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(data)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(data)), work, canary), ArchiveError)
 
 
 def test_planted_pickles_never_run(good, sandbox):
@@ -372,15 +389,15 @@ def test_planted_pickles_never_run(good, sandbox):
                             (PROGRAM, pickled_npy(canary))]:
         m = members(good)
         m[member] = payload
-        out = attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary)
+        out = attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary)
         assert isinstance(out, ArchiveError), member
-        out = attempt(lambda: tpe.load_pt2(io.BytesIO(pack(m))), work, canary)
+        out = attempt(lambda: load_pt2_all(io.BytesIO(pack(m))), work, canary)
         assert isinstance(out, ArchiveError), member
     # a whole pickle instead of a zip
     import pickle
 
     blob = pickle.dumps(Canary(canary))
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(blob)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(blob)), work, canary), ArchiveError)
     assert isinstance(attempt(lambda: tpe.ExportedProgram.deserialize(blob), work, canary), ArchiveError)
 
 
@@ -390,11 +407,11 @@ def test_deeply_nested_json(good, sandbox):
         m = members(good)
         m[PROGRAM] = b'{"graph":' + b"[" * depth + b"]" * depth + b"}"
         data = pack(m)
-        assert isinstance(attempt(lambda: tpe.load(io.BytesIO(data)), work, canary), ArchiveError)
+        assert isinstance(attempt(lambda: load_all(io.BytesIO(data)), work, canary), ArchiveError)
         assert isinstance(attempt(lambda: tpe.ExportedProgram.deserialize(m[PROGRAM]), work, canary),
                           ArchiveError)
         m["archive.json"] = b"[" * depth + b"]" * depth
-        assert isinstance(attempt(lambda: tpe.load_pt2(io.BytesIO(pack(m))), work, canary), ArchiveError)
+        assert isinstance(attempt(lambda: load_pt2_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
 
 def _string_slots(doc, path=()):

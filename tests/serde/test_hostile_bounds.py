@@ -1,0 +1,227 @@
+"""Hostile archives that are well formed but costly, or that a writer would never produce.
+
+Each test builds the hostile input from the real ``Small`` program and expects an
+ArchiveError naming the member at load, within a hang ceiling (never a micro-timing).
+"""
+from __future__ import annotations
+
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+import sympy
+
+import tensorplay_export as tpe
+from tensorplay_export.errors import ArchiveError
+from tensorplay_export.serde.exprs import decode_expr, encode_expr
+
+from conftest import archive_bytes, members_of, repack
+from test_hostile import PROGRAM, edit, expect_error, load_bytes, node
+
+HANG_CEILING_S = 30.0  # bounds a hang; the loads here take milliseconds
+S_TREE = ["Symbol", "S", {"integer": True, "positive": True}]
+
+
+@pytest.fixture(scope="module")
+def good(small_program) -> bytes:
+    return archive_bytes(small_program)
+
+
+def set_slice_stop(tree):
+    """A doc_fn putting ``tree`` where the generated code computes ``TABLE[:S]``'s stop."""
+    def doc_fn(doc):
+        node(doc, "getitem")["args"][1]["v"][1] = {"k": "sym", "v": tree}
+    return doc_fn
+
+
+def bounded_error(data: bytes, member: str, words: str) -> None:
+    t0 = time.perf_counter()
+    expect_error(data, member, words)
+    assert time.perf_counter() - t0 < HANG_CEILING_S
+
+
+# --- item 1: size values bounded by bit length, not single exponents --------------------------
+
+def pow_tower(base, levels: int, exponent: int = 64):
+    for _ in range(levels):
+        base = ["Pow", base, exponent]
+    return base
+
+
+def test_pow_tower_refused_at_load(good):
+    """Every exponent <= 64, but S**64**64**64 would take minutes and all memory at the first call."""
+    bounded_error(edit(good, set_slice_stop(pow_tower(S_TREE, 3))), PROGRAM, "bits")
+
+
+def test_pow_tower_of_literals_refused(good):
+    bounded_error(edit(good, set_slice_stop(pow_tower(2**200, 2))), PROGRAM, "bits")
+
+
+def test_product_of_large_literals_refused():
+    with pytest.raises(ArchiveError, match="bits"):
+        decode_expr(["Mul"] + [2**255 - 1] * 64, "m")
+
+
+def test_one_power_of_a_size_still_loads():
+    s = sympy.Symbol("S", integer=True, positive=True)
+    for e in (s**64, s**2 * (s + 1)**3, sympy.Integer(2)**64 * s, 1 / s**3):
+        assert decode_expr(json.loads(json.dumps(encode_expr(e)))) == e
+
+
+def test_writer_refuses_what_the_reader_refuses():
+    s = sympy.Symbol("S", integer=True, positive=True)
+    tower = sympy.Pow(sympy.Pow(sympy.Pow(s, 64, evaluate=False), 64, evaluate=False), 64, evaluate=False)
+    with pytest.raises(ValueError, match="bits"):
+        encode_expr(tower)
+
+
+# --- item 2: a budget for the whole document -------------------------------------------------------
+
+def test_document_expression_budget(good):
+    """~1.8 MB of small sums (each under the per-expression limit) in node meta."""
+    def doc_fn(doc):
+        meta = node(doc, "matmul")["meta"]
+        for i in range(100):
+            meta[f"junk{i}"] = {"k": "sym", "v": ["Add", S_TREE] + [1] * 9000}
+    data = edit(good, doc_fn)
+    assert len(data) < 3 << 20
+    bounded_error(data, PROGRAM, "in total")
+
+
+def test_one_huge_sum_refused(good):
+    bounded_error(edit(good, set_slice_stop(["Add", S_TREE] + [1] * 20_000)), PROGRAM, "nodes")
+
+
+def test_document_budget_spans_ranges_signature_and_graph(good):
+    """The budget is one per document: expressions outside the graph count too."""
+    def doc_fn(doc):
+        meta = node(doc, "matmul")["meta"]
+        for i in range(60):
+            meta[f"junk{i}"] = {"k": "sym", "v": ["Add", S_TREE] + [1] * 9000}
+        doc["dynamic_shapes"] = {"v": [{"k": "sym", "v": ["Add", S_TREE] + [1] * 9000} for _ in range(60)]}
+    bounded_error(edit(good, doc_fn), PROGRAM, "in total")
+
+
+# --- item 3: sample inputs and files read when asked for; decompressed bytes capped -------------
+
+def _noisy_zeros(n: int) -> bytes:
+    """``n`` bytes deflate compresses about 300:1 (under the per-member ratio limit of 1000:1)."""
+    rng = np.random.default_rng(0)
+    data = np.zeros(n, np.uint8)
+    data[rng.integers(0, n, n // 1000)] = rng.integers(1, 255, n // 1000, dtype=np.uint8)
+    return data.tobytes()
+
+
+def _deflated_zip(items: dict[str, bytes], deflate: set[str]) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in items.items():
+            zf.writestr(name, data, compress_type=zipfile.ZIP_DEFLATED if name in deflate else zipfile.ZIP_STORED)
+    return buf.getvalue()
+
+
+def _npy(array) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()
+
+
+def _peak_of(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        out = fn()
+    except ArchiveError as err:
+        out = err
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < HANG_CEILING_S
+    return out, peak
+
+
+def test_deflated_extra_file_capped_by_archive_size(small_program):
+    """40 MiB that deflate to ~130 KiB: under the per-member ratio, over 32x the archive + 16 MiB."""
+    data = archive_bytes(small_program, extra_files={"big.bin": b"x"})
+    members = members_of(data)
+    members["extra/big.bin"] = _noisy_zeros(40 << 20)
+    bomb = _deflated_zip(members, {"extra/big.bin"})
+    assert len(bomb) < 1 << 20
+    out, peak = _peak_of(lambda: tpe.load_pt2(io.BytesIO(bomb)))
+    assert isinstance(out, ArchiveError) and "extra/big.bin" in str(out) and "zip bomb" in str(out), out
+    assert peak < 16 << 20
+
+
+def test_deflated_sample_arrays_refused_and_not_read_at_load(good):
+    """A stored .npz whose inner .npy is deflated: load must not inflate it, use refuses it."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f4", "fortran_order": False, "shape": (2, 5 << 20, 8)})
+    inner = _deflated_zip({"0.npy": header.getvalue() + bytes(320 << 20)}, {"0.npy"})
+    assert len(inner) < 1 << 20
+    members = members_of(good)
+    members["models/model/sample_inputs.npz"] = inner
+    data = repack(members)
+    ep, peak = _peak_of(lambda: tpe.load(io.BytesIO(data)))
+    assert not isinstance(ep, ArchiveError), ep
+    assert peak < 32 << 20
+    with pytest.raises(ArchiveError, match=r"sample_inputs.npz.*(uncompressed|zip bomb)"):
+        ep.example_inputs["args"]
+    small = _deflated_zip({"0.npy": _npy(np.ones((2, 5, 8), np.float32))}, {"0.npy"})
+    members["models/model/sample_inputs.npz"] = small
+    with pytest.raises(ArchiveError, match=r"sample_inputs.npz.*uncompressed"):
+        tpe.load(io.BytesIO(repack(members))).example_inputs["args"]
+
+
+def test_compressed_sample_npz_refused(good):
+    members = members_of(good)
+    data = _deflated_zip(members, {"models/model/sample_inputs.npz"})
+    expect_error(data, "sample_inputs.npz", "uncompressed")
+
+
+def test_sample_inputs_read_when_first_used(small_program, tmp_path):
+    path = tmp_path / "p.pt2"
+    tpe.save(small_program, path)
+    ep = tpe.load(path)
+    assert "first used" in repr(ep.example_inputs)
+    np.testing.assert_array_equal(ep.example_inputs["args"][0], small_program.example_inputs["args"][0])
+    assert tpe.load(path).module()(*small_program.example_inputs["args"]) is not None
+
+
+def test_sample_inputs_of_a_replaced_archive_are_refused(small_program, hand_program, tmp_path):
+    path = tmp_path / "p.pt2"
+    tpe.save(small_program, path)
+    ep = tpe.load(path)
+    tpe.save(hand_program, path)  # another archive at the same path before the inputs were used
+    with pytest.raises(ArchiveError, match=r"sample_inputs.npz.*changed since it was loaded"):
+        ep.example_inputs["args"]
+
+
+def test_lazy_members_outlive_a_closed_file_object(small_program):
+    data = archive_bytes(small_program, extra_files={"note.txt": "hello", "raw.bin": b"\x00\x01"})
+    f = io.BytesIO(data)
+    ep = tpe.load(f)
+    contents = tpe.load_pt2(f)
+    f.close()
+    assert contents.extra_files == {"note.txt": "hello", "raw.bin": b"\x00\x01"}
+    assert sorted(contents.extra_files) == ["note.txt", "raw.bin"]
+    np.testing.assert_array_equal(ep.example_inputs["args"][0], small_program.example_inputs["args"][0])
+    import copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(contents.extra_files)) == {"note.txt": "hello", "raw.bin": b"\x00\x01"}
+    assert type(copy.deepcopy(ep.example_inputs)) is dict
+
+
+def test_damaged_extra_file_reported_when_looked_up(small_program):
+    data = archive_bytes(small_program, extra_files={"note.txt": "hello"})
+    i = data.index(b"hello")
+    damaged = data[:i] + b"jello" + data[i + 5:]
+    contents = tpe.load_pt2(io.BytesIO(damaged))
+    with pytest.raises(ArchiveError, match=r"extra/note.txt.*CRC"):
+        contents.extra_files["note.txt"]
