@@ -11,6 +11,8 @@ placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 """
 from __future__ import annotations
 
+import inspect
+import keyword
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -109,6 +111,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
     graph = _build_graph(doc["graph"], member, graph_arrays, budget)
     sig = _signature(doc["signature"], member, budget)
+    _check_specs(graph, sig, member)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
@@ -144,14 +147,49 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 
 # -- graph ----------------------------------------------------------------------------
 
-def _resolve_target(target: str, member: str, node: str) -> None:
+def _resolve_target(target: str, member: str, node: str) -> Any:
+    """The op's call signature (None when it has none to check against)."""
     from .. import runtime_checks  # noqa: F401  (registers the tpe.check_* ops)
     from ..ops.registry import get_op
 
     try:
-        get_op(target)
+        impl = get_op(target).impl
     except UnsupportedOpError:
         fail(member, f"node {node!r} calls unknown op {target!r:.100}: it is not in the op registry")
+    if target not in _SIGNATURES:
+        # ndarray method ops are thin wrappers (a, *args, **kwargs): numpy's method says what fits
+        method = getattr(np.ndarray, target[len("numpy.ndarray."):], None) if target.startswith("numpy.ndarray.") else None
+        try:
+            _SIGNATURES[target] = inspect.signature(method if method is not None else impl)
+        except (TypeError, ValueError):
+            _SIGNATURES[target] = None
+    return _SIGNATURES[target]
+
+
+_SIGNATURES: dict[str, Any] = {}
+
+
+def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
+    """What the generated call ``target(*args, **kwargs)`` would raise, refused now; and no ``out=``.
+
+    Capture never records an ``out=`` argument (a write into the array it names: the
+    caller's input, a weight, a constant); nor a keyword that is not an identifier.
+    """
+    for k in kwargs:
+        if not k.isidentifier() or keyword.iskeyword(k):
+            fail(member, f"node {node!r} passes the keyword {k!r:.60}, which is not a Python identifier")
+    if kwargs.get("out") is not None:
+        fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
+                     f"(it would write into the caller's input or the program's state)")
+    if sig is None:
+        return
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as err:
+        fail(member, f"node {node!r}: its arguments do not fit {target}: {err}")
+    if bound.arguments.get("out") is not None:
+        fail(member, f"node {node!r} passes out= to {target} (positionally): capture never writes into an "
+                     f"array (it would write into the caller's input or the program's state)")
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
@@ -172,8 +210,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
         target = get_str(raw["target"], member, f"target of node {name!r}", 256)
         expect(op in OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
-        if op == "call_function":
-            _resolve_target(target, member, name)
+        call_sig = _resolve_target(target, member, name) if op == "call_function" else None
         args = get_list(raw["args"], member, f"args of node {name!r}")
         kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
         if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
@@ -184,6 +221,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         arg_values = tuple(dec.value(a) for a in args)
         kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
         _check_dict_keys((arg_values, kwarg_values), member, name)
+        if op == "call_function":
+            _check_call(call_sig, arg_values, kwarg_values, member, name, target)
         meta = {k: dec.value(v) for k, v in raw["meta"].items()}
         _check_meta(meta, member, name)
         try:
@@ -290,6 +329,84 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
         expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
         outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member, budget), raw["target"]))
     return S.ExportGraphSignature(inputs, outputs)
+
+
+# What capture emits, and so all a loaded program may hold.  A kind joins these tables together
+# with the hostile tests of its own rules (parameter mutations, size outputs, generator state, ...).
+_INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
+               "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
+# output kinds in the order capture writes them (state write-backs, input write-backs, results)
+_OUTPUT_ORDER = {"BUFFER_MUTATION": 0, "USER_INPUT_MUTATION": 1, "USER_OUTPUT": 2}
+
+
+def _check_specs(graph: Graph, sig: Any, member: str) -> None:
+    """Refuse input/output specs capture never emits (the allowlists above).
+
+    An input write-back (``USER_INPUT_MUTATION``) is copied into the caller's array
+    on every call, so it must name a user input placeholder (never a weight or a
+    constant), at most once, carry a value the graph computes, of that input's
+    shape and dtype; a ``BUFFER_MUTATION`` must name a buffer.  Each output spec
+    names exactly the value the output node returns at its position.
+    """
+    placeholders = graph.placeholders()
+    if len(sig.input_specs) != len(placeholders):
+        fail(member, f"the signature lists {len(sig.input_specs)} inputs but the graph has "
+                     f"{len(placeholders)} placeholders")
+    user_inputs: dict[str, Node] = {}
+    buffers = set()
+    for spec, ph in zip(sig.input_specs, placeholders):
+        kind, arg_kind = spec.kind.name, type(spec.arg).__name__
+        if arg_kind not in _INPUT_ARGS.get(kind, ()):
+            fail(member, f"input {ph.name!r}: input kind {kind} with a {arg_kind} is not something capture emits")
+        if kind != "USER_INPUT" and not isinstance(spec.target, str):
+            fail(member, f"input {ph.name!r}: a {kind} input needs a target name")
+        if arg_kind == "TensorArgument" and spec.arg.name != ph.name:
+            fail(member, f"input spec {spec.arg.name!r:.80} does not match placeholder {ph.name!r}")
+        if kind == "USER_INPUT" and arg_kind == "TensorArgument":
+            user_inputs[ph.name] = ph
+        if kind == "BUFFER":
+            buffers.add(spec.target)
+    out = graph.output_node
+    values = list(out.args[0]) if out is not None and out.args and isinstance(out.args[0], (list, tuple)) else []
+    if len(sig.output_specs) != len(values):
+        fail(member, f"the signature lists {len(sig.output_specs)} outputs but the graph returns {len(values)} values")
+    rank, written, buffers_written = 0, set(), set()
+    for i, (spec, value) in enumerate(zip(sig.output_specs, values)):
+        kind = spec.kind.name
+        if kind not in _OUTPUT_ORDER:
+            fail(member, f"output {i}: output kind {kind} is not something capture emits")
+        if _OUTPUT_ORDER[kind] < rank:
+            fail(member, f"output {i}: a {kind} output after a later kind (capture's order is buffer "
+                         "write-backs, input write-backs, then results)")
+        rank = _OUTPUT_ORDER[kind]
+        arg_kind = type(spec.arg).__name__
+        if isinstance(value, Node):
+            if arg_kind != "TensorArgument" or spec.arg.name != value.name:
+                fail(member, f"output {i}: the spec names {getattr(spec.arg, 'name', spec.arg)!r:.80}, but the "
+                             f"graph returns {value.name!r} there")
+        elif arg_kind != "ConstantArgument":
+            fail(member, f"output {i}: the graph returns a constant there, but the spec is a {arg_kind}")
+        if kind == "BUFFER_MUTATION":
+            if spec.target not in buffers:
+                fail(member, f"output {i} writes back to {spec.target!r:.80}, which is not a buffer of the program")
+            if spec.target in buffers_written:
+                fail(member, f"output {i} writes back to buffer {spec.target!r:.80} twice")
+            buffers_written.add(spec.target)
+        elif kind == "USER_INPUT_MUTATION":
+            target = user_inputs.get(spec.target) if isinstance(spec.target, str) else None
+            if target is None:
+                fail(member, f"output {i} writes back to {spec.target!r:.80}, which is not a user input array "
+                             "(capture writes back only into the caller's own inputs)")
+            if spec.target in written:
+                fail(member, f"output {i} writes back to input {spec.target!r} twice")
+            written.add(spec.target)
+            if not isinstance(value, Node) or value.op != "call_function":
+                fail(member, f"output {i} writes back to input {spec.target!r} a value not computed by the graph")
+            for key in ("shape", "dtype"):
+                want, got = target.meta.get(key), value.meta.get(key)
+                if want is None or got is None or want != got:
+                    fail(member, f"output {i} writes back to input {spec.target!r} a value of {key} {got}, "
+                                 f"but the input has {key} {want}")
 
 
 def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:

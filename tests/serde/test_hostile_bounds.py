@@ -225,3 +225,93 @@ def test_damaged_extra_file_reported_when_looked_up(small_program):
     contents = tpe.load_pt2(io.BytesIO(damaged))
     with pytest.raises(ArchiveError, match=r"extra/note.txt.*CRC"):
         contents.extra_files["note.txt"]
+
+
+# --- item 4: what capture never emits: out=, and mutation outputs outside the allowlist -----------
+
+def _out_kwarg(target_node, name="add_1"):
+    def doc_fn(doc):
+        node(doc, name)["kwargs"] = [["out", {"k": "node", "v": target_node}]]
+    return doc_fn
+
+
+@pytest.mark.parametrize("target", ["x", "p_weight", "multiply"])
+def test_out_keyword_refused(good, target):
+    """``numpy.add(..., out=x)`` would write into the caller's array (or the weights) on every call."""
+    bounded_error(edit(good, _out_kwarg(target)), PROGRAM, "out=")
+
+
+def test_out_keyword_naming_a_constant_refused(good):
+    def doc_fn(doc):
+        node(doc, "add_1")["kwargs"] = [["out", {"k": "ndarray", "dtype": "<f4", "shape": [2, 5, 8],
+                                                 "v": "00" * 320}]]
+    bounded_error(edit(good, doc_fn), PROGRAM, "out=")
+
+
+def _mutation(kind, arg, target, value=None, position=0):
+    """Add an output ``value`` (a node name) with spec ``kind``/``arg``/``target`` at ``position``."""
+    def doc_fn(doc):
+        out = node(doc, "output")
+        out["args"][0].insert(position, {"k": "node", "v": value or arg})
+        doc["signature"]["outputs"].insert(position, {"kind": kind, "arg": {"k": "TensorArgument", "name": arg},
+                                                      "target": target})
+    return doc_fn
+
+
+def test_good_archive_has_the_expected_layout(good):
+    doc = json.loads(members_of(good)[PROGRAM])
+    assert [s["kind"] for s in doc["signature"]["outputs"]] == ["USER_OUTPUT"]
+    assert node(doc, "output")["args"] == [[{"k": "node", "v": "add_1"}]]
+
+
+@pytest.mark.parametrize("edit_fn, words", [
+    (_mutation("USER_INPUT_MUTATION", "add", "p_weight"), "not a user input"),
+    (_mutation("USER_INPUT_MUTATION", "add", "c_TABLE"), "not a user input"),
+    (_mutation("USER_INPUT_MUTATION", "x", "x"), "not computed by the graph"),
+    (_mutation("USER_INPUT_MUTATION", "add", "x", value="multiply"), "returns 'multiply'"),
+    (_mutation("USER_INPUT_MUTATION", "add", "nope"), "not a user input"),
+    (_mutation("BUFFER_MUTATION", "add", "weight"), "not a buffer"),
+    (_mutation("BUFFER_MUTATION", "add", "shift", position=1), "order"),
+    (_mutation("GRADIENT_TO_PARAMETER", "add", "weight"), "output kind GRADIENT_TO_PARAMETER"),
+    (_mutation("LOSS_OUTPUT", "add", None), "output kind LOSS_OUTPUT"),
+    (_mutation("TOKEN", "add", None), "output kind TOKEN"),
+])
+def test_output_specs_outside_the_allowlist_refused(good, edit_fn, words):
+    bounded_error(edit(good, edit_fn), PROGRAM, words)
+
+
+def test_input_mutation_must_match_its_input(good):
+    """A write-back the shape/dtype of some other value than the input is not one capture emits."""
+    bounded_error(edit(good, _mutation("USER_INPUT_MUTATION", "getitem", "x")), PROGRAM, "shape")
+
+
+def test_two_mutations_of_one_input_refused(good):
+    def doc_fn(doc):
+        _mutation("USER_INPUT_MUTATION", "add", "x")(doc)
+        _mutation("USER_INPUT_MUTATION", "multiply", "x", position=1)(doc)
+    bounded_error(edit(good, doc_fn), PROGRAM, "twice")
+
+
+def test_input_kind_outside_the_allowlist_refused(good):
+    def doc_fn(doc):
+        doc["signature"]["inputs"][4].update(kind="TOKEN")
+    bounded_error(edit(good, doc_fn), PROGRAM, "input kind TOKEN")
+
+
+def test_user_output_spec_must_name_the_returned_node(good):
+    def doc_fn(doc):
+        doc["signature"]["outputs"][0]["arg"]["name"] = "multiply"
+    bounded_error(edit(good, doc_fn), PROGRAM, "returns 'add_1'")
+
+
+def test_a_real_input_mutation_round_trips():
+    def model(x, y):
+        y[...] = x.sum(axis=0)
+        return x * 2.0
+    x, y = np.ones((4, 3)), np.zeros(3)
+    ep = tpe.export(model, x, y, dynamic_shapes={"x": {0: tpe.Dim("n", max=32)}, "y": None})
+    loaded = load_bytes(archive_bytes(ep))
+    y2 = np.zeros(3)
+    out = loaded.module()(np.ones((5, 3)), y2)
+    np.testing.assert_array_equal(y2, np.full(3, 5.0))
+    np.testing.assert_array_equal(out, np.full((5, 3), 2.0))
