@@ -315,3 +315,28 @@ def test_a_real_input_mutation_round_trips():
     out = loaded.module()(np.ones((5, 3)), y2)
     np.testing.assert_array_equal(y2, np.full(3, 5.0))
     np.testing.assert_array_equal(out, np.full((5, 3), 2.0))
+
+
+# --- item 6: Fortran-order .npy members refused (weights would come back transposed) ----------------
+
+def test_fortran_order_weight_refused(good):
+    weight = np.arange(64, dtype=np.float32).reshape(8, 8)
+    raw = io.BytesIO()
+    np.save(raw, np.asfortranarray(weight))
+    assert b"'fortran_order': True" in raw.getvalue()
+    bounded_error(edit(good, models__model__weights__0_DOT_npy=raw.getvalue()), "weights/0.npy", "C order")
+
+
+def test_fortran_order_sample_array_refused(good):
+    raw = io.BytesIO()
+    np.save(raw, np.asfortranarray(np.ones((2, 5, 8), np.float32)))
+    npz = repack({"0.npy": raw.getvalue()})
+    expect_error(edit(good, models__model__sample_inputs_DOT_npz=npz), "sample_inputs.npz", "C order")
+
+
+def test_fortran_flag_on_a_vector_refused_too(good):
+    """numpy writes fortran_order False for every C-contiguous array, 1-d included: anything else is not ours."""
+    raw = io.BytesIO()
+    np.save(raw, np.ones(8, np.float32))
+    data = raw.getvalue().replace(b"'fortran_order': False", b"'fortran_order': True ")
+    bounded_error(edit(good, models__model__weights__1_DOT_npy=data), "weights/1.npy", "C order")
