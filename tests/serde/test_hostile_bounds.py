@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import time
 
 import numpy as np
@@ -340,3 +341,44 @@ def test_fortran_flag_on_a_vector_refused_too(good):
     np.save(raw, np.ones(8, np.float32))
     data = raw.getvalue().replace(b"'fortran_order': False", b"'fortran_order': True ")
     bounded_error(edit(good, models__model__weights__1_DOT_npy=data), "weights/1.npy", "C order")
+
+
+# --- item 7: what saves, loads ---------------------------------------------------------------------
+
+def _sqrt_scale(x):
+    return x / math.sqrt(x.shape[0])
+
+
+def _half_scale(x):
+    return x * (x.shape[1] * 0.5)
+
+
+def _reciprocal(x):
+    return x * (1 / x.shape[0]) + x.shape[1] ** 2
+
+
+@pytest.mark.parametrize("model", [_sqrt_scale, _half_scale, _reciprocal], ids=lambda f: f.__name__)
+def test_float_size_expressions_round_trip(model):
+    x = np.arange(12.0).reshape(4, 3)
+    ep = tpe.export(model, x, dynamic_shapes={"x": {0: tpe.Dim("n", max=64), 1: tpe.Dim("m", max=8)}})
+    blob = archive_bytes(ep)
+    loaded = load_bytes(blob)
+    for shape in ((4, 3), (9, 2), (1, 8)):
+        x = np.arange(float(np.prod(shape))).reshape(shape)
+        np.testing.assert_array_equal(loaded.module()(x), ep.module()(x))
+    assert archive_bytes(loaded) == blob
+
+
+def test_save_refuses_an_expression_load_would_refuse():
+    from tensorplay_export.codegen import GraphModule
+    from tensorplay_export.graph import Graph
+    from tensorplay_export.program import ExportedProgram, signature_from_graph
+
+    s = sympy.Symbol("s", integer=True, positive=True)
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (s,), "dtype": np.dtype("f8"), "bind": {0: s}})
+    y = g.call_function("numpy.multiply", (x, s**100), meta={"shape": (s,), "dtype": np.dtype("f8")})
+    g.output([y])
+    ep = ExportedProgram(GraphModule(g), signature_from_graph(g))
+    with pytest.raises(ArchiveError, match="exponent"):
+        archive_bytes(ep)
