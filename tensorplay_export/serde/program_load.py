@@ -223,6 +223,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         _check_dict_keys((arg_values, kwarg_values), member, name)
         if op == "call_function":
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
+            _check_integer_sizes(target, arg_values, kwarg_values, member, name)
         meta = {k: dec.value(v) for k, v in raw["meta"].items()}
         _check_meta(meta, member, name)
         try:
@@ -237,6 +238,74 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     except RuntimeError as err:
         fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     return graph
+
+
+# ops whose arguments past the first (the array) are sizes, shapes, axes or indices; keyword
+# arguments of the same kind.  A size expression there must have an integer value.
+_SIZE_ARGS: dict[str, tuple[slice, frozenset]] = {}
+for _names, _where, _kws in [
+    (("numpy.reshape", "numpy.ndarray.reshape", "numpy.broadcast_to", "numpy.tile", "numpy.expand_dims",
+      "numpy.squeeze", "numpy.swapaxes", "numpy.moveaxis", "numpy.transpose", "numpy.ndarray.transpose",
+      "numpy.permute_dims", "numpy.split", "numpy.array_split", "numpy.roll", "numpy.repeat", "numpy.pad",
+      "numpy.take", "numpy.flip", "numpy.diag", "numpy.diagonal", "numpy.tril", "numpy.triu"), slice(1, None),
+     {"shape", "newshape", "axis", "axes", "reps", "repeats", "indices_or_sections", "shift", "pad_width",
+      "indices", "k", "source", "destination", "axis1", "axis2", "offset"}),
+    (("numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.eye", "numpy.identity", "numpy.tri"),
+     slice(0, 1), {"shape", "N", "M", "k", "n"}),
+    (("numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like"), slice(0, 0), {"shape"}),
+    (("tpe.getitem", "tpe.setitem"), slice(1, 2), {"key"}),
+]:
+    for _name in _names:
+        _SIZE_ARGS[_name] = (_where, frozenset(_kws))
+
+
+def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str) -> None:
+    """Size expressions used as sizes (shapes, axes, slice bounds, indices) must be integer-valued.
+
+    Generated code computes ``0.5*n`` or ``n**0.5`` as a Python float, which numpy
+    refuses as a size at the first call: refused here instead.  Slices count
+    everywhere; other positions by the op's table entry above.
+    """
+    where, kws = _SIZE_ARGS.get(target, (slice(0, 0), frozenset()))
+    sized = list(args[where]) + [v for k, v in kwargs.items() if k in kws]
+    stack: list = [(v, True) for v in sized] + [(v, False) for v in list(args) + list(kwargs.values())]
+    while stack:
+        v, is_size = stack.pop()
+        if isinstance(v, sympy.Basic):
+            if is_size and not integer_valued(v):
+                fail(member, f"node {node!r} uses {_expr_text(v)} as a size of {target}, but its value is not "
+                             "an integer")
+        elif isinstance(v, slice):
+            stack.extend((p, True) for p in (v.start, v.stop, v.step))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, is_size) for x in v)
+        elif isinstance(v, dict):
+            stack.extend((x, is_size) for x in v.values())
+
+
+def _expr_text(e: Any) -> str:
+    text = str(e)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def integer_valued(e: Any) -> bool:
+    """Whether generated code computes ``e`` as a Python int (structurally, for integer symbols)."""
+    from .exprs import _EXTRA
+
+    if isinstance(e, sympy.Integer):
+        return True
+    if isinstance(e, sympy.Symbol):
+        return bool(e.is_integer)
+    if isinstance(e, (sympy.floor, sympy.ceiling)):
+        return True
+    if isinstance(e, (sympy.Add, sympy.Mul, sympy.Max, sympy.Min, sympy.Abs, sympy.Mod)):
+        return all(integer_valued(a) for a in e.args)
+    if isinstance(e, sympy.Pow):
+        base, exp = e.args
+        return isinstance(exp, sympy.Integer) and exp >= 0 and integer_valued(base)
+    if isinstance(e, sympy.Piecewise):
+        return all(integer_valued(p.expr) for p in e.args)
+    return type(e) in _EXTRA.values()
 
 
 def _check_meta(meta: dict, member: str, node: str) -> None:
@@ -257,6 +326,9 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
     if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
             isinstance(d, bool) or not isinstance(d, (int, sympy.Expr)) for d in shape)):
         fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+    for d in shape or ():
+        if isinstance(d, sympy.Expr) and not integer_valued(d):
+            fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):

@@ -382,3 +382,66 @@ def test_save_refuses_an_expression_load_would_refuse():
     ep = ExportedProgram(GraphModule(g), signature_from_graph(g))
     with pytest.raises(ArchiveError, match="exponent"):
         archive_bytes(ep)
+
+
+# --- item 8: refused at load, not raw errors at the first call ---------------------------------------
+
+FLOAT_HALF = ["Float", 0, "1", -1, 1, 53]  # 0.5
+
+
+@pytest.mark.parametrize("name", ["not an identifier", "class", "__import__('os').system('x')", "a-b", ""])
+def test_hostile_keyword_names_refused(good, name):
+    def doc_fn(doc):
+        node(doc, "add_1")["kwargs"] = [[name, 1]]
+    bounded_error(edit(good, doc_fn), PROGRAM, "keyword")
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ([["bogus", 1]], "do not fit numpy.add"),
+    ([["casting", "unsafe"], ["dtype", None], ["where", True], ["order", "K"], ["subok", True],
+      ["signature", None], ["extra", 1]], "do not fit"),
+])
+def test_keywords_the_op_does_not_take_refused(good, kwargs, words):
+    def doc_fn(doc):
+        node(doc, "add_1")["kwargs"] = kwargs
+    bounded_error(edit(good, doc_fn), PROGRAM, words)
+
+
+def test_too_many_positional_arguments_refused(good):
+    def doc_fn(doc):
+        node(doc, "matmul")["args"] += [1, 2, 3]
+    bounded_error(edit(good, doc_fn), PROGRAM, "do not fit numpy.matmul")
+
+
+@pytest.mark.parametrize("tree", [["Mod", S_TREE, 0], ["Pow", 0, -1], ["floor", ["Mul", S_TREE, ["Pow", 0, -1]]]])
+def test_division_by_a_literal_zero_refused(good, tree):
+    bounded_error(edit(good, set_slice_stop(tree)), PROGRAM, "by zero")
+
+
+@pytest.mark.parametrize("tree", [FLOAT_HALF, ["Mul", FLOAT_HALF, S_TREE], ["Mul", ["Rational", 1, 2], S_TREE],
+                                  ["Pow", S_TREE, FLOAT_HALF]])
+def test_float_in_a_slice_refused(good, tree):
+    bounded_error(edit(good, set_slice_stop(tree)), PROGRAM, "integer")
+
+
+def test_float_in_a_reshape_refused():
+    def model(x):
+        return x.reshape(x.shape[0], -1)
+    ep = tpe.export(model, np.ones((4, 3, 2)), dynamic_shapes={"x": {0: tpe.Dim("n", max=64)}})
+    data = archive_bytes(ep)
+    doc = json.loads(members_of(data)[PROGRAM])
+    reshape = next(n for n in doc["graph"]["nodes"] if "reshape" in n["target"])
+    text = json.dumps(reshape["args"])
+    assert '"Symbol", "n"' in text
+    sym = ["Symbol", "n", {"integer": True, "positive": True}]
+
+    def doc_fn(doc):
+        node = next(n for n in doc["graph"]["nodes"] if "reshape" in n["target"])
+        node["args"] = json.loads(text.replace(json.dumps(sym), json.dumps(["Mul", FLOAT_HALF, sym]), 1))
+    bounded_error(edit(data, doc_fn), PROGRAM, "integer")
+
+
+def test_float_in_a_meta_shape_refused(good):
+    def doc_fn(doc):
+        node(doc, "matmul")["meta"]["shape"]["v"][0] = {"k": "sym", "v": ["Mul", FLOAT_HALF, S_TREE]}
+    bounded_error(edit(good, doc_fn), PROGRAM, "integer")
