@@ -132,11 +132,12 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     try:
-        # _build_graph linted it; the source is generated now (hostile content fails here, as
-        # ArchiveError) and compiled on first call
+        # _build_graph linted it; the source is generated and compiled now, so hostile content
+        # (or source Python cannot compile) fails here, as ArchiveError, not at the first call
         gm = GraphModule(graph, lint=False, generate=True)
-    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError) as err:
-        fail(member, f"cannot build the graph module: {str(err)[:300]}")
+    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
+            KeyError, MemoryError) as err:
+        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
     try:
         return ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
     except (ValueError, TypeError, KeyError) as err:

@@ -445,3 +445,32 @@ def test_float_in_a_meta_shape_refused(good):
     def doc_fn(doc):
         node(doc, "matmul")["meta"]["shape"]["v"][0] = {"k": "sym", "v": ["Mul", FLOAT_HALF, S_TREE]}
     bounded_error(edit(good, doc_fn), PROGRAM, "integer")
+
+
+# --- item 9: generated code always compiles, checked at save and at load -----------------------------
+
+def _chain(x):
+    h = x
+    for _ in range(300):
+        h = h * 1.001 + 1.0
+    return h
+
+
+def test_long_chain_of_inlined_ops_compiles_and_round_trips():
+    """600 binary ops, each the only operand of the next: inlining them all nests 600 parentheses."""
+    x = np.ones((4, 3))
+    ep = tpe.export(_chain, x)
+    want = _chain(x)
+    np.testing.assert_allclose(ep.module()(x), want)
+    loaded = load_bytes(archive_bytes(ep))
+    np.testing.assert_allclose(loaded.module()(x), want)
+
+
+def test_source_that_does_not_compile_refused_at_load(good):
+    """A 5,000-term sum generates one Python expression too deep for the compiler: refused at load."""
+    bounded_error(edit(good, set_slice_stop(["Add", S_TREE] + [1] * 5000)), PROGRAM, "graph module")
+
+
+def test_loaded_module_is_compiled_at_load(small_program):
+    loaded = load_bytes(archive_bytes(small_program))
+    assert loaded.graph_module._fn is not None
