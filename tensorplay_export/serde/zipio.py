@@ -23,9 +23,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
+import signal
+import socket
 import struct
 import tempfile
+import threading
 import zipfile
 import zlib
 from typing import IO, Any, Callable, Mapping
@@ -106,21 +110,119 @@ def write_zip(fh: IO[bytes], members: Mapping[str, Any]) -> None:
 
 
 _ATOMIC_TMP_PREFIX = ".tpe-"
+_ACTIVE_TEMPS: set[str] = set()  # temporaries being written by this process (any thread)
+
+
+def _host_tag() -> str:
+    """8 hex digits naming this host, so a shared folder's temporaries of other hosts are left alone."""
+    return format(zlib.crc32(socket.gethostname().encode("utf-8", "replace")), "08x")
+
+
+def _stale_pattern(base: str) -> "re.Pattern[str]":
+    # mkstemp's random part has no dots, so a longer target name ("a.zip.1") never matches "a.zip"
+    return re.compile(re.escape(f"{_ATOMIC_TMP_PREFIX}{base}.") + r"([0-9]+)-([0-9a-f]{8})\.[a-z0-9_]+\.tmp")
+
+
+def _writer_gone(pid: int) -> bool:
+    if pid == os.getpid() or pid <= 0:
+        return False  # ours: another thread may be writing this target right now
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False  # alive under another user, or we cannot tell: keep it
+    return False
+
+
+def _sweep_stale(folder: str, base: str) -> None:
+    """Remove temporaries of this target that a writer on this host left behind when it died."""
+    pattern, tag = _stale_pattern(base), _host_tag()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or m.group(2) != tag or not _writer_gone(int(m.group(1))):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass  # gone already, or not ours to remove
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """Remove this process's temporaries, then die of SIGTERM as the default handler would."""
+    for tmp in list(_ACTIVE_TEMPS):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _guard_sigterm() -> Callable[[], None]:
+    """Install :func:`_on_sigterm` for the save if SIGTERM has its default handler and this is the
+    main thread (an application's own handler, or SIG_IGN, is never replaced); returns the undo."""
+    if (not hasattr(signal, "SIGTERM") or os.name != "posix"
+            or threading.current_thread() is not threading.main_thread()):
+        return lambda: None
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return lambda: None
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return lambda: None
+
+    def undo() -> None:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return undo
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable: fsync the folder (where the OS allows opening one)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
     """Run ``write(fh)`` on a fresh seekable temp file, then publish it to ``f``.
 
-    For a path: the temp file is created in the destination's folder, flushed,
-    fsynced and renamed over the destination with ``os.replace`` (atomic); on any
-    failure it is removed and the destination is untouched.  For a writable
-    binary file object: the finished bytes are copied into it.
+    For a path: the temp file ``.tpe-<name>.<pid>-<host>.<random>.tmp`` is created
+    in the destination's folder, flushed, fsynced and renamed over the destination
+    with ``os.replace`` (atomic), then the folder is fsynced.  On any failure it is
+    removed and the destination is untouched.  A writer killed outright (SIGKILL,
+    power loss) leaves its temporary; the next save of the same target removes
+    those whose writer pid no longer runs on this host.  On SIGTERM the temporary
+    is removed before the process dies, if SIGTERM still had its default handler
+    and the save runs on the main thread (an application's handler is left in
+    place: its exception, e.g. SystemExit, removes the temporary on the way out).
+    For a writable binary file object: the finished bytes are copied into it.
     """
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_ATOMIC_TMP_PREFIX + os.path.basename(path) + ".",
-                                   suffix=".tmp")
+        base = os.path.basename(path)
+        _sweep_stale(folder, base)
+        prefix = f"{_ATOMIC_TMP_PREFIX}{base}.{os.getpid()}-{_host_tag()}."
+        undo = _guard_sigterm()
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+        except BaseException:
+            undo()
+            raise
+        _ACTIVE_TEMPS.add(tmp)
         try:
             with os.fdopen(fd, "w+b") as fh:
                 write(fh)
@@ -134,6 +236,10 @@ def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
             except FileNotFoundError:
                 pass
             raise
+        finally:
+            _ACTIVE_TEMPS.discard(tmp)
+            undo()
+        _fsync_folder(folder)
         return
     if not hasattr(f, "write"):
         raise TypeError(f"expected a path or a writable binary file object, got {type(f).__name__}")
