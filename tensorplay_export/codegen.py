@@ -523,7 +523,7 @@ class GraphModule:
         if generate:
             self.compile()
 
-    def compile(self) -> "GraphModule":
+    def compile(self) -> GraphModule:
         """Generate and compile the source now, if not done yet (the eager hook for load/save).
 
         Raises what codegen or Python's compiler raises (``RuntimeError``,

@@ -131,6 +131,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
+    _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     try:
         # _build_graph linted it; the source is generated and compiled now, so hostile content
         # (or source Python cannot compile) fails here, as ArchiveError, not at the first call
@@ -480,6 +481,55 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
                 if want is None or got is None or want != got:
                     fail(member, f"output {i} writes back to input {spec.target!r} a value of {key} {got}, "
                                  f"but the input has {key} {want}")
+
+
+def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
+    """``range_constraints`` must be exactly the ranges the graph's checks enforce.
+
+    The contract tools (``tensorplay-export contract``, ``diff``) report
+    ``range_constraints``; the program enforces its ``tpe.assert_range`` and
+    ``tpe.derived_root`` nodes.  Each such node's bounds must equal its symbol's
+    entry, and every symbol an input check binds that has an entry must be
+    checked (as export writes them).  Sizes known only at run time (data-dependent
+    ``u0``) are bound by ops, not input checks, and are not covered here.
+    """
+    import math
+
+    checked: dict[sympy.Symbol, tuple] = {}
+    input_bound: dict[sympy.Symbol, str] = {}
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target == "tpe.check_input":
+            for sym in (n.meta.get("bind") or {}).values():
+                input_bound.setdefault(sym, n.name)
+            continue
+        if n.target == "tpe.assert_range" and len(n.args) >= 3:
+            sym, lo, hi = n.args[:3]
+        elif n.target == "tpe.derived_root" and len(n.args) >= 7:
+            sym, lo, hi = (n.meta.get("bind") or {}).get(None), n.args[5], n.args[6]
+        else:
+            continue
+        if (not isinstance(sym, sympy.Symbol) or type(lo) is not int
+                or not (hi is None or type(hi) is int)):
+            fail(member, f"node {n.name!r} ({n.target}) must check a bound symbol against integer bounds")
+        text = f"[{lo}, {'inf' if hi is None else hi}]"
+        if sym in checked and checked[sym][:2] != (lo, hi):
+            fail(member, f"node {n.name!r} checks {sym} in {text}, but node {checked[sym][2]!r} checks it in "
+                         f"[{checked[sym][0]}, {'inf' if checked[sym][1] is None else checked[sym][1]}]")
+        checked[sym] = (lo, hi, n.name)
+        vr = ranges.get(sym)
+        if vr is None:
+            fail(member, f"node {n.name!r} checks {sym} in {text}, but range_constraints has no entry for it")
+        want = (int(vr.lower), None if vr.upper == math.inf else int(vr.upper))
+        if want != (lo, hi):
+            fail(member, f"range_constraints say {sym} in [{want[0]}, {'inf' if want[1] is None else want[1]}], "
+                         f"but node {n.name!r} checks {sym} in {text}: the contract would not be the one the "
+                         "program enforces")
+    for sym, where in input_bound.items():
+        if sym in ranges and sym not in checked:
+            fail(member, f"range_constraints bound {sym} (bound by {where!r}), but no check in the graph "
+                         "enforces that range")
 
 
 def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:

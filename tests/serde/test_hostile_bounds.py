@@ -474,3 +474,43 @@ def test_source_that_does_not_compile_refused_at_load(good):
 def test_loaded_module_is_compiled_at_load(small_program):
     loaded = load_bytes(archive_bytes(small_program))
     assert loaded.graph_module._fn is not None
+
+
+# --- item 5: range_constraints must be the ranges the graph's checks enforce ---------------------------
+
+def test_range_check_node_looser_than_range_constraints_refused(good):
+    def doc_fn(doc):
+        node(doc, "assert_range_1")["args"][2] = 4096  # S checked up to 4096, but the contract says 64
+    bounded_error(edit(good, doc_fn), PROGRAM, "range_constraints")
+
+
+def test_range_constraints_tighter_than_the_check_refused(good):
+    def doc_fn(doc):
+        doc["range_constraints"][1][2] = 32
+    bounded_error(edit(good, doc_fn), PROGRAM, "checks S in [1, 64]")
+
+
+def test_range_check_removed_refused(good):
+    def doc_fn(doc):
+        doc["graph"]["nodes"] = [n for n in doc["graph"]["nodes"] if n["name"] != "assert_range_1"]
+    bounded_error(edit(good, doc_fn), PROGRAM, "no check")
+
+
+def test_range_check_of_a_symbol_without_a_range_refused(good):
+    def doc_fn(doc):
+        doc["range_constraints"] = [r for r in doc["range_constraints"] if r[0][1] != "S"]
+    bounded_error(edit(good, doc_fn), PROGRAM, "no entry")
+
+
+def test_derived_root_bounds_cross_checked():
+    n = tpe.Dim("n", max=20)
+    ep = tpe.export(lambda x: x * 2.0, np.ones(8), dynamic_shapes={"x": {0: 2 * n}})
+    data = archive_bytes(ep)
+    assert load_bytes(data).range_constraints == ep.range_constraints
+    doc = json.loads(members_of(data)[PROGRAM])
+    root = next(n for n in doc["graph"]["nodes"] if n["target"] == "tpe.derived_root")
+    assert root["args"][5:7] == [1, 20], root["args"]
+
+    def doc_fn(doc):
+        next(n for n in doc["graph"]["nodes"] if n["target"] == "tpe.derived_root")["args"][6] = 1000
+    bounded_error(edit(data, doc_fn), PROGRAM, "range_constraints")
