@@ -60,21 +60,55 @@ from it as ``{"k": "array", "v": "graph:<j>"}``).  Values inside nodes use the t
 encoding of :mod:`tensorplay_export.serde.values`; size expressions use the
 operator trees of :mod:`tensorplay_export.serde.exprs` (never text to parse).
 
-Readers SHOULD bound what they accept before reading it (this reader: 100,000
-members, member names of 1,024 bytes, 256 MiB per program document, declared
-compression ratio 1000:1, 64 dimensions per array, integers in expressions
-below 2**256, expressions of 100,000 nodes) and SHOULD verify CRC-32 of every
-member they read (memory-mapped arrays are not read, so not checked).
+Readers SHOULD bound what they accept before reading it, so that time and
+memory stay proportional to the archive's size (this reader: 100,000 members,
+member names of 1,024 bytes, 256 MiB per program document, declared
+compression ratio 1000:1 per member and, for all deflated members together,
+32 times the archive's size plus 16 MiB; 64 dimensions per array; integers in
+expressions below 2**256, expressions of 10,000 nodes and 500,000 nodes in all
+the expressions of one document; every subexpression's value within 8,192
+bits, counting a symbol as 64 bits, so ``S**64**64`` is refused although each
+exponent is small) and SHOULD verify CRC-32 of every member they read
+(memory-mapped arrays are not read, so not checked).  Readers MAY read
+``sample_inputs.npz`` and the ``extra/``, ``tp_files/`` and ``executorch/``
+members only when they are asked for (this reader does, and reports their
+damage then, as an ArchiveError naming the member; an archive opened by path
+that changed since it was loaded is refused then).
+
+A ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= 64``, or a
+``Float`` of magnitude at most 64 (``x / math.sqrt(n)`` stores ``n**0.5``).  A
+size expression used as a size (slice bounds, the shape/axis/index arguments of
+the size-taking ops, ``meta["shape"]``) has an integer value.  Writers MUST NOT
+write what these rules refuse (this writer raises ArchiveError instead), nor a
+program whose generated source does not compile.
 
 Readers MUST refuse (with :class:`~tensorplay_export.errors.ArchiveError`,
 naming the member) a missing or wrong ``format``, a ``version`` above the
 one they implement, unknown or duplicate members, unsafe names, compressed
-``.npy`` members, declared sizes above their limits (before reading), object
-dtypes, arrays whose header disagrees with their table entry or member size,
-ops not in their op registry, and pytree types not registered by name.
-Readers MUST NOT unpickle, ``eval`` or import anything named by the archive.
+``.npy`` or ``.npz`` members (and compressed ``.npy`` inside an ``.npz``),
+Fortran-order ``.npy`` headers, declared sizes above their limits (before
+reading), object dtypes, arrays whose header disagrees with their table entry
+or member size, ops not in their op registry, calls whose arguments the op does
+not take, keywords that are not identifiers, an ``out=`` argument (keyword or
+positional), a literal zero divisor, pytree types not registered by name, and
+signatures outside what capture emits: input kinds ``USER_INPUT`` (tensor or
+constant), ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR``; output kinds
+``BUFFER_MUTATION`` (naming a buffer), ``USER_INPUT_MUTATION`` (naming a user
+input placeholder once, with a value the graph computes, of that input's
+shape and dtype) and ``USER_OUTPUT``, in that order, each naming the value the
+output node returns at its position.  ``range_constraints`` MUST equal the
+bounds of the graph's ``tpe.assert_range``/``tpe.derived_root`` checks, and
+every symbol an input check binds that has a range MUST be checked.  Readers
+MUST compile the generated source at load, so no such failure waits for the
+first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
+the archive.
 
-Format changelog: 1 (2026-11-29) first version.
+Format changelog: 1 (2026-11-29) first version.  1, reader rules of
+2026-12-01 (issue 15; writers' bytes unchanged): value-bit and per-document
+expression budgets, ``Float`` exponents accepted, lazy reading of samples and
+files, the inflation cap, C order and stored ``.npz`` required, the signature
+allowlist, ``out=`` and ill-fitting calls refused, ranges cross-checked with
+the graph's checks, compile at load.
 """
 from __future__ import annotations
 
@@ -94,7 +128,7 @@ from .program_json import (WeightType, check_pickle_protocol, normalize_opset, s
 from .program_load import build_program, check_opset, parse_document
 from .zipio import MemberSource, ZipReader, check_member_name, write_atomic, write_zip
 
-__all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType",
+__all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "ArchiveFiles", "WeightType",
            "FORMAT_MARKER", "FORMAT_VERSION"]
 
 FORMAT_MARKER = b"tensorplay_export.archive\n"
