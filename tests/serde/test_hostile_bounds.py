@@ -514,3 +514,15 @@ def test_derived_root_bounds_cross_checked():
     def doc_fn(doc):
         next(n for n in doc["graph"]["nodes"] if n["target"] == "tpe.derived_root")["args"][6] = 1000
     bounded_error(edit(data, doc_fn), PROGRAM, "range_constraints")
+
+
+def test_resave_over_the_archive_it_was_loaded_from(small_program, tmp_path):
+    """The lazily read sample inputs are read before the save replaces the file."""
+    path = tmp_path / "p.pt2"
+    tpe.save(small_program, path)
+    first = path.read_bytes()
+    tpe.save(tpe.load(path), path)
+    assert path.read_bytes() == first
+    contents = tpe.load_pt2(path)
+    tpe.package_pt2(path, exported_programs=contents.exported_programs, extra_files=dict(contents.extra_files))
+    assert path.read_bytes() == first
