@@ -295,9 +295,12 @@ class _Emitter:
         Only for a binary ufunc the registry maps to the plain numpy ufunc
         (``+ - * /`` on an array computes exactly that ufunc), A the node right
         before B, read once and only by B, array-valued, binding nothing and
-        dying at B.
+        dying at B.  A chain of such operands nests one parenthesis per link, so
+        a chain is cut after ``_MAX_INLINE_DEPTH`` links (Python's parser refuses
+        200 nested parentheses).
         """
         out: dict[Node, Node] = {}
+        depth: dict[Node, int] = {}  # links of inlined operands nested inside a node's text
         for i, b in enumerate(nodes):
             spec = _ELIDABLE.get(b.target) if b.op == "call_function" else None
             if spec is None or i == 0 or len(b.args) != 2 or b.kwargs:
@@ -311,7 +314,10 @@ class _Emitter:
                 continue
             if self.resolve(b.target) is not spec[2]:
                 continue  # an op_table override: call it as written
+            if depth.get(a, 0) >= _MAX_INLINE_DEPTH:
+                continue  # a gets a statement of its own; b starts a new chain
             out[a] = b
+            depth[b] = depth.get(a, 0) + 1
         return out
 
     def emit(self, fn_name: str) -> PythonCode:
@@ -371,6 +377,9 @@ class _Emitter:
 _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.multiply),
              "numpy.subtract": ("-", False, np.subtract), "numpy.true_divide": ("/", False, np.true_divide),
              "numpy.divide": ("/", False, np.divide)}
+
+
+_MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
 
 
 def _paren(text: str) -> str:
@@ -467,12 +476,13 @@ class GraphModule:
             the graphs capture builds through the Graph API (their invariants
             hold by construction) unless a debug flag asks for it; loaded and
             rewritten graphs are always linted.
-        generate: generate the source now, so codegen errors (a symbol used
-            before it is bound, an unprintable expression) raise here; loading
-            an archive asks for this.  Otherwise the source is generated and
-            compiled on first use (``gm(...)``, ``gm.code``): about a tenth of
-            an export's time that a program never called or printed does not
-            pay.
+        generate: generate and compile the source now (:meth:`compile`), so
+            codegen and compiler errors (a symbol used before it is bound, an
+            unprintable expression, source too deeply nested) raise here;
+            loading an archive asks for this.  Otherwise the source is
+            generated and compiled on first use (``gm(...)``, ``gm.code``):
+            about a tenth of an export's time that a program never called or
+            printed does not pay.
 
     ``gm(*flat_inputs)`` takes one value per placeholder, in graph order, and
     returns the output node's values as a list.  ``gm.code`` is the source.
@@ -487,7 +497,17 @@ class GraphModule:
         if lint:
             graph.lint()
         if generate:
-            self._generate()
+            self.compile()
+
+    def compile(self) -> GraphModule:
+        """Generate and compile the source now, if not done yet (the eager hook for load/save).
+
+        Raises what codegen or Python's compiler raises (``RuntimeError``,
+        ``UnsupportedExpressionError``, ``SyntaxError``, ``RecursionError``, ...).
+        """
+        if self._fn is None:
+            self._compile()
+        return self
 
     def recompile(self) -> None:
         """Re-lint, re-generate and re-compile now, after the graph changed."""

@@ -60,21 +60,55 @@ from it as ``{"k": "array", "v": "graph:<j>"}``).  Values inside nodes use the t
 encoding of :mod:`tensorplay_export.serde.values`; size expressions use the
 operator trees of :mod:`tensorplay_export.serde.exprs` (never text to parse).
 
-Readers SHOULD bound what they accept before reading it (this reader: 100,000
-members, member names of 1,024 bytes, 256 MiB per program document, declared
-compression ratio 1000:1, 64 dimensions per array, integers in expressions
-below 2**256, expressions of 100,000 nodes) and SHOULD verify CRC-32 of every
-member they read (memory-mapped arrays are not read, so not checked).
+Readers SHOULD bound what they accept before reading it, so that time and
+memory stay proportional to the archive's size (this reader: 100,000 members,
+member names of 1,024 bytes, 256 MiB per program document, declared
+compression ratio 1000:1 per member and, for all deflated members together,
+32 times the archive's size plus 16 MiB; 64 dimensions per array; integers in
+expressions below 2**256, expressions of 10,000 nodes and 500,000 nodes in all
+the expressions of one document; every subexpression's value within 8,192
+bits, counting a symbol as 64 bits, so ``S**64**64`` is refused although each
+exponent is small) and SHOULD verify CRC-32 of every member they read
+(memory-mapped arrays are not read, so not checked).  Readers MAY read
+``sample_inputs.npz`` and the ``extra/``, ``tp_files/`` and ``executorch/``
+members only when they are asked for (this reader does, and reports their
+damage then, as an ArchiveError naming the member; an archive opened by path
+that changed since it was loaded is refused then).
+
+A ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= 64``, or a
+``Float`` of magnitude at most 64 (``x / math.sqrt(n)`` stores ``n**0.5``).  A
+size expression used as a size (slice bounds, the shape/axis/index arguments of
+the size-taking ops, ``meta["shape"]``) has an integer value.  Writers MUST NOT
+write what these rules refuse (this writer raises ArchiveError instead), nor a
+program whose generated source does not compile.
 
 Readers MUST refuse (with :class:`~tensorplay_export.errors.ArchiveError`,
 naming the member) a missing or wrong ``format``, a ``version`` above the
 one they implement, unknown or duplicate members, unsafe names, compressed
-``.npy`` members, declared sizes above their limits (before reading), object
-dtypes, arrays whose header disagrees with their table entry or member size,
-ops not in their op registry, and pytree types not registered by name.
-Readers MUST NOT unpickle, ``eval`` or import anything named by the archive.
+``.npy`` or ``.npz`` members (and compressed ``.npy`` inside an ``.npz``),
+Fortran-order ``.npy`` headers, declared sizes above their limits (before
+reading), object dtypes, arrays whose header disagrees with their table entry
+or member size, ops not in their op registry, calls whose arguments the op does
+not take, keywords that are not identifiers, an ``out=`` argument (keyword or
+positional), a literal zero divisor, pytree types not registered by name, and
+signatures outside what capture emits: input kinds ``USER_INPUT`` (tensor or
+constant), ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR``; output kinds
+``BUFFER_MUTATION`` (naming a buffer), ``USER_INPUT_MUTATION`` (naming a user
+input placeholder once, with a value the graph computes, of that input's
+shape and dtype) and ``USER_OUTPUT``, in that order, each naming the value the
+output node returns at its position.  ``range_constraints`` MUST equal the
+bounds of the graph's ``tpe.assert_range``/``tpe.derived_root`` checks, and
+every symbol an input check binds that has a range MUST be checked.  Readers
+MUST compile the generated source at load, so no such failure waits for the
+first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
+the archive.
 
-Format changelog: 1 (2026-11-29) first version.
+Format changelog: 1 (2026-11-29) first version.  1, reader rules of
+2026-12-01 (issue 15; writers' bytes unchanged): value-bit and per-document
+expression budgets, ``Float`` exponents accepted, lazy reading of samples and
+files, the inflation cap, C order and stored ``.npz`` required, the signature
+allowlist, ``out=`` and ill-fitting calls refused, ranges cross-checked with
+the graph's checks, compile at load.
 """
 from __future__ import annotations
 
@@ -89,12 +123,12 @@ import numpy as np
 
 from ..errors import ArchiveError
 from .jsonio import dumps, expect, fail, get_dict, get_list, loads
-from .npyio import npz_bytes, read_npy, read_npz
+from .npyio import MAX_NPZ_BYTES, npz_bytes, npz_from_bytes, read_npy
 from .program_json import (WeightType, check_pickle_protocol, normalize_opset, serialize_program)
 from .program_load import build_program, check_opset, parse_document
-from .zipio import ZipReader, check_member_name, write_atomic, write_zip
+from .zipio import MemberSource, ZipReader, check_member_name, write_atomic, write_zip
 
-__all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "WeightType",
+__all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "ArchiveFiles", "WeightType",
            "FORMAT_MARKER", "FORMAT_VERSION"]
 
 FORMAT_MARKER = b"tensorplay_export.archive\n"
@@ -115,6 +149,9 @@ class PT2ArchiveContents:
         extra_files: name -> str (saved as str) or bytes.
         tp_files: name -> bytes of the stored runner artifacts (never executed).
         executorch_files: name -> bytes.
+
+    The three file tables are read-only mappings (:class:`ArchiveFiles`) that
+    read a file from the archive the first time it is looked up.
     """
 
     exported_programs: dict[str, Any] = field(default_factory=dict)
@@ -122,6 +159,42 @@ class PT2ArchiveContents:
     extra_files: dict[str, Any] = field(default_factory=dict)
     tp_files: dict[str, bytes] = field(default_factory=dict)
     executorch_files: dict[str, bytes] = field(default_factory=dict)
+
+
+class ArchiveFiles(Mapping):
+    """``name -> bytes | str`` of archive files, each read when first looked up (then kept).
+
+    A damaged file raises ArchiveError naming its member when it is looked up.
+    Copying or pickling gives a plain dict (reading every file).
+    """
+
+    def __init__(self, source: MemberSource, prefix: str, kinds: dict[str, str]) -> None:
+        self._source = source
+        self._prefix = prefix
+        self._kinds = dict(kinds)
+        self._values: dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        if name in self._values:
+            return self._values[name]
+        kind = self._kinds[name]  # KeyError for names the archive does not hold
+        member = self._prefix + name
+        data = self._source.read(member, MAX_EXTRA_BYTES)
+        value = _decode_text(data, member) if kind == "str" else data
+        self._values[name] = value
+        return value
+
+    def __iter__(self):
+        return iter(self._kinds)
+
+    def __len__(self) -> int:
+        return len(self._kinds)
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self.items()),))
+
+    def __repr__(self) -> str:
+        return f"ArchiveFiles({sorted(self._kinds)!r}, read when looked up)"
 
 
 class Runner:
@@ -331,7 +404,7 @@ def _check_members(zr: ZipReader, index: dict) -> None:
             fail(name, "listed in archive.json but missing from the archive")
 
 
-def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool) -> Any:
+def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, source: MemberSource) -> Any:
     base = f"models/{name}"
     member = f"{base}/program.json"
     from .jsonio import MAX_JSON_BYTES
@@ -351,16 +424,22 @@ def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool) -> An
         array_member = f"{base}/{table}/{index}.npy"
         if array_member not in zr:
             fail(array_member, f"missing ({table} entry {entry['fqn']!r})")
-        if zr.info(array_member).compress_type != 0:
-            fail(array_member, "array members must be stored uncompressed")
         array = read_npy(zr, array_member, mmap=mmap)
         if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
             fail(array_member, f"holds {array.dtype.str} {tuple(array.shape)}, but {table} entry "
                                f"{entry['fqn']!r} declares {entry['dtype'].str} {entry['shape']}")
         return array
 
-    samples = (lambda: read_npz(zr, f"{base}/sample_inputs.npz")) if has_samples else None
-    return build_program(doc, member, fetch, samples)
+    samples = None
+    if has_samples:  # read when the example inputs are first used
+        npz = f"{base}/sample_inputs.npz"
+        if zr.info(npz).compress_type != 0:
+            fail(npz, "array members must be stored uncompressed")
+        source.keep(zr, npz)
+
+        def samples() -> dict:
+            return npz_from_bytes(source.read(npz, MAX_NPZ_BYTES), npz)
+    return build_program(doc, member, fetch, samples, lazy_examples=True)
 
 
 def _open(f: Any) -> ZipReader:
@@ -395,16 +474,26 @@ def load_pt2(f: Any, *, expected_opset_version: dict[str, int] | None = None, ru
         _check_members(zr, index)
         out = PT2ArchiveContents()
         mmap = bool(load_weights_from_disk) and zr.path is not None
+        source = MemberSource(zr)
         for name in index["models"]:
-            ep = _load_model(zr, name, expected_opset_version, mmap)
+            ep = _load_model(zr, name, expected_opset_version, mmap, source)
             out.exported_programs[name] = ep
             out.tp_runners[name] = Runner(ep, num_runners, bool(run_single_threaded))
-        for name, kind in index["extra_files"].items():
-            data = zr.read(f"extra/{name}", MAX_EXTRA_BYTES)
-            out.extra_files[name] = _decode_text(data, f"extra/{name}") if kind == "str" else data
-        out.tp_files = {n: zr.read(f"tp_files/{n}", MAX_EXTRA_BYTES) for n in index["tp_files"]}
-        out.executorch_files = {n: zr.read(f"executorch/{n}", MAX_EXTRA_BYTES) for n in index["executorch_files"]}
+        tables = (("extra/", index["extra_files"]), ("tp_files/", dict.fromkeys(index["tp_files"], "bytes")),
+                  ("executorch/", dict.fromkeys(index["executorch_files"], "bytes")))
+        files = []
+        for prefix, kinds in tables:  # read when looked up
+            for n in kinds:
+                _check_file_member(zr, prefix + n)
+                source.keep(zr, prefix + n)
+            files.append(ArchiveFiles(source, prefix, kinds))
+        out.extra_files, out.tp_files, out.executorch_files = files
     return out
+
+
+def _check_file_member(zr: ZipReader, member: str) -> None:
+    if zr.size(member) > MAX_EXTRA_BYTES:
+        fail(member, f"member of {zr.size(member)} bytes exceeds the limit of {MAX_EXTRA_BYTES} bytes")
 
 
 def _decode_text(data: bytes, member: str) -> str:
@@ -440,7 +529,7 @@ def load(f: Any, *, extra_files: dict[str, Any] | None = None,
         else:
             fail("archive.json", f"the archive holds {len(models)} models {models}, none named "
                                  f"{DEFAULT_MODEL!r}; use load_pt2")
-        ep = _load_model(zr, name, expected_opset_version, mmap=False)
+        ep = _load_model(zr, name, expected_opset_version, False, MemberSource(zr))
         if extra_files is not None:
             for key in list(extra_files):
                 kind = index["extra_files"].get(key)

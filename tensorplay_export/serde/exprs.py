@@ -24,12 +24,26 @@ Tree grammar (``T`` is a tree):
 Decoding rebuilds with ``evaluate=False``: the writer stores canonical (already
 evaluated) trees, so the argument order and structure come back exactly
 (``decode(encode(e)) == e`` and ``srepr`` agrees), and a hostile tree cannot
-trigger expensive evaluation (``Pow(2, 10**9)`` stays unevaluated; exponents
-are limited to ``|e| <= MAX_POW`` anyway).  NaN and complex infinity are never
-stored.
+trigger expensive evaluation (``Pow(2, 10**9)`` stays unevaluated).  NaN and
+complex infinity are never stored.
+
+Limits (the writer refuses what the reader refuses, so every saved tree loads):
+
+- a ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= MAX_POW``, or
+  a ``Float`` with ``|e| <= MAX_POW`` (``x / math.sqrt(n)`` stores ``n**0.5``);
+  a zero base takes no negative exponent, and ``Mod`` no literal zero divisor;
+- value size: generated code computes every subexpression with Python ints, so
+  a bound on the bit length of each one is derived bottom-up (a symbol counts
+  :data:`SYMBOL_BITS`, ``a + b`` the larger plus one per doubling of the terms,
+  ``a * b`` the sum, ``a**k`` ``k`` times the base) and must stay within
+  :data:`MAX_VALUE_BITS`: a tower ``S**64**64**64`` is refused although each
+  exponent is small;
+- at most :data:`MAX_NODES` nodes per expression, and an :class:`ExprBudget`
+  shared by all expressions of one document (:data:`MAX_DOCUMENT_NODES`).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import sympy
@@ -40,7 +54,10 @@ from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 MAX_INT_BITS = 256  # |integers| in expressions; sizes fit in 64 bits, products a bit more
 MAX_POW = 64  # |integer exponent| of a Pow
 MAX_NAME = 256  # characters in a symbol name
-MAX_NODES = 100_000  # tree nodes in one expression
+MAX_NODES = 10_000  # tree nodes in one expression (real programs: a handful)
+MAX_DOCUMENT_NODES = 500_000  # tree nodes of all expressions of one program document
+SYMBOL_BITS = 64  # a size or an int input fits in 64 bits
+MAX_VALUE_BITS = 8192  # bound on the bit length of any subexpression's value
 
 ASSUMPTIONS = frozenset({
     "integer", "positive", "nonnegative", "negative", "nonpositive", "nonzero", "zero",
@@ -103,9 +120,15 @@ def encode_expr(expr: Any) -> Any:
 
     Raises:
         ValueError: for NaN, complex infinity, ``Dummy`` symbols, unknown
-            functions, or a tree deeper than ``MAX_JSON_DEPTH - 20``.
+            functions, a tree deeper than ``MAX_JSON_DEPTH - 20``, or anything
+            else the reader would refuse (see the limits in the module docstring).
     """
-    return _encode(sympy.sympify(expr) if isinstance(expr, (int, bool)) else expr, 0)
+    expr = sympy.sympify(expr) if isinstance(expr, (int, bool)) else expr
+    tree = _encode(expr, 0)
+    problem = _limit_problem(expr)
+    if problem is not None:
+        raise ValueError(f"cannot store {_short(expr)}: {problem}")
+    return tree
 
 
 def _encode(e: Any, depth: int) -> Any:
@@ -143,18 +166,39 @@ def _encode(e: Any, depth: int) -> Any:
     return [head] + [_encode(a, depth + 1) for a in e.args]
 
 
-def decode_expr(tree: Any, member: str = "<expr>", _budget: list | None = None) -> Any:
+class ExprBudget:
+    """Tree nodes left for the expressions of one document (one budget per program load)."""
+
+    def __init__(self, nodes: int = MAX_DOCUMENT_NODES) -> None:
+        self.limit = nodes
+        self.left = nodes
+
+    def take(self, nodes: int, member: str) -> None:
+        self.left -= nodes
+        if self.left < 0:
+            fail(member, f"the document's size expressions have more than {self.limit} nodes in total")
+
+
+def decode_expr(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
     """Rebuild a sympy expression from :func:`encode_expr` output.
 
     Args:
         tree: the JSON value.
         member: archive member named in errors.
+        budget: the document's node budget (None: this expression alone).
     Raises:
         ArchiveError: malformed node, unknown head, bad symbol/assumption,
-            too large an integer or exponent, too deep or too many nodes.
+            too large an integer, exponent or value, too deep or too many nodes
+            (in this expression or, with ``budget``, in the whole document).
     """
-    budget = [MAX_NODES] if _budget is None else _budget
-    return _decode(tree, member, 0, budget)
+    left = [MAX_NODES]
+    expr = _decode(tree, member, 0, left)
+    if budget is not None:
+        budget.take(MAX_NODES - left[0], member)
+    problem = _limit_problem(expr)
+    if problem is not None:
+        fail(member, f"expression {_short(tree)}: {problem}")
+    return expr
 
 
 def _decode(t: Any, member: str, depth: int, budget: list) -> Any:
@@ -200,8 +244,6 @@ def _decode(t: Any, member: str, depth: int, budget: list) -> Any:
             fail(member, f"{head} takes {lo}..{hi or 'n'} arguments, got {len(args)}")
         values = [_decode(a, member, depth + 1, budget) for a in args]
         _check_arg_kinds(head, values, member)
-        if head == "Pow":
-            _check_exponent(values[1], member, t)
         return _build(cls, values, member, head, evaluate=False)
     if head in _EXTRA:
         values = [_decode(a, member, depth + 1, budget) for a in args]
@@ -234,11 +276,79 @@ def _build(cls: Callable[..., Any], args: list, member: str, head: str, **kw: An
         fail(member, f"cannot build {head} from its arguments: {err}")
 
 
-def _check_exponent(exp: Any, member: str, tree: Any) -> None:
-    ok = isinstance(exp, sympy.Integer) and abs(int(exp)) <= MAX_POW
-    ok = ok or (isinstance(exp, sympy.Rational) and abs(exp.p) <= MAX_POW and exp.q <= MAX_POW)
-    if not ok:
-        fail(member, f"Pow exponent must be a rational with |numerator|, denominator <= {MAX_POW}, got {_short(tree)}")
+def _exponent_problem(exp: Any) -> str | None:
+    if isinstance(exp, sympy.Rational) and abs(exp.p) <= MAX_POW and exp.q <= MAX_POW:
+        return None  # Integer included
+    if isinstance(exp, sympy.Float) and abs(float(exp)) <= MAX_POW:
+        return None
+    return (f"a Pow exponent must be a rational with |numerator|, denominator <= {MAX_POW} or a float "
+            f"of at most {MAX_POW} in magnitude, got {_short(exp)}")
+
+
+def _limit_problem(expr: Any) -> str | None:
+    """Why the reader refuses ``expr`` (exponents, zero divisors, value bits), or None."""
+    try:
+        bits = _value_bits(expr, {})
+    except _Refused as err:
+        return str(err)
+    if bits > MAX_VALUE_BITS:
+        return f"its value may need {bits} bits (more than {MAX_VALUE_BITS})"
+    return None
+
+
+class _Refused(Exception):
+    pass
+
+
+def _value_bits(e: Any, memo: dict) -> int:
+    """An upper bound on the bit length of ``e``'s value (and of every value computed for it).
+
+    Symbols count :data:`SYMBOL_BITS`.  Raises :class:`_Refused` for a node the
+    reader refuses or once any subexpression exceeds :data:`MAX_VALUE_BITS`.
+    Recursion is bounded by the tree depth (at most ``MAX_JSON_DEPTH``).
+    """
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    if isinstance(e, sympy.Integer):
+        bits = abs(int(e)).bit_length()
+    elif isinstance(e, sympy.Rational):
+        bits = max(abs(int(e.p)).bit_length(), int(e.q).bit_length())
+    elif isinstance(e, sympy.Float):
+        _sign, man, exp, bc = e._mpf_
+        bits = max(1, int(bc) + int(exp)) if man else 1
+    elif isinstance(e, sympy.Symbol):
+        bits = SYMBOL_BITS
+    elif not isinstance(e, sympy.Basic) or not e.args:
+        bits = 1  # oo, true, false
+    else:
+        if isinstance(e, sympy.Piecewise):
+            kids = [_value_bits(a, memo) for pair in e.args for a in pair.args]
+        else:
+            kids = [_value_bits(a, memo) for a in e.args]
+        if isinstance(e, sympy.Add):
+            bits = max(kids) + (len(kids) - 1).bit_length()
+        elif isinstance(e, sympy.Mul):
+            bits = sum(kids)
+        elif isinstance(e, sympy.Pow):
+            base, exp = e.args
+            problem = _exponent_problem(exp)
+            if problem is not None:
+                raise _Refused(problem)
+            if base.is_Number and base == 0 and exp < 0:
+                raise _Refused(f"division by zero ({_short(e)})")
+            bits = max(kids[1], kids[0] * max(1, math.ceil(abs(float(exp)))))
+        elif isinstance(e, sympy.Mod) and e.args[1].is_Number and e.args[1] == 0:
+            raise _Refused(f"modulo by zero ({_short(e)})")
+        elif type(e) in _HEAD_OF_CLASS or isinstance(e, (BooleanTrue, BooleanFalse)):
+            bits = max(kids) + 1  # floor, ceiling, Mod, Min, Max, Abs, relations, logic, ITE
+        else:
+            bits = sum(kids) + 1  # a registered function: assume it may multiply
+    if bits > MAX_VALUE_BITS:
+        raise _Refused(f"a subexpression's value may need {bits} bits (more than {MAX_VALUE_BITS}): "
+                       f"{_short(e)}")
+    memo[key] = bits
+    return bits
 
 
 def _decode_symbol(args: list, member: str) -> sympy.Symbol:

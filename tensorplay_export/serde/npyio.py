@@ -1,13 +1,14 @@
 """Reading ``.npy`` / ``.npz`` members safely: never pickle, sizes checked first.
 
-A ``.npy`` member must be format version 1.0 or 2.0 with a header of at most
-:data:`MAX_HEADER_BYTES`, a non-object, non-structured dtype, at most
+A ``.npy`` member must be stored (not deflated), format version 1.0 or 2.0
+with a header of at most :data:`MAX_HEADER_BYTES`, ``fortran_order`` False (C
+order, as numpy writes every C-contiguous array), a non-object, non-structured dtype, at most
 :data:`MAX_NDIM` dimensions, and exactly ``prod(shape) * itemsize`` data bytes
 after the header (no truncation, no trailing bytes).  The header is parsed by
 numpy's literal-only parser; nothing is unpickled, whatever the header says.
 
-``.npz`` members are nested zips (read with the same :class:`ZipReader`
-checks) whose members are ``<key>.npy``.
+``.npz`` members are stored nested zips (read with the same :class:`ZipReader`
+checks) whose members are stored ``<key>.npy``.
 """
 from __future__ import annotations
 
@@ -101,8 +102,11 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     Returns:
         the array (``np.memmap`` when mapped), writable.
     Raises:
-        ArchiveError: bad header, object/structured dtype, size mismatch, corrupt data.
+        ArchiveError: a compressed member, bad header, object/structured dtype,
+            size mismatch, corrupt data.
     """
+    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+        fail(member, "array members must be stored uncompressed")
     size = zr.size(member)
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
@@ -116,16 +120,17 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
 def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:
     head = io.BytesIO(stream.read(min(size, MAX_HEADER_BYTES + 16)))
     shape, fortran, dtype, header_len = _parse_header(head, member)
+    if fortran:  # numpy itself writes False for every C-contiguous array, 1-d and 0-d included
+        fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
     nbytes = math.prod(shape) * dtype.itemsize
     if header_len + nbytes != size:
         fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
                      f"member has {size - header_len}")
-    order = "F" if fortran else "C"
     offset = zr.data_offset(member)
     if mmap and zr.path is not None and offset is not None and nbytes > 0:
-        return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order=order)
-    out = np.empty(shape, dtype=dtype, order=order)
-    view = memoryview(out.reshape(-1, order="A").view(np.uint8)) if nbytes else memoryview(bytearray())
+        return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order="C")
+    out = np.empty(shape, dtype=dtype)
+    view = memoryview(out.reshape(-1).view(np.uint8)) if nbytes else memoryview(bytearray())
     got = head.readinto(view)
     while got < nbytes:
         n = stream.readinto(view[got:])
@@ -144,8 +149,18 @@ def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
 
 def read_npz(zr: ZipReader, member: str) -> dict[str, np.ndarray]:
     """``key -> array`` from an ``.npz`` member, every nested ``.npy`` checked like :func:`read_npy`."""
-    data = zr.read(member, MAX_NPZ_BYTES)
-    with ZipReader(io.BytesIO(data)) as inner:
+    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+        fail(member, "array members must be stored uncompressed")
+    return npz_from_bytes(zr.read(member, MAX_NPZ_BYTES), member)
+
+
+def npz_from_bytes(data: bytes, member: str) -> dict[str, np.ndarray]:
+    """``key -> array`` from the bytes of an ``.npz`` member (see :func:`read_npz`)."""
+    try:
+        inner = ZipReader(io.BytesIO(data))
+    except ArchiveError as err:  # name the outer member too
+        raise ArchiveError(f"{member}: {err}") from None
+    with inner:
         out: dict[str, np.ndarray] = {}
         for name in inner.names:
             if not name.endswith(".npy") or "/" in name:

@@ -117,6 +117,11 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
     opset = normalize_opset(opset_version)
     protocol = check_pickle_protocol(pickle_protocol)
     ep.graph.lint()
+    try:  # loading generates and compiles the source: never write a program that step refuses
+        ep.graph_module.compile()
+    except (RuntimeError, SyntaxError, NotImplementedError, KeyError, TypeError, MemoryError) as err:
+        raise ArchiveError(f"cannot serialize: the program's generated source does not compile "
+                           f"({type(err).__name__}: {str(err)[:300]})") from None
     art = SerializedArtifact(b"")
     graph_arrays: list[np.ndarray] = []
 

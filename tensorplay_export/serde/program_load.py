@@ -11,6 +11,9 @@ placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 """
 from __future__ import annotations
 
+import inspect
+import keyword
+from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 import numpy as np
@@ -22,7 +25,7 @@ from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range
-from .exprs import decode_expr
+from .exprs import ExprBudget, decode_expr
 
 MAX_NODES = 1_000_000
 _DICT_KEY_TYPES = (str, int, float, bool, type(None))
@@ -81,7 +84,8 @@ def build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Cal
 
 
 def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Callable[[], dict] | None,
-                   *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None) -> Any:
+                   *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None,
+                   lazy_examples: bool = False) -> Any:
     """The ExportedProgram of a parsed document.
 
     Args:
@@ -92,18 +96,22 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         example_arrays: returns ``"<i>" -> array`` of the example inputs (None: none stored).
         state_dict / constants: fqn -> array overrides (``deserialize(..., state_dict=...)``).
         example_inputs: override of the example inputs (``{"args", "kwargs"}`` or ``(args, kwargs)``).
+        lazy_examples: call ``example_arrays`` when the example inputs are first used
+            (archives: :class:`LazyExamples`), not now.
     """
     from ..graph.codegen import GraphModule
     from ..program.exported import ExportedProgram
 
+    budget = ExprBudget()  # one for every expression of the document
     weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
     consts_tab = _table(doc["constants"], member, "constants", {"constant", "graph_constant"})
     graph_arrays: dict[str, np.ndarray] = {}
     for i, entry in enumerate(consts_tab):
         if entry["role"] == "graph_constant":
             graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
-    graph = _build_graph(doc["graph"], member, graph_arrays)
-    sig = _signature(doc["signature"], member)
+    graph = _build_graph(doc["graph"], member, graph_arrays, budget)
+    sig = _signature(doc["signature"], member, budget)
+    _check_specs(graph, sig, member)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
@@ -116,18 +124,21 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             _check_against_placeholder(entry, array, sig, placeholders, member)
             out[entry["fqn"]] = array
     kwargs = dict(
-        example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs),
-        dynamic_shapes=_dynamic_shapes(doc["dynamic_shapes"], member),
-        module_call_graph=_call_graph(doc["module_call_graph"], member),
-        range_constraints=_ranges(doc["range_constraints"], member),
+        example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs, budget,
+                                 lazy_examples),
+        dynamic_shapes=_dynamic_shapes(doc["dynamic_shapes"], member, budget),
+        module_call_graph=_call_graph(doc["module_call_graph"], member, budget),
+        range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
+    _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     try:
-        # _build_graph linted it; the source is generated now (hostile content fails here, as
-        # ArchiveError) and compiled on first call
+        # _build_graph linted it; the source is generated and compiled now, so hostile content
+        # (or source Python cannot compile) fails here, as ArchiveError, not at the first call
         gm = GraphModule(graph, lint=False, generate=True)
-    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError) as err:
-        fail(member, f"cannot build the graph module: {str(err)[:300]}")
+    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
+            KeyError, MemoryError) as err:
+        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
     try:
         return ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
     except (ValueError, TypeError, KeyError) as err:
@@ -138,16 +149,51 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 
 # -- graph ----------------------------------------------------------------------------
 
-def _resolve_target(target: str, member: str, node: str) -> None:
+def _resolve_target(target: str, member: str, node: str) -> Any:
+    """The op's call signature (None when it has none to check against)."""
     from ..ops.registry import get_op
 
     try:
-        get_op(target)
+        impl = get_op(target).impl
     except UnsupportedOpError:
         fail(member, f"node {node!r} calls unknown op {target!r:.100}: it is not in the op registry")
+    if target not in _SIGNATURES:
+        # ndarray method ops are thin wrappers (a, *args, **kwargs): numpy's method says what fits
+        method = getattr(np.ndarray, target[len("numpy.ndarray."):], None) if target.startswith("numpy.ndarray.") else None
+        try:
+            _SIGNATURES[target] = inspect.signature(method if method is not None else impl)
+        except (TypeError, ValueError):
+            _SIGNATURES[target] = None
+    return _SIGNATURES[target]
 
 
-def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
+_SIGNATURES: dict[str, Any] = {}
+
+
+def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
+    """What the generated call ``target(*args, **kwargs)`` would raise, refused now; and no ``out=``.
+
+    Capture never records an ``out=`` argument (a write into the array it names: the
+    caller's input, a weight, a constant); nor a keyword that is not an identifier.
+    """
+    for k in kwargs:
+        if not k.isidentifier() or keyword.iskeyword(k):
+            fail(member, f"node {node!r} passes the keyword {k!r:.60}, which is not a Python identifier")
+    if kwargs.get("out") is not None:
+        fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
+                     f"(it would write into the caller's input or the program's state)")
+    if sig is None:
+        return
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as err:
+        fail(member, f"node {node!r}: its arguments do not fit {target}: {err}")
+    if bound.arguments.get("out") is not None:
+        fail(member, f"node {node!r} passes out= to {target} (positionally): capture never writes into an "
+                     f"array (it would write into the caller's input or the program's state)")
+
+
+def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
     get_dict(data, member, "graph", {"nodes"})
     nodes = get_list(data["nodes"], member, "graph.nodes")
     expect(len(nodes) <= MAX_NODES, member, f"graph has more than {MAX_NODES} nodes")
@@ -159,14 +205,13 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
             fail(member, f"reference to node {name!r:.80}, which is not defined earlier in the graph")
         return by_name[name]
 
-    dec = Decoder(member, resolve, arrays)
+    dec = Decoder(member, resolve, arrays, budget)
     for raw in nodes:
         get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
         target = get_str(raw["target"], member, f"target of node {name!r}", 256)
         expect(op in OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
-        if op == "call_function":
-            _resolve_target(target, member, name)
+        call_sig = _resolve_target(target, member, name) if op == "call_function" else None
         args = get_list(raw["args"], member, f"args of node {name!r}")
         kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
         if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
@@ -177,6 +222,9 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
         arg_values = tuple(dec.value(a) for a in args)
         kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
         _check_dict_keys((arg_values, kwarg_values), member, name)
+        if op == "call_function":
+            _check_call(call_sig, arg_values, kwarg_values, member, name, target)
+            _check_integer_sizes(target, arg_values, kwarg_values, member, name)
         meta = {k: dec.value(v) for k, v in raw["meta"].items()}
         _check_meta(meta, member, name)
         try:
@@ -191,6 +239,74 @@ def _build_graph(data: Any, member: str, arrays: dict) -> Graph:
     except RuntimeError as err:
         fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     return graph
+
+
+# ops whose arguments past the first (the array) are sizes, shapes, axes or indices; keyword
+# arguments of the same kind.  A size expression there must have an integer value.
+_SIZE_ARGS: dict[str, tuple[slice, frozenset]] = {}
+for _names, _where, _kws in [
+    (("numpy.reshape", "numpy.ndarray.reshape", "numpy.broadcast_to", "numpy.tile", "numpy.expand_dims",
+      "numpy.squeeze", "numpy.swapaxes", "numpy.moveaxis", "numpy.transpose", "numpy.ndarray.transpose",
+      "numpy.permute_dims", "numpy.split", "numpy.array_split", "numpy.roll", "numpy.repeat", "numpy.pad",
+      "numpy.take", "numpy.flip", "numpy.diag", "numpy.diagonal", "numpy.tril", "numpy.triu"), slice(1, None),
+     {"shape", "newshape", "axis", "axes", "reps", "repeats", "indices_or_sections", "shift", "pad_width",
+      "indices", "k", "source", "destination", "axis1", "axis2", "offset"}),
+    (("numpy.zeros", "numpy.ones", "numpy.empty", "numpy.full", "numpy.eye", "numpy.identity", "numpy.tri"),
+     slice(0, 1), {"shape", "N", "M", "k", "n"}),
+    (("numpy.zeros_like", "numpy.ones_like", "numpy.empty_like", "numpy.full_like"), slice(0, 0), {"shape"}),
+    (("tpe.getitem", "tpe.setitem"), slice(1, 2), {"key"}),
+]:
+    for _name in _names:
+        _SIZE_ARGS[_name] = (_where, frozenset(_kws))
+
+
+def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str) -> None:
+    """Size expressions used as sizes (shapes, axes, slice bounds, indices) must be integer-valued.
+
+    Generated code computes ``0.5*n`` or ``n**0.5`` as a Python float, which numpy
+    refuses as a size at the first call: refused here instead.  Slices count
+    everywhere; other positions by the op's table entry above.
+    """
+    where, kws = _SIZE_ARGS.get(target, (slice(0, 0), frozenset()))
+    sized = list(args[where]) + [v for k, v in kwargs.items() if k in kws]
+    stack: list = [(v, True) for v in sized] + [(v, False) for v in list(args) + list(kwargs.values())]
+    while stack:
+        v, is_size = stack.pop()
+        if isinstance(v, sympy.Basic):
+            if is_size and not integer_valued(v):
+                fail(member, f"node {node!r} uses {_expr_text(v)} as a size of {target}, but its value is not "
+                             "an integer")
+        elif isinstance(v, slice):
+            stack.extend((p, True) for p in (v.start, v.stop, v.step))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((x, is_size) for x in v)
+        elif isinstance(v, dict):
+            stack.extend((x, is_size) for x in v.values())
+
+
+def _expr_text(e: Any) -> str:
+    text = str(e)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def integer_valued(e: Any) -> bool:
+    """Whether generated code computes ``e`` as a Python int (structurally, for integer symbols)."""
+    from .exprs import _EXTRA
+
+    if isinstance(e, sympy.Integer):
+        return True
+    if isinstance(e, sympy.Symbol):
+        return bool(e.is_integer)
+    if isinstance(e, (sympy.floor, sympy.ceiling)):
+        return True
+    if isinstance(e, (sympy.Add, sympy.Mul, sympy.Max, sympy.Min, sympy.Abs, sympy.Mod)):
+        return all(integer_valued(a) for a in e.args)
+    if isinstance(e, sympy.Pow):
+        base, exp = e.args
+        return isinstance(exp, sympy.Integer) and exp >= 0 and integer_valued(base)
+    if isinstance(e, sympy.Piecewise):
+        return all(integer_valued(p.expr) for p in e.args)
+    return type(e) in _EXTRA.values()
 
 
 def _check_meta(meta: dict, member: str, node: str) -> None:
@@ -211,6 +327,9 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
     if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
             isinstance(d, bool) or not isinstance(d, (int, sympy.Expr)) for d in shape)):
         fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+    for d in shape or ():
+        if isinstance(d, sympy.Expr) and not integer_valued(d):
+            fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
@@ -234,7 +353,7 @@ def _check_dict_keys(value: Any, member: str, node: str) -> None:
 
 # -- records ----------------------------------------------------------------------------
 
-def _argument(data: Any, member: str) -> Any:
+def _argument(data: Any, member: str, budget: ExprBudget) -> Any:
     from ..program import signature as S
 
     if not isinstance(data, dict) or data.get("k") not in _ARG_KINDS:
@@ -242,7 +361,7 @@ def _argument(data: Any, member: str) -> Any:
     kind = data["k"]
     if kind == "ConstantArgument":
         get_dict(data, member, kind, {"k", "name", "value"})
-        value = Decoder(member).value(data["value"])
+        value = Decoder(member, budget=budget).value(data["value"])
         if not isinstance(value, (int, float, bool, str, type(None))):
             fail(member, f"ConstantArgument value must be int/float/bool/str/None, got {type(value).__name__}")
         return S.ConstantArgument(get_str(data["name"], member, "argument name"), value)
@@ -260,7 +379,7 @@ def _enum(cls: Any, name: Any, member: str, what: str) -> Any:
     return cls[name]
 
 
-def _signature(data: Any, member: str) -> Any:
+def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
     from ..program import signature as S
 
     get_dict(data, member, "signature", {"inputs", "outputs"})
@@ -274,23 +393,150 @@ def _signature(data: Any, member: str) -> Any:
         if kind == S.InputKind.CUSTOM_OBJ:
             fail(member, f"custom object input {target!r} cannot be loaded: archives hold arrays only")
         try:
-            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member), target, raw["persistent"]))
+            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member, budget), target, raw["persistent"]))
         except ValueError as err:
             fail(member, f"bad input spec: {err}")
     for raw in get_list(data["outputs"], member, "signature.outputs"):
         get_dict(raw, member, "output spec", {"kind", "arg", "target"})
         kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
         expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
-        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member), raw["target"]))
+        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member, budget), raw["target"]))
     return S.ExportGraphSignature(inputs, outputs)
 
 
-def _ranges(data: Any, member: str) -> dict:
+# What capture emits, and so all a loaded program may hold.  A kind joins these tables together
+# with the hostile tests of its own rules (parameter mutations, size outputs, generator state, ...).
+_INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
+               "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
+# output kinds in the order capture writes them (state write-backs, input write-backs, results)
+_OUTPUT_ORDER = {"BUFFER_MUTATION": 0, "USER_INPUT_MUTATION": 1, "USER_OUTPUT": 2}
+
+
+def _check_specs(graph: Graph, sig: Any, member: str) -> None:
+    """Refuse input/output specs capture never emits (the allowlists above).
+
+    An input write-back (``USER_INPUT_MUTATION``) is copied into the caller's array
+    on every call, so it must name a user input placeholder (never a weight or a
+    constant), at most once, carry a value the graph computes, of that input's
+    shape and dtype; a ``BUFFER_MUTATION`` must name a buffer.  Each output spec
+    names exactly the value the output node returns at its position.
+    """
+    placeholders = graph.placeholders()
+    if len(sig.input_specs) != len(placeholders):
+        fail(member, f"the signature lists {len(sig.input_specs)} inputs but the graph has "
+                     f"{len(placeholders)} placeholders")
+    user_inputs: dict[str, Node] = {}
+    buffers = set()
+    for spec, ph in zip(sig.input_specs, placeholders):
+        kind, arg_kind = spec.kind.name, type(spec.arg).__name__
+        if arg_kind not in _INPUT_ARGS.get(kind, ()):
+            fail(member, f"input {ph.name!r}: input kind {kind} with a {arg_kind} is not something capture emits")
+        if kind != "USER_INPUT" and not isinstance(spec.target, str):
+            fail(member, f"input {ph.name!r}: a {kind} input needs a target name")
+        if arg_kind == "TensorArgument" and spec.arg.name != ph.name:
+            fail(member, f"input spec {spec.arg.name!r:.80} does not match placeholder {ph.name!r}")
+        if kind == "USER_INPUT" and arg_kind == "TensorArgument":
+            user_inputs[ph.name] = ph
+        if kind == "BUFFER":
+            buffers.add(spec.target)
+    out = graph.output_node
+    values = list(out.args[0]) if out is not None and out.args and isinstance(out.args[0], (list, tuple)) else []
+    if len(sig.output_specs) != len(values):
+        fail(member, f"the signature lists {len(sig.output_specs)} outputs but the graph returns {len(values)} values")
+    rank, written, buffers_written = 0, set(), set()
+    for i, (spec, value) in enumerate(zip(sig.output_specs, values)):
+        kind = spec.kind.name
+        if kind not in _OUTPUT_ORDER:
+            fail(member, f"output {i}: output kind {kind} is not something capture emits")
+        if _OUTPUT_ORDER[kind] < rank:
+            fail(member, f"output {i}: a {kind} output after a later kind (capture's order is buffer "
+                         "write-backs, input write-backs, then results)")
+        rank = _OUTPUT_ORDER[kind]
+        arg_kind = type(spec.arg).__name__
+        if isinstance(value, Node):
+            if arg_kind != "TensorArgument" or spec.arg.name != value.name:
+                fail(member, f"output {i}: the spec names {getattr(spec.arg, 'name', spec.arg)!r:.80}, but the "
+                             f"graph returns {value.name!r} there")
+        elif arg_kind != "ConstantArgument":
+            fail(member, f"output {i}: the graph returns a constant there, but the spec is a {arg_kind}")
+        if kind == "BUFFER_MUTATION":
+            if spec.target not in buffers:
+                fail(member, f"output {i} writes back to {spec.target!r:.80}, which is not a buffer of the program")
+            if spec.target in buffers_written:
+                fail(member, f"output {i} writes back to buffer {spec.target!r:.80} twice")
+            buffers_written.add(spec.target)
+        elif kind == "USER_INPUT_MUTATION":
+            target = user_inputs.get(spec.target) if isinstance(spec.target, str) else None
+            if target is None:
+                fail(member, f"output {i} writes back to {spec.target!r:.80}, which is not a user input array "
+                             "(capture writes back only into the caller's own inputs)")
+            if spec.target in written:
+                fail(member, f"output {i} writes back to input {spec.target!r} twice")
+            written.add(spec.target)
+            if not isinstance(value, Node) or value.op != "call_function":
+                fail(member, f"output {i} writes back to input {spec.target!r} a value not computed by the graph")
+            for key in ("shape", "dtype"):
+                want, got = target.meta.get(key), value.meta.get(key)
+                if want is None or got is None or want != got:
+                    fail(member, f"output {i} writes back to input {spec.target!r} a value of {key} {got}, "
+                                 f"but the input has {key} {want}")
+
+
+def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
+    """``range_constraints`` must be exactly the ranges the graph's checks enforce.
+
+    The contract tools (``tensorplay-export contract``, ``diff``) report
+    ``range_constraints``; the program enforces its ``tpe.assert_range`` and
+    ``tpe.derived_root`` nodes.  Each such node's bounds must equal its symbol's
+    entry, and every symbol an input check binds that has an entry must be
+    checked (as export writes them).  Sizes known only at run time (data-dependent
+    ``u0``) are bound by ops, not input checks, and are not covered here.
+    """
+    import math
+
+    checked: dict[sympy.Symbol, tuple] = {}
+    input_bound: dict[sympy.Symbol, str] = {}
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target == "tpe.check_input":
+            for sym in (n.meta.get("bind") or {}).values():
+                input_bound.setdefault(sym, n.name)
+            continue
+        if n.target == "tpe.assert_range" and len(n.args) >= 3:
+            sym, lo, hi = n.args[:3]
+        elif n.target == "tpe.derived_root" and len(n.args) >= 7:
+            sym, lo, hi = (n.meta.get("bind") or {}).get(None), n.args[5], n.args[6]
+        else:
+            continue
+        if (not isinstance(sym, sympy.Symbol) or type(lo) is not int
+                or not (hi is None or type(hi) is int)):
+            fail(member, f"node {n.name!r} ({n.target}) must check a bound symbol against integer bounds")
+        text = f"[{lo}, {'inf' if hi is None else hi}]"
+        if sym in checked and checked[sym][:2] != (lo, hi):
+            fail(member, f"node {n.name!r} checks {sym} in {text}, but node {checked[sym][2]!r} checks it in "
+                         f"[{checked[sym][0]}, {'inf' if checked[sym][1] is None else checked[sym][1]}]")
+        checked[sym] = (lo, hi, n.name)
+        vr = ranges.get(sym)
+        if vr is None:
+            fail(member, f"node {n.name!r} checks {sym} in {text}, but range_constraints has no entry for it")
+        want = (int(vr.lower), None if vr.upper == math.inf else int(vr.upper))
+        if want != (lo, hi):
+            fail(member, f"range_constraints say {sym} in [{want[0]}, {'inf' if want[1] is None else want[1]}], "
+                         f"but node {n.name!r} checks {sym} in {text}: the contract would not be the one the "
+                         "program enforces")
+    for sym, where in input_bound.items():
+        if sym in ranges and sym not in checked:
+            fail(member, f"range_constraints bound {sym} (bound by {where!r}), but no check in the graph "
+                         "enforces that range")
+
+
+def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:
     out: dict = {}
     for item in get_list(data, member, "range_constraints"):
         if not isinstance(item, list) or len(item) != 3:
             fail(member, f"range constraint must be [symbol, lower, upper], got {item!r:.80}")
-        sym = decode_expr(item[0], member)
+        sym = decode_expr(item[0], member, budget)
         if not isinstance(sym, sympy.Symbol):
             fail(member, f"range constraint key must be a symbol, got {sym}")
         if sym in out:
@@ -327,7 +573,7 @@ def _treespec(data: Any, member: str) -> Any:
         fail(member, f"malformed treespec: {err}")
 
 
-def _call_graph(data: Any, member: str) -> list:
+def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
     from ..program.signature import ModuleCallEntry, ModuleCallSignature
 
     out = []
@@ -342,22 +588,24 @@ def _call_graph(data: Any, member: str) -> list:
             if names is not None and (not isinstance(names, list) or any(not isinstance(n, str) for n in names)):
                 fail(member, "forward_arg_names must be a list of strings")
             sig = ModuleCallSignature(
-                [_argument(a, member) for a in get_list(sig["inputs"], member, "module call inputs")],
-                [_argument(a, member) for a in get_list(sig["outputs"], member, "module call outputs")],
+                [_argument(a, member, budget) for a in get_list(sig["inputs"], member, "module call inputs")],
+                [_argument(a, member, budget) for a in get_list(sig["outputs"], member, "module call outputs")],
                 _treespec(sig["in_spec"], member), _treespec(sig["out_spec"], member), names)
         out.append(ModuleCallEntry(fqn, sig))
     return out
 
 
-def _dynamic_shapes(data: Any, member: str) -> Any:
+def _dynamic_shapes(data: Any, member: str, budget: ExprBudget) -> Any:
     if isinstance(data, dict) and set(data) == {"v"}:
-        return Decoder(member).value(data["v"])
+        return Decoder(member, budget=budget).value(data["v"])
     if isinstance(data, dict) and set(data) == {"unstored"} and isinstance(data["unstored"], str):
         return None
     fail(member, f"malformed dynamic_shapes record {data!r:.80}")
 
 
-def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, override: Any) -> Any:
+def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, override: Any,
+              budget: ExprBudget, lazy: bool) -> Any:
+    """The example inputs; with ``lazy``, their arrays (``sample`` leaves) are read when first used."""
     from ..pytree import tree_unflatten
 
     if override is not None and not _is_sample_dict(override):
@@ -370,24 +618,83 @@ def _examples(data: Any, member: str, arrays: Callable[[], dict] | None, overrid
     spec = _treespec(data["spec"], member)
     if spec is None:
         fail(member, "example_inputs.spec must be a treespec, got null")
-    samples = override if override is not None else (arrays() if arrays is not None else {})
-    dec = Decoder(member)
-    leaves = []
+    dec = Decoder(member, budget=budget)
+    leaves, wanted = [], []
     for raw in get_list(data["leaves"], member, "example_inputs.leaves"):
         if isinstance(raw, dict) and raw.get("k") == "sample":
             key = raw.get("v")
-            if set(raw) != {"k", "v"} or not isinstance(key, str) or key not in samples:
+            if set(raw) != {"k", "v"} or not isinstance(key, str):
                 fail(member, f"example input refers to a missing sample array {key!r:.40}")
-            leaves.append(samples[key])
+            wanted.append((len(leaves), key))
+            leaves.append(None)
         else:
             leaves.append(dec.value(raw))
-    try:
-        args, kwargs = tree_unflatten(leaves, spec)
-    except (ValueError, TypeError, IndexError, StopIteration) as err:
-        fail(member, f"example inputs do not match their treespec: {err}")
-    if not isinstance(args, tuple) or not isinstance(kwargs, dict):
-        fail(member, "example inputs must be an (args tuple, kwargs dict) pair")
-    return {"args": args, "kwargs": kwargs}
+
+    def unflatten(values: list) -> dict:
+        try:
+            args, kwargs = tree_unflatten(values, spec)
+        except (ValueError, TypeError, IndexError, StopIteration) as err:
+            fail(member, f"example inputs do not match their treespec: {err}")
+        if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+            fail(member, "example inputs must be an (args tuple, kwargs dict) pair")
+        return {"args": args, "kwargs": kwargs}
+
+    eager = unflatten(list(leaves))  # the structure is checked now, the arrays when used
+    if not wanted:
+        return eager
+
+    def build() -> dict:
+        samples = override if override is not None else (arrays() if arrays is not None else {})
+        values = list(leaves)
+        for i, key in wanted:
+            if key not in samples:
+                fail(member, f"example input refers to a missing sample array {key!r:.40}")
+            values[i] = samples[key]
+        return unflatten(values)
+
+    return LazyExamples(build, member) if lazy and override is None else build()
+
+
+class LazyExamples(Mapping):
+    """``{"args": ..., "kwargs": ...}`` whose arrays are read from the archive on first access.
+
+    A damaged ``sample_inputs.npz`` is reported then, as an ArchiveError naming it.
+    Copying or pickling gives the plain dict.
+    """
+
+    def __init__(self, build: Callable[[], dict], member: str) -> None:
+        self._build = build
+        self._member = member
+        self._value: dict | None = None
+
+    def _resolve(self) -> dict:
+        if self._value is None:
+            try:
+                value = self._build()
+            except ArchiveError:
+                raise
+            except _UNEXPECTED as err:
+                fail(self._member, f"malformed example inputs (unanticipated {type(err).__name__}: "
+                                   f"{str(err)[:200]})")
+            self._value, self._build = value, None
+        return self._value
+
+    def __getitem__(self, key: str) -> Any:
+        return self._resolve()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("args", "kwargs"))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __reduce__(self) -> Any:
+        return (dict, (self._resolve(),))
+
+    def __repr__(self) -> str:
+        if self._value is None:
+            return "<example inputs: read from the archive when first used>"
+        return repr(self._value)
 
 
 def _is_sample_dict(value: Any) -> bool:

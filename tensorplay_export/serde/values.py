@@ -47,7 +47,7 @@ import numpy as np
 import sympy
 
 from ..records import SourceLoc, ValueRange
-from .exprs import MAX_INT_BITS, decode_expr, encode_expr
+from .exprs import MAX_INT_BITS, ExprBudget, decode_expr, encode_expr
 from ..errors import ArchiveError
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
@@ -198,16 +198,19 @@ class Decoder:
         member: archive member named in errors.
         resolve: node name -> Node (raise ArchiveError for unknown names); None refuses node refs.
         arrays: key -> ndarray for lifted arrays (``{"k": "array"}``).
+        budget: the document's :class:`~.exprs.ExprBudget`, shared by every
+            decoder of one document (None: a fresh one).
     Raises (from :meth:`value`):
         ArchiveError: unknown tag, malformed field, bad dtype, oversize inline array,
             unknown node or array key.
     """
 
     def __init__(self, member: str, resolve: Callable[[str], Any] | None = None,
-                 arrays: dict[str, np.ndarray] | None = None) -> None:
+                 arrays: dict[str, np.ndarray] | None = None, budget: ExprBudget | None = None) -> None:
         self.member = member
         self.resolve = resolve
         self.arrays = arrays or {}
+        self.budget = budget if budget is not None else ExprBudget()
 
     def value(self, obj: Any, _depth: int = 0) -> Any:
         member = self.member
@@ -415,7 +418,7 @@ _DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
     "pytype": ({"k", "v"}, _dec_pytype),
     "slice": ({"k", "v"}, _dec_slice),
     "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
-    "sym": ({"k", "v"}, lambda dec, o, d: decode_expr(o["v"], dec.member)),
+    "sym": ({"k", "v"}, lambda dec, o, d: decode_expr(o["v"], dec.member, dec.budget)),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
     "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),

@@ -12,17 +12,24 @@ Reader (:class:`ZipReader`): before any member is read it checks the member
 count, name syntax (no absolute paths, ``..``, backslashes, drive letters,
 control characters, empty segments), duplicate names, encryption,
 compression method, declared sizes against limits and against the file size,
-each local header against the central directory, and that no two members'
-data overlap (the overlapping-entry zip bomb).  Every failure is an
+the total declared size of deflated members against the archive's own size
+(:data:`MAX_INFLATE_RATIO` times it plus :data:`INFLATE_SLACK`: a small archive
+cannot cost gigabytes, however its members are split), each local header
+against the central directory, and that no two members' data overlap (the
+overlapping-entry zip bomb).  Every failure is an
 :class:`~tensorplay_export.errors.ArchiveError`.
 """
 from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
+import signal
+import socket
 import struct
 import tempfile
+import threading
 import zipfile
 import zlib
 from typing import IO, Any, Callable, Mapping
@@ -40,6 +47,8 @@ MAX_NAME_BYTES = 1024
 MAX_MEMBER_BYTES = 1 << 40  # declared uncompressed size of one member
 MAX_TOTAL_BYTES = 1 << 41  # declared uncompressed size of all members
 MAX_DEFLATE_RATIO = 1000  # declared uncompressed / compressed, for deflated members
+MAX_INFLATE_RATIO = 32  # all deflated members together: at most 32x the archive's size ...
+INFLATE_SLACK = 16 << 20  # ... plus 16 MiB (writers store everything; this is for repacked archives)
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -101,21 +110,119 @@ def write_zip(fh: IO[bytes], members: Mapping[str, Any]) -> None:
 
 
 _ATOMIC_TMP_PREFIX = ".tpe-"
+_ACTIVE_TEMPS: set[str] = set()  # temporaries being written by this process (any thread)
+
+
+def _host_tag() -> str:
+    """8 hex digits naming this host, so a shared folder's temporaries of other hosts are left alone."""
+    return format(zlib.crc32(socket.gethostname().encode("utf-8", "replace")), "08x")
+
+
+def _stale_pattern(base: str) -> "re.Pattern[str]":
+    # mkstemp's random part has no dots, so a longer target name ("a.zip.1") never matches "a.zip"
+    return re.compile(re.escape(f"{_ATOMIC_TMP_PREFIX}{base}.") + r"([0-9]+)-([0-9a-f]{8})\.[a-z0-9_]+\.tmp")
+
+
+def _writer_gone(pid: int) -> bool:
+    if pid == os.getpid() or pid <= 0:
+        return False  # ours: another thread may be writing this target right now
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False  # alive under another user, or we cannot tell: keep it
+    return False
+
+
+def _sweep_stale(folder: str, base: str) -> None:
+    """Remove temporaries of this target that a writer on this host left behind when it died."""
+    pattern, tag = _stale_pattern(base), _host_tag()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        m = pattern.fullmatch(name)
+        if m is None or m.group(2) != tag or not _writer_gone(int(m.group(1))):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass  # gone already, or not ours to remove
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """Remove this process's temporaries, then die of SIGTERM as the default handler would."""
+    for tmp in list(_ACTIVE_TEMPS):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _guard_sigterm() -> Callable[[], None]:
+    """Install :func:`_on_sigterm` for the save if SIGTERM has its default handler and this is the
+    main thread (an application's own handler, or SIG_IGN, is never replaced); returns the undo."""
+    if (not hasattr(signal, "SIGTERM") or os.name != "posix"
+            or threading.current_thread() is not threading.main_thread()):
+        return lambda: None
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return lambda: None
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return lambda: None
+
+    def undo() -> None:
+        if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return undo
+
+
+def _fsync_folder(folder: str) -> None:
+    """Make the rename durable: fsync the folder (where the OS allows opening one)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
     """Run ``write(fh)`` on a fresh seekable temp file, then publish it to ``f``.
 
-    For a path: the temp file is created in the destination's folder, flushed,
-    fsynced and renamed over the destination with ``os.replace`` (atomic); on any
-    failure it is removed and the destination is untouched.  For a writable
-    binary file object: the finished bytes are copied into it.
+    For a path: the temp file ``.tpe-<name>.<pid>-<host>.<random>.tmp`` is created
+    in the destination's folder, flushed, fsynced and renamed over the destination
+    with ``os.replace`` (atomic), then the folder is fsynced.  On any failure it is
+    removed and the destination is untouched.  A writer killed outright (SIGKILL,
+    power loss) leaves its temporary; the next save of the same target removes
+    those whose writer pid no longer runs on this host.  On SIGTERM the temporary
+    is removed before the process dies, if SIGTERM still had its default handler
+    and the save runs on the main thread (an application's handler is left in
+    place: its exception, e.g. SystemExit, removes the temporary on the way out).
+    For a writable binary file object: the finished bytes are copied into it.
     """
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_ATOMIC_TMP_PREFIX + os.path.basename(path) + ".",
-                                   suffix=".tmp")
+        base = os.path.basename(path)
+        _sweep_stale(folder, base)
+        prefix = f"{_ATOMIC_TMP_PREFIX}{base}.{os.getpid()}-{_host_tag()}."
+        undo = _guard_sigterm()
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+        except BaseException:
+            undo()
+            raise
+        _ACTIVE_TEMPS.add(tmp)
         try:
             with os.fdopen(fd, "w+b") as fh:
                 write(fh)
@@ -129,6 +236,10 @@ def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
             except FileNotFoundError:
                 pass
             raise
+        finally:
+            _ACTIVE_TEMPS.discard(tmp)
+            undo()
+        _fsync_folder(folder)
         return
     if not hasattr(f, "write"):
         raise TypeError(f"expected a path or a writable binary file object, got {type(f).__name__}")
@@ -176,9 +287,12 @@ class ZipReader:
     def __init__(self, f: Any, *, max_members: int = MAX_MEMBERS, max_total: int = MAX_TOTAL_BYTES):
         self.path = os.fspath(f) if isinstance(f, (str, os.PathLike)) else None
         self._own = self.path is not None
+        self.identity: tuple | None = None
         try:
             if self.path is not None:
                 self._fh: IO[bytes] = open(self.path, "rb")
+                st = os.fstat(self._fh.fileno())
+                self.identity = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
             else:
                 self._fh = f if _seekable(f) else io.BytesIO(f.read())
             self._zf = zipfile.ZipFile(self._fh, "r")
@@ -200,9 +314,11 @@ class ZipReader:
             raise ArchiveError(f"archive: {len(infos)} members exceed the limit of {max_members}")
         self._infos: dict[str, zipfile.ZipInfo] = {}
         self._data_start: dict[str, int] = {}
-        total = 0
+        total = inflated = 0
         self._fh.seek(0, os.SEEK_END)
         file_size = self._fh.tell()
+        self.file_size = file_size
+        inflate_limit = MAX_INFLATE_RATIO * file_size + INFLATE_SLACK
         dir_start = getattr(self._zf, "start_dir", file_size)
         for info in infos:
             name = check_member_name(info.filename)
@@ -222,6 +338,12 @@ class ZipReader:
             total += info.file_size
             if total > max_total:
                 fail(name, f"declared total size exceeds the limit of {max_total} bytes")
+            if info.compress_type == zipfile.ZIP_DEFLATED:
+                inflated += info.file_size
+                if inflated > inflate_limit:
+                    fail(name, f"deflated members would decompress to more than {inflate_limit} bytes, "
+                               f"{MAX_INFLATE_RATIO}x the archive's {file_size} bytes plus {INFLATE_SLACK}: "
+                               "looks like a zip bomb")
             self._infos[name] = info
             self._data_start[name] = self._local_data_start(info, dir_start)
         spans = sorted((i.header_offset, self._data_start[n] + i.compress_size, n)
@@ -287,6 +409,20 @@ class ZipReader:
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError) as err:
             fail(name, f"cannot open ({type(err).__name__}: {err})")
 
+    def fingerprint(self, name: str) -> tuple:
+        """What identifies a member's bytes: (CRC-32, method, sizes, offset)."""
+        i = self.info(name)
+        return (i.CRC, i.compress_type, i.compress_size, i.file_size, i.header_offset)
+
+    def raw(self, name: str) -> bytes:
+        """The member's stored (possibly deflated) payload, as it lies in the archive."""
+        info = self.info(name)
+        self._fh.seek(self._data_start[name])
+        data = self._fh.read(info.compress_size)
+        if len(data) != info.compress_size:
+            fail(name, "truncated member data")
+        return data
+
     def data_offset(self, name: str) -> int | None:
         """Absolute file offset of a STORED member's bytes (for memmap); None if compressed."""
         info = self.info(name)
@@ -304,6 +440,64 @@ class ZipReader:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def inflate(name: str, fingerprint: tuple, raw: bytes, limit: int) -> bytes:
+    """The bytes of a member from its :meth:`ZipReader.raw` payload (size and CRC-32 checked)."""
+    crc, method, _csize, size, _offset = fingerprint
+    if size > limit:
+        fail(name, f"member of {size} bytes exceeds the limit of {limit} bytes")
+    if method == zipfile.ZIP_STORED:
+        data = raw
+    else:
+        try:
+            d = zlib.decompressobj(-15)
+            data = d.decompress(raw, size + 1)
+        except zlib.error as err:
+            fail(name, f"corrupt data (zlib.error: {err})")
+    if len(data) != size:
+        fail(name, f"holds {len(data)} bytes but declares {size}")
+    if zlib.crc32(data) != crc:
+        fail(name, "corrupt data (CRC-32 mismatch)")
+    return data
+
+
+class MemberSource:
+    """Reads members of an archive after the :class:`ZipReader` that validated it is closed.
+
+    For an archive opened by path the file is opened again when a member is
+    asked for; if it is no longer the same file (device, inode, size, mtime) or
+    the member's entry changed, that is an ArchiveError naming the member.  For
+    a file object, the caller may close it after loading: :meth:`keep` holds a
+    member's stored payload (never more than the archive's own bytes), which
+    :meth:`read` inflates and checks when asked.
+    """
+
+    def __init__(self, zr: ZipReader) -> None:
+        self.path = zr.path
+        self.identity = zr.identity
+        self._prints: dict[str, tuple] = {}
+        self._held: dict[str, bytes] = {}
+
+    def keep(self, zr: ZipReader, name: str) -> None:
+        self._prints[name] = zr.fingerprint(name)
+        if self.path is None:
+            self._held[name] = zr.raw(name)
+
+    def read(self, name: str, limit: int) -> bytes:
+        print_ = self._prints[name]
+        if self.path is None:
+            return inflate(name, print_, self._held[name], limit)
+        try:
+            zr = ZipReader(self.path)
+        except (FileNotFoundError, ArchiveError) as err:
+            fail(name, f"cannot read it: the archive at {self.path!r} is gone or changed since it was "
+                       f"loaded ({err})")
+        with zr:
+            if zr.identity != self.identity or name not in zr or zr.fingerprint(name) != print_:
+                fail(name, f"cannot read it: the archive at {self.path!r} changed since it was loaded; "
+                           "load it again")
+            return zr.read(name, limit)
 
 
 def _seekable(f: Any) -> bool:

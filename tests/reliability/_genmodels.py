@@ -116,6 +116,14 @@ def apply_op(op: tuple, h: Any, y: Any) -> Any:
         if h.ndim == 1:
             return h + POS1[:h.shape[0]]
         return h + POS2[:h.shape[0]]
+    # float-valued size expressions (n**0.5, 0.5*n, 1/n): not drawn by op_strategy, used by the
+    # save->load closure test (the archive must store what export records for them)
+    if kind == "scale_sqrt":
+        return h / math.sqrt(h.shape[0])
+    if kind == "scale_float":
+        return h * (h.shape[-1] * 0.5)
+    if kind == "scale_recip":
+        return h * (1 / (h.shape[0] + 1))
     raise AssertionError(f"unknown op {op!r}")
 
 

@@ -72,6 +72,23 @@ def expected(program):
     return program.module()(*sample())
 
 
+def load_all(f, **kw):
+    """``tpe.load``, then use the example inputs: they are read from the archive on first use."""
+    ep = tpe.load(f, **kw)
+    ep.example_inputs.get("args")
+    return ep
+
+
+def load_pt2_all(f, **kw):
+    """``tpe.load_pt2``, then use every lazily read part: example inputs and files."""
+    contents = tpe.load_pt2(f, **kw)
+    for ep in contents.exported_programs.values():
+        ep.example_inputs.get("args")
+    for table in (contents.extra_files, contents.tp_files, contents.executorch_files):
+        dict(table.items())
+    return contents
+
+
 def members(data: bytes) -> dict[str, bytes]:
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         return {i.filename: z.read(i) for i in z.infolist()}
@@ -159,9 +176,9 @@ def attempt(fn, workdir: Path, canary: Path):
 
 def exercise(data: bytes, workdir: Path, canary: Path, expected=None, *, full: bool = True) -> None:
     """load (and, if ``full``, load_pt2 and deserialize of the program member); run whatever loads."""
-    results = [attempt(lambda: tpe.load(io.BytesIO(data)), workdir, canary)]
+    results = [attempt(lambda: load_all(io.BytesIO(data)), workdir, canary)]
     if full:
-        results.append(attempt(lambda: tpe.load_pt2(io.BytesIO(data), num_runners=2), workdir, canary))
+        results.append(attempt(lambda: load_pt2_all(io.BytesIO(data), num_runners=2), workdir, canary))
     try:
         doc = members(data).get(PROGRAM) if full else None
     except Exception:  # noqa: BLE001 - not even a zip for the stdlib: nothing to deserialize
@@ -178,12 +195,21 @@ def exercise(data: bytes, workdir: Path, canary: Path, expected=None, *, full: b
 
 
 def run_loaded(ep, workdir: Path, canary: Path, expected) -> None:
-    """A loaded program runs on the sample (or refuses it); a payload never runs."""
+    """A loaded program runs on the sample (or refuses it), in bounded time and memory; a payload
+    never runs."""
+    tracemalloc.start()
+    t0 = time.perf_counter()
     try:
         m = ep.module()
         got = m(*sample())
     except Exception as err:  # noqa: BLE001 - a tampered but well-formed program may fail to run
         got = err
+    finally:
+        elapsed = time.perf_counter() - t0
+        _cur, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert elapsed < TIME_LIMIT_S, f"the loaded program ran for {elapsed:.1f}s"
+    assert peak < PEAK_LIMIT_BYTES, f"the loaded program peaked at {peak >> 20} MiB"
     assert not canary.exists(), "a payload from the archive was executed when the program ran"
     assert not any(p.name != canary.name for p in workdir.iterdir() if p.name not in ("canary",)), \
         "running the program wrote files"
@@ -203,9 +229,9 @@ def sandbox(tmp_path, monkeypatch):
 
 def test_valid_archive_loads_and_matches(good, expected, sandbox):
     work, canary = sandbox
-    ep = attempt(lambda: tpe.load(io.BytesIO(good)), work, canary)
+    ep = attempt(lambda: load_all(io.BytesIO(good)), work, canary)
     np.testing.assert_array_equal(ep.module()(*sample())["out"], expected["out"])
-    contents = attempt(lambda: tpe.load_pt2(io.BytesIO(good)), work, canary)
+    contents = attempt(lambda: load_pt2_all(io.BytesIO(good)), work, canary)
     assert contents.extra_files == {"note.txt": "hello"}
 
 
@@ -215,7 +241,7 @@ def test_truncated_everywhere(good, sandbox):
     work, canary = sandbox
     for cut in sorted({0, 1, 4, 22, 30, 100, len(good) // 3, len(good) // 2, len(good) - 22,
                        len(good) - 1}):
-        out = attempt(lambda: tpe.load(io.BytesIO(good[:cut])), work, canary)
+        out = attempt(lambda: load_all(io.BytesIO(good[:cut])), work, canary)
         assert isinstance(out, ArchiveError), f"truncated at {cut} of {len(good)} bytes loaded"
 
 
@@ -235,9 +261,9 @@ def test_duplicate_member_names(good, sandbox):
     work, canary = sandbox
     m = members(good)
     evil = pack(list(m.items()) + [(PROGRAM, m[PROGRAM])])
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(evil)), work, canary), ArchiveError)
     shadow = pack(list(m.items()) + [("models/model/weights/0.npy", m["models/model/weights/0.npy"])])
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(shadow)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(shadow)), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("name", ["../evil", "../../tmp/evil", "/etc/evil", "/abs/x", "extra/../../evil",
@@ -248,13 +274,13 @@ def test_escaping_member_names(good, sandbox, name):
     m = members(good)
     m[name] = b"payload"
     evil = pack(m)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(evil)), work, canary), ArchiveError)
     # also listed in the index, so only the name check can catch it
     idx = json.loads(m["archive.json"])
     idx["extra_files"][name.split("extra/", 1)[-1]] = "bytes"
     m["archive.json"] = json.dumps(idx, sort_keys=True).encode()
     evil = pack(m)
-    assert isinstance(attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary), ArchiveError)
 
 
 def test_zip_bomb_deflated_member(good, sandbox):
@@ -266,7 +292,7 @@ def test_zip_bomb_deflated_member(good, sandbox):
     m["archive.json"] = json.dumps(idx, sort_keys=True).encode()
     evil = pack(m, zipfile.ZIP_DEFLATED)
     assert len(evil) < (1 << 20)
-    out = attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary)
+    out = attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary)
     assert isinstance(out, ArchiveError)
 
 
@@ -292,7 +318,7 @@ def test_overlapping_members_bomb(good, sandbox):
     eocd[10:12] = struct.pack("<H", total)
     eocd[12:16] = struct.pack("<L", len(new_cd))
     evil = data[:cd_start] + new_cd + bytes(eocd)
-    out = attempt(lambda: tpe.load_pt2(io.BytesIO(evil)), work, canary)
+    out = attempt(lambda: load_pt2_all(io.BytesIO(evil)), work, canary)
     assert isinstance(out, ArchiveError)
 
 
@@ -303,11 +329,11 @@ def test_huge_declared_shapes(good, sandbox):
     buf = io.BytesIO()
     np.lib.format.write_array_header_1_0(buf, header)
     m["models/model/weights/0.npy"] = buf.getvalue() + b"\0" * 64
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
     def huge(doc):
         doc["weights"][0]["shape"] = [1 << 40, 1 << 40]
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, huge))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, huge))), work, canary), ArchiveError)
 
 
 def test_wrong_dtypes(good, sandbox):
@@ -316,11 +342,11 @@ def test_wrong_dtypes(good, sandbox):
     buf = io.BytesIO()
     np.save(buf, np.arange(4, dtype=np.int64).reshape(2, 2))
     m["models/model/weights/0.npy"] = buf.getvalue()
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
     for dt in ("|O", "<U0", "object", "<f4, <i4", "[('a', '<f4')]", "<f99999999", "|V0"):
         def edit(doc, dt=dt):
             doc["weights"][0]["dtype"] = dt
-        assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, edit))), work, canary),
+        assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, edit))), work, canary),
                           ArchiveError), dt
 
 
@@ -332,14 +358,14 @@ def test_bad_ranges(good, sandbox, bad):
         doc["range_constraints"][0][1] = bad
     text = with_doc(good, edit)
     exercise(text, work, canary)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(text)), work, canary), ArchiveError) or bad == -1
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(text)), work, canary), ArchiveError) or bad == -1
 
 
 def test_nan_literal_json(good, sandbox):
     work, canary = sandbox
     m = members(good)
     m[PROGRAM] = m[PROGRAM].replace(b'"pickle_protocol":4', b'"pickle_protocol":NaN')
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("target", ["os.system", "builtins.eval", "numpy.load", "numpy.lib.format.read_array",
@@ -350,7 +376,7 @@ def test_unknown_ops(good, sandbox, target):
 
     def edit(doc):
         next(n for n in doc["graph"]["nodes"] if n["target"] == "numpy.add")["target"] = target
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(with_doc(good, edit))), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(with_doc(good, edit))), work, canary), ArchiveError)
 
 
 @pytest.mark.parametrize("type_name", ["os.PathLike", "builtins.object", "collections.OrderedDict",
@@ -361,7 +387,7 @@ def test_unknown_type_names(good, sandbox, type_name):
     def edit(doc):
         doc["module_call_graph"][0]["signature"]["out_spec"]["type"] = type_name
     data = with_doc(good, edit)
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(data)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(data)), work, canary), ArchiveError)
 
 
 def test_planted_pickles_never_run(good, sandbox):
@@ -372,15 +398,15 @@ def test_planted_pickles_never_run(good, sandbox):
                             (PROGRAM, pickled_npy(canary))]:
         m = members(good)
         m[member] = payload
-        out = attempt(lambda: tpe.load(io.BytesIO(pack(m))), work, canary)
+        out = attempt(lambda: load_all(io.BytesIO(pack(m))), work, canary)
         assert isinstance(out, ArchiveError), member
-        out = attempt(lambda: tpe.load_pt2(io.BytesIO(pack(m))), work, canary)
+        out = attempt(lambda: load_pt2_all(io.BytesIO(pack(m))), work, canary)
         assert isinstance(out, ArchiveError), member
     # a whole pickle instead of a zip
     import pickle
 
     blob = pickle.dumps(Canary(canary))
-    assert isinstance(attempt(lambda: tpe.load(io.BytesIO(blob)), work, canary), ArchiveError)
+    assert isinstance(attempt(lambda: load_all(io.BytesIO(blob)), work, canary), ArchiveError)
     assert isinstance(attempt(lambda: tpe.ExportedProgram.deserialize(blob), work, canary), ArchiveError)
 
 
@@ -390,11 +416,11 @@ def test_deeply_nested_json(good, sandbox):
         m = members(good)
         m[PROGRAM] = b'{"graph":' + b"[" * depth + b"]" * depth + b"}"
         data = pack(m)
-        assert isinstance(attempt(lambda: tpe.load(io.BytesIO(data)), work, canary), ArchiveError)
+        assert isinstance(attempt(lambda: load_all(io.BytesIO(data)), work, canary), ArchiveError)
         assert isinstance(attempt(lambda: tpe.ExportedProgram.deserialize(m[PROGRAM]), work, canary),
                           ArchiveError)
         m["archive.json"] = b"[" * depth + b"]" * depth
-        assert isinstance(attempt(lambda: tpe.load_pt2(io.BytesIO(pack(m))), work, canary), ArchiveError)
+        assert isinstance(attempt(lambda: load_pt2_all(io.BytesIO(pack(m))), work, canary), ArchiveError)
 
 
 def _string_slots(doc, path=()):
@@ -549,6 +575,207 @@ def test_fuzz_member_replacement(good, tmp_path_factory, member, payload):
         exercise(pack(m), work, canary)
     finally:
         os.chdir(cwd)
+
+
+# -- fuzzing the classes of issue 15: values, document size, lazily read members, mutation specs ---
+
+S_TREE = ["Symbol", "n", {"integer": True, "positive": True}]
+
+
+def _sym_slots(doc, path=()):
+    """Paths to every ``{"k": "sym", "v": tree}`` of the document (the tree's parent)."""
+    if isinstance(doc, dict):
+        if doc.get("k") == "sym" and set(doc) == {"k", "v"}:
+            yield path
+        for k, v in doc.items():
+            yield from _sym_slots(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _sym_slots(v, path + (i,))
+
+
+def _at(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def _hostile_trees():
+    leaf = st.one_of(st.just(S_TREE), st.integers(-(1 << 255) + 1, (1 << 255) - 1),
+                     st.sampled_from([0, 1, -1, ["Float", 0, "1", -1, 1, 53], ["Rational", 1, 2]]))
+
+    def tower(draw):
+        t = draw(leaf)
+        for _ in range(draw(st.integers(1, 6))):
+            t = ["Pow", t, draw(st.sampled_from([2, 3, 16, 63, 64, -1, -64, ["Rational", 1, 2],
+                                                 ["Float", 0, "1", -1, 1, 53]]))]
+        return t
+    return st.one_of(
+        st.composite(lambda draw: tower(draw))(),
+        st.builds(lambda n, x: ["Mul"] + [x] * n, st.integers(2, 400), leaf),
+        st.builds(lambda n, x: ["Add", S_TREE] + [x] * n, st.integers(1, 12_000), leaf),
+        st.builds(lambda head, x: [head, S_TREE, x], st.sampled_from(["Mod", "Pow"]), st.sampled_from([0, -1])),
+        st.builds(lambda x: ["floor", ["Mul", S_TREE, ["Pow", x, -1]]], st.sampled_from([0, S_TREE, 2])),
+        st.builds(lambda x: ["Mul", x, S_TREE], st.sampled_from([["Float", 0, "1", -1, 1, 53], ["Rational", 1, 3]])),
+    )
+
+
+@rel_settings(scale=4)
+@given(data=st.data())
+def test_fuzz_hostile_size_values(good, tmp_path_factory, data):
+    """Towers of small exponents, long products and sums, zero divisors, floats where sizes go:
+    refused at load or run in bounded time and memory."""
+    work = tmp_path_factory.mktemp("work")
+    canary = work.parent / f"{work.name}-canary"
+    doc = json.loads(members(good)[PROGRAM])
+    slots = list(_sym_slots(doc))
+    for _ in range(data.draw(st.integers(1, 3), label="edits")):
+        _at(doc, data.draw(st.sampled_from(slots), label="slot"))["v"] = data.draw(_hostile_trees(), label="tree")
+    m = members(good)
+    m[PROGRAM] = json.dumps(doc).encode()
+    exercise(pack(m), work, canary)
+
+
+@rel_settings(scale=0.5)
+@given(copies=st.integers(1, 120), terms=st.integers(100, 9000), where=st.sampled_from(["meta", "ranges", "dims"]))
+def test_fuzz_document_size(good, tmp_path_factory, copies, terms, where):
+    """Many mid-size expressions (each within the per-expression limit) in one document."""
+    work = tmp_path_factory.mktemp("work")
+    canary = work.parent / f"{work.name}-canary"
+    doc = json.loads(members(good)[PROGRAM])
+    big = {"k": "sym", "v": ["Add", S_TREE] + [1] * terms}
+    if where == "meta":
+        nodes = doc["graph"]["nodes"]
+        for i in range(copies):
+            nodes[i % len(nodes)]["meta"][f"junk{i}"] = big
+    elif where == "ranges":
+        doc["dynamic_shapes"] = {"v": [big] * copies}
+    else:
+        doc["example_inputs"]["leaves"] += [big] * copies
+    m = members(good)
+    m[PROGRAM] = json.dumps(doc).encode()
+    exercise(pack(m), work, canary, full=False)  # load only: each load decodes up to ~1M nodes
+
+
+def _npy(array, fortran=False) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.asfortranarray(array) if fortran else array)
+    return buf.getvalue()
+
+
+@rel_settings(scale=4)
+@given(data=st.data())
+def test_fuzz_lazily_read_members(good, tmp_path_factory, data):
+    """sample_inputs.npz and extra files are read when first used: every damage is an ArchiveError
+    then (load_all / load_pt2_all use them), bounded by the archive's size."""
+    work = tmp_path_factory.mktemp("work")
+    canary = work.parent / f"{work.name}-canary"
+    m = members(good)
+    inner = members(m["models/model/sample_inputs.npz"])
+    target = data.draw(st.sampled_from(["npz", "extra"]), label="target")
+    kind = data.draw(st.sampled_from(["deflate", "fortran", "truncate", "rename", "extra-member", "bomb",
+                                      "pickle", "shape"]), label="kind")
+    key = data.draw(st.sampled_from(sorted(inner)), label="key")
+    compress = {}
+    if kind == "deflate":
+        compress = {key}
+    elif kind == "fortran":
+        inner[key] = _npy(np.ones((3, 2), np.float32), fortran=True)
+    elif kind == "truncate":
+        inner[key] = inner[key][:data.draw(st.integers(0, len(inner[key]) - 1), label="cut")]
+    elif kind == "rename":
+        inner[data.draw(st.sampled_from(["../x.npy", "a/b.npy", "x.txt", "9.npy"]), label="name")] = inner.pop(key)
+    elif kind == "extra-member":
+        inner["extra.npy"] = _npy(np.zeros(4))
+    elif kind == "bomb":
+        inner[key] = _npy(np.zeros((1 << 22,), np.float64))
+        compress = {key}
+    elif kind == "pickle":
+        inner[key] = pickled_npy(canary)
+    else:
+        inner[key] = _npy(np.ones((7, 2), np.float32))
+    if target == "npz":
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, payload in inner.items():
+                z.writestr(name, payload, compress_type=zipfile.ZIP_DEFLATED if name in compress else zipfile.ZIP_STORED)
+        m["models/model/sample_inputs.npz"] = buf.getvalue()
+        data_bytes = pack(m)
+    else:
+        payload = {"deflate": b"hello" * 1000, "bomb": bytes(48 << 20)}.get(kind, b"\x00" * 100)
+        m["extra/note.txt"] = payload
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, p in m.items():
+                z.writestr(name, p, compress_type=zipfile.ZIP_DEFLATED if name == "extra/note.txt"
+                           and kind in ("deflate", "bomb") else zipfile.ZIP_STORED)
+        data_bytes = buf.getvalue()
+    exercise(data_bytes, work, canary)
+
+
+def _output_spec_edit(data, doc):
+    names = [n["name"] for n in doc["graph"]["nodes"] if n["op"] != "output"]
+    targets = names + ["w", "b", "x", "extras_scale", "nope", None]
+    out = next(n for n in doc["graph"]["nodes"] if n["op"] == "output")
+    action = data.draw(st.sampled_from(["insert", "retarget", "rekind", "rename", "out=", "input-kind"]),
+                       label="action")
+    kinds = ["USER_OUTPUT", "BUFFER_MUTATION", "USER_INPUT_MUTATION", "GRADIENT_TO_PARAMETER",
+             "GRADIENT_TO_USER_INPUT", "LOSS_OUTPUT", "TOKEN"]
+    if action == "insert":
+        value = data.draw(st.sampled_from(names), label="value")
+        pos = data.draw(st.integers(0, len(doc["signature"]["outputs"])), label="pos")
+        out["args"][0].insert(pos, {"k": "node", "v": value})
+        doc["signature"]["outputs"].insert(pos, {"kind": data.draw(st.sampled_from(kinds), label="kind"),
+                                                 "arg": {"k": "TensorArgument", "name": value},
+                                                 "target": data.draw(st.sampled_from(targets), label="target")})
+    elif action == "retarget":
+        doc["signature"]["outputs"][0].update(kind=data.draw(st.sampled_from(kinds), label="kind"),
+                                              target=data.draw(st.sampled_from(targets), label="target"))
+    elif action == "rekind":
+        doc["signature"]["outputs"][0]["kind"] = data.draw(st.sampled_from(kinds), label="kind")
+    elif action == "rename":
+        doc["signature"]["outputs"][0]["arg"]["name"] = data.draw(st.sampled_from(names), label="name")
+    elif action == "out=":
+        calls = [n for n in doc["graph"]["nodes"] if n["op"] == "call_function"]
+        victim = data.draw(st.sampled_from(calls), label="node")
+        victim["kwargs"].append(["out", {"k": "node", "v": data.draw(st.sampled_from(names), label="into")}])
+    else:
+        spec = data.draw(st.sampled_from(doc["signature"]["inputs"]), label="input")
+        spec["kind"] = data.draw(st.sampled_from(["USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR", "TOKEN"]),
+                                 label="kind")
+
+
+@rel_settings(scale=4)
+@given(data=st.data())
+def test_fuzz_mutation_specs(good, expected, tmp_path_factory, data):
+    """Output/input spec edits and out= arguments: refused, or the program neither writes into the
+    caller's arrays nor its weights unless capture would have (a user input it writes back)."""
+    work = tmp_path_factory.mktemp("work")
+    canary = work.parent / f"{work.name}-canary"
+    doc = json.loads(members(good)[PROGRAM])
+    for _ in range(data.draw(st.integers(1, 2), label="edits")):
+        _output_spec_edit(data, doc)
+    m = members(good)
+    m[PROGRAM] = json.dumps(doc).encode()
+    blob = pack(m)
+    exercise(blob, work, canary)
+    try:
+        ep = tpe.load(io.BytesIO(blob))
+    except ArchiveError:
+        return
+    weights = {k: np.array(v) for k, v in ep.state_dict.items()}
+    args = sample()
+    before = [a.copy() for a in (args[0], args[1]["scale"])]
+    try:
+        ep.module()(*args)
+    except Exception:  # noqa: BLE001 - refusing to run is fine
+        pass
+    for k, v in ep.state_dict.items():
+        assert np.array_equal(v, weights[k]), f"the program wrote into its weight {k!r}"
+    mutated = {s.target for s in ep.graph_signature.output_specs if s.kind.name == "USER_INPUT_MUTATION"}
+    for name, (arr, old) in zip(("x", "extras_scale"), zip((args[0], args[1]["scale"]), before)):
+        if name not in mutated:
+            assert np.array_equal(arr, old), f"the program wrote into the caller's input {name!r}"
 
 
 def test_canary_payloads_are_live(tmp_path):

@@ -32,7 +32,10 @@ def good(small_program) -> bytes:
 
 
 def load_bytes(data: bytes):
-    return tpe.load(io.BytesIO(data))
+    """load, then use the example inputs (read from the archive on first use) so their damage shows."""
+    ep = tpe.load(io.BytesIO(data))
+    ep.example_inputs["args"]
+    return ep
 
 
 def edit(data: bytes, doc_fn=None, **changes) -> bytes:
