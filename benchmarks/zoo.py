@@ -579,8 +579,77 @@ def _flatten() -> ZooModel:
         dict(batch=[1, 8], h=[12, 13, 16, 17, 32], w=[12, 13, 16, 17]))
 
 
+# -- 14. Multi-scale patch embedding of a time series ---------------------------------------
+class MultiScalePatches(nn.Module):
+    """(B, L) -> (B, 3): the series cut into patches of 8, 12 and 16 samples (three reshapes of
+    the same axis), each scale embedded and mean-pooled, the scales concatenated.
+
+    Sizes: L a multiple of lcm(8, 12, 16) = 48.
+    """
+
+    D, PATCHES = 8, (8, 12, 16)
+
+    def __init__(self, rng):
+        super().__init__()
+        self.embed = nn.ModuleList([nn.Linear(p, self.D, rng=rng) for p in self.PATCHES])
+        self.head = nn.Linear(self.D * len(self.PATCHES), 3, rng=rng)
+
+    def forward(self, x):
+        b, n = x.shape
+        pooled = [emb(x.reshape(b, n // p, p)).mean(axis=1) for p, emb in zip(self.PATCHES, self.embed)]
+        return self.head(np.concatenate(pooled, axis=-1))
+
+
+def _multiscale() -> ZooModel:
+    return ZooModel(
+        "multiscale_patches", "patches of 8, 12, 16 samples of one axis: length = 48*k",
+        MultiScalePatches(_rng(23)).eval(),
+        lambda batch, length: (_randn(batch, length),),
+        lambda: {"x": {0: Dim("batch", max=8), 1: Dim("length", max=480)}},
+        dict(batch=2, length=96),
+        lambda batch, length: 1 <= batch <= 8 and length % 48 == 0 and 48 <= length <= 480,
+        dict(batch=[1, 8], length=[24, 48, 72, 96, 144, 480, 528]))
+
+
+# -- 15. Hourglass token merging with a conditioning stream ----------------------------------
+class HourglassMerge(nn.Module):
+    """x (B, S, D), cond (B, C, D) -> (B, S/2, D): adjacent token pairs merged by a reshape
+    (B, S/2, 2D) and a linear (hourglass transformers' shortening), then added to a
+    conditioning stream at the shortened rate.
+
+    Sizes: S = 2*_s (the pair reshape) and C = _s (the addition): a fix that unlocks a relation.
+    """
+
+    D = 8
+
+    def __init__(self, rng):
+        super().__init__()
+        self.merge = nn.Linear(2 * self.D, self.D, rng=rng)
+        self.ln = nn.LayerNorm(self.D)
+
+    def forward(self, x, cond):
+        b, s, d = x.shape
+        return self.ln(self.merge(x.reshape(b, s // 2, 2 * d)) + cond)
+
+
+def _hourglass() -> ZooModel:
+    def spec():
+        batch = Dim("batch", max=8)
+        return {"x": {0: batch, 1: Dim("seq", max=64)}, "cond": {0: batch, 1: Dim("cond", max=64)}}
+
+    return ZooModel(
+        "hourglass_merge", "pair-merge reshape + a half-rate stream: seq = 2*_seq, cond = _seq",
+        HourglassMerge(_rng(24)).eval(),
+        lambda batch, seq, cond: (_randn(batch, seq, 8), _randn(batch, cond, 8, seed=2)), spec,
+        dict(batch=2, seq=12, cond=6),
+        lambda batch, seq, cond: 1 <= batch <= 8 and seq % 2 == 0 and 2 <= seq <= 64 and cond * 2 == seq,
+        dict(batch=[1, 8], seq=[2, 11, 12, 64], cond=[1, 6, 32, 33]),
+        # cond of length 1 broadcasts over the merged tokens: another branch (output length cond)
+        branch=lambda sizes, outs: outs[0].shape[1] == sizes["seq"] // 2)
+
+
 _BUILDERS = [_cnn, _vit, _unet_conv, _unet_pool, _swin, _kv_step, _moe, _loop, _concat_heads, _fusion, _gqa,
-             _tcn, _flatten]
+             _tcn, _flatten, _multiscale, _hourglass]
 
 
 def zoo() -> list[ZooModel]:
