@@ -648,8 +648,82 @@ def _hourglass() -> ZooModel:
         branch=lambda sizes, outs: outs[0].shape[1] == sizes["seq"] // 2)
 
 
+# -- 16. WaveNet-style stack with a conditioning input at the output rate -------------------
+class CondWaveNet(nn.Module):
+    """x (B, 4, L), cond (B, 4, Lc) -> (B, 4, L - 14): the dilated 'valid' stack of ``DilatedTCN``
+    (receptive field 15, cropped residuals), then a conditioning signal given at the output
+    length is added.
+
+    Sizes: L >= 15 and Lc = L - 14 (an offset relation behind the crops' Max/Min).
+    """
+
+    C, DILATIONS = 4, (1, 2, 4)
+
+    def __init__(self, rng):
+        super().__init__()
+        self.convs = nn.ModuleList([nn.Conv1d(self.C, self.C, 3, dilation=d, rng=rng) for d in self.DILATIONS])
+        self.cond_proj = nn.Conv1d(self.C, self.C, 1, rng=rng)
+
+    def forward(self, x, cond):
+        for d, conv in zip(self.DILATIONS, self.convs):
+            x = x[:, :, 2 * d:] + np.tanh(conv(x))
+        return x + self.cond_proj(cond)
+
+
+def _wavenet() -> ZooModel:
+    def spec():
+        batch = Dim("batch", max=8)
+        return {"x": {0: batch, 2: Dim("length", max=128)}, "cond": {0: batch, 2: Dim("cond", max=128)}}
+
+    return ZooModel(
+        "wavenet_cond", "dilated valid stack + conditioning at the output rate: cond = length - 14",
+        CondWaveNet(_rng(25)).eval(),
+        lambda batch, length, cond: (_randn(batch, 4, length), _randn(batch, 4, cond, seed=2)), spec,
+        dict(batch=2, length=40, cond=26),
+        lambda batch, length, cond: 1 <= batch <= 8 and 15 <= length <= 128 and cond == length - 14,
+        dict(batch=[1, 8], length=[14, 15, 40, 128], cond=[1, 26, 27, 114]),
+        # a length-1 conditioning signal broadcasts over time: another branch
+        branch=lambda sizes, outs: sizes["cond"] == sizes["length"] - 14)
+
+
+# -- 17. Video model over the last frames of a clip ------------------------------------------
+class LastFrames(nn.Module):
+    """clip (B, T, D), motion (B, M, D) -> (B, D): the last 4 frames of the clip (``clip[:, -4:]``)
+    plus 4 motion vectors, a learned per-frame weight, mean over frames.
+
+    Sizes: T >= 4 (the example's branch of ``Min(4, T)``) and M = 4 (a constant).
+    """
+
+    D, K = 8, 4
+
+    def __init__(self, rng):
+        super().__init__()
+        self.proj = nn.Linear(self.D, self.D, rng=rng)
+        self.frame_w = _table(self.K, 1, seed=8, std=1.0)
+
+    def forward(self, clip, motion):
+        recent = clip[:, -self.K:] + self.proj(motion)
+        return (recent * self.frame_w).mean(axis=1)
+
+
+def _last_frames() -> ZooModel:
+    def spec():
+        batch = Dim("batch", max=8)
+        return {"clip": {0: batch, 1: Dim("frames", max=64)}, "motion": {0: batch, 1: Dim("moves", max=16)}}
+
+    return ZooModel(
+        "video_last_frames", "clip[:, -4:] + 4 motion vectors: frames >= 4, moves = 4",
+        LastFrames(_rng(26)).eval(),
+        lambda batch, frames, moves: (_randn(batch, frames, 8), _randn(batch, moves, 8, seed=2)), spec,
+        dict(batch=2, frames=10, moves=4),
+        lambda batch, frames, moves: 1 <= batch <= 8 and 4 <= frames <= 64 and moves == 4,
+        dict(batch=[1, 8], frames=[1, 3, 4, 10, 64], moves=[1, 3, 4, 16]),
+        # a single motion vector broadcasts over the frames: another branch
+        branch=lambda sizes, outs: sizes["moves"] == 4 and sizes["frames"] >= 4)
+
+
 _BUILDERS = [_cnn, _vit, _unet_conv, _unet_pool, _swin, _kv_step, _moe, _loop, _concat_heads, _fusion, _gqa,
-             _tcn, _flatten, _multiscale, _hourglass]
+             _tcn, _flatten, _multiscale, _hourglass, _wavenet, _last_frames]
 
 
 def zoo() -> list[ZooModel]:

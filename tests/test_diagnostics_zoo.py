@@ -26,6 +26,12 @@ TODAY = {
     "hourglass_merge": "2 refine rounds: seq = 2*_seq first, cond = _seq only in the second "
                        "(seq // 2 == cond is 'not expressible' until the multiple is applied); "
                        "right: both in one block (item 4)",
+    "wavenet_cond": "2 refine rounds: length >= 15 first; the offset relation behind the crops' "
+                    "Max/Min (Max(0, ... - Min(8, ...)) == cond) is 'not expressible' until then; "
+                    "right: cond = length - 14 with length >= 15 in one block (item 1)",
+    "video_last_frames": "2 refine rounds: frames >= 4 first (Max(0, frames - Max(0, frames - 4)) == "
+                         "moves is 'not expressible'), moves = 4 only in the second; right: both in "
+                         "one block, keeping the example's Min branch (item 2)",
 }
 
 MODELS = Z.zoo()
