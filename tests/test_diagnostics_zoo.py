@@ -67,3 +67,29 @@ def test_one_refine_round_reaches_the_widest_contract(name):
     assert res.rounds <= 1, f"{res.rounds} refine rounds:\n" + "\n".join(res.errors)
     contract = Z.check_contract(zm, res.ep)
     assert contract == {"narrower": [], "wider": [], "wrong": []}, Z.contract_notes(contract)
+
+
+def test_the_contract_check_sees_a_narrower_and_a_wider_program():
+    """The check fails a program that refuses admitted sizes, and one that runs refused sizes."""
+    import dataclasses
+
+    import tensorplay_export as tpe
+
+    zm = Z.by_name("cnn_stride2")
+    args = zm.make_inputs(**zm.example)
+    narrow = {"x": {0: tpe.Dim("batch", max=8), 2: tpe.Dim("h", min=9, max=64), 3: tpe.Dim("w", min=7, max=64)}}
+    ep = tpe.export(zm.model, *args, dynamic_shapes=narrow)
+    res = Z.check_contract(zm, ep)
+    assert {s["h"] for s in res["narrower"]} == {7, 8} and res["wider"] == [] and res["wrong"] == []
+    assert Z.contract_notes(res)[0].startswith("narrower: refuses batch=1,h=7,w=7")
+    tight = dataclasses.replace(zm, admits=lambda batch, h, w: zm.admits(batch, h, w) and h <= 32)
+    res = Z.check_contract(tight, ep)
+    assert {s["h"] for s in res["wider"]} == {33, 64}
+
+
+def test_check_admits_refuses_a_contract_wider_than_eager():
+    import dataclasses
+
+    zm = Z.by_name("vit_patchify")
+    loose = dataclasses.replace(zm, admits=lambda batch, h, w: 1 <= batch <= 8 and 4 <= h <= 64 and 4 <= w <= 64)
+    assert any("'h': 6" in p for p in Z.check_admits(loose)["bad"])
