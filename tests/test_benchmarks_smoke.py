@@ -90,3 +90,10 @@ def test_torch_twins_compute_the_same_numbers():
     x = C.mlp_input(4)
     with torch.no_grad():
         np.testing.assert_allclose(tmlp(torch.from_numpy(x)).numpy(), mlp(x), rtol=1e-5, atol=1e-6)
+
+
+def test_bench_diagnostics_quick(capsys):
+    out = _run("bench_diagnostics", ["--quick"], capsys)
+    rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
+    assert rows[2:] == ["moe_routing", "gqa_rope"]
+    assert "models reach the widest contract" in out
