@@ -75,6 +75,12 @@ def _reduce_rule(nonempty: bool):
     return rule
 
 
+def _any_all_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, *,
+                  where: Any = None) -> tuple:
+    """np.any / np.all: no ``dtype``, so a positional ``keepdims`` comes right after ``out``."""
+    return _reduce_rule(False)(ctx, a, axis, None, out, keepdims, where=where)
+
+
 def _extreme_rule(ctx: Any, a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
                   initial: Any = None, where: Any = None) -> tuple:
     """max / min / nanmax / nanmin: numpy raises over an empty axis (no identity) unless ``initial=``."""
@@ -149,7 +155,7 @@ _REDUCTIONS = [
 for _name, _fn, _nonempty in _REDUCTIONS:
     _funcs = (_fn,) + ((np.amax,) if _name == "max" else (np.amin,) if _name == "min" else ())
     _rule = _extreme_rule if _nonempty else _reduce_rule(False)
-    register_op(f"numpy.{_name}", _fn, _rule, numpy_funcs=_funcs)
+    register_op(f"numpy.{_name}", _fn, _any_all_rule if _name in ("any", "all") else _rule, numpy_funcs=_funcs)
     register_op(f"numpy.ndarray.{_name}", _method(_name), _extreme_method_rule if _nonempty else _rule,
                 methods=(_name,))
 
@@ -165,10 +171,12 @@ for _name, _fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
     register_op(f"numpy.{_name}", _fn, _scan_rule, numpy_funcs=(_fn,))
     register_op(f"numpy.ndarray.{_name}", _method(_name), _scan_rule, methods=(_name,))
 
+# positional parameters: nanstd/nanvar take ``ddof`` before ``keepdims`` (as var/std); the others take
+# ``keepdims`` fifth (nansum, nanprod, nanmean after ``out``; median, nanmedian after ``overwrite_input``)
+_NAN_RULES = {"nanmax": _extreme_rule, "nanmin": _extreme_rule, "nanstd": _stat_rule, "nanvar": _stat_rule}
 for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian", "nanprod", "nanstd", "nanvar"):
     _fn = getattr(np, _name)
-    register_op(f"numpy.{_name}", _fn, _extreme_rule if _name in ("nanmax", "nanmin") else _stat_rule,
-                numpy_funcs=(_fn,))
+    register_op(f"numpy.{_name}", _fn, _NAN_RULES.get(_name, _reduce_rule(False)), numpy_funcs=(_fn,))
 
 for _name in ("nanargmax", "nanargmin"):  # like argmax: an empty axis raises
     _fn = getattr(np, _name)

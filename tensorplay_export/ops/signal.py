@@ -46,9 +46,11 @@ def _conv_rule(name: str):
     def rule(ctx: Any, a: Any, v: Any, mode: Any = "full" if name == "convolve" else "valid") -> tuple:
         sa, sv = shape_of(a), shape_of(v)
         what = f"numpy.{name}"
-        # numpy takes 0-d operands as length 1 and refuses more than one dimension
+        # convolve takes 0-d operands as length 1, correlate refuses them; both refuse more than one dimension
         if len(sa) > 1 or len(sv) > 1:
             raise ValueError(f"{what}: object too deep for desired array")
+        if name == "correlate" and not (sa and sv):
+            raise ValueError(f"{what}: object of too small depth for desired array")
         n = sa[0] if sa else 1
         m = sv[0] if sv else 1
         for d, arg in ((n, "a"), (m, "v")):

@@ -25,6 +25,7 @@ import tensorplay_export  # noqa: F401  (capture installs nn's composites into t
 from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
 from tensorplay_export.ops.indexing import constant_vrange
 from tensorplay_export.ops.registry import ArrayInfo, all_ops
+from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
 
 n, m = sympy.symbols("n m", integer=True, positive=True)
 k = sympy.Symbol("k", integer=True, positive=True)  # size 1 in the example: broadcasting follows it
@@ -234,6 +235,91 @@ CASES = {
     "tpe.nn.avg_pool2d": [c(A(2, 3, n, m + 3), 2, 3, ceil_mode=True)],
 }
 
+CASES.update({
+    # -- reductions added with the stats ops
+    **{f"numpy.{r}": [c(x2(), 1), c(x2()), c(A(e, m), axis=0, keepdims=True)] for r in ("nanargmax", "nanargmin")},
+    **{f"numpy.{r}": [c(x2()), c(x2(), axis=1), c(A(e, 2), 0)] for r in ("nancumsum", "nancumprod")},
+    "numpy.nanprod": [c(x2(), axis=0), c(A(n)), c(x2(), 1, None, None, True), c(A(e, m), axis=(0, 1))],
+    "numpy.nanstd": [c(x2(), axis=0), c(x2(), 1, None, None, 1, True)],
+    "numpy.nanvar": [c(A(n)), c(x2(), axis=1, ddof=1, keepdims=True), c(x2(), where=M(k, m))],
+    **{f"numpy.{r}": [c(A(n)), c(x2(), axis=1, include_initial=True), c(A(e), include_initial=True),
+                      c(A(n, m, 2), axis=0)]
+       for r in ("cumulative_sum", "cumulative_prod") if hasattr(np, r)},  # registered on numpy >= 2.1
+    # -- order statistics and binning
+    "numpy.percentile": [c(x2(), 50.0), c(x2(), [25.0, 75.0], axis=1), c(A(e, m), A(2, k), axis=0, keepdims=True),
+                         c(x2(), 40.0, axis=0, method="inverted_cdf", weights=A(n))],
+    "numpy.quantile": [c(A(e, m), 0.5, axis=0), c(x2(), [0.2, 0.8], axis=(0, 1), keepdims=True),
+                       c(x2(), 0.3, axis=None, method="inverted_cdf", weights=A(n, m))],
+    "numpy.nanpercentile": [c(A(e, m), 40.0, axis=0), c(x2(), A(3), axis=1)],
+    "numpy.nanquantile": [c(x2(), [0.2, 0.8], axis=1), c(A(e), 0.5)],
+    "numpy.histogram": [c(A(n), m), c(A(n, m), A(e, sort=True)), c(A(n), 5, weights=A(n)),
+                        c(x2(), [0.5, 1.0, 1.5]), c(A(n), bins=m, range=(0.0, 2.0), density=True)],
+    "numpy.digitize": [c(x2(), A(m, sort=True)), c(A(n), [0.7, 1.0, 1.2], right=True)],
+    "numpy.average": [c(x2()), c(x2(), axis=0, weights=A(n)), c(x2(), 1, A(n, m), keepdims=True),
+                      c(A(n, m, 2), axis=(0, 2), weights=A(n, 2))],
+    "numpy.ptp": [c(x2(), axis=1), c(A(e, 2), axis=0), c(x2(), keepdims=True)],
+    # -- selection
+    "numpy.partition": [c(x2(), 2), c(x2(), -2, axis=0), c(A(n), [1, n - 1]), c(x2(), m, axis=None)],
+    "numpy.argpartition": [c(x2(), 1, axis=0), c(A(n), n - 2), c(A(e, m), [0, m - 1], axis=1),
+                           c(x2(), 0, axis=None)],
+    "numpy.isin": [c(x2(), A(m)), c(I(n, hi=3), [0, 1], invert=True)],
+    # -- grids
+    "numpy.meshgrid": [c(A(n), A(m)), c(A(n), A(m), A(2), indexing="ij", sparse=True),
+                       c(A(n), A(m), A(3), sparse=True), c(A(n, 2), A(e)), c(A(n))],
+    "numpy.kron": [c(A(n, 2), A(3, m)), c(A(n), A(2, m)), c(x2(), 2.0), c(A(2, 3), A(4))],
+    "numpy.unravel_index": [c(I(n, hi=n * m, vrange=(0, n * m - 1)), (n, m)),
+                            c(I(3, 2, hi=6, vrange=(0, 5)), (n, m, 2), order="F"),
+                            c(m, (n, m)), c([0, n - 1], (n, 2))],
+    "numpy.broadcast_arrays": [c(A(n, 1), A(m)), c(A(k, m), A(n, 1), A(m)), c(A(n), 1.0)],
+    # -- signal
+    "numpy.convolve": [c(A(n), A(m)), c(A(n), A(m), mode="same"), c(A(m), A(n), "valid"), c(A(e), 2.0),
+                       c(A(n), A(3), 1), c(A(3), A(n), mode=0)],
+    "numpy.correlate": [c(A(n), A(m)), c(A(m), A(n), mode="same"), c(A(n), A(e), "full"), c(A(3), A(n), 1)],
+    "numpy.interp": [c(x2(), A(m, sort=True), A(m)), c(A(n), A(e, sort=True), A(e), left=0.0),
+                     c(0.7, A(n, sort=True), A(n))],
+    "numpy.isclose": [c(A(n, 1), A(m)), c(x2(), 1.0, rtol=A(m)), c(A(k, m), A(n, 1), atol=A(n, 1))],
+    # -- scatter and segments
+    "tpe.put_along_axis": [c(x2(), I(n, 1, hi=m, vrange=(0, m - 1)), A(n, 1), axis=1),
+                           c(x2(), I(k, m, hi=n, vrange=(0, n - 1)), A(m), axis=0),
+                           c(x2(), I(3, hi=n * m, vrange=(0, 5)), A(1), axis=None),
+                           c(x2(), I(n, 2, hi=2, vrange=(-m, 1)), 0.0, 1)],
+    "numpy.bincount": [c(I(n, hi=5)), c(I(n, hi=m, vrange=(0, m - 1)), minlength=m),
+                       c(I(n, hi=4, vrange=(0, 3)), A(n), minlength=2), c(I(n, hi=3, vrange=(0, 2)), minlength=m),
+                       c(I(e, hi=n, vrange=(0, n - 1)), None, 0)],
+})
+
+# keepdims passed by position: its place differs between reductions (after out / overwrite_input / ddof)
+for _name, _args in {"sum": (0, None, None, True), "mean": (1, None, None, True), "any": (0, None, True),
+                     "all": (1, None, True), "max": (0, None, True), "nansum": (1, None, None, True),
+                     "nanmean": (0, None, None, True), "median": (0, None, False, True),
+                     "nanmedian": (1, None, False, True), "var": (0, None, None, 1, True)}.items():
+    CASES[f"numpy.{_name}"] = CASES[f"numpy.{_name}"] + [c(x2(), *_args)]
+for _name, _args in {"sum": (0, None, None, True), "min": (1, None, True), "std": (0, None, None, 0, True)}.items():
+    CASES[f"numpy.ndarray.{_name}"] = CASES[f"numpy.ndarray.{_name}"] + [c(x2(), *_args)]
+
+
+def _reduceat_cases(name):
+    """Segments along a dynamic axis: constant starts with a symbolic one, a traced index array."""
+    dtype = np.int64 if name.startswith("bitwise") else np.bool_ if name.startswith("logical") else np.float64
+    return [c(A(n, m, dtype=dtype), [0, 2, n - 1]),
+            c(A(n, m, dtype=dtype), I(n, hi=m, vrange=(0, m - 1)), axis=1),
+            c(A(e, m, dtype=dtype), I(3, hi=e, vrange=(0, e - 1)), 0)]
+
+
+def _at_cases(name):
+    """Scatter by an index array, a constant key with a symbolic index, a slice and index, a mask."""
+    dtype = np.int64 if name.startswith("bitwise") else np.bool_ if name.startswith("logical") else np.float64
+    one = np.ones((), dtype).item()
+    return [c(A(n, m, dtype=dtype), I(e, hi=4, vrange=(0, 3)), A(e, m, dtype=dtype)),
+            c(A(n, m, dtype=dtype), [2, n - 1], A(m, dtype=dtype)),
+            c(A(n, m, dtype=dtype), (slice(1, None), I(3, hi=m, vrange=(0, m - 1))), A(k, 3, dtype=dtype)),
+            c(A(n, m, dtype=dtype), (Ellipsis, I(2, hi=m, vrange=(-m, m - 1))), one),
+            c(A(n, m, dtype=dtype), M(n, m), one)]
+
+
+CASES.update({f"numpy.{u}.reduceat": _reduceat_cases(u) for u in REDUCEAT_UFUNCS})
+CASES.update({f"tpe.{u}_at": _at_cases(u) for u in AT_UFUNCS})
+
 # rules that are not for capture to call: they must refuse (and say so)
 REFUSES = {"tpe.item": TypeError}
 
@@ -348,6 +434,27 @@ def test_bare_ctx_makes_data_dependent_sizes():
     u = ctx.new_unbacked(n)
     assert ctx.unbacked == [(0, 0, u)] and ctx.hint(u) == 5 and ctx.data_dependent(2 * u + n)
     assert not ctx.data_dependent(n) and not ctx.data_dependent(3)
+
+
+def test_bincount_length_is_data_dependent_with_minlength_as_lower_bound():
+    # values in [0, 3], minlength 2: the length is unbacked in [2, 4]; below a symbolic minlength, it is m
+    env = BareEnv(HINTS, RANGES)
+    ctx = ShapeCtx(env, "numpy.bincount", None, [(4,)])
+    x = ArrayInfo((n,), np.dtype(np.int64), (0, 3))
+    (u,) = all_ops()["numpy.bincount"].shape_rule(ctx, x, None, 2)
+    assert ctx.unbacked == [(0, 0, u)] and env.ranges[u] == (2, 4) and ctx.hint(u) == 4
+    below = ArrayInfo((n,), np.dtype(np.int64), (0, m - 1))
+    assert all_ops()["numpy.bincount"].shape_rule(ShapeCtx.bare(HINTS, RANGES), below, minlength=m) == (m,)
+
+
+def test_correlate_refuses_a_0d_operand_like_numpy():
+    rule = all_ops()["numpy.correlate"].shape_rule
+    for a, v in ((A(n), 2.0), (2.0, A(n))):
+        with pytest.raises(ValueError, match="too small depth"):
+            np.correlate(*examples((a, v), np.random.default_rng(0)))
+        with pytest.raises(ValueError, match="too small depth"):
+            rule(ShapeCtx.bare(HINTS, RANGES, op="numpy.correlate"), *infos((a, v)))
+    assert all_ops()["numpy.convolve"].shape_rule(ShapeCtx.bare(HINTS, RANGES), A(n).info(), 2.0) == (n,)
 
 
 def test_the_capture_env_and_the_bare_env_implement_the_protocol():

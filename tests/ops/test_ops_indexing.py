@@ -93,3 +93,20 @@ def test_constant_boolean_list_is_a_mask():
     assert ep.module()(randn(9, 3)).shape == (9, 2)
     with pytest.raises(tpe.ConstraintViolationError, match="n = 5"):
         tpe.export(lambda x: x[[True, False, True, False, True]], randn(5, 3), dynamic_shapes=SPEC)
+
+
+def test_assigned_values_stretch_a_dynamic_axis_of_size_one_in_the_example():
+    # setitem, ufunc.at values and where= masks: the example's side of `v == 1 or v == slot` is the
+    # requirement (was an internal error: Eq(v, slot) false at the example)
+    def f(x, v, w):
+        y = x.copy()
+        y[1:] = v
+        np.add.at(y, np.array([0, 2]), v)
+        return y, np.sum(x, axis=0, where=w)
+
+    ep = tpe.export(f, randn(6, 3), randn(1, 3), np.ones((1, 3), bool),
+                    dynamic_shapes=({0: Dim("n", min=3, max=64)}, {0: Dim.AUTO}, {0: Dim.AUTO}))
+    for n in (3, 7):
+        args = randn(n, 3), randn(1, 3, seed=2), np.array([[True, False, True]])
+        for got, want in zip(ep.module()(*args), f(*args)):
+            np.testing.assert_allclose(got, want, rtol=1e-6)

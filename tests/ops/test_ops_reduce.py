@@ -52,3 +52,14 @@ def test_arg_reduction_of_all_axes_needs_a_nonempty_array():
     n = Dim("n", min=0, max=10)
     with pytest.raises(tpe_errors.ConstraintViolationError, match="n >= 1"):
         tpe_export(lambda x: np.argmax(x), np.ones((3, 2)), dynamic_shapes=({0: n},))
+
+
+def test_keepdims_by_position():
+    # keepdims is the 4th positional of any/all (no dtype), 5th of nansum/nanprod/nanmean (after out) and
+    # of median/nanmedian (after overwrite_input), 6th of nanstd/nanvar (after ddof)
+    check(lambda x: (np.any(x > 0, 1, None, True), np.all(x > -9, 0, None, True), np.nanprod(x, 1, None, None, True),
+                     np.nansum(x, 0, None, None, True), np.nanmean(x, 2, None, None, True),
+                     np.median(x, 1, None, False, True), np.nanmedian(x, 0, None, False, True),
+                     np.nanstd(x, 0, None, None, 0, True)), two, SPEC,
+          ops=["numpy.any", "numpy.all", "numpy.nanprod", "numpy.nansum", "numpy.nanmean", "numpy.median",
+               "numpy.nanmedian", "numpy.nanstd"])
