@@ -4,7 +4,8 @@ arithmetic and z3, and synthesize verified fixes for violated guards.
 Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
 """
 from .canon import canonicalize
-from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, evaluate, make_symbol
+from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, make_symbol
+from .evaluation import UnboundSymbolError, evaluate
 from .fixes import (ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
                     suggest_fixes)
 from .intervals import bounds
@@ -13,7 +14,7 @@ from .translate import Translator, UnsupportedExpressionError, to_z3
 
 __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
-    "UnsupportedExpressionError", "evaluate", "make_symbol", "RangeFix", "ConstantFix",
+    "UnsupportedExpressionError", "evaluate", "UnboundSymbolError", "make_symbol", "RangeFix", "ConstantFix",
     "RelationFix", "Unfixable", "GuardCheck", "Translator", "to_z3", "bounds", "decide_by_intervals",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

@@ -25,6 +25,7 @@ import sympy
 import z3
 
 from .canon import canonicalize
+from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
 from .forms import linear_bound
 from .intervals import INF, symbol_range
 from .translate import Translator, check_supported
@@ -80,35 +81,6 @@ def make_symbol(name: str, lower: Optional[int] = 1) -> sympy.Symbol:
     if lower is not None and lower >= 0:
         return sympy.Symbol(name, integer=True, nonnegative=True)
     return sympy.Symbol(name, integer=True)
-
-
-def evaluate(expr, assignment: Mapping):
-    """Value of ``expr`` at concrete sizes: ``int`` for sizes, ``bool`` for guards.
-
-    Args:
-        expr: sympy expression or boolean.
-        assignment: ``{name or Symbol: int}`` covering every free symbol.
-
-    Raises:
-        ValueError: a free symbol has no value in ``assignment``.
-    """
-    expr = sympy.sympify(expr)
-    by_name = {(k.name if isinstance(k, sympy.Symbol) else str(k)): v for k, v in assignment.items()}
-    repl = {}
-    for sym in expr.free_symbols:
-        if sym.name not in by_name:
-            raise ValueError(f"evaluate: no value for '{sym.name}' in {expr}")
-        repl[sym] = sympy.Integer(int(by_name[sym.name]))
-    out = expr.xreplace(repl)
-    if out is sympy.true:
-        return True
-    if out is sympy.false:
-        return False
-    if isinstance(out, sympy.Integer):
-        return int(out)
-    if out.is_Rational:
-        return out
-    raise ValueError(f"evaluate: '{expr}' did not reduce to a constant: {out}")
 
 
 def _fmt_range(name: str, lo, hi) -> str:

@@ -31,6 +31,8 @@ import sympy
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
+from solver import evaluate
+
 from .errors import NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError  # noqa: F401
 # (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
 from .records import DimInfo, GuardRecord, Violation
@@ -150,16 +152,11 @@ def _verdicts(fs: Any, count: int, failure: Optional[_SolverFailure]) -> list:
 
 def _holds(expr: Any, values: Mapping[str, int]) -> Optional[bool]:
     """The guard's truth at concrete sizes; None if it does not evaluate to a boolean."""
-    env = {sym: sympy.Integer(values[sym.name]) for sym in expr.free_symbols if sym.name in values}
     try:
-        result = expr.xreplace(env)
-    except Exception:  # noqa: BLE001 - an odd construct just keeps the solver's counterexample
+        result = evaluate(expr, values)
+    except Exception:  # noqa: BLE001 - a size without a value or an odd construct keeps the solver's counterexample
         return None
-    if result is sympy.true:
-        return True
-    if result is sympy.false:
-        return False
-    return None
+    return result if type(result) is bool else None
 
 
 def _bisect_fail(holds, steps: int) -> int:

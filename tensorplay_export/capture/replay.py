@@ -12,11 +12,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from ..errors import CaptureError
-from ..graph.ir import Graph, Node, map_arg, map_exprs
-from ..ops.registry import resolve_op
+from ..graph.interpreter import Interpreter
+from ..graph.ir import Graph, Node
+
+
+class ReplayInterpreter(Interpreter):
+    """The captured graph run again; a size a node computes replaces the capture's value.
+
+    Capture's example sizes are the given ``symbols``; a data-dependent size the
+    replay computes differently (a mask written through a view) then shows as a
+    different output, reported as a replay difference, not as a failure of some
+    later op that used the capture's size.
+    """
+
+    def bind(self, node: Node, value: Any) -> None:
+        for axis, sym in node.meta["bind"].items():
+            self.symbols[sym] = int(value if axis is None else np.shape(value)[axis])
 
 
 def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict, op_table: Any = None) -> list:
@@ -24,45 +37,8 @@ def run_graph(graph: Graph, inputs: dict[str, Any], symbols: dict, op_table: Any
 
     ``op_table``: the capture's op overlay (name -> OpDef), looked up before the registry.
     """
-    nodes = graph.nodes
-    last_use: dict[Node, int] = {}
-    for i, node in enumerate(nodes):
-        for inp in node.all_input_nodes:
-            last_use[inp] = i
-    env: dict[Node, Any] = {}
-    sym_values = dict(symbols)
-
-    def value(v: Any) -> Any:
-        return env[v]
-
-    def concrete(v: sympy.Basic) -> Any:
-        r = v.xreplace(sym_values)
-        if r is sympy.true or r is sympy.false:
-            return bool(r)
-        if r.is_Integer:
-            return int(r)
-        if r.is_number:
-            return float(r)
-        return r
-
-    for i, node in enumerate(nodes):
-        if node.op == "placeholder":
-            env[node] = inputs[node.name]
-        elif node.op == "call_function":
-            args = map_exprs(map_arg(node.args, value), concrete)
-            kwargs = map_exprs(map_arg(node.kwargs, value), concrete)
-            env[node] = resolve_op(node.target, op_table).impl(*args, **kwargs)
-        else:
-            return [env[v] if isinstance(v, Node) else v for v in node.args[0]]
-        for axis, sym in (node.meta.get("bind") or {}).items():
-            if axis is None:
-                sym_values[sym] = sympy.Integer(int(env[node]))
-            else:
-                sym_values[sym] = sympy.Integer(int(np.shape(env[node])[axis]))
-        for inp in node.all_input_nodes:
-            if last_use.get(inp) == i:
-                env.pop(inp, None)
-    return []
+    return ReplayInterpreter(graph, op_table).run(*[inputs[p.name] for p in graph.placeholders()],
+                                                  symbols=symbols)
 
 
 def check_replay(graph: Graph, inputs: dict[str, Any], symbols: dict, expected: list,

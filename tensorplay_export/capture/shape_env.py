@@ -31,6 +31,8 @@ from typing import Any, Optional
 
 import sympy
 
+from solver import UnboundSymbolError, evaluate
+
 from ..errors import CaptureError, DataDependentError
 from ..records import GuardRecord, SourceLoc
 from .frames import user_source
@@ -141,21 +143,10 @@ class ShapeEnv:
         cached = self._hint_cache.get(expr)
         if cached is not None:
             return cached
-        value = sympy.sympify(expr).xreplace(self._sym_hints)
-        if value.free_symbols:
-            value = value.subs(self._sym_hints)
-        if value.free_symbols:
-            raise CaptureError(f"internal error: no example value for {value.free_symbols} in {expr}")
-        if isinstance(value, sympy.logic.boolalg.BooleanAtom):
-            out: Any = bool(value)
-        elif value.is_Relational:
-            out = bool(value)
-        elif value.is_Integer:
-            out = int(value)
-        else:
-            out = float(value)
-            if out.is_integer() and not value.has(sympy.Float):
-                out = int(out)
+        try:
+            out = evaluate(expr, self.hints)
+        except UnboundSymbolError as err:
+            raise CaptureError(f"internal error: no example value for {set(err.symbols)} in {expr}") from None
         self._hint_cache[expr] = out
         return out
 

@@ -77,6 +77,7 @@ Conventions for adding an op (read before writing one):
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional
 
@@ -102,6 +103,13 @@ class OpDef:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
+
+    def signature(self) -> Optional[inspect.Signature]:
+        """The implementation's call signature (what a call in generated code must fit), or None."""
+        try:
+            return inspect.signature(self.impl)
+        except (TypeError, ValueError):  # some ufuncs and builtins have none
+            return None
 
 
 _OPS: dict[str, OpDef] = {}

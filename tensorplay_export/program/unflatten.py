@@ -42,7 +42,10 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import sympy
 
-from ..graph.ir import Node, map_arg, map_exprs
+from solver import UnboundSymbolError, evaluate
+
+from ..graph.interpreter import Interpreter
+from ..graph.ir import Node
 
 __all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"]
 
@@ -353,7 +356,9 @@ class UnflattenedModule(InterpreterModule):
                                 f"got {len(args)}")
             for node, value in zip(arg_inputs, args):
                 env[node] = value
-        results = _run_nodes(fqn, nodes, env, external, getattr(self._ep.graph_module, "op_table", None))
+        run = _CallInterpreter(fqn, self._ep.graph, getattr(self._ep.graph_module, "op_table", None))
+        run.run(initial_env=env, symbols=_argument_sizes(fqn, env, external), nodes=nodes)
+        results = run.env
         values = [o.value if isinstance(o, _Const) else results[o] for o in outputs]
         if out_spec is not None:
             from ..pytree import tree_unflatten
@@ -391,13 +396,27 @@ class _Const:
         self.value = value
 
 
-def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_table: Any = None) -> dict:
-    """Run ``nodes`` in order with ``env`` holding their external inputs; returns all values.
+class _CallInterpreter(Interpreter):
+    """Runs the nodes of one recorded call of a module view; keeps every value (the
+    call's results are read from ``env``) and says which view lacks a size."""
 
-    ``op_table``: the program's op overrides (``GraphModule.op_table``), e.g. draft's opaque ops.
-    """
-    from ..ops.registry import resolve_op
+    free_values = False
 
+    def __init__(self, fqn: str, graph: Any, op_table: Any) -> None:
+        super().__init__(graph, op_table)
+        self.fqn = fqn
+
+    def eval_expr(self, expr: sympy.Basic) -> Any:
+        try:
+            return evaluate(expr, self.symbols)
+        except UnboundSymbolError as err:
+            raise RuntimeError(f"module view {self.fqn!r}: the sizes {sorted(s.name for s in err.symbols)} "
+                               "cannot be derived from the arguments' shapes") from None
+
+
+def _argument_sizes(fqn: str, env: dict, external: list[Node]) -> dict:
+    """``Symbol -> int`` read from the shapes of a call's inputs: an axis whose recorded
+    size is a bare symbol binds it; then ``k*s + c`` binds ``s`` where ``s`` is still unbound."""
     symbols: dict[sympy.Symbol, int] = {}
     for node in external:
         shape = node.meta.get("shape")
@@ -422,24 +441,7 @@ def _run_nodes(fqn: str, nodes: list[Node], env: dict, external: list[Node], op_
                     k, c = sympy.Poly(d, s).all_coeffs()
                     if (int(size) - c) % k == 0:
                         symbols[s] = int((int(size) - c) // k)
-
-    def concrete(expr: sympy.Basic) -> Any:
-        out = expr.xreplace({s: sympy.Integer(v) for s, v in symbols.items()})
-        if out.free_symbols:
-            raise RuntimeError(f"module view {fqn!r}: the sizes {sorted(map(str, out.free_symbols))} "
-                               "cannot be derived from the arguments' shapes")
-        if out in (sympy.true, sympy.false):
-            return bool(out)
-        return int(out) if out.is_Integer else float(out)
-
-    for node in nodes:
-        args = map_exprs(map_arg(node.args, env.__getitem__), concrete)
-        kwargs = map_exprs(map_arg(node.kwargs, env.__getitem__), concrete)
-        value = resolve_op(node.target, op_table).impl(*args, **kwargs)
-        env[node] = value
-        for axis, sym in (node.meta.get("bind") or {}).items():
-            symbols.setdefault(sym, int(value if axis is None else np.shape(value)[axis]))
-    return env
+    return symbols
 
 
 def unflatten(module: Any, flat_args_adapter: Optional[FlatArgsAdapter] = None,

@@ -154,16 +154,19 @@ def _resolve_target(target: str, member: str, node: str) -> Any:
     from ..ops.registry import get_op
 
     try:
-        impl = get_op(target).impl
+        op = get_op(target)
     except UnsupportedOpError:
         fail(member, f"node {node!r} calls unknown op {target!r:.100}: it is not in the op registry")
     if target not in _SIGNATURES:
         # ndarray method ops are thin wrappers (a, *args, **kwargs): numpy's method says what fits
         method = getattr(np.ndarray, target[len("numpy.ndarray."):], None) if target.startswith("numpy.ndarray.") else None
-        try:
-            _SIGNATURES[target] = inspect.signature(method if method is not None else impl)
-        except (TypeError, ValueError):
-            _SIGNATURES[target] = None
+        if method is None:
+            _SIGNATURES[target] = op.signature()
+        else:
+            try:
+                _SIGNATURES[target] = inspect.signature(method)
+            except (TypeError, ValueError):
+                _SIGNATURES[target] = None
     return _SIGNATURES[target]
 
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Callable, Optional
 
-import numpy as np
 import sympy
 
-from ...graph.ir import Graph, Node, map_arg, map_exprs
+from ...graph.interpreter import Interpreter
+from ...graph.ir import Graph, Node
 
 __all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
 
@@ -32,6 +32,22 @@ SESSION: contextvars.ContextVar = contextvars.ContextVar("tpe_decomp_session", d
 
 class DecompositionError(RuntimeError):
     """A builder failed, or its result does not match the node it replaces."""
+
+
+class _ExampleValues(Interpreter):
+    """The graph run on the program's example inputs, keeping every node's value.
+
+    A node a builder inserted after the run is computed when first read (its
+    inputs first), and binds its sizes as any node does.
+    """
+
+    free_values = False
+
+    def missing(self, node: Node) -> Any:
+        value = self.env[node] = self.run_node(node)
+        if node.meta.get("bind"):
+            self.bind(node, value)
+        return value
 
 
 class DecompSession:
@@ -59,54 +75,27 @@ class DecompSession:
         self._ranges = dict(ranges)
         self._values: Optional[dict] = None
         self._hints: dict = {}
+        self._interp: Optional[_ExampleValues] = None
         self._env: Any = None
         self._tracer: Any = None
 
     # -- example values -------------------------------------------------------
     def _run(self) -> None:
-        from ...graph.interpreter import Interpreter
-
         if self._flat_inputs is None:
             raise DecompositionError(
                 "this builder traces numpy code and needs example values, but the program has no "
                 "example inputs (export() records them; pass them to deserialize/load)")
-        values: dict = {}
-
-        class _Recorder(Interpreter):
-            def run_node(self, node: Node) -> Any:
-                value = super().run_node(node)
-                if node.op != "output":
-                    values[node] = value
-                return value
-
-        interp = _Recorder(self.graph, self.op_table)
+        interp = _ExampleValues(self.graph, self.op_table)
         interp.run(*self._flat_inputs)
-        self._values = values
-        self._hints = dict(interp.symbols)
+        self._interp = interp
+        self._values = interp.env       # every node's example value (builders add theirs)
+        self._hints = interp.symbols    # every symbol's example size
 
     def value(self, node: Node) -> Any:
         """Example value of ``node`` (nodes added by earlier builders are evaluated on demand)."""
         if self._values is None:
             self._run()
-        if node in self._values:
-            return self._values[node]
-        from ...ops.registry import resolve_op
-
-        args = map_exprs(map_arg(node.args, self.value), self._concrete)
-        kwargs = map_exprs(map_arg(node.kwargs, self.value), self._concrete)
-        out = resolve_op(node.target, self.op_table).impl(*args, **kwargs)
-        self._values[node] = out
-        for axis, sym in (node.meta.get("bind") or {}).items():
-            self._hints.setdefault(sym, int(out if axis is None else np.shape(out)[axis]))
-        return out
-
-    def _concrete(self, expr: sympy.Basic) -> Any:
-        out = expr.xreplace({s: sympy.Integer(v) for s, v in self._hints.items()})
-        if out.is_Integer:
-            return int(out)
-        if out in (sympy.true, sympy.false):
-            return bool(out)
-        return float(out)
+        return self._interp.fetch(node)
 
     # -- tracing --------------------------------------------------------------
     @property
