@@ -23,18 +23,34 @@ import z3
 from sympy.logic import boolalg
 
 
-class UnsupportedExpressionError(TypeError):
-    """A sympy construct the solver cannot translate (named in the message)."""
+class UnsupportedExpressionError(TypeError, NotImplementedError):
+    """A sympy construct that cannot be handled: the solver cannot translate it, or
+    generated code cannot express it (the one such error of the tree).
 
-    def __init__(self, construct: str, expr: object, detail: str = "") -> None:
+    Args:
+        construct: the sympy class name (``"sin"``, ``"Pow"``, ``"Piecewise"``).
+        expr: the expression it occurs in (for the solver, the whole guard).
+        detail: why this instance is refused (``"only integer exponents are supported"``).
+        message: the full text, for a caller other than the solver (codegen
+            says what generated code can express); by default the solver's text.
+
+    A ``TypeError`` and a ``NotImplementedError``, so ``except`` clauses written
+    for either (the solver's, codegen's) keep catching it.  ``construct``,
+    ``expr`` and ``detail`` are kept as attributes.
+    """
+
+    def __init__(self, construct: str, expr: object, detail: str = "", *, message: str | None = None) -> None:
         self.construct = construct
         self.expr = expr
-        extra = f": {detail}" if detail else ""
-        super().__init__(
-            f"solver cannot translate `{construct}` in '{expr}'{extra}. Supported: integer "
-            "+ - *, integer powers, floor(a/b), ceiling(a/b), Mod, Min, Max, Abs, Piecewise, "
-            "Eq/Ne/Lt/Le/Gt/Ge, And/Or/Not, integer and rational constants."
-        )
+        self.detail = detail
+        if message is None:
+            extra = f": {detail}" if detail else ""
+            message = (
+                f"solver cannot translate `{construct}` in '{expr}'{extra}. Supported: integer "
+                "+ - *, integer powers, floor(a/b), ceiling(a/b), Mod, Min, Max, Abs, Piecewise, "
+                "Eq/Ne/Lt/Le/Gt/Ge, And/Or/Not, integer and rational constants."
+            )
+        super().__init__(message)
 
 
 class Translator:

@@ -46,14 +46,34 @@ class ValueRange:
         return self.lower <= value <= self.upper
 
     def __str__(self) -> str:
-        upper = "inf" if self.upper == math.inf else str(int(self.upper))
-        return f"[{self.lower}, {upper}]"
+        return format_range_brackets(self.lower, self.upper)
 
     __repr__ = __str__
 
     @property
     def is_bounded(self) -> bool:
         return self.upper != math.inf
+
+
+# -- how a range reads: the one range formatter (here because every layer may import records) --
+
+def format_bound(upper: float | int | None) -> str:
+    """An upper bound as text: ``512``; ``inf`` when unbounded (None or ``math.inf``)."""
+    return "inf" if upper is None or upper == math.inf else str(int(upper))
+
+
+def format_range_brackets(lower: int, upper: float | int | None) -> str:
+    """``[1, 512]``, ``[2, inf]``: an inclusive range (upper None or ``math.inf`` = unbounded)."""
+    return f"[{lower}, {format_bound(upper)}]"
+
+
+def format_range(name: str, lower: int, upper: float | int | None) -> str:
+    """``seq <= 1024``, ``2 <= seq <= 1024``, ``seq >= 1``: the declared range of one dim as a guard reads."""
+    if upper is None or upper == math.inf:
+        return f"{name} >= {lower}"
+    if lower == 1:
+        return f"{name} <= {format_bound(upper)}"
+    return f"{lower} <= {name} <= {format_bound(upper)}"
 
 
 # GuardRecord.cause: why a guard exists, said by the code that emits it (capture/shape_env.py,

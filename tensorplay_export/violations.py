@@ -28,14 +28,13 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Optional
 
 import sympy
-from sympy.printing.precedence import PRECEDENCE
-from sympy.printing.str import StrPrinter
 
 from solver import evaluate
 
 from .errors import NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError  # noqa: F401
 # (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
-from .records import DimInfo, GuardRecord, Violation
+from .graph.printing import format_guard
+from .records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
            "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
@@ -50,70 +49,6 @@ def _solver_api():
     import solver
 
     return solver
-
-
-# --- printing -------------------------------------------------------------------------------
-
-class _GuardPrinter(StrPrinter):
-    """Python-like text: ``dx == dy``, ``n % 4 == 0``, ``(W + 63) // 64``, ``a and b``."""
-
-    def parenthesize(self, item, level, strict=False):
-        # `%` and `//` print as Python operators, which bind like `*`: wrap them
-        # inside products and powers so `2*(n // 4)` does not read as `(2*n) // 4`.
-        if isinstance(item, (sympy.Mod, sympy.floor)) and level >= PRECEDENCE["Mul"]:
-            return f"({self._print(item)})"
-        return super().parenthesize(item, level, strict)
-
-    def _print_Relational(self, expr):
-        op = {"==": "==", "!=": "!="}.get(expr.rel_op)
-        if op is None:
-            return super()._print_Relational(expr)
-        return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
-
-    def _print_Mod(self, expr):
-        a, b = expr.args
-        return f"{self.parenthesize(a, PRECEDENCE['Mul'])} % " \
-               f"{self.parenthesize(b, PRECEDENCE['Mul'])}"
-
-    def _print_floor(self, expr):
-        num, den = sympy.fraction(sympy.together(expr.args[0]))
-        if den != 1:
-            return f"{self.parenthesize(num, PRECEDENCE['Mul'])} // " \
-                   f"{self.parenthesize(den, PRECEDENCE['Mul'])}"
-        return f"floor({self._print(expr.args[0])})"
-
-    def _join(self, expr, word: str) -> str:
-        parts = []
-        for arg in sorted(expr.args, key=str):
-            text = self._print(arg)
-            parts.append(f"({text})" if isinstance(arg, (sympy.And, sympy.Or)) else text)
-        return f" {word} ".join(parts)
-
-    def _print_And(self, expr):
-        return self._join(expr, "and")
-
-    def _print_Or(self, expr):
-        return self._join(expr, "or")
-
-    def _print_Not(self, expr):
-        return f"not ({self._print(expr.args[0])})"
-
-
-_PRINTER = _GuardPrinter()
-
-
-def format_guard(expr: Any) -> str:
-    """Readable text for a size guard or expression (``seq <= 512``, ``dx == dy``)."""
-    return _PRINTER.doprint(expr)
-
-
-def format_range(name: str, lower: int, upper: float | int | None) -> str:
-    """``seq <= 1024``, ``2 <= seq <= 1024``, ``seq >= 1`` (the declared range of one dim)."""
-    if upper is None or upper == math.inf:
-        return f"{name} >= {lower}"
-    if lower == 1:
-        return f"{name} <= {int(upper)}"
-    return f"{lower} <= {name} <= {int(upper)}"
 
 
 def _names(expr: Any) -> list[str]:
@@ -583,8 +518,3 @@ def data_dependent_error(record: GuardRecord, symbol_info: Optional[Mapping[str,
 
 
 format_data_dependent_error = data_dependent_error
-
-
-def format_range_brackets(lower: int, upper: float | int | None) -> str:
-    hi = "inf" if upper is None or upper == math.inf else str(int(upper))
-    return f"[{lower}, {hi}]"

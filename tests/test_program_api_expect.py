@@ -7,7 +7,7 @@ import enum
 import inspect
 from pathlib import Path
 
-from tensorplay_export.graph import codegen, interpreter, ir as graph
+from tensorplay_export.graph import codegen, interpreter, ir as graph, printing
 from tensorplay_export.ops import checks
 from tensorplay_export.program import build, exported as program, input_checks, signature
 
@@ -16,7 +16,7 @@ EXPECT = Path(__file__).parent / "data" / "program_api.expect"
 
 def _render() -> str:
     lines = []
-    for module in (graph, codegen, interpreter, checks, input_checks, signature, build, program):
+    for module in (graph, codegen, interpreter, printing, checks, input_checks, signature, build, program):
         names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
         for name in sorted(names):
             obj = getattr(module, name)

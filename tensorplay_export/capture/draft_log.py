@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ..graph.printing import format_guard
 from ..ops.registry import OPAQUE_PREFIX, OpDef, func_name, get_op, make_opaque_op
 from ..records import SourceLoc
 
@@ -110,8 +111,6 @@ def assume_value(tracer: Any, t: Any, name: str, src: Optional[SourceLoc]) -> An
 
 def insert_data_dependent_checks(graph: Any, env: Any, log: DraftLog) -> None:
     """A ``tpe.assert_guard`` after the node binding the last data-dependent size of each such guard."""
-    from ..violations import format_guard
-
     binder: dict = {}
     for node in graph.nodes:
         for _axis, sym in (node.meta.get("bind") or {}).items():

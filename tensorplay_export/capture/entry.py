@@ -22,7 +22,7 @@ from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops.registry import has_side_effect
-from ..records import DimInfo
+from ..records import DimInfo, format_range_brackets
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
@@ -107,7 +107,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                         (root.max is not None and (size - c) // k > root.max):
                     raise ConstraintsExceededError(
                         f"{site} = {size} is outside {d.name} for {root.name} in "
-                        f"[{root.min}, {root.max if root.max is not None else 'inf'}]")
+                        f"{format_range_brackets(root.min, root.max)}")
                 rsize = (size - c) // k
                 sym = _named(env, dims, root, rsize, f"{site} ({d.name})")
                 shape.append(k * sym + c)
@@ -115,7 +115,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
             if isinstance(d, Dim):
                 if size < d.min or (d.max is not None and size > d.max):
                     raise ConstraintsExceededError(
-                        f"{site} = {size} is outside {d.name} in [{d.min}, {d.max if d.max is not None else 'inf'}]")
+                        f"{site} = {size} is outside {d.name} in {format_range_brackets(d.min, d.max)}")
                 shape.append(_named(env, dims, d, size, site))
                 continue
             raise TypeError(f"unsupported dim spec {d!r} for {site}")

@@ -34,7 +34,7 @@ import sympy
 from solver import UnboundSymbolError, evaluate
 
 from ..errors import CaptureError, DataDependentError
-from ..records import GuardRecord, SourceLoc
+from ..records import GuardRecord, SourceLoc, format_range_brackets
 from .frames import user_source
 
 def _canonicalize(expr: Any, ranges: dict) -> Any:
@@ -306,5 +306,5 @@ class ShapeEnv:
         return DataDependentError(
             f"Could not guard on data-dependent expression {record.expr}: {sym} is a data-dependent "
             f"size produced by {op}{made} (example value {self.hints.get(sym)}, range "
-            f"[0, {self.ranges[sym][1] if self.ranges[sym][1] is not None else 'inf'}]); "
+            f"{format_range_brackets(0, self.ranges[sym][1])}); "
             f"the model branches on it{where}")

@@ -34,7 +34,9 @@ import sympy
 
 from solver.forms import affine as _affine
 
+from ..graph.printing import format_guard
 from ..program.build import fold_simple_bounds
+from ..records import format_bound, format_range_brackets
 
 __all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
            "CONTRACT_FORMAT", "CONTRACT_VERSION"]
@@ -44,8 +46,6 @@ CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
 
 
 def _text(expr: Any) -> str:
-    from ..violations import format_guard
-
     if isinstance(expr, int):
         return str(expr)
     if isinstance(expr, sympy.Basic) and expr.is_Integer:
@@ -147,7 +147,7 @@ class Contract:
             out.append(f"  {path}: {_shape_text(shape)} {dtype}")
         out.append("Dims:")
         for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
-            out.append(f"  {sym.name} in [{lo}, {'inf' if hi is None else hi}]")
+            out.append(f"  {sym.name} in {format_range_brackets(lo, hi)}")
         for title, items in (("Equalities", [" == ".join(g) for g in self.equalities()]),
                              ("Relations", self.relations()), ("Divisibility", self.divisibility()),
                              ("Other guards", self.other_guards()),
@@ -466,7 +466,8 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
         ostatic = not isinstance(o, sympy.Basic) or o.is_Integer
         nstatic = not isinstance(n, sympy.Basic) or n.is_Integer
         if nstatic and not ostatic:
-            changes.append(Change(f"{site}: now static = {int(n)} (was {_text(o)} in [{olo}, {_hi(ohi)}])", True))
+            was = f"{_text(o)} in {format_range_brackets(olo, ohi)}"
+            changes.append(Change(f"{site}: now static = {int(n)} (was {was})", True))
             continue
         if ostatic and not nstatic:
             changes.append(Change(f"{site}: now dynamic {_text(n)} (was static {int(o)})", False))
@@ -481,9 +482,9 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
         elif nlo < olo:
             changes.append(Change(f"{site} ({name}): widened min {olo} -> {nlo}", False))
         if _lt(nhi, ohi):
-            changes.append(Change(f"{site} ({name}): narrowed max {_hi(ohi)} -> {_hi(nhi)}", True))
+            changes.append(Change(f"{site} ({name}): narrowed max {format_bound(ohi)} -> {format_bound(nhi)}", True))
         elif _lt(ohi, nhi):
-            changes.append(Change(f"{site} ({name}): widened max {_hi(ohi)} -> {_hi(nhi)}", False))
+            changes.append(Change(f"{site} ({name}): widened max {format_bound(ohi)} -> {format_bound(nhi)}", False))
         ok, nk = _site_divisor(old, o), _site_divisor(new, n)
         if nk != ok and nk % ok == 0:
             changes.append(Change(f"new divisibility: {site} must be a multiple of {nk} (was {ok})"
@@ -514,10 +515,6 @@ def _equal_pairs(c: Contract) -> set:
             if isinstance(da, sympy.Basic) and not da.is_Integer and da == db:
                 pairs.add((a, b))
     return pairs
-
-
-def _hi(hi: Optional[int]) -> str:
-    return "inf" if hi is None else str(hi)
 
 
 def _lt(a: Optional[int], b: Optional[int]) -> bool:

@@ -34,148 +34,9 @@ import sympy
 
 from ..ops.registry import resolve_op
 from .ir import _RESERVED, Graph, Namespace, Node, iter_exprs
+from .printing import pyexpr
 
-__all__ = ["pyexpr", "python_code", "GraphModule", "UnsupportedExpressionError",
-           "PythonCode"]
-
-
-class UnsupportedExpressionError(NotImplementedError):
-    """A sympy construct that generated code cannot express (names the construct)."""
-
-
-# -- sympy -> Python ----------------------------------------------------------
-
-# Precedence levels of Python operators, low to high.
-_OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _POW, _ATOM = range(1, 10)
-_REL_OPS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=",
-            sympy.Gt: ">", sympy.Ge: ">="}
-
-
-def pyexpr(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
-    """Print a sympy integer/boolean expression as Python source.
-
-    Args:
-        expr: a sympy expression over symbols in ``names`` (ints and Python
-            bools are accepted too).  Supported: integers, rationals, floats,
-            ``+ - *``, powers, ``floor(a/b)`` -> ``a // b``, ``ceiling(a/b)``,
-            ``Mod`` -> ``%``, ``Min``/``Max`` -> ``min()``/``max()``, ``Abs``,
-            ``Piecewise`` (with a final ``True`` branch) -> conditional
-            expression, relations, ``And``/``Or``/``Not``, ``true``/``false``.
-        names: symbol -> Python variable name.
-
-    Returns:
-        Python source text evaluating to the same value for integer symbol values.
-
-    Raises:
-        UnsupportedExpressionError: any other construct (named in the message).
-        KeyError: a symbol missing from ``names``.
-
-    >>> s = sympy.Symbol("s", integer=True, positive=True)
-    >>> pyexpr(sympy.floor(s / 2) + 1, {s: "s"})
-    's // 2 + 1'
-    """
-    return _pr(sympy.sympify(expr) if not isinstance(expr, sympy.Basic) else expr, names)[0]
-
-
-def _wrap(part: tuple[str, int], level: int) -> str:
-    text, prec = part
-    return f"({text})" if prec < level else text
-
-
-def _pr(e: sympy.Basic, names: Mapping[sympy.Symbol, str]) -> tuple[str, int]:
-    if e is sympy.true:
-        return "True", _ATOM
-    if e is sympy.false:
-        return "False", _ATOM
-    if isinstance(e, sympy.Symbol):
-        try:
-            return names[e], _ATOM
-        except KeyError:
-            raise KeyError(f"symbol {e} has no Python name (is it bound before use?)") from None
-    if isinstance(e, sympy.Integer):
-        v = int(e)
-        return str(v), (_ATOM if v >= 0 else _UNARY)
-    if isinstance(e, sympy.Rational):
-        return f"{e.p} / {e.q}" if e.p >= 0 else f"-{-e.p} / {e.q}", _MUL
-    if isinstance(e, sympy.Float):
-        v = float(e)
-        if not math.isfinite(v):
-            return f"float('{v}')", _ATOM
-        return repr(v), (_ATOM if v >= 0 else _UNARY)
-    if e is sympy.oo:
-        return "float('inf')", _ATOM
-    if e is sympy.S.NegativeInfinity:
-        return "float('-inf')", _UNARY
-    if isinstance(e, sympy.Add):
-        terms = e.as_ordered_terms()
-        out = _wrap(_pr(terms[0], names), _ADD)
-        for t in terms[1:]:
-            if t.could_extract_minus_sign():
-                out += f" - {_wrap(_pr(-t, names), _MUL)}"
-            else:
-                out += f" + {_wrap(_pr(t, names), _MUL)}"
-        return out, _ADD
-    if isinstance(e, sympy.Mul):
-        if e.could_extract_minus_sign():
-            return f"-{_wrap(_pr(-e, names), _POW)}", _UNARY
-        num, den = e.as_numer_denom()
-        if den != 1:
-            return f"{_wrap(_pr(num, names), _MUL)} / {_wrap(_pr(den, names), _POW)}", _MUL
-        # Factors of mul level (a // b, a % b) are wrapped: 2 * (a // b) != 2 * a // b.
-        factors = e.as_ordered_factors()
-        return " * ".join(_wrap(_pr(f, names), _UNARY) for f in factors), _MUL
-    if isinstance(e, sympy.Pow):
-        base, exp = e.args
-        if exp.is_Integer and int(exp) < 0:
-            return f"1 / {_wrap(_pr(base ** -exp, names), _POW)}", _MUL
-        if not (exp.is_Integer or exp.is_Rational or exp.is_Float):
-            raise UnsupportedExpressionError(f"power with a non-constant exponent: {e}")
-        exp_text = str(int(exp)) if exp.is_Integer else f"({_pr(exp, names)[0]})"
-        return f"{_wrap(_pr(base, names), _POW + 1)}**{exp_text}", _POW
-    if isinstance(e, sympy.floor):
-        num, den = e.args[0].as_numer_denom()
-        if den == 1:
-            return _pr(num, names) if num.is_integer else (f"math_floor({_pr(num, names)[0]})", _ATOM)
-        return f"{_wrap(_pr(num, names), _MUL)} // {_wrap(_pr(den, names), _UNARY)}", _MUL
-    if isinstance(e, sympy.ceiling):
-        num, den = e.args[0].as_numer_denom()
-        if den == 1 and num.is_integer:
-            return _pr(num, names)
-        return f"-(-{_wrap(_pr(num, names), _POW)} // {_wrap(_pr(den, names), _UNARY)})", _UNARY
-    if isinstance(e, sympy.Mod):
-        a, b = e.args
-        return f"{_wrap(_pr(a, names), _MUL)} % {_wrap(_pr(b, names), _UNARY)}", _MUL
-    if isinstance(e, (sympy.Min, sympy.Max)):
-        fn = "min" if isinstance(e, sympy.Min) else "max"
-        args = sorted(e.args, key=sympy.default_sort_key)
-        return f"{fn}({', '.join(_pr(a, names)[0] for a in args)})", _ATOM
-    if isinstance(e, sympy.Abs):
-        return f"abs({_pr(e.args[0], names)[0]})", _ATOM
-    if isinstance(e, sympy.Piecewise):
-        pieces = list(e.args)
-        if pieces[-1].cond is not sympy.true:
-            raise UnsupportedExpressionError(f"Piecewise without a final True branch: {e}")
-        out = _wrap(_pr(pieces[-1].expr, names), _OR)
-        for piece in reversed(pieces[:-1]):
-            out = (f"{_wrap(_pr(piece.expr, names), _OR)} if {_wrap(_pr(piece.cond, names), _OR)} "
-                   f"else {out}")
-            out = f"({out})"
-        return out, _ATOM
-    for rel, op in _REL_OPS.items():
-        if isinstance(e, rel):
-            lhs, rhs = e.args
-            return f"{_wrap(_pr(lhs, names), _ADD)} {op} {_wrap(_pr(rhs, names), _ADD)}", _CMP
-    if isinstance(e, sympy.And):
-        args = sorted(e.args, key=sympy.default_sort_key)
-        return " and ".join(_wrap(_pr(a, names), _NOT) for a in args), _AND
-    if isinstance(e, sympy.Or):
-        args = sorted(e.args, key=sympy.default_sort_key)
-        return " or ".join(_wrap(_pr(a, names), _AND) for a in args), _OR
-    if isinstance(e, sympy.Not):
-        return f"not {_wrap(_pr(e.args[0], names), _NOT)}", _NOT
-    raise UnsupportedExpressionError(
-        f"cannot generate Python for {type(e).__name__} in {e}; supported: + - * integer powers, "
-        "floor division, Mod, Min, Max, Abs, Piecewise, relations, And, Or, Not")
+__all__ = ["python_code", "GraphModule", "PythonCode"]
 
 
 # -- source generation ----------------------------------------------------------
@@ -456,7 +317,8 @@ def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str =
 
     Raises:
         RuntimeError: a symbol is used before a node binds it.
-        UnsupportedExpressionError: a symbolic expression codegen cannot print.
+        solver.UnsupportedExpressionError: a symbolic expression codegen cannot print
+            (:func:`~tensorplay_export.graph.printing.pyexpr`).
     """
     return _Emitter(graph, resolve).emit(fn_name)
 

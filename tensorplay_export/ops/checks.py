@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import ConstraintsExceededError, InputDtypeError
+from ..records import format_range_brackets
 from .registry import register_op
 
 __all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard"]
@@ -63,8 +64,7 @@ def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Opti
             f"({what} must be divisible by {k})")
     if r < lo or (hi is not None and r > hi):
         raise ConstraintsExceededError(
-            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in "
-            f"[{lo}, {'inf' if hi is None else hi}]")
+            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in {format_range_brackets(lo, hi)}")
     return r
 
 
@@ -76,7 +76,7 @@ def assert_range(value: int, lo: int, hi: Optional[int], where: str, name: str) 
     """
     if value < lo or (hi is not None and value > hi):
         raise ConstraintsExceededError(
-            f"{where} = {value} is outside {name} in [{lo}, {'inf' if hi is None else hi}]")
+            f"{where} = {value} is outside {name} in {format_range_brackets(lo, hi)}")
 
 
 def assert_dim(x: Any, path: str, axis: int, expected: int, what: str, detail: str) -> None:

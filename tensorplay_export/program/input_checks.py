@@ -36,9 +36,9 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from ..graph.codegen import pyexpr
 from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph, Node
+from ..graph.printing import format_guard
 from ..records import ValueRange
 from solver.forms import affine as _affine
 
@@ -76,12 +76,6 @@ class InputContract:
 
 
 # -- inserting the checks ----------------------------------------------------------
-
-def _display(expr: sympy.Basic, names: dict) -> str:
-    """Readable text of an expression over display names (``2*cols == rows``)."""
-    syms = {s: names.get(s, s.name) for s in expr.free_symbols}
-    return pyexpr(expr, syms).replace(" * ", "*")
-
 
 def _bound(value: Any) -> Optional[int]:
     return None if value is None or value == math.inf else int(value)
@@ -123,7 +117,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 raise ValueError(f"input site {site.path!r}: no placeholder named {site.placeholder!r}")
             shape = tuple(sympy.sympify(d) if isinstance(d, sympy.Basic) else d for d in site.shape)
             static = tuple(int(d) if not isinstance(d, sympy.Basic) or d.is_Integer else None for d in shape)
-            text = "(" + ", ".join(_display(d, names) if isinstance(d, sympy.Basic) else str(d)
+            text = "(" + ", ".join(format_guard(d, names) if isinstance(d, sympy.Basic) else str(d)
                                    for d in shape) + ("," if len(shape) == 1 else "") + ")"
             dtype = None if site.dtype is None else np.dtype(site.dtype)
             chk = graph.call_function("tpe.check_input", (ph, site.path, static, dtype, text),
@@ -152,7 +146,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 vr = contract.ranges.get(r, ValueRange(0))
                 node = graph.call_function(
                     "tpe.derived_root",
-                    (chk, site.path, axis, k, c, int(vr.lower), _bound(vr.upper), _display(d, names), disp(r)),
+                    (chk, site.path, axis, k, c, int(vr.lower), _bound(vr.upper), format_guard(d, names), disp(r)),
                     meta={"shape": None, "bind": {None: r}}, name_hint=f"root_{disp(r).lstrip('_') or 'r'}")
                 bound_at[r] = f"{site.path}.shape[{axis}]"
                 derived_done.add(r)
@@ -182,7 +176,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                     aff = _affine(d)
                     if aff is not None and bound_at[aff[0]] == here:
                         continue
-                    what = _display(d, names)
+                    what = format_guard(d, names)
                     detail = ", ".join(f"{disp(s)} from {bound_at[s]}"
                                        for s in sorted(d.free_symbols, key=lambda s: s.name))
                 inserted.append(graph.call_function(
@@ -202,7 +196,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
             where = bound_at[first] if first is not None else "input"
             inserted.append(graph.call_function(
                 "tpe.assert_guard",
-                (guard, where, first if first is not None else 0, _display(guard, names),
+                (guard, where, first if first is not None else 0, format_guard(guard, names),
                  tuple(disp(s) for s in syms), tuple(syms)),
                 meta={"shape": None}))
     return inserted

@@ -35,7 +35,7 @@ from .dims import (
     AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
 )
 from ..errors import ConstraintsExceededError
-from ..records import DimInfo
+from ..records import DimInfo, format_range_brackets
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
 __all__ = [
@@ -311,11 +311,6 @@ def equality_constraints_from(leaves: list[Optional[LeafSpec]]) -> list[Equality
     return [EqualityConstraint(tuple(s), name) for name, s in sites.items() if len(s) > 1]
 
 
-def _range_text(d: Any) -> str:
-    hi = "inf" if d.max is None else str(d.max)
-    return f"[{d.min}, {hi}]"
-
-
 def _solve_for_root(site: str, d: _DerivedDim) -> str:
     """``site = scale*root + offset`` solved for root: ``(y.shape[0] - 1)/2``, ``y.shape[0] + 1``."""
     text = _affine_text(site, 1, -d.offset)
@@ -354,7 +349,8 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
             size = int(value.shape[axis])
             if isinstance(d, Dim):
                 if check and not (d.min <= size and (d.max is None or size <= d.max)):
-                    raise ConstraintsExceededError(f"{site} = {size} is outside {d.name} in {_range_text(d)}")
+                    raise ConstraintsExceededError(
+                        f"{site} = {size} is outside {d.name} in {format_range_brackets(d.min, d.max)}")
                 info = infos.get(d.name)
                 if info is None:
                     infos[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, size, [site])
@@ -371,7 +367,7 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
         quotient, rest = divmod(size - d.offset, d.scale)
         if check and (rest != 0 or not (root.min <= quotient and (root.max is None or quotient <= root.max))):
             raise ConstraintsExceededError(
-                f"{site} = {size} is not {d.name} for any {root.name} in {_range_text(root)}")
+                f"{site} = {size} is not {d.name} for any {root.name} in {format_range_brackets(root.min, root.max)}")
         info = infos.get(root.name)
         if info is None:
             infos[root.name] = DimInfo(root.name, root.min, math.inf if root.max is None else root.max,
