@@ -5,7 +5,7 @@ Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
 """
 from .canon import canonicalize
 from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, evaluate, make_symbol
-from .fixes import (ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
+from .fixes import (RELATION_FORMS, ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
                     suggest_fixes)
 from .intervals import bounds
 from .intervals import decide as decide_by_intervals  # `solver.decide` stays the module
@@ -14,6 +14,7 @@ from .translate import Translator, UnsupportedExpressionError, to_z3
 __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
     "UnsupportedExpressionError", "evaluate", "make_symbol", "RangeFix", "ConstantFix",
-    "RelationFix", "Unfixable", "GuardCheck", "Translator", "to_z3", "bounds", "decide_by_intervals",
+    "RelationFix", "Unfixable", "RELATION_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
+    "decide_by_intervals",
     "PROVED", "REFUTED", "UNKNOWN",
 ]
