@@ -28,6 +28,7 @@ from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
 from .forms import linear_bound
 from .intervals import INF, symbol_range
+from .numeric import holds
 from .translate import Translator, check_supported
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
@@ -304,7 +305,7 @@ class ShapeSolver:
                                "intervals")
             cex = self._probe(c)
             if cex is not None:
-                return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (a corner of the ranges)", "intervals")
+                return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (at an end of the ranges)", "intervals")
             return self._z3_implies(e, c)
         # satisfiable
         if c is sympy.false:
@@ -315,29 +316,38 @@ class ShapeSolver:
         return self._z3_satisfiable(e, c)
 
     def _probe(self, c) -> Optional[dict]:
-        """A corner of the ranges where ``c`` is false and the assumptions hold, if one is cheap to find.
+        """A point of the ranges where ``c`` is false and the assumptions hold, if one is cheap to find.
 
         Refuted guards are common (that is what a violation is); most fail at an
         end of a range (``s <= 512`` at s=1024, ``Mod(s, 4) == 0`` at s=1), and
-        evaluating a few corners costs far less than a z3 call.
+        evaluating a few points costs far less than a z3 call. The corners come
+        first, then the points one step inside them (``(h//2)*(w//2) == 4*(h//4)*(w//4)``
+        holds at every corner of [1, 256]^2 and fails at h = w = 2). Points are
+        evaluated exactly at plain integers (``numeric``), in a fixed order, so the
+        counterexample does not depend on z3's state.
         """
         names, assumptions = self._component(c.free_symbols)
         if not names or len(names) > 3:
             return None
-        choices = []
+        corners, inner = [], []
         for n in names:
             lo, hi = self._bounds[n]
             vals = [v for v in (lo, hi) if v is not None]
             if not vals:
                 return None
-            choices.append(sorted(set(vals)))
-        for point in itertools.product(*choices):
-            assignment = dict(zip(names, point))
-            try:
-                if evaluate(c, assignment) is False and all(evaluate(a, assignment) is True for a in assumptions):
+            corners.append(sorted(set(vals)))
+            steps = [v for v in ((lo + 1) if lo is not None else None, (hi - 1) if hi is not None else None)
+                     if v is not None and (lo is None or v >= lo) and (hi is None or v <= hi)]
+            inner.append(sorted(set(vals + steps)))
+        seen = set()
+        for grid in (corners, inner):
+            for point in itertools.product(*grid):
+                if point in seen:
+                    continue
+                seen.add(point)
+                assignment = dict(zip(names, point))
+                if holds(c, assignment) is False and all(holds(a, assignment) is True for a in assumptions):
                     return assignment
-            except (ValueError, TypeError, ZeroDivisionError):
-                return None
         return None
 
     def _corner(self, syms) -> dict:

@@ -80,6 +80,26 @@ def evaluate(expr: Any, values: Mapping) -> Any:
     return _result(value)
 
 
+def evaluate_exact(expr: Any, values: Mapping) -> Any:
+    """The exact value of ``expr`` at ``values``: ``int``, ``fractions.Fraction`` or ``bool``.
+
+    The same evaluator as :func:`evaluate`, without the float conversion at the end
+    and without sympy's fallback for corner cases: the fix search checks candidate
+    sizes with it and treats any error as "cannot tell", never as "holds".
+
+    Raises:
+        UnboundSymbolError: some free symbol has no value.
+        ZeroDivisionError, OverflowError, TypeError, ValueError: no exact value here.
+    """
+    if not isinstance(expr, sympy.Basic):
+        expr = sympy.sympify(expr)
+    try:
+        return _compile(expr)(values)
+    except _Missing:
+        missing = [s for s in expr.free_symbols if _lookup(values, s) is _NONE]
+        raise UnboundSymbolError(missing, expr) from None
+
+
 _PLAIN = frozenset({int, float, bool})
 
 

@@ -1,36 +1,69 @@
 """Fix synthesis: from violated guards to verified ``dynamic_shapes`` fix lines.
 
-``suggest_fixes(guards, dims, hints)`` follows issue 2's rules, in this order:
+``suggest_fixes(guards, dims, hints)`` follows issue 2's rules as extended by
+issue 13, in this order:
 
 1. A guard the declared ranges already imply gets no fix.
-2. Each violated guard is canonicalized and split into atoms: ``And`` into its
-   parts, ``Or`` into the disjunct the example sizes (``hints``) satisfy
-   (preferring a relation between dims over pinning a dim to a constant).
-3. Linear equalities between two dims become relations ``y = k*x + c`` (k >= 1
-   integer); the derived dim is substituted into every other atom, and its own
-   declared range becomes atoms on the root (``dy = 2*dx`` with ``dy <= 100``
-   gives ``dx <= 50``). Any other guard over several dims is ``unfixable``.
-4. All atoms on one symbol are conjoined. Its widest sound range containing the
-   example size is found by binary search with solver queries; for guards with
-   ``Mod``/``floor`` a lattice root ``x = k*_x + c`` is tried as well (k divides
-   the example size, c = 0; or k divides a modulus of the guards and c is the
-   example's remainder: ``Mod(n + 1, 2)`` gives ``n = 2*_n + 1``), and the form
-   admitting more sizes wins (ties: the plain range). A range holding one value is a specialization ``x = 4``.
-5. The whole fix set is verified: with every fix applied, each guard is proved,
-   and the example sizes satisfy every fix. A fix equal to the current
-   declaration is never emitted.
+2. Each violated guard is canonicalized and normalized into *atoms*
+   (``normalize.alternatives``): ``And`` split, ``Or`` resolved by the disjunct the
+   example sizes (``hints``) satisfy, ``Min``/``Max``/``Abs``/``Piecewise`` replaced by
+   the branch the example takes with the branch condition kept as atoms
+   (``dx == Max(0, dy - Min(2, dy))`` at dy = 7 is ``dx == dy - 2`` with ``dy >= 2``),
+   products of per-symbol factors split per symbol (a pooling pyramid's
+   ``(h//2)*(w//2) == 4*(h//4)*(w//4)``). When the example admits several choices
+   (a tie, or several true disjuncts) each combination is solved and the one whose
+   fixes admit the most sizes within the declared ranges wins (ties: the first,
+   relations before pinning).
+3. Linear equalities between dims become derived dims (``RelationFix``): over one
+   root ``dy = k*dx + c`` with any integer ``k != 0`` (``dy = 32 - dx`` is the
+   decreasing form, ``k = -1``), over several roots ``dz = dx + dy`` (``terms``).
+   The derived dim is one with coefficient +-1; preferred: a helper root ``_x``,
+   then all coefficients positive, then an offset >= 0, then the dim later in input
+   order (the order of ``dims``). A linear equality without a +-1 coefficient
+   (``2*dx == 3*dy``) first puts one dim on a lattice (``dx = 3*_dx``), which makes
+   the other derived (``dy = 2*_dx``). The derived dim is substituted into every
+   other atom, and its own declared range becomes atoms on the roots (``dy = 2*dx``
+   with ``dy <= 100`` gives ``dx <= 50``; over several roots the budget is split
+   between them around the example, since ``dx + dy <= 100`` is no box).
+4. A dim whose own atoms put it on a lattice ``x = k*_x + c`` is substituted into
+   the guards over several dims when that makes one of them a relation
+   (``dx//2 == dy`` with ``dx = 2*_dx`` is ``_dx == dy``), so both fixes come in one block.
+5. Last resort, for a polynomial equality over several dims that nothing above
+   expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
+   it expressible (one dim, or a relation). No other kind of guard is ever pinned.
+6. All atoms on one symbol are conjoined. Its widest sound range containing the
+   example size is found for the plain range and for lattice roots
+   ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
+   its divisors, the divisors of the example size; c the example's remainder), and
+   the form admitting more sizes wins (ties: the plain range, then the smaller k).
+   Candidates are checked at plain integers first (``numeric``): the integers next
+   to the example bound each candidate, a candidate that cannot beat the best one
+   found is dropped unproved, and a range the integers enumerate completely needs
+   no solver query; z3 decides only ranges too long to enumerate. A range holding
+   one value is a specialization ``x = 4``. Relations are written over the final
+   roots (``dz = 3*_dx + 2`` when ``dx = 3*_dx`` and ``dz = dx + 2``).
+7. The whole fix set is verified: with every fix substituted, each guard is proved
+   under the fixed ranges, and the example sizes satisfy every fix. A fix equal
+   to the current declaration is never emitted.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 import sympy
 
+from . import numeric
 from .canon import canonicalize
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
+from .normalize import alternatives, first
 
-_MAX_DIVISORS = 48  # divisibility roots tried per symbol (smallest divisors first)
+_MAX_DIVISORS = 256  # lattice multiples tried per symbol (smallest first, after the LCM)
+_SCAN = 64           # integers checked each way from the example before z3 is asked
+_MAX_COMBOS = 16     # combinations of guard alternatives solved when the example allows several
+_MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
 
 
 # -- fix records ------------------------------------------------------------------
@@ -67,21 +100,72 @@ class ConstantFix:
 
 @dataclass(frozen=True)
 class RelationFix:
-    """``name = scale*root + offset`` (scale >= 1): ``name`` becomes a derived dim."""
+    """``name`` becomes a derived dim: ``name = sum(coeff*root) + offset``.
+
+    Over one root: ``root`` and ``scale`` (any integer but 0; ``scale=-1,
+    offset=32`` is ``name = 32 - root``), and ``terms == ((root, scale),)``.
+    Over several roots (``dz = dx + dy``): ``root`` is None, ``scale`` is unused
+    (1), and ``terms`` holds ``(root, coefficient)`` pairs in input order. Build
+    either form with ``RelationFix(name, root, scale, offset)`` or
+    ``RelationFix(name, terms=(...), offset=c)``; ``coefficients`` gives
+    ``{root: coefficient}`` for both.
+    """
 
     name: str
-    root: str
+    root: Optional[str] = None
     scale: int = 1
     offset: int = 0
+    terms: tuple = ()
+
+    def __post_init__(self):
+        if self.terms:
+            terms = tuple((str(r), int(k)) for r, k in self.terms if int(k) != 0)
+            if len(terms) == 1 and self.root is None:
+                object.__setattr__(self, "root", terms[0][0])
+                object.__setattr__(self, "scale", terms[0][1])
+            elif len(terms) > 1:
+                object.__setattr__(self, "root", None)
+                object.__setattr__(self, "scale", 1)
+            object.__setattr__(self, "terms", terms)
+        elif self.root is not None:
+            object.__setattr__(self, "terms", ((self.root, int(self.scale)),))
+
+    @property
+    def coefficients(self) -> dict:
+        """``{root: coefficient}`` (one entry for a single-root relation)."""
+        return dict(self.terms)
+
+    @property
+    def roots(self) -> tuple:
+        return tuple(r for r, _ in self.terms)
 
     @property
     def line(self) -> str:
-        term = self.root if self.scale == 1 else f"{self.scale}*{self.root}"
-        if self.offset > 0:
-            term += f" + {self.offset}"
-        elif self.offset < 0:
-            term += f" - {-self.offset}"
-        return f"{self.name} = {term}"
+        return f"{self.name} = {format_linear(self.terms, self.offset)}"
+
+
+def format_linear(terms, offset: int) -> str:
+    """``dx + dy``, ``2*dx - 1``, ``32 - dx``: positive terms first, then the constant
+    if no positive term leads, the negative terms, and a trailing constant."""
+    pos = [(r, k) for r, k in terms if k > 0]
+    neg = [(r, -k) for r, k in terms if k < 0]
+
+    def term(r, k):
+        return r if k == 1 else f"{k}*{r}"
+    parts = [term(r, k) for r, k in pos]
+    text = " + ".join(parts)
+    if not pos:
+        text = str(offset) if offset else ""
+        if neg and not text:
+            r, k = neg[0]
+            text, neg = f"-{term(r, k)}", neg[1:]
+    for r, k in neg:
+        text += f" - {term(r, k)}"
+    if pos and offset > 0:
+        text += f" + {offset}"
+    elif pos and offset < 0:
+        text += f" - {-offset}"
+    return text or "0"
 
 
 @dataclass(frozen=True)
@@ -132,14 +216,26 @@ class FixSuggestion:
 
 
 # -- entry point ------------------------------------------------------------------
-def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200) -> FixSuggestion:
+RELATION_FORMS = ("increasing", "affine", "linear")
+
+
+def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200,
+                  relations: str = "increasing") -> FixSuggestion:
     """Verified fixes that make the declared dims imply every guard.
 
     Args:
         guards: sympy booleans the model requires, over root size symbols.
-        dims: user dims ``{name: (lower, upper_or_None)}``.
+        dims: user dims ``{name: (lower, upper_or_None)}``, in input order (the order
+            breaks ties: of two equally wide relations, the dim later in it is the
+            derived one, ``dy = 32 - dx`` rather than ``dx = 32 - dy``).
         hints: example size of every symbol ``{name: int}``.
         timeout_ms: z3 time limit per query.
+        relations: the derived-dim forms the caller can apply. ``"increasing"``:
+            ``dy = k*dx + c`` with ``k >= 1`` (what refine reads today);
+            ``"affine"``: any integer ``k != 0`` over one root (``dy = 32 - dx``);
+            ``"linear"``: also over several roots (``dz = dx + dy``, a
+            ``RelationFix`` with ``terms`` and ``root=None``). A guard only a
+            form outside the set expresses is reported unfixable.
 
     Returns:
         ``FixSuggestion`` (``.lines`` to print, ``.fixes`` to apply, ``.unfixable``).
@@ -154,6 +250,8 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
         >>> suggest_fixes([sympy.Eq(2 * dx, dy)], {"dx": (1, 100), "dy": (1, 100)}, {"dx": 4, "dy": 8}).lines
         ["dx = Dim('dx', max=50)", 'dy = 2*dx']
     """
+    if relations not in RELATION_FORMS:
+        raise ValueError(f"suggest_fixes: relations must be one of {RELATION_FORMS}, got {relations!r}")
     guards = [sympy.sympify(g) for g in guards]
     ranges = {n: (_lo(r[0]), r[1]) for n, r in dims.items()}
     hints = {(k.name if isinstance(k, sympy.Symbol) else str(k)): int(v) for k, v in hints.items()}
@@ -180,15 +278,22 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
                                            "the example sizes themselves violate this guard"))
             continue
         violated.append((g, canonical, v))
+    if not violated:
+        return out
 
-    ctx = _Ctx(ranges, hints, timeout_ms)
-    atoms: list = []
-    for g, canonical, v in violated:
-        for a in _resolve(sympy.to_nnf(canonical, simplify=False), hints, ranges):
-            atoms.append((a, g, v))
-    atoms = _relations(ctx, atoms, out)
-    _per_symbol(ctx, atoms, out)
-    _verify(ctx, [g for g, _, _ in violated], out)
+    ctx = _Ctx(ranges, hints, timeout_ms, relations)
+    # one symbol per name, with the assumptions of its declared range: the search substitutes
+    # roots built the same way, and two symbols sharing a name would be two variables to sympy
+    per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
+    best = None
+    for combo in _combinations(per_guard):
+        atoms = [(a, g, v) for (g, _, v), alt in zip(violated, combo) for a in alt]
+        plan = _Plan(ctx, atoms).solve()
+        if best is None or plan.key() > best.key():
+            best = plan
+    out.fixes = best.fixes()
+    out.unfixable.extend(best.unfixable)
+    _verify(ctx, best, [g for g, _, _ in violated], out)
     return out
 
 
@@ -196,202 +301,621 @@ def _lo(lo):
     return None if lo is None else int(lo)
 
 
-class _Ctx:
-    """Working state of one ``suggest_fixes`` call."""
-
-    def __init__(self, ranges, hints, timeout_ms):
-        self.ranges = dict(ranges)          # name -> (lo, hi|None), declared
-        self.hints = dict(hints)
-        self.timeout_ms = timeout_ms
-        self.cache: dict = {}               # shared verdict cache for the range searches
-        self.relations: dict = {}           # derived name -> (root, k, c)
-        self.forced: dict = {}              # root name -> extra atoms from derived ranges
-        self.names = list(ranges)           # order of preference for roots
-
-    def sym(self, name):
-        return make_symbol(name, self.ranges.get(name, (1, None))[0])
-
-
-# -- step 2: pick atoms ----------------------------------------------------------------
-def _resolve(e, hints, ranges) -> list:
-    """Atoms of ``e``: And split, Or resolved by the disjunct the example satisfies."""
-    if e is sympy.true:
-        return []
-    if isinstance(e, sympy.And):
-        return [a for part in e.args for a in _resolve(part, hints, ranges)]
-    if isinstance(e, sympy.Or):
-        true_args = [a for a in e.args if evaluate(a, hints) is True]
-        if not true_args:
-            return [e]  # hints outside the ranges: leave it whole (reported, not narrowed)
-        true_args.sort(key=_disjunct_rank)
-        return _resolve(canonicalize(true_args[0], ranges), hints, ranges)
-    return [e]
-
-
-def _disjunct_rank(a) -> int:
-    # prefer a relation between dims over pinning one dim to a constant (dx == 1)
-    if isinstance(a, sympy.Eq) and len(a.free_symbols) == 1 and (a.lhs.is_Number or a.rhs.is_Number):
-        return 1
-    return 0
-
-
-# -- step 3: relations ----------------------------------------------------------------
-def _linear2(atom):
-    """For ``Eq`` linear in exactly two symbols: (x, a, y, b, c) with a*x + b*y + c == 0."""
-    if not isinstance(atom, sympy.Eq) or len(atom.free_symbols) != 2:
-        return None
-    diff = atom.lhs - atom.rhs
-    syms = sorted(atom.free_symbols, key=lambda s: s.name)
-    if not diff.is_polynomial(*syms):
-        return None
-    _, prim = sympy.expand(diff).as_content_primitive()  # a rational content keeps the degree
-    poly = sympy.Poly(prim, *syms)
-    if poly.total_degree() != 1:
-        return None
-    x, y = syms
-    a, b = poly.coeff_monomial(x), poly.coeff_monomial(y)
-    c = poly.coeff_monomial(1)
-    if not all(v.is_Integer for v in (a, b, c)) or a == 0 or b == 0:
-        return None
-    return x, int(a), y, int(b), int(c)
-
-
-def _orient(ctx, lin):
-    """(derived, root, k, c) with derived = k*root + c, k >= 1 integer; None if impossible."""
-    x, a, y, b, c = lin
-    options = []
-    # y = (-a/b) x - c/b  needs |b| == 1 and a, b of opposite signs
-    if abs(b) == 1 and a * b < 0:
-        options.append((y, x, -a // b, -c // b))
-    if abs(a) == 1 and a * b < 0:
-        options.append((x, y, -b // a, -c // a))
-    if not options:
-        return None
-    if len(options) == 1:
-        return options[0]
-
-    def pref(opt):
-        derived, root, k, off = opt
-        # keep an offset >= 0 (dx = dy + 1), then keep the earlier-declared dim as root
-        order = ctx.names.index(root.name) if root.name in ctx.names else len(ctx.names)
-        return (off < 0, order)
-    return min(options, key=pref)
-
-
-def _relations(ctx, atoms, out) -> list:
-    """Turn two-dim linear equalities into RelationFix records; return the remaining atoms."""
-    atoms = list(atoms)
-    while True:
-        idx = oriented = None
-        for i, (a, g, v) in enumerate(atoms):
-            lin = _linear2(a)
-            oriented = _orient(ctx, lin) if lin is not None else None
-            if oriented is not None:
-                idx = i
-                break
-        if idx is None:
-            break
-        _, g, v = atoms.pop(idx)
-        derived, root, k, c = oriented
-        ctx.relations[derived.name] = (root.name, k, c)
-        for name, (r, k2, c2) in list(ctx.relations.items()):
-            if r == derived.name:  # an earlier relation rooted at the now-derived dim
-                ctx.relations[name] = (root.name, k2 * k, k2 * c + c2)
-        expr = k * root + c
-        lo, hi = ctx.ranges.get(derived.name, (1, None))
-        forced = ctx.forced.setdefault(root.name, [])
-        forced += ctx.forced.pop(derived.name, [])  # the derived dim's own forced ranges move to the root
-        if lo is not None:
-            forced.append((expr >= lo, g, v))
-        if hi is not None:
-            forced.append((expr <= hi, g, v))
-        new = []
-        for a, g2, v2 in atoms:
-            a2 = _subs_name(a, derived.name, expr)
-            for part in _resolve(canonicalize(a2, ctx.ranges), ctx.hints, ctx.ranges):
-                new.append((part, g2, v2))
-        forced[:] = [(_subs_name(e, derived.name, expr), g2, v2) for e, g2, v2 in forced]
-        atoms = new
-    keep = []
-    for a, g, v in atoms:
-        if len(a.free_symbols) <= 1:
-            keep.append((a, g, v))
-        elif not any(u.guard == g for u in out.unfixable):
-            names = ", ".join(sorted(s.name for s in a.free_symbols))
-            out.unfixable.append(Unfixable(g, v.counterexample, (
-                f"the guard ties {names} by `{a}`; a fix can only tie dims as dy = k*dx + c, "
-                "and narrowing each dim separately would refuse sizes the model handles")))
-    return keep
-
-
-def _subs_name(e, name, value):
-    rep = {s: value for s in e.free_symbols if s.name == name}
+def _unify_symbols(e, ranges):
+    rep = {}
+    for sym in e.free_symbols:
+        want = make_symbol(sym.name, ranges.get(sym.name, (1, None))[0])
+        if want != sym:
+            rep[sym] = want
     return e.xreplace(rep) if rep else e
 
 
-# -- step 4: one symbol at a time -------------------------------------------------------
-def _per_symbol(ctx, atoms, out) -> None:
-    by_sym: dict = {}
-    for a, g, v in atoms:
-        if not a.free_symbols:
-            continue
-        (s,) = a.free_symbols
-        by_sym.setdefault(s.name, []).append(a)
-    for root, extra in ctx.forced.items():
-        if root not in ctx.relations:
-            by_sym.setdefault(root, []).extend(e for e, _, _ in extra)
-    ranges_fixes, consts, new_roots, rels = [], [], [], []
-    for name in sorted(by_sym, key=lambda n: (ctx.names.index(n) if n in ctx.names else 1 << 30, n)):
-        conds = [c for c in by_sym[name] if c is not sympy.true]
-        lo, hi = ctx.ranges.get(name, (1, None))
-        h = ctx.hints[name]
-        sym = ctx.sym(name)
-        conds = [_subs_name(c, name, sym) for c in conds]
-        if not conds or _holds(ctx, conds, sym, lo, hi):
-            continue
-        best_lo, best_hi = _widest(ctx, conds, sym, lo, hi, h)
-        best = ("range", best_lo, best_hi, 1, 0)
-        if any(c.has(sympy.Mod, sympy.floor, sympy.ceiling) for c in conds):
-            for k, c0 in _lattices(conds, h):
-                t = make_symbol(f"_t{name}", 0)
-                tconds = [canonicalize(_subs_name(c, name, k * t + c0), {}) for c in conds]
-                tlo = None if lo is None else -((c0 - lo) // k)   # ceil((lo - c0) / k)
-                thi = None if hi is None else (hi - c0) // k
-                if tlo is not None and tlo < 0:
-                    tlo = 0
-                tcand = _widest(ctx, tconds, t, tlo if tlo is not None else 0, thi, (h - c0) // k)
-                if _count(*tcand) > _count(best[1], best[2]):
-                    best = ("div", tcand[0], tcand[1], k, c0)
-        kind, blo, bhi, k, c0 = best
-        if blo == bhi:
-            consts.append(ConstantFix(name, blo * k + c0))
-        elif kind == "range":
-            if (blo, bhi) != (lo, hi):
-                ranges_fixes.append(RangeFix(name, blo, bhi))
+def _combinations(per_guard: list) -> list:
+    """Alternative combinations to solve: all when few, else each guard's alternatives alone."""
+    total = 1
+    for alts in per_guard:
+        total *= len(alts)
+    if total <= _MAX_COMBOS:
+        return list(itertools.product(*per_guard))
+    base = [alts[0] for alts in per_guard]
+    out = [tuple(base)]
+    for i, alts in enumerate(per_guard):
+        for alt in alts[1:]:
+            if len(out) >= _MAX_COMBOS:
+                return out
+            out.append(tuple(base[:i] + [alt] + base[i + 1:]))
+    return out
+
+
+class _Ctx:
+    """Inputs of one ``suggest_fixes`` call, shared by the combinations it solves."""
+
+    def __init__(self, ranges, hints, timeout_ms, relations="increasing"):
+        self.ranges = dict(ranges)          # name -> (lo, hi|None), declared
+        self.hints = dict(hints)
+        self.timeout_ms = timeout_ms
+        self.relations = relations
+        self.cache: dict = {}               # shared verdict cache for the range searches
+        self.names = list(ranges)           # input order
+
+
+# -- atoms -------------------------------------------------------------------------------
+class _Atom:
+    """One atom with the guard it came from; ``forced`` names the derived dim whose range it is."""
+
+    __slots__ = ("expr", "guard", "verdict", "forced", "names", "_linear")
+
+    def __init__(self, expr, guard, verdict, forced=None):
+        self.expr = expr
+        self.guard = guard
+        self.verdict = verdict
+        self.forced = forced
+        self.names = frozenset(s.name for s in expr.free_symbols)
+        self._linear = False  # not computed yet
+
+    def linear(self):
+        if self._linear is False:
+            self._linear = _linear(self.expr)
+        return self._linear
+
+
+def _linear(atom):
+    """``(coeffs {name: int}, const int)`` with ``sum(coeffs*x) + const == 0`` equivalent to the
+    equality ``atom`` over two or more symbols (integer coefficients, content removed); else None."""
+    if not isinstance(atom, sympy.Eq) or len(atom.free_symbols) < 2:
+        return None
+    return _linear_form(atom.lhs - atom.rhs)
+
+
+def _linear_form(diff):
+    syms = sorted(diff.free_symbols, key=lambda s: s.name)
+    if not syms or not diff.is_polynomial(*syms):
+        return None
+    poly = sympy.Poly(sympy.expand(diff), *syms)
+    if poly.total_degree() != 1:
+        return None
+    coeffs = {s.name: poly.coeff_monomial(s) for s in syms}
+    const = poly.coeff_monomial(1)
+    vals = list(coeffs.values()) + [const]
+    if not all(v.is_Rational for v in vals):
+        return None
+    den = 1
+    for v in vals:
+        den = den * int(v.q) // math.gcd(den, int(v.q))
+    ints = {n: int(v * den) for n, v in coeffs.items()}
+    c = int(const * den)
+    g = 0
+    for v in list(ints.values()) + [c]:
+        g = math.gcd(g, v)
+    ints = {n: v // g for n, v in ints.items() if v != 0}
+    if len(ints) < 1:
+        return None
+    return ints, c // g
+
+
+def _subs_names(e, values: Mapping):
+    rep = {s: values[s.name] for s in e.free_symbols if s.name in values}
+    return e.xreplace(rep) if rep else e
+
+
+def _has_lattice_ops(e) -> bool:
+    return e.has(sympy.Mod, sympy.floor, sympy.ceiling)
+
+
+# -- one combination ------------------------------------------------------------------
+@dataclass
+class _Decision:
+    """Per-symbol outcome: keep/narrow the range, or a lattice ``x = k*_x + c`` with ``_x`` in [lo, hi]."""
+
+    kind: str            # "range", "div" or "fail" (the example violates the atoms)
+    lo: Optional[int]
+    hi: Optional[int]
+    k: int = 1
+    c: int = 0
+
+
+class _Plan:
+    """Solve one combination of guard alternatives: substitutions, then per-symbol decisions."""
+
+    def __init__(self, ctx: _Ctx, atoms: list):
+        self.ctx = ctx
+        self.declared = dict(ctx.ranges)      # user dims and helper roots (helper roots: (0, None))
+        self.hints = dict(ctx.hints)
+        self.names = list(ctx.names)          # input order; helper roots appended
+        self.new_roots: list = []
+        self.subst: dict = {}                 # name -> expression over the current roots
+        self.decisions: dict = {}
+        self.unfixable: list = []
+        self._decided: dict = {}              # (name, conds, range) -> _Decision
+        self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
+
+    # -- helpers --------------------------------------------------------------------
+    def sym(self, name):
+        return make_symbol(name, self.declared.get(name, (1, None))[0])
+
+    def order(self, name) -> int:
+        return self.names.index(name) if name in self.names else len(self.names)
+
+    def _new_root(self, base: str, hint: int) -> str:
+        root = f"_{base}"
+        while root in self.declared or root in self.hints:
+            root = "_" + root
+        self.declared[root] = (0, None)
+        self.hints[root] = hint
+        self.names.append(root)
+        self.new_roots.append(root)
+        return root
+
+    def _normalize(self, expr, guard, verdict, forced=None) -> list:
+        out = []
+        for part in first(expr, self.hints, self.declared):
+            if part is not sympy.true:
+                out.append(_Atom(part, guard, verdict, forced))
+        return out
+
+    def apply(self, name: str, expr, guard=None, verdict=None) -> None:
+        """Make ``name`` derived: ``name = expr`` (over roots), substituted everywhere."""
+        expr = sympy.expand(expr)
+        rep = {name: expr}
+        for d in list(self.subst):
+            self.subst[d] = sympy.expand(_subs_names(self.subst[d], rep))
+        self.subst[name] = expr
+        atoms = []
+        for at in self.atoms:
+            if name in at.names:
+                if guard is None:
+                    guard, verdict = at.guard, at.verdict
+                atoms += self._normalize(_subs_names(at.expr, rep), at.guard, at.verdict, at.forced)
+            else:
+                atoms.append(at)
+        lo, hi = self.declared.get(name, (None, None))
+        for bound in ([expr >= lo] if lo is not None else []) + ([expr <= hi] if hi is not None else []):
+            if bound is not sympy.true:
+                atoms += self._normalize(bound, guard, verdict, forced=name)
+        self.atoms = atoms
+
+    # -- the loop ---------------------------------------------------------------------
+    def solve(self) -> "_Plan":
+        for _ in range(_MAX_STEPS + len(self.names)):
+            if not (self._relation_step() or self._unlock_step() or self._pin_step() or self._split_step()):
+                break
+        self._final()
+        return self
+
+    def _relation_step(self) -> bool:
+        best = None
+        for at in self.atoms:
+            if len(at.names) < 2 or (best is not None and len(at.names) >= len(best[0].names)):
+                continue
+            lin = at.linear()
+            if lin is None:
+                continue
+            oriented = self._orient(*lin)
+            if oriented is not None:
+                best = (at, oriented)
+        if best is not None:
+            at, (derived, expr) = best
+            self.apply(derived, expr, at.guard, at.verdict)
+            return True
+        for at in self.atoms:  # two dims tied without a +-1 coefficient: 2*dx == 3*dy
+            lin = at.linear()
+            if lin is None or len(lin[0]) != 2:
+                continue
+            coeffs, const = lin
+            x, y = sorted(coeffs, key=self.order)
+            if not self._allowed({x: -coeffs[x] * coeffs[y]}):
+                continue  # y = -(a/b)*x: decreasing, and the caller reads only increasing relations
+            k = abs(coeffs[y])
+            if k == 1:
+                continue
+            h = self.hints[x]
+            t = self._new_root(x, (h - h % k) // k)
+            self.apply(x, k * self.sym(t) + h % k, at.guard, at.verdict)
+            return True
+        return False
+
+    def _orient(self, coeffs: dict, const: int):
+        """(derived, expr over the others) for ``sum(coeffs*x) + const == 0``; None without a +-1 coefficient."""
+        options = []
+        for d, cd in coeffs.items():
+            if abs(cd) != 1:
+                continue
+            terms = {n: -c * cd for n, c in coeffs.items() if n != d}  # divide by cd (= 1/cd)
+            offset = -const * cd
+            if not self._allowed(terms):
+                continue
+            key = (d not in self.new_roots, not all(v > 0 for v in terms.values()), offset < 0, -self.order(d))
+            options.append((key, d, terms, offset))
+        if not options:
+            return None
+        _, d, terms, offset = min(options, key=lambda o: o[0])
+        return d, sum((c * self.sym(n) for n, c in terms.items()), sympy.Integer(offset))
+
+    def _allowed(self, terms: dict) -> bool:
+        """Can the caller apply a derived dim with these root coefficients?"""
+        if len(terms) > 1:
+            return self.ctx.relations == "linear"
+        return self.ctx.relations != "increasing" or all(k >= 1 for k in terms.values())
+
+    def _orientable(self, rel) -> bool:
+        """Is ``rel`` a linear equality some allowed derived dim expresses?"""
+        lin = _linear(rel)
+        if lin is None:
+            return False
+        coeffs, _ = lin
+        return any(abs(cd) == 1 and self._allowed({n: -c * cd for n, c in coeffs.items() if n != d})
+                   for d, cd in coeffs.items())
+
+    def _singles(self) -> dict:
+        by: dict = {}
+        for at in self.atoms:
+            if len(at.names) == 1:
+                (n,) = at.names
+                by.setdefault(n, []).append(at.expr)
+        return by
+
+    def _unlock_step(self) -> bool:
+        """Put a dim on its lattice when that turns a guard over several dims into a relation."""
+        multi = [at for at in self.atoms if len(at.names) >= 2]
+        if not multi:
+            return False
+        singles = self._singles()
+        names = sorted({n for at in multi for n in at.names}, key=self.order)
+        for name in names:
+            conds = singles.get(name, [])
+            if not conds or not any(_has_lattice_ops(c) for c in conds):
+                continue
+            dec = self._decide(name, conds)
+            if dec.kind != "div":
+                continue
+            t = make_symbol(f"_t{name}", 0)
+            value = dec.k * t + dec.c
+            t_hints = {**self.hints, t.name: (self.hints[name] - dec.c) // dec.k}
+            unlocked = False
+            for at in multi:
+                if name not in at.names:
+                    continue
+                for part in first(_subs_names(at.expr, {name: value}), t_hints, self.declared):
+                    if len(part.free_symbols) < len(at.names) or self._orientable(part):
+                        unlocked = True
+            if unlocked:
+                h = self.hints[name]
+                root = self._new_root(name, (h - dec.c) // dec.k)
+                self.apply(name, dec.k * self.sym(root) + dec.c)
+                return True
+        return False
+
+    def _pin_step(self) -> bool:
+        """Pin the fewest dims of a polynomial equality over several dims (the last resort)."""
+        for at in self.atoms:
+            e = at.expr
+            if len(at.names) < 2 or not isinstance(e, sympy.Eq) or at.linear() is not None:
+                continue
+            syms = sorted(e.free_symbols, key=lambda s: self.order(s.name))
+            if not (e.lhs - e.rhs).is_polynomial(*syms):
+                continue
+            names = [s.name for s in syms]
+            for size in range(1, len(names)):
+                for subset in itertools.combinations(names, size):
+                    rest = _subs_names(e, {n: sympy.Integer(self.hints[n]) for n in subset})
+                    rest = canonicalize(rest, self.declared)
+                    if rest is sympy.true or len(rest.free_symbols) <= 1 or self._orientable(rest):
+                        for n in subset:
+                            self.apply(n, sympy.Integer(self.hints[n]), at.guard, at.verdict)
+                        return True
+        return False
+
+    def _split_step(self) -> bool:
+        """A derived dim's declared range over several roots (``dx + dy <= 100``): split it into a box."""
+        for i, at in enumerate(self.atoms):
+            if at.forced is None or len(at.names) < 2:
+                continue
+            box = self._box(at.expr)
+            if box is None:
+                continue
+            atoms = self.atoms[:i] + self.atoms[i + 1:]
+            for b in box:
+                atoms += self._normalize(b, at.guard, at.verdict)
+            self.atoms = atoms
+            return True
+        return False
+
+    def _box(self, rel):
+        """Per-root bounds around the example implying the linear inequality ``rel``, or None."""
+        if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+            return None
+        diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
+        strict = isinstance(rel, (sympy.Lt, sympy.Gt))
+        form = _linear_form(diff)
+        if form is None:
+            return None
+        coeffs, const = form   # sum(coeffs*x) + const >= 0 (positively scaled, so same direction)
+        if strict:
+            const -= 1
+        slack = sum(c * self.hints[n] for n, c in coeffs.items()) + const
+        if slack < 0:
+            return None
+        names = sorted(coeffs, key=self.order)
+        out = []
+        for i, n in enumerate(names):
+            share = slack // len(names) + (1 if i < slack % len(names) else 0)
+            c = coeffs[n]
+            x = self.sym(n)
+            out.append(x >= self.hints[n] - share // c if c > 0 else x <= self.hints[n] + share // -c)
+        return out
+
+    # -- per-symbol decisions ------------------------------------------------------------
+    def _final(self) -> None:
+        for at in self.atoms:
+            if not at.names and at.expr is sympy.false and not any(u.guard == at.guard for u in self.unfixable):
+                self.unfixable.append(Unfixable(at.guard, None, "the example sizes are outside the declared ranges"))
+            if len(at.names) >= 2 and not any(u.guard == at.guard for u in self.unfixable):
+                names = ", ".join(sorted(at.names, key=self.order))
+                forms = {"increasing": "dy = k*dx + c (k >= 1)", "affine": "dy = k*dx + c",
+                         "linear": "dy = k*dx + c or dz = dx + dy"}[self.ctx.relations]
+                cex = at.verdict.counterexample if at.verdict is not None else None
+                self.unfixable.append(Unfixable(at.guard, cex, (
+                    f"the guard ties {names} by `{at.expr}`; a fix can tie dims only as {forms}, or pin "
+                    "the dims of a product equality to the example's sizes, and narrowing each dim "
+                    "separately would refuse sizes the model handles")))
+        singles = self._singles()
+        guard_of = {}
+        for at in self.atoms:
+            if len(at.names) == 1:
+                guard_of.setdefault(next(iter(at.names)), at)
+        for name in sorted(singles, key=self.order):
+            if name in self.subst:
+                continue
+            dec = self._decide(name, singles[name])
+            if dec.kind == "fail":
+                at = guard_of[name]
+                if not any(u.guard == at.guard for u in self.unfixable):
+                    self.unfixable.append(Unfixable(at.guard, {name: self.hints[name]},
+                                                    "the example sizes themselves violate this guard"))
+                continue
+            self.decisions[name] = dec
+        for name, dec in list(self.decisions.items()):
+            if dec.kind == "div":
+                h = self.hints[name]
+                root = self._new_root(name, (h - dec.c) // dec.k)
+                self.declared[root] = (dec.lo, dec.hi)
+                self.decisions[root] = _Decision("range", dec.lo, dec.hi)
+                del self.decisions[name]
+                self._compose(name, dec.k * self.sym(root) + dec.c)
+        for root in list(self.new_roots):  # a helper root holding one value is a constant
+            dec = self.decisions.get(root)
+            lo, hi = (dec.lo, dec.hi) if dec is not None else self.declared[root]
+            if root not in self.subst and lo is not None and lo == hi:
+                self._compose(root, sympy.Integer(lo))
+
+    def _compose(self, name, expr) -> None:
+        expr = sympy.expand(expr)
+        rep = {name: expr}
+        for d in list(self.subst):
+            self.subst[d] = sympy.expand(_subs_names(self.subst[d], rep))
+        self.subst[name] = expr
+
+    def _range_of(self, name):
+        dec = self.decisions.get(name)
+        return (dec.lo, dec.hi) if dec is not None else self.declared[name]
+
+    def roots(self) -> list:
+        """The free roots of the final contract (user dims not derived, then helper roots in use)."""
+        used = set()
+        for d in self.ctx.names:
+            if d in self.subst:
+                used |= {s.name for s in self.subst[d].free_symbols}
+        return ([n for n in self.ctx.names if n not in self.subst]
+                + [r for r in self.new_roots if r not in self.subst and r in used])
+
+    def key(self):
+        """Wider is larger: fewer unfixable guards, then more unbounded roots, then more sizes."""
+        n_inf, log_count = 0, 0.0
+        for r in self.roots():
+            lo, hi = self._range_of(r)
+            if hi is None or lo is None:
+                n_inf += 1
+            else:
+                log_count += math.log(max(hi - lo + 1, 1))
+        return (-len({id(u.guard) for u in self.unfixable}), n_inf, round(log_count, 9))
+
+    def fixes(self) -> list:
+        new_roots, ranges_fixes, consts, rels = [], [], [], []
+        roots = self.roots()
+        for r in roots:
+            if r in self.new_roots:
+                lo, hi = self._range_of(r)
+                new_roots.append(RangeFix(r, lo, hi, new_root=True))
+        for n in self.ctx.names:
+            if n in self.subst:
+                e = self.subst[n]
+                if e.is_Integer:
+                    consts.append(ConstantFix(n, int(e)))
+                else:
+                    rels.append(_relation(n, e, self.order))
+            elif n in self.decisions:
+                lo, hi = self._range_of(n)
+                if lo is not None and lo == hi:
+                    consts.append(ConstantFix(n, lo))
+                elif (lo, hi) != self.declared[n]:
+                    ranges_fixes.append(RangeFix(n, lo, hi))
+        return new_roots + ranges_fixes + consts + rels
+
+    # -- the widest range / lattice of one symbol -------------------------------------------
+    def _decide(self, name, conds) -> _Decision:
+        conds = [c for c in conds if c is not sympy.true]
+        lo, hi = self.declared[name]
+        if not conds:
+            return _Decision("range", lo, hi)
+        key = (name, tuple(conds), lo, hi, self.hints[name])
+        dec = self._decided.get(key)
+        if dec is None:
+            dec = self._decided[key] = self._decide_uncached(name, conds, lo, hi, self.hints[name])
+        return dec
+
+    def _decide_uncached(self, name, conds, lo, hi, h) -> _Decision:
+        conj = sympy.And(*conds)
+        cands = [(1, 0)]
+        if any(_has_lattice_ops(c) for c in conds):
+            cands += _lattices(conds, h)
+        scanned = []
+        for idx, (k, c) in enumerate(cands):
+            tlo = lo if k == 1 else (None if lo is None else max(0, -((c - lo) // k)))
+            thi = hi if k == 1 else (None if hi is None else (hi - c) // k)
+            th = (h - c) // k
+            s = _scan(lambda t, k=k, c=c: numeric.holds(conj, {name: k * t + c}), th, tlo, thi)
+            if s is None:
+                if idx == 0:
+                    return _Decision("fail", lo, hi)
+                continue
+            scanned.append((s, idx, k, c, tlo, thi, th))
+        scanned.sort(key=lambda x: (-_count(*x[0].bound), x[1]))
+        best = None  # (count, idx, decision)
+        for s, idx, k, c, tlo, thi, th in scanned:
+            ub = _count(*s.bound)
+            if best is not None and (ub < best[0] or (ub == best[0] and idx > best[1])):
+                continue
+            if s.exact:
+                a, b = s.a, s.b
+            else:
+                if k == 1:
+                    sym, tconds = self.sym(name), [_subs_names(x, {name: self.sym(name)}) for x in conds]
+                else:
+                    sym = make_symbol(f"_t{name}", 0)
+                    tconds = [canonicalize(_subs_names(x, {name: k * sym + c}), {}) for x in conds]
+                a, b = self._widest(tconds, sym, tlo, thi, th, s)
+            cnt = _count(a, b)
+            if best is None or cnt > best[0] or (cnt == best[0] and idx < best[1]):
+                best = (cnt, idx, _Decision("range" if k == 1 else "div", a, b, k, c))
+        return best[2]
+
+    def _holds(self, conds, sym, lo, hi, want_cex: bool = False):
+        s = ShapeSolver(self.ctx.timeout_ms, cache=self.ctx.cache)
+        s.declare(sym.name, lo, hi)
+        v = s.implies(sympy.And(*conds))
+        return v if want_cex else v.proved
+
+    def _widest(self, conds, sym, lo, hi, h, scan):
+        """Widest [a, b] with lo <= a <= h <= b <= hi where all conds hold, given a scan.
+
+        ``scan`` already enumerated [scan.a, scan.b] (all hold); an end the scan
+        reached exactly (a failing integer or the range's end) is kept; the other is
+        found by binary search with solver queries over the whole candidate range.
+        """
+        name = sym.name
+        # upper end
+        if scan.exact_hi:
+            b = scan.b
         else:
-            root = _fresh_root(ctx, name)
-            new_roots.append(RangeFix(root, blo, bhi, new_root=True))
-            rels.append(RelationFix(name, root, k, c0))
-            ctx.ranges[root] = (blo, bhi)
-            ctx.hints[root] = (h - c0) // k
-    for derived, (root, k, c) in ctx.relations.items():
-        rels.append(RelationFix(derived, root, k, c))
-    out.fixes = new_roots + ranges_fixes + consts + rels
+            v = self._holds(conds, sym, h, hi, want_cex=True)
+            if v.proved:
+                b = hi
+            else:
+                good = scan.b
+                bad = v.counterexample[name] if v.refuted else (hi if hi is not None else 2 * good + 2)
+                if bad <= good:
+                    bad = good + 1
+                if hi is None and not v.refuted:
+                    for _ in range(62):  # unknown over [h, oo): grow until a query fails
+                        if not self._holds(conds, sym, h, bad):
+                            break
+                        good, bad = bad, bad * 2
+                while bad - good > 1:
+                    mid = (good + bad) // 2
+                    vm = self._holds(conds, sym, h, mid, want_cex=True)
+                    if vm.proved:
+                        good = mid
+                    else:
+                        cx = vm.counterexample[name] if vm.refuted else None
+                        bad = cx if cx is not None and good < cx <= mid else mid
+                b = good
+        # lower end
+        if scan.exact_lo:
+            a = scan.a
+        else:
+            v = self._holds(conds, sym, lo, h, want_cex=True)
+            if v.proved:
+                a = lo
+            else:
+                good = scan.a
+                bad = v.counterexample[name] if v.refuted else (lo if lo is not None else good - 1)
+                if bad >= good:
+                    bad = good - 1
+                while good - bad > 1:
+                    mid = (good + bad + 1) // 2
+                    vm = self._holds(conds, sym, mid, h, want_cex=True)
+                    if vm.proved:
+                        good = mid
+                    else:
+                        cx = vm.counterexample[name] if vm.refuted else None
+                        bad = cx if cx is not None and mid <= cx < good else mid
+                a = good
+        return a, b
 
 
-def _fresh_root(ctx, name) -> str:
-    root = f"_{name}"
-    while root in ctx.ranges or root in ctx.hints:
-        root = "_" + root
-    return root
+def _relation(name, expr, order) -> RelationFix:
+    coeffs, const = {}, 0
+    for term in sympy.Add.make_args(expr):
+        c, rest = term.as_coeff_Mul()
+        if rest == 1:
+            const += int(c)
+        else:
+            coeffs[rest.name] = coeffs.get(rest.name, 0) + int(c)
+    terms = tuple(sorted(((r, k) for r, k in coeffs.items() if k), key=lambda rk: order(rk[0])))
+    return RelationFix(name, terms=terms, offset=const)
+
+
+@dataclass
+class _Scan:
+    a: int
+    b: int
+    exact_lo: bool     # a is the range's end or the integer below it fails
+    exact_hi: bool
+    bound: tuple       # (lo, hi) no valid interval can exceed (None = unbounded)
+
+    @property
+    def exact(self) -> bool:
+        return self.exact_lo and self.exact_hi
+
+
+def _scan(ok, h, lo, hi, width: int = _SCAN) -> Optional[_Scan]:
+    """Integers around ``h`` where ``ok`` holds; None if it does not hold at ``h`` itself.
+
+    Walks up to ``width`` steps each way; a step that fails (or cannot be
+    evaluated) ends that side exactly, and so does the range's end.
+    """
+    if ok(h) is not True:
+        return None
+    b, exact_hi = h, False
+    for t in range(h + 1, h + width + 1):
+        if hi is not None and t > hi:
+            exact_hi = True
+            break
+        if ok(t) is not True:
+            exact_hi = True
+            break
+        b = t
+    else:
+        exact_hi = hi is not None and b >= hi
+    a, exact_lo = h, False
+    for t in range(h - 1, h - width - 1, -1):
+        if lo is not None and t < lo:
+            exact_lo = True
+            break
+        if ok(t) is not True:
+            exact_lo = True
+            break
+        a = t
+    else:
+        exact_lo = lo is not None and a <= lo
+    return _Scan(a, b, exact_lo, exact_hi, (a if exact_lo else lo, b if exact_hi else hi))
 
 
 def _divisors(h: int) -> list:
     if h < 2:
         return []
-    small = [d for d in range(2, int(h ** 0.5) + 1) if h % d == 0]
-    divs = sorted(set(small + [h // d for d in small] + [h]))
-    return divs[:_MAX_DIVISORS]
+    small = [d for d in range(2, math.isqrt(h) + 1) if h % d == 0]
+    return sorted(set(small + [h // d for d in small] + [h]))
 
 
 def _moduli(conds) -> set:
@@ -411,111 +935,91 @@ def _moduli(conds) -> set:
 def _lattices(conds, h: int) -> list:
     """Candidate roots ``x = k*_x + c`` (0 <= c < k, ``c = h mod k`` keeps the example).
 
-    ``k`` runs over the divisors of the example size (``c = 0``: ``n = 4*_n``)
-    and over the moduli the guards use and their divisors (``Mod(n + 1, 2)``
-    with ``n = 5`` gives ``n = 2*_n + 1``); smallest ``k`` first, at most
-    ``_MAX_DIVISORS`` of them.
+    ``k`` is the least common multiple of every modulus the atoms use (56, 45 and
+    8 give 2520), its divisors, the moduli's divisors and the divisors of the
+    example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the LCM.
     """
+    mods = _moduli(conds)
     ks = set(_divisors(h))
-    for m in _moduli(conds):
-        ks.update(d for d in range(2, m + 1) if m % d == 0)
-    return [(k, h % k) for k in sorted(ks)[:_MAX_DIVISORS]]
+    lcm = 1
+    for m in mods:
+        ks.update(_divisors(m))
+        lcm = lcm * m // math.gcd(lcm, m)
+    if lcm > 1:
+        ks.update(_divisors(lcm) if lcm <= 10 ** 12 else [lcm])
+    picked = sorted(ks)[:_MAX_DIVISORS]
+    if lcm > 1 and lcm not in picked:
+        picked.append(lcm)
+    return [(k, h % k) for k in sorted(picked)]
 
 
 def _count(lo, hi):
-    return float("inf") if hi is None else hi - lo + 1
+    return float("inf") if hi is None or lo is None else hi - lo + 1
 
 
-def _holds(ctx, conds, sym, lo, hi, want_cex: bool = False):
-    """Are all ``conds`` proved for ``sym`` in [lo, hi]? (With ``want_cex``: the verdict.)"""
-    s = ShapeSolver(ctx.timeout_ms, cache=ctx.cache)
-    s.declare(sym.name, lo, hi)
-    v = s.implies(sympy.And(*conds))
-    return v if want_cex else v.proved
+# -- step 7: verification ----------------------------------------------------------------
+def _verify(ctx, plan, guards, out) -> None:
+    """Substitute every fix and prove every fixable guard under the fixed ranges; check the hints."""
+    fixed = {f.name: f for f in out.fixes}
+    hints = dict(plan.hints)
+    values: dict = {}
+    s = ShapeSolver(ctx.timeout_ms)
+    ranges = dict(ctx.ranges)
+    for f in out.fixes:
+        if isinstance(f, RangeFix):
+            ranges[f.name] = (f.lower, f.upper)
+
+    def value_of(name, stack=()):
+        if name in values:
+            return values[name]
+        f = fixed.get(name)
+        if isinstance(f, ConstantFix):
+            v = sympy.Integer(f.value)
+        elif isinstance(f, RelationFix) and name not in stack:
+            v = sympy.Integer(f.offset) + sum((k * value_of(r, stack + (name,)) for r, k in f.terms),
+                                              sympy.Integer(0))
+        else:
+            lo, hi = ranges.get(name, (1, None))
+            v = s.declare(name, lo, hi)
+        values[name] = v
+        return v
+    ok = all(_hint_ok(f, hints) for f in out.fixes)
+    unfixable = {u.guard for u in out.unfixable}
+    for g in guards:
+        if g in unfixable:
+            continue
+        rep = {sym: value_of(sym.name) for sym in g.free_symbols}
+        v = s.implies(g.xreplace(rep))
+        if not v.proved:
+            v2 = _verify_by_assumptions(ctx, out, g)
+            if v2.proved:
+                continue
+            ok = False
+            out.unfixable.append(Unfixable(g, v.counterexample,
+                                           f"no fix form makes the dims imply it ({v.status}: {v.reason})"))
+    out.verified = ok
 
 
-def _widest(ctx, conds, sym, lo, hi, h):
-    """Widest [a, b] with lo <= a <= h <= b <= hi (hi None = unbounded) where all conds hold.
-
-    Binary search on each end, every step a solver query over the whole
-    candidate range; a refuted query's counterexample shrinks the search.
-    """
-    name = sym.name
-    # upper end
-    v = _holds(ctx, conds, sym, h, hi, want_cex=True)
-    if v.proved:
-        b = hi
-    else:
-        good = h
-        bad = v.counterexample[name] if v.refuted else (hi if hi is not None else 2 * h + 2)
-        if bad <= good:
-            bad = good + 1
-        if hi is None and not v.refuted:
-            for _ in range(62):  # unknown over [h, oo): grow until a query fails
-                if not _holds(ctx, conds, sym, h, bad):
-                    break
-                good, bad = bad, bad * 2
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            vm = _holds(ctx, conds, sym, h, mid, want_cex=True)
-            if vm.proved:
-                good = mid
-            else:
-                bad = vm.counterexample[name] if vm.refuted and good < vm.counterexample[name] <= mid else mid
-        b = good
-    # lower end
-    v = _holds(ctx, conds, sym, lo, h, want_cex=True)
-    if v.proved:
-        a = lo
-    else:
-        good = h
-        bad = v.counterexample[name] if v.refuted else (lo if lo is not None else good - 1)
-        if bad >= good:
-            bad = good - 1
-        while good - bad > 1:
-            mid = (good + bad + 1) // 2
-            vm = _holds(ctx, conds, sym, mid, h, want_cex=True)
-            if vm.proved:
-                good = mid
-            else:
-                bad = vm.counterexample[name] if vm.refuted and mid <= vm.counterexample[name] < good else mid
-        a = good
-    return a, b
-
-
-# -- step 5: verification ----------------------------------------------------------------
-def _verify(ctx, guards, out) -> None:
-    """Apply every fix as an assumption and prove every fixable guard; check the hints."""
+def _verify_by_assumptions(ctx, out, g) -> Verdict:
+    """The same check with the fixes as solver assumptions (for a substituted guard z3 could not decide)."""
     s = ShapeSolver(ctx.timeout_ms)
     fixed = {f.name: f for f in out.fixes}
-    hints = dict(ctx.hints)
-    for name, (lo, hi) in ctx.ranges.items():
+    for name in list(ctx.ranges) + [f.name for f in out.fixes if isinstance(f, RangeFix) and f.new_root]:
         f = fixed.get(name)
         if isinstance(f, RangeFix):
             s.declare(name, f.lower, f.upper)
         elif isinstance(f, RelationFix):
-            s.declare(name, None, None)  # a derived dim's range comes from its root
+            s.declare(name, None, None)
         else:
+            lo, hi = ctx.ranges.get(name, (1, None))
             s.declare(name, lo, hi)
     for f in out.fixes:
         if isinstance(f, ConstantFix):
             s.assume(sympy.Eq(s.symbol(f.name), f.value))
         elif isinstance(f, RelationFix):
-            s.assume(sympy.Eq(s.symbol(f.name), f.scale * s.symbol(f.root) + f.offset))
-    ok = True
-    for f in out.fixes:
-        if not _hint_ok(f, hints):
-            ok = False
-    unfixable = {u.guard for u in out.unfixable}
-    for g in guards:
-        if g in unfixable:
-            continue
-        v = s.implies(g)
-        if not v.proved:
-            ok = False
-            out.unfixable.append(Unfixable(g, v.counterexample,
-                                           f"no fix form makes the dims imply it ({v.status}: {v.reason})"))
-    out.verified = ok
+            rhs = sympy.Integer(f.offset) + sum((k * s.symbol(r) for r, k in f.terms), sympy.Integer(0))
+            s.assume(sympy.Eq(s.symbol(f.name), rhs))
+    return s.implies(g)
 
 
 def _hint_ok(f, hints) -> bool:
@@ -524,4 +1028,6 @@ def _hint_ok(f, hints) -> bool:
         return h is not None and (f.lower is None or h >= f.lower) and (f.upper is None or h <= f.upper)
     if isinstance(f, ConstantFix):
         return hints.get(f.name) == f.value
-    return hints.get(f.name) == f.scale * hints.get(f.root, 0) + f.offset
+    if any(r not in hints for r in f.roots):
+        return False
+    return hints.get(f.name) == f.offset + sum(k * hints[r] for r, k in f.terms)

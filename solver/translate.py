@@ -8,6 +8,15 @@ naming the sympy class):
 - ``+``, ``*``, integer powers (negative powers only as real division);
 - ``floor(a/b)``, ``ceiling(a/b)`` (exact integer division, Python floor
   semantics for either sign of ``b``), ``Mod(a, b)`` (sign of ``b``, like Python);
+- ``Mod`` of rational operands, the forms sympy's own evaluation produces
+  (``Mod(a*a - b*b, a + b)`` becomes ``(a + b)*Mod((a**2 - b**2)/(a + b), 1)``,
+  ``Mod(3*a/2, 3)`` stays as written): ``Mod(n1/d1, n2/d2) == Mod(n1*d2, n2*d1)/(d1*d2)``
+  (``Mod(c*x, c*m) == c*Mod(x, m)`` for every ``c != 0``), so the Mod itself is an
+  integer one; a product whose other factors cancel ``d1*d2`` (as ``a + b`` does
+  above) stays over the integers;
+- a symbolic polynomial divisor is divided off first: ``Mod(q*d + r, d) -> Mod(r, d)``
+  and ``floor((q*d + r)/d) -> q + floor(r/d)`` for an integer polynomial ``q``, so
+  ``Mod(a*a - b*b, a + b)`` is 0 to z3, which cannot decide the nonlinear division;
 - ``Min``, ``Max``, ``Abs``, ``Piecewise`` (with a final ``True`` branch);
 - ``Eq Ne Lt Le Gt Ge``, ``And Or Not Implies Xor Equivalent``, ``ITE``.
 
@@ -116,6 +125,9 @@ class Translator:
         return z3.Sum([self(a) for a in e.args])
 
     def _mul(self, e: sympy.Mul) -> z3.ExprRef:
+        rational_mods = [f for f in e.args if isinstance(f, sympy.Mod) and _rational_mod(f) is not None]
+        if rational_mods:
+            return self._mul_rational_mod(e, rational_mods[0])
         num, den = e.as_numer_denom()
         if den != 1 and not den.is_Number:
             # symbolic denominator outside floor: exact real division
@@ -139,18 +151,45 @@ class Translator:
 
     def _floor(self, e: sympy.Basic) -> z3.ExprRef:
         num, den = e.args[0].as_numer_denom()
+        reduced = _poly_reduce(num, den)
+        if reduced is not None:  # floor((q*den + r)/den) == q + floor(r/den) for an integer polynomial q
+            q, r = reduced
+            return self(q) if r == 0 else self(q) + _floordiv(self(r), self(den), self.ctx)
         return _floordiv(self(num), self(den), self.ctx)
 
     def _ceiling(self, e: sympy.Basic) -> z3.ExprRef:
         num, den = e.args[0].as_numer_denom()
+        reduced = _poly_reduce(num, den)
+        if reduced is not None:
+            q, r = reduced
+            return self(q) if r == 0 else self(q) - _floordiv(-self(r), self(den), self.ctx)
         return -_floordiv(-self(num), self(den), self.ctx)
 
+    def _mul_rational_mod(self, e: sympy.Mul, mod: sympy.Mod) -> z3.ExprRef:
+        """``rest*Mod(n1/d1, n2/d2)`` as ``(rest/(d1*d2))*Mod(n1*d2, n2*d1)``: integer when ``d1*d2`` cancels."""
+        int_mod, den = _rational_mod(mod)
+        rest = sympy.Mul(*[f for f in e.args if f is not mod])
+        quotient = sympy.cancel(rest / den)
+        q_num, q_den = quotient.as_numer_denom()
+        zmod = self._int_mod(int_mod)
+        if q_den == 1:
+            return self(q_num) * zmod if q_num != 1 else zmod
+        return z3.ToReal(self(q_num) * zmod) / z3.ToReal(self(q_den))
+
     def _mod(self, e: sympy.Mod) -> z3.ExprRef:
+        rational = _rational_mod(e)
+        if rational is not None:
+            int_mod, den = rational
+            return z3.ToReal(self._int_mod(int_mod)) / z3.ToReal(self(den))
+        return self._int_mod(e)
+
+    def _int_mod(self, e: sympy.Mod) -> z3.ExprRef:
         a, b = e.args
-        num_a, den_a = a.as_numer_denom()
-        num_b, den_b = b.as_numer_denom()
-        if den_a != 1 or den_b != 1:
-            raise UnsupportedExpressionError("Mod", e, "only integer operands are supported")
+        reduced = _poly_reduce(a, b)
+        if reduced is not None:  # Mod(q*b + r, b) == Mod(r, b) for an integer polynomial q
+            a = reduced[1]
+            if a == 0:
+                return z3.IntVal(0, self.ctx)
         za, zb = self(a), self(b)
         if b.is_Integer and int(b) > 0:
             return za % zb  # z3's Euclidean mod equals Python's for a positive divisor
@@ -215,6 +254,43 @@ class Translator:
     def _equivalent(self, e) -> z3.ExprRef:
         first = self(e.args[0])
         return z3.And([first == self(a) for a in e.args[1:]])
+
+
+def _rational_mod(e: sympy.Mod):
+    """``(Mod(n1*d2, n2*d1), d1*d2)`` for ``Mod(n1/d1, n2/d2)`` with a denominator, else None.
+
+    ``Mod(x, m) == x - m*floor(x/m)`` gives ``Mod(c*x, c*m) == c*Mod(x, m)`` for any
+    ``c != 0``; with ``c = d1*d2`` both operands are integer expressions. The Mod is
+    built unevaluated: sympy would turn it straight back into the rational form.
+    """
+    a, b = e.args
+    n1, d1 = a.as_numer_denom()
+    n2, d2 = b.as_numer_denom()
+    if d1 == 1 and d2 == 1:
+        return None
+    return sympy.Mod(sympy.expand(n1 * d2), sympy.expand(n2 * d1), evaluate=False), sympy.expand(d1 * d2)
+
+
+def _poly_reduce(num, den):
+    """``(q, r)`` with ``num == q*den + r``, ``q`` a polynomial with integer coefficients, for a
+    symbolic polynomial divisor ``den`` that divides off part of ``num``; else None.
+
+    For integer sizes ``q`` is an integer, so ``floor(num/den) == q + floor(r/den)`` and
+    ``Mod(num, den) == Mod(r, den)``: z3 then never sees the nonlinear division
+    ``(a**2 - b**2)/(a + b)``, which it cannot decide, only what is left of it (here 0).
+    """
+    if den.is_Number or not den.free_symbols or num.is_Number:
+        return None
+    gens = sorted(num.free_symbols | den.free_symbols, key=lambda x: x.name)
+    if not (num.is_polynomial(*gens) and den.is_polynomial(*gens)):
+        return None
+    try:
+        q, r = sympy.div(sympy.Poly(num, *gens), sympy.Poly(den, *gens))
+    except (sympy.PolynomialError, sympy.CoercionFailed):
+        return None
+    if q.is_zero or not all(c.is_Integer for c in q.coeffs()):
+        return None
+    return q.as_expr(), r.as_expr()
 
 
 def _floordiv(a: z3.ExprRef, b: z3.ExprRef, ctx) -> z3.ExprRef:

@@ -2,7 +2,7 @@
 
 They live beside the checkout (``../shared/cases``), in CI too; the environment
 variable ``TPE_CASES_DIR`` overrides that.  Every test that walks them uses
-:func:`case_params`, so the four cases that later issues fix are strict expected
+:func:`case_params`, so the cases that later issues fix are strict expected
 failures by name: when an issue fixes one, it removes that name from
 ``EXPECTED_FAILURES`` (a strict xfail that passes fails the suite).
 """
@@ -21,9 +21,6 @@ SHARED_CASES = Path(os.environ.get("TPE_CASES_DIR", ROOT.parent / "shared" / "ca
 
 # case name -> the issue that makes it pass
 EXPECTED_FAILURES = {
-    "case_reshape_pool_pyramid": "fixes issue: one-step fixes for nested floor products",
-    "case_fix_unlocks_relation": "fixes issue: a fix that makes another guard expressible",
-    "case_flatten_must_be_static": "fixes issue: product equalities pinned to the example",
     "case_same_mask_twice": "effects issue: facts about data-dependent sizes",
 }
 
@@ -33,10 +30,9 @@ def case_files() -> list[Path]:
     return sorted(SHARED_CASES.glob("case_*.py")) if SHARED_CASES.is_dir() else []
 
 
-# Cases whose violation text is not deterministic yet: their unfixable non-linear guards get
-# counterexamples that depend on z3's state from earlier queries in the process, so the
-# determinism tests leave them out (the fixes issue makes these guards fixable).
-NONDETERMINISTIC = {"case_reshape_pool_pyramid": EXPECTED_FAILURES["case_reshape_pool_pyramid"]}
+# Cases whose violation text is not deterministic yet (counterexamples that depend on z3's state
+# from earlier queries in the process): the determinism tests leave them out.  None today.
+NONDETERMINISTIC: dict[str, str] = {}
 
 
 def case_params(files: list[Path] | None = None, *, as_name: bool = False,

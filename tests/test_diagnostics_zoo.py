@@ -13,9 +13,6 @@ from benchmarks import zoo as Z
 
 # What goes wrong today, per model (measured with benchmarks/bench_diagnostics.py --errors).
 TODAY = {
-    "unet_reshape_pool": "3 refine rounds: h = 2*_h, then _h = 2*__h, then __h = 2*___h "
-                         "(the nested-floor product guard of 3 reshape poolings is not split per "
-                         "factor); right: h = 8*_h, w = 8*_w in one block (issue 13 item 3)",
     "concat_heads": "no fix: p + t == 32 (two streams into a full 32-row position table) gets "
                     "'no Dim range, constant or relation expresses'; right: p = 32 - t (item 7)",
     "fusion_mask": "no fix: p + t == l (a mask over two concatenated streams); right: "
@@ -23,15 +20,6 @@ TODAY = {
     "flatten_head": "no fix: the flattened conv features 4*(h'*w' + h' + w' + 1) == 64 of two "
                     "stride-2 convs; right: pin the downsampled sizes to 4, i.e. h, w in [13, 16] "
                     "(item 6)",
-    "hourglass_merge": "2 refine rounds: seq = 2*_seq first, cond = _seq only in the second "
-                       "(seq // 2 == cond is 'not expressible' until the multiple is applied); "
-                       "right: both in one block (item 4)",
-    "wavenet_cond": "2 refine rounds: length >= 15 first; the offset relation behind the crops' "
-                    "Max/Min (Max(0, ... - Min(8, ...)) == cond) is 'not expressible' until then; "
-                    "right: cond = length - 14 with length >= 15 in one block (item 1)",
-    "video_last_frames": "2 refine rounds: frames >= 4 first (Max(0, frames - Max(0, frames - 4)) == "
-                         "moves is 'not expressible'), moves = 4 only in the second; right: both in "
-                         "one block, keeping the example's Min branch (item 2)",
 }
 
 MODELS = Z.zoo()

@@ -293,3 +293,15 @@ def test_fuzz_verdicts_match_brute_force():
             assert los["q"] <= cex.get("q", los["q"]) <= his["q"], where
             full = {"p": cex.get("p", los["p"]), "q": cex.get("q", los["q"])}
             assert evaluate(guard, full) is False, where
+
+
+def test_probe_steps_inside_the_corners_before_z3():
+    # (h//2)*(w//2) == 4*(h//4)*(w//4) holds at every corner of [1, 256]^2; one step inside it fails,
+    # found at plain integers: the same counterexample whatever z3 did before (issue 13)
+    f = sympy.floor
+    for _ in range(2):
+        solver = ShapeSolver()
+        h, w = solver.declare("h", 1, 256), solver.declare("w", 1, 256)
+        v = solver.implies(sympy.Eq(f(h / 2) * f(w / 2), 4 * f(f(h / 2) / 2) * f(f(w / 2) / 2)))
+        assert v.refuted and v.via == "intervals" and v.counterexample == {"h": 2, "w": 2}
+        assert solver.stats["z3_calls"] == 0

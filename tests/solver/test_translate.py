@@ -106,3 +106,87 @@ def test_piecewise_without_default_is_rejected():
     pw = sympy.Piecewise((a, a > 0), (b, b > 0))
     with pytest.raises(UnsupportedExpressionError, match="final"):
         to_z3(pw)
+
+
+# -- forms sympy's own evaluation produces (issue 13) -------------------------------------------------
+p, q = sympy.symbols("p q", integer=True, positive=True)
+
+RATIONAL_FORMS = [
+    sympy.Mod(p * p - q * q, p + q),          # sympy: (p + q)*Mod((p**2 - q**2)/(p + q), 1)
+    sympy.Mod(p / 2, 1),
+    sympy.Mod(3 * p / 2, 3),
+    2 * sympy.Mod(p / 2, 1),
+    sympy.Mod(p * q + 1, q),
+    sympy.Mod(p ** 2 + 3, p + 1),
+    sympy.floor((p * p + 3) / (p + 1)),
+    sympy.ceiling((p * p - q * q + 1) / (p + q)),
+    sympy.Mod(p * q, p + q),
+]
+
+
+def test_sympy_rewrites_mod_into_a_rational_form():
+    # the reason these forms exist: sympy does not keep Mod(p*p - q*q, p + q) as written
+    e = sympy.Mod(p * p - q * q, p + q)
+    assert isinstance(e, sympy.Mul) and any(isinstance(f, sympy.Mod) and f.args[1] == 1 for f in e.args)
+
+
+@pytest.mark.parametrize("expr", RATIONAL_FORMS, ids=str)
+def test_rational_forms_translate_and_match_sympy(expr):
+    t = Translator()
+    e = t(expr)
+    for x, y in itertools.product([1, 2, 3, 5, 8, 13, 64], [1, 2, 4, 7, 9]):
+        sub = z3.simplify(z3.substitute(e, (t.var("p"), z3.IntVal(x)), (t.var("q"), z3.IntVal(y))))
+        if z3.is_rational_value(sub) and not z3.is_int_value(sub):
+            got = sympy.Rational(sub.numerator_as_long(), sub.denominator_as_long())
+        else:
+            got = sub.as_long()
+        exact = expr.xreplace({s_: {"p": x, "q": y}[s_.name] for s_ in expr.free_symbols})  # sympy's value
+        assert got == exact, (expr, x, y)
+
+
+def test_difference_of_squares_mod_is_proved():
+    from solver import ShapeSolver
+
+    s = ShapeSolver()
+    a_, b_ = s.declare("p"), s.declare("q")
+    assert s.implies(sympy.Eq(sympy.Mod(a_ * a_ - b_ * b_, a_ + b_), 0)).status == "proved"
+    small = ShapeSolver()
+    c_, d_ = small.declare("p", 1, 10), small.declare("q", 1, 10)
+    v = small.implies(sympy.Eq(sympy.Mod(c_ * c_ + d_, c_ + d_), 0))   # false in general
+    assert v.status == "refuted" and evaluate(sympy.Mod(p * p + q, p + q), v.counterexample) != 0
+    # and the same fact written with floor
+    f = sympy.floor((a_ * a_ - b_ * b_) / (a_ + b_))
+    assert s.implies(sympy.Eq(a_ * a_ - b_ * b_ - (a_ + b_) * f, 0)).status == "proved"
+
+
+def test_rational_mod_identity_is_sound():
+    # Mod(n1/d1, n2/d2) == Mod(n1*d2, n2*d1)/(d1*d2): z3 proves the translation equals the
+    # definition x - m*floor(x/m) over every integer (the linear cases; nonlinear ones at points above)
+    x = z3.Int("p")
+    t = Translator()
+    for expr, direct in [
+        (sympy.Mod(p / 2, 1), z3.ToReal(x) / 2 - z3.ToReal(x / 2)),          # x/2 - floor(x/2)
+        (sympy.Mod(3 * p / 2, 3), z3.ToReal(3 * x) / 2 - 3 * z3.ToReal(x / 2)),
+    ]:
+        s = z3.Solver()
+        s.add(t(expr) != direct)
+        assert s.check() == z3.unsat, expr
+
+
+def test_polynomial_division_reduction_is_sound():
+    # Mod(q*d + r, d) == Mod(r, d) and floor((q*d + r)/d) == q + floor(r/d) for an integer polynomial q:
+    # z3 proves the reduced translation equals the plain one wherever the divisor is nonzero
+    from solver.translate import _floordiv
+
+    t = Translator()
+    x, y = t.var("p"), t.var("q")
+    for expr, plain in [
+        (sympy.Mod(p ** 2 + 3, p + 1), (x * x + 3) - (x + 1) * _floordiv(x * x + 3, x + 1, None)),
+        (sympy.floor((p * p + 3) / (p + 1)), _floordiv(x * x + 3, x + 1, None)),
+        (sympy.Mod(p * q + 1, q), (x * y + 1) - y * _floordiv(x * y + 1, y, None)),
+    ]:
+        s = z3.Solver()
+        s.set("timeout", 20000)
+        s.add(x >= 1, x <= 50, y >= 1, y <= 50)
+        s.add(t(expr) != plain)
+        assert s.check() == z3.unsat, expr
