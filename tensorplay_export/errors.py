@@ -82,15 +82,18 @@ class ConstraintViolationError(ValueError):
             (draft_export passes its whole report instead).
         violations: one ``records.Violation`` per violated guard, in capture order.
         fixes: every fix line, one verified set (the ``Suggested fixes:`` block).
+        fixes_note: what the re-export that proves the block could not prove (None:
+            exporting with the block applied succeeds, so one refine step is enough).
 
     Attributes:
-        violations, fixes: as passed.
+        violations, fixes, fixes_note: as passed.
     """
 
     def __init__(self, message: Optional[str] = None, *, violations: Sequence[Violation] = (),
-                 fixes: Sequence[str] = ()) -> None:
+                 fixes: Sequence[str] = (), fixes_note: Optional[str] = None) -> None:
         self.violations: list[Violation] = list(violations)
         self.fixes: list[str] = list(fixes)
+        self.fixes_note = fixes_note
         super().__init__(self.render() if message is None else message)
 
     def render(self) -> str:
@@ -102,6 +105,8 @@ class ConstraintViolationError(ValueError):
             out.append(f"  - {head}")
             out += [f"    {ln}" for ln in rest]
         if self.fixes:
+            if self.fixes_note:
+                out.append(f"Note: {self.fixes_note}.")
             out.append(FIXES_HEADER)
             out += [f"  {ln}" for ln in self.fixes]
         else:

@@ -167,7 +167,7 @@ def test_data_dependent_error_declares_its_fields():
 # -- the text is rendered from the fields -----------------------------------------------------------
 def test_constraint_violation_text_is_rendered_from_the_fields():
     err, v = violation_of(groups_of_four, np.ones(8), spec={"x": {0: Dim("n", max=1000)}})
-    assert set(vars(err)) == {"violations", "fixes"}  # declared in __init__, nothing bolted on
+    assert set(vars(err)) == {"violations", "fixes", "fixes_note"}  # declared in __init__, nothing bolted on
     assert str(err) == err.render() == str(ConstraintViolationError(violations=err.violations, fixes=err.fixes))
     head, *rest = violation_lines(v)
     assert str(err).splitlines() == (["Constraints violated (n)!", f"  - {head}"] + [f"    {ln}" for ln in rest]

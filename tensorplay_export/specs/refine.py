@@ -28,7 +28,7 @@ from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
 from ..errors import FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
-           "RangeFix", "ConstFix", "RelationFix"]
+           "combine_fix_rounds", "RangeFix", "ConstFix", "RelationFix"]
 
 HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1")
@@ -398,3 +398,73 @@ def _same_spec(a: Any, b: Any) -> bool:
     if isinstance(a, ShapesCollection) and isinstance(b, ShapesCollection):
         return [v for _, v in a.items()] == [v for _, v in b.items()]
     return type(a) is type(b) and a == b
+
+
+# --- one block from several rounds ----------------------------------------------------------
+
+def combine_fix_rounds(rounds: list[list[str]], user_names: set[str]) -> list[str]:
+    """One fix block, applicable to the original spec, from the fix lines of successive rounds.
+
+    Round ``i + 1`` was computed on the spec refined by rounds ``0..i``, so its lines
+    may redefine a root an earlier round introduced (``_h = 2*__h`` after ``h = 2*_h``).
+    The later line for a name wins; relations are then composed down to their final
+    roots (``h = 4*__h``), constants substituted, intermediate roots that nothing uses
+    any more dropped, and a final root renamed to ``_<dim>`` when that name is free
+    (``h = 4*_h``, ``_h = Dim('_h', max=64)``).  Lines of forms this grammar does not
+    read are kept as they are.  A single round is returned unchanged.
+
+    Args:
+        rounds: fix lines per round, in order.
+        user_names: the dims the user's spec names (they are never dropped or renamed).
+    """
+    if len(rounds) <= 1:
+        return list(rounds[0]) if rounds else []
+    from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
+
+    fixes: dict[str, Any] = {}
+    for lines in rounds:
+        for line in lines:
+            try:
+                fix = parse_fix_line(line)
+            except ValueError:
+                fixes[line] = line   # a form refine reads only whole: kept as is
+                continue
+            fixes[fix.name] = fix
+    for _ in range(len(fixes) + 1):   # compose relations through relations and constants
+        changed = False
+        for name, fix in list(fixes.items()):
+            if not isinstance(fix, RelationFix):
+                continue
+            base = fixes.get(fix.root)
+            if isinstance(base, RelationFix):
+                fixes[name] = RelationFix(name, base.root, fix.scale * base.scale,
+                                          fix.scale * base.offset + fix.offset, "")
+                changed = True
+            elif isinstance(base, ConstFix):
+                fixes[name] = ConstFix(name, fix.scale * base.value + fix.offset, "")
+                changed = True
+        if not changed:
+            break
+    used = {f.root for f in fixes.values() if isinstance(f, RelationFix)}
+    fixes = {n: f for n, f in fixes.items() if isinstance(f, str) or n in user_names or n in used}
+    rename: dict[str, str] = {}
+    taken = set(fixes) | set(user_names)
+    for root in sorted(used - set(user_names)):
+        want = "_" + root.lstrip("_")
+        if want != root and want not in taken:
+            rename[root] = want
+            taken.add(want)
+
+    def line(f: Any) -> str:
+        if isinstance(f, str):
+            return f
+        name = rename.get(f.name, f.name)
+        if isinstance(f, RangeFix):
+            return _Range(name, 1 if f.min is None else f.min, f.max).line
+        if isinstance(f, ConstFix):
+            return _Const(name, f.value).line
+        return _Rel(name, rename.get(f.root, f.root), f.scale, f.offset).line
+
+    roots = [line(f) for f in fixes.values() if isinstance(f, RangeFix)]
+    rest = [line(f) for f in fixes.values() if not isinstance(f, RangeFix)]
+    return roots + rest

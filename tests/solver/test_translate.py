@@ -189,4 +189,10 @@ def test_polynomial_division_reduction_is_sound():
         s.set("timeout", 20000)
         s.add(x >= 1, x <= 50, y >= 1, y <= 50)
         s.add(t(expr) != plain)
-        assert s.check() == z3.unsat, expr
+        verdict = s.check()
+        if verdict == z3.unknown:  # non-linear: z3 may give up on a loaded machine; the box is small, so look at every point
+            for a, b in itertools.product(range(1, 51), range(1, 51)):
+                sub = [(x, z3.IntVal(a)), (y, z3.IntVal(b))]
+                assert z3.simplify(z3.substitute(t(expr), *sub)).eq(z3.simplify(z3.substitute(plain, *sub))), (expr, a, b)
+            continue
+        assert verdict == z3.unsat, expr
