@@ -257,7 +257,7 @@ CASES = {
                           SIZES),
 }
 
-from ops._decomp_cases import CASES as _MORE_CASES  # noqa: E402  (the composites of tests/ops)
+from ops._decomp_cases import CASES as _MORE_CASES  # noqa: E402  (the composites of tests/ops, checked here too)
 
 CASES.update(_MORE_CASES)
 
