@@ -7,26 +7,23 @@ thread count.  :func:`one_blas_thread` limits the BLAS thread pools (through
 ``threadpoolctl``) for the duration of a capture and restores them afterwards.
 
 The limit is process-wide while it holds: BLAS calls of other threads during a
-capture run single-threaded too.  Without ``threadpoolctl`` it does nothing.
+capture run single-threaded too.  A numpy without a BLAS threadpoolctl knows is left as it is.
 """
 from __future__ import annotations
 
 import contextlib
 from typing import Any, Iterator
 
-_CONTROLLER: list = []   # the process's ThreadpoolController, made on first use (None: unavailable)
+from threadpoolctl import ThreadpoolController
+
+_CONTROLLER: list = []   # the process's ThreadpoolController, made on first use
 
 
 def _controller() -> Any:
     if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            _CONTROLLER.append(None)
-        else:
-            # inspecting the loaded libraries costs ~0.5 ms: once per process, not per export
-            # (numpy's BLAS is loaded with numpy, before any capture)
-            _CONTROLLER.append(ThreadpoolController())
+        # inspecting the loaded libraries costs ~0.5 ms: once per process, not per export
+        # (numpy's BLAS is loaded with numpy, before any capture)
+        _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
 
 

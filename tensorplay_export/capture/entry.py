@@ -20,6 +20,7 @@ import sympy
 from .. import pytree
 from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph
+from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops.registry import has_side_effect
 from ..records import DimInfo, format_range_brackets
@@ -331,10 +332,6 @@ def needs_replay(tracer: Tracer) -> bool:
 
 def _set_functional_hook(tracer: Tracer) -> Any:
     """Record each ``nn.functional`` composite called on traced values as one registry op."""
-    try:
-        from ..nn._dispatch import _FUNCTIONAL_HOOK
-    except ImportError:
-        return None
     from ..ops.registry import has_op, get_op
 
     def hook(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:

@@ -31,17 +31,14 @@ from typing import Any, Optional
 
 import sympy
 
-from solver import UnboundSymbolError, evaluate
+from solver import UnboundSymbolError, canonicalize, evaluate
 
 from ..errors import CaptureError, DataDependentError
-from ..records import GuardRecord, SourceLoc, format_range_brackets
+from ..records import GuardRecord, SourceLoc
+from ..violations import data_dependent_error
 from .frames import user_source
 
 def _canonicalize(expr: Any, ranges: dict) -> Any:
-    try:
-        from solver import canonicalize
-    except ImportError:  # solver not installed yet: identity keeps capture working
-        return expr
     return canonicalize(expr, ranges)
 
 
@@ -68,7 +65,6 @@ class ShapeEnv:
         self.tracer: Any = None                               # set by capture (for SymInt ufuncs)
         self._seen: set = set()
         self._hint_cache: dict = {}
-        self._sym_hints: dict = {}
         self._counters = {"auto": 0, "unbacked": 0}
         # guards: requirements received; folded: decided without the solver (sympy / canonical form);
         # queries: solver.implies calls; solver_seconds: time spent in them
@@ -94,7 +90,6 @@ class ShapeEnv:
         self.ranges[sym] = (lower, upper)
         if hint is not None:
             self.hints[sym] = int(hint)
-            self._sym_hints[sym] = sympy.Integer(int(hint))
         self.kinds[sym] = kind
         self.names[sym] = name
         return sym
@@ -128,9 +123,9 @@ class ShapeEnv:
             hi = self.ranges.get(s, (None, None))[1]
             if hi is None:
                 return None
-            top[s] = sympy.Integer(hi)
-        value = expr.xreplace(top)
-        return int(value) if value.is_Integer else None
+            top[s] = hi
+        value = evaluate(expr, top)
+        return value if type(value) is int else None
 
     def is_unbacked(self, sym: sympy.Symbol) -> bool:
         return self.kinds.get(sym) == "unbacked"
@@ -290,21 +285,5 @@ class ShapeEnv:
     def _data_dependent_error(self, record: GuardRecord, unbacked: list) -> Exception:
         sym = sorted(unbacked, key=lambda s: s.name)[0]
         op, produced = self.unbacked_source.get(sym, ("?", None))
-        try:
-            from .. import violations
-
-            builder = getattr(violations, "data_dependent_error", None) or \
-                getattr(violations, "format_data_dependent_error", None)
-        except ImportError:
-            builder = None
-        if builder is not None:
-            hi = self.ranges[sym][1]
-            return builder(record, symbol=sym, op=op, produced_at=produced, hint=self.hints.get(sym),
-                           lower=0, upper=hi)
-        where = f"\n  at {record.source}" if record.source else ""
-        made = f" at {produced}" if produced else ""
-        return DataDependentError(
-            f"Could not guard on data-dependent expression {record.expr}: {sym} is a data-dependent "
-            f"size produced by {op}{made} (example value {self.hints.get(sym)}, range "
-            f"{format_range_brackets(0, self.ranges[sym][1])}); "
-            f"the model branches on it{where}")
+        return data_dependent_error(record, symbol=sym, op=op, produced_at=produced, hint=self.hints.get(sym),
+                                    lower=0, upper=self.ranges[sym][1])
