@@ -97,6 +97,9 @@ class DraftExportReport:
         if "constraint_violation" in kinds:
             raise ConstraintViolationError(str(self), fixes=self.fixes, violations=[
                 f.violation for f in self.failures if f.violation is not None])
+        if kinds == {"example_out_of_range"} and any(f.violation is not None for f in self.failures):
+            raise ConstraintsExceededError(str(self), fixes=self.fixes, violations=[
+                f.violation for f in self.failures if f.violation is not None])
         if "data_dependent" in kinds:
             cls: type = DataDependentError
         elif "unsupported_op" in kinds or "random_numbers" in kinds:
@@ -398,7 +401,8 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     kwargs = dict(kwargs)
     out_of_range = _check_examples(model, tuple(args), kwargs, dynamic_shapes)
     if out_of_range is not None:  # as export does: the examples must fit the spec before the model runs
-        return DraftExportReport([out_of_range], model_name=name)
+        failures, fixes = out_of_range
+        return DraftExportReport(failures, fixes=fixes, model_name=name)
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
@@ -407,8 +411,14 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, name)
 
 
-def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Optional[FailureReport]:
-    """An ``example_out_of_range`` failure when an example size does not fit ``dynamic_shapes``, else None.
+def _check_examples(model: Any, args: tuple, kwargs: dict,
+                    dynamic_shapes: Any) -> Optional[tuple[list[FailureReport], list[str]]]:
+    """``example_out_of_range`` failures and their fix lines when an example size does not fit
+    ``dynamic_shapes``, else None.
+
+    One failure per violation record of the error (each with its widened range as its fix;
+    the report's fix block is the error's), or one failure with the error's text when it
+    has no records (two sites of one dim disagree).
 
     Runs the same example check as capture (``capture.entry.make_symbols``) before the model
     runs, so examples that break a declared relation (``y.shape[0] != 2*dx``) are named as
@@ -425,7 +435,15 @@ def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) 
         paths = input_leaf_paths(model, args, kwargs)
         make_symbols(ShapeEnv(new_solver(), "draft"), leaves, specs, paths)
     except ConstraintsExceededError as err:
-        return _capture_failure(err)
+        if not err.violations:
+            return [_capture_failure(err)], []
+        out = []
+        for v in err.violations:
+            head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
+            message = "\n".join([head] + [f"  {ln}" for ln in rest])
+            out.append(FailureReport("example_out_of_range", message, v.source, "\n".join(v.fix_lines) or None,
+                                     violation=v, guard=v.guard))
+        return out, list(err.fixes)
     except Exception:  # noqa: BLE001 - anything else is capture's to report
         return None
     return None
