@@ -41,7 +41,7 @@ from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
     UnsupportedOpError, data_dependent_lines, violation_lines,
 )
-from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation
+from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
 __all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
@@ -254,15 +254,37 @@ def _data_dependent_failures(result: Any) -> list[FailureReport]:
             lines = [f"guard on a data-dependent size: {rec.expr}"]
         taken = violations.format_guard(rec.expr)
         lines.append(f"draft_export assumed {taken} (as the example took it); the program checks it at run time")
-        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None, guard=rec))
+        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None, guard=rec,
+                                 pattern=_guard_pattern(rec, env)))
     return out
 
 
+def _guard_pattern(rec: Any, env: Any) -> tuple:
+    """A guard's kind, cause and expression with its data-dependent sizes renamed in order of name.
+
+    ``u0 > 1`` and ``u1 > 1`` asked on one line (a loop) are the same pattern.
+    """
+    unbacked = sorted((s for s in rec.expr.free_symbols if env.kinds.get(s) == "unbacked"), key=str)
+    renamed = rec.expr.xreplace({s: sympy.Symbol(f"_data_dependent_{i}") for i, s in enumerate(unbacked)})
+    return (rec.kind, rec.cause, sympy.srepr(renamed))
+
+
 def _value_failures(state: DraftLog) -> list[FailureReport]:
-    return [FailureReport(
-        "data_dependent",
-        f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
-        f"value {shown} and the program checks it at run time", src, None) for what, shown, src in state.values]
+    """One failure per read kind and source line (a loop reading ``v.item()`` once per iteration),
+    naming every value the example read there."""
+    grouped: dict[tuple, list] = {}
+    for what, shown, src in state.values:
+        grouped.setdefault((what, src), []).append(shown)
+    out = []
+    for (what, src), shown in grouped.items():
+        values = f"value {shown[0]}" if len(shown) == 1 else f"values {', '.join(map(str, shown))}"
+        out.append(FailureReport(
+            "data_dependent",
+            f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
+            f"{values} and the program checks {'it' if len(shown) == 1 else 'each'} at run time", src, None,
+            pattern=("value_read", what),
+            count=len(shown)))
+    return out
 
 
 def _unsupported_failures(state: DraftLog) -> list[FailureReport]:
@@ -271,7 +293,8 @@ def _unsupported_failures(state: DraftLog) -> list[FailureReport]:
         out.append(FailureReport(
             "unsupported_op",
             f"{qualname} has no shape rule: the draft program runs it at the example's sizes (every size it "
-            f"sees is pinned); export() refuses it. Rewrite it with supported numpy ops.", src, None))
+            f"sees is pinned); export() refuses it. Rewrite it with supported numpy ops.", src, None,
+            pattern=("unsupported_op", qualname)))
     return out
 
 
@@ -458,8 +481,8 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="draft", draft_log=state)
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
-        return DraftExportReport(_value_failures(state) + _unsupported_failures(state) + [_capture_failure(err)],
-                                 model_name=name)
+        return DraftExportReport(dedupe_failures(_value_failures(state) + _unsupported_failures(state))
+                                 + [_capture_failure(err)], model_name=name)
 
     failures: list[FailureReport] = []
     fixes: list[str] = []
@@ -475,6 +498,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     failures += _data_dependent_failures(result)
     failures += _value_failures(state)
     failures += _unsupported_failures(state)
+    failures = dedupe_failures(failures)  # one per guard pattern and source line (a loop asks again)
     accepted = _accepted_text(result)
 
     # The draft program checks what the example did: violated guards join its runtime checks

@@ -64,6 +64,11 @@ def shown_fix(f: FailureReport) -> Optional[str]:
     return f.fix
 
 
+def _repeated(f: FailureReport) -> str:
+    """``(2 times at this line, e.g. once per loop iteration; reported once)``."""
+    return f"({f.count} times at this line, e.g. once per loop iteration; reported once)"
+
+
 def _no_fixes_line(report: Any) -> Any:
     """The closing line of a report with violations but no fix line (refine quotes it), else None."""
     if report.fixes or not any(f.kind == "constraint_violation" for f in report.failures):
@@ -83,6 +88,8 @@ def render_text(report: Any) -> str:
             out += [f"     {ln}" for ln in lines[1:]]
             if f.source is not None:
                 out.append(f"     at {_where(f)}")
+            if f.count > 1:
+                out.append(f"     {_repeated(f)}")
             fix = shown_fix(f)
             if fix:
                 out.append(f"     fix: {'; '.join(fix.splitlines())}")
@@ -119,6 +126,11 @@ def report_to_dict(report: Any) -> dict:
     }
 
 
+def _message(f: FailureReport) -> str:
+    """The message, and how often it was asked when more than once."""
+    return f"{f.message}\n{_repeated(f)}" if f.count > 1 else f.message
+
+
 def _loc(f: Any) -> tuple[str, str]:
     if f.source is None:
         return "", ""
@@ -135,7 +147,7 @@ def render_html(report: Any) -> str:
         fix = shown_fix(f)
         fix = f"<pre style='margin:0'>{esc(fix)}</pre>" if fix else ""
         rows.append(f"<tr><td>{i}</td><td>{esc(KINDS.get(f.kind, f.kind))}</td>"
-                    f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
+                    f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(_message(f))}</pre>"
                     f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
     parts = [f"<div class='tpe-draft-report'><p><b>{esc(status_line(report))}</b></p>"]
     if rows:
@@ -166,7 +178,7 @@ def render_markdown(report: Any) -> str:
             where, text = _loc(f)
             src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
             fix = "<br>".join(f"`{ln}`" for ln in (shown_fix(f) or "").splitlines())
-            out.append(f"| {i} | {_md_cell(KINDS.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
+            out.append(f"| {i} | {_md_cell(KINDS.get(f.kind, f.kind))} | {_md_cell(_message(f))} | "
                        f"{src} | {fix} |")
         out.append("")
     if report.accepted:
