@@ -43,8 +43,13 @@ from ..errors import (
 )
 from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
-__all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
+__all__ = ["draft_export", "DraftExportReport", "BLOCKING_KINDS", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
+
+
+# Failure kinds that make export() raise whatever dynamic_shapes says: no fix line addresses them.
+BLOCKING_KINDS = ("data_dependent", "unsupported_op", "random_numbers", "numpy_error", "spec_error",
+                  "capture_error")
 
 
 class DraftExportReport:
@@ -56,6 +61,11 @@ class DraftExportReport:
         validation: :class:`StructuralValidation` or None (no program).
         comparison: :class:`NumericalComparison` or None (no program or no eager result).
         fixes: every fix line, in one verified set (the ``Suggested fixes:`` block).
+        fixes_blocked_by: the kinds of the failures no fix line addresses that make
+            ``export`` fail whatever the fixes (an op without a shape rule, a data-dependent
+            read, ...: :data:`BLOCKING_KINDS`), in report order; empty when there are no
+            fixes or nothing else blocks export.  The report then says plainly that the
+            fixes do not make export succeed.
         accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
         model_name: for headings.
     """
@@ -69,6 +79,11 @@ class DraftExportReport:
         self.validation = validation
         self.comparison = comparison
         self.fixes = list(fixes or [])
+        self.fixes_blocked_by: list[str] = []
+        if self.fixes:
+            for f in self.failures:
+                if f.kind in BLOCKING_KINDS and f.kind not in self.fixes_blocked_by:
+                    self.fixes_blocked_by.append(f.kind)
         self.accepted = list(accepted or [])
         self.model_name = model_name
 
