@@ -127,3 +127,27 @@ def test_draft_export_reports_the_same_fix_and_its_text_refines():
     assert info.value.fixes == ["b = Dim('b', max=20)"]
     refined = refine_dynamic_shapes_from_suggested_fixes(str(report), spec)
     assert draft_export(rows, np.ones((20, 3)), dynamic_shapes=refined).successful()
+
+
+def branches_above_10(x):
+    if x.shape[0] > 10:
+        return x * 2.0
+    return x
+
+
+def test_widened_range_is_checked_by_capture_so_one_refine_step_suffices():
+    spec = {"x": {0: Dim("b", max=8)}}
+    x = np.ones((20, 3))
+    with pytest.raises(ConstraintsExceededError) as info:
+        tpe.export(branches_above_10, x, dynamic_shapes=spec)
+    text = str(info.value)
+    assert "x.shape[0] = 20 is outside b in [1, 8]" in text
+    assert "satisfy the guard b > 10" in text  # found by a capture with the widened range
+    assert info.value.fixes == ["b = Dim('b', min=11, max=20)"]
+    ep = tpe.export(branches_above_10, x, dynamic_shapes=refine_dynamic_shapes_from_suggested_fixes(text, spec))
+    _admits(ep, branches_above_10, [11, 20], [10, 21], lambda n: (np.ones((n, 3)),))
+    report = draft_export(branches_above_10, x, dynamic_shapes=spec)
+    assert report.fixes == ["b = Dim('b', min=11, max=20)"]
+    assert sorted(f.kind for f in report.failures) == ["constraint_violation", "example_out_of_range"]
+    with pytest.raises(ConstraintsExceededError):
+        report.raise_on_failure()

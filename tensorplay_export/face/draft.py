@@ -109,11 +109,11 @@ class DraftExportReport:
         if not self.failures and self.exported_program is not None:
             return
         kinds = {f.kind for f in self.failures}
+        if "example_out_of_range" in kinds and any(f.violation is not None for f in self.failures):
+            raise ConstraintsExceededError(str(self), fixes=self.fixes, violations=[
+                f.violation for f in self.failures if f.violation is not None])
         if "constraint_violation" in kinds:
             raise ConstraintViolationError(str(self), fixes=self.fixes, violations=[
-                f.violation for f in self.failures if f.violation is not None])
-        if kinds == {"example_out_of_range"} and any(f.violation is not None for f in self.failures):
-            raise ConstraintsExceededError(str(self), fixes=self.fixes, violations=[
                 f.violation for f in self.failures if f.violation is not None])
         if "data_dependent" in kinds:
             cls: type = DataDependentError
@@ -475,11 +475,16 @@ def _check_examples(model: Any, args: tuple, kwargs: dict,
     except ConstraintsExceededError as err:
         if not err.violations:
             return [_capture_failure(err)], []
+        if err.fixes:  # as export does: the widened ranges are checked by capture, their violations join
+            from ..export import example_range_followup
+
+            err = example_range_followup(err, model, args, kwargs, dynamic_shapes)
         out = []
         for v in err.violations:
             head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
             message = "\n".join([head] + [f"  {ln}" for ln in rest])
-            out.append(FailureReport("example_out_of_range", message, v.source, "\n".join(v.fix_lines) or None,
+            kind = "example_out_of_range" if v.example is not None else "constraint_violation"
+            out.append(FailureReport(kind, message, v.source, "\n".join(v.fix_lines) or None,
                                      violation=v, guard=v.guard))
         return out, list(err.fixes)
     except Exception:  # noqa: BLE001 - anything else is capture's to report
