@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .records import DimInfo, GuardRecord, Violation
+from .records import DimInfo, ExampleOutside, GuardRecord, Violation, format_range_brackets
 
 # The phrases of a ConstraintViolationError's text that refine_dynamic_shapes_from_suggested_fixes
 # reads back from a pasted message (its job); everyone else reads the records.
@@ -32,6 +32,12 @@ _DATA_DEPENDENT_ADVICE = ("A data-dependent size is known only at run time, so e
                           "function.")
 
 
+def example_outside_head(e: ExampleOutside) -> str:
+    """``x.shape[0] = 20 is outside b in [1, 8]``; ``y.shape[0] = 3 is outside 2*b for b in [1, 8]``."""
+    within = f" for {e.root}" if e.dim != e.root else ""
+    return f"{e.site} = {e.size} is outside {e.dim}{within} in {format_range_brackets(e.lower, e.upper)}"
+
+
 def violation_lines(v: Violation, *, source: bool = True) -> list[str]:
     """One violation as lines: the head (``Not all values of ...``), then its details, unindented.
 
@@ -46,7 +52,9 @@ def violation_lines(v: Violation, *, source: bool = True) -> list[str]:
 
     where = ", ".join(sites(n) for n in v.names)
     why = f" ({v.reason})" if v.reason else ""
-    if v.specialized_to is not None:
+    if v.example is not None:
+        lines = [example_outside_head(v.example)]
+    elif v.specialized_to is not None:
         lines = [f"{where} was specialized to {v.specialized_to}{why}"]
     else:
         plural = "s" if len(v.names) > 1 else ""
@@ -98,20 +106,31 @@ class ConstraintViolationError(ValueError):
 
     def render(self) -> str:
         """The text from the fields: the bullets, then the fix block (or ``NO_FIXES_LINE``)."""
-        names = sorted({n for v in self.violations for n in v.names})
-        out = [f"Constraints violated ({', '.join(names)})!"]
-        for v in self.violations:
-            head, *rest = violation_lines(v)
-            out.append(f"  - {head}")
-            out += [f"    {ln}" for ln in rest]
-        if self.fixes:
-            if self.fixes_note:
-                out.append(f"Note: {self.fixes_note}.")
-            out.append(FIXES_HEADER)
-            out += [f"  {ln}" for ln in self.fixes]
-        else:
-            out.append(NO_FIXES_LINE)
-        return "\n".join(out)
+        return render_violations(self.violations, self.fixes, self.fixes_note)
+
+
+def render_violations(violations: Sequence[Violation], fixes: Sequence[str], note: Optional[str] = None) -> str:
+    """The violation layout: ``Constraints violated (names)!``, one bullet per violation,
+    then the ``Suggested fixes:`` block (or ``NO_FIXES_LINE``); ``note`` (what exporting
+    again with the block applied could not prove) stands just before the block.
+
+    The one renderer of that layout (``ConstraintViolationError`` and an example outside
+    its declared range, ``ConstraintsExceededError``, both print it).
+    """
+    names = sorted({n for v in violations for n in v.names})
+    out = [f"Constraints violated ({', '.join(names)})!"]
+    for v in violations:
+        head, *rest = violation_lines(v)
+        out.append(f"  - {head}")
+        out += [f"    {ln}" for ln in rest]
+    if fixes:
+        if note:
+            out.append(f"Note: {note}.")
+        out.append(FIXES_HEADER)
+        out += [f"  {ln}" for ln in fixes]
+    else:
+        out.append(NO_FIXES_LINE)
+    return "\n".join(out)
 
 
 def data_dependent_lines(guard: GuardRecord, guard_text: str, symbols: Sequence[DimInfo], *,
@@ -182,7 +201,27 @@ class ConstraintsExceededError(RuntimeError):
     validation when an example input falls outside a declared range.  It is a
     RuntimeError so callers written against plain runtime failures keep
     working.
+
+    At export time, an example outside its declared range carries records:
+    ``violations`` (one ``records.Violation`` per dim, its ``example`` field set)
+    and ``fixes`` (the widened ranges), and its text is the violation layout of
+    :func:`render_violations`, so ``refine_dynamic_shapes_from_suggested_fixes``
+    applies its ``Suggested fixes:`` block.  A runtime check passes its message.
+
+    Attributes:
+        violations, fixes: as passed (empty for a runtime check).
     """
+
+    def __init__(self, *args: Any, violations: Sequence[Violation] = (), fixes: Sequence[str] = ()) -> None:
+        self.violations: list[Violation] = list(violations)
+        self.fixes: list[str] = list(fixes)
+        if not args and self.violations:
+            args = (self.render(),)
+        super().__init__(*args)
+
+    def render(self) -> str:
+        """The text from the fields (the violation layout), as ``ConstraintViolationError`` renders it."""
+        return render_violations(self.violations, self.fixes)
 
 
 class ArchiveError(ValueError):

@@ -49,37 +49,51 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         CaptureError: numpy raised inside the model, or the replay check failed.
     """
     preserve = tuple(preserve_module_call_signature or ())
-    result = capture(model, args, kwargs, dynamic_shapes, mode="export", preserve_module_call_signature=preserve)
+    try:
+        result = capture(model, args, kwargs, dynamic_shapes, mode="export", preserve_module_call_signature=preserve)
+    except ConstraintsExceededError as err:
+        if err.fixes:  # an example outside its range: check the widened ranges by capture, then raise
+            raise example_range_followup(err, model, args, kwargs, dynamic_shapes, preserve) from None
+        raise
     if result.env.violations:
         raise proved_violation_error(model, args, kwargs, dynamic_shapes, result, preserve)
     return build_program(result, model, args, kwargs, dynamic_shapes)
 
 
-def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, result: CaptureResult,
-                           preserve: tuple = ()) -> ConstraintViolationError:
-    """The violation error of ``result`` with a fix block proved by exporting again.
+@dataclasses.dataclass
+class Proof:
+    """What exporting again with a fix block applied showed (:func:`prove_fixes`).
 
-    Round 0's fixes (verified by the solver against the guards capture saw) are
-    applied to ``dynamic_shapes`` and the model is captured again: a capture can
-    meet guards the first one could not express (``_dx == dy`` once ``dx = 2*_dx``)
-    or did not reach.  Their fixes join the block (:func:`combine_fix_rounds`), until
-    a capture succeeds (proved), only guards no fix form expresses remain, something
-    else fails, or the bound (:data:`MAX_PROOF_CAPTURES`, :data:`MAX_PROOF_SECONDS`)
-    is hit.  Whatever is not proved is said in ``err.fixes_note``.
-
-    Returns:
-        ConstraintViolationError: the bullets of the first capture, the combined
-        fix block, and the note (None when one refine step is proved enough).
+    ``fixes``: the block, applicable to the original spec in one refine step;
+    ``proved``: a capture with it applied succeeded; ``note``: what could not be
+    proved (None when ``proved``); ``later``: violation records of the later rounds.
     """
-    err = build_violation_error(result.env.violations, result.dims)
-    if not err.fixes:
-        return err
-    user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
-    rounds = [list(err.fixes)]
+
+    fixes: list
+    proved: bool
+    note: Any = None
+    later: list = dataclasses.field(default_factory=list)
+
+
+def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, first_fixes: list, user: set,
+                preserve: tuple = ()) -> Proof:
+    """Capture again with ``first_fixes`` applied to ``dynamic_shapes``, folding in later rounds' fixes.
+
+    A capture with the fixes applied can meet guards the first one could not express
+    (``_dx == dy`` once ``dx = 2*_dx``) or did not reach (a branch on ``b > 10`` once a
+    range is widened to admit the example).  Their fixes join the block
+    (:func:`combine_fix_rounds`) until a capture succeeds, only guards no fix form
+    expresses remain, something else fails, or the bound (:data:`MAX_PROOF_CAPTURES`,
+    :data:`MAX_PROOF_SECONDS`) is hit.  Runs on the failure path only.
+
+    Args:
+        user: the dims the user's spec names (kept by name in the block).
+    """
+    rounds = [list(first_fixes)]
+    later: list = []
     deadline = time.monotonic() + MAX_PROOF_SECONDS
     note = (f"these fixes were checked by {MAX_PROOF_CAPTURES} more exports and more may still be needed; "
             "one refine step may not be enough")
-    proved = False
     for _ in range(MAX_PROOF_CAPTURES):
         block = combine_fix_rounds(rounds, user)
         try:
@@ -92,9 +106,9 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
                     "one refine step will not be enough")
             break
         if not again.env.violations:
-            proved, note = True, None
-            break
+            return Proof(block, True, None, later)
         nxt = build_violation_error(again.env.violations, again.dims)
+        later += nxt.violations
         if not nxt.fixes:
             left = "; ".join(v.guard_text for v in nxt.violations)
             note = (f"with these fixes applied, export still needs guards no fix form expresses ({left}); "
@@ -105,13 +119,42 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
             note = (f"these fixes were checked for {MAX_PROOF_SECONDS:g} s and more may still be needed; "
                     "one refine step may not be enough")
             break
-    if len(rounds) == 1 and proved:
+    return Proof(combine_fix_rounds(rounds, user), False, note, later)
+
+
+def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, result: CaptureResult,
+                           preserve: tuple = ()) -> ConstraintViolationError:
+    """The violation error of ``result`` with its fix block proved by exporting again (:func:`prove_fixes`).
+
+    Returns:
+        ConstraintViolationError: the bullets of the first capture, the combined fix
+        block, and ``fixes_note`` (None when one refine step is proved enough).
+    """
+    err = build_violation_error(result.env.violations, result.dims)
+    if not err.fixes:
+        return err
+    user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve)
+    if proof.proved and proof.fixes == err.fixes:
         return err
     violations = err.violations
-    if proved:  # every guard of the first capture holds under the block: none is unfixable after all
+    if proof.proved:  # every guard of the first capture holds under the block: none is unfixable after all
         violations = [dataclasses.replace(v, unfixable=None, what_works=None) for v in violations]
-    return ConstraintViolationError(violations=violations, fixes=combine_fix_rounds(rounds, user),
-                                    fixes_note=note)
+    return ConstraintViolationError(violations=violations, fixes=proof.fixes, fixes_note=proof.note)
+
+
+def example_range_followup(err: ConstraintsExceededError, model: Any, args: tuple, kwargs: dict,
+                           dynamic_shapes: Any, preserve_module_call_signature: tuple = ()
+                           ) -> ConstraintsExceededError:
+    """The error for examples outside their ranges, its widened ranges proved by :func:`prove_fixes`.
+
+    Widening a range to admit the example can let in sizes the model refuses (a branch
+    on ``b > 10``): the violations the later captures find join the bullets (they are
+    over the user's dims) and their fix lines the block, so one refine step suffices.
+    """
+    user = {n for v in err.violations for n in v.names}
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature)
+    return ConstraintsExceededError(violations=[*err.violations, *proof.later], fixes=proof.fixes)
 
 
 def export_for_training(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> Any:

@@ -89,6 +89,7 @@ CAUSES: dict[str, str] = {
     "len": "len() of an array, which is a Python int",
     "iteration": "iterating over an array in Python (a loop over its rows)",
     "specialization": "another conversion that pinned a size (int(), str(), an f-string, ...)",
+    "example_range": "an example input's size must be inside the range its dynamic_shapes declares",
 }
 
 _DEFAULT_CAUSE = {"guard": "branch"}  # a record made without a cause: the one its kind implies
@@ -142,6 +143,22 @@ class DimInfo:
 
 
 @dataclass(frozen=True)
+class ExampleOutside:
+    """An example size outside its declared dim, before the model ran.
+
+    ``site`` = ``size`` (``x.shape[0] = 20``) is outside ``dim`` (``b``, or a derived
+    ``2*b``) whose root ``root`` is declared in ``[lower, upper]``.
+    """
+
+    site: str
+    size: int
+    dim: str
+    root: str
+    lower: int
+    upper: float | int
+
+
+@dataclass(frozen=True)
 class Violation:
     """One guard the declared dims do not imply, as the error and draft_export show it.
 
@@ -172,6 +189,9 @@ class Violation:
         unfixable: why no fix line expresses this guard (None when one does).
         what_works: what to do instead (an axis to mark ``Dim.AUTO``, how to change
             the model), or None; printed after ``What works:``.
+        example: for an example input outside its declared range (the guard is that
+            range, cause ``"example_range"``): the site, its size and the range; the
+            bullet then reads ``x.shape[0] = 20 is outside b in [1, 8]``.  Else None.
     """
 
     guard: GuardRecord
@@ -188,6 +208,7 @@ class Violation:
     fix_lines: tuple[str, ...] = ()
     unfixable: Optional[str] = None
     what_works: Optional[str] = None
+    example: Optional[ExampleOutside] = None
 
     @property
     def expr(self) -> sympy.Basic:

@@ -294,7 +294,7 @@ def test_named_dim_infos_and_checks():
     fails({"x": {0: b}, "y": {0: b}}, arr(4, 3), arr(5, 3), "y.shape[0] = 5 but x.shape[0] = 4")
     fails({"x": {0: b}, "y": {0: 2 * b}}, arr(4, 3), arr(10, 3),
           "y.shape[0] = 10 needs b = 5, but x.shape[0] gives b = 4; y.shape[0] must be 8")
-    fails({"y": {0: 2 * b}}, x, arr(9, 3), "y.shape[0] = 9 is not 2*b for any b in [1, 8]")
+    fails({"y": {0: 2 * b}}, x, arr(9, 3), "y.shape[0] = 9 is not 2*b for any integer b")
     assert named_dim_infos(normalize_dynamic_shapes(f_xy, (arr(40, 3), y), {}, {"x": {0: b}}),
                            [arr(40, 3), y], check=False)["b"].hint == 40
 

@@ -23,7 +23,7 @@ from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops.registry import has_side_effect
-from ..records import DimInfo, format_range_brackets
+from ..records import DimInfo
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
@@ -73,13 +73,18 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
     """Symbolic shape per array leaf; DimInfo per user-visible symbol.
 
     Raises:
-        ConstraintsExceededError: an example size outside its declared range, or two
-            sites of one Dim with different example sizes.
+        ConstraintsExceededError: an example size outside its declared range (all of them,
+            as violation records with the widened ranges as fixes, see
+            ``specs.normalize.example_range_error``; the bullet names the user's call),
+            or two sites of one Dim with different example sizes.
     """
     from ..specs.dims import Dim, _DerivedDim
+    from ..specs.normalize import OutsideExample, example_range_error
+    from .frames import user_source
 
     dims: dict[str, DimInfo] = {}
     shapes: list = []
+    outside: list[OutsideExample] = []
     for leaf, spec, path in zip(leaves, specs, paths):
         if not isinstance(leaf, np.ndarray):
             shapes.append(None)
@@ -106,21 +111,24 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                 root, k, c = d.root, d.scale, d.offset
                 if (size - c) % k or (size - c) // k < root.min or \
                         (root.max is not None and (size - c) // k > root.max):
-                    raise ConstraintsExceededError(
-                        f"{site} = {size} is outside {d.name} for {root.name} in "
-                        f"{format_range_brackets(root.min, root.max)}")
+                    outside.append(OutsideExample(site, int(size), d))
+                    shape.append(int(size))
+                    continue
                 rsize = (size - c) // k
                 sym = _named(env, dims, root, rsize, f"{site} ({d.name})")
                 shape.append(k * sym + c)
                 continue
             if isinstance(d, Dim):
                 if size < d.min or (d.max is not None and size > d.max):
-                    raise ConstraintsExceededError(
-                        f"{site} = {size} is outside {d.name} in {format_range_brackets(d.min, d.max)}")
+                    outside.append(OutsideExample(site, int(size), d))
+                    shape.append(int(size))
+                    continue
                 shape.append(_named(env, dims, d, size, site))
                 continue
             raise TypeError(f"unsupported dim spec {d!r} for {site}")
         shapes.append(tuple(shape))
+    if outside:  # every example outside its dim, with the widened ranges as fixes
+        raise example_range_error(outside, user_source())
     return shapes, dims
 
 

@@ -41,10 +41,15 @@ from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
     UnsupportedOpError, data_dependent_lines, violation_lines,
 )
-from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation
+from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
-__all__ = ["draft_export", "DraftExportReport", "FailureReport", "NumericalComparison", "StructuralValidation",
+__all__ = ["draft_export", "DraftExportReport", "BLOCKING_KINDS", "FailureReport", "NumericalComparison", "StructuralValidation",
            "KINDS"]
+
+
+# Failure kinds that make export() raise whatever dynamic_shapes says: no fix line addresses them.
+BLOCKING_KINDS = ("data_dependent", "unsupported_op", "random_numbers", "numpy_error", "spec_error",
+                  "capture_error")
 
 
 class DraftExportReport:
@@ -56,6 +61,11 @@ class DraftExportReport:
         validation: :class:`StructuralValidation` or None (no program).
         comparison: :class:`NumericalComparison` or None (no program or no eager result).
         fixes: every fix line, in one verified set (the ``Suggested fixes:`` block).
+        fixes_blocked_by: the kinds of the failures no fix line addresses that make
+            ``export`` fail whatever the fixes (an op without a shape rule, a data-dependent
+            read, ...: :data:`BLOCKING_KINDS`), in report order; empty when there are no
+            fixes or nothing else blocks export.  The report then says plainly that the
+            fixes do not make export succeed.
         accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
         model_name: for headings.
     """
@@ -69,6 +79,11 @@ class DraftExportReport:
         self.validation = validation
         self.comparison = comparison
         self.fixes = list(fixes or [])
+        self.fixes_blocked_by: list[str] = []
+        if self.fixes:
+            for f in self.failures:
+                if f.kind in BLOCKING_KINDS and f.kind not in self.fixes_blocked_by:
+                    self.fixes_blocked_by.append(f.kind)
         self.accepted = list(accepted or [])
         self.model_name = model_name
 
@@ -94,6 +109,9 @@ class DraftExportReport:
         if not self.failures and self.exported_program is not None:
             return
         kinds = {f.kind for f in self.failures}
+        if "example_out_of_range" in kinds and any(f.violation is not None for f in self.failures):
+            raise ConstraintsExceededError(str(self), fixes=self.fixes, violations=[
+                f.violation for f in self.failures if f.violation is not None])
         if "constraint_violation" in kinds:
             raise ConstraintViolationError(str(self), fixes=self.fixes, violations=[
                 f.violation for f in self.failures if f.violation is not None])
@@ -251,15 +269,37 @@ def _data_dependent_failures(result: Any) -> list[FailureReport]:
             lines = [f"guard on a data-dependent size: {rec.expr}"]
         taken = violations.format_guard(rec.expr)
         lines.append(f"draft_export assumed {taken} (as the example took it); the program checks it at run time")
-        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None, guard=rec))
+        out.append(FailureReport("data_dependent", "\n".join(lines), rec.source, None, guard=rec,
+                                 pattern=_guard_pattern(rec, env)))
     return out
 
 
+def _guard_pattern(rec: Any, env: Any) -> tuple:
+    """A guard's kind, cause and expression with its data-dependent sizes renamed in order of name.
+
+    ``u0 > 1`` and ``u1 > 1`` asked on one line (a loop) are the same pattern.
+    """
+    unbacked = sorted((s for s in rec.expr.free_symbols if env.kinds.get(s) == "unbacked"), key=str)
+    renamed = rec.expr.xreplace({s: sympy.Symbol(f"_data_dependent_{i}") for i, s in enumerate(unbacked)})
+    return (rec.kind, rec.cause, sympy.srepr(renamed))
+
+
 def _value_failures(state: DraftLog) -> list[FailureReport]:
-    return [FailureReport(
-        "data_dependent",
-        f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
-        f"value {shown} and the program checks it at run time", src, None) for what, shown, src in state.values]
+    """One failure per read kind and source line (a loop reading ``v.item()`` once per iteration),
+    naming every value the example read there."""
+    grouped: dict[tuple, list] = {}
+    for what, shown, src in state.values:
+        grouped.setdefault((what, src), []).append(shown)
+    out = []
+    for (what, src), shown in grouped.items():
+        values = f"value {shown[0]}" if len(shown) == 1 else f"values {', '.join(map(str, shown))}"
+        out.append(FailureReport(
+            "data_dependent",
+            f"the model {what} of an array (data-dependent: export() refuses it); draft_export took the example's "
+            f"{values} and the program checks {'it' if len(shown) == 1 else 'each'} at run time", src, None,
+            pattern=("value_read", what),
+            count=len(shown)))
+    return out
 
 
 def _unsupported_failures(state: DraftLog) -> list[FailureReport]:
@@ -268,7 +308,8 @@ def _unsupported_failures(state: DraftLog) -> list[FailureReport]:
         out.append(FailureReport(
             "unsupported_op",
             f"{qualname} has no shape rule: the draft program runs it at the example's sizes (every size it "
-            f"sees is pinned); export() refuses it. Rewrite it with supported numpy ops.", src, None))
+            f"sees is pinned); export() refuses it. Rewrite it with supported numpy ops.", src, None,
+            pattern=("unsupported_op", qualname)))
     return out
 
 
@@ -398,7 +439,8 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     kwargs = dict(kwargs)
     out_of_range = _check_examples(model, tuple(args), kwargs, dynamic_shapes)
     if out_of_range is not None:  # as export does: the examples must fit the spec before the model runs
-        return DraftExportReport([out_of_range], model_name=name)
+        failures, fixes = out_of_range
+        return DraftExportReport(failures, fixes=fixes, model_name=name)
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
@@ -407,8 +449,14 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     return _draft(model, tuple(args), kwargs, dynamic_shapes, eager, name)
 
 
-def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Optional[FailureReport]:
-    """An ``example_out_of_range`` failure when an example size does not fit ``dynamic_shapes``, else None.
+def _check_examples(model: Any, args: tuple, kwargs: dict,
+                    dynamic_shapes: Any) -> Optional[tuple[list[FailureReport], list[str]]]:
+    """``example_out_of_range`` failures and their fix lines when an example size does not fit
+    ``dynamic_shapes``, else None.
+
+    One failure per violation record of the error (each with its widened range as its fix;
+    the report's fix block is the error's), or one failure with the error's text when it
+    has no records (two sites of one dim disagree).
 
     Runs the same example check as capture (``capture.entry.make_symbols``) before the model
     runs, so examples that break a declared relation (``y.shape[0] != 2*dx``) are named as
@@ -425,7 +473,20 @@ def _check_examples(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) 
         paths = input_leaf_paths(model, args, kwargs)
         make_symbols(ShapeEnv(new_solver(), "draft"), leaves, specs, paths)
     except ConstraintsExceededError as err:
-        return _capture_failure(err)
+        if not err.violations:
+            return [_capture_failure(err)], []
+        if err.fixes:  # as export does: the widened ranges are checked by capture, their violations join
+            from ..export import example_range_followup
+
+            err = example_range_followup(err, model, args, kwargs, dynamic_shapes)
+        out = []
+        for v in err.violations:
+            head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
+            message = "\n".join([head] + [f"  {ln}" for ln in rest])
+            kind = "example_out_of_range" if v.example is not None else "constraint_violation"
+            out.append(FailureReport(kind, message, v.source, "\n".join(v.fix_lines) or None,
+                                     violation=v, guard=v.guard))
+        return out, list(err.fixes)
     except Exception:  # noqa: BLE001 - anything else is capture's to report
         return None
     return None
@@ -440,8 +501,8 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="draft", draft_log=state)
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
-        return DraftExportReport(_value_failures(state) + _unsupported_failures(state) + [_capture_failure(err)],
-                                 model_name=name)
+        return DraftExportReport(dedupe_failures(_value_failures(state) + _unsupported_failures(state))
+                                 + [_capture_failure(err)], model_name=name)
 
     failures: list[FailureReport] = []
     fixes: list[str] = []
@@ -457,6 +518,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     failures += _data_dependent_failures(result)
     failures += _value_failures(state)
     failures += _unsupported_failures(state)
+    failures = dedupe_failures(failures)  # one per guard pattern and source line (a loop asks again)
     accepted = _accepted_text(result)
 
     # The draft program checks what the example did: violated guards join its runtime checks

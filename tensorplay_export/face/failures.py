@@ -13,7 +13,7 @@ from typing import Optional
 
 from ..records import GuardRecord, SourceLoc, Violation
 
-__all__ = ["FailureReport", "KINDS", "NumericalComparison", "StructuralValidation"]
+__all__ = ["FailureReport", "KINDS", "dedupe_failures", "NumericalComparison", "StructuralValidation"]
 
 # kind -> heading, in report order
 KINDS: dict[str, str] = {
@@ -44,6 +44,11 @@ class FailureReport:
             fix lines, why no fix applies), the record ``message`` is rendered from; else None.
         guard: the capture's ``records.GuardRecord`` behind the failure (a violation's,
             a data-dependent guard's, the guard that pinned a ``Dim.AUTO`` size), or None.
+        pattern: what makes two failures of one source line the same problem (the guard's
+            kind, cause and expression with its data-dependent sizes renamed in order; what
+            a value read read), set by the code that makes the failure; None: unique.
+        count: how many failures of this kind, source line and pattern this one stands for
+            (a loop reading ``v.item()`` on one line twice: one failure, ``count == 2``).
     """
 
     kind: str
@@ -52,6 +57,8 @@ class FailureReport:
     fix: Optional[str] = None
     violation: Optional[Violation] = None
     guard: Optional[GuardRecord] = None
+    pattern: Optional[tuple] = None
+    count: int = 1
 
     @property
     def location(self) -> str:
@@ -73,7 +80,28 @@ class FailureReport:
         src = None
         if self.source is not None:
             src = {"file": self.source.filename, "line": self.source.lineno, "text": self.source.text}
-        return {"kind": self.kind, "message": self.message, "source": src, "fix": self.fix}
+        return {"kind": self.kind, "message": self.message, "source": src, "fix": self.fix, "count": self.count}
+
+
+def dedupe_failures(failures: list[FailureReport]) -> list[FailureReport]:
+    """One failure per kind, source line and pattern, in first-seen order, with its ``count``.
+
+    A failure without a ``pattern`` or a source line stays as it is.
+    """
+    out: list[FailureReport] = []
+    seen: dict[tuple, FailureReport] = {}
+    for f in failures:
+        if f.pattern is None or f.source is None:
+            out.append(f)
+            continue
+        key = (f.kind, f.source.filename, f.source.lineno, f.pattern)
+        first = seen.get(key)
+        if first is None:
+            seen[key] = f
+            out.append(f)
+        else:
+            first.count += f.count
+    return out
 
 
 @dataclass

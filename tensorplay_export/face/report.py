@@ -6,7 +6,9 @@ kind (message, the model's ``file:line`` and source text, the fix lines
 concerning it; none for a guard no fix line expresses), the guards accepted on
 ``Dim.AUTO`` sizes, and, last, one ``Suggested fixes:`` block that
 ``refine_dynamic_shapes_from_suggested_fixes`` reads (it stops at the first
-blank line, so nothing follows the block).  A report with violations but no
+blank line, so nothing follows the block).  When other failures make export fail
+whatever the fixes (``report.fixes_blocked_by``), a sentence before the block
+says so plainly.  A report with violations but no
 fix line ends with ``errors.NO_FIXES_LINE`` instead, so refine says there
 is nothing to apply and quotes what each bullet says to do.
 
@@ -23,7 +25,8 @@ from typing import Any, Optional
 from ..errors import FIXES_HEADER, NO_FIXES_LINE
 from .failures import KINDS, FailureReport
 
-__all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix"]
+__all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix",
+           "fixes_blocked_line"]
 
 
 def _num(x: float) -> str:
@@ -64,11 +67,26 @@ def shown_fix(f: FailureReport) -> Optional[str]:
     return f.fix
 
 
+def _repeated(f: FailureReport) -> str:
+    """``(2 times at this line, e.g. once per loop iteration; reported once)``."""
+    return f"({f.count} times at this line, e.g. once per loop iteration; reported once)"
+
+
 def _no_fixes_line(report: Any) -> Any:
     """The closing line of a report with violations but no fix line (refine quotes it), else None."""
     if report.fixes or not any(f.kind == "constraint_violation" for f in report.failures):
         return None
     return NO_FIXES_LINE
+
+
+def fixes_blocked_line(report: Any) -> Optional[str]:
+    """The sentence saying the fixes do not make export succeed (``report.fixes_blocked_by``), or None."""
+    blocked = getattr(report, "fixes_blocked_by", None)
+    if not blocked:
+        return None
+    kinds = ", ".join(KINDS.get(k, k) for k in blocked)
+    return (f"These fixes do not make export succeed: export() would still fail because of the other "
+            f"failures above ({kinds}), which no dynamic_shapes change fixes. Fix those in the model as well.")
 
 
 def render_text(report: Any) -> str:
@@ -83,6 +101,8 @@ def render_text(report: Any) -> str:
             out += [f"     {ln}" for ln in lines[1:]]
             if f.source is not None:
                 out.append(f"     at {_where(f)}")
+            if f.count > 1:
+                out.append(f"     {_repeated(f)}")
             fix = shown_fix(f)
             if fix:
                 out.append(f"     fix: {'; '.join(fix.splitlines())}")
@@ -92,6 +112,8 @@ def render_text(report: Any) -> str:
         out += [f"  - {g}" for g in report.accepted]
     if report.fixes:
         out.append("")
+        if fixes_blocked_line(report):
+            out.append(fixes_blocked_line(report))
         out.append(FIXES_HEADER)
         out += [f"  {ln}" for ln in report.fixes]
     elif _no_fixes_line(report):
@@ -116,7 +138,13 @@ def report_to_dict(report: Any) -> dict:
         "failures": [dict(f.to_dict(), fix=shown_fix(f)) for f in report.failures],
         "accepted_auto_guards": list(report.accepted),
         "suggested_fixes": list(report.fixes),
+        "fixes_blocked_by": list(getattr(report, "fixes_blocked_by", [])),
     }
+
+
+def _message(f: FailureReport) -> str:
+    """The message, and how often it was asked when more than once."""
+    return f"{f.message}\n{_repeated(f)}" if f.count > 1 else f.message
 
 
 def _loc(f: Any) -> tuple[str, str]:
@@ -135,7 +163,7 @@ def render_html(report: Any) -> str:
         fix = shown_fix(f)
         fix = f"<pre style='margin:0'>{esc(fix)}</pre>" if fix else ""
         rows.append(f"<tr><td>{i}</td><td>{esc(KINDS.get(f.kind, f.kind))}</td>"
-                    f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(f.message)}</pre>"
+                    f"<td style='text-align:left'><pre style='margin:0;white-space:pre-wrap'>{esc(_message(f))}</pre>"
                     f"</td><td style='text-align:left'>{src}</td><td style='text-align:left'>{fix}</td></tr>")
     parts = [f"<div class='tpe-draft-report'><p><b>{esc(status_line(report))}</b></p>"]
     if rows:
@@ -145,6 +173,8 @@ def render_html(report: Any) -> str:
         parts.append("<p>Guards accepted on Dim.AUTO sizes:</p><ul>"
                      + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
     if report.fixes:
+        if fixes_blocked_line(report):
+            parts.append(f"<p><b>{esc(fixes_blocked_line(report))}</b></p>")
         parts.append(f"<p>{esc(FIXES_HEADER)}</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
     elif _no_fixes_line(report):
         parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
@@ -166,7 +196,7 @@ def render_markdown(report: Any) -> str:
             where, text = _loc(f)
             src = f"`{where}` `{text.replace('`', '')}`".replace("|", "\\|") if where else ""
             fix = "<br>".join(f"`{ln}`" for ln in (shown_fix(f) or "").splitlines())
-            out.append(f"| {i} | {_md_cell(KINDS.get(f.kind, f.kind))} | {_md_cell(f.message)} | "
+            out.append(f"| {i} | {_md_cell(KINDS.get(f.kind, f.kind))} | {_md_cell(_message(f))} | "
                        f"{src} | {fix} |")
         out.append("")
     if report.accepted:
@@ -174,6 +204,8 @@ def render_markdown(report: Any) -> str:
         out += [f"- `{g}`" for g in report.accepted]
         out.append("")
     if report.fixes:
+        if fixes_blocked_line(report):
+            out += [f"**{fixes_blocked_line(report)}**", ""]
         out += [FIXES_HEADER, "```", *report.fixes, "```"]
     elif _no_fixes_line(report):
         out.append(_no_fixes_line(report))

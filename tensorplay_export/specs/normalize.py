@@ -29,18 +29,19 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
+import sympy
 
 from .. import pytree
 from .dims import (
     AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
 )
 from ..errors import ConstraintsExceededError
-from ..records import DimInfo, format_range_brackets
+from ..records import DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
 __all__ = [
     "LeafSpec", "normalize_dynamic_shapes", "input_leaf_paths", "collect_dims", "equality_constraints_from",
-    "named_dim_infos",
+    "named_dim_infos", "OutsideExample", "example_range_error",
 ]
 
 
@@ -337,10 +338,12 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
 
     Raises:
         ConstraintsExceededError: with ``check``, an example size breaks its dim,
-            e.g. ``x.shape[1] = 513 is outside seq in [1, 512]``.
+            e.g. ``x.shape[1] = 513 is outside seq in [1, 512]`` (every such size, as
+            violation records with fixes: :func:`example_range_error`).
     """
     infos: dict[str, DimInfo] = {}
     derived_sites: list[tuple[str, _DerivedDim, int]] = []
+    outside: list[OutsideExample] = []
     for leaf, value in zip(leaves, flat_inputs):
         if leaf is None:
             continue
@@ -349,8 +352,8 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
             size = int(value.shape[axis])
             if isinstance(d, Dim):
                 if check and not (d.min <= size and (d.max is None or size <= d.max)):
-                    raise ConstraintsExceededError(
-                        f"{site} = {size} is outside {d.name} in {format_range_brackets(d.min, d.max)}")
+                    outside.append(OutsideExample(site, size, d))
+                    continue
                 info = infos.get(d.name)
                 if info is None:
                     infos[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, size, [site])
@@ -366,8 +369,8 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
         root = d.root
         quotient, rest = divmod(size - d.offset, d.scale)
         if check and (rest != 0 or not (root.min <= quotient and (root.max is None or quotient <= root.max))):
-            raise ConstraintsExceededError(
-                f"{site} = {size} is not {d.name} for any {root.name} in {format_range_brackets(root.min, root.max)}")
+            outside.append(OutsideExample(site, size, d))
+            continue
         info = infos.get(root.name)
         if info is None:
             infos[root.name] = DimInfo(root.name, root.min, math.inf if root.max is None else root.max,
@@ -376,4 +379,81 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
             raise ConstraintsExceededError(
                 f"{site} = {size} needs {root.name} = {quotient}, but {info.sites[0]} "
                 f"gives {root.name} = {info.hint}; {site} must be {d.scale * info.hint + d.offset}")
+    if outside:
+        raise example_range_error(outside)
     return infos
+
+
+@dataclass(frozen=True)
+class OutsideExample:
+    """One example size outside its dim: ``site = size`` for ``dim`` (a ``Dim`` or derived dim)."""
+
+    site: str
+    size: int
+    dim: Any
+
+    @property
+    def root(self) -> Dim:
+        return self.dim.root if isinstance(self.dim, _DerivedDim) else self.dim
+
+    @property
+    def root_size(self) -> Optional[int]:
+        """The root size this example needs (``(size - offset) / scale``), None when not an integer."""
+        if not isinstance(self.dim, _DerivedDim):
+            return self.size
+        quotient, rest = divmod(self.size - self.dim.offset, self.dim.scale)
+        return None if rest else quotient
+
+
+def example_range_error(outside: list[OutsideExample], source: Optional[SourceLoc] = None
+                        ) -> ConstraintsExceededError:
+    """The ``ConstraintsExceededError`` for example sizes outside their declared dims, with fixes.
+
+    One ``Violation`` per root dim (its ``example`` record: the first site outside, the
+    size and the declared range; ``source``: the user's call of export, when known) and one
+    fix line per root: its range widened just enough to admit every example size
+    (``b = Dim('b', max=20)``; ``min=`` for a too-small example; for a derived dim the
+    root's range).  A derived dim whose size is not ``scale*root + offset`` for any
+    integer root gets no fix line (``unfixable`` says why).
+    """
+    from solver.fixes import RangeFix
+
+    by_root: dict[str, list[OutsideExample]] = {}
+    for o in outside:
+        by_root.setdefault(o.root.name, []).append(o)
+    violations: list[Violation] = []
+    fixes: list[str] = []
+    for name, hits in by_root.items():
+        root = hits[0].root
+        first = hits[0]
+        sym = sympy.Symbol(name, integer=True)
+        expr = sympy.Ge(sym, root.min) if root.max is None else sympy.And(sympy.Ge(sym, root.min),
+                                                                          sympy.Le(sym, root.max))
+        guard = GuardRecord(expr, "shape", f"the example sizes must be inside the declared range of {name}",
+                            source, cause="example_range")
+        needed = [o.root_size for o in hits]
+        off_lattice = [o for o in hits if o.root_size is None]
+        fix_lines: tuple[str, ...] = ()
+        unfixable = None
+        if off_lattice:
+            o = off_lattice[0]
+            unfixable = (f"{o.site} = {o.size} is not {o.dim.name} for any integer {name}, and no range of "
+                         f"{name} changes that")
+        else:
+            lower = min([root.min] + needed)
+            upper = None if root.max is None else max([root.max] + needed)
+            fix_lines = (RangeFix(name, lower, upper).line,)
+            fixes += fix_lines
+        upper_decl = math.inf if root.max is None else root.max
+        hint = next((q for q in needed if q is not None), first.size)
+        sites = []
+        for o in hits:
+            if o.site not in sites:
+                sites.append(o.site)
+        violations.append(Violation(
+            guard, format_range(name, root.min, root.max), (name,),
+            (DimInfo(name, root.min, upper_decl, hint, sites),), (format_range(name, root.min, root.max),),
+            fix_lines=fix_lines, unfixable=unfixable,
+            what_works=("pass examples that fit the declared dims, or change the dims" if off_lattice else None),
+            example=ExampleOutside(first.site, first.size, first.dim.name, name, root.min, upper_decl)))
+    return ConstraintsExceededError(violations=violations, fixes=fixes)

@@ -278,7 +278,8 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     """Apply the suggested fixes in ``message`` to ``dynamic_shapes``.
 
     Args:
-        message: the whole text of a ``ConstraintViolationError`` (``str(err)``).
+        message: the whole text of a ``ConstraintViolationError``, of a ``ConstraintsExceededError``
+            for an example outside its declared range, or of a draft_export report (``str(err)``).
         dynamic_shapes: the spec passed to ``export`` (dict, tuple, list, nested,
             or a ShapesCollection).
 
