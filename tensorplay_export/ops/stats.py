@@ -4,7 +4,9 @@
 ``percentile(a, q, axis)`` has shape ``q.shape + reduced(a.shape)``; numpy
 raises over an empty reduced axis (it indexes the last sorted element), so
 each reduced axis is required nonempty, as for ``max``.  The nan forms return
-NaN there instead and need nothing.  Every method numpy accepts has that shape.
+NaN there instead, except that for an empty array with an array ``q`` numpy returns
+``nanmean``'s shape (without ``q``'s axes): with an array ``q`` the input is required
+nonempty.  Every method numpy accepts has that shape.
 
 ``histogram(a, bins)`` with an integer ``bins`` gives ``(bins,)`` counts and
 ``(bins + 1,)`` edges (``bins >= 1`` is required); with an array of ``k`` edges,
@@ -33,6 +35,11 @@ def _quantile_rule(name: str, nan: bool):
         shape = shape_of(a)
         if not nan:
             require_nonempty(ctx, shape, axis, f"numpy.{name} over an empty axis (numpy raises IndexError)")
+        elif len(shape_of(q)):
+            # numpy returns nanmean's shape for an empty array, dropping q's axes: the rule's
+            # shape holds only for a nonempty one
+            require_nonempty(ctx, shape, None, f"numpy.{name} with an array q needs a nonempty input "
+                                               "(numpy drops q's axes for an empty one)")
         if weights is not None:
             ws = shape_of(weights)
             if len(ws) == len(shape):

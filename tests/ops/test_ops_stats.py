@@ -38,13 +38,20 @@ def test_percentile_over_an_empty_axis_is_refused_but_nan_forms_allow_it():
 
     def g(x):
         x = np.where(x > 1.0, np.nan, x)
-        return np.nanpercentile(x, 40, axis=0), np.nanquantile(x, [0.2, 0.8], axis=1)
+        return np.nanpercentile(x, 40, axis=0), np.nanquantile(x, 0.2, axis=1)
+
+    def h(x):  # an array q: numpy drops q's axes for an empty input, so the input must be nonempty
+        return np.nanquantile(np.where(x > 1.0, np.nan, x), [0.2, 0.8], axis=1)
 
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN / empty slices
         check(g, lambda n: (randn(n, 3),), {"x": {0: N0}}, sizes=(0, 1, 2, 7),
               ops=["numpy.nanpercentile", "numpy.nanquantile"])
+        assert np.nanquantile(np.ones((0, 3)), [0.2, 0.8], axis=1).shape == (0,)  # not (2, 0)
+        with pytest.raises(tpe.ConstraintViolationError, match="nonempty"):
+            tpe.export(h, randn(3, 3), dynamic_shapes={"x": {0: N0}})
+        check(h, lambda n: (randn(n, 3),), {"x": {0: N1}}, sizes=(1, 2, 7), ops=["numpy.nanquantile"])
 
 
 def test_weighted_quantile():
