@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: _shared
+# the project root too: tests/solver/ would otherwise stand in for the solver package (a namespace package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tensorplay_export as tpe  # noqa: E402
