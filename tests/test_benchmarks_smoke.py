@@ -97,3 +97,9 @@ def test_bench_diagnostics_quick(capsys):
     rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
     assert rows[2:] == ["moe_routing", "gqa_rope"]
     assert "models reach the widest contract" in out
+
+
+def test_bench_auto_relations_quick(capsys):
+    out = _run("bench_auto_relations", ["--quick", "--profile"], capsys)
+    assert "command: python benchmarks/bench_auto_relations.py --quick --profile" in out
+    assert "export s (warm median):" in out and "cProfile top-10" in out

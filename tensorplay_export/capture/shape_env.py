@@ -34,6 +34,7 @@ import sympy
 from solver import UnboundSymbolError, canonicalize, evaluate
 
 from ..errors import CaptureError, DataDependentError
+from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
 from ..violations import data_dependent_error
 from .frames import user_source
@@ -168,7 +169,7 @@ class ShapeEnv:
             self.stats["folded"] += 1
             return
         if self.replacements:
-            expr = expr.xreplace(self.replacements)
+            expr = self._substitute(expr)
         expr = self.canon(expr)
         if expr is sympy.true:
             self.stats["folded"] += 1
@@ -259,8 +260,8 @@ class ShapeEnv:
                         and s not in self.replacements), key=lambda s: s.name)
         for a in autos:
             indep, dep = diff.as_independent(a, as_Add=True)
-            coeff = sympy.simplify(dep / a) if dep != 0 else 0
-            if coeff == 0 or coeff.free_symbols:
+            coeff = self._coefficient(dep, a)
+            if coeff is None or coeff == 0 or coeff.free_symbols:
                 continue
             solution = sympy.expand(-indep / coeff)
             if a in solution.free_symbols:
@@ -277,6 +278,60 @@ class ShapeEnv:
                     self.guard(bound, "shape", f"{a} = {solution} must stay in the range of {a}", source, op,
                                cause="auto_range")
             return
+
+    def _substitute(self, expr: sympy.Basic) -> sympy.Basic:
+        """``expr.xreplace(self.replacements)``, without sympy's equality test on a rebuilt ``Eq``.
+
+        Rebuilding ``Eq(s0, floor(s2/3 + 2/3))`` as ``Eq(floor(s1/2 + 1/2), floor(s2/3 + 2/3))``
+        makes sympy try to decide it (``floor``'s ``_eval_is_eq`` rewrites both sides; tens of
+        ms each, issue 13); ``ops.ctx.size_equality`` decides it only when the sides differ by
+        a number and leaves any other to the canonicalization and the solver.
+        """
+        if not isinstance(expr, (sympy.Eq, sympy.Ne)):
+            return expr.xreplace(self.replacements)
+        lhs, rhs = expr.lhs.xreplace(self.replacements), expr.rhs.xreplace(self.replacements)
+        if lhs is expr.lhs and rhs is expr.rhs:
+            return expr
+        return size_equality(lhs, rhs, type(expr))
+
+    def _coefficient(self, dep: sympy.Expr, a: sympy.Symbol) -> Optional[sympy.Expr]:
+        """``simplify(dep / a)`` (0 for ``dep == 0``), or None where that is not a constant.
+
+        ``dep``: the terms of an expanded difference that involve ``a``.  The common cases
+        are decided without ``simplify`` (whose cost dominated exports with many AUTO
+        relations, issue 13), with the same answer:
+
+        - every term is ``number * a``: the coefficient is their sum (what simplify returns);
+        - ``a`` also occurs inside a function (``floor(a/2 + 1/2)``): ``dep / a`` can only be a
+          constant ``k`` if ``dep == k*a`` at every ``a`` of its range, so sample values of
+          ``a`` in its range whose quotients ``dep/a`` differ prove it is not one (None: the
+          caller skips ``a``, as it did for simplify's non-constant result); quotients all
+          0 mean 0 or no constant, skipped alike.  Otherwise simplify decides.
+        """
+        if dep == 0:
+            return sympy.Integer(0)
+        coeff = sympy.Integer(0)
+        for term in sympy.Add.make_args(dep):
+            number, rest = term.as_coeff_Mul()
+            if rest != a:
+                break
+            coeff += number
+        else:
+            return coeff
+        lo, hi = self.ranges.get(a, (1, None))
+        first = max(int(lo), 1)
+        samples = [v for v in (first, first + 1, first + 2, first + 3, first + 97) if hi is None or v <= hi]
+        quotients = set()
+        for value in samples:
+            at = dep.xreplace({a: sympy.Integer(value)})
+            if not at.is_Rational:  # other symbols left, or no number: simplify decides
+                quotients = set()
+                break
+            quotients.add(at / value)
+        if len(quotients) > 1 or quotients == {0}:
+            # not a constant, or (if any) the constant 0: the caller skips ``a`` either way
+            return None
+        return sympy.simplify(dep / a)
 
     def _hint_text(self, expr: Any) -> str:
         syms = sorted(getattr(expr, "free_symbols", ()), key=lambda s: s.name)
