@@ -1,0 +1,127 @@
+"""Issue 13 items 7 and 8: decreasing derived dims (``32 - dx``) and dims over several roots (``dx + dy``).
+
+Each program is checked over a grid in both directions against eager numpy:
+sizes eager numpy runs are admitted and match, the others raise
+``ConstraintsExceededError``.
+"""
+import numpy as np
+import pytest
+
+from tensorplay_export import ConstraintsExceededError, Dim, export
+
+T = np.arange(32 * 3, dtype=np.float64).reshape(32, 3)
+
+
+def concat_t(x, y):
+    return np.concatenate([x, y]) + T
+
+
+def concat_z(x, y, z):
+    return np.concatenate([x, y]) + z
+
+
+def _rows(n, seed=0):
+    return np.random.default_rng(seed + n).standard_normal((n, 3))
+
+
+def _eager_ok(fn, *arrays):
+    try:
+        return fn(*arrays)
+    except ValueError:
+        return None
+
+
+def check_grid(ep, fn, shapes):
+    """Every shape tuple in ``shapes``: admitted iff eager numpy runs, with the same values."""
+    m = ep.module()
+    admitted = refused = 0
+    for rows in shapes:
+        arrays = [_rows(r, i) for i, r in enumerate(rows)]
+        want = _eager_ok(fn, *arrays)
+        if want is None:
+            with pytest.raises(ConstraintsExceededError):
+                m(*arrays)
+            refused += 1
+        else:
+            np.testing.assert_allclose(m(*arrays), want)
+            admitted += 1
+    assert admitted and refused
+    return admitted, refused
+
+
+GRID2 = [(a, b) for a in range(0, 35, 3) for b in range(0, 35, 3)] + [(a, 32 - a) for a in range(0, 33)]
+GRID3 = [(a, b, c) for a in (1, 2, 5, 9) for b in (1, 3, 4, 8) for c in range(2, 18)]  # z of 1 row broadcasts: outside dx + dy
+
+
+def test_decreasing_derived_dim_binds_and_checks():
+    dx = Dim("dx", max=31)
+    ep = export(concat_t, _rows(10), _rows(22), dynamic_shapes={"x": {0: dx}, "y": {0: 32 - dx}})
+    assert {str(s): (r.lower, r.upper) for s, r in ep.range_constraints.items()} == {"dx": (1, 31)}
+    assert "tpe_assert_dim(check_y, 'y', 0, 32 - dx" in ep.graph_module.code
+    # admitted: dx in [1, 31] and dy = 32 - dx; (0, 32) and (32, 0) run eagerly but are outside dx's range
+    m = ep.module()
+    for bad in [(0, 32), (32, 0), (5, 26)]:
+        with pytest.raises(ConstraintsExceededError):
+            m(_rows(bad[0]), _rows(bad[1]))
+    for a in range(1, 32):
+        np.testing.assert_allclose(m(_rows(a), _rows(32 - a)), concat_t(_rows(a), _rows(32 - a)))
+
+
+def test_decreasing_root_bound_only_through_the_derived_axis():
+    dx = Dim("dx", min=16, max=31)
+    T64 = np.ones((64, 3))
+
+    def f(y):
+        return np.concatenate([y, y]) + T64[:2 * y.shape[0]]
+
+    ep = export(f, _rows(20), dynamic_shapes={"y": {0: 64 - 2 * dx}})
+    assert "tpe_derived_root(check_y, 'y', 0, -2, 64, 16, 31" in ep.graph_module.code
+    m = ep.module()
+    for b in range(0, 66):
+        if b % 2 == 0 and 2 <= b <= 32:
+            np.testing.assert_allclose(m(_rows(b)), f(_rows(b)))
+        else:
+            with pytest.raises(ConstraintsExceededError):
+                m(_rows(b))
+
+
+def test_dim_over_two_roots_binds_and_checks():
+    dx, dy = Dim("dx"), Dim("dy")
+    ep = export(concat_z, _rows(10), _rows(22), _rows(32),
+                dynamic_shapes={"x": {0: dx}, "y": {0: dy}, "z": {0: dx + dy}})
+    assert sorted(str(s) for s in ep.range_constraints) == ["dx", "dy"]
+    check_grid(ep, concat_z, GRID3)
+
+
+def test_dim_over_two_roots_with_a_negative_coefficient():
+    dx, dy = Dim("dx"), Dim("dy")
+
+    def f(x, y, z):
+        return np.concatenate([z, y]) + x  # dz + dy == dx
+
+    ep = export(f, _rows(10), _rows(3), _rows(7),
+                dynamic_shapes={"x": {0: dx}, "y": {0: dy}, "z": {0: dx - dy}})
+    m = ep.module()
+    np.testing.assert_allclose(m(_rows(9), _rows(4), _rows(5)), f(_rows(9), _rows(4), _rows(5)))
+    with pytest.raises(ConstraintsExceededError, match=r"z.shape\[0\] = 6 must equal dx - dy = 5"):
+        m(_rows(9), _rows(4), _rows(6))
+
+
+def test_dim_over_two_roots_needs_its_roots_bound_elsewhere():
+    dx, dy = Dim("dx"), Dim("dy")
+    with pytest.raises(ConstraintsExceededError, match="dy is bound by no other input axis"):
+        export(lambda x, z: x.sum() + z.sum(), _rows(4), _rows(6), dynamic_shapes={"x": {0: dx}, "z": {0: dx + dy}})
+    with pytest.raises(ConstraintsExceededError, match=r"z.shape\[0\] = 12, but it is dx \+ dy = 13"):
+        export(concat_z, _rows(10), _rows(3), _rows(12),
+               dynamic_shapes={"x": {0: dx}, "y": {0: dy}, "z": {0: dx + dy}})
+
+
+def test_constraints_of_the_new_forms():
+    from tensorplay_export.specs.normalize import normalize_dynamic_shapes
+
+    dx, dy = Dim("dx", max=31), Dim("dy")
+    leaves = normalize_dynamic_shapes(concat_z, (_rows(10), _rows(22), _rows(32)), {},
+                                      {"x": {0: dx}, "y": {0: 32 - dx}, "z": {0: dx - dy + 1}})
+    (cy,), (cz,) = leaves[1].constraints(), leaves[2].constraints()
+    assert (cy.root, cy.scale, cy.offset, cy.name, cy.min, cy.max) == ("dx", -1, 32, "32 - dx", 1, 31)
+    assert (cz.root, cz.terms, cz.offset, cz.name) == (None, {"dx": 1, "dy": -1}, 1, "dx - dy + 1")
