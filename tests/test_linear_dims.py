@@ -125,3 +125,51 @@ def test_constraints_of_the_new_forms():
     (cy,), (cz,) = leaves[1].constraints(), leaves[2].constraints()
     assert (cy.root, cy.scale, cy.offset, cy.name, cy.min, cy.max) == ("dx", -1, 32, "32 - dx", 1, 31)
     assert (cz.root, cz.terms, cz.offset, cz.name) == (None, {"dx": 1, "dy": -1}, 1, "dx - dy + 1")
+
+
+# --- end to end: export fails, one refine, export succeeds (issue 13 items 7 and 8) -------------
+
+def test_decreasing_relation_end_to_end_in_one_refine():
+    from tensorplay_export import ConstraintViolationError, refine_dynamic_shapes_from_suggested_fixes
+
+    spec = {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}}
+    with pytest.raises(ConstraintViolationError) as info:
+        export(concat_t, _rows(10), _rows(22), dynamic_shapes=spec)
+    text = str(info.value)
+    # the dim later in input order is the derived one (dy = 32 - dx, not dx = 32 - dy)
+    assert text.endswith("Suggested fixes:\n  dx = Dim('dx', max=31)\n  dy = 32 - dx")
+    new = refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    assert new["y"][0].root is new["x"][0] and (new["y"][0].scale, new["y"][0].offset) == (-1, 32)
+    ep = export(concat_t, _rows(10), _rows(22), dynamic_shapes=new)
+    assert {str(s): (r.lower, r.upper) for s, r in ep.range_constraints.items()} == {"dx": (1, 31)}
+    # both directions over a grid: admitted iff eager runs, except the empty x or y eager also runs
+    # (dx >= 1 is declared: Dim's default min)
+    grid = [g for g in GRID2 if g[0] >= 1 and g[1] >= 1]
+    admitted, refused = check_grid(ep, concat_t, grid)
+    assert admitted == 31
+
+
+def test_decreasing_relation_tie_follows_input_order():
+    from tensorplay_export import ConstraintViolationError
+
+    def swapped(y, x):
+        return np.concatenate([x, y]) + T
+
+    with pytest.raises(ConstraintViolationError) as info:
+        export(swapped, _rows(22), _rows(10), dynamic_shapes={"y": {0: Dim("dy")}, "x": {0: Dim("dx")}})
+    assert str(info.value).endswith("Suggested fixes:\n  dy = Dim('dy', max=31)\n  dx = 32 - dy")
+
+
+def test_relation_over_two_roots_end_to_end_in_one_refine():
+    from tensorplay_export import ConstraintViolationError, refine_dynamic_shapes_from_suggested_fixes
+
+    spec = {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}, "z": {0: Dim("dz")}}
+    args = (_rows(10), _rows(22), _rows(32))
+    with pytest.raises(ConstraintViolationError) as info:
+        export(concat_z, *args, dynamic_shapes=spec)
+    text = str(info.value)
+    assert text.endswith("Suggested fixes:\n  dz = dx + dy") and "Dim.AUTO" not in text
+    new = refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    ep = export(concat_z, *args, dynamic_shapes=new)
+    assert sorted(str(s) for s in ep.range_constraints) == ["dx", "dy"]
+    check_grid(ep, concat_z, GRID3)
