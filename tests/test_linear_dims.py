@@ -173,3 +173,76 @@ def test_relation_over_two_roots_end_to_end_in_one_refine():
     ep = export(concat_z, *args, dynamic_shapes=new)
     assert sorted(str(s) for s in ep.range_constraints) == ["dx", "dy"]
     check_grid(ep, concat_z, GRID3)
+
+
+# --- the contract and the archive ---------------------------------------------------------------
+
+def _programs():
+    dx, dy = Dim("dx", max=31), Dim("dy")
+    ep_t = export(concat_t, _rows(10), _rows(22), dynamic_shapes={"x": {0: dx}, "y": {0: 32 - dx}})
+    ep_z = export(concat_z, _rows(10), _rows(22), _rows(32),
+                  dynamic_shapes={"x": {0: Dim("dx")}, "y": {0: dy}, "z": {0: Dim("dx") + dy}})
+    return ep_t, ep_z
+
+
+def test_contract_states_the_new_relations_and_diff_decides_them():
+    from tensorplay_export.face.contract import contract_of, diff_contracts
+
+    ep_t, ep_z = _programs()
+    ct, cz = contract_of(ep_t), contract_of(ep_z)
+    assert ct.relations() == ["y.shape[0] == 32 - dx"] and ct.site_range(ct.inputs[1][2][0]) == (1, 31)
+    assert cz.relations() == ["z.shape[0] == dx + dy"] and cz.site_range(cz.inputs[2][2][0]) == (2, None)
+    assert diff_contracts(cz, cz).narrowed is False
+    narrow = export(concat_z, _rows(10), _rows(22), _rows(32),
+                    dynamic_shapes={"x": {0: Dim("dx", max=20)}, "y": {0: Dim("dy")},
+                                    "z": {0: Dim("dx", max=20) + Dim("dy")}})
+    d = diff_contracts(cz, contract_of(narrow))
+    assert d.narrowed is True
+    assert diff_contracts(contract_of(narrow), cz).narrowed is False
+    # a root seen only through a decreasing form
+    dx = Dim("dx", min=16, max=31)
+    T64 = np.ones((64, 3))
+    ep = export(lambda y: np.concatenate([y, y]) + T64[:2 * y.shape[0]], _rows(20),
+                dynamic_shapes={"y": {0: 64 - 2 * dx}})
+    c = contract_of(ep)
+    assert c.site_range(c.inputs[0][2][0]) == (2, 32) and diff_contracts(c, c).narrowed is False
+
+
+def test_archive_round_trip_of_the_new_dims(tmp_path):
+    import json
+    import zipfile
+
+    import tensorplay_export as tpe
+
+    for ep, fn, grid in zip(_programs(), (concat_t, concat_z),
+                            ([g for g in GRID2 if g[0] >= 1 and g[1] >= 1], GRID3)):
+        path = tmp_path / f"{fn.__name__}.pt2"
+        tpe.save(ep, path)
+        with zipfile.ZipFile(path) as zf:
+            assert zf.read("version") == b"2\n"
+            doc = json.loads(zf.read("models/model/program.json"))
+        text = json.dumps(doc)
+        assert '"k": "DerivedDim", "offset": ' in text and '"terms": [[{"k": "Dim"' in text
+        loaded = tpe.load(path)
+        assert loaded.dynamic_shapes == ep.dynamic_shapes
+        check_grid(loaded, fn, grid)
+
+
+def test_derived_dim_json_forms():
+    from tensorplay_export.serde.values import Decoder, _encode_dim
+
+    dx, dy = Dim("dx", max=31), Dim("dy")
+    assert _encode_dim(2 * dx + 1) == {"k": "DerivedDim", "root": _encode_dim(dx), "scale": 2, "offset": 1}
+    assert _encode_dim(32 - dx) == {"k": "DerivedDim", "terms": [[_encode_dim(dx), -1]], "offset": 32}
+    assert _encode_dim(dx - dy + 1) == {"k": "DerivedDim", "terms": [[_encode_dim(dx), 1], [_encode_dim(dy), -1]],
+                                        "offset": 1}
+    for d in (2 * dx + 1, 32 - dx, dx + dy, dx - dy + 1):
+        assert Decoder("m").value(_encode_dim(d)) == d
+    from tensorplay_export.errors import ArchiveError
+
+    for bad in ({"k": "DerivedDim", "terms": [], "offset": 0},
+                {"k": "DerivedDim", "terms": [[_encode_dim(dx), 1.5]], "offset": 0},
+                {"k": "DerivedDim", "terms": [[_encode_dim(dx), 1], [_encode_dim(dx), -1]], "offset": 0},
+                {"k": "DerivedDim", "terms": [[_encode_dim(dx), 1]], "offset": 0, "root": None}):
+        with pytest.raises(ArchiveError):
+            Decoder("m").value(bad)

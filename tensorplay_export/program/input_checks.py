@@ -42,7 +42,7 @@ from ..graph.printing import format_guard
 from ..records import ValueRange
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks"]
+__all__ = ["InputSite", "InputContract", "insert_input_checks", "one_root"]
 
 
 @dataclass
@@ -77,7 +77,7 @@ class InputContract:
 
 # -- inserting the checks ----------------------------------------------------------
 
-def _one_root(expr: Any) -> Optional[tuple]:
+def one_root(expr: Any) -> Optional[tuple]:
     """``k*r + c`` over one symbol with integers ``k != 0`` and ``c`` -> ``(r, k, c)`` (``32 - r`` too)."""
     aff = _affine(expr)
     if aff is not None:
@@ -148,7 +148,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
             for axis, d in enumerate(chk.meta["shape"]):
                 if not isinstance(d, sympy.Basic) or d.is_Integer or isinstance(d, sympy.Symbol):
                     continue
-                aff = _one_root(d)
+                aff = one_root(d)
                 if aff is None or aff[0] in bound_at:
                     continue
                 r, k, c = aff
@@ -182,7 +182,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                         continue
                     what, detail = bound_at[d], f"dim {disp(d)}"
                 else:
-                    aff = _one_root(d)
+                    aff = one_root(d)
                     if aff is not None and bound_at[aff[0]] == here:
                         continue
                     what = format_guard(d, names)
