@@ -246,3 +246,20 @@ def test_derived_dim_json_forms():
                 {"k": "DerivedDim", "terms": [[_encode_dim(dx), 1]], "offset": 0, "root": None}):
         with pytest.raises(ArchiveError):
             Decoder("m").value(bad)
+
+
+def test_cli_diff_reads_the_new_relations_from_archives(tmp_path, capsys):
+    import tensorplay_export as tpe
+    from tensorplay_export.face.cli import main
+
+    _, ep_z = _programs()
+    narrow = export(concat_z, _rows(10), _rows(22), _rows(32),
+                    dynamic_shapes={"x": {0: Dim("dx", max=20)}, "y": {0: Dim("dy")},
+                                    "z": {0: Dim("dx", max=20) + Dim("dy")}})
+    tpe.save(ep_z, tmp_path / "old.pt2")
+    tpe.save(narrow, tmp_path / "new.pt2")
+    assert main(["diff", str(tmp_path / "old.pt2"), str(tmp_path / "new.pt2")]) == 1
+    assert "x.shape[0] = 21, y.shape[0] = 1, z.shape[0] = 22" in capsys.readouterr().out
+    assert main(["diff", str(tmp_path / "new.pt2"), str(tmp_path / "old.pt2")]) == 0
+    assert main(["contract", str(tmp_path / "old.pt2")]) == 0
+    assert "z.shape[0] == dx + dy" in capsys.readouterr().out
