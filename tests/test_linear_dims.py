@@ -263,3 +263,17 @@ def test_cli_diff_reads_the_new_relations_from_archives(tmp_path, capsys):
     assert main(["diff", str(tmp_path / "new.pt2"), str(tmp_path / "old.pt2")]) == 0
     assert main(["contract", str(tmp_path / "old.pt2")]) == 0
     assert "z.shape[0] == dx + dy" in capsys.readouterr().out
+
+
+def test_example_outside_a_decreasing_dim_gets_a_widened_range_or_says_why_not():
+    from tensorplay_export import refine_dynamic_shapes_from_suggested_fixes
+
+    spec = {"y": {0: 32 - Dim("dx", min=5, max=20)}}
+    with pytest.raises(ConstraintsExceededError) as info:
+        export(lambda y: y.sum(), _rows(10), dynamic_shapes=spec)
+    assert str(info.value).endswith("Suggested fixes:\n  dx = Dim('dx', min=5, max=22)")
+    new = refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    export(lambda y: y.sum(), _rows(10), dynamic_shapes=new)
+    with pytest.raises(ConstraintsExceededError) as info:   # 40 rows would need dx = -8
+        export(lambda y: y.sum(), _rows(40), dynamic_shapes=spec)
+    assert "is not 32 - dx for any integer dx >= 0" in str(info.value) and "min=-8" not in str(info.value)

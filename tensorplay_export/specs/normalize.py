@@ -435,7 +435,7 @@ class OutsideExample:
         if not isinstance(self.dim, _DerivedDim):
             return self.size
         quotient, rest = divmod(self.size - self.dim.offset, self.dim.scale)
-        return None if rest else quotient
+        return None if rest or quotient < 0 else quotient  # a root size is never negative (32 - dx at 40)
 
 
 def example_range_error(outside: list[OutsideExample], source: Optional[SourceLoc] = None
@@ -470,8 +470,8 @@ def example_range_error(outside: list[OutsideExample], source: Optional[SourceLo
         unfixable = None
         if off_lattice:
             o = off_lattice[0]
-            unfixable = (f"{o.site} = {o.size} is not {o.dim.name} for any integer {name}, and no range of "
-                         f"{name} changes that")
+            unfixable = (f"{o.site} = {o.size} is not {o.dim.name} for any integer {name} >= 0, and no range "
+                         f"of {name} changes that")
         else:
             lower = min([root.min] + needed)
             upper = None if root.max is None else max([root.max] + needed)
