@@ -42,7 +42,7 @@ from ..graph.printing import format_guard
 from ..records import ValueRange
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks", "one_root"]
+__all__ = ["InputSite", "InputContract", "insert_input_checks"]  # (one_root: for the contract reader)
 
 
 @dataclass
