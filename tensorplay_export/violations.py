@@ -409,12 +409,14 @@ def build_violation_error(violations: list[GuardRecord],
     api = _solver_api()
     records = _dedupe(violations)
     guards = [r.expr for r in records]
-    used = sorted({n for g in guards for n in _names(g)})
-    solver_dims = {n: (dims[n].lower, _upper_or_none(dims[n].upper)) for n in used if n in dims}
+    used = {n for g in guards for n in _names(g)}
+    # in input order (the order capture made the symbols): the solver breaks a tie between two
+    # equally wide relations by it, deriving the dim later in it (dy = 32 - dx, not dx = 32 - dy)
+    solver_dims = {n: (info.lower, _upper_or_none(info.upper)) for n, info in dims.items() if n in used}
     hints = {n: int(info.hint) for n, info in dims.items() if info.hint is not None}
     failure = None
     try:
-        fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints)
+        fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints, relations="linear")
     except Exception as err:  # noqa: BLE001 - report the violations even when no fix can be computed
         fs = _NoFixes([(g, {}, f"the solver could not synthesize a fix ({type(err).__name__}: {err})")
                        for g in guards])

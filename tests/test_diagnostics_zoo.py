@@ -13,10 +13,6 @@ from benchmarks import zoo as Z
 
 # What goes wrong today, per model (measured with benchmarks/bench_diagnostics.py --errors).
 TODAY = {
-    "concat_heads": "no fix: p + t == 32 (two streams into a full 32-row position table) gets "
-                    "'no Dim range, constant or relation expresses'; right: p = 32 - t (item 7)",
-    "fusion_mask": "no fix: p + t == l (a mask over two concatenated streams); right: "
-                   "l = t + p, a relation over two roots (item 8)",
     "flatten_head": "no fix: the flattened conv features 4*(h'*w' + h' + w' + 1) == 64 of two "
                     "stride-2 convs; right: pin the downsampled sizes to 4, i.e. h, w in [13, 16] "
                     "(item 6)",

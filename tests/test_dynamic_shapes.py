@@ -83,16 +83,34 @@ def test_derived_forms():
 
 
 @pytest.mark.parametrize("make, exc", [
-    (lambda d: d * d, TypeError), (lambda d: d + d, TypeError), (lambda d: d * 1.5, TypeError),
-    (lambda d: d + 0.5, TypeError), (lambda d: 0 * d, NotImplementedError), (lambda d: -2 * d, NotImplementedError),
-    (lambda d: -d, NotImplementedError), (lambda d: 5 - d, NotImplementedError), (lambda d: d // 2, NotImplementedError),
+    (lambda d: d * d, TypeError), (lambda d: d * 1.5, TypeError),
+    (lambda d: d + 0.5, TypeError), (lambda d: 0 * d, NotImplementedError), (lambda d: d - d, NotImplementedError),
+    (lambda d: d // 2, NotImplementedError),
     (lambda d: d / 2, NotImplementedError), (lambda d: d % 2, NotImplementedError), (lambda d: d ** 2, NotImplementedError),
     (lambda d: (d + 1) * (d + 1), TypeError), (lambda d: (2 * d) // 2, NotImplementedError),
-    (lambda d: 3 - (d + 1), NotImplementedError), (lambda d: d * True, TypeError),
+    (lambda d: d * True, TypeError), (lambda d: (d + Dim("e")) * Dim("e"), TypeError),
+    (lambda d: 1.5 - d, TypeError), (lambda d: (d - Dim("e")) // 2, NotImplementedError),
 ])
 def test_derived_unsupported(make, exc):
-    with pytest.raises(exc, match=re.escape("k*dx + c with an integer k >= 1")):
+    with pytest.raises(exc, match=re.escape("integer linear forms over dims: k*dx + c (integer k != 0")):
         make(Dim("d"))
+
+
+def test_derived_decreasing_and_over_several_roots():
+    dx, dy = Dim("dx", max=31), Dim("dy", max=10)
+    d = 32 - dx
+    assert isinstance(d, _DerivedDim) and d.root is dx and (d.scale, d.offset) == (-1, 32)
+    assert (d.name, d.min, d.max) == ("32 - dx", 1, 31)
+    assert (64 - 2 * dx).name == "64 - 2*dx" and (64 - 2 * dx).scale == -2
+    assert -dx == (-1) * dx and (-(dx + 1)).offset == -1 and (3 - (dx + 1)).name == "2 - dx"
+    s = dx + dy
+    assert s.root is None and s.terms == ((dx, 1), (dy, 1)) and s.offset == 0
+    assert (s.name, s.min, s.max) == ("dx + dy", 2, 41)
+    t = dx - dy + 1
+    assert t.name == "dx - dy + 1" and t.terms == ((dx, 1), (dy, -1)) and t.offset == 1
+    assert (t.min, t.max) == (-8, 31)
+    assert dx + dx == 2 * dx and (dx + dy) - dy == dx + 0 and hash(dx + dy) == hash(dy + dx)
+    assert (2 * (dx + dy) + 1).name == "2*dx + 2*dy + 1"
 
 
 # --- AdditionalInputs -----------------------------------------------------------------------

@@ -48,8 +48,10 @@ def test_parse_forms(line, want):
     ("seq = Dim('seq', max=5.5)", "cannot read"),
     ("dy = dx * dz", "cannot apply fix line"),
     ("dy = 2*dx*3", "cannot apply fix line"),
-    ("dy = dx + dz", "cannot apply fix line"),
-    ("dy = -2*dx", "cannot apply fix line"),
+    ("dy = dx + 1.5", "cannot apply fix line"),
+    ("dy = dx - dx", "dims cancel out"),
+    ("dy = 2 - dy", "through itself"),
+    ("dy = dx + + dz", "cannot apply fix line"),
     ("dy == dx", "cannot apply fix line"),
     ("__import__('os').system('true')", "cannot apply fix line"),
     ("dy = Dim", "malformed"),
@@ -254,3 +256,37 @@ def test_no_block_message_is_neutral_and_says_what_to_do():
     with pytest.raises(ValueError) as info:
         refine("Constraints violated (a)!\n  something", {"x": {0: Dim("a")}})
     assert str(info.value).startswith("nothing to apply: the message has no 'Suggested fixes:' block.")
+
+
+def test_refine_reads_decreasing_relations_and_relations_over_several_dims():
+    dx, dy, dz = Dim("dx"), Dim("dy"), Dim("dz")
+    spec = {"x": {0: dx}, "y": {0: dy}, "z": {0: dz}}
+    out = refine(
+        "Suggested fixes:\n  dx = Dim('dx', max=31)\n  dy = 32 - dx", spec)
+    assert out["y"][0] == 32 - Dim("dx", max=31) and out["y"][0].root is out["x"][0]
+    assert (out["y"][0].scale, out["y"][0].offset) == (-1, 32)
+    out = refine("Suggested fixes:\n  dy = 64 - 2*dx", spec)
+    assert (out["y"][0].root, out["y"][0].scale, out["y"][0].offset) == (dx, -2, 64)
+    out = refine("Suggested fixes:\n  dz = dx + dy", spec)
+    assert out["z"][0].root is None and out["z"][0].terms == ((dx, 1), (dy, 1))
+    assert out["x"][0] is dx and out["y"][0] is dy
+    out = refine("Suggested fixes:\n  dz = dx - dy + 1", spec)
+    assert out["z"][0].terms == ((dx, 1), (dy, -1)) and out["z"][0].offset == 1
+    # rebased on refined roots, and folded to a constant when the roots cancel out
+    out = refine(
+        "Suggested fixes:\n  dx = Dim('dx', max=9)", {"x": {0: dx}, "y": {0: dy}, "z": {0: dx + dy}})
+    assert out["z"][0].terms[0][0] is out["x"][0] and out["x"][0].max == 9
+    out = refine("Suggested fixes:\n  dy = 32 - dx\n  dz = dx + dy", spec)
+    assert out["z"][0] == 32
+    assert parse_fix_line("dy = 32 - dx").line == "dy = 32 - dx"
+    import tensorplay_export.specs.refine as refine_mod
+    for form in ("dy = 32 - dx", "64 - 2*dx", "dz = dx + dy", "dx - dy + 1"):
+        assert form in refine_mod.__doc__
+
+
+def test_combine_rounds_composes_relations_over_several_dims():
+    from tensorplay_export.specs.refine import combine_fix_rounds as _combine
+
+    assert _combine([["dx = 2*_dx"], ["dz = dx + dy", "_dx = Dim('_dx', max=9)"]],
+                              {"dx", "dy", "dz"}) == ["_dx = Dim('_dx', max=9)", "dx = 2*_dx", "dz = 2*_dx + dy"]
+    assert _combine([["dy = 32 - dx"], ["dz = dx + dy"]], {"dx", "dy", "dz"}) == ["dy = 32 - dx", "dz = 32"]

@@ -207,8 +207,8 @@ def test_counterexample_comes_from_the_fix_search(monkeypatch):
     calls = []
     real = solver.suggest_fixes
 
-    def spy(guards, dims, hints):
-        calls.append(real(guards, dims=dims, hints=hints))
+    def spy(guards, dims, hints, relations="increasing"):
+        calls.append(real(guards, dims=dims, hints=hints, relations=relations))
         return calls[-1]
 
     monkeypatch.setattr(solver, "suggest_fixes", spy)

@@ -79,12 +79,13 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
             or two sites of one Dim with different example sizes.
     """
     from ..specs.dims import Dim, _DerivedDim
-    from ..specs.normalize import OutsideExample, example_range_error
+    from ..specs.normalize import OutsideExample, example_range_error, multi_root_mismatch
     from .frames import user_source
 
     dims: dict[str, DimInfo] = {}
     shapes: list = []
     outside: list[OutsideExample] = []
+    multi: list = []   # (shape list, axis, dim, size, site): dims over several roots, bound last
     for leaf, spec, path in zip(leaves, specs, paths):
         if not isinstance(leaf, np.ndarray):
             shapes.append(None)
@@ -107,6 +108,10 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                 dims[name] = DimInfo(name, env.ranges[sym][0], math.inf, int(size), [site], "dynamic")
                 shape.append(sym)
                 continue
+            if isinstance(d, _DerivedDim) and d.root is None:
+                multi.append((shape, axis, d, int(size), site))
+                shape.append(int(size))
+                continue
             if isinstance(d, _DerivedDim):
                 root, k, c = d.root, d.scale, d.offset
                 if (size - c) % k or (size - c) // k < root.min or \
@@ -126,10 +131,19 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                 shape.append(_named(env, dims, d, size, site))
                 continue
             raise TypeError(f"unsupported dim spec {d!r} for {site}")
-        shapes.append(tuple(shape))
+        shapes.append(shape)
     if outside:  # every example outside its dim, with the widened ranges as fixes
         raise example_range_error(outside, user_source())
-    return shapes, dims
+    for shape, axis, d, size, site in multi:  # sum(k*root) + c over roots bound at other axes
+        why = multi_root_mismatch(site, size, d, {n: i.hint for n, i in dims.items() if i.kind == "named"})
+        if why is not None:
+            raise ConstraintsExceededError(why)
+        expr = sympy.Integer(d.offset)
+        for r, k in d.terms:
+            expr += k * env.create_symbol(r.name, r.min, r.max, dims[r.name].hint, "named")
+        dims[d.roots[0].name].sites.append(f"{site} ({d.name})")
+        shape[axis] = expr
+    return [None if s is None else tuple(s) for s in shapes], dims
 
 
 def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Symbol:

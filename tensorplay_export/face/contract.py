@@ -32,9 +32,8 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from solver.forms import affine as _affine
-
 from ..graph.printing import format_guard
+from ..program.input_checks import one_root as _affine  # k*r + c over one root, any k != 0 (32 - r)
 from ..program.build import fold_simple_bounds
 from ..records import format_bound, format_range_brackets
 
@@ -95,12 +94,23 @@ class Contract:
         """Range of one axis size (``k*r + c`` over the root's range)."""
         if not isinstance(expr, sympy.Basic) or expr.is_Integer:
             return int(expr), int(expr)
-        aff = _affine(expr)
-        if aff is None:
+        lo_sum, hi_sum = 0, 0
+        poly = sympy.Poly(expr, *sorted(expr.free_symbols, key=lambda s: s.name)) \
+            if expr.is_polynomial(*expr.free_symbols) else None
+        if poly is None or poly.total_degree() != 1 or not all(c.is_Integer for c in poly.coeffs()):
             return 0, None
-        r, k, c = aff
-        lo, hi = self.ranges.get(r, (0, None))
-        return k * lo + c, (None if hi is None else k * hi + c)
+        for sym in expr.free_symbols:  # interval arithmetic over sum(k*r) + c
+            k = int(expr.coeff(sym))
+            lo, hi = self.ranges.get(sym, (0, None))
+            if k > 0:
+                lo_sum = None if lo_sum is None else lo_sum + k * lo
+                hi_sum = None if hi_sum is None or hi is None else hi_sum + k * hi
+            else:
+                lo_sum = None if lo_sum is None or hi is None else lo_sum + k * hi
+                hi_sum = None if hi_sum is None else hi_sum + k * lo
+        c = int(expr.subs({s: 0 for s in expr.free_symbols}))
+        lo_out = 0 if lo_sum is None else max(0, lo_sum + c)
+        return lo_out, (None if hi_sum is None else hi_sum + c)
 
     def equalities(self) -> list[list[str]]:
         """Groups of axes that share one dim (bare symbol at several sites)."""
@@ -115,8 +125,8 @@ class Contract:
         bare = {d for _s, d in self.sites() if isinstance(d, sympy.Symbol)}
         out = []
         for site, d in self.sites():
-            aff = _affine(d)
-            if aff is not None and not isinstance(d, sympy.Symbol) and aff[0] in bare:
+            if isinstance(d, sympy.Basic) and not d.is_Integer and not isinstance(d, sympy.Symbol) \
+                    and d.free_symbols <= bare:
                 out.append(f"{site} == {_text(d)}")
         for g in self.guards:
             if _divisor(g) is None and len(g.free_symbols) > 1:
@@ -127,9 +137,9 @@ class Contract:
         out = []
         for site, d in self.sites():
             aff = _affine(d)
-            if aff is not None and aff[1] > 1:
+            if aff is not None and abs(aff[1]) > 1:
                 r, k, c = aff
-                out.append(f"{site} % {k} == {c % k}  ({site} == {_text(d)})")
+                out.append(f"{site} % {abs(k)} == {c % abs(k)}  ({site} == {_text(d)})")
         for g in self.guards:
             div = _divisor(g)
             if div is not None:
@@ -355,7 +365,7 @@ def _admits(c: Contract, var: dict) -> Any:
                 r, k, c0 = aff
                 v = var[(path, axis)]
                 binding[r] = sympy.floor((v - c0) / k)
-                conds += [sympy.Eq(sympy.Mod(v - c0, k), 0), v >= c0]
+                conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
     for path, _dt, shape in c.inputs:
         for axis, d in enumerate(shape):
             v = var[(path, axis)]
@@ -383,7 +393,7 @@ def _site_dims(c: Contract) -> dict:
 
 def _site_divisor(c: Contract, d: Any) -> int:
     aff = _affine(d)
-    k = aff[1] if aff is not None else 1
+    k = abs(aff[1]) if aff is not None else 1
     if aff is not None:
         for g in c.guards:
             div = _divisor(g)
@@ -402,6 +412,10 @@ def _root_site_names(c: Contract) -> dict:
         aff = _affine(d)
         if aff is not None and aff[0] not in names:
             r, k, c0 = aff
+            if k < 0:  # site = c0 - |k|*r  ->  r = (c0 - site)/|k|
+                inner = f"{c0} - {site}" if c0 else f"-{site}"
+                names[r] = inner if k == -1 else f"({inner})/{-k}"
+                continue
             inner = site if c0 == 0 else f"({site} - {c0})" if c0 > 0 else f"({site} + {-c0})"
             names[r] = inner if k == 1 else f"{inner}/{k}"
     return names

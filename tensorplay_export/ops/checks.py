@@ -61,7 +61,7 @@ def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Opti
         what = "it" if c == 0 else (f"size - {c}" if c > 0 else f"size + {-c}")
         raise ConstraintsExceededError(
             f"{path}.shape[{axis}] = {size} is not {expr_text} for any integer {root} "
-            f"({what} must be divisible by {k})")
+            f"({what} must be divisible by {abs(k)})")
     if r < lo or (hi is not None and r > hi):
         raise ConstraintsExceededError(
             f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in {format_range_brackets(lo, hi)}")

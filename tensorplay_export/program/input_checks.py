@@ -42,7 +42,7 @@ from ..graph.printing import format_guard
 from ..records import ValueRange
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks"]
+__all__ = ["InputSite", "InputContract", "insert_input_checks"]  # (one_root: for the contract reader)
 
 
 @dataclass
@@ -76,6 +76,15 @@ class InputContract:
 
 
 # -- inserting the checks ----------------------------------------------------------
+
+def one_root(expr: Any) -> Optional[tuple]:
+    """``k*r + c`` over one symbol with integers ``k != 0`` and ``c`` -> ``(r, k, c)`` (``32 - r`` too)."""
+    aff = _affine(expr)
+    if aff is not None:
+        return aff
+    neg = _affine(-expr) if isinstance(expr, sympy.Expr) else None
+    return None if neg is None else (neg[0], -neg[1], -neg[2])
+
 
 def _bound(value: Any) -> Optional[int]:
     return None if value is None or value == math.inf else int(value)
@@ -139,7 +148,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
             for axis, d in enumerate(chk.meta["shape"]):
                 if not isinstance(d, sympy.Basic) or d.is_Integer or isinstance(d, sympy.Symbol):
                     continue
-                aff = _affine(d)
+                aff = one_root(d)
                 if aff is None or aff[0] in bound_at:
                     continue
                 r, k, c = aff
@@ -167,13 +176,13 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 missing = d.free_symbols - bound_at.keys()
                 if missing:
                     raise ValueError(f"input site {here}: size {d} uses {sorted(map(str, missing))}, "
-                                     "which no input axis binds (only root symbols and k*r + c are supported)")
+                                     "which no input axis binds (a size over several roots needs each root bound at an axis of its own)")
                 if isinstance(d, sympy.Symbol):
                     if bound_at[d] == here:
                         continue
                     what, detail = bound_at[d], f"dim {disp(d)}"
                 else:
-                    aff = _affine(d)
+                    aff = one_root(d)
                     if aff is not None and bound_at[aff[0]] == here:
                         continue
                     what = format_guard(d, names)

@@ -1,6 +1,6 @@
 """Program archives: ``save``/``load``/``package_pt2``/``load_pt2``.
 
-Archive format, version 1
+Archive format, version 2
 =========================
 
 An archive is a ZIP file (PKWARE APPNOTE; ZIP64 where sizes need it).  The
@@ -10,7 +10,7 @@ Members (``<m>`` is a model name matching ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``)
 
 =====================================  ===========================================================
 ``format``                             the 26 ASCII bytes ``tensorplay_export.archive\\n``
-``version``                            the format version in ASCII decimal plus ``\\n`` (``1\\n``)
+``version``                            the format version in ASCII decimal plus ``\\n`` (``2\\n``)
 ``archive.json``                       the index (below)
 ``models/<m>/program.json``            the program document of model ``<m>``
 ``models/<m>/weights/<i>.npy``         array ``i`` of the document's ``weights`` table
@@ -103,7 +103,14 @@ MUST compile the generated source at load, so no such failure waits for the
 first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
 the archive.
 
-Format changelog: 1 (2026-11-29) first version.  1, reader rules of
+Format changelog: 2 (2026-12-01, issue 13 items 7 and 8): a DerivedDim (in
+``dynamic_shapes``) may also be ``{"k": "DerivedDim", "terms": [[Dim, k], ...],
+"offset": c}``, a linear form with integer coefficients ``k != 0``: decreasing
+over one root (``32 - dx``: ``[[dx, -1]]``, offset 32) or over several roots
+(``dx + dy``); ``k*dx + c`` with ``k >= 1`` keeps the version-1 form, and size
+expressions, runtime checks and ranges keep their forms (``tpe.derived_root``
+may carry a negative ``k``).  Version-1 archives load unchanged.
+1 (2026-11-29) first version.  1, reader rules of
 2026-12-01 (issue 15; writers' bytes unchanged): value-bit and per-document
 expression budgets, ``Float`` exponents accepted, lazy reading of samples and
 files, the inflation cap, C order and stored ``.npz`` required, the signature
@@ -132,7 +139,7 @@ __all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "Arc
            "FORMAT_MARKER", "FORMAT_VERSION"]
 
 FORMAT_MARKER = b"tensorplay_export.archive\n"
-FORMAT_VERSION = 1  # see the changelog in the module docstring
+FORMAT_VERSION = 2  # see the changelog in the module docstring (version 1 archives still load)
 DEFAULT_MODEL = "model"
 MAX_EXTRA_BYTES = 1 << 31  # one extra/tp/executorch file, read into memory
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")

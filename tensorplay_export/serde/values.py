@@ -25,7 +25,9 @@ sympy expression    ``{"k": "sym", "v": operator tree}`` (see :mod:`.exprs`)
 small ndarray       ``{"k": "ndarray", "dtype": dtype, "shape": [...], "v": hex}`` (<= MAX_INLINE_BYTES)
 larger ndarray      ``{"k": "array", "v": key}``: stored beside the JSON (``.npy``) under ``key``
 Dim                 ``{"k": "Dim", "name": str, "min": int, "max": int | null}``
-DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": int}``
+DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": int}`` (``k*dx + c``, k >= 1)
+                    or (format version 2) ``{"k": "DerivedDim", "terms": [[Dim, int], ...],
+                    "offset": int}`` for the other linear forms (``32 - dx``, ``dx + dy``)
 Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``
 dataclass           ``{"k": "dataclass", "type": serialized name, "v": [[field, value], ...]}``
                     (only classes registered with ``register_dataclass``, resolved by that name)
@@ -53,6 +55,7 @@ from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
 MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
 MAX_NDIM = 64
+MAX_DIM_TERMS = 64  # roots in one DerivedDim over several roots
 _DTYPE_RE = re.compile(r"^[<>|][biufcmMUSV][0-9]{1,6}(\[[0-9]*[a-zA-Z]{1,3}\])?$")
 _PYTYPES = {"int": int, "float": float, "bool": bool, "complex": complex, "str": str}
 
@@ -173,7 +176,10 @@ def _encode_dim(value: Any) -> dict | None:
     if type(value) is ds.Dim:
         return {"k": "Dim", "name": value.name, "min": value.min, "max": value.max}
     if type(value) is ds._DerivedDim:
-        return {"k": "DerivedDim", "root": _encode_dim(value.root), "scale": value.scale, "offset": value.offset}
+        if value.root is not None and value.scale >= 1:  # the version-1 form, kept for these dims
+            return {"k": "DerivedDim", "root": _encode_dim(value.root), "scale": value.scale, "offset": value.offset}
+        return {"k": "DerivedDim", "terms": [[_encode_dim(r), k] for r, k in value.terms],
+                "offset": value.offset}
     if isinstance(value, ds._DimHint):
         return {"k": "DimHint", "v": value.kind}
     return None
@@ -231,7 +237,11 @@ class Decoder:
         if decoder is None:
             fail(member, f"unknown value kind {kind!r:.60}")
         keys, fn = decoder
-        if set(obj) != keys:
+        if isinstance(keys, tuple):  # several forms (DerivedDim: version 1 and version 2)
+            if set(obj) not in keys:
+                forms = " or ".join(str(sorted(k)) for k in keys)
+                fail(member, f"value of kind {kind!r} must have keys {forms}, got {sorted(obj)}")
+        elif set(obj) != keys:
             fail(member, f"value of kind {kind!r} must have keys {sorted(keys)}, got {sorted(obj)}")
         return fn(self, obj, _depth + 1)
 
@@ -338,6 +348,20 @@ def _dec_dim(dec: Decoder, o: dict, d: int) -> Any:
                                                      for v in (o["min"], o["max"])):
                 fail(dec.member, f"malformed Dim {_short(o)}")
             return ds.Dim(o["name"], min=o["min"], max=o["max"])
+        if "terms" in o:  # format version 2: sum(k*root) + offset
+            terms = o["terms"]
+            if not isinstance(terms, list) or not terms or len(terms) > MAX_DIM_TERMS \
+                    or type(o["offset"]) is not int:
+                fail(dec.member, f"malformed DerivedDim {_short(o)}")
+            pairs = []
+            for t in terms:
+                if not isinstance(t, list) or len(t) != 2 or type(t[1]) is not int:
+                    fail(dec.member, f"malformed DerivedDim term {_short(t)}")
+                root = dec.value(t[0], d)
+                if type(root) is not ds.Dim:
+                    fail(dec.member, f"malformed DerivedDim term {_short(t)}")
+                pairs.append((root, t[1]))
+            return ds._DerivedDim(terms=pairs, offset=o["offset"])
         root = dec.value(o["root"], d)
         if type(root) is not ds.Dim or type(o["scale"]) is not int or type(o["offset"]) is not int:
             fail(dec.member, f"malformed DerivedDim {_short(o)}")
@@ -404,7 +428,7 @@ def encode_range(vr: Any) -> list:
     return [int(lo), int(hi)]
 
 
-_DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
+_DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tuple of sets (forms)
     "float": ({"k", "v"}, lambda dec, o, d: _hex_float(o["v"], dec.member)),
     "complex": ({"k", "re", "im"},
                 lambda dec, o, d: complex(_hex_float(o["re"], dec.member), _hex_float(o["im"], dec.member))),
@@ -423,7 +447,7 @@ _DECODERS: dict[str, tuple[set, Callable[..., Any]]] = {
     "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
     "Dim": ({"k", "name", "min", "max"}, _dec_dim),
-    "DerivedDim": ({"k", "root", "scale", "offset"}, _dec_dim),
+    "DerivedDim": (({"k", "root", "scale", "offset"}, {"k", "terms", "offset"}), _dec_dim),
     "DimHint": ({"k", "v"}, _dec_dim),
     "dataclass": ({"k", "type", "v"}, _dec_dataclass),
 }

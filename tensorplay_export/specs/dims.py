@@ -26,7 +26,9 @@ __all__ = [
     "Constraint", "EqualityConstraint",
 ]
 
-_SUPPORTED_DERIVED = "derived dims support only k*dx + c with an integer k >= 1 and an integer c"
+_SUPPORTED_DERIVED = ("derived dims support only integer linear forms over dims: k*dx + c (integer k != 0, "
+                      "e.g. 2*dx + 1 or 32 - dx) and sums over several dims with integer coefficients "
+                      "(dx + dy, dx - dy + 1)")
 
 
 def _as_int(value: Any, what: str) -> int:
@@ -120,7 +122,15 @@ class Dim:
     def __hash__(self) -> int:
         return hash(("Dim", self.name, self.min, self.max))
 
-    # k*dx + c arithmetic; everything else is refused with what is supported.
+    @property
+    def roots(self) -> tuple["Dim", ...]:
+        return (self,)
+
+    @property
+    def terms(self) -> tuple[tuple["Dim", int], ...]:
+        return ((self, 1),)
+
+    # integer linear arithmetic over dims; everything else is refused with what is supported.
     def __mul__(self, k: Any) -> "_DerivedDim":
         return _DerivedDim._make(self, 1, 0)._scaled(k)
 
@@ -134,11 +144,11 @@ class Dim:
     def __sub__(self, c: Any) -> "_DerivedDim":
         return _DerivedDim._make(self, 1, 0)._shifted(c, -1)
 
-    def __rsub__(self, other: Any):
-        raise NotImplementedError(f"{other!r} - {self.name}: {_SUPPORTED_DERIVED} (no negative multiples)")
+    def __rsub__(self, other: Any) -> "_DerivedDim":
+        return _DerivedDim._make(self, -1, 0)._shifted(other, +1, f"{other!r} - {self.name}")
 
-    def __neg__(self):
-        raise NotImplementedError(f"-{self.name}: {_SUPPORTED_DERIVED} (no negative multiples)")
+    def __neg__(self) -> "_DerivedDim":
+        return _DerivedDim._make(self, -1, 0)
 
     def __floordiv__(self, other):
         raise NotImplementedError(f"{self.name} // {other!r}: {_SUPPORTED_DERIVED}")
@@ -159,69 +169,123 @@ Dim.STATIC = _DimHint("STATIC")
 
 
 class _DerivedDim:
-    """A size fixed by a root dim: ``scale * root + offset`` (``scale >= 1``).
+    """A size fixed by root dims: ``sum(k_i * root_i) + offset`` with integers ``k_i != 0``.
 
-    Built by arithmetic on a :class:`Dim` (``2*dx + 1``, ``dx - 1``); a derived
-    dim of a derived dim folds into this root form.  ``min``/``max`` are the
-    implied range of the derived size (``max`` is None when the root is unbounded).
+    Built by arithmetic on :class:`Dim` objects: ``2*dx + 1``, ``dx - 1`` and
+    ``32 - dx`` are over one root (``root``, ``scale``, ``offset``); ``dx + dy``
+    and ``dx - dy + 1`` are over several roots (``root`` is None, ``scale`` 0;
+    ``terms`` holds ``(root, coefficient)`` pairs in first-use order).  A derived
+    dim of a derived dim folds into this form.  ``min``/``max`` are the implied
+    range of the derived size from the roots' ranges (``max`` None when unbounded,
+    ``min`` None when unbounded below).
     """
 
-    __slots__ = ("root", "scale", "offset")
+    __slots__ = ("terms", "offset")
 
-    def __init__(self, root: Dim, scale: int = 1, offset: int = 0):
-        if type(root) is not Dim:
-            raise TypeError(f"a derived dim's root must be a Dim, got {root!r}")
-        scale = _as_int(scale, "derived dim scale")
+    def __init__(self, root: Optional[Dim] = None, scale: int = 1, offset: int = 0, *,
+                 terms: Any = None):
         offset = _as_int(offset, "derived dim offset")
-        if scale < 1:
-            raise NotImplementedError(f"{scale}*{root.name}: {_SUPPORTED_DERIVED}")
-        self.root, self.scale, self.offset = root, scale, offset
+        if terms is None:
+            if type(root) is not Dim:
+                raise TypeError(f"a derived dim's root must be a Dim, got {root!r}")
+            terms = ((root, scale),)
+        merged: dict[str, list] = {}
+        for r, k in terms:
+            if type(r) is not Dim:
+                raise TypeError(f"a derived dim's root must be a Dim, got {r!r}")
+            k = _as_int(k, "derived dim coefficient")
+            if r.name in merged:
+                if merged[r.name][0] != r:
+                    raise ValueError(f"Dim name {r.name!r} is used with two different ranges: "
+                                     f"{merged[r.name][0]!r} and {r!r}; use one Dim object")
+                merged[r.name][1] += k
+            else:
+                merged[r.name] = [r, k]
+        kept = tuple((r, k) for r, k in merged.values() if k != 0)
+        if not kept:
+            raise NotImplementedError(f"the dims cancel out, leaving the constant {offset}: "
+                                      f"{_SUPPORTED_DERIVED}; use an int for a static size")
+        self.terms, self.offset = kept, offset
 
     @classmethod
     def _make(cls, root: Dim, scale: int, offset: int) -> "_DerivedDim":
         return cls(root, scale, offset)
 
     @property
+    def root(self) -> Optional[Dim]:
+        """The one root dim (None for a dim over several roots)."""
+        return self.terms[0][0] if len(self.terms) == 1 else None
+
+    @property
+    def scale(self) -> int:
+        """The root's coefficient (0 for a dim over several roots)."""
+        return self.terms[0][1] if len(self.terms) == 1 else 0
+
+    @property
+    def roots(self) -> tuple[Dim, ...]:
+        return tuple(r for r, _ in self.terms)
+
+    @property
     def name(self) -> str:
-        return _affine_text(self.root.name, self.scale, self.offset)
+        return _linear_text([(r.name, k) for r, k in self.terms], self.offset)
 
     __name__ = name
 
     @property
-    def min(self) -> int:
-        return self.scale * self.root.min + self.offset
+    def min(self) -> Optional[int]:
+        lo = self.offset
+        for r, k in self.terms:
+            b = r.min if k > 0 else r.max
+            if b is None:
+                return None
+            lo += k * b
+        return lo
 
     @property
     def max(self) -> Optional[int]:
-        return None if self.root.max is None else self.scale * self.root.max + self.offset
+        hi = self.offset
+        for r, k in self.terms:
+            b = r.max if k > 0 else r.min
+            if b is None:
+                return None
+            hi += k * b
+        return hi
+
+    def value_at(self, sizes: dict) -> int:
+        """The derived size at root sizes ``{root name: int}``."""
+        return sum(k * int(sizes[r.name]) for r, k in self.terms) + self.offset
 
     def __repr__(self) -> str:
         return self.name
 
+    def _key(self) -> tuple:
+        return (tuple(sorted(((r.name, r.min, r.max), k) for r, k in self.terms)), self.offset)
+
     def __eq__(self, other: Any) -> bool:
         if type(other) is not _DerivedDim:
             return NotImplemented
-        return (self.root, self.scale, self.offset) == (other.root, other.scale, other.offset)
+        return self._key() == other._key()
 
     def __hash__(self) -> int:
-        return hash(("DerivedDim", self.root, self.scale, self.offset))
+        return hash(("DerivedDim",) + self._key())
 
     def _scaled(self, k: Any) -> "_DerivedDim":
         if isinstance(k, (Dim, _DerivedDim)):
             raise TypeError(f"{self.name} * {k.name}: {_SUPPORTED_DERIVED} (a product of two dims is not)")
         if isinstance(k, bool) or not isinstance(k, numbers.Integral):
             raise TypeError(f"{self.name} * {k!r}: {_SUPPORTED_DERIVED}")
-        if k < 1:
-            raise NotImplementedError(f"{k}*({self.name}): {_SUPPORTED_DERIVED}")
-        return _DerivedDim(self.root, self.scale * int(k), self.offset * int(k))
+        if k == 0:
+            raise NotImplementedError(f"0*({self.name}): {_SUPPORTED_DERIVED}; use an int for a static size")
+        k = int(k)
+        return _DerivedDim(terms=[(r, c * k) for r, c in self.terms], offset=self.offset * k)
 
-    def _shifted(self, c: Any, sign: int) -> "_DerivedDim":
+    def _shifted(self, c: Any, sign: int, what: Optional[str] = None) -> "_DerivedDim":
         if isinstance(c, (Dim, _DerivedDim)):
-            raise TypeError(f"{self.name} {'+' if sign > 0 else '-'} {c.name}: {_SUPPORTED_DERIVED} "
-                            f"(a sum of two dims is not)")
+            return _DerivedDim(terms=list(self.terms) + [(r, sign * k) for r, k in c.terms],
+                               offset=self.offset + sign * (c.offset if isinstance(c, _DerivedDim) else 0))
         if isinstance(c, bool) or not isinstance(c, numbers.Integral):
-            raise TypeError(f"{self.name} + {c!r}: {_SUPPORTED_DERIVED}")
-        return _DerivedDim(self.root, self.scale, self.offset + sign * int(c))
+            raise TypeError(f"{what or f'{self.name} + {c!r}'}: {_SUPPORTED_DERIVED}")
+        return _DerivedDim(terms=self.terms, offset=self.offset + sign * int(c))
 
     def __mul__(self, k: Any) -> "_DerivedDim":
         return self._scaled(k)
@@ -236,11 +300,11 @@ class _DerivedDim:
     def __sub__(self, c: Any) -> "_DerivedDim":
         return self._shifted(c, -1)
 
-    def __rsub__(self, other: Any):
-        raise NotImplementedError(f"{other!r} - ({self.name}): {_SUPPORTED_DERIVED}")
+    def __rsub__(self, other: Any) -> "_DerivedDim":
+        return self._scaled(-1)._shifted(other, +1, f"{other!r} - ({self.name})")
 
-    def __neg__(self):
-        raise NotImplementedError(f"-({self.name}): {_SUPPORTED_DERIVED}")
+    def __neg__(self) -> "_DerivedDim":
+        return self._scaled(-1)
 
     def __floordiv__(self, other):
         raise NotImplementedError(f"({self.name}) // {other!r}: {_SUPPORTED_DERIVED}")
@@ -252,13 +316,33 @@ DerivedDim = _DerivedDim
 
 
 def _affine_text(root: str, scale: int, offset: int) -> str:
-    """``root``, ``2*root``, ``root + 1``, ``2*root - 3`` (the fix-line notation)."""
-    text = root if scale == 1 else f"{scale}*{root}"
-    if offset > 0:
-        text += f" + {offset}"
-    elif offset < 0:
-        text += f" - {-offset}"
-    return text
+    """``root``, ``2*root``, ``root + 1``, ``2*root - 3``, ``32 - root`` (the fix-line notation)."""
+    return _linear_text([(root, scale)], offset)
+
+
+def _linear_text(terms: list, offset: int) -> str:
+    """``dx + dy``, ``dx - dy + 1``, ``32 - dx``, ``64 - 2*dx``, ``-dx`` (the fix-line notation).
+
+    Positive terms first (in order), then negative ones; a form with no positive
+    term starts with its offset (``32 - dx``).
+    """
+    def mono(name: str, k: int) -> str:
+        return name if abs(k) == 1 else f"{abs(k)}*{name}"
+
+    pos = [(n, k) for n, k in terms if k > 0]
+    neg = [(n, k) for n, k in terms if k < 0]
+    if pos:
+        text = " + ".join(mono(n, k) for n, k in pos)
+        for n, k in neg:
+            text += f" - {mono(n, k)}"
+        if offset > 0:
+            text += f" + {offset}"
+        elif offset < 0:
+            text += f" - {-offset}"
+        return text
+    if offset != 0:
+        return f"{offset}" + "".join(f" - {mono(n, k)}" for n, k in neg)
+    return "-" + mono(*neg[0]) + "".join(f" - {mono(n, k)}" for n, k in neg[1:])
 
 
 def dims(*names: str, min: Optional[int] = None, max: Optional[int] = None) -> tuple[Dim, ...]:
@@ -271,7 +355,9 @@ class Constraint:
     """A range restriction attached to one input dimension (seed signature).
 
     ``source`` is the input path (e.g. ``"x"``), ``dim`` the axis.  A derived
-    dim's size is ``scale * root + offset``.
+    dim over one root has size ``scale * root + offset`` (``scale`` may be negative:
+    ``32 - dx`` is ``root='dx', scale=-1, offset=32``); one over several roots has
+    ``root=None`` and ``terms`` ``{root name: coefficient}``: size ``sum(k*root) + offset``.
     """
 
     source: Any
@@ -283,6 +369,7 @@ class Constraint:
     root: Optional[str] = None
     scale: int = 1
     offset: int = 0
+    terms: Optional[dict] = None
 
 
 @dataclass

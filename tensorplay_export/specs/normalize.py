@@ -61,9 +61,12 @@ class LeafSpec:
         for axis, d in sorted(self.axes.items()):
             if isinstance(d, Dim):
                 out.append(Constraint(self.path, axis, d.name, d.min, d.max))
-            elif isinstance(d, _DerivedDim):
+            elif isinstance(d, _DerivedDim) and d.root is not None:
                 out.append(Constraint(self.path, axis, d.name, d.min, d.max,
                                       root=d.root.name, scale=d.scale, offset=d.offset))
+            elif isinstance(d, _DerivedDim):
+                out.append(Constraint(self.path, axis, d.name, d.min, d.max, root=None, scale=0,
+                                      offset=d.offset, terms={r.name: k for r, k in d.terms}))
         return out
 
 
@@ -276,16 +279,15 @@ def _check_dim_names(leaves: list[Optional[LeafSpec]]) -> None:
         if leaf is None:
             continue
         for axis, d in leaf.axes.items():
-            root = d.root if isinstance(d, (Dim, _DerivedDim)) else None
-            if root is None:
-                continue
+            roots = d.roots if isinstance(d, (Dim, _DerivedDim)) else ()
             where = f"{leaf.path}.shape[{axis}]"
-            prev = seen.get(root.name)
-            if prev is None:
-                seen[root.name] = (root, where)
-            elif prev[0] != root:
-                raise ValueError(f"Dim name {root.name!r} is used with two different ranges: {prev[0]!r} at "
-                                 f"{prev[1]} and {root!r} at {where}; use one Dim object")
+            for root in roots:
+                prev = seen.get(root.name)
+                if prev is None:
+                    seen[root.name] = (root, where)
+                elif prev[0] != root:
+                    raise ValueError(f"Dim name {root.name!r} is used with two different ranges: {prev[0]!r} "
+                                     f"at {prev[1]} and {root!r} at {where}; use one Dim object")
 
 
 def collect_dims(leaves: list[Optional[LeafSpec]]) -> dict[str, Dim]:
@@ -296,7 +298,8 @@ def collect_dims(leaves: list[Optional[LeafSpec]]) -> dict[str, Dim]:
             continue
         for d in leaf.axes.values():
             if isinstance(d, (Dim, _DerivedDim)):
-                out.setdefault(d.root.name, d.root)
+                for root in d.roots:
+                    out.setdefault(root.name, root)
     return out
 
 
@@ -314,10 +317,33 @@ def equality_constraints_from(leaves: list[Optional[LeafSpec]]) -> list[Equality
 
 def _solve_for_root(site: str, d: _DerivedDim) -> str:
     """``site = scale*root + offset`` solved for root: ``(y.shape[0] - 1)/2``, ``y.shape[0] + 1``."""
+    if d.scale < 0:  # site = offset - |k|*root  ->  root = (offset - site)/|k|
+        text = f"{d.offset} - {site}" if d.offset else f"-{site}"
+        return text if d.scale == -1 else f"({text})/{-d.scale}"
     text = _affine_text(site, 1, -d.offset)
     if d.scale == 1:
         return text
     return f"({text})/{d.scale}" if d.offset else f"{text}/{d.scale}"
+
+
+def multi_root_mismatch(site: str, size: int, d: _DerivedDim, hints: dict) -> Optional[str]:
+    """Why the example ``site = size`` breaks the dim ``d`` over several roots, or None.
+
+    ``hints``: root name -> example size of the roots bound elsewhere.  Every root
+    must be bound by another input axis (a plain Dim or a dim over one root), and
+    the size must equal the form at the roots' example sizes.
+    """
+    missing = [r.name for r in d.roots if r.name not in hints]
+    if missing:
+        return (f"{site} is {d.name}, but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                f"bound by no other input axis; a dim over several roots needs each root at an axis of "
+                f"its own (a Dim or a k*dx + c form)")
+    want = d.value_at(hints)
+    if want != size:
+        shown = ", ".join(f"{r.name} = {hints[r.name]}" for r in d.roots)
+        return (f"{site} = {size}, but it is {d.name} = {want} at the example sizes ({shown}); "
+                f"the example inputs disagree with the declared dynamic_shapes")
+    return None
 
 
 def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
@@ -343,6 +369,7 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
     """
     infos: dict[str, DimInfo] = {}
     derived_sites: list[tuple[str, _DerivedDim, int]] = []
+    multi_sites: list[tuple[str, _DerivedDim, int]] = []
     outside: list[OutsideExample] = []
     for leaf, value in zip(leaves, flat_inputs):
         if leaf is None:
@@ -363,6 +390,8 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
                             f"{site} = {size} but {info.sites[0]} = {info.hint}; both are Dim {d.name!r} "
                             f"and must be equal")
                     info.sites.append(site)
+            elif isinstance(d, _DerivedDim) and d.root is None:
+                multi_sites.append((site, d, size))
             elif isinstance(d, _DerivedDim):
                 derived_sites.append((site, d, size))
     for site, d, size in derived_sites:
@@ -381,6 +410,10 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
                 f"gives {root.name} = {info.hint}; {site} must be {d.scale * info.hint + d.offset}")
     if outside:
         raise example_range_error(outside)
+    for site, d, size in multi_sites:
+        why = multi_root_mismatch(site, size, d, {n: i.hint for n, i in infos.items()})
+        if why is not None and (check or why.endswith("(a Dim or a k*dx + c form)")):
+            raise ConstraintsExceededError(why)
     return infos
 
 
@@ -402,7 +435,7 @@ class OutsideExample:
         if not isinstance(self.dim, _DerivedDim):
             return self.size
         quotient, rest = divmod(self.size - self.dim.offset, self.dim.scale)
-        return None if rest else quotient
+        return None if rest or quotient < 0 else quotient  # a root size is never negative (32 - dx at 40)
 
 
 def example_range_error(outside: list[OutsideExample], source: Optional[SourceLoc] = None
@@ -437,8 +470,8 @@ def example_range_error(outside: list[OutsideExample], source: Optional[SourceLo
         unfixable = None
         if off_lattice:
             o = off_lattice[0]
-            unfixable = (f"{o.site} = {o.size} is not {o.dim.name} for any integer {name}, and no range of "
-                         f"{name} changes that")
+            unfixable = (f"{o.site} = {o.size} is not {o.dim.name} for any integer {name} >= 0, and no range "
+                         f"of {name} changes that")
         else:
             lower = min([root.min] + needed)
             upper = None if root.max is None else max([root.max] + needed)

@@ -6,6 +6,12 @@ or the first blank line.  Each line is one of (issue 4 / the solver's forms)::
     name = Dim('name', min=..., max=...)   # a range (also a new root such as _dx)
     name = 4                               # specialize to a constant
     dy = dx | dx + 1 | dx - 1 | 2*dx | 2*dx + 1   # a relation k*dx + c, k >= 1
+    dy = 32 - dx | 64 - 2*dx               # a decreasing relation k*dx + c, k <= -1
+    dz = dx + dy | dx - dy + 1 | 2*dx + dy  # a relation over several dims (integer coefficients)
+
+A relation's right-hand side is a sum of terms ``k*name``, ``name*k``, ``name``
+and integer constants joined by ``+``/``-`` (in any order; a leading ``-`` is
+allowed); a name used twice is added up, and a form whose dims cancel out is refused.
 
 A ``Dim.DYNAMIC`` axis has no user name: the error names it after its site
 (``x_dim0`` for ``x.shape[0]``) and a fix line for that name replaces the
@@ -31,7 +37,8 @@ __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes"
            "combine_fix_rounds", "RangeFix", "ConstFix", "RelationFix"]
 
 HEADER = FIXES_HEADER
-_FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1")
+_FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1",
+          "dy = 32 - dx", "dy = 64 - 2*dx", "dz = dx + dy", "dz = dx - dy + 1")
 
 _NAME = r"[^\W\d]\w*"
 _INT = r"-?\d+"
@@ -39,8 +46,10 @@ _RANGE_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*Dim\(\s*(?P<q>['\"])(?P<name>{
                        rf"(?P<kw>(?:,\s*\w+\s*=\s*\S+?\s*)*),?\s*\)$")
 _KW_RE = re.compile(rf"\s*(?P<key>\w+)\s*=\s*(?P<value>{_INT}|None)\s*")
 _CONST_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*(?P<value>{_INT})$")
-_REL_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*(?:(?P<k>\d+)\s*\*\s*)?(?P<root>{_NAME})"
-                     rf"(?:\s*\*\s*(?P<k2>\d+))?(?:\s*(?P<sign>[+-])\s*(?P<c>\d+))?$")
+_REL_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*(?P<rhs>.+)$")
+# one signed term of a relation's right-hand side: k*name, name*k, name or an integer
+_TERM_RE = re.compile(rf"\s*(?P<sign>[+-])?\s*(?:(?P<k>\d+)\s*\*\s*(?P<n1>{_NAME})|(?P<n2>{_NAME})\s*\*\s*(?P<k2>\d+)"
+                      rf"|(?P<n3>{_NAME})|(?P<c>\d+))\s*")
 
 
 @dataclass(frozen=True)
@@ -60,13 +69,55 @@ class ConstFix:
 
 @dataclass(frozen=True)
 class RelationFix:
-    """``name = scale*root + offset``."""
+    """``name = scale*root + offset`` (``root`` one dim, ``scale != 0``), or over several dims
+    ``name = sum(k*root) + offset`` (``root`` None, ``scale`` 0, ``terms`` the ``(root, k)`` pairs).
+
+    ``terms`` is filled for both forms (one pair over one root).
+    """
 
     name: str
-    root: str
+    root: Optional[str]
     scale: int
     offset: int
     line: str
+    terms: tuple = ()
+
+    def __post_init__(self):
+        if not self.terms and self.root is not None:
+            object.__setattr__(self, "terms", ((self.root, self.scale),))
+
+    @property
+    def roots(self) -> tuple[str, ...]:
+        return tuple(r for r, _ in self.terms)
+
+
+def _relation(name: str, coeffs: dict, offset: int, line: str) -> "RelationFix":
+    """A RelationFix from ``{root: k}`` (zero coefficients dropped, at least one left)."""
+    terms = tuple((r, k) for r, k in coeffs.items() if k != 0)
+    if len(terms) == 1:
+        return RelationFix(name, terms[0][0], terms[0][1], offset, line)
+    return RelationFix(name, None, 0, offset, line, terms)
+
+
+def _parse_linear(rhs: str) -> Optional[tuple[dict, int]]:
+    """``({name: k}, c)`` for a sum of signed terms, None when ``rhs`` is not one."""
+    pos, coeffs, offset, first = 0, {}, 0, True
+    rhs = rhs.strip()
+    while pos < len(rhs):
+        m = _TERM_RE.match(rhs, pos)
+        if m is None or m.end() == pos or (m["sign"] is None and not first):
+            return None
+        sign = -1 if m["sign"] == "-" else 1
+        name = m["n1"] or m["n2"] or m["n3"]
+        if name is None:
+            offset += sign * int(m["c"])
+        else:
+            k = int(m["k"] or m["k2"] or 1)
+            coeffs[name] = coeffs.get(name, 0) + sign * k
+        pos, first = m.end(), False
+    if first or not coeffs:
+        return None
+    return coeffs, offset
 
 
 Fix = Union[RangeFix, ConstFix, RelationFix]
@@ -133,14 +184,16 @@ def parse_fix_line(line: str) -> Fix:
     if m:
         return ConstFix(m["lhs"], int(m["value"]), line)
     m = _REL_RE.match(line)
-    if m and not (m["k"] and m["k2"]):
-        scale = int(m["k"] or m["k2"] or 1)
-        offset = int(m["c"] or 0) * (-1 if m["sign"] == "-" else 1)
-        if scale < 1:
-            raise ValueError(f"fix line {line!r}: the multiple must be >= 1")
-        if m["root"] == "Dim":
+    parsed = _parse_linear(m["rhs"]) if m else None
+    if parsed is not None:
+        coeffs, offset = parsed
+        if "Dim" in coeffs:
             raise ValueError(f"fix line {line!r} is malformed; accepted forms: {', '.join(_FORMS)}")
-        return RelationFix(m["lhs"], m["root"], scale, offset, line)
+        if m["lhs"] in coeffs:
+            raise ValueError(f"fix line {line!r} defines {m['lhs']!r} through itself")
+        if not any(coeffs.values()):
+            raise ValueError(f"fix line {line!r}: its dims cancel out; a constant is written {m['lhs']} = <int>")
+        return _relation(m["lhs"], coeffs, offset, line)
     raise ValueError(f"cannot apply fix line {line!r}; accepted forms: {', '.join(_FORMS)}")
 
 
@@ -156,7 +209,8 @@ def _dims_in(spec: Any, out: dict[str, Dim]) -> None:
     if isinstance(spec, Dim):
         out.setdefault(spec.name, spec)
     elif isinstance(spec, _DerivedDim):
-        out.setdefault(spec.root.name, spec.root)
+        for root in spec.roots:
+            out.setdefault(root.name, root)
     elif isinstance(spec, dict):
         for v in spec.values():
             _dims_in(v, out)
@@ -241,12 +295,11 @@ def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = 
     if isinstance(spec, Dim):
         return repl.get(spec.name, spec)
     if isinstance(spec, _DerivedDim):
-        new_root = repl.get(spec.root.name)
-        if new_root is None:
+        if not any(r.name in repl for r in spec.roots):
             return spec
-        key = (id(spec.root), spec.root.name, spec.scale, spec.offset)
+        key = (tuple((id(r), r.name, k) for r, k in spec.terms), spec.offset)
         if key not in memo:  # equal derived dims in the spec map to one object
-            memo[key] = _affine(new_root, spec.scale, spec.offset)
+            memo[key] = _linear([(repl.get(r.name, r), k) for r, k in spec.terms], spec.offset)
         return memo[key]
     if isinstance(spec, dict):
         return {k: _rebuild(v, repl, memo, dyn, loc + (k,)) for k, v in spec.items()}
@@ -272,6 +325,30 @@ def _affine(base: Any, scale: int, offset: int) -> Any:
     if result is base and isinstance(base, Dim):
         return base  # dy = dx: the very same object, so the dims stay shared
     return result
+
+
+def _linear(terms: list, offset: int) -> Any:
+    """``sum(k*base) + offset`` over Dims, derived dims and ints, folded onto the final roots.
+
+    All ints (or roots that cancel out: ``dx + dy`` with ``dy = 32 - dx``) give an int;
+    a bare root gives that very Dim object (so the dims stay shared).
+    """
+    if len(terms) == 1 and not isinstance(terms[0][0], _DerivedDim):
+        return _affine(terms[0][0], terms[0][1], offset)
+    coeffs: dict[str, list] = {}
+    for base, k in terms:
+        if isinstance(base, int):
+            offset += k * base
+            continue
+        for root, kk in base.terms:
+            coeffs.setdefault(root.name, [root, 0])[1] += k * kk
+        offset += k * (base.offset if isinstance(base, _DerivedDim) else 0)
+    kept = [(r, k) for r, k in coeffs.values() if k != 0]
+    if not kept:
+        return offset
+    if len(kept) == 1 and kept[0][1] == 1 and offset == 0:
+        return kept[0][0]
+    return _DerivedDim(terms=kept, offset=offset)
 
 
 def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any) -> Any:
@@ -306,7 +383,7 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     # replaces the DYNAMIC hint there with a named Dim (or a constant / relation).
     dyn_sites = _dynamic_sites(dynamic_shapes)
     dyn_hits: dict[str, list[tuple]] = {}
-    mentioned = {f.name for f in fixes} | {f.root for f in fixes if isinstance(f, RelationFix)}
+    mentioned = {f.name for f in fixes} | {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}
     for name in sorted(mentioned - set(existing)):
         hits = [site.loc for site in dyn_sites if site.pattern.match(name)]
         if hits:
@@ -319,15 +396,16 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
         if prev is not None and prev != fix and prev.line != fix.line:
             raise ValueError(f"fix lines {prev.line!r} and {fix.line!r} both define {fix.name!r}")
         by_name[fix.name] = fix
-    used_as_root = {f.root for f in fixes if isinstance(f, RelationFix)}
+    used_as_root = {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}
     for fix in fixes:
         if fix.name not in existing and fix.name not in used_as_root:
             known = ", ".join(sorted(existing)) or "none"
             raise ValueError(f"fix line {fix.line!r} names dim {fix.name!r}, which is not in dynamic_shapes "
                              f"(its named dims: {known}) nor used by another fix line")
-        if isinstance(fix, RelationFix) and fix.root not in existing and fix.root not in by_name:
-            raise ValueError(f"fix line {fix.line!r} relates {fix.name!r} to {fix.root!r}, which is neither "
-                             f"in dynamic_shapes nor defined by an earlier fix line")
+        for root in (fix.roots if isinstance(fix, RelationFix) else ()):
+            if root not in existing and root not in by_name:
+                raise ValueError(f"fix line {fix.line!r} relates {fix.name!r} to {root!r}, which is neither "
+                                 f"in dynamic_shapes nor defined by an earlier fix line")
 
     resolved: dict[str, Any] = {}
     # Ranges, new roots and constants first: relations below are built on the refined roots.
@@ -347,8 +425,7 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
             return existing[name]  # untouched dim: keep the user's object
         if name in stack:
             raise ValueError(f"fix lines relate {' -> '.join(stack + (name,))} in a cycle")
-        base = resolve(fix.root, stack + (name,))
-        value = _affine(base, fix.scale, fix.offset)
+        value = _linear([(resolve(r, stack + (name,)), k) for r, k in fix.terms], fix.offset)
         if isinstance(value, int) and value < 0:
             raise ValueError(f"fix line {fix.line!r} gives {name!r} the negative size {value}")
         resolved[name] = value
@@ -436,17 +513,28 @@ def combine_fix_rounds(rounds: list[list[str]], user_names: set[str]) -> list[st
         for name, fix in list(fixes.items()):
             if not isinstance(fix, RelationFix):
                 continue
-            base = fixes.get(fix.root)
-            if isinstance(base, RelationFix):
-                fixes[name] = RelationFix(name, base.root, fix.scale * base.scale,
-                                          fix.scale * base.offset + fix.offset, "")
-                changed = True
-            elif isinstance(base, ConstFix):
-                fixes[name] = ConstFix(name, fix.scale * base.value + fix.offset, "")
-                changed = True
+            if not any(isinstance(fixes.get(r), (RelationFix, ConstFix)) for r in fix.roots):
+                continue
+            coeffs: dict[str, int] = {}
+            offset = fix.offset
+            for r, k in fix.terms:
+                base = fixes.get(r)
+                if isinstance(base, RelationFix):
+                    for br, bk in base.terms:
+                        coeffs[br] = coeffs.get(br, 0) + k * bk
+                    offset += k * base.offset
+                elif isinstance(base, ConstFix):
+                    offset += k * base.value
+                else:
+                    coeffs[r] = coeffs.get(r, 0) + k
+            if any(coeffs.values()):
+                fixes[name] = _relation(name, coeffs, offset, "")
+            else:
+                fixes[name] = ConstFix(name, offset, "")
+            changed = True
         if not changed:
             break
-    used = {f.root for f in fixes.values() if isinstance(f, RelationFix)}
+    used = {r for f in fixes.values() if isinstance(f, RelationFix) for r in f.roots}
     fixes = {n: f for n, f in fixes.items() if isinstance(f, str) or n in user_names or n in used}
     rename: dict[str, str] = {}
     taken = set(fixes) | set(user_names)
@@ -464,7 +552,7 @@ def combine_fix_rounds(rounds: list[list[str]], user_names: set[str]) -> list[st
             return _Range(name, 1 if f.min is None else f.min, f.max).line
         if isinstance(f, ConstFix):
             return _Const(name, f.value).line
-        return _Rel(name, rename.get(f.root, f.root), f.scale, f.offset).line
+        return _Rel(name, terms=tuple((rename.get(r, r), k) for r, k in f.terms), offset=f.offset).line
 
     roots = [line(f) for f in fixes.values() if isinstance(f, RangeFix)]
     rest = [line(f) for f in fixes.values() if not isinstance(f, RangeFix)]

@@ -1,4 +1,4 @@
-"""Golden bytes and back-compat: a version-1 archive stored in tests/data must keep loading.
+"""Golden bytes and back-compat: the version-1 archive stored in tests/data must keep loading.
 
 If an intended format change breaks ``test_same_program_gives_the_golden_bytes``,
 bump ``FORMAT_VERSION`` (archive.py changelog), keep the old fixture and its
@@ -22,6 +22,7 @@ import tensorplay_export.program.input_checks  # noqa: F401  (registers the tpe.
 from tensorplay_export.program.signature import InputKind
 
 FIXTURE_V1 = Path(__file__).parent.parent / "data" / "archive_v1.pt2"
+FIXTURE_V2 = Path(__file__).parent.parent / "data" / "archive_v2.pt2"  # the current format (see archive.py)
 
 
 def golden_program() -> ExportedProgram:
@@ -56,9 +57,18 @@ def test_v1_fixture_still_loads_and_runs():
 def test_same_program_gives_the_golden_bytes():
     buf = io.BytesIO()
     tpe.save(golden_program(), buf)
-    assert buf.getvalue() == FIXTURE_V1.read_bytes()
+    assert buf.getvalue() == FIXTURE_V2.read_bytes()
+
+
+def test_v2_differs_from_v1_only_in_the_version_member():
+    import zipfile
+
+    with zipfile.ZipFile(FIXTURE_V1) as a, zipfile.ZipFile(FIXTURE_V2) as b:
+        assert a.namelist() == b.namelist()
+        assert (a.read("version"), b.read("version")) == (b"1\n", b"2\n")
+        assert all(a.read(n) == b.read(n) for n in a.namelist() if n != "version")
 
 
 if __name__ == "__main__":  # regenerate the fixture (only for a new format version; see the docstring)
-    tpe.save(golden_program(), FIXTURE_V1)
-    print(f"wrote {FIXTURE_V1} ({FIXTURE_V1.stat().st_size} bytes)")
+    tpe.save(golden_program(), FIXTURE_V2)
+    print(f"wrote {FIXTURE_V2} ({FIXTURE_V2.stat().st_size} bytes)")

@@ -81,7 +81,7 @@ def test_wrong_format_marker(good):
 
 
 def test_newer_format_version(good):
-    expect_error(edit(good, version=b"2\n"), "'version'", "newer")
+    expect_error(edit(good, version=b"3\n"), "'version'", "newer")
 
 
 def test_malformed_version(good):
