@@ -231,25 +231,23 @@ class _DerivedDim:
 
     __name__ = name
 
-    @property
-    def min(self) -> Optional[int]:
-        lo = self.offset
+    def _extreme(self, lowest: bool) -> Optional[int]:
+        """The smallest (or largest) size over the roots' ranges; None when unbounded that way."""
+        out = self.offset
         for r, k in self.terms:
-            b = r.min if k > 0 else r.max
+            b = r.min if (k > 0) == lowest else r.max
             if b is None:
                 return None
-            lo += k * b
-        return lo
+            out += k * b
+        return out
+
+    @property
+    def min(self) -> Optional[int]:
+        return self._extreme(True)
 
     @property
     def max(self) -> Optional[int]:
-        hi = self.offset
-        for r, k in self.terms:
-            b = r.max if k > 0 else r.min
-            if b is None:
-                return None
-            hi += k * b
-        return hi
+        return self._extreme(False)
 
     def value_at(self, sizes: dict) -> int:
         """The derived size at root sizes ``{root name: int}``."""

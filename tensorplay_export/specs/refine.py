@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
+
 from .binding import leaf_name
 from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
@@ -497,8 +499,6 @@ def combine_fix_rounds(rounds: list[list[str]], user_names: set[str]) -> list[st
     """
     if len(rounds) <= 1:
         return list(rounds[0]) if rounds else []
-    from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
-
     fixes: dict[str, Any] = {}
     for lines in rounds:
         for line in lines:

@@ -37,11 +37,18 @@ def _mode(mode):
     return _MODES.get(mode, mode) if not isinstance(mode, str) else mode
 
 
-def convolve(a, v, mode="full"):
-    """Discrete linear convolution of two 1-d sequences (modes full, same, valid)."""
-    mode = _mode(mode)
+def _operands(a, v) -> tuple:
+    """Both operands as 1-d numeric vectors, or ``(None, None)`` when the builder does not apply."""
     a, v = _vector(a), _vector(v)
     if a.ndim != 1 or v.ndim != 1 or a.dtype.kind not in "iufc" or v.dtype.kind not in "iufc":
+        return None, None
+    return a, v
+
+
+def convolve(a, v, mode="full"):
+    """Discrete linear convolution of two 1-d sequences (modes full, same, valid)."""
+    mode, (a, v) = _mode(mode), _operands(a, v)
+    if a is None:
         return NotImplemented
     full = _full(a, v)
     n, m = a.shape[0], v.shape[0]
@@ -58,9 +65,8 @@ def convolve(a, v, mode="full"):
 
 def correlate(a, v, mode="valid"):
     """Cross-correlation ``c[k] = sum_n a[n + k] conj(v[n])`` of two 1-d sequences."""
-    mode = _mode(mode)
-    a, v = _vector(a), _vector(v)
-    if a.ndim != 1 or v.ndim != 1 or a.dtype.kind not in "iufc" or v.dtype.kind not in "iufc":
+    mode, (a, v) = _mode(mode), _operands(a, v)
+    if a is None:
         return NotImplemented
     n, m = a.shape[0], v.shape[0]
     if mode == "same" and not (isinstance(n, int) and isinstance(m, int)):
