@@ -253,6 +253,19 @@ class ShapeCtx:
             return
         self.require(sympy.Eq(a, b), reason, cause)
 
+    def stretch(self, v: Any, s: Any, reason: str, reason_one: str) -> None:
+        """Size ``v`` broadcasts one way to ``s`` (``v == 1 or v == s``), the example's side required.
+
+        ``reason`` is the requirement's text for ``v == s``, ``reason_one`` for ``v == 1``
+        (numpy stretched an axis of size 1 in the example).  A static 1 needs nothing.
+        """
+        if is_static(v) and int(v) == 1:
+            return
+        if v != s and self.hint(v) == 1 and self.hint(s) != 1:
+            self.require(sympy.Eq(v, 1), reason_one)
+            return
+        self.eq(v, s, reason)
+
     def broadcast_dim(self, a: Any, b: Any) -> Any:
         """One broadcast axis: the disjunct the example satisfies becomes the requirement."""
         if is_static(a) and int(a) == 1:

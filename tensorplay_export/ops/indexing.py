@@ -278,11 +278,8 @@ def require_assignable(ctx: Any, vshape: tuple, sub: tuple, what: str = "assigne
             ctx.eq(v, 1, f"{what} has more dimensions than the target")
             continue
         s = sub[-i]
-        if v != s and ctx.hint(v) == 1 and ctx.hint(s) != 1:
-            # numpy stretched a value axis of size 1: the example's side of `v == 1 or v == s`
-            ctx.require(sympy.Eq(v, 1), f"{what} of size {v} (size 1 in the example) into a slot of size {s}")
-            continue
-        ctx.eq(v, s, f"{what} of size {v} into a slot of size {s}")
+        ctx.stretch(v, s, f"{what} of size {v} into a slot of size {s}",
+                    f"{what} of size {v} (size 1 in the example) into a slot of size {s}")
 
 
 register_op("tpe.setitem", _setitem, _setitem_rule, doc="functional a[key] = value (returns a copy)")

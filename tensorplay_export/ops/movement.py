@@ -214,13 +214,7 @@ def _broadcast_to_rule(ctx: Any, array: Any, shape: Any, subok: bool = False) ->
     src = shape_of(array)
     for i, d in enumerate(reversed(src)):
         t = target[len(target) - 1 - i]
-        if is_static(d) and int(d) == 1:
-            continue
-        if d != t and ctx.hint(d) == 1 and ctx.hint(t) != 1:
-            # numpy stretched an axis of size 1: the example's side of `d == 1 or d == t`
-            ctx.require(sympy.Eq(d, 1), f"broadcast_to: size {d} (size 1 in the example) to {t}")
-            continue
-        ctx.eq(d, t, f"broadcast_to: size {d} to {t}")
+        ctx.stretch(d, t, f"broadcast_to: size {d} to {t}", f"broadcast_to: size {d} (size 1 in the example) to {t}")
     return tuple(as_dim(sympy.sympify(t)) if isinstance(t, sympy.Basic) else int(t) for t in target)
 
 

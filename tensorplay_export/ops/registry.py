@@ -28,7 +28,8 @@ Conventions for adding an op (read before writing one):
   ``ctx.choose(cond, reason)`` (follow the example's side of a comparison and
   record it), ``ctx.pin(d, reason)`` (pin a size to the example's: kind
   ``specialization``), ``ctx.broadcast(*shapes)`` / ``ctx.broadcast_dim(a, b)``
-  (the one broadcasting helper), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
+  (the one broadcasting helper; ``ctx.stretch(v, s, ...)`` for one-way broadcasting: assigned
+  values, ``broadcast_to``), ``ctx.hint(expr)`` (example value), ``ctx.canon(expr)``
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
   axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
   bound at run time from that output; ``lower`` a size numpy guarantees it reaches), ``ctx.data_dependent(expr)`` (whether a size
