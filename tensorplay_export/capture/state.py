@@ -43,12 +43,22 @@ def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
         clone = object.__new__(type(m))
         clone.__dict__.update(m.__dict__)
         clones[id(m)] = clone
+    values: dict[int, Any] = {}                  # id(value) -> its stand-in: a tied value stays tied
+
+    def stand_in(kind: str, value: Any) -> Any:
+        if value is None:
+            return None
+        hit = values.get(id(value))
+        if hit is None:
+            hit = values[id(value)] = value_of(kind, value)
+        return hit
+
     for _fqn, m in originals:
         inst = clones[id(m)].__dict__
         for store, kind in (("_parameters", "parameter"), ("_buffers", "buffer")):
             table = m.__dict__.get(store)
             if table is not None:
-                inst[store] = OrderedDict((k, None if v is None else value_of(kind, v)) for k, v in table.items())
+                inst[store] = OrderedDict((k, stand_in(kind, v)) for k, v in table.items())
         children = m.__dict__.get("_modules")
         if children is not None:
             inst["_modules"] = OrderedDict((k, None if c is None else clones[id(c)]) for k, c in children.items())
