@@ -32,6 +32,9 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
            preserve_module_call_signature: Any = (), **kwargs: Any) -> Any:
     """Capture ``model`` on the example inputs into an ExportedProgram.
 
+    The model runs twice: traced, then once untraced on copies of the examples and of its
+    state, whose results the built program must reproduce (the safety net).
+
     Args:
         model: an ``nn.Module`` or a plain callable over numpy arrays.
         *args, **kwargs: example inputs (pytrees of arrays and constants).
