@@ -31,8 +31,8 @@ def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
 
     Each clone is an instance of the same class with a copy of the instance dict;
     its ``_parameters``/``_buffers`` dicts are new, holding ``value_of(kind, value)``
-    for each entry (``kind`` is ``"parameter"`` or ``"buffer"``; ``None`` entries stay
-    ``None``), and ``_modules`` holds the clones of the children (a module shared by
+    for each entry (``kind`` is ``"parameter"`` or ``"buffer"``; called once per distinct
+    value, so a tied value stays tied; ``None`` entries stay ``None``), and ``_modules`` holds the clones of the children (a module shared by
     several parents has one clone).  Methods bound to a module of the tree and stored
     as instance attributes (``self.act = self._gelu``) are rebound to its clone.
     Other attribute values are shared with the original, as a shallow copy shares them.
