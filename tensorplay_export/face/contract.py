@@ -240,51 +240,15 @@ def _shape_text(shape: Any) -> str:
 
 
 def contract_of(ep: Any) -> Contract:
-    """The contract of an ``ExportedProgram`` (read from its runtime-check nodes and range constraints)."""
-    graph = ep.graph
-    inputs = []
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target == "tpe.check_input":
-            path, dtype = node.args[1], node.args[3]
-            shape = tuple(node.meta.get("shape") or ())
-            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in shape)
-            inputs.append((str(path), str(np.dtype(dtype)) if dtype is not None else "any", shape))
-    roots = set()
-    for _p, _d, shape in inputs:
-        for d in shape:
-            if isinstance(d, sympy.Basic):
-                roots |= d.free_symbols
-    ranges = {}
-    for sym, vr in ep.range_constraints.items():
-        if sym in roots:
-            hi = getattr(vr, "upper", math.inf)
-            ranges[sym] = (int(vr.lower), None if hi == math.inf else int(hi))
-    for node in graph.nodes:  # a root seen only through k*r + c carries its range on the check
-        if node.op == "call_function" and node.target == "tpe.derived_root":
-            r = (node.meta.get("bind") or {}).get(None)
-            if r is not None and r not in ranges:
-                ranges[r] = (int(node.args[5]), None if node.args[6] is None else int(node.args[6]))
-    guards, runtime = [], []
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target == "tpe.assert_guard":
-            g = node.args[0]
-            if isinstance(g, sympy.Basic) and g.free_symbols <= roots:
-                guards.append(g)
-            else:
-                runtime.append(_text(g) if isinstance(g, sympy.Basic) else str(g))
-    outputs = []
-    out = graph.output_node
-    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
-                    if getattr(s.kind, "name", "") in ("USER_OUTPUT", "LOSS_OUTPUT")]
-    values = out.args[0] if out is not None else []
-    for i in user_outputs:
-        v = values[i]
-        meta = getattr(v, "meta", None)
-        if meta is not None and meta.get("shape") is not None:
-            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in meta["shape"])
-            outputs.append((shape, str(meta.get("dtype")) if meta.get("dtype") is not None else None))
-        else:
-            outputs.append((None, None))
+    """The contract of an ``ExportedProgram`` (read by :func:`program.sizes.read_sizes` from its checks)."""
+    from ..program.sizes import read_sizes
+
+    sizes = read_sizes(ep, examples=False)
+    inputs = [(i.path, i.dtype, i.shape) for i in sizes.inputs]
+    ranges = dict(sizes.ranges)
+    guards = list(sizes.guards)
+    runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
+    outputs = [(o.shape, o.dtype) for o in sizes.outputs]
     named = _spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
     return Contract(inputs, ranges, guards, outputs, runtime, auto)
@@ -564,6 +528,20 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     # (a shared dim on one side, a guard on the other): the solver says, so it is not called a change
     old_holds, new_holds = _Holds(old), _Holds(new)
     old_facts, new_facts = _facts(old), _facts(new)
+    for a, b in sorted(oeq - neq):  # a shared dim rewritten as the guard ``a == b``: one line, not two
+        for text in (f"{a} == {b}", f"{b} == {a}"):
+            if text in new_facts and text not in old_facts:
+                del new_facts[text]
+                oeq.discard((a, b))
+                changes.append(Change(f"equality {a} == {b} now a guard instead of a shared dim", False, True))
+                break
+    for a, b in sorted(neq - oeq):
+        for text in (f"{a} == {b}", f"{b} == {a}"):
+            if text in old_facts and text not in new_facts:
+                del old_facts[text]
+                neq.discard((a, b))
+                changes.append(Change(f"equality {a} == {b} now a shared dim instead of a guard", False, True))
+                break
     for a, b in sorted(neq - oeq):
         if old_holds(_site_eq(a, b)):
             changes.append(Change(f"equality {a} == {b} now shared dim (OLD implied it already)", False, True))
