@@ -276,6 +276,19 @@ class _Rule:
     path: str       # the consumer input it is about
     kind: str       # "static" | "bind" | "equal" | "range" | "guard"
     bound: Optional[tuple] = None  # for "range": ("lower" | "upper", value)
+    parts: Optional[tuple] = None  # (lhs, op, rhs) of a relation, to show one that evaluates to False
+
+
+def _rel(lhs: Any, op: str, rhs: Any, text: str, path: str, kind: str, bound: Optional[tuple] = None) -> _Rule:
+    return _Rule(sympy.Rel(lhs, rhs, op), text, path, kind, bound, (lhs, op, rhs))
+
+
+def _shown(rule: _Rule, cond: Any, subst: dict) -> Any:
+    """``cond`` as it is decided, or (when it has no sizes left, ``past + 64 <= 63``) unevaluated."""
+    if cond.free_symbols or rule.parts is None:
+        return cond
+    lhs, op, rhs = rule.parts
+    return sympy.Rel(sympy.sympify(lhs).xreplace(subst), sympy.sympify(rhs).xreplace(subst), op, evaluate=False)
 
 
 def _root_sites(cons: ProgramSizes, order: list[int]) -> dict:
@@ -309,30 +322,30 @@ def _consumer_rules(cons: ProgramSizes, var: dict, order: list[int]) -> tuple[li
                 v = var[(j, axis)]
                 binding[r] = sympy.floor((v - c0) / k)
                 site = f"{path}.shape[{axis}]"
-                rules.append(_Rule(sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), f"{site} == {_dim_text(d)}", path, "bind"))
-                rules.append(_Rule(v >= c0 if k > 0 else v <= c0, f"{site} == {_dim_text(d)}", path, "bind"))
+                rules.append(_rel(sympy.Mod(v - c0, abs(k)), "==", 0, f"{site} == {_dim_text(d)}", path, "bind"))
+                rules.append(_rel(v, ">=" if k > 0 else "<=", c0, f"{site} == {_dim_text(d)}", path, "bind"))
     sites = _root_sites(cons, order)
     for j in order:
         path = cons.inputs[j].path
         for axis, d in enumerate(cons.inputs[j].shape):
             v, site = var[(j, axis)], f"{path}.shape[{axis}]"
             if not isinstance(d, sympy.Basic) or d.is_Integer:
-                rules.append(_Rule(sympy.Eq(v, int(d)), f"{site} == {int(d)}", path, "static"))
+                rules.append(_rel(v, "==", int(d), f"{site} == {int(d)}", path, "static"))
             elif d.free_symbols <= binding.keys():
                 e = d.xreplace(binding)
                 if e != v:
                     other = sites.get(d) if isinstance(d, sympy.Symbol) else None
                     text = f"{site} == {other} (dim {d.name})" if other else f"{site} == {_dim_text(d)}"
-                    rules.append(_Rule(sympy.Eq(v, e), text, path, "equal"))
+                    rules.append(_rel(v, "==", e, text, path, "equal"))
     for r, (lo, hi) in cons.ranges.items():
         if r not in binding:
             continue
         where = sites.get(r, "")
         path = where.split(".shape[")[0] if where else ""
         label = f" ({r.name} = {where})" if where else ""
-        rules.append(_Rule(binding[r] >= lo, f"{r.name} >= {lo}{label}", path, "range", ("lower", lo)))
+        rules.append(_rel(binding[r], ">=", lo, f"{r.name} >= {lo}{label}", path, "range", ("lower", lo)))
         if hi is not None:
-            rules.append(_Rule(binding[r] <= hi, f"{r.name} <= {hi}{label}", path, "range", ("upper", hi)))
+            rules.append(_rel(binding[r], "<=", hi, f"{r.name} <= {hi}{label}", path, "range", ("upper", hi)))
     for g in cons.guards:
         if g.free_symbols <= binding.keys():
             syms = sorted(g.free_symbols, key=lambda s: s.name)
@@ -396,7 +409,7 @@ def _producer_solver(prod: ProgramSizes, ranges: dict, extra_assumptions: list, 
 
 
 def _decide(prod: ProgramSizes, cons: ProgramSizes, pairs: list, *, steps: Optional[int], ranges: dict,
-            extra_assumptions: list, timeout_ms: int, stop_at_first: bool = False) -> _Outcome:
+            extra_assumptions: list, timeout_ms: int) -> _Outcome:
     """Decide every consumer rule of every fed call (one for two programs, ``steps - 1`` for a loop)."""
     s = _producer_solver(prod, ranges, extra_assumptions, timeout_ms)
     outcome = _Outcome()
@@ -453,15 +466,13 @@ def _decide(prod: ProgramSizes, cons: ProgramSizes, pairs: list, *, steps: Optio
             elif verdict.status == "refuted":
                 j = next((j for j, x in enumerate(cons.inputs) if x.path == rule.path), None)
                 fed_shapes = {f"out{i}": outs[i] for i, _j in pairs}
-                outcome.failures.append(_Failure(rule, cond, dict(verdict.counterexample or {}),
+                outcome.failures.append(_Failure(rule, _shown(rule, cond, subst), dict(verdict.counterexample or {}),
                                                  call if steps is not None else None, fed.get(j), verdict.reason,
                                                  fed_shapes))
                 s.assume(cond)  # later rules are decided where this one holds (one witness per rule)
             else:
                 outcome.undecided.append((rule.text, verdict.reason or "the solver timed out"))
                 s.assume(cond)
-        if outcome.failures and stop_at_first:
-            break
         full = {**binding}
         for r, e in full.items():
             full[r] = e.xreplace(subst) if isinstance(e, sympy.Basic) else e
@@ -635,10 +646,10 @@ def _violation(prod: ProgramSizes, cons: ProgramSizes, failure: _Failure, ranges
 
 
 def _raise(prod: ProgramSizes, cons: ProgramSizes, pairs: list, failures: list, mismatches: list, *,
-           steps: Optional[int], ranges: dict, timeout_ms: int) -> None:
+           steps: Optional[int], ranges: dict, timeout_ms: int, every: Optional[list] = None) -> None:
     names_of = {s.name: s for s in ranges}
     fixes, lines = ([], []) if mismatches or not failures else \
-        _suggest(prod, cons, pairs, failures, steps=steps, ranges=ranges, timeout_ms=timeout_ms)
+        _suggest(prod, cons, pairs, every or failures, steps=steps, ranges=ranges, timeout_ms=timeout_ms)
     violations = [_violation(prod, cons, f, ranges, lines, names_of) for f in failures]
     text = render_violations(violations, lines) if violations else ""
     if mismatches:
@@ -701,12 +712,12 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
         outputs = [(o.shape, o.dtype) for o in prod.outputs]
         return ComposedContract("proved", wiring, [(i.path, i.dtype, i.shape) for i in prod.inputs], ranges,
                                 list(prod.guards), outputs, steps=1)
-    outcome = _decide(prod, cons, pairs, steps=steps, ranges=ranges, extra_assumptions=[], timeout_ms=timeout_ms,
-                      stop_at_first=steps is not None)
-    if outcome.failures:
+    outcome = _decide(prod, cons, pairs, steps=steps, ranges=ranges, extra_assumptions=[], timeout_ms=timeout_ms)
+    if outcome.failures:  # a loop reports its first call that leaves the contract; fixes cover every call
         first = outcome.failures if steps is None else \
             [f for f in outcome.failures if f.step == outcome.failures[0].step]
-        _raise(prod, cons, pairs, first, [], steps=steps, ranges=ranges, timeout_ms=timeout_ms)
+        _raise(prod, cons, pairs, first, [], steps=steps, ranges=ranges, timeout_ms=timeout_ms,
+               every=outcome.failures)
     inputs = [(i.path, i.dtype, i.shape) for i in prod.inputs]
     if steps is None:
         inputs += outcome.inputs
