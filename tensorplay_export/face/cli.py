@@ -7,6 +7,7 @@ Subcommands::
     tensorplay-export contract ARCHIVE [--format text|json]       the contract of a saved program (or JSON)
     tensorplay-export diff OLD NEW [--format text|json|github]    exit 1 when NEW admits fewer sizes than OLD
     tensorplay-export show ARCHIVE                                the program's code and graph
+    tensorplay-export run ARCHIVE [--import MODULE]               run it on its sample inputs
     tensorplay-export compose A B [--map out0=x] [--steps N] [--format ...]
                                                                   exit 0 when A's outputs always fit B's inputs
 
@@ -20,9 +21,9 @@ specifies), one per failure at the model's source line, then the plain fix block
 
 ``contract``, ``show``, ``diff`` and ``compose`` read archives as data: a program
 whose inputs or outputs are registered dataclasses opens without the class
-(its name is kept).  ``--import MODULE`` (a module name or a ``.py`` file,
-repeatable) imports what registers the classes first, for uses that build
-instances.
+(its name is kept).  ``run`` builds instances, so it needs the class:
+``--import MODULE`` (a module name or a ``.py`` file, repeatable) imports what
+registers it first.
 
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
 target function that raises, an output path that cannot be written).
@@ -352,6 +353,38 @@ def cmd_show(opts: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(opts: argparse.Namespace) -> int:
+    """Run the program on its stored sample inputs (the class of a dataclass input must be registered)."""
+    from ..errors import ArchiveError, ConstraintsExceededError
+    from ..pytree import tree_leaves_with_path
+    from ..serde import load
+
+    import_modules(opts.imports)
+    try:
+        ep = load(_file(opts.archive))
+    except ArchiveError as err:
+        try:
+            read_program(opts.archive)  # loads when class names may stay names: a class is missing
+        except ArchiveError:
+            raise err from None
+        raise UsageError(f"{err}; pass --import MODULE naming the module that registers it") from err
+    samples = ep.example_inputs
+    if samples is None:
+        raise UsageError(f"{opts.archive} stores no sample inputs to run on")
+    try:
+        out = ep.module()(*samples["args"], **samples["kwargs"])
+    except ConstraintsExceededError as err:
+        _print_headed(f"the program refused its own sample inputs\n{err}", False)
+        return EXIT_FAIL
+    con = _console()
+    con.print(f"ran {opts.archive} on its sample inputs", style="green", markup=False)
+    for path, leaf in tree_leaves_with_path(out, "out"):
+        shape = getattr(leaf, "shape", None)
+        con.print(f"  {path}: {tuple(shape) if shape is not None else type(leaf).__name__}"
+                  f" {getattr(leaf, 'dtype', '')}".rstrip(), markup=False)
+    return EXIT_OK
+
+
 def _parse_map(items: Sequence[str]) -> Optional[dict]:
     """``["out0=x", "out1=mask"]`` -> ``{"out0": "x", "out1": "mask"}`` (None when empty)."""
     if not items:
@@ -466,6 +499,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="the code and graph of a saved program")
     s.add_argument("archive", metavar="ARCHIVE")
     s.set_defaults(run=cmd_show)
+    r = sub.add_parser("run", help="run a saved program on its sample inputs (--import registers dataclasses)")
+    r.add_argument("archive", metavar="ARCHIVE")
+    r.set_defaults(run=cmd_run)
     m = sub.add_parser("compose", help="exit 0 when PRODUCER's outputs always fit CONSUMER's inputs")
     m.add_argument("producer", metavar="PRODUCER", help="program archive whose outputs feed CONSUMER")
     m.add_argument("consumer", metavar="CONSUMER", nargs="?", default=None,
@@ -476,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a loop: feed the program's outputs to its own inputs N times")
     _add_format(m, ("text", "json", "github"))
     m.set_defaults(run=cmd_compose)
-    for parser in (c, e, k, d, s, m):
+    for parser in (c, e, k, d, s, r, m):
         _add_import(parser)
         parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return p

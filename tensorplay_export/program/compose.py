@@ -620,7 +620,7 @@ def _witness(prod: ProgramSizes, cons: ProgramSizes, failure: _Failure, ranges: 
 
 
 def _violation(prod: ProgramSizes, cons: ProgramSizes, failure: _Failure, ranges: dict, fix_lines: list,
-               names_of: dict) -> Violation:
+               names_of: dict, loop_start: Optional[dict] = None) -> Violation:
     cond = failure.cond
     names = tuple(sorted(s.name for s in cond.free_symbols if s in ranges))
     sites = _root_sites_of(prod)
@@ -636,13 +636,21 @@ def _violation(prod: ProgramSizes, cons: ProgramSizes, failure: _Failure, ranges
         notes.append(f"the producer computes out{failure.output} at {src_p}")
     guard = GuardRecord(cond, "shape", f"consumer rule {failure.rule.text}", src_c, notes=notes)
     cex = {k: v for k, v in (failure.counterexample or {}).items() if k in names}
+    unfixable, works = None, None
+    if failure.step is not None:  # a loop: the program is its own consumer, so its range cannot fix it
+        unfixable = "no dynamic_shapes change fixes a loop whose sizes grow past the program's own range"
+        if loop_start:
+            works = ("start the loop inside " + ", ".join(f"{n} in {format_range_brackets(lo, hi)}"
+                                                          for n, (lo, hi) in loop_start.items())
+                     + f" (compose(..., initial={loop_start!r}))")
+    elif not fix_lines:
+        unfixable = "no range of the producer's dims is proved to make it hold"
     mine = tuple(ln for ln in fix_lines if any(ln.startswith(n + " ") or f" {n}" in ln for n in names)) \
         or tuple(fix_lines)
     return Violation(guard, format_guard(cond), names, dims,
                      tuple(format_range(n, ranges[names_of[n]][0], ranges[names_of[n]][1]) for n in names),
                      reason=f"{at}the consumer's rule {failure.rule.text} on input {failure.rule.path}{feed}",
-                     counterexample=cex or None, fix_lines=mine,
-                     unfixable=None if fix_lines else "no range of the producer's dims is proved to make it hold")
+                     counterexample=cex or None, fix_lines=mine, unfixable=unfixable, what_works=works)
 
 
 def _raise(prod: ProgramSizes, cons: ProgramSizes, pairs: list, failures: list, mismatches: list, *,
@@ -650,7 +658,11 @@ def _raise(prod: ProgramSizes, cons: ProgramSizes, pairs: list, failures: list, 
     names_of = {s.name: s for s in ranges}
     fixes, lines = ([], []) if mismatches or not failures else \
         _suggest(prod, cons, pairs, every or failures, steps=steps, ranges=ranges, timeout_ms=timeout_ms)
-    violations = [_violation(prod, cons, f, ranges, lines, names_of) for f in failures]
+    loop_start = None
+    if steps is not None:  # verified against the same program as consumer: a start range, not a spec
+        loop_start = _loop_start(fixes, ranges)
+        fixes, lines = [], []
+    violations = [_violation(prod, cons, f, ranges, lines, names_of, loop_start) for f in failures]
     text = render_violations(violations, lines) if violations else ""
     if mismatches:
         bullets = [f"  - {m}" for m in mismatches]
@@ -667,7 +679,18 @@ def _raise(prod: ProgramSizes, cons: ProgramSizes, pairs: list, failures: list, 
     err.witness = witness
     err.mismatches = list(mismatches)
     err.step = failures[0].step if failures else None
+    err.initial = loop_start
     raise err
+
+
+def _loop_start(fixes: list, ranges: dict) -> Optional[dict]:
+    """``{dim: (lower, upper)}`` for a loop's call 1 from verified range fixes (None: no such fix)."""
+    from solver import RangeFix
+
+    names = {s.name: r for s, r in ranges.items()}
+    if not fixes or not all(isinstance(f, RangeFix) and not f.new_root and f.name in names for f in fixes):
+        return None
+    return {f.name: (f.lower if f.lower is not None else names[f.name][0], f.upper) for f in fixes}
 
 
 # -- entry point ---------------------------------------------------------------------------------------
@@ -701,6 +724,8 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
     """
     if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
         raise CompositionError(f"steps must be a positive int (the number of calls), got {steps!r}")
+    if steps is None and producer is consumer:  # its outputs feed its own inputs: a loop of two calls
+        steps = 2
     prod, cons = read_sizes(producer), read_sizes(consumer)
     pairs = _wiring(prod, cons, mapping)
     ranges = _initial_ranges(prod, initial, steps)

@@ -148,9 +148,10 @@ def _example_shapes(ep: Any) -> dict:
     from ..pytree import tree_flatten
 
     try:
-        if ep.example_inputs is None:
+        ex = ep.example_inputs
+        if ex is None:
             return {}
-        leaves = tree_flatten(ep.example_inputs)[0]
+        leaves = tree_flatten((tuple(ex["args"]), dict(ex["kwargs"])))[0]
     except Exception:  # noqa: BLE001 - examples are optional here (a missing class, a damaged sample)
         return {}
     user = [s for s in ep.graph_signature.input_specs if getattr(s.kind, "name", "") == "USER_INPUT"]
