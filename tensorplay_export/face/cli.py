@@ -8,7 +8,7 @@ Subcommands::
     tensorplay-export diff OLD NEW [--format text|json|github]    exit 1 when NEW admits fewer sizes than OLD
     tensorplay-export show ARCHIVE                                the program's code and graph
     tensorplay-export run ARCHIVE [--import MODULE]               run it on its sample inputs
-    tensorplay-export compose A B [--map out0=x] [--steps N] [--format ...]
+    tensorplay-export compose A [B] [--map out0=x] [--steps N [--initial past=0]] [--format ...]
                                                                   exit 0 when A's outputs always fit B's inputs
 
 ``TARGET`` is ``path/to/file.py:function``; the function takes no arguments and
@@ -400,6 +400,23 @@ def _parse_map(items: Sequence[str]) -> Optional[dict]:
     return out
 
 
+def _parse_initial(items: Sequence[str]) -> Optional[dict]:
+    """``["past=0", "b=1:8"]`` -> ``{"past": 0, "b": (1, 8)}`` (None when empty)."""
+    if not items:
+        return None
+    out: dict = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        lo, colon, hi = value.partition(":")
+        try:
+            out[name] = (int(lo), int(hi)) if colon else int(lo)
+        except ValueError:
+            raise UsageError(f"--initial takes DIM=N or DIM=LOW:HIGH (e.g. past=0), got {item!r}") from None
+        if not sep or not name:
+            raise UsageError(f"--initial takes DIM=N or DIM=LOW:HIGH (e.g. past=0), got {item!r}")
+    return out
+
+
 def cmd_compose(opts: argparse.Namespace) -> int:
     from ..errors import ConstraintViolationError
     from ..program.compose import CompositionError, compose
@@ -412,8 +429,11 @@ def cmd_compose(opts: argparse.Namespace) -> int:
     if opts.steps is not None and opts.steps < 1:
         raise UsageError(f"--steps must be at least 1, got {opts.steps}")
     mapping = _parse_map(opts.map)
+    initial = _parse_initial(opts.initial)
+    if initial is not None and opts.steps is None:
+        raise UsageError("--initial is for loops: pass --steps N as well")
     try:
-        kwargs = {} if opts.steps is None else {"steps": opts.steps}
+        kwargs = {} if opts.steps is None else {"steps": opts.steps, "initial": initial}
         result = compose(producer, consumer, mapping, **kwargs)
     except CompositionError as err:  # the pair cannot be wired as asked: a usage error
         raise UsageError(str(err)) from err
@@ -425,9 +445,18 @@ def cmd_compose(opts: argparse.Namespace) -> int:
 def _report_refuted(opts: argparse.Namespace, err: Any) -> int:
     witness = getattr(err, "witness", None)
     if opts.format == "json":
+        initial = getattr(err, "initial", None)
         _emit_json({"verdict": "refuted", "exit_status": EXIT_FAIL, "message": str(err),
                     "witness": None if witness is None else witness.to_json(),
-                    "fixes": list(getattr(err, "fixes", []) or [])})
+                    "fixes": list(getattr(err, "fixes", []) or []),
+                    "step": getattr(err, "step", None),
+                    "initial": None if initial is None else {k: list(v) for k, v in initial.items()},
+                    "mismatches": [vars(m) for m in getattr(err, "mismatches", [])],
+                    "violations": [{"guard": v.guard_text, "rule": v.reason, "counterexample": v.counterexample,
+                                    "fixes": list(v.fix_lines), "unfixable": v.unfixable,
+                                    "source": None if v.source is None else
+                                    {"file": v.source.filename, "line": v.source.lineno}}
+                                   for v in err.violations]})
         return EXIT_FAIL
     if opts.format == "github":
         lines = []
@@ -509,7 +538,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--map", action="append", default=[], metavar="OUT=IN",
                    help="bind output OUT (out0, out1, ...) to input IN; repeatable (default: by position)")
     m.add_argument("--steps", type=int, default=None, metavar="N",
-                   help="a loop: feed the program's outputs to its own inputs N times")
+                   help="a loop: N calls, each fed the outputs of the one before")
+    m.add_argument("--initial", action="append", default=[], metavar="DIM=N|DIM=LOW:HIGH",
+                   help="a loop's first call: narrow a dim (e.g. past=0); repeatable")
     _add_format(m, ("text", "json", "github"))
     m.set_defaults(run=cmd_compose)
     for parser in (c, e, k, d, s, r, m):
