@@ -222,7 +222,13 @@ def test_contract_names_the_axis_of_auto_dims(ci, capsys):
     assert "Outputs:" in out and f"[0]: ({sym}, 4) float32" in out  # the output's shape over the input dims
     data = json.loads(run(capsys, "contract", "auto.pt2", "--format", "json")[1])
     assert data["dims"] == [dict(data["dims"][0], axis="x.shape[0]", auto=True)]
-    assert data["outputs"] == [{"shape": [sym, "4"], "dtype": "float32"}]
+    (output,) = data["outputs"]
+    assert output["shape"] == [sym, "4"] and output["dtype"] == "float32"
+    from tensorplay_export.face.contract import Contract
+
+    back = Contract.from_json(data)  # the output shape comes back as an expression of the input dim
+    (shape, _dtype), = back.outputs
+    assert shape[0] == back.inputs[0][2][0] and shape[1] == 4
     assert run(capsys, "export", f"{ci}:enc", "-o", "enc.pt2")[0] == 0
     out = run(capsys, "contract", "enc.pt2")[1]
     assert "n in [1, 512]" in out and "Dim.AUTO" not in out  # a named dim needs no axis note

@@ -227,3 +227,14 @@ def test_loaded_programs_compose_the_same(tmp_path, wide, enc):
     with pytest.raises(ConstraintViolationError) as info:
         compose(load(tmp_path / "a.pt2"), load(tmp_path / "b.pt2"))
     assert info.value.fixes == ["seq = Dim('seq', max=256)"]
+
+
+def test_a_static_size_that_never_fits_is_a_mismatch(enc):
+    eight = export(lambda ids: doubler(ids)[:, :, :2].repeat(4, axis=2), _ids(8),
+                   dynamic_shapes={"ids": {1: Dim("seq", max=100)}})
+    assert eight.module()(_ids(3)).shape == (1, 6, 8)
+    with pytest.raises(ConstraintViolationError) as info:
+        compose(eight, enc)
+    (m,) = info.value.mismatches
+    assert (m.what, m.input, m.got, m.expected) == ("size", "x", "8", "x.shape[2] == 4")
+    assert "at every size" in str(info.value) and not info.value.fixes

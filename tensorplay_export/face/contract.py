@@ -198,7 +198,9 @@ class Contract:
             "relations": self.relations(),
             "divisibility": self.divisibility(),
             "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
-            "outputs": [{"shape": None if s is None else [_text(d) for d in s], "dtype": dt}
+            "outputs": [{"shape": None if s is None else [d if isinstance(d, str) else _text(d) for d in s],
+                         "shape_tree": None if s is None or any(isinstance(d, str) for d in s)
+                         else [tree(d) for d in s], "dtype": dt}
                         for s, dt in self.outputs],
             "runtime_checks": list(self.runtime_checks),
         }
@@ -228,7 +230,13 @@ class Contract:
                 if item.get("auto"):  # absent in contracts written before the field: named
                     auto.add(sym.name)
             guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
-            outputs = [(None if o["shape"] is None else tuple(o["shape"]), o.get("dtype")) for o in data["outputs"]]
+            outputs = []
+            for o in data["outputs"]:  # expressions when the operator trees are there (written since 2026-12-01)
+                trees = o.get("shape_tree")
+                shape = None if o["shape"] is None else tuple(
+                    int(t) if type(t) is int else decode_expr(t, where) for t in trees) if trees is not None \
+                    else tuple(o["shape"])
+                outputs.append((shape, o.get("dtype")))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto)

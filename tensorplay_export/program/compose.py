@@ -65,11 +65,14 @@ class TypeMismatch:
 
     output: str
     input: str
-    what: str       # "dtype" | "rank"
+    what: str       # "dtype" | "rank" | "size" (a static size, wrong whatever the dims)
     got: str
     expected: str
 
     def __str__(self) -> str:
+        if self.what == "size":
+            return (f"output {self.output} gives the consumer's input {self.input} the size {self.got} at every "
+                    f"size of the producer, which breaks its rule {self.expected}")
         return (f"output {self.output} has {self.what} {self.got}, but the consumer's input {self.input} "
                 f"must have {self.what} {self.expected}")
 
@@ -670,7 +673,8 @@ def _raise(prod: ProgramSizes, cons: ProgramSizes, pairs: list, failures: list, 
             head, _, rest = text.partition("\n")
             text = "\n".join([head] + bullets + [rest])
         else:
-            text = "\n".join(["Constraints violated (dtypes/ranks)!"] + bullets + ["", NO_FIXES_LINE])
+            kinds = ", ".join(sorted({m.what for m in mismatches}))
+            text = "\n".join([f"Constraints violated ({kinds})!"] + bullets + ["", NO_FIXES_LINE])
     witness = _witness(prod, cons, failures[0], ranges, steps, pairs) if failures else None
     if witness is not None:  # after the head, so the fix block stays last (refine reads it there)
         head, _, rest = text.partition("\n")
@@ -741,6 +745,13 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
     if outcome.failures:  # a loop reports its first call that leaves the contract; fixes cover every call
         first = outcome.failures if steps is None else \
             [f for f in outcome.failures if f.step == outcome.failures[0].step]
+        # a rule with no size left in it fails at every size (a static 8 where 4 is required): no dim fixes it
+        fixed = [TypeMismatch(f"out{f.output}" if f.output is not None else "?", f.rule.path, "size",
+                              _dim_text(getattr(f.cond, "lhs", f.cond)), f.rule.text)
+                 for f in first if not f.cond.free_symbols]
+        if fixed and steps is None:
+            _raise(prod, cons, pairs, [f for f in first if f.cond.free_symbols], fixed, steps=steps,
+                   ranges=ranges, timeout_ms=timeout_ms)
         _raise(prod, cons, pairs, first, [], steps=steps, ranges=ranges, timeout_ms=timeout_ms,
                every=outcome.failures)
     inputs = [(i.path, i.dtype, i.shape) for i in prod.inputs]
