@@ -22,7 +22,11 @@ A loop (``compose(step, step, mapping, steps=N)``) feeds a program's outputs
 back to its own inputs: call 1 takes any size the program admits (or the
 ``initial`` ranges), call ``k + 1`` the outputs of call ``k`` (its other inputs
 fresh each call, within their contract).  Each call's rules are decided in
-turn; the first call whose inputs leave the contract is reported.
+turn; the first call whose inputs leave the contract is reported.  A
+program composed with itself without ``steps`` is a loop of two calls.  The
+program is its own consumer there, so narrowing its dims cannot help (the
+sizes grow past any range): the error's ``initial`` is instead the start range
+re-decided to last every call.
 
 Refuted: :class:`~tensorplay_export.errors.ConstraintViolationError` in the
 usual layout (``records.Violation`` bullets, ``errors.render_violations``), each
@@ -720,9 +724,10 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
 
     Raises:
         ConstraintViolationError: some size the producer admits gives outputs the consumer
-            refuses, or a dtype/rank differs; ``.witness`` (:class:`CompositionWitness`),
+            refuses, or a dtype/rank/static size differs; ``.witness`` (:class:`CompositionWitness`),
             ``.violations``, ``.fixes`` (re-decided: with them applied every rule is proved),
-            ``.mismatches``, ``.step`` (loops).
+            ``.mismatches`` (:class:`TypeMismatch`), ``.step`` and ``.initial`` (loops: the
+            first call leaving the contract; a start range proved to last, or None).
         CompositionError: a wiring that cannot be (unknown output or input, an input fed
             twice, a non-array output, a bad ``steps`` or ``initial``).
     """
