@@ -202,17 +202,9 @@ def read_program(path: str) -> Any:
 
 
 def read_contract(path: str) -> Any:
-    from .contract import Contract, load_contract
+    from .contract import load_contract
 
-    with open(_file(path), "rb") as fh:
-        head = fh.read(4)
-    if head.startswith(b"PK"):
-        from .contract import contract_of
-
-        return contract_of(read_program(path))
-    got = load_contract(path)
-    assert isinstance(got, Contract)
-    return got
+    return load_contract(_file(path))
 
 
 # -- subcommands -------------------------------------------------------------------------------------
@@ -423,7 +415,8 @@ def cmd_compose(opts: argparse.Namespace) -> int:
 
     import_modules(opts.imports)
     producer = read_program(opts.producer)
-    consumer = producer if opts.consumer is None else read_program(opts.consumer)
+    same = opts.consumer is None or os.path.samefile(opts.producer, _file(opts.consumer))
+    consumer = producer if same else read_program(opts.consumer)
     if opts.consumer is None and opts.steps is None:
         raise UsageError("compose needs a CONSUMER archive, or --steps N to compose PRODUCER with itself")
     if opts.steps is not None and opts.steps < 1:

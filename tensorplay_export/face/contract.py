@@ -291,15 +291,21 @@ def _spec_dim_names(spec: Any) -> Optional[set]:
 def load_contract(path: str) -> Contract:
     """A contract from an archive (``.pt2`` zip) or a JSON file written by ``contract --json``.
 
+    The contract is data: an archive of a program with dataclass inputs opens
+    without the class registered (its name is kept, see
+    :func:`tensorplay_export.pytree.unregistered_dataclasses_as_names`).
+
     Raises:
         ValueError / ArchiveError / OSError: unreadable file (the message names it).
     """
     with open(path, "rb") as fh:
         head = fh.read(4)
     if head.startswith(b"PK"):
+        from ..pytree import unregistered_dataclasses_as_names
         from ..serde import load
 
-        return contract_of(load(path))
+        with unregistered_dataclasses_as_names():
+            return contract_of(load(path))
     with open(path, "rb") as fh:
         try:
             data = json.loads(fh.read().decode("utf-8"))

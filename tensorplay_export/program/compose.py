@@ -708,7 +708,9 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
 
     Args:
         producer, consumer: ``ExportedProgram`` objects (fresh or loaded); the same
-            program twice with ``steps`` for a loop.
+            program twice with ``steps`` for a loop (two programs with ``steps``: the
+            producer once, then the consumer fed by the call before, e.g. a prefill
+            then decode steps; the mapping must fit both).
         mapping: ``{"out0": "x", ...}`` (output name or index -> consumer input path);
             None: output ``k`` feeds input ``k``.  Unfed consumer inputs are extra
             inputs with their own contract.
@@ -737,6 +739,8 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
         steps = 2
     prod, cons = read_sizes(producer), read_sizes(consumer)
     pairs = _wiring(prod, cons, mapping)
+    if steps is not None and producer is not consumer:  # later calls feed the consumer its own outputs
+        _wiring(cons, cons, mapping)
     ranges = _initial_ranges(prod, initial, steps)
     mismatches = _mismatches(prod, cons, pairs)
     wiring = [(f"out{i}", cons.inputs[j].path) for i, j in pairs]
