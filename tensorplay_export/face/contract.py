@@ -30,7 +30,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import numpy as np
 import sympy
 
 from ..graph.printing import format_guard

@@ -396,12 +396,10 @@ class _Failure:
 class _Outcome:
     failures: list = field(default_factory=list)
     undecided: list = field(default_factory=list)  # (rule text, reason)
-    proved_rules: int = 0
     inputs: list = field(default_factory=list)
     ranges: dict = field(default_factory=dict)
     guards: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
-    hint_ok: Optional[dict] = None
 
 
 def _producer_solver(prod: ProgramSizes, ranges: dict, extra_assumptions: list, timeout_ms: int) -> Any:
@@ -448,7 +446,6 @@ def _decide(prod: ProgramSizes, cons: ProgramSizes, pairs: list, *, steps: Optio
         for rule in rules:
             cond = rule.cond.xreplace(subst) if subst else rule.cond
             if cond is sympy.true:
-                outcome.proved_rules += 1
                 continue
             mentions = cond.free_symbols & free_extras
             if mentions and cond.free_symbols - free_extras:
@@ -469,8 +466,8 @@ def _decide(prod: ProgramSizes, cons: ProgramSizes, pairs: list, *, steps: Optio
                 outcome.undecided.append((rule.text, f"the solver cannot translate it: {err}"))
                 continue
             if verdict.status == "proved":
-                outcome.proved_rules += 1
-            elif verdict.status == "refuted":
+                continue
+            if verdict.status == "refuted":
                 j = next((j for j, x in enumerate(cons.inputs) if x.path == rule.path), None)
                 fed_shapes = {f"out{i}": outs[i] for i, _j in pairs}
                 outcome.failures.append(_Failure(rule, _shown(rule, cond, subst), dict(verdict.counterexample or {}),
