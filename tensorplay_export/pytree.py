@@ -72,7 +72,9 @@ def unregistered_dataclasses_as_names() -> Iterator[None]:
     archive; dataclass values decode to :class:`UnresolvedDataclass`.  Building
     an instance (``tree_unflatten``, i.e. running the program) still raises
     ``ArchiveError`` asking for ``register_dataclass``.  Used by the CLI's
-    ``contract``, ``show`` and ``diff``, which read a program and never run it.
+    ``contract``, ``show``, ``diff`` and ``compose``, which read a program and
+    never run it.  A loaded program's example inputs are built when first read,
+    under the rule in force then.
     """
     token = _KEEP_NAMES.set(True)
     try:

@@ -425,9 +425,12 @@ def cmd_compose(opts: argparse.Namespace) -> int:
     initial = _parse_initial(opts.initial)
     if initial is not None and opts.steps is None:
         raise UsageError("--initial is for loops: pass --steps N as well")
+    from ..pytree import unregistered_dataclasses_as_names
+
     try:
         kwargs = {} if opts.steps is None else {"steps": opts.steps, "initial": initial}
-        result = compose(producer, consumer, mapping, **kwargs)
+        with unregistered_dataclasses_as_names():  # compose reads sizes (and example sizes), never runs
+            result = compose(producer, consumer, mapping, **kwargs)
     except CompositionError as err:  # the pair cannot be wired as asked: a usage error
         raise UsageError(str(err)) from err
     except ConstraintViolationError as err:
