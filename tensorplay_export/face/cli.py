@@ -214,7 +214,9 @@ def _failure_record(f: Any) -> dict:
 
     data = dict(f.to_dict(), fix=shown_fix(f))
     v, g = f.violation, f.guard
-    data["guard"] = (v.guard_text if v is not None else (str(g.expr) if g is not None else None))
+    from ..graph.printing import format_guard
+
+    data["guard"] = v.guard_text if v is not None else (format_guard(g.expr) if g is not None else None)
     data["guard_kind"] = g.kind if g is not None else None
     data["cause"] = g.cause if g is not None else None
     data["counterexample"] = dict(v.counterexample) if v is not None and v.counterexample else None

@@ -71,8 +71,9 @@ class ProgramSizes:
 def _first_use(graph: Any, name: str) -> Optional[SourceLoc]:
     for node in graph.nodes:
         if node.op == "call_function" and not str(node.target).startswith("tpe.") \
+                and node.meta.get("source") is not None \
                 and any(getattr(a, "name", None) == name for a in _flat_args(node.args)):
-            return node.meta.get("source")
+            return node.meta["source"]
     return None
 
 
