@@ -37,6 +37,7 @@ from .face.draft import DraftExportReport, draft_export
 from .serde import PT2ArchiveContents, WeightType, load, load_pt2, package_pt2, save
 from .program.decompositions.table import CustomDecompTable, default_decompositions
 from .program.unflatten import FlatArgsAdapter, UnflattenedModule, unflatten
+from .program.compose import ComposedContract, CompositionError, compose
 
 __all__ = sorted(
     [
@@ -51,5 +52,5 @@ __all__ = sorted(
     ]
     + ["export", "export_for_training", "draft_export", "DraftExportReport", "save", "load", "package_pt2",
        "load_pt2", "PT2ArchiveContents", "WeightType", "default_decompositions", "CustomDecompTable",
-       "unflatten", "UnflattenedModule", "FlatArgsAdapter"]
+       "unflatten", "UnflattenedModule", "FlatArgsAdapter", "compose", "ComposedContract", "CompositionError"]
 )

@@ -16,6 +16,8 @@ Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -35,6 +37,8 @@ __all__ = [
     "treespec_to_json",
     "treespec_from_json",
     "key_str",
+    "unregistered_dataclasses_as_names",
+    "UnresolvedDataclass",
 ]
 
 # Built-in container kinds as they appear in TreeSpec.kind and in JSON.
@@ -54,6 +58,46 @@ class _DataclassEntry:
 
 _BY_CLASS: dict[type, _DataclassEntry] = {}
 _BY_NAME: dict[str, _DataclassEntry] = {}
+
+# Reading a program's contract or code needs only the names of its dataclasses, not the classes:
+# inside unregistered_dataclasses_as_names() an unregistered name is kept as a name.
+_KEEP_NAMES: contextvars.ContextVar[bool] = contextvars.ContextVar("tpe_keep_dataclass_names", default=False)
+
+
+@contextlib.contextmanager
+def unregistered_dataclasses_as_names() -> Iterator[None]:
+    """Within this block, loading keeps unregistered dataclass names instead of refusing them.
+
+    Treespecs keep the name (``TreeSpec.kind``) and the field names stored in the
+    archive; dataclass values decode to :class:`UnresolvedDataclass`.  Building
+    an instance (``tree_unflatten``, i.e. running the program) still raises
+    ``ArchiveError`` asking for ``register_dataclass``.  Used by the CLI's
+    ``contract``, ``show``, ``diff`` and ``compose``, which read a program and
+    never run it.  A loaded program's example inputs are built when first read,
+    under the rule in force then.
+    """
+    token = _KEEP_NAMES.set(True)
+    try:
+        yield
+    finally:
+        _KEEP_NAMES.reset(token)
+
+
+def keeping_names() -> bool:
+    """True inside :func:`unregistered_dataclasses_as_names`."""
+    return _KEEP_NAMES.get()
+
+
+@dataclass(frozen=True)
+class UnresolvedDataclass:
+    """A stored dataclass value whose class is not registered: its serialized name and field values."""
+
+    name: str
+    fields: tuple  # ((field name, value), ...)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self.fields)
+        return f"<unregistered {self.name}({inner})>"
 
 
 def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
@@ -246,11 +290,13 @@ def _unflatten(it: Iterator, spec: TreeSpec) -> Any:
     if kind == _DICT:
         return dict(zip(spec.context, values))
     entry = _BY_NAME.get(kind)
-    if entry is None:
+    if entry is None and not _KEEP_NAMES.get():
         raise ArchiveError(f"tree_unflatten: dataclass {kind!r} is not registered (use register_dataclass)")
     fields = dict(zip(spec.context, values))
     for name in spec.none_fields:
         fields[name] = None
+    if entry is None:
+        return UnresolvedDataclass(kind, tuple(fields.items()))
     return entry.cls(**fields)
 
 
@@ -356,13 +402,17 @@ def treespec_from_json(data: Any) -> TreeSpec:
             keys.append(decode(item.get("v")))
         return TreeSpec(_DICT, tuple(keys), children)
     entry = _BY_NAME.get(kind)
-    if entry is None:
+    if entry is None and not _KEEP_NAMES.get():
         raise ArchiveError(f"treespec: unknown type {kind!r}; register the dataclass with "
                            f"register_dataclass(cls, serialized_type_name={kind!r}) before loading")
     fields = data.get("fields")
     nones = data.get("none_fields", [])
     if not isinstance(fields, list) or len(fields) != len(children) or not isinstance(nones, list):
         raise ArchiveError(f"treespec {kind!r}: 'fields' must be a list as long as 'children'")
+    if entry is None:  # kept as a name: the stored field names are all there is to check against
+        if any(not isinstance(f, str) for f in list(fields) + list(nones)):
+            raise ArchiveError(f"treespec {kind!r}: field names must be strings")
+        return TreeSpec(kind, tuple(fields), children, tuple(nones))
     unknown = set(fields) | set(nones)
     unknown -= set(entry.fields)
     if unknown:

@@ -137,3 +137,234 @@ def test_python_dash_m(target, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tensorplay_export", "check"], capture_output=True, text=True,
                           cwd=tmp_path, env=env, timeout=300)
     assert proc.returncode == 2 and "usage:" in proc.stderr
+
+
+# -- CI formats, dataclass archives, Dim.AUTO axes, implied equalities, compose ------------------------
+CI_TARGET = textwrap.dedent('''
+    import numpy as np
+    from tensorplay_export import Dim
+
+    POS = np.zeros((512, 4), np.float32)
+
+
+    def model(x):
+        return x + POS[: x.shape[0]]
+
+
+    def doubler(ids):
+        return np.concatenate([ids, ids], axis=1).astype(np.float32)[0, :, None] * np.ones(4, np.float32)
+
+
+    def too_wide():
+        return model, (np.ones((8, 4), np.float32),), {"x": {0: Dim("n", max=1024)}}
+
+
+    def auto():
+        return model, (np.ones((8, 4), np.float32),), {"x": {0: Dim.AUTO}}
+
+
+    def enc():
+        return model, (np.ones((8, 4), np.float32),), {"x": {0: Dim("n", max=512)}}
+
+
+    def tok_wide():
+        return doubler, (np.ones((1, 8), np.int64),), {"ids": {1: Dim("seq", max=1024)}}
+
+
+    def tok_ok():
+        return doubler, (np.ones((1, 8), np.int64),), {"ids": {1: Dim("seq", max=256)}}
+''')
+
+
+@pytest.fixture
+def ci(tmp_path, monkeypatch):
+    (tmp_path / "ci_models.py").write_text(CI_TARGET)
+    monkeypatch.chdir(tmp_path)
+    return "ci_models.py"
+
+
+def test_check_format_github_annotates_the_source_line(ci, capsys):
+    code, out, _ = run(capsys, "check", f"{ci}:too_wide", "--format", "github")
+    assert code == 1
+    lines = out.splitlines()
+    (ann,) = [ln for ln in lines if ln.startswith("::error ")]
+    head, _, message = ann[len("::error "):].partition("::")
+    props = dict(p.split("=", 1) for p in head.split(","))
+    assert props["file"] == "ci_models.py" and props["line"] == "9" and props["title"] == "Constraint violations"
+    assert "\n" not in message and "%0A" in message and "n <= 512" in message.replace("%0A", " ")
+    assert lines[-1].strip() == "n = Dim('n', max=512)" and "Suggested fixes:" in lines  # refine can still read it
+    code, out, _ = run(capsys, "check", f"{ci}:enc", "--format", "github")
+    assert code == 0 and "::error" not in out and out.strip().endswith("contract holds")
+
+
+def test_check_format_json_is_a_machine_readable_report(ci, capsys):
+    code, out, _ = run(capsys, "check", f"{ci}:too_wide", "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["exit_status"] == 1 and data["kinds"] == ["constraint_violation"]
+    (f,) = data["failures"]
+    assert f["guard"] == "n <= 512" and f["guard_kind"] and f["source"]["line"] == 9
+    assert 512 < f["counterexample"]["n"] <= 1024 and f["fixes"] == ["n = Dim('n', max=512)"]
+    code2, out2, _ = run(capsys, "check", f"{ci}:too_wide", "--json")  # the alias gives the same report
+    assert code2 == 1 and json.loads(out2) == data
+    code, out, _ = run(capsys, "check", f"{ci}:enc", "--format", "json")
+    assert code == 0 and json.loads(out)["exit_status"] == 0 and json.loads(out)["kinds"] == []
+    code, _out, err = run(capsys, "check", f"{ci}:enc", "--format", "yaml")
+    assert code == 2 and "invalid choice" in err
+
+
+def test_contract_names_the_axis_of_auto_dims(ci, capsys):
+    assert run(capsys, "export", f"{ci}:auto", "-o", "auto.pt2")[0] == 0
+    code, out, _ = run(capsys, "contract", "auto.pt2")
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if "Dim.AUTO" in ln]
+    sym = line.split()[0]
+    assert f"({sym} = x.shape[0], Dim.AUTO)" in line and "in [1, 512]" in line
+    assert "Outputs:" in out and f"[0]: ({sym}, 4) float32" in out  # the output's shape over the input dims
+    data = json.loads(run(capsys, "contract", "auto.pt2", "--format", "json")[1])
+    assert data["dims"] == [dict(data["dims"][0], axis="x.shape[0]", auto=True)]
+    (output,) = data["outputs"]
+    assert output["shape"] == [sym, "4"] and output["dtype"] == "float32"
+    from tensorplay_export.face.contract import Contract
+
+    back = Contract.from_json(data)  # the output shape comes back as an expression of the input dim
+    (shape, _dtype), = back.outputs
+    assert shape[0] == back.inputs[0][2][0] and shape[1] == 4
+    assert run(capsys, "export", f"{ci}:enc", "-o", "enc.pt2")[0] == 0
+    out = run(capsys, "contract", "enc.pt2")[1]
+    assert "n in [1, 512]" in out and "Dim.AUTO" not in out  # a named dim needs no axis note
+
+
+def test_diff_does_not_call_an_implied_equality_a_widening(tmp_path, capsys):
+    import sympy
+
+    from tensorplay_export.face.contract import Contract
+
+    n, a, b = (sympy.Symbol(s, integer=True, positive=True) for s in "nab")
+    old = Contract([("x", "float32", (n, 4)), ("y", "float32", (n,))], {n: (1, 512)}, [], [])
+    same = Contract([("x", "float32", (a, 4)), ("y", "float32", (b,))], {a: (1, 1024), b: (1, 1024)},
+                    [sympy.Eq(a, b)], [])
+    dropped = Contract([("x", "float32", (a, 4)), ("y", "float32", (b,))], {a: (1, 1024), b: (1, 1024)}, [], [])
+    for name, c in (("old", old), ("same", same), ("dropped", dropped)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(c.to_json()))
+    code, out, _ = run(capsys, "diff", str(tmp_path / "old.json"), str(tmp_path / "same.json"))
+    assert code == 0 and "[widens]  x.shape[0] (a): widened max 512 -> 1024" in out
+    assert "[same]    equality x.shape[0] == y.shape[0] now a guard instead of a shared dim" in out
+    assert "equality dropped" not in out
+    code, out, _ = run(capsys, "diff", str(tmp_path / "old.json"), str(tmp_path / "dropped.json"), "--format", "json")
+    changes = json.loads(out)["changes"]
+    assert code == 0 and {"what": "equality dropped: x.shape[0] == y.shape[0]", "narrowing": False,
+                          "same": False} in changes
+    code, out, _ = run(capsys, "diff", str(tmp_path / "same.json"), str(tmp_path / "old.json"), "--format", "github")
+    assert code == 1 and out.startswith("::error file=") and "NEW admits fewer sizes than OLD" in out
+
+
+DATACLASS_TARGET = textwrap.dedent('''
+    import dataclasses
+
+    import numpy as np
+    from tensorplay_export import Dim, register_dataclass
+
+
+    @dataclasses.dataclass
+    class Batch:
+        tokens: np.ndarray
+        scale: np.ndarray
+
+
+    register_dataclass(Batch, serialized_type_name="cli_test.Batch")
+
+
+    def model(b):
+        return b.tokens * b.scale
+
+
+    def target():
+        return model, (Batch(np.ones((3, 4)), np.ones(4)),), {"b": Batch(tokens={0: Dim.AUTO}, scale=None)}
+''')
+
+
+def _cli(tmp_path, *argv):
+    env = dict(os.environ)
+    return subprocess.run([sys.executable, "-m", "tensorplay_export", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+
+
+def test_dataclass_archives_open_without_the_class(tmp_path):
+    (tmp_path / "dc_models.py").write_text(DATACLASS_TARGET)
+    proc = _cli(tmp_path, "export", "dc_models.py:target", "-o", "dc.pt2")
+    assert proc.returncode == 0, proc.stderr
+    # a fresh interpreter that never imported dc_models: the contract is data
+    proc = _cli(tmp_path, "contract", "dc.pt2")
+    assert proc.returncode == 0, proc.stderr
+    assert "b.tokens: (s0, 4) float64" in proc.stdout and "(s0 = b.tokens.shape[0], Dim.AUTO)" in proc.stdout
+    proc = _cli(tmp_path, "show", "dc.pt2")
+    assert proc.returncode == 0 and "def forward(self, b_tokens, b_scale)" in proc.stdout
+    proc = _cli(tmp_path, "diff", "dc.pt2", "dc.pt2")
+    assert proc.returncode == 0 and "no change" in proc.stdout
+    # running it builds a Batch: without the class, a usage error that says what to pass
+    proc = _cli(tmp_path, "run", "dc.pt2")
+    assert proc.returncode == 2 and "cli_test.Batch" in proc.stderr and "--import MODULE" in proc.stderr
+    for mod in ("dc_models", "dc_models.py"):
+        proc = _cli(tmp_path, "run", "dc.pt2", "--import", mod)
+        assert proc.returncode == 0, proc.stderr
+        assert "out: (3, 4) float64" in proc.stdout
+    proc = _cli(tmp_path, "run", "dc.pt2", "--import", "no_such_module_here")
+    assert proc.returncode == 2 and "no module named 'no_such_module_here'" in proc.stderr
+
+
+def test_compose_exit_codes_and_formats(ci, capsys):
+    for name in ("enc", "tok_wide", "tok_ok"):
+        assert run(capsys, "export", f"{ci}:{name}", "-o", f"{name}.pt2")[0] == 0
+    code, out, _ = run(capsys, "compose", "tok_ok.pt2", "enc.pt2")
+    assert code == 0 and out.startswith("proved:") and "out0: (2*seq, 4) float32" in out
+    code, out, _ = run(capsys, "compose", "tok_wide.pt2", "enc.pt2", "--map", "out0=x")
+    assert code == 1 and "witness: producer inputs" in out and "ids.shape[1] = " in out
+    assert out.rstrip().splitlines()[-1].strip() == "seq = Dim('seq', max=256)"
+    code, out, _ = run(capsys, "compose", "tok_wide.pt2", "enc.pt2", "--format", "json")
+    data = json.loads(out)
+    assert code == 1 and data["verdict"] == "refuted" and data["exit_status"] == 1
+    assert data["fixes"] == ["seq = Dim('seq', max=256)"] and data["witness"]["consumer_input"] == "x"
+    seq = data["witness"]["inputs"]["ids.shape[1]"]
+    assert data["witness"]["outputs"]["out0"] == [2 * seq, 4] and 2 * seq > 512
+    code, out, _ = run(capsys, "compose", "tok_ok.pt2", "enc.pt2", "--json")
+    assert code == 0 and json.loads(out)["verdict"] == "proved"
+    code, out, _ = run(capsys, "compose", "tok_wide.pt2", "enc.pt2", "--format", "github")
+    assert code == 1 and out.startswith("::error file=ci_models.py,line=9,title=programs do not compose::")
+    for argv in (["compose", "tok_ok.pt2", "enc.pt2", "--map", "out0"], ["compose", "tok_ok.pt2", "enc.pt2",
+                 "--map", "out4=x"], ["compose", "tok_ok.pt2", "enc.pt2", "--map", "out0=nope"],
+                 ["compose", "tok_ok.pt2"], ["compose", "tok_ok.pt2", "missing.pt2"],
+                 ["compose", "enc.pt2", "--steps", "0"], ["compose", "enc.pt2", "enc.pt2", "--steps", "x"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2, argv
+        assert "Traceback" not in out + err
+
+
+def test_compose_steps_in_a_ci_job(tmp_path):
+    (tmp_path / "loop.py").write_text(textwrap.dedent('''
+        import numpy as np
+        from tensorplay_export import Dim
+
+        TABLE = np.ones((64, 4), np.float32)
+
+
+        def step(tok, cache):
+            new = np.concatenate([cache, tok], axis=0)
+            return (new + TABLE[: new.shape[0]]).sum(axis=0, keepdims=True), new
+
+
+        def target():
+            return step, (np.ones((1, 4), np.float32), np.ones((5, 4), np.float32)), \\
+                {"tok": None, "cache": {0: Dim("past", min=0, max=63)}}
+    '''))
+    assert _cli(tmp_path, "export", "loop.py:target", "-o", "step.pt2").returncode == 0
+    proc = _cli(tmp_path, "compose", "step.pt2", "--map", "out0=tok", "--map", "out1=cache", "--steps", "1")
+    assert proc.returncode == 0 and proc.stdout.startswith("proved:")
+    proc = _cli(tmp_path, "compose", "step.pt2", "--map", "out0=tok", "--map", "out1=cache", "--steps", "3")
+    assert proc.returncode == 1 and "call 2" in proc.stdout and "start the loop inside past in [0, 61]" in proc.stdout
+    loop = ["compose", "step.pt2", "--map", "out0=tok", "--map", "out1=cache", "--initial", "past=0"]
+    proc = _cli(tmp_path, *loop, "--steps", "64")
+    assert proc.returncode == 0 and "out1: (past + 64, 4) float32" in proc.stdout
+    proc = _cli(tmp_path, *loop, "--steps", "65", "--format", "json")
+    assert proc.returncode == 1 and json.loads(proc.stdout)["witness"]["step"] == 65
+    proc = _cli(tmp_path, *loop[:-2], "--initial", "past=zero", "--steps", "3")
+    assert proc.returncode == 2 and "--initial takes DIM=N" in proc.stderr

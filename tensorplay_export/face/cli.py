@@ -2,14 +2,29 @@
 
 Subcommands::
 
-    tensorplay-export check TARGET [--json]          draft_export; exit 0 contract holds, 1 not (fixes printed)
-    tensorplay-export export TARGET -o model.pt2     export + save; exit 1 with the fixes when export fails
-    tensorplay-export contract ARCHIVE [--json]      the contract of a saved program (or a JSON contract)
-    tensorplay-export diff OLD NEW [--json]          exit 1 when NEW admits fewer sizes than OLD
-    tensorplay-export show ARCHIVE                   the program's code and graph
+    tensorplay-export check TARGET [--format text|json|github]   draft_export; exit 0 contract holds, 1 not
+    tensorplay-export export TARGET -o model.pt2                  export + save; exit 1 with the fixes
+    tensorplay-export contract ARCHIVE [--format text|json]       the contract of a saved program (or JSON)
+    tensorplay-export diff OLD NEW [--format text|json|github]    exit 1 when NEW admits fewer sizes than OLD
+    tensorplay-export show ARCHIVE                                the program's code and graph
+    tensorplay-export run ARCHIVE [--import MODULE]               run it on its sample inputs
+    tensorplay-export compose A [B] [--map out0=x] [--steps N [--initial past=0]] [--format ...]
+                                                                  exit 0 when A's outputs always fit B's inputs
 
 ``TARGET`` is ``path/to/file.py:function``; the function takes no arguments and
 returns ``(model, args, dynamic_shapes)`` or ``(model, args, kwargs, dynamic_shapes)``.
+``--json`` is an alias of ``--format json``.  ``--format github`` prints GitHub
+Actions workflow commands (``::error file=F,line=L::message``, the message's
+``%``, CR and LF escaped as ``%25``, ``%0D``, ``%0A`` and, in properties, ``:``
+and ``,`` as ``%3A`` and ``%2C``, as the workflow-commands documentation
+specifies), one per failure at the model's source line, then the plain fix block.
+
+``contract``, ``show``, ``diff`` and ``compose`` read archives as data: a program
+whose inputs or outputs are registered dataclasses opens without the class
+(its name is kept).  ``run`` builds instances, so it needs the class:
+``--import MODULE`` (a module name or a ``.py`` file, repeatable) imports what
+registers it first.
+
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
 target function that raises, an output path that cannot be written).
 Errors print one line (``error: ...``); ``--debug`` prints the traceback before
@@ -104,23 +119,154 @@ def _print_headed(text: str, ok: bool) -> Any:
     return con
 
 
+# -- GitHub Actions workflow commands ------------------------------------------------------------
+def _gh_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_prop(text: str) -> str:
+    return _gh_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def gh_annotation(level: str, message: str, *, file: Optional[str] = None, line: Optional[int] = None,
+                  title: Optional[str] = None) -> str:
+    """One workflow command: ``::error file=F,line=L,title=T::message`` (escaped as GitHub specifies).
+
+    ``file`` is made relative to the working directory when it lies below it
+    (the checkout root in a CI job), so the annotation lands on the diff.
+    """
+    props = []
+    if file:
+        rel = os.path.relpath(file)
+        props.append(f"file={_gh_prop(file if rel.startswith('..') else rel)}")
+        if line:
+            props.append(f"line={int(line)}")
+    if title:
+        props.append(f"title={_gh_prop(title)}")
+    return f"::{level}{' ' + ','.join(props) if props else ''}::{_gh_data(message)}"
+
+
+def _print_plain(lines: Sequence[str]) -> None:
+    for ln in lines:
+        sys.stdout.write(ln + "\n")
+
+
+# -- archives and imports ------------------------------------------------------------------------
+def import_modules(names: Sequence[str]) -> None:
+    """Import each ``--import`` value: a ``.py`` file path or a module name (the working directory on sys.path).
+
+    Raises:
+        UsageError: the file or module does not exist, or importing it raised (named).
+    """
+    for name in names or ():
+        if name.endswith(".py") or os.sep in name:
+            if not os.path.isfile(name):
+                raise UsageError(f"--import {name}: no such file")
+            path = os.path.abspath(name)
+            mod_name = f"_tpe_import_{abs(hash(path))}"
+            spec = importlib.util.spec_from_file_location(mod_name, path)
+            if spec is None or spec.loader is None:
+                raise UsageError(f"--import {name}: not a Python file")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[mod_name] = module
+            sys.path.insert(0, os.path.dirname(path))
+            try:
+                spec.loader.exec_module(module)
+            except Exception as err:  # noqa: BLE001 - the user's module raised: a usage error naming it
+                raise UsageError(f"--import {name} raised {type(err).__name__}: {err}") from err
+            finally:
+                sys.path.remove(os.path.dirname(path))
+            continue
+        sys.path.insert(0, os.getcwd())
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            raise UsageError(f"--import {name}: no module named {err.name!r}") from err
+        except Exception as err:  # noqa: BLE001
+            raise UsageError(f"--import {name} raised {type(err).__name__}: {err}") from err
+        finally:
+            sys.path.remove(os.getcwd())
+
+
+def read_program(path: str) -> Any:
+    """Load an archive as data: registered dataclasses resolve, unregistered ones keep their names.
+
+    The program's contract, code and graph are all there; calling it with a
+    dataclass input needs the class registered (``--import``).
+    """
+    from .. import pytree
+    from ..serde import load
+
+    with pytree.unregistered_dataclasses_as_names():
+        return load(_file(path))
+
+
+def read_contract(path: str) -> Any:
+    from .contract import load_contract
+
+    return load_contract(_file(path))
+
+
 # -- subcommands -------------------------------------------------------------------------------------
+def _failure_record(f: Any) -> dict:
+    """A failure for ``--format json``: the draft's fields plus its guard, counterexample and fixes."""
+    from .report import shown_fix
+
+    data = dict(f.to_dict(), fix=shown_fix(f))
+    v, g = f.violation, f.guard
+    from ..graph.printing import format_guard
+
+    data["guard"] = v.guard_text if v is not None else (format_guard(g.expr) if g is not None else None)
+    data["guard_kind"] = g.kind if g is not None else None
+    data["cause"] = g.cause if g is not None else None
+    data["counterexample"] = dict(v.counterexample) if v is not None and v.counterexample else None
+    data["fixes"] = list(v.fix_lines) if v is not None else (shown_fix(f) or "").splitlines()
+    data["unfixable"] = v.unfixable if v is not None else None
+    data["undecided"] = v.undecided if v is not None else None
+    return data
+
+
 def cmd_check(opts: argparse.Namespace) -> int:
     from .contract import contract_of
     from .draft import draft_export
+    from .failures import KINDS
 
+    import_modules(opts.imports)
     model, args, kwargs, spec = load_target(opts.target)
     report = draft_export(model, *args, dynamic_shapes=spec, **kwargs)
     ok = report.successful()
-    if opts.json:
+    status = EXIT_OK if ok else EXIT_FAIL
+    if opts.format == "json":
         data = report.to_dict()
+        data["failures"] = [_failure_record(f) for f in report.failures]
+        data["kinds"] = sorted({f.kind for f in report.failures})
+        data["exit_status"] = status
         data["contract"] = contract_of(report.exported_program).to_json() if report.exported_program else None
         _emit_json(data)
-        return EXIT_OK if ok else EXIT_FAIL
+        return status
+    if opts.format == "github":
+        from .report import shown_fix, status_line
+
+        lines = []
+        for f in report.failures:
+            fix = shown_fix(f)
+            msg = f.message.rstrip() + (f"\nfix: {'; '.join(fix.splitlines())}" if fix else "")
+            src = f.source
+            lines.append(gh_annotation("error", msg, file=src.filename if src else None,
+                                       line=src.lineno if src else None, title=KINDS.get(f.kind, f.kind)))
+        lines.append(status_line(report))
+        if report.fixes:
+            from ..errors import FIXES_HEADER
+
+            lines += ["", FIXES_HEADER] + [f"  {ln}" for ln in report.fixes]
+        elif ok:
+            lines.append("contract holds")
+        _print_plain(lines)
+        return status
     con = _print_headed(str(report), ok)
     if ok:
         con.print("contract holds", style="green", markup=False)
-    return EXIT_OK if ok else EXIT_FAIL
+    return status
 
 
 def cmd_export(opts: argparse.Namespace) -> int:
@@ -132,6 +278,7 @@ def cmd_export(opts: argparse.Namespace) -> int:
     from ..serde import save
 
     _writable_output(opts.output)  # before the (slow) export: a bad path is a usage error
+    import_modules(opts.imports)
     model, args, kwargs, spec = load_target(opts.target)
     try:
         ep = export(model, *args, dynamic_shapes=spec, **kwargs)
@@ -161,10 +308,9 @@ def _writable_output(path: str) -> None:
 
 
 def cmd_contract(opts: argparse.Namespace) -> int:
-    from .contract import load_contract
-
-    c = load_contract(_file(opts.archive))
-    if opts.json:
+    import_modules(opts.imports)
+    c = read_contract(opts.archive)
+    if opts.format == "json":
         _emit_json(c.to_json())
     else:
         _console().print(c.describe(), markup=False)
@@ -172,21 +318,26 @@ def cmd_contract(opts: argparse.Namespace) -> int:
 
 
 def cmd_diff(opts: argparse.Namespace) -> int:
-    from .contract import diff_contracts, load_contract
+    from .contract import diff_contracts
 
-    old, new = load_contract(_file(opts.old)), load_contract(_file(opts.new))
+    import_modules(opts.imports)
+    old, new = read_contract(opts.old), read_contract(opts.new)
     d = diff_contracts(old, new)
-    if opts.json:
-        _emit_json(d.to_json())
+    status = EXIT_OK if d.narrowed is False else EXIT_FAIL
+    if opts.format == "json":
+        _emit_json(dict(d.to_json(), exit_status=status))
+    elif opts.format == "github":
+        head, _, rest = str(d).partition("\n")
+        lines = [] if d.narrowed is False else [gh_annotation("error", str(d), file=opts.new, title=head)]
+        _print_plain(lines + [head] + ([rest] if rest else []))
     else:
         _print_headed(str(d), d.narrowed is False)
-    return EXIT_OK if d.narrowed is False else EXIT_FAIL
+    return status
 
 
 def cmd_show(opts: argparse.Namespace) -> int:
-    from ..serde import load
-
-    ep = load(_file(opts.archive))
+    import_modules(opts.imports)
+    ep = read_program(opts.archive)
     con = _console()
     con.print("Code:", style="bold", markup=False)
     con.print(ep.code.rstrip(), markup=False)
@@ -196,6 +347,160 @@ def cmd_show(opts: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_run(opts: argparse.Namespace) -> int:
+    """Run the program on its stored sample inputs (the class of a dataclass input must be registered)."""
+    from ..errors import ArchiveError, ConstraintsExceededError
+    from ..pytree import tree_leaves_with_path
+    from ..serde import load
+
+    import_modules(opts.imports)
+    try:
+        ep = load(_file(opts.archive))
+    except ArchiveError as err:
+        try:
+            read_program(opts.archive)  # loads when class names may stay names: a class is missing
+        except ArchiveError:
+            raise err from None
+        raise UsageError(f"{err}; pass --import MODULE naming the module that registers it") from err
+    samples = ep.example_inputs
+    if samples is None:
+        raise UsageError(f"{opts.archive} stores no sample inputs to run on")
+    try:
+        out = ep.module()(*samples["args"], **samples["kwargs"])
+    except ConstraintsExceededError as err:
+        _print_headed(f"the program refused its own sample inputs\n{err}", False)
+        return EXIT_FAIL
+    con = _console()
+    con.print(f"ran {opts.archive} on its sample inputs", style="green", markup=False)
+    for path, leaf in tree_leaves_with_path(out, "out"):
+        shape = getattr(leaf, "shape", None)
+        con.print(f"  {path}: {tuple(shape) if shape is not None else type(leaf).__name__}"
+                  f" {getattr(leaf, 'dtype', '')}".rstrip(), markup=False)
+    return EXIT_OK
+
+
+def _parse_map(items: Sequence[str]) -> Optional[dict]:
+    """``["out0=x", "out1=mask"]`` -> ``{"out0": "x", "out1": "mask"}`` (None when empty)."""
+    if not items:
+        return None
+    out: dict = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise UsageError(f"--map takes OUTPUT=INPUT (e.g. out0=x), got {item!r}")
+        if key in out:
+            raise UsageError(f"--map names output {key!r} twice")
+        out[key] = value
+    return out
+
+
+def _parse_initial(items: Sequence[str]) -> Optional[dict]:
+    """``["past=0", "b=1:8"]`` -> ``{"past": 0, "b": (1, 8)}`` (None when empty)."""
+    if not items:
+        return None
+    out: dict = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        lo, colon, hi = value.partition(":")
+        try:
+            out[name] = (int(lo), int(hi)) if colon else int(lo)
+        except ValueError:
+            raise UsageError(f"--initial takes DIM=N or DIM=LOW:HIGH (e.g. past=0), got {item!r}") from None
+        if not sep or not name:
+            raise UsageError(f"--initial takes DIM=N or DIM=LOW:HIGH (e.g. past=0), got {item!r}")
+    return out
+
+
+def cmd_compose(opts: argparse.Namespace) -> int:
+    from ..errors import ConstraintViolationError
+    from ..program.compose import CompositionError, compose
+
+    import_modules(opts.imports)
+    producer = read_program(opts.producer)
+    same = opts.consumer is None or os.path.samefile(opts.producer, _file(opts.consumer))
+    consumer = producer if same else read_program(opts.consumer)
+    if opts.consumer is None and opts.steps is None:
+        raise UsageError("compose needs a CONSUMER archive, or --steps N to compose PRODUCER with itself")
+    if opts.steps is not None and opts.steps < 1:
+        raise UsageError(f"--steps must be at least 1, got {opts.steps}")
+    mapping = _parse_map(opts.map)
+    initial = _parse_initial(opts.initial)
+    if initial is not None and opts.steps is None:
+        raise UsageError("--initial is for loops: pass --steps N as well")
+    from ..pytree import unregistered_dataclasses_as_names
+
+    try:
+        kwargs = {} if opts.steps is None else {"steps": opts.steps, "initial": initial}
+        with unregistered_dataclasses_as_names():  # compose reads sizes (and example sizes), never runs
+            result = compose(producer, consumer, mapping, **kwargs)
+    except CompositionError as err:  # the pair cannot be wired as asked: a usage error
+        raise UsageError(str(err)) from err
+    except ConstraintViolationError as err:
+        return _report_refuted(opts, err)
+    return _report_composed(opts, result)
+
+
+def _report_refuted(opts: argparse.Namespace, err: Any) -> int:
+    witness = getattr(err, "witness", None)
+    if opts.format == "json":
+        initial = getattr(err, "initial", None)
+        _emit_json({"verdict": "refuted", "exit_status": EXIT_FAIL, "message": str(err),
+                    "witness": None if witness is None else witness.to_json(),
+                    "fixes": list(getattr(err, "fixes", []) or []),
+                    "step": getattr(err, "step", None),
+                    "initial": None if initial is None else {k: list(v) for k, v in initial.items()},
+                    "mismatches": [vars(m) for m in getattr(err, "mismatches", [])],
+                    "violations": [{"guard": v.guard_text, "rule": v.reason, "counterexample": v.counterexample,
+                                    "fixes": list(v.fix_lines), "unfixable": v.unfixable,
+                                    "source": None if v.source is None else
+                                    {"file": v.source.filename, "line": v.source.lineno}}
+                                   for v in err.violations]})
+        return EXIT_FAIL
+    if opts.format == "github":
+        lines = []
+        for v in getattr(err, "violations", []) or []:
+            src = v.guard.source
+            lines.append(gh_annotation("error", "\n".join(_violation_text(v)),
+                                       file=src.filename if src else None,
+                                       line=src.lineno if src else None, title="programs do not compose"))
+        _print_plain(lines + [str(err)])
+        return EXIT_FAIL
+    _print_headed("the programs do not compose\n" + str(err), False)
+    return EXIT_FAIL
+
+
+def _violation_text(v: Any) -> list:
+    from ..errors import violation_lines
+
+    return violation_lines(v)
+
+
+def _report_composed(opts: argparse.Namespace, result: Any) -> int:
+    ok = result.verdict == "proved"
+    status = EXIT_OK if ok else EXIT_FAIL
+    if opts.format == "json":
+        _emit_json(dict(result.to_json(), exit_status=status))
+    elif opts.format == "github":
+        lines = [] if ok else [gh_annotation("warning", result.describe(), title="composition undecided")]
+        _print_plain(lines + [result.describe()])
+    else:
+        _print_headed(result.describe(), ok)
+    return status
+
+
+def _add_format(parser: argparse.ArgumentParser, choices: Sequence[str]) -> None:
+    parser.add_argument("--format", choices=list(choices), default="text",
+                        help="output format (default text)")
+    parser.add_argument("--json", dest="format", action="store_const", const="json",
+                        help="alias of --format json")
+
+
+def _add_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                        help="import MODULE (a module name or a .py file) first, e.g. to register dataclasses;"
+                             " repeatable")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tensorplay-export",
                                 description="Shape-contract checks for numpy models exported with tensorplay_export.")
@@ -203,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     c = sub.add_parser("check", help="draft_export TARGET; exit 0 when the contract holds, 1 when not")
     c.add_argument("target", metavar="TARGET", help="path/to/file.py:function")
-    c.add_argument("--json", action="store_true", help="print a machine-readable report")
+    _add_format(c, ("text", "json", "github"))
     c.set_defaults(run=cmd_check)
     e = sub.add_parser("export", help="export TARGET and save the program")
     e.add_argument("target", metavar="TARGET", help="path/to/file.py:function")
@@ -211,17 +516,33 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(run=cmd_export)
     k = sub.add_parser("contract", help="the shape contract of a saved program")
     k.add_argument("archive", metavar="ARCHIVE", help="program archive or JSON contract")
-    k.add_argument("--json", action="store_true", help="print the contract as JSON")
+    _add_format(k, ("text", "json"))
     k.set_defaults(run=cmd_contract)
     d = sub.add_parser("diff", help="exit 1 when NEW admits fewer sizes than OLD")
     d.add_argument("old", metavar="OLD", help="archive or JSON contract")
     d.add_argument("new", metavar="NEW", help="archive or JSON contract")
-    d.add_argument("--json", action="store_true", help="print the diff as JSON")
+    _add_format(d, ("text", "json", "github"))
     d.set_defaults(run=cmd_diff)
     s = sub.add_parser("show", help="the code and graph of a saved program")
     s.add_argument("archive", metavar="ARCHIVE")
     s.set_defaults(run=cmd_show)
-    for parser in (c, e, k, d, s):
+    r = sub.add_parser("run", help="run a saved program on its sample inputs (--import registers dataclasses)")
+    r.add_argument("archive", metavar="ARCHIVE")
+    r.set_defaults(run=cmd_run)
+    m = sub.add_parser("compose", help="exit 0 when PRODUCER's outputs always fit CONSUMER's inputs")
+    m.add_argument("producer", metavar="PRODUCER", help="program archive whose outputs feed CONSUMER")
+    m.add_argument("consumer", metavar="CONSUMER", nargs="?", default=None,
+                   help="program archive (default with --steps: PRODUCER itself)")
+    m.add_argument("--map", action="append", default=[], metavar="OUT=IN",
+                   help="bind output OUT (out0, out1, ...) to input IN; repeatable (default: by position)")
+    m.add_argument("--steps", type=int, default=None, metavar="N",
+                   help="a loop: N calls, each fed the outputs of the one before")
+    m.add_argument("--initial", action="append", default=[], metavar="DIM=N|DIM=LOW:HIGH",
+                   help="a loop's first call: narrow a dim (e.g. past=0); repeatable")
+    _add_format(m, ("text", "json", "github"))
+    m.set_defaults(run=cmd_compose)
+    for parser in (c, e, k, d, s, r, m):
+        _add_import(parser)
         parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")
     return p
 

@@ -22,6 +22,7 @@ changes (narrowed max, new equality, new divisibility...) explain the verdict.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -29,7 +30,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-import numpy as np
 import sympy
 
 from ..graph.printing import format_guard
@@ -74,6 +74,8 @@ class Contract:
         guards: sympy booleans over root symbols (extra checks the program runs).
         outputs: ``[(shape tuple | None, dtype str | None)]``.
         runtime_checks: text of checks on data-dependent sizes (not input contract).
+        auto_dims: names of the root symbols no user ``Dim`` names (``Dim.AUTO`` / ``Dim.DYNAMIC``
+            axes, ``s0``...): the text names the input axis of each (``s0 = x.shape[1]``).
     """
 
     inputs: list = field(default_factory=list)
@@ -81,6 +83,7 @@ class Contract:
     guards: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     runtime_checks: list = field(default_factory=list)
+    auto_dims: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -156,8 +159,12 @@ class Contract:
         for path, dtype, shape in self.inputs:
             out.append(f"  {path}: {_shape_text(shape)} {dtype}")
         out.append("Dims:")
+        axes = _root_site_names(self)
         for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
-            out.append(f"  {sym.name} in {format_range_brackets(lo, hi)}")
+            line = f"  {sym.name} in {format_range_brackets(lo, hi)}"
+            if sym.name in self.auto_dims and sym in axes:  # an unnamed size: say which axis it is
+                line += f"  ({sym.name} = {axes[sym]}, Dim.AUTO)"
+            out.append(line)
         for title, items in (("Equalities", [" == ".join(g) for g in self.equalities()]),
                              ("Relations", self.relations()), ("Divisibility", self.divisibility()),
                              ("Other guards", self.other_guards()),
@@ -177,18 +184,22 @@ class Contract:
         def tree(d: Any) -> Any:
             return int(d) if isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer) else encode_expr(d)
 
+        axes = _root_site_names(self)
         return {
             "format": CONTRACT_FORMAT,
             "version": CONTRACT_VERSION,
             "inputs": [{"path": p, "dtype": dt, "shape": [_text(d) for d in shape],
                         "shape_tree": [tree(d) for d in shape]} for p, dt, shape in self.inputs],
-            "dims": [{"name": s.name, "symbol": encode_expr(s), "min": lo, "max": hi}
+            "dims": [{"name": s.name, "symbol": encode_expr(s), "min": lo, "max": hi,
+                      "axis": axes.get(s), "auto": s.name in self.auto_dims}
                      for s, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name)],
             "equalities": [" == ".join(g) for g in self.equalities()],
             "relations": self.relations(),
             "divisibility": self.divisibility(),
             "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
-            "outputs": [{"shape": None if s is None else [_text(d) for d in s], "dtype": dt}
+            "outputs": [{"shape": None if s is None else [d if isinstance(d, str) else _text(d) for d in s],
+                         "shape_tree": None if s is None or any(isinstance(d, str) for d in s)
+                         else [tree(d) for d in s], "dtype": dt}
                         for s, dt in self.outputs],
             "runtime_checks": list(self.runtime_checks),
         }
@@ -211,15 +222,23 @@ class Contract:
             for item in data["inputs"]:
                 shape = tuple(int(t) if type(t) is int else decode_expr(t, where) for t in item["shape_tree"])
                 inputs.append((str(item["path"]), str(item["dtype"]), shape))
-            ranges = {}
+            ranges, auto = {}, set()
             for item in data["dims"]:
                 sym = decode_expr(item["symbol"], where)
                 ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
+                if item.get("auto"):  # absent in contracts written before the field: named
+                    auto.add(sym.name)
             guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
-            outputs = [(None if o["shape"] is None else tuple(o["shape"]), o.get("dtype")) for o in data["outputs"]]
+            outputs = []
+            for o in data["outputs"]:  # expressions when the operator trees are there (written since 2026-12-01)
+                trees = o.get("shape_tree")
+                shape = None if o["shape"] is None else tuple(
+                    int(t) if type(t) is int else decode_expr(t, where) for t in trees) if trees is not None \
+                    else tuple(o["shape"])
+                outputs.append((shape, o.get("dtype")))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])))
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto)
 
 
 def _shape_text(shape: Any) -> str:
@@ -228,56 +247,52 @@ def _shape_text(shape: Any) -> str:
 
 
 def contract_of(ep: Any) -> Contract:
-    """The contract of an ``ExportedProgram`` (read from its runtime-check nodes and range constraints)."""
-    graph = ep.graph
-    inputs = []
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target == "tpe.check_input":
-            path, dtype = node.args[1], node.args[3]
-            shape = tuple(node.meta.get("shape") or ())
-            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in shape)
-            inputs.append((str(path), str(np.dtype(dtype)) if dtype is not None else "any", shape))
-    roots = set()
-    for _p, _d, shape in inputs:
-        for d in shape:
-            if isinstance(d, sympy.Basic):
-                roots |= d.free_symbols
-    ranges = {}
-    for sym, vr in ep.range_constraints.items():
-        if sym in roots:
-            hi = getattr(vr, "upper", math.inf)
-            ranges[sym] = (int(vr.lower), None if hi == math.inf else int(hi))
-    for node in graph.nodes:  # a root seen only through k*r + c carries its range on the check
-        if node.op == "call_function" and node.target == "tpe.derived_root":
-            r = (node.meta.get("bind") or {}).get(None)
-            if r is not None and r not in ranges:
-                ranges[r] = (int(node.args[5]), None if node.args[6] is None else int(node.args[6]))
-    guards, runtime = [], []
-    for node in graph.nodes:
-        if node.op == "call_function" and node.target == "tpe.assert_guard":
-            g = node.args[0]
-            if isinstance(g, sympy.Basic) and g.free_symbols <= roots:
-                guards.append(g)
-            else:
-                runtime.append(_text(g) if isinstance(g, sympy.Basic) else str(g))
-    outputs = []
-    out = graph.output_node
-    user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
-                    if getattr(s.kind, "name", "") in ("USER_OUTPUT", "LOSS_OUTPUT")]
-    values = out.args[0] if out is not None else []
-    for i in user_outputs:
-        v = values[i]
-        meta = getattr(v, "meta", None)
-        if meta is not None and meta.get("shape") is not None:
-            shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in meta["shape"])
-            outputs.append((shape, str(meta.get("dtype")) if meta.get("dtype") is not None else None))
-        else:
-            outputs.append((None, None))
-    return Contract(inputs, ranges, guards, outputs, runtime)
+    """The contract of an ``ExportedProgram`` (read by :func:`program.sizes.read_sizes` from its checks)."""
+    from ..program.sizes import read_sizes
+
+    sizes = read_sizes(ep, examples=False)
+    inputs = [(i.path, i.dtype, i.shape) for i in sizes.inputs]
+    ranges = dict(sizes.ranges)
+    guards = list(sizes.guards)
+    runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
+    outputs = [(o.shape, o.dtype) for o in sizes.outputs]
+    named = _spec_dim_names(getattr(ep, "dynamic_shapes", None))
+    auto = set() if named is None else {r.name for r in ranges if r.name not in named}
+    return Contract(inputs, ranges, guards, outputs, runtime, auto)
+
+
+def _spec_dim_names(spec: Any) -> Optional[set]:
+    """Names of the ``Dim`` objects (and derived dims' roots) in a ``dynamic_shapes`` spec; None: no spec."""
+    from ..pytree import UnresolvedDataclass
+    from ..specs.dims import Dim, _DerivedDim
+
+    if spec is None:
+        return None
+    names: set = set()
+    stack = [spec]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Dim):
+            names.add(item.name)
+        elif isinstance(item, _DerivedDim):
+            names |= {r.name for r in item.roots}
+        elif isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack += list(item)
+        elif isinstance(item, UnresolvedDataclass):  # a stored dataclass spec kept by name
+            stack += [v for _k, v in item.fields]
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack += [getattr(item, f.name) for f in dataclasses.fields(item)]
+    return names
 
 
 def load_contract(path: str) -> Contract:
     """A contract from an archive (``.pt2`` zip) or a JSON file written by ``contract --json``.
+
+    The contract is data: an archive of a program with dataclass inputs opens
+    without the class registered (its name is kept, see
+    :func:`tensorplay_export.pytree.unregistered_dataclasses_as_names`).
 
     Raises:
         ValueError / ArchiveError / OSError: unreadable file (the message names it).
@@ -285,9 +300,11 @@ def load_contract(path: str) -> Contract:
     with open(path, "rb") as fh:
         head = fh.read(4)
     if head.startswith(b"PK"):
+        from ..pytree import unregistered_dataclasses_as_names
         from ..serde import load
 
-        return contract_of(load(path))
+        with unregistered_dataclasses_as_names():
+            return contract_of(load(path))
     with open(path, "rb") as fh:
         try:
             data = json.loads(fh.read().decode("utf-8"))
@@ -301,13 +318,20 @@ def load_contract(path: str) -> Contract:
 # -- diff ------------------------------------------------------------------------------------------
 @dataclass
 class Change:
-    """One difference between two contracts; ``narrowing`` says whether it refuses sizes OLD admitted."""
+    """One difference between two contracts; ``narrowing`` says whether it refuses sizes OLD admitted.
+
+    ``same``: the change is in how the contract is written, not in what it
+    admits (a dropped equality the other checks still imply, decided by the
+    solver); it neither narrows nor widens.
+    """
 
     what: str
     narrowing: bool
+    same: bool = False
 
     def __str__(self) -> str:
-        return f"{'[narrows] ' if self.narrowing else '[widens]  '}{self.what}"
+        tag = "[same]    " if self.same else "[narrows] " if self.narrowing else "[widens]  "
+        return f"{tag}{self.what}"
 
 
 @dataclass
@@ -347,13 +371,13 @@ class ContractDiff:
 
     def to_json(self) -> dict:
         return {"narrowed": self.narrowed, "witness": self.witness, "reason": self.reason,
-                "changes": [{"what": c.what, "narrowing": c.narrowing} for c in self.changes]}
+                "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same} for c in self.changes]}
 
 
-def _admits(c: Contract, var: dict) -> Any:
-    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``."""
+def _binding(c: Contract, var: dict) -> tuple[dict, list]:
+    """Root symbol -> its value over the site variables, and the conditions that binding needs."""
     binding: dict = {}
-    conds = []
+    conds: list = []
     for path, _dt, shape in c.inputs:  # bind each root at its first bare site, else at a k*r + c site
         for axis, d in enumerate(shape):
             if isinstance(d, sympy.Symbol) and d not in binding:
@@ -366,6 +390,12 @@ def _admits(c: Contract, var: dict) -> Any:
                 v = var[(path, axis)]
                 binding[r] = sympy.floor((v - c0) / k)
                 conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
+    return binding, conds
+
+
+def _admits(c: Contract, var: dict) -> Any:
+    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``."""
+    binding, conds = _binding(c, var)
     for path, _dt, shape in c.inputs:
         for axis, d in enumerate(shape):
             v = var[(path, axis)]
@@ -507,18 +537,108 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
             changes.append(Change(f"divisibility of {site}: {ok} -> {nk}", ok % nk != 0))
     oeq = _equal_pairs(old)
     neq = _equal_pairs(new)
+    # an equality or relation on one side only may still hold on the other, written another way
+    # (a shared dim on one side, a guard on the other): the solver says, so it is not called a change
+    old_holds, new_holds = _Holds(old), _Holds(new)
+    old_facts, new_facts = _facts(old), _facts(new)
+    for a, b in sorted(oeq - neq):  # a shared dim rewritten as the guard ``a == b``: one line, not two
+        for text in (f"{a} == {b}", f"{b} == {a}"):
+            if text in new_facts and text not in old_facts:
+                del new_facts[text]
+                oeq.discard((a, b))
+                changes.append(Change(f"equality {a} == {b} now a guard instead of a shared dim", False, True))
+                break
     for a, b in sorted(neq - oeq):
-        changes.append(Change(f"new equality: {a} == {b}", True))
+        for text in (f"{a} == {b}", f"{b} == {a}"):
+            if text in old_facts and text not in new_facts:
+                del old_facts[text]
+                neq.discard((a, b))
+                changes.append(Change(f"equality {a} == {b} now a shared dim instead of a guard", False, True))
+                break
+    for a, b in sorted(neq - oeq):
+        if old_holds(_site_eq(a, b)):
+            changes.append(Change(f"equality {a} == {b} now shared dim (OLD implied it already)", False, True))
+        else:
+            changes.append(Change(f"new equality: {a} == {b}", True))
     for a, b in sorted(oeq - neq):
-        changes.append(Change(f"equality dropped: {a} == {b}", False))
-    old_s, new_s = _site_named(old), _site_named(new)  # compare relations by sites, not dim names
-    orel = set(old_s.relations()) | set(old_s.other_guards())
-    nrel = set(new_s.relations()) | set(new_s.other_guards())
-    for r in sorted(nrel - orel):
-        changes.append(Change(f"new relation/guard: {r}", True))
-    for r in sorted(orel - nrel):
-        changes.append(Change(f"relation/guard dropped: {r}", False))
+        if new_holds(_site_eq(a, b)):
+            changes.append(Change(f"equality {a} == {b} no longer a shared dim (NEW still implies it)", False, True))
+        else:
+            changes.append(Change(f"equality dropped: {a} == {b}", False))
+    for r in sorted(set(new_facts) - set(old_facts)):
+        if old_holds(new_facts[r]):
+            changes.append(Change(f"relation/guard {r} now stated (OLD implied it already)", False, True))
+        else:
+            changes.append(Change(f"new relation/guard: {r}", True))
+    for r in sorted(set(old_facts) - set(new_facts)):
+        if new_holds(old_facts[r]):
+            changes.append(Change(f"relation/guard {r} no longer stated (NEW still implies it)", False, True))
+        else:
+            changes.append(Change(f"relation/guard dropped: {r}", False))
     return changes
+
+
+def _site_var(key: tuple) -> Any:
+    """The integer variable of one input axis, shared by both contracts of a diff."""
+    return sympy.Symbol(f"{key[0]}.shape[{key[1]}]", integer=True, nonnegative=True)
+
+
+_SITE = re.compile(r"^(.*)\.shape\[(\d+)\]$")
+
+
+def _site_eq(a: str, b: str) -> Any:
+    ma, mb = _SITE.match(a), _SITE.match(b)
+    return sympy.Eq(_site_var((ma.group(1), int(ma.group(2)))), _site_var((mb.group(1), int(mb.group(2)))))
+
+
+def _facts(c: Contract) -> dict:
+    """Relation and guard texts (as :func:`_structural_changes` lists them) -> condition over site variables."""
+    var = {(p, a): _site_var((p, a)) for p, _dt, shape in c.inputs for a in range(len(shape))}
+    binding, _conds = _binding(c, var)
+    named = _site_named(c)
+    repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in _root_site_names(c).items()}
+    back = {repl[r]: binding[r] for r in repl if r in binding}
+    out: dict = {}
+    texts = named.relations()
+    bare = {d for _s, d in named.sites() if isinstance(d, sympy.Symbol)}
+    i = 0
+    for (p, _dt, shape) in named.inputs:  # the same walk as Contract.relations: derived sites first
+        for axis, d in enumerate(shape):
+            if isinstance(d, sympy.Basic) and not d.is_Integer and not isinstance(d, sympy.Symbol) \
+                    and d.free_symbols <= bare:
+                out[texts[i]] = sympy.Eq(var[(p, axis)], d.xreplace(back))
+                i += 1
+    for g in named.guards:
+        if _divisor(g) is None:
+            out[_text(g)] = g.xreplace(back)
+    return out
+
+
+class _Holds:
+    """``holds(cond)``: the solver proves ``cond`` for every size the contract admits (False when not or undecided)."""
+
+    def __init__(self, c: Contract, timeout_ms: int = 2000) -> None:
+        from solver import ShapeSolver
+
+        self.solver = ShapeSolver(timeout_ms=timeout_ms)
+        var = {}
+        for p, _dt, shape in c.inputs:
+            for a in range(len(shape)):
+                v = _site_var((p, a))
+                var[(p, a)] = self.solver.declare(v.name, lower=0, upper=None)
+        try:
+            self.solver.assume(_admits(c, var))
+            self.ok = True
+        except Exception:  # noqa: BLE001 - an untranslatable check: nothing is claimed to hold
+            self.ok = False
+
+    def __call__(self, cond: Any) -> bool:
+        if not self.ok:
+            return False
+        try:
+            return self.solver.implies(cond).status == "proved"
+        except Exception:  # noqa: BLE001 - undecided: the change stays listed as a change
+            return False
 
 
 def _equal_pairs(c: Contract) -> set:

@@ -376,6 +376,12 @@ def _dec_dataclass(dec: Decoder, o: dict, d: int) -> Any:
     from .. import pytree
 
     entry = pytree._BY_NAME.get(o["type"]) if isinstance(o["type"], str) else None
+    if entry is None and isinstance(o["type"], str) and pytree.keeping_names():
+        items = o["v"]
+        if not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str)
+                                              for p in items):
+            fail(dec.member, f"dataclass {o['type']!r:.80} must list [field, value] pairs")
+        return pytree.UnresolvedDataclass(o["type"], tuple((f, dec.value(v, d)) for f, v in items))
     if entry is None:
         fail(dec.member, f"unknown dataclass type {o['type']!r:.80}: register it with "
                          f"register_dataclass(cls, serialized_type_name=...) before loading")
