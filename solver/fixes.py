@@ -200,12 +200,19 @@ class FixSuggestion:
         checks: one ``GuardCheck`` per input guard (verdict under the declared dims).
         verified: True when, with the fixes applied, every fixable guard was proved
             and the example sizes satisfy every fix.
+        searched: the fix forms the search tried, as phrases (:data:`SEARCHED_FORMS`
+            for the ``relations`` asked for): what "no fix form expresses it" covers.
+        complete: False when a bound cut the search short (more combinations of the
+            example's branches than ``_MAX_COMBOS``, or more steps than ``_MAX_STEPS``):
+            an unfixable guard may then have a fix the search did not reach.
     """
 
     fixes: list = field(default_factory=list)
     unfixable: list = field(default_factory=list)
     checks: list = field(default_factory=list)
     verified: bool = True
+    searched: tuple = ()
+    complete: bool = True
 
     @property
     def lines(self) -> list:
@@ -217,6 +224,16 @@ class FixSuggestion:
 
 # -- entry point ------------------------------------------------------------------
 RELATION_FORMS = ("increasing", "affine", "linear")
+
+# The fix forms one search tries, per ``relations`` value, in the words the messages use.
+_SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
+_LAST_FORM = ("pinning a product equality's dims to the example's sizes",)
+SEARCHED_FORMS = {
+    "increasing": _SINGLE_FORMS + ("relation dy = k*dx + c (k >= 1)",) + _LAST_FORM,
+    "affine": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx") + _LAST_FORM,
+    "linear": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx",
+                               "relation over several dims dz = dx + dy") + _LAST_FORM,
+}
 
 
 def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200,
@@ -258,7 +275,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     base = ShapeSolver(timeout_ms)
     for n, (lo, hi) in ranges.items():
         base.declare(n, lo, hi)
-    out = FixSuggestion()
+    out = FixSuggestion(searched=SEARCHED_FORMS[relations])
     violated = []
     for g in guards:
         for s in g.free_symbols:
@@ -286,9 +303,12 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     # roots built the same way, and two symbols sharing a name would be two variables to sympy
     per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
     best = None
-    for combo in _combinations(per_guard):
+    combos = _combinations(per_guard)
+    out.complete = len(combos) == math.prod(len(alts) for alts in per_guard)
+    for combo in combos:
         atoms = [(a, g, v) for (g, _, v), alt in zip(violated, combo) for a in alt]
         plan = _Plan(ctx, atoms).solve()
+        out.complete = out.complete and plan.complete
         if best is None or plan.key() > best.key():
             best = plan
     out.fixes = best.fixes()
@@ -476,8 +496,10 @@ class _Plan:
 
     # -- the loop ---------------------------------------------------------------------
     def solve(self) -> "_Plan":
+        self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
             if not (self._relation_step() or self._unlock_step() or self._pin_step() or self._split_step()):
+                self.complete = True
                 break
         self._final()
         return self

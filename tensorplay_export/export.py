@@ -140,7 +140,7 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
         return err
     user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
     proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode)
-    if proof.proved and proof.fixes == err.fixes:
+    if proof.proved and proof.fixes == err.fixes and all(v.unfixable is None for v in err.violations):
         return err
     violations = err.violations
     if proof.proved:  # every guard of the first capture holds under the block: none is unfixable after all

@@ -40,7 +40,7 @@ from ..capture.draft_log import DraftLog
 from ..capture.frames import error_source
 from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-    UnsupportedOpError, data_dependent_lines, violation_lines,
+    UnsupportedOpError, data_dependent_lines, unfixable_note, violation_lines,
 )
 from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
@@ -233,7 +233,7 @@ def _violation_failures(result: Any, model: Any, args: tuple, kwargs: dict,
         message = "\n".join([head] + [f"  {ln}" for ln in rest])
         out.append(FailureReport("constraint_violation", message, v.source, "\n".join(v.fix_lines) or None,
                                  violation=v, guard=v.guard))
-    return out, list(err.fixes), err.fixes_note
+    return out, list(err.fixes), err.fixes_note or (unfixable_note(err.violations) if err.fixes else None)
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
