@@ -75,6 +75,11 @@ _CACHE: dict = {}
 _CACHE_SIZE = 8192
 
 
+def clear_cache() -> None:
+    """Forget every cached canonical form (benchmarks measure an export that shares none)."""
+    _CACHE.clear()
+
+
 def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:
     if e.is_Atom:
         return e
