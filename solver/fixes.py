@@ -208,6 +208,7 @@ class FixSuggestion:
         complete: False when a bound cut the search short (more combinations of the
             example's branches than ``_MAX_COMBOS``, or more steps than ``_MAX_STEPS``):
             an unfixable guard may then have a fix the search did not reach.
+        bound: which bound cut it short, in words ("" when ``complete``).
     """
 
     fixes: list = field(default_factory=list)
@@ -216,6 +217,7 @@ class FixSuggestion:
     verified: bool = True
     searched: tuple = ()
     complete: bool = True
+    bound: str = ""
 
     @property
     def lines(self) -> list:
@@ -307,11 +309,16 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
     best = None
     combos = _combinations(per_guard)
-    out.complete = len(combos) == math.prod(len(alts) for alts in per_guard)
+    total = math.prod(len(alts) for alts in per_guard)
+    if len(combos) < total:
+        out.complete = False
+        out.bound = (f"the example's branches give {total} combinations and {len(combos)} were solved")
     for combo in combos:
         atoms = [(a, g, v) for (g, _, v), alt in zip(violated, combo) for a in alt]
         plan = _Plan(ctx, atoms).solve()
-        out.complete = out.complete and plan.complete
+        if not plan.complete and out.complete:
+            out.complete = False
+            out.bound = f"a combination needed more than {_MAX_STEPS} relation, lattice and pinning steps"
         if best is None or plan.key() > best.key():
             best = plan
     out.fixes = best.fixes()

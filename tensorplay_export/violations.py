@@ -471,9 +471,8 @@ def _search_scope(fs: Any) -> tuple[str, str]:
     forms = ", ".join(getattr(fs, "searched", ()) or ()) or "every fix form"
     if getattr(fs, "complete", True):
         return "no fix form", f"searched: {forms}"
-    return ("no fix form found",
-            f"searched within its bound: {forms}; the example allows more combinations of branches than were "
-            f"solved, so a fix may exist")
+    bound = getattr(fs, "bound", "") or "the search hit its bound"
+    return "no fix form found", f"searched within its bound: {forms}; {bound}, so a fix may exist"
 
 
 def _lines_about(names: set[str], lines: list[str]) -> list[str]:
