@@ -14,8 +14,9 @@ The model (the concrete reading of the issue's description):
 
 Every ``+`` broadcasts axis 1 of the running sum against the next slice, so each input adds
 an equality between AUTO sizes (``s0 == floor((s1 + 1)/2)``, ...); the linear ones become
-AUTO replacements.  The figure printed is the warm median of ``export`` (the first call in
-the process is discarded).  ``--profile`` adds cProfile top-10s of one warm export
+AUTO replacements.  The figures printed are the warm median of ``export`` (the first call in
+the process is discarded), and the same with ``solver.canon``'s cache of canonical forms
+cleared before each call (what an export that shares no guard with an earlier one costs).  ``--profile`` adds cProfile top-10s of one warm export
 (cumulative, restricted to shape_env / solver / sympy, and by own time).  No timing is asserted anywhere.
 """
 from __future__ import annotations
@@ -77,10 +78,17 @@ def main(argv: Any = None) -> int:
     if a.quick:
         a.inputs, a.runs = 8, 2
     import tensorplay_export as tpe
+    from solver.canon import clear_cache
 
     model, args, spec = build(a.inputs)
     run = lambda: tpe.export(model, *args, dynamic_shapes=spec)  # noqa: E731
-    times = C.interleaved({"export": run}, runs=a.runs, warmup=1)["export"]
+
+    def fresh():  # as a process's first export of this model: no canonical form cached from a previous one
+        clear_cache()
+        return run()
+
+    times = C.interleaved({"export": run, "fresh": fresh}, runs=a.runs, warmup=1)
+    times, fresh_times = times["export"], times["fresh"]
     ep = run()
     argv_text = " ".join(argv if argv is not None else sys.argv[1:])
     print(f"command: python benchmarks/bench_auto_relations.py {argv_text}".rstrip())
@@ -89,6 +97,8 @@ def main(argv: Any = None) -> int:
     print(f"inputs: {a.inputs}  runs: {a.runs}  symbols in range_constraints: {len(ep.range_constraints)}")
     print(f"stats: {stats}")
     print(f"export s (warm median): {C.median(times):.3f}  (min {min(times):.3f}, max {max(times):.3f})")
+    print(f"export s (warm median, canonical-form cache cleared before each): {C.median(fresh_times):.3f}  "
+          f"(min {min(fresh_times):.3f}, max {max(fresh_times):.3f})")
     if a.profile:
         prof = cProfile.Profile()
         prof.enable()

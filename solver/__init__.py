@@ -6,7 +6,7 @@ Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
 from .canon import canonicalize
 from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, make_symbol
 from .evaluation import UnboundSymbolError, evaluate
-from .fixes import (RELATION_FORMS, ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
+from .fixes import (RELATION_FORMS, SEARCHED_FORMS, ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
                     suggest_fixes)
 from .intervals import bounds
 from .intervals import decide as decide_by_intervals  # `solver.decide` stays the module
@@ -15,7 +15,7 @@ from .translate import Translator, UnsupportedExpressionError, to_z3
 __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
     "UnsupportedExpressionError", "evaluate", "UnboundSymbolError", "make_symbol", "RangeFix", "ConstantFix",
-    "RelationFix", "Unfixable", "RELATION_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
+    "RelationFix", "Unfixable", "RELATION_FORMS", "SEARCHED_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
     "decide_by_intervals",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

@@ -29,7 +29,7 @@ from typing import Mapping
 import sympy
 from sympy.core.relational import Relational
 
-from .intervals import bounds, decide
+from .intervals import bounds, decide, symbol_range
 
 _REL = (sympy.Eq, sympy.Ne, sympy.Lt, sympy.Le, sympy.Gt, sympy.Ge)
 _FLIP = {sympy.Lt: sympy.Gt, sympy.Le: sympy.Ge, sympy.Gt: sympy.Lt, sympy.Ge: sympy.Le,
@@ -55,7 +55,29 @@ def canonicalize(expr, ranges: Mapping | None = None):
         seq <= 512
     """
     ranges = ranges or {}
-    return _canon(sympy.sympify(expr), ranges)
+    e = sympy.sympify(expr)
+    if e.is_Atom:
+        return e
+    # The form depends on ranges only through the intervals of e's own symbols, so those
+    # key the cache: capture canonicalizes each guard again in the solver's query and
+    # assumption (tens of ms each for floors), under the same intervals.
+    key = (e, tuple(sorted(((s.name, s, symbol_range(s, ranges)) for s in e.free_symbols),
+                           key=lambda t: t[0])))
+    hit = _CACHE.get(key)
+    if hit is None:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        hit = _CACHE[key] = _canon(e, ranges)
+    return hit
+
+
+_CACHE: dict = {}
+_CACHE_SIZE = 8192
+
+
+def clear_cache() -> None:
+    """Forget every cached canonical form (benchmarks measure an export that shares none)."""
+    _CACHE.clear()
 
 
 def _canon(e: sympy.Basic, ranges: Mapping) -> sympy.Basic:

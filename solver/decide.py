@@ -117,13 +117,19 @@ class ShapeSolver:
         self._state = _StateKey(())
         self._satisfiable_state: Optional[Verdict] = None
         self._tr = Translator()
+        self._examples: dict[str, int] = {}       # name -> example size (declare(example=...))
         self.stats = {"queries": 0, "cache_hits": 0, "decided_without_z3": 0,
                       "reached_z3": 0, "z3_calls": 0, "unknown": 0}
         self._update_state()
 
     # -- declarations and assumptions ---------------------------------------------
-    def declare(self, name: str, lower: Optional[int] = 1, upper: Optional[int] = None) -> sympy.Symbol:
+    def declare(self, name: str, lower: Optional[int] = 1, upper: Optional[int] = None,
+                example: Optional[int] = None) -> sympy.Symbol:
         """Declare an integer size ``name`` in ``[lower, upper]`` (``upper=None``: unbounded).
+
+        ``example``: a size the caller knows (capture's example input), usually one where
+        every assumption holds; refutations then try points next to the examples before
+        z3 (:meth:`_example_probe`).  A hint only: every point is checked.
 
         Returns:
             ``sympy.Symbol(name, integer=True, positive=True)`` for lower >= 1
@@ -147,6 +153,8 @@ class ShapeSolver:
                                  f"cannot redeclare as {_fmt_range(name, lower, upper)}")
             return self._symbols[name]
         self._implicit.discard(name)
+        if example is not None:
+            self._examples[name] = int(example)
         sym = make_symbol(name, lower)
         self._symbols[name] = sym
         self._declared[name] = (lower, upper)
@@ -306,6 +314,10 @@ class ShapeSolver:
             cex = self._probe(c)
             if cex is not None:
                 return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (at an end of the ranges)", "intervals")
+            cex = self._example_probe(c)
+            if cex is not None:
+                return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (the example sizes with one moved)",
+                               "intervals")
             return self._z3_implies(e, c)
         # satisfiable
         if c is sympy.false:
@@ -349,6 +361,39 @@ class ShapeSolver:
                 if holds(c, assignment) is False and all(holds(a, assignment) is True for a in assumptions):
                     return assignment
         return None
+
+    def _example_probe(self, c) -> Optional[dict]:
+        """A refuting point next to the example sizes, checked exactly, if one is cheap to find.
+
+        Capture asks about a new relation over a size the assumptions have not met yet
+        (``Eq(floor(s1/2 + 1/2), floor(s9/3 + 2/3))`` with s1 in a chain of 20 assumed
+        equalities): the corners of the ranges break the assumptions, z3 would rebuild
+        the whole chain, but the example sizes satisfy it and moving the new size alone
+        refutes the guard.  Tried: the example point with one symbol of ``c`` at an end
+        of its range, one step inside, or one step from its example.  Every point is
+        checked against the bounds and every connected assumption, so a wrong or missing
+        example only costs the probe (None: z3 decides).
+        """
+        names, assumptions = self._component(c.free_symbols)
+        if not names or any(n not in self._examples for n in names):
+            return None
+        base = {n: self._examples[n] for n in names}
+        if not all(self._inside(n, v) for n, v in base.items()):
+            return None
+        for sym in sorted(c.free_symbols, key=lambda v: v.name):
+            n, x = sym.name, base[sym.name]
+            lo, hi = self._bounds[n]
+            tries = [lo, None if lo is None else lo + 1, x - 1, x + 1, None if hi is None else hi - 1, hi,
+                     2 * x + 1 if hi is None else None]
+            for v in dict.fromkeys(t for t in tries if t is not None and t != x and self._inside(n, t)):
+                point = {**base, n: v}
+                if holds(c, point) is False and all(holds(a, point) is True for a in assumptions):
+                    return point
+        return None
+
+    def _inside(self, name: str, v: int) -> bool:
+        lo, hi = self._bounds[name]
+        return (lo is None or v >= lo) and (hi is None or v <= hi)
 
     def _corner(self, syms) -> dict:
         """An assignment inside the bounds (lowest values) for ``syms``."""

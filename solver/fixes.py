@@ -30,7 +30,10 @@ issue 13, in this order:
    (``dx//2 == dy`` with ``dx = 2*_dx`` is ``_dx == dy``), so both fixes come in one block.
 5. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
-   it expressible (one dim, or a relation). No other kind of guard is ever pinned.
+   it expressible (one dim, or a relation). A dim that enters the equality through one
+   expression of it (the downsampled size ``((h - 1)//2)//2`` of a flattened conv
+   output) is pinned through that term: ``((h - 1)//2)//2 == 3`` keeps ``h`` in [13, 16].
+   No other kind of guard is ever pinned.
 6. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found for the plain range and for lattice roots
    ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
@@ -200,12 +203,21 @@ class FixSuggestion:
         checks: one ``GuardCheck`` per input guard (verdict under the declared dims).
         verified: True when, with the fixes applied, every fixable guard was proved
             and the example sizes satisfy every fix.
+        searched: the fix forms the search tried, as phrases (:data:`SEARCHED_FORMS`
+            for the ``relations`` asked for): what "no fix form expresses it" covers.
+        complete: False when a bound cut the search short (more combinations of the
+            example's branches than ``_MAX_COMBOS``, or more steps than ``_MAX_STEPS``):
+            an unfixable guard may then have a fix the search did not reach.
+        bound: which bound cut it short, in words ("" when ``complete``).
     """
 
     fixes: list = field(default_factory=list)
     unfixable: list = field(default_factory=list)
     checks: list = field(default_factory=list)
     verified: bool = True
+    searched: tuple = ()
+    complete: bool = True
+    bound: str = ""
 
     @property
     def lines(self) -> list:
@@ -217,6 +229,16 @@ class FixSuggestion:
 
 # -- entry point ------------------------------------------------------------------
 RELATION_FORMS = ("increasing", "affine", "linear")
+
+# The fix forms one search tries, per ``relations`` value, in the words the messages use.
+_SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
+_LAST_FORM = ("pinning a product equality's dims to the example's sizes",)
+SEARCHED_FORMS = {
+    "increasing": _SINGLE_FORMS + ("relation dy = k*dx + c (k >= 1)",) + _LAST_FORM,
+    "affine": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx") + _LAST_FORM,
+    "linear": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx",
+                               "relation over several dims dz = dx + dy") + _LAST_FORM,
+}
 
 
 def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200,
@@ -258,7 +280,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     base = ShapeSolver(timeout_ms)
     for n, (lo, hi) in ranges.items():
         base.declare(n, lo, hi)
-    out = FixSuggestion()
+    out = FixSuggestion(searched=SEARCHED_FORMS[relations])
     violated = []
     for g in guards:
         for s in g.free_symbols:
@@ -286,9 +308,17 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     # roots built the same way, and two symbols sharing a name would be two variables to sympy
     per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
     best = None
-    for combo in _combinations(per_guard):
+    combos = _combinations(per_guard)
+    total = math.prod(len(alts) for alts in per_guard)
+    if len(combos) < total:
+        out.complete = False
+        out.bound = (f"the example's branches give {total} combinations and {len(combos)} were solved")
+    for combo in combos:
         atoms = [(a, g, v) for (g, _, v), alt in zip(violated, combo) for a in alt]
         plan = _Plan(ctx, atoms).solve()
+        if not plan.complete and out.complete:
+            out.complete = False
+            out.bound = f"a combination needed more than {_MAX_STEPS} relation, lattice and pinning steps"
         if best is None or plan.key() > best.key():
             best = plan
     out.fixes = best.fixes()
@@ -393,6 +423,43 @@ def _linear_form(diff):
     return ints, c // g
 
 
+def _dim_terms(diff) -> Optional[dict]:
+    """``{name: term}`` when ``diff`` is a polynomial of degree >= 2 in one term per dim, else None.
+
+    A term is the dim itself or a maximal expression of that dim alone that is not
+    polynomial in it (``((h - 1)//2)//2``); every occurrence of a dim must be the same term,
+    so fixing the terms' values fixes ``diff``.  ``h*w - 16`` -> ``{h: h, w: w}``.
+    """
+    terms: dict = {}
+    ok = True
+
+    def walk(e):
+        nonlocal ok
+        if not ok or not e.free_symbols:
+            return
+        if isinstance(e, sympy.Symbol) or (len(e.free_symbols) == 1 and not e.is_polynomial()):
+            (sym,) = e.free_symbols
+            if terms.setdefault(sym.name, e) != e:
+                ok = False
+            return
+        if not isinstance(e, (sympy.Add, sympy.Mul, sympy.Pow)):
+            ok = False
+            return
+        for arg in e.args:
+            walk(arg)
+
+    walk(diff)
+    if not ok or len(terms) < 2:
+        return None
+    places = {t: sympy.Dummy(n, integer=True) for n, t in terms.items()}
+    poly = sympy.expand(diff.xreplace(places))
+    if poly.free_symbols - set(places.values()) or not poly.is_polynomial(*places.values()):
+        return None
+    if sympy.Poly(poly, *places.values()).total_degree() < 2:
+        return None
+    return terms
+
+
 def _subs_names(e, values: Mapping):
     rep = {s: values[s.name] for s in e.free_symbols if s.name in values}
     return e.xreplace(rep) if rep else e
@@ -476,8 +543,10 @@ class _Plan:
 
     # -- the loop ---------------------------------------------------------------------
     def solve(self) -> "_Plan":
+        self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
             if not (self._relation_step() or self._unlock_step() or self._pin_step() or self._split_step()):
+                self.complete = True
                 break
         self._final()
         return self
@@ -586,24 +655,50 @@ class _Plan:
         return False
 
     def _pin_step(self) -> bool:
-        """Pin the fewest dims of a polynomial equality over several dims (the last resort)."""
+        """Pin the fewest per-dim terms of a product equality over several dims (the last resort).
+
+        Each dim enters the equality through one term (:func:`_dim_terms`): the dim itself
+        (``h*w == 16``) or one expression of it (the downsampled size ``((h - 1)//2)//2`` of a
+        flattened conv output).  Pinning a term to its example value keeps every size of the
+        dim that gives the same value (``((h - 1)//2)//2 == 3`` is ``h`` in [13, 16]; the
+        range search decides it), so it admits at least what pinning the dim does.
+        """
         for at in self.atoms:
             e = at.expr
             if len(at.names) < 2 or not isinstance(e, sympy.Eq) or at.linear() is not None:
                 continue
-            syms = sorted(e.free_symbols, key=lambda s: self.order(s.name))
-            if not (e.lhs - e.rhs).is_polynomial(*syms):
+            terms = _dim_terms(e.lhs - e.rhs)
+            if terms is None:
                 continue
-            names = [s.name for s in syms]
+            names = sorted(terms, key=self.order)
+            values = {n: sympy.Integer(evaluate(terms[n], self.hints)) for n in names}
             for size in range(1, len(names)):
                 for subset in itertools.combinations(names, size):
-                    rest = _subs_names(e, {n: sympy.Integer(self.hints[n]) for n in subset})
+                    rest = e.xreplace({terms[n]: values[n] for n in subset})
                     rest = canonicalize(rest, self.declared)
                     if rest is sympy.true or len(rest.free_symbols) <= 1 or self._orientable(rest):
-                        for n in subset:
-                            self.apply(n, sympy.Integer(self.hints[n]), at.guard, at.verdict)
+                        self._pin(at, subset, terms, values)
                         return True
         return False
+
+    def _pin(self, at, subset, terms, values) -> None:
+        """Pin each dim of ``subset`` through its term: a bare dim becomes a constant, a term an atom."""
+        bare = [n for n in subset if terms[n] == self.sym(n)]
+        for n in bare:
+            self.apply(n, values[n], at.guard, at.verdict)
+        shaped = [n for n in subset if n not in bare]
+        if not shaped:
+            return
+        rep = {terms[n]: values[n] for n in shaped}
+        atoms = []
+        for other in self.atoms:
+            if other.names & set(shaped) and other.expr.has(*rep):
+                atoms += self._normalize(other.expr.xreplace(rep), other.guard, other.verdict, other.forced)
+            else:
+                atoms.append(other)
+        for n in shaped:
+            atoms += self._normalize(sympy.Eq(terms[n], values[n]), at.guard, at.verdict)
+        self.atoms = atoms
 
     def _split_step(self) -> bool:
         """A derived dim's declared range over several roots (``dx + dy <= 100``): split it into a box."""

@@ -24,8 +24,8 @@ UNFIXABLE_MARK = "no suggested fix:"  # starts the sentence of a bullet whose gu
 WHAT_WORKS_MARK = "What works:"       # then, in that sentence, what to do instead
 NO_FIXES_HEAD = "No suggested fixes:"
 # Printed last when no fix line applies; refine recognizes it and says there is nothing to apply.
-NO_FIXES_LINE = (f"{NO_FIXES_HEAD} no Dim range, constant or relation makes these guards hold; "
-                 "each bullet above says what to change instead")
+NO_FIXES_LINE = (f"{NO_FIXES_HEAD} no fix form makes these guards hold; "
+                 "each bullet above says what was searched and what to change instead")
 
 _DATA_DEPENDENT_ADVICE = ("A data-dependent size is known only at run time, so export cannot pick a branch for it: "
                           "compute both sides and select with np.where, or move the check out of the exported "
@@ -48,7 +48,7 @@ def violation_lines(v: Violation, *, source: bool = True) -> list[str]:
 
     def sites(name: str) -> str:
         info = known.get(name)
-        return f"{name} = {' = '.join(info.sites)}" if info is not None and info.sites else name
+        return info.where() if info is not None else name
 
     where = ", ".join(sites(n) for n in v.names)
     why = f" ({v.reason})" if v.reason else ""
@@ -109,10 +109,27 @@ class ConstraintViolationError(ValueError):
         return render_violations(self.violations, self.fixes, self.fixes_note)
 
 
+def unfixable_note(violations: Sequence[Violation]) -> Optional[str]:
+    """What to say before a fix block printed beside guards no fix line expresses, else None.
+
+    The block fixes the other guards only, so one refine step will not be enough: the
+    guards whose bullets carry ``UNFIXABLE_MARK`` still stop export until the model changes
+    (the note does not quote the mark: refine reads it).
+    """
+    stuck = [v.guard_text for v in violations if v.unfixable is not None]
+    if not stuck:
+        return None
+    return (f"these fixes do not make {'; '.join(stuck)} hold (the bullets above without a fix), so one refine "
+            f"step will not be enough: export will still stop at {'that guard' if len(stuck) == 1 else 'those guards'} "
+            f"until the model changes")
+
+
 def render_violations(violations: Sequence[Violation], fixes: Sequence[str], note: Optional[str] = None) -> str:
     """The violation layout: ``Constraints violated (names)!``, one bullet per violation,
     then the ``Suggested fixes:`` block (or ``NO_FIXES_LINE``); ``note`` (what exporting
-    again with the block applied could not prove) stands just before the block.
+    again with the block applied could not prove) stands just before the block.  A block
+    printed beside guards no fix line expresses gets a note saying one refine step will not
+    be enough, and why, when ``note`` does not say so already.
 
     The one renderer of that layout (``ConstraintViolationError`` and an example outside
     its declared range, ``ConstraintsExceededError``, both print it).
@@ -124,6 +141,7 @@ def render_violations(violations: Sequence[Violation], fixes: Sequence[str], not
         out.append(f"  - {head}")
         out += [f"    {ln}" for ln in rest]
     if fixes:
+        note = note or unfixable_note(violations)
         if note:
             out.append(f"Note: {note}.")
         out.append(FIXES_HEADER)

@@ -84,7 +84,7 @@ class Proof:
 
 
 def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, first_fixes: list, user: set,
-                preserve: tuple = ()) -> Proof:
+                preserve: tuple = (), mode: str = "export") -> Proof:
     """Capture again with ``first_fixes`` applied to ``dynamic_shapes``, folding in later rounds' fixes.
 
     A capture with the fixes applied can meet guards the first one could not express
@@ -96,6 +96,9 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
 
     Args:
         user: the dims the user's spec names (kept by name in the block).
+        mode: the capture mode of the later rounds: ``"draft"`` (``draft_export``) goes on
+            past ops without a shape rule and data-dependent reads, so the guards after
+            them are proved too; those failures are the report's to name.
     """
     rounds = [list(first_fixes)]
     later: list = []
@@ -106,7 +109,7 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
         block = combine_fix_rounds(rounds, user)
         try:
             refined = refine_dynamic_shapes_from_suggested_fixes("\n".join([FIXES_HEADER, *block]), dynamic_shapes)
-            again = capture(model, args, kwargs, refined, mode="export", preserve_module_call_signature=preserve)
+            again = capture(model, args, kwargs, refined, mode=mode, preserve_module_call_signature=preserve)
         except (ConstraintsExceededError, DataDependentError, UnsupportedOpError, CaptureError,
                 ValueError, TypeError) as other:
             first = str(other).splitlines()[0] if str(other) else ""
@@ -131,8 +134,10 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
 
 
 def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, result: CaptureResult,
-                           preserve: tuple = ()) -> ConstraintViolationError:
+                           preserve: tuple = (), mode: str = "export") -> ConstraintViolationError:
     """The violation error of ``result`` with its fix block proved by exporting again (:func:`prove_fixes`).
+
+    ``mode`` is the capture mode of ``result`` (``draft_export`` passes ``"draft"``).
 
     Returns:
         ConstraintViolationError: the bullets of the first capture, the combined fix
@@ -142,8 +147,8 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
     if not err.fixes:
         return err
     user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
-    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve)
-    if proof.proved and proof.fixes == err.fixes:
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode)
+    if proof.proved and proof.fixes == err.fixes and all(v.unfixable is None for v in err.violations):
         return err
     violations = err.violations
     if proof.proved:  # every guard of the first capture holds under the block: none is unfixable after all

@@ -125,9 +125,24 @@ class GuardRecord:
             self.cause = _DEFAULT_CAUSE.get(self.kind, self.kind)
 
 
+def derived_site(site: str, expr: Any) -> str:
+    """The ``DimInfo.sites`` entry of a site whose size is a derived dim of the root: ``x.shape[2] (2*_h)``."""
+    return f"{site} ({expr})"
+
+
+def split_site(entry: str) -> tuple[str, Optional[str]]:
+    """``("x.shape[2]", "2*_h")`` for a :func:`derived_site` entry, ``(entry, None)`` for a plain site."""
+    site, sep, rest = entry.partition(" (")
+    return (site, rest[:-1]) if sep and rest.endswith(")") else (entry, None)
+
+
 @dataclass
 class DimInfo:
-    """A user-visible size symbol: its declared range, example size and input sites."""
+    """A user-visible size symbol: its declared range, example size and input sites.
+
+    ``sites``: ``x.shape[1]`` where the size is the symbol itself, :func:`derived_site`
+    entries (``x.shape[2] (2*_h)``) where it is a derived dim of it.
+    """
 
     name: str
     lower: int
@@ -140,6 +155,19 @@ class DimInfo:
     def range(self) -> ValueRange:
         """The declared (or known) range as a ``ValueRange`` (``[1, inf]``)."""
         return ValueRange(self.lower, math.inf if self.upper is None else self.upper)
+
+    def where(self) -> str:
+        """The symbol with its sites, readably: ``n = x.shape[0] = y.shape[0]``; a root used
+        through derived dims shows each as an equation, ``_h (x.shape[2] = 2*_h)``."""
+        plain, derived = [], []
+        for entry in self.sites:
+            site, expr = split_site(entry)
+            if expr is None:
+                plain.append(site)
+            else:
+                derived.append(f"{site} = {expr}")
+        text = " = ".join([self.name, *plain])
+        return f"{text} ({', '.join(derived)})" if derived else text
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from solver import evaluate
 from .errors import NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError  # noqa: F401
 # (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
 from .graph.printing import format_guard
-from .records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets
+from .records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets, split_site
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
            "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
@@ -179,8 +179,13 @@ def _line_names(line: str) -> set[str]:
 # --- the records ----------------------------------------------------------------------------
 
 def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
-               unfixable: Optional[tuple[dict, str]], fixed_names: set[str], fix_lines: list[str]) -> Violation:
-    """The ``Violation`` for one guard: everything its bullet says, as fields."""
+               unfixable: Optional[tuple[dict, str]], fixed_names: set[str], fix_lines: list[str],
+               scope: tuple[str, str] = ("no fix form", "")) -> Violation:
+    """The ``Violation`` for one guard: everything its bullet says, as fields.
+
+    ``scope``: what the fix search tried (:func:`_search_scope`), named by the sentence of a
+    guard no form expresses.
+    """
     names = _names(record.expr)
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
@@ -204,12 +209,12 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     if unfixable is not None:
         advice = _auto_advice(record.expr, dims)  # e.g. the axis Dim.AUTO would infer as a sum
         only_dynamic = not set(names) - set(dynamic)
-        if only_dynamic or (advice and len(names) > 1
-                            and (not unfixable[1] or unfixable[1].startswith("the guard ties"))):
+        searched = not unfixable[1] or unfixable[1].startswith("the guard ties")  # every form tried, none fits
+        if searched and (only_dynamic or (advice and len(names) > 1)):
             # the usual multi-dim case: say briefly why, then what works
-            sentence = f"no Dim range, constant or relation dy = k*dx + c expresses {guard}"
+            sentence = _expresses(scope, guard)
         else:
-            sentence = _unfixable_sentence(names, unfixable[1], record.expr)
+            sentence = _unfixable_sentence(names, unfixable[1], record.expr, scope)
     return Violation(
         guard=record, guard_text=guard, names=tuple(names),
         dims=tuple(dims[n] for n in names if n in dims),
@@ -238,7 +243,7 @@ def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str]) -> str:
 
 
 def _site_text(info: DimInfo) -> str:
-    sites = [s.split(" (")[0] for s in info.sites] or [info.name]
+    sites = [split_site(s)[0] for s in info.sites] or [info.name]
     return " and ".join(sites)
 
 
@@ -368,8 +373,18 @@ def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:
     return info.hint if info is not None else format_guard(expr)
 
 
-def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None) -> str:
-    """Why no fix line expresses a guard (the bullet prints it after ``UNFIXABLE_MARK``)."""
+def _expresses(scope: tuple[str, str], what: str) -> str:
+    """``no fix form expresses h*w <= 1000 (searched: Dim range, ...)``."""
+    subject, searched = scope
+    return f"{subject} expresses {what}" + (f" ({searched})" if searched else "")
+
+
+def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None,
+                        scope: tuple[str, str] = ("no fix form", "")) -> str:
+    """Why no fix line expresses a guard (the bullet prints it after ``UNFIXABLE_MARK``).
+
+    ``scope`` names the forms searched (:func:`_search_scope`) when the solver gave no reason.
+    """
     if reason and expr is not None and reason.startswith("the guard ties"):
         # the solver quotes the guard as sympy text (`Eq(a + b, c)`); show the readable form
         reason = re.sub(r"`[^`]*`", lambda _m: f"`{format_guard(expr)}`", reason, count=1)
@@ -377,12 +392,11 @@ def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None) ->
         return (f"{reason}. Change the model so it does not need this guard for the "
                 f"sizes you declare, or pick bounds by hand that keep every allowed combination inside it")
     if len(names) > 1:
-        return (f"this guard ties {', '.join(names)} together in a way no Dim range or "
-                f"relation dy = k*dx + c expresses; change the model so each size is checked on its own or the "
-                f"sizes are linked linearly, or pick max= bounds by hand that keep every combination inside it")
-    name = names[0] if names else "this size"
-    return (f"no range, constant or multiple of {name} expresses this guard; change the model "
-            f"so it does not need it for the sizes you declare")
+        return (f"{_expresses(scope, 'how this guard ties ' + ', '.join(names) + ' together')}; change the "
+                f"model so each size is checked on its own or the sizes are linked linearly, or pick max= bounds "
+                f"by hand that keep every combination inside it")
+    return (f"{_expresses(scope, 'this guard')}; change the model so it does not need it for the sizes you "
+            f"declare")
 
 
 def build_violation_error(violations: list[GuardRecord],
@@ -435,9 +449,30 @@ def build_violation_error(violations: list[GuardRecord],
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
         if unfixable is None and not (names & fixed_names) and verdict.status != "proved":
-            unfixable = ({}, "")  # no printed fix touches this guard's dims: say so instead of staying silent
-        out.append(_violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines)))
+            # no printed fix touches this guard's dims (the search's fix was about sizes no line can
+            # name): say so instead of staying silent, and do not claim that no form expresses it
+            unfixable = ({}, _NO_WRITABLE_LINE)
+        out.append(_violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines),
+                              _search_scope(fs)))
     return ConstraintViolationError(violations=out, fixes=lines)
+
+
+_NO_WRITABLE_LINE = ("no fix line can be written for it: the fix the search found is about sizes the spec "
+                     "does not name (Dim.AUTO or Dim.DYNAMIC axes)")
+
+
+def _search_scope(fs: Any) -> tuple[str, str]:
+    """``(subject, scope)`` of the sentence "``subject`` expresses ``guard`` (``scope``)".
+
+    ``scope`` names every fix form the search tried (``fs.searched``); when a bound cut the
+    search short (``fs.complete`` False) the subject says "no fix form found" and the scope
+    that a fix may exist, so the message never claims more than was searched.
+    """
+    forms = ", ".join(getattr(fs, "searched", ()) or ()) or "every fix form"
+    if getattr(fs, "complete", True):
+        return "no fix form", f"searched: {forms}"
+    bound = getattr(fs, "bound", "") or "the search hit its bound"
+    return "no fix form found", f"searched within its bound: {forms}; {bound}, so a fix may exist"
 
 
 def _lines_about(names: set[str], lines: list[str]) -> list[str]:

@@ -97,3 +97,26 @@ def test_coefficient_agrees_with_simplify():
         assert got_const == want_const, dep
         if want_const:
             assert got == want, dep
+
+
+@pytest.mark.parametrize("start,stop,step", [(2, None, 3), (None, 5, 2), (-3, None, 1), (1, -1, 2), (None, None, -2),
+                                             (-2, 1, -1), (4, 4, 1)])
+def test_slice_length_builds_min_max_unevaluated_with_the_same_canonical_form(monkeypatch, start, stop, step):
+    """The slice rule no longer asks sympy's assumptions to order Min/Max arguments (issue 13's
+    cost): after the range-aware canonicalization the length is the one sympy's evaluating
+    constructors gave, and it is the length Python gives at every size."""
+    from solver import canonicalize
+    from tensorplay_export.ops import indexing
+    from tensorplay_export.ops.ctx import BareEnv, ShapeCtx
+
+    n = sympy.Symbol("n", integer=True, positive=True)
+
+    def length_of():
+        env = BareEnv({n: 9}, {n: (1, 64)}, canon=canonicalize)
+        return sympy.sympify(indexing.slice_length(ShapeCtx(env, "getitem", None, []), n, start, stop, step))
+
+    length = length_of()
+    for size in range(1, 65):
+        assert int(length.subs(n, size)) == len(range(size)[start:stop:step]), (size, length)
+    monkeypatch.setattr(indexing, "_unevaluated", lambda kind, a, b: kind(a, b))   # sympy's evaluation
+    assert length_of() == length

@@ -11,12 +11,9 @@ import pytest
 
 from benchmarks import zoo as Z
 
-# What goes wrong today, per model (measured with benchmarks/bench_diagnostics.py --errors).
-TODAY = {
-    "flatten_head": "no fix: the flattened conv features 4*(h'*w' + h' + w' + 1) == 64 of two "
-                    "stride-2 convs; right: pin the downsampled sizes to 4, i.e. h, w in [13, 16] "
-                    "(item 6)",
-}
+# What goes wrong today, per model (measured with benchmarks/bench_diagnostics.py --errors); every
+# model closes in one round now (flatten_head since product equalities pin per-dim terms).
+TODAY: dict = {}
 
 MODELS = Z.zoo()
 

@@ -130,7 +130,7 @@ def test_report_without_fix_lines_ends_with_the_no_fixes_line_refine_explains():
     try:
         refine(text, spec)
     except ValueError as err:
-        assert str(err).startswith("there are no suggested fixes to apply: no Dim range, constant or relation "
+        assert str(err).startswith("there are no suggested fixes to apply: the message found no fix form that "
                                    "makes h*w <= 1000 hold")
         assert "declare x.shape[1] as Dim.AUTO instead of Dim('w')" in str(err)
     else:

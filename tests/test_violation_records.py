@@ -125,7 +125,11 @@ def test_unfixable_violation_fields():
     assert (v.kind, v.cause) == ("guard", "branch")
     assert v.reason == ""  # a user `if` is explained by its source line
     assert v.guard_text == "h*w <= 1000" and v.fix_lines == () and err.fixes == []
-    assert v.unfixable == "no Dim range, constant or relation dy = k*dx + c expresses h*w <= 1000"
+    assert v.unfixable.startswith("no fix form expresses h*w <= 1000 (searched: ")
+    # the claim names every form the search tried (issue 13, item 11)
+    for form in ("Dim range", "constant", "divisibility n = k*_n + c", "dy = k*dx + c", "dy = c - dx",
+                 "dz = dx + dy", "pinning"):
+        assert form in v.unfixable, form
     assert "declare x.shape[1] as Dim.AUTO instead of Dim('w')" in v.what_works
     assert v.counterexample["h"] * v.counterexample["w"] > 1000
     assert str(err).endswith(NO_FIXES_LINE)

@@ -23,7 +23,7 @@ from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops.registry import has_side_effect
-from ..records import DimInfo
+from ..records import DimInfo, derived_site
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
@@ -120,7 +120,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                     shape.append(int(size))
                     continue
                 rsize = (size - c) // k
-                sym = _named(env, dims, root, rsize, f"{site} ({d.name})")
+                sym = _named(env, dims, root, rsize, derived_site(site, d.name))
                 shape.append(k * sym + c)
                 continue
             if isinstance(d, Dim):
@@ -141,7 +141,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
         expr = sympy.Integer(d.offset)
         for r, k in d.terms:
             expr += k * env.create_symbol(r.name, r.min, r.max, dims[r.name].hint, "named")
-        dims[d.roots[0].name].sites.append(f"{site} ({d.name})")
+        dims[d.roots[0].name].sites.append(derived_site(site, d.name))
         shape[axis] = expr
     return [None if s is None else tuple(s) for s in shapes], dims
 

@@ -85,7 +85,7 @@ class ShapeEnv:
             sym = sympy.Symbol(name, integer=True, nonnegative=True)
         if sym in self.ranges:
             return sym
-        declared = self.solver.declare(name, lower=lower, upper=upper)
+        declared = self.solver.declare(name, lower=lower, upper=upper, example=hint)
         if declared != sym:  # the solver built its own symbol with other assumptions
             sym = declared
         self.ranges[sym] = (lower, upper)

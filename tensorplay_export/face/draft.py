@@ -4,7 +4,8 @@
 mode) and turns each problem into a :class:`FailureReport`:
 
 - ``constraint_violation``: a guard the declared dims do not imply (with the
-  verified fix lines of one ``solver.suggest_fixes`` call over all of them);
+  verified fix lines of one ``solver.suggest_fixes`` call over all of them, the
+  block proved by capturing again with it applied, as ``export`` proves its own);
 - ``auto_specialization``: a ``Dim.AUTO`` size the model pinned to a constant;
 - ``data_dependent``: a guard on a data-dependent size (``np.nonzero``...),
   assumed as the example took it and checked at run time by the program;
@@ -39,7 +40,7 @@ from ..capture.draft_log import DraftLog
 from ..capture.frames import error_source
 from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-    UnsupportedOpError, data_dependent_lines, violation_lines,
+    UnsupportedOpError, data_dependent_lines, unfixable_note, violation_lines,
 )
 from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
@@ -66,13 +67,16 @@ class DraftExportReport:
             read, ...: :data:`BLOCKING_KINDS`), in report order; empty when there are no
             fixes or nothing else blocks export.  The report then says plainly that the
             fixes do not make export succeed.
+        fixes_note: what exporting again with the block applied could not prove (more rounds
+            may be needed, or only guards no fix form expresses remain), None when one refine
+            step is proved enough for every guard; the report prints it before the block.
         accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
         model_name: for headings.
     """
 
     def __init__(self, failures: list, exported_program: Any = None, validation: Any = None,
                  comparison: Any = None, fixes: Optional[list] = None, accepted: Optional[list] = None,
-                 model_name: str = "model") -> None:
+                 model_name: str = "model", fixes_note: Optional[str] = None) -> None:
         order = list(KINDS)
         self.failures = sorted(failures, key=lambda f: order.index(f.kind) if f.kind in order else len(order))
         self.exported_program = exported_program
@@ -84,6 +88,7 @@ class DraftExportReport:
             for f in self.failures:
                 if f.kind in BLOCKING_KINDS and f.kind not in self.fixes_blocked_by:
                     self.fixes_blocked_by.append(f.kind)
+        self.fixes_note = fixes_note if self.fixes else None
         self.accepted = list(accepted or [])
         self.model_name = model_name
 
@@ -210,17 +215,25 @@ def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[Bas
 
 
 # -- failures from a capture ------------------------------------------------------------------------
-def _violation_failures(result: Any) -> tuple[list[FailureReport], list[str]]:
-    from ..violations import build_violation_error
+def _violation_failures(result: Any, model: Any, args: tuple, kwargs: dict,
+                        dynamic_shapes: Any) -> tuple[list[FailureReport], list[str], Optional[str]]:
+    """One failure per violated guard, the fix block and its note (None: one refine step is proved enough).
 
-    err = build_violation_error(result.env.violations, result.dims)
+    The block is proved as export proves its own (:func:`..export.proved_violation_error`):
+    by capturing again with it applied, in draft mode so the guards past an op without a
+    shape rule or a data-dependent read are proved too (those failures are named apart,
+    ``fixes_blocked_by``).
+    """
+    from ..export import proved_violation_error
+
+    err = proved_violation_error(model, args, kwargs, dynamic_shapes, result, mode="draft")
     out = []
     for v in err.violations:  # fix_lines is empty for a guard no fix expresses (fix stays None)
         head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
         message = "\n".join([head] + [f"  {ln}" for ln in rest])
         out.append(FailureReport("constraint_violation", message, v.source, "\n".join(v.fix_lines) or None,
                                  violation=v, guard=v.guard))
-    return out, list(err.fixes)
+    return out, list(err.fixes), err.fixes_note or (unfixable_note(err.violations) if err.fixes else None)
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
@@ -506,9 +519,10 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
 
     failures: list[FailureReport] = []
     fixes: list[str] = []
+    note = None
     if result.env.violations:
         try:
-            vf, fixes = _violation_failures(result)
+            vf, fixes, note = _violation_failures(result, model, args, kwargs, dynamic_shapes)
             failures += vf
         except Exception as err:  # noqa: BLE001
             failures += [FailureReport("constraint_violation", f"{r.expr} ({r.reason})", r.source, None, guard=r)
@@ -529,7 +543,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     except Exception as err:  # noqa: BLE001
         failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
                                       error_source(err), None))
-        return DraftExportReport(failures, None, fixes=fixes, accepted=accepted, model_name=name)
+        return DraftExportReport(failures, None, fixes=fixes, accepted=accepted, model_name=name, fixes_note=note)
     validation = _validate(ep)
     validation.problems[:0] = problems
     validation.ok = not validation.problems
@@ -538,7 +552,7 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     comparison = _compare(ep, eager, args, kwargs)
     if not comparison.ok:
         failures.append(FailureReport("mismatch", comparison.note, None, None))
-    return DraftExportReport(failures, ep, validation, comparison, fixes, accepted, name)
+    return DraftExportReport(failures, ep, validation, comparison, fixes, accepted, name, fixes_note=note)
 
 
 def _accepted_text(result: Any) -> list[str]:

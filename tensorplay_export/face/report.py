@@ -89,6 +89,15 @@ def fixes_blocked_line(report: Any) -> Optional[str]:
             f"failures above ({kinds}), which no dynamic_shapes change fixes. Fix those in the model as well.")
 
 
+def _before_fixes_lines(report: Any) -> list[str]:
+    """What the report says right before its fix block: the blocked sentence and the proof's note."""
+    out = [fixes_blocked_line(report)] if fixes_blocked_line(report) else []
+    note = getattr(report, "fixes_note", None)
+    if note:
+        out.append(f"Note: {note}")
+    return out
+
+
 def render_text(report: Any) -> str:
     """The plain-text report (``str(report)``)."""
     out = [status_line(report)]
@@ -112,8 +121,7 @@ def render_text(report: Any) -> str:
         out += [f"  - {g}" for g in report.accepted]
     if report.fixes:
         out.append("")
-        if fixes_blocked_line(report):
-            out.append(fixes_blocked_line(report))
+        out += _before_fixes_lines(report)
         out.append(FIXES_HEADER)
         out += [f"  {ln}" for ln in report.fixes]
     elif _no_fixes_line(report):
@@ -139,6 +147,7 @@ def report_to_dict(report: Any) -> dict:
         "accepted_auto_guards": list(report.accepted),
         "suggested_fixes": list(report.fixes),
         "fixes_blocked_by": list(getattr(report, "fixes_blocked_by", [])),
+        "fixes_note": getattr(report, "fixes_note", None),
     }
 
 
@@ -173,8 +182,7 @@ def render_html(report: Any) -> str:
         parts.append("<p>Guards accepted on Dim.AUTO sizes:</p><ul>"
                      + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
     if report.fixes:
-        if fixes_blocked_line(report):
-            parts.append(f"<p><b>{esc(fixes_blocked_line(report))}</b></p>")
+        parts += [f"<p><b>{esc(line)}</b></p>" for line in _before_fixes_lines(report)]
         parts.append(f"<p>{esc(FIXES_HEADER)}</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
     elif _no_fixes_line(report):
         parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
@@ -204,8 +212,8 @@ def render_markdown(report: Any) -> str:
         out += [f"- `{g}`" for g in report.accepted]
         out.append("")
     if report.fixes:
-        if fixes_blocked_line(report):
-            out += [f"**{fixes_blocked_line(report)}**", ""]
+        for line in _before_fixes_lines(report):
+            out += [f"**{line}**", ""]
         out += [FIXES_HEADER, "```", *report.fixes, "```"]
     elif _no_fixes_line(report):
         out.append(_no_fixes_line(report))

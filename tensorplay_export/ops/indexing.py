@@ -33,8 +33,22 @@ def _norm_bound(ctx: Any, b: Any, n: Any, lo: Any, hi: Any) -> Any:
     b = sympy.sympify(b)
     negative = ctx.choose(sympy.Lt(b, 0), lambda: f"sign of the slice bound {b}")
     if negative:
-        return sympy.Max(b + n, lo)
-    return sympy.Min(b, hi)
+        return _unevaluated(sympy.Max, b + n, lo)
+    return _unevaluated(sympy.Min, b, hi)
+
+
+def _unevaluated(kind: Any, a: Any, b: Any) -> Any:
+    """``Min``/``Max`` of two sizes, decided here only when their difference is a number.
+
+    sympy's evaluating constructor compares the arguments through its assumption system
+    (most of a slice rule's cost, issue 13); ``slice_length``'s ``ctx.canon`` drops an
+    argument the declared ranges dominate instead.
+    """
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    d = a - b
+    if d.is_Number:
+        return a if (d <= 0) == (kind is sympy.Min) else b
+    return kind(a, b, evaluate=False)
 
 
 def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
@@ -64,7 +78,7 @@ def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
         span = s0 - s1
         k = -int(step)
     length = span if k == 1 else sympy.floor((span + k - 1) / k)
-    return ctx.canon(sympy.Max(length, 0))
+    return ctx.canon(_unevaluated(sympy.Max, length, 0))
 
 
 # -- getitem ---------------------------------------------------------------------------------

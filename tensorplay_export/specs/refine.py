@@ -146,7 +146,7 @@ def _nothing_to_apply(lines: list[str]) -> str:
                 f"of the text, pass the whole str(err)")
     out = "there are no suggested fixes to apply"
     if guards:
-        out += f": no Dim range, constant or relation makes {'; '.join(guards)} hold"
+        out += f": the message found no fix form that makes {'; '.join(guards)} hold"
     if advice:
         out += ". Instead, as the message says: " + " | ".join(advice)
     return out

@@ -255,6 +255,38 @@ def test_item6_inequality_between_dims_is_never_pinned():
     assert fs.lines == [] and len(fs.unfixable) == 1
 
 
+def test_item6_flattened_downsampled_sizes_pin_the_downsampled_terms():
+    # a flattened Linear after two stride-2 convs: (A + 1)*(B + 1) == 16 with A, B the downsampled
+    # sizes ((h - 1)//2)//2; pinning A and B (not h and w) keeps every h, w giving the same A, B
+    A, B = floor(floor((h - 1) / 2) / 2), floor(floor((w - 1) / 2) / 2)
+    guards = [Eq(4 * A * B + 4 * A + 4 * B + 4, 64)]
+    dims = {"h": (1, 64), "w": (1, 64)}
+    fs = suggest_fixes(guards, dims, {"h": 16, "w": 16}, relations="linear")
+    assert fs.lines == ["h = Dim('h', min=13, max=16)", "w = Dim('w', min=13, max=16)"]
+    assert check_contract(fs, guards, dims, {"h": 16, "w": 16},
+                          {"h": range(1, 65), "w": range(1, 65)}) == 16
+
+
+def test_item6_a_dim_and_a_downsampled_term():
+    # h*(w//2) == 16 at h = 4, w = 8: h is pinned, w keeps both sizes with w//2 == 4
+    guards = [Eq(h * floor(w / 2), 16)]
+    dims = {"h": (1, 64), "w": (1, 64)}
+    fs = suggest_fixes(guards, dims, {"h": 4, "w": 8})
+    assert fs.lines == ["w = Dim('w', min=8, max=9)", "h = 4"]
+    assert check_contract(fs, guards, dims, {"h": 4, "w": 8}, {"h": range(1, 65), "w": range(1, 65)}) == 2
+
+
+def test_item6_terms_of_a_product_equality():
+    from solver.fixes import _dim_terms
+
+    A = floor((h - 1) / 4)
+    assert _dim_terms(h * w - 16) == {"h": h, "w": w}
+    assert _dim_terms(A * floor(w / 2) + A - 15) == {"h": A, "w": floor(w / 2)}
+    assert _dim_terms(h * floor(h / 2) * w - 64) is None     # h through two different terms
+    assert _dim_terms(floor(h / 2) + w - 3) is None           # linear in its terms: a relation, not a product
+    assert _dim_terms(Max(h, w) * h - 3) is None              # a term over two dims
+
+
 # -- 7. decreasing relations ---------------------------------------------------------------------------
 def test_item7_decreasing_relation():
     # np.concatenate([x, y]) + T with 32 rows
