@@ -26,6 +26,7 @@ from ..ops.registry import has_side_effect
 from ..records import ValueRange
 from ..specs.binding import signature_target
 from ..specs.normalize import equality_constraints_from
+from .call_binding import call_parameters
 from .exported import ExportedProgram
 from .input_checks import InputContract, InputSite, insert_input_checks
 from .signature import (
@@ -171,11 +172,10 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
         else:
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
     signature = ExportGraphSignature(input_specs, output_specs)
-    try:
-        arg_names = list(inspect.signature(signature_target(model)).parameters)
-    except (TypeError, ValueError):
-        arg_names = None
-    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
+    params, forward_name = call_parameters(signature_target(model))
+    arg_names = None if params is None else [p.name for p in params]
+    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names,
+                                                   params, forward_name))
     entries = [root]
     def call_signature(record: Any) -> Any:
         (ins, ispec), (outs, ospec) = record

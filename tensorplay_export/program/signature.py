@@ -20,7 +20,7 @@ __all__ = [
     "InputKind", "OutputKind", "TensorArgument", "SymIntArgument", "SymFloatArgument",
     "SymBoolArgument", "ConstantArgument", "CustomObjArgument", "TokenArgument", "ArgumentSpec",
     "InputSpec", "OutputSpec", "ExportGraphSignature", "GraphSignature", "ExportBackwardSignature",
-    "ModuleCallSignature", "ModuleCallEntry",
+    "ModuleCallSignature", "ModuleCallEntry", "CallParameter",
 ]
 
 
@@ -356,11 +356,33 @@ class GraphSignature:
         return ExportGraphSignature(inputs, outputs)
 
 
+@dataclass(frozen=True)
+class CallParameter:
+    """One parameter of the exported callable, as :class:`inspect.Parameter` has it.
+
+    ``kind`` is the lower-case name of ``inspect.Parameter.kind``
+    (``"positional_or_keyword"``, ``"var_positional"``, ...).  ``default`` is
+    the default value when ``has_default`` (a plain constant; for a default the
+    archive cannot store, ``has_default`` is true and ``default`` is None with
+    ``default_stored`` False).  The program's calls are bound to these
+    parameters as eager Python binds them (:mod:`.call_binding`).
+    """
+
+    name: str
+    kind: str
+    has_default: bool = False
+    default: Any = None
+    default_stored: bool = True
+
+
 @dataclass
 class ModuleCallSignature:
     """The flat inputs/outputs of one module call and the pytree specs to rebuild them.
 
     ``in_spec`` describes ``(args, kwargs)``; ``out_spec`` the output structure.
+    ``parameters`` (root entry only; None when the callable has no signature)
+    lists the callable's parameters and ``forward_name`` its name, so a call of
+    ``module()`` takes the same arguments, defaults included, as the model did.
     """
 
     inputs: list[ArgumentSpec]
@@ -368,6 +390,8 @@ class ModuleCallSignature:
     in_spec: Any = None
     out_spec: Any = None
     forward_arg_names: Optional[list[str]] = None
+    parameters: Optional[list[CallParameter]] = None
+    forward_name: Optional[str] = None
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 
 from ..errors import ArchiveError, UnsupportedOpError
-from ..graph.ir import OPCODES, Graph, Node
+from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -213,7 +213,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
         target = get_str(raw["target"], member, f"target of node {name!r}", 256)
-        expect(op in OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
+        expect(op in FUNCTIONAL_OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
         call_sig = _resolve_target(target, member, name) if op == "call_function" else None
         args = get_list(raw["args"], member, f"args of node {name!r}")
         kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
