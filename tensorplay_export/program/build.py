@@ -174,8 +174,8 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     signature = ExportGraphSignature(input_specs, output_specs)
     params, forward_name = call_parameters(signature_target(model))
     arg_names = None if params is None else [p.name for p in params]
-    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names,
-                                                   params, forward_name))
+    root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
+    root.signature.parameters, root.signature.forward_name = params, forward_name
     entries = [root]
     def call_signature(record: Any) -> Any:
         (ins, ispec), (outs, ospec) = record

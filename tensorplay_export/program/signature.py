@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union
 
 __all__ = [
@@ -380,8 +380,10 @@ class ModuleCallSignature:
     """The flat inputs/outputs of one module call and the pytree specs to rebuild them.
 
     ``in_spec`` describes ``(args, kwargs)``; ``out_spec`` the output structure.
-    ``parameters`` (root entry only; None when the callable has no signature)
-    lists the callable's parameters and ``forward_name`` its name, so a call of
+    Two attributes beyond the seed's constructor (set after construction, root
+    entry only): ``parameters`` lists the callable's :class:`CallParameter`
+    records (None when Python gives no signature, or for an archive written
+    before they were recorded) and ``forward_name`` its name, so a call of
     ``module()`` takes the same arguments, defaults included, as the model did.
     """
 
@@ -390,8 +392,8 @@ class ModuleCallSignature:
     in_spec: Any = None
     out_spec: Any = None
     forward_arg_names: Optional[list[str]] = None
-    parameters: Optional[list[CallParameter]] = None
-    forward_name: Optional[str] = None
+    parameters: Optional[list[CallParameter]] = field(default=None, init=False)
+    forward_name: Optional[str] = field(default=None, init=False)
 
 
 @dataclass

@@ -586,7 +586,8 @@ def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
         sig = raw["signature"]
         if sig is not None:
             get_dict(sig, member, "module call signature",
-                     {"inputs", "outputs", "in_spec", "out_spec", "forward_arg_names"})
+                     {"inputs", "outputs", "in_spec", "out_spec", "forward_arg_names"},
+                     frozenset({"parameters", "forward_name"}))
             names = sig["forward_arg_names"]
             if names is not None and (not isinstance(names, list) or any(not isinstance(n, str) for n in names)):
                 fail(member, "forward_arg_names must be a list of strings")
@@ -594,7 +595,31 @@ def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
                 [_argument(a, member, budget) for a in get_list(sig["inputs"], member, "module call inputs")],
                 [_argument(a, member, budget) for a in get_list(sig["outputs"], member, "module call outputs")],
                 _treespec(sig["in_spec"], member), _treespec(sig["out_spec"], member), names)
+            if "parameters" in raw["signature"]:
+                sig.parameters = _call_parameters(raw["signature"]["parameters"], member, budget)
+                name = raw["signature"].get("forward_name")
+                sig.forward_name = None if name is None else get_str(name, member, "forward_name", 256)
         out.append(ModuleCallEntry(fqn, sig))
+    return out
+
+
+_PARAMETER_KINDS = ("positional_only", "positional_or_keyword", "var_positional", "keyword_only", "var_keyword")
+
+
+def _call_parameters(data: Any, member: str, budget: ExprBudget) -> list:
+    from ..program.signature import CallParameter
+
+    out = []
+    for raw in get_list(data, member, "call parameters"):
+        get_dict(raw, member, "call parameter", {"name", "kind", "has_default", "default_stored", "default"})
+        name = get_str(raw["name"], member, "parameter name", 256)
+        if not name.isidentifier() or raw["kind"] not in _PARAMETER_KINDS:
+            fail(member, f"call parameter {name!r:.40} has a bad name or kind {raw['kind']!r:.40}")
+        if type(raw["has_default"]) is not bool or type(raw["default_stored"]) is not bool:
+            fail(member, f"call parameter {name!r}: has_default and default_stored must be booleans")
+        default = (Decoder(member, budget=budget).value(raw["default"])
+                   if raw["has_default"] and raw["default_stored"] else None)
+        out.append(CallParameter(name, raw["kind"], raw["has_default"], default, raw["default_stored"]))
     return out
 
 
