@@ -15,6 +15,7 @@ from .capture.entry import CaptureResult, capture
 from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, ConstraintViolationError, \
     DataDependentError, UnsupportedOpError
 from .program.build import build_program
+from .program.unflatten import check_preserved_paths
 from .specs.refine import combine_fix_rounds, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
@@ -36,19 +37,22 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         *args, **kwargs: example inputs (pytrees of arrays and constants).
         dynamic_shapes: which sizes may vary (see DESIGN.md, "Conventions for dynamic shapes").
         strict: accepted; validation is identical in both modes.
-        preserve_module_call_signature: submodule fqns whose call signatures are recorded.
+        preserve_module_call_signature: submodule fqns whose call signatures are recorded
+            (a path naming no submodule raises ValueError listing the known paths).
 
     Returns:
         ExportedProgram whose ``module()`` checks every call against the contract.
 
     Raises:
         ConstraintViolationError: the model needs more than the declared dims allow.
+        ValueError: a preserve_module_call_signature path names no submodule.
         DataDependentError: a guard on a data-dependent size.
         ConstraintsExceededError: an example size is outside its declared range.
         UnsupportedOpError: an op without a shape rule (names the numpy function and line).
         CaptureError: numpy raised inside the model, or the replay check failed.
     """
     preserve = tuple(preserve_module_call_signature or ())
+    check_preserved_paths(model, preserve)
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="export", preserve_module_call_signature=preserve)
     except ConstraintsExceededError as err:

@@ -13,6 +13,7 @@ import inspect
 import math
 from typing import Any
 
+import numpy as np
 import sympy
 
 from solver.forms import linear_bound
@@ -25,6 +26,7 @@ from ..ops.ctx import as_dim
 from ..ops.registry import has_side_effect
 from ..records import ValueRange
 from ..specs.binding import signature_target
+from ..specs.dims import EqualityConstraint
 from ..specs.normalize import equality_constraints_from
 from .call_binding import call_parameters
 from .exported import ExportedProgram
@@ -138,6 +140,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     input_specs = []
     state_dict: dict = {}
     constants: dict = {}
+    attribute_fqns = _array_attributes(model)
     for name, kind, target, persistent, value in result.input_kinds:
         if kind == "parameter":
             input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(name), target))
@@ -149,6 +152,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
             else:
                 constants[target] = value
         elif kind == "constant":
+            target = attribute_fqns.get(id(value), target)
             input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), target))
             constants[target] = value
         elif kind == "user_input":
@@ -201,8 +205,57 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
         equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
+    equalities = _with_inferred_ties(equalities, result)
     gm = GraphModule(graph, op_table=result.op_table or None)
     ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
                          module_call_graph=entries, range_constraints=ranges,
                          equality_constraints=equalities, state_dict=state_dict, constants=constants)
     return ep
+
+
+def _with_inferred_ties(named: list, result: CaptureResult) -> list:
+    """``named`` plus the input axes capture tied together (a ``Dim.AUTO`` axis found equal to
+    another axis): one EqualityConstraint per size symbol shared by two or more input axes.
+
+    The runtime checks enforce these ties already (``tpe_assert_dim``); listing them makes
+    ``equality_constraints`` say what the program checks.  A named Dim's constraint is
+    widened to every axis tied to it and keeps its name.
+    """
+    groups: dict = {}
+    for _path, placeholder, shape, _dtype in result.sites:
+        for axis, size in enumerate(shape):
+            size = sympy.sympify(size).xreplace(result.env.replacements)
+            if isinstance(size, sympy.Symbol):
+                groups.setdefault(size, []).append((placeholder, axis))
+    by_name = {eq.name: eq for eq in named}
+    out = list(named)
+    for sym, sites in groups.items():
+        if len(sites) < 2:
+            continue
+        known = by_name.get(sym.name)
+        if known is not None:
+            if set(sites) > set(known.sites):
+                out[out.index(known)] = type(known)(tuple(sites), known.name)
+            continue
+        if any(set(sites) <= set(eq.sites) for eq in named):
+            continue
+        out.append(EqualityConstraint(tuple(sites), sym.name))
+    return out
+
+
+def _array_attributes(model: Any) -> dict[int, str]:
+    """``id(array) -> "sub.table"`` for the plain ndarray attributes of the model's modules.
+
+    A lifted constant that is a module attribute gets its qualified name as its
+    target (``InputSpec.target``, the ``tensor_constants`` key); one that is not
+    (a module global, an array built during capture) keeps its placeholder name.
+    """
+    named = getattr(model, "named_modules", None)
+    if not callable(named):
+        return {}
+    out: dict[int, str] = {}
+    for fqn, module in named():
+        for key, value in vars(module).items():
+            if type(value) is np.ndarray:
+                out.setdefault(id(value), f"{fqn}.{key}" if fqn else key)
+    return out
