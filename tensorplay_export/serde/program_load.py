@@ -558,6 +558,7 @@ def _equalities(data: Any, member: str) -> list:
         if any(not isinstance(s, list) or len(s) != 2 or not isinstance(s[0], str) or type(s[1]) is not int
                for s in sites):
             fail(member, "equality constraint sites must be [input name, axis] pairs")
+        expect(len(sites) >= 2, member, "an equality constraint ties two or more sites")
         expect(raw["name"] is None or isinstance(raw["name"], str), member, "equality constraint name must be a string")
         out.append(EqualityConstraint(tuple((p, a) for p, a in sites), raw["name"]))
     return out
@@ -783,7 +784,8 @@ def deserialize_program(artifact: Any, state_dict: Any = None, constants: Any = 
 
     Args:
         artifact: a :class:`SerializedArtifact`, or the program JSON bytes alone
-            (then ``state_dict``/``constants`` must supply every array).
+            (then ``state_dict``/``constants`` must supply every array; without
+            sample arrays the program's ``example_inputs`` is empty).
         state_dict: fqn -> array overriding the artifact's parameters/buffers.
         constants: fqn -> array overriding the artifact's constants.
         example_inputs: ``{"args", "kwargs"}`` / ``(args, kwargs)`` to attach, or
@@ -802,6 +804,10 @@ def deserialize_program(artifact: Any, state_dict: Any = None, constants: Any = 
         raise TypeError(f"deserialize takes a SerializedArtifact or JSON bytes, got {type(artifact).__name__}")
     doc = parse_document(data, member)
     check_opset(doc["opset_version"], expected_opset_version, member)
+    if example_inputs is None and not arrays.example_inputs:
+        # The program bytes alone (or an artifact without its samples): the sample
+        # inputs are documentation, not part of the contract; the program has none.
+        doc = {**doc, "example_inputs": None}
     sources = {"weights": arrays.state_dict, "constants": arrays.constants}
 
     def fetch(table: str, index: int, entry: dict) -> np.ndarray:
