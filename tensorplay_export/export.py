@@ -35,7 +35,8 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
     Args:
         model: an ``nn.Module`` or a plain callable over numpy arrays.
         *args, **kwargs: example inputs (pytrees of arrays and constants).
-        dynamic_shapes: which sizes may vary (see DESIGN.md, "Conventions for dynamic shapes").
+        dynamic_shapes: which sizes may vary; the accepted forms are listed in
+            ``tensorplay_export/specs/normalize.py`` and shown in README.md ("A first export").
         strict: accepted; validation is identical in both modes.
         preserve_module_call_signature: submodule fqns whose call signatures are recorded
             (a path naming no submodule raises ValueError listing the known paths).
