@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from typing import Any, Optional
 
 from ..errors import FIXES_HEADER, NO_FIXES_LINE
@@ -150,7 +149,7 @@ def _message(f: FailureReport) -> str:
 def _loc(f: Any) -> tuple[str, str]:
     if f.source is None:
         return "", ""
-    return f"{os.path.basename(f.source.filename)}:{f.source.lineno}", f.source.text
+    return f.source.where, f.source.text
 
 
 def render_html(report: Any) -> str:
