@@ -120,6 +120,19 @@ def test_writing_the_model_after_export_changes_nothing():
     np.testing.assert_array_equal(ep.constants["block.offset"], np.full(6, 0.5, np.float32))
 
 
+def test_writing_a_lifted_global_after_export_changes_nothing():
+    model, ep = _export()
+    x = _x(6)
+    want = ep.module()(x)
+    saved = TABLE.copy()
+    try:
+        TABLE[...] = 100.0   # a module global the forward reads: a lifted constant
+        assert not np.allclose(model(x), want)
+        np.testing.assert_array_equal(ep.module()(x), want)
+    finally:
+        TABLE[...] = saved
+
+
 def test_program_arrays_are_read_only():
     _, ep = _export()
     with pytest.raises(ValueError, match="read-only"):
