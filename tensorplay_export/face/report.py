@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 from ..errors import FIXES_HEADER, NO_FIXES_LINE
 from .failures import KINDS, FailureReport
+from .region import report_region
 
 __all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix",
            "fixes_blocked_line"]
@@ -177,6 +178,10 @@ def render_html(report: Any) -> str:
         parts.append(f"<p>{esc(FIXES_HEADER)}</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
     elif _no_fixes_line(report):
         parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
+    region = report_region(report.exported_program) if report.exported_program is not None else None
+    if region is not None:
+        parts.append("<p>Sizes the program admits (its own input checks, asked on a grid):</p>"
+                     + region._repr_html_())
     parts.append("</div>")
     return "".join(parts)
 
