@@ -33,10 +33,12 @@ BATCH, SEQ = 8, 128
 def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
     """(module whose check ops accumulate their seconds into ``spent[0]``, spent, check nodes).
 
-    Returns (None, spent, n) when ExportedModule does not keep its GraphModule as ``_gm``.
+    Returns (None, spent, n) when the module is no GraphModule (no op overlay to set).
     """
-    from tensorplay_export.graph.codegen import GraphModule
     import dataclasses
+
+    from tensorplay_export.graph.codegen import GraphModule
+    from tensorplay_export.program.exported import ExportedModule
 
     from tensorplay_export.ops.registry import all_ops, get_op
 
@@ -54,11 +56,12 @@ def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
 
     checks = {name: get_op(name) for name in all_ops() if get_op(name).side_effect}
     n_checks = sum(1 for n in ep.graph.nodes if n.op == "call_function" and n.target in checks)
-    module = ep.module()
-    if not hasattr(module, "_gm"):
+    module = ExportedModule(ep)  # its own module: the program's cached one keeps the plain ops
+    if not isinstance(module, GraphModule):
         return None, spent, n_checks
-    module._gm = GraphModule(ep.graph, op_table={name: dataclasses.replace(op, impl=wrap(op.impl))
-                                               for name, op in checks.items()})
+    module.op_table = {**(module.op_table or {}),
+                       **{name: dataclasses.replace(op, impl=wrap(op.impl)) for name, op in checks.items()}}
+    module.recompile()
     return module, spent, n_checks
 
 

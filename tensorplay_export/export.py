@@ -16,6 +16,7 @@ from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, Constr
     DataDependentError, UnsupportedOpError
 from .program.build import build_program
 from .program.eager_check import check_against_eager
+from .program.unflatten import check_preserved_paths
 from .specs.refine import combine_fix_rounds, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
@@ -38,15 +39,18 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
     Args:
         model: an ``nn.Module`` or a plain callable over numpy arrays.
         *args, **kwargs: example inputs (pytrees of arrays and constants).
-        dynamic_shapes: which sizes may vary (see DESIGN.md, "Conventions for dynamic shapes").
+        dynamic_shapes: which sizes may vary; the accepted forms are listed in
+            ``tensorplay_export/specs/normalize.py`` and shown in README.md ("A first export").
         strict: accepted; validation is identical in both modes.
-        preserve_module_call_signature: submodule fqns whose call signatures are recorded.
+        preserve_module_call_signature: submodule fqns whose call signatures are recorded
+            (a path naming no submodule raises ValueError listing the known paths).
 
     Returns:
         ExportedProgram whose ``module()`` checks every call against the contract.
 
     Raises:
         ConstraintViolationError: the model needs more than the declared dims allow.
+        ValueError: a preserve_module_call_signature path names no submodule.
         DataDependentError: a guard on a data-dependent size.
         ConstraintsExceededError: an example size is outside its declared range.
         UnsupportedOpError: an op without a shape rule (names the numpy function and line).
@@ -55,6 +59,7 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
             model run eagerly on copies of them (:mod:`.program.eager_check`).
     """
     preserve = tuple(preserve_module_call_signature or ())
+    check_preserved_paths(model, preserve)
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="export", preserve_module_call_signature=preserve)
     except ConstraintsExceededError as err:

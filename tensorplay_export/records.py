@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import linecache
 import math
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -27,12 +29,34 @@ class SourceLoc:
     def text(self) -> str:
         return linecache.getline(self.filename, self.lineno).strip()
 
-    def __str__(self) -> str:
-        import os
+    @property
+    def where(self) -> str:
+        """``model.py:12`` (base name), or ``cell 3, line 16`` for code run in a notebook cell."""
+        return display_location(self.filename, self.lineno)
 
-        base = f"{os.path.basename(self.filename)}:{self.lineno}"
+    def __str__(self) -> str:
+        base = self.where
         text = self.text
         return f"{base}  `{text}`" if text else base
+
+
+def display_location(filename: str, lineno: int) -> str:
+    """How a source location reads in messages and reports: ``model.py:12``.
+
+    Code typed into a Jupyter cell runs from a temporary file
+    (``/tmp/ipykernel_812/748874039.py``) whose name means nothing to the reader;
+    IPython's compiler keeps the map from those names to the cell's execution
+    count (the ``In [3]`` label; its own tracebacks print ``Cell In[3], line 16``),
+    so such a location reads ``cell 3, line 16``.  Outside IPython, or for a file
+    it did not compile, the base name and line.
+    """
+    shell = sys.modules.get("IPython")
+    if shell is not None:
+        ip = getattr(shell, "get_ipython", lambda: None)()
+        cells = getattr(getattr(ip, "compile", None), "_filename_map", None)
+        if isinstance(cells, dict) and filename in cells:
+            return f"cell {cells[filename]}, line {lineno}"
+    return f"{os.path.basename(filename)}:{lineno}"
 
 
 @dataclass(frozen=True)

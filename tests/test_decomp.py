@@ -405,7 +405,7 @@ def test_mutable_mapping_protocol():
     lambda t: t.update({"var": "not callable"}),
     lambda t: t.update([("var", None)]),
     lambda t: t.setdefault("var"),
-    lambda t: CustomDecompTable.fromkeys(["var"]),
+    lambda t: CustomDecompTable.fromkeys(["var"], "not callable"),  # None means the built-in builder
     lambda t: CustomDecompTable({"var": 1.5}),
     lambda t: CustomDecompTable([("var", object())], defaults=False),
 ])

@@ -34,9 +34,9 @@ def test_module_state_is_lifted_with_prefixed_names_ahead_of_inputs():
     specs = [(s.kind.name, s.arg.name, s.target) for s in ep.graph_signature.input_specs]
     assert specs == [("PARAMETER", "p_lin_weight", "lin.weight"), ("PARAMETER", "p_lin_bias", "lin.bias"),
                      ("BUFFER", "b_steps", "steps"), ("BUFFER", "b_mask", "mask"),
-                     ("CONSTANT_TENSOR", "c_table", "c_table"), ("USER_INPUT", "x", None)]
+                     ("CONSTANT_TENSOR", "c_table", "table"), ("USER_INPUT", "x", None)]
     assert set(ep.state_dict) == {"lin.weight", "lin.bias", "steps"}
-    assert "c_table" in ep.tensor_constants
+    assert "table" in ep.tensor_constants  # a constant attribute is named by its qualified name
     assert ep.opaque_ops == ()  # only draft programs run ops without shape rules
     # the module is left exactly as it was
     assert type(m._buffers["steps"]) is np.ndarray and m.steps == 0 and type(m.table) is np.ndarray

@@ -138,7 +138,7 @@ def test_lint_failures(breaker, message):
     elif breaker == "no_output":
         g.erase_node(g.output_node)
     elif breaker == "opcode":
-        e.op = "get_attr"
+        e.op = "call_method"
     elif breaker == "dup_name":
         e.name = "add"
     elif breaker == "users":
@@ -154,7 +154,7 @@ def test_lint_failures(breaker, message):
 
 def test_unknown_opcode_rejected_at_creation():
     with pytest.raises(ValueError, match="unknown opcode"):
-        Graph().create_node("get_attr", "w")
+        Graph().create_node("call_method", "w")
 
 
 def test_node_names_are_identifiers():

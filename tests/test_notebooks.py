@@ -34,3 +34,22 @@ def test_notebook_executes(path, tmp_path):
     assert not errors
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert outputs, "the notebook printed nothing"
+    text = "\n".join(_text(o) for o in outputs)
+    assert "ipykernel" not in text   # a notebook location names its cell, never IPython's temporary file
+    if path.stem.startswith("01_"):
+        # the model is defined in the first code cell, run first: In [1]
+        assert "cell 1, line 16" in text and "cell 1, line 19" in text
+        assert "models reach the widest contract in at most one refine round" in text  # the zoo table
+        zoo_rows = [ln for ln in text.splitlines() if ln.startswith("|") and "yes" in ln]
+        assert len(zoo_rows) >= 10
+    if path.stem.startswith("03_"):
+        # it writes its files (models.py, archives, snapshots) into a folder of its own
+        assert not any(tmp_path.iterdir()), sorted(p.name for p in tmp_path.iterdir())
+        assert not (path.parent / "models.py").exists() and not (path.parent / "snapshots").exists()
+
+
+def _text(output) -> str:
+    if "text" in output:
+        return "".join(output["text"])
+    data = output.get("data") or {}
+    return "".join(data.get("text/plain", "")) + "".join(output.get("traceback", []))

@@ -63,16 +63,23 @@ def test_members():
     ep, weight, count, table = build()
     assert ep.graph is ep.graph_module.graph
     assert ep.state_dict.keys() == {"lin.weight", "count"}
-    assert ep.tensor_constants == {"table": table}
-    assert ep.constants == {"table": table}
+    assert ep.tensor_constants.keys() == {"table"} and ep.constants.keys() == {"table"}
+    np.testing.assert_array_equal(ep.tensor_constants["table"], table)
     assert [k for k, _ in ep.named_parameters()] == ["lin.weight"]
-    assert list(ep.parameters())[0] is weight and list(ep.buffers())[0] is count
+    # the program owns read-only copies: equal values, not the caller's arrays
+    p0, b0 = list(ep.parameters())[0], list(ep.buffers())[0]
+    np.testing.assert_array_equal(p0, weight)
+    np.testing.assert_array_equal(b0, count)
+    assert p0 is not weight and not np.shares_memory(p0, weight) and not p0.flags.writeable
     assert ep.example_inputs["kwargs"] == {"scale": 2}
     assert ep.dynamic_shapes == {"x": {0: "batch"}}
     assert ep.range_constraints == {batch: ValueRange(1, 64)}
     assert ep.equality_constraints == [] and ep.verifier is None
     assert ep.module_call_graph[0].fqn == ""
     assert ep.code.startswith("def forward(self, p_lin_weight, b_count, c_table, x, scale):")
+    code = ep.module().code
+    assert code.startswith("def forward(self, x, scale):\n    p_lin_weight = getattr(self.lin, 'weight')") \
+        or code.startswith("def forward(self, x, scale):\n    p_lin_weight = self.lin.weight")
     text = str(ep)
     assert "def forward" in text and "Range constraints: {batch: [1, 64]}" in text
     assert "p_lin_weight: PARAMETER lin.weight" in text

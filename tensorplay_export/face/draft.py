@@ -19,9 +19,14 @@ mode) and turns each problem into a :class:`FailureReport`:
 - ``capture_error`` / ``validation`` / ``mismatch``: capture failed, the program
   failed its structural check, or it differs numerically from eager execution.
 
-The program (``report.exported_program``) is built on what the example did:
-violated guards become runtime checks, so the draft program is sound for every
-size it accepts; it is ``None`` only when no graph can be built.  The records
+The program (``report.exported_program``) is None exactly when no program
+could be built: the examples do not fit the spec, the model raised on its
+example, or capture aborted (random numbers, a spec or capture error).
+Otherwise it is built on what the example did.  When ``successful()`` is
+False, that program holds on the example's path only: violated guards, data-
+dependent branches and opaque ops' sizes become runtime checks (a call off
+the path raises ``ConstraintsExceededError``), so it is sound for every call it
+accepts but it is not a proven contract, and ``export`` refuses the same model.  The records
 (:class:`FailureReport` and the kinds table) live in :mod:`.failures`, rendering
 in :mod:`.report`; a failure about a guard carries the core's record of it, read
 by field, never by its text.  The core knows nothing of either.
@@ -58,7 +63,10 @@ class DraftExportReport:
 
     Attributes:
         failures: list of :class:`FailureReport`, in report order.
-        exported_program: the draft ``ExportedProgram`` or None (no graph at all).
+        exported_program: the draft ``ExportedProgram``; None exactly when no program
+            could be built (examples outside the spec, the model raised on its example,
+            capture aborted).  With failures it holds on the example's path only
+            (violated guards are runtime checks): not a proven contract.
         validation: :class:`StructuralValidation` or None (no program).
         comparison: :class:`NumericalComparison` or None (no program or no eager result).
         fixes: every fix line, in one verified set (the ``Suggested fixes:`` block).
@@ -440,7 +448,9 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
 
     Returns:
         :class:`DraftExportReport`: ``failures`` (each with kind, message, source
-        line, fix), ``exported_program`` (None only when no graph could be built),
+        line, fix), ``exported_program`` (None exactly when no program could be
+        built; when ``successful()`` is False it holds on the example's path only,
+        its violated guards checked at run time, and is not a proven contract),
         ``validation`` (graph lint + signature) and ``comparison`` (max abs/rel
         difference against eager execution on the examples).
 

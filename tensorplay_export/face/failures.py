@@ -7,7 +7,6 @@ constraint violation, ``guard`` for any guard), so a renderer asks the record
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -62,10 +61,10 @@ class FailureReport:
 
     @property
     def location(self) -> str:
-        """``model.py:12`` (base name) or ``""``."""
+        """``model.py:12`` (base name), ``cell 3, line 16`` in a notebook, or ``""``."""
         if self.source is None:
             return ""
-        return f"{os.path.basename(self.source.filename)}:{self.source.lineno}"
+        return self.source.where
 
     @property
     def source_text(self) -> str:

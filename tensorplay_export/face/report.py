@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import html
 import math
-import os
 from typing import Any, Optional
 
 from ..errors import FIXES_HEADER, NO_FIXES_LINE
 from .failures import KINDS, FailureReport
+from .region import report_region
 
 __all__ = ["render_text", "render_html", "render_markdown", "report_to_dict", "status_line", "shown_fix",
            "fixes_blocked_line"]
@@ -159,7 +159,7 @@ def _message(f: FailureReport) -> str:
 def _loc(f: Any) -> tuple[str, str]:
     if f.source is None:
         return "", ""
-    return f"{os.path.basename(f.source.filename)}:{f.source.lineno}", f.source.text
+    return f.source.where, f.source.text
 
 
 def render_html(report: Any) -> str:
@@ -186,6 +186,10 @@ def render_html(report: Any) -> str:
         parts.append(f"<p>{esc(FIXES_HEADER)}</p><pre>" + esc("\n".join(report.fixes)) + "</pre>")
     elif _no_fixes_line(report):
         parts.append(f"<p>{esc(_no_fixes_line(report))}</p>")
+    region = report_region(report.exported_program) if report.exported_program is not None else None
+    if region is not None:
+        parts.append("<p>Sizes the program admits (its own input checks, asked on a grid):</p>"
+                     + region._repr_html_())
     parts.append("</div>")
     return "".join(parts)
 

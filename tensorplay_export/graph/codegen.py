@@ -36,7 +36,7 @@ from ..ops.registry import resolve_op
 from .ir import _RESERVED, Graph, Namespace, Node, iter_exprs
 from .printing import pyexpr
 
-__all__ = ["python_code", "GraphModule", "PythonCode"]
+__all__ = ["python_code", "GraphModule", "PythonCode", "attr_text"]
 
 
 # -- source generation ----------------------------------------------------------
@@ -198,6 +198,11 @@ class _Emitter:
             if n.op == "placeholder":
                 self.binds(n, body)
                 continue
+            if n.op == "get_attr":
+                if n.users or n.meta.get("bind"):
+                    body.append(f"{n.name} = {attr_text(n.target)}")
+                    self.binds(n, body)
+                continue
             if n.op == "output":
                 values = n.args[0]
                 body.append(f"return [{', '.join(self.arg(v, n) for v in values)}]")
@@ -241,6 +246,17 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
 
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
+
+
+def attr_text(path: str, receiver: str = "self") -> str:
+    """Source reading attribute path ``path`` of ``receiver``: ``self.fc.weight``;
+    a part that is no identifier (a ModuleList index) reads through getattr:
+    ``getattr(self.layers, '0').weight``."""
+    text = receiver
+    for part in path.split("."):
+        text = f"{text}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else \
+            f"getattr({text}, {part!r})"
+    return text
 
 
 def _paren(text: str) -> str:
@@ -355,6 +371,9 @@ class GraphModule:
         self.op_table = op_table
         self._fn: Optional[Callable] = None
         self._pycode: Optional[PythonCode] = None
+        # Compiled code of a view derived from this graph (``ExportedProgram.module()``'s
+        # attribute-reading forward), shared by every such view; recompile() drops it.
+        self.derived_code: Optional[tuple[PythonCode, Callable]] = None
         if lint:
             graph.lint()
         if generate:
@@ -374,6 +393,7 @@ class GraphModule:
         """Re-lint, re-generate and re-compile now, after the graph changed."""
         self.graph.lint()
         self._fn = self._pycode = None
+        self.derived_code = None
         self._compile()
 
     def _generate(self) -> PythonCode:

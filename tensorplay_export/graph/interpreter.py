@@ -63,6 +63,7 @@ class Interpreter:
     """
 
     free_values = True
+    root: Any = None  # the object get_attr nodes read from (ExportedProgram.module()'s graph)
 
     def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Any]] = None) -> None:
         self.graph = graph
@@ -178,6 +179,15 @@ class Interpreter:
     def placeholder(self, target: str, args: tuple, kwargs: dict) -> Any:
         value = self._inputs[self._next_input]
         self._next_input += 1
+        return value
+
+    def get_attr(self, target: str, args: tuple, kwargs: dict) -> Any:
+        """Attribute path ``target`` of ``self.root`` (the module whose graph this is)."""
+        if self.root is None:
+            raise RuntimeError(f"get_attr {target!r} needs the module holding the attribute: set Interpreter.root")
+        value = self.root
+        for part in target.split("."):
+            value = getattr(value, part)
         return value
 
     def call_function(self, target: str, args: tuple, kwargs: dict) -> Any:

@@ -24,7 +24,10 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import sympy
 
-OPCODES = ("placeholder", "call_function", "output")
+OPCODES = ("placeholder", "get_attr", "call_function", "output")
+# Opcodes of a program's functional graph (what an archive may hold): state is a
+# placeholder there; ``get_attr`` appears only in ``ExportedProgram.module()``.
+FUNCTIONAL_OPCODES = ("placeholder", "call_function", "output")
 
 # Names generated code must never bind: keywords, builtins (pyexpr prints
 # min()/max()), the numpy module alias, the method receiver and codegen's helpers.
@@ -180,6 +183,10 @@ class Node:
 
     - ``"placeholder"``: a graph input.  ``target`` is the input's name (the
       generated function's parameter); ``args``/``kwargs`` are empty.
+    - ``"get_attr"``: an attribute of the module running the graph (``self``).
+      ``target`` is a dotted path (``"fc.weight"``, ``"layers.0.bias"``);
+      ``args``/``kwargs`` are empty.  Only the graph of
+      ``ExportedProgram.module()`` has them (its lifted state read back as attributes).
     - ``"call_function"``: ``target`` is an op-registry name (``"numpy.add"``,
       ``"numpy.ndarray.reshape"``, ``"tpe.check_input"``); the op's callable is
       called with ``args``/``kwargs``, in which Nodes stand for the values
@@ -382,6 +389,10 @@ class Graph:
         """A graph input; ``target`` keeps ``name`` as given, ``node.name`` is its identifier."""
         return self.create_node("placeholder", name, name=name, meta=meta)
 
+    def get_attr(self, target: str, meta: Optional[dict] = None, name_hint: Optional[str] = None) -> Node:
+        """A read of attribute path ``target`` (``"fc.weight"``) on the module running the graph."""
+        return self.create_node("get_attr", target, name=name_hint or target.replace(".", "_"), meta=meta)
+
     def call_function(self, target: str, args: tuple = (), kwargs: Optional[dict] = None,
                       meta: Optional[dict] = None, name_hint: Optional[str] = None,
                       input_nodes: Optional[tuple] = None) -> Node:
@@ -473,8 +484,9 @@ class Graph:
         Checks: known opcodes; every node belongs to this graph; names unique,
         valid identifiers and not reserved; every input is defined earlier
         (topological order) and in this graph; ``users`` agrees with the
-        inputs; placeholders come first; exactly one output, last; placeholder
-        and call_function nodes carry ``meta["shape"]`` (None allowed for
+        inputs; placeholders come first (get_attr nodes may sit among them);
+        get_attr targets are dotted paths; exactly one output, last; placeholder,
+        get_attr and call_function nodes carry ``meta["shape"]`` (None allowed for
         non-array values) and ``meta["bind"]`` names sympy Symbols.
 
         Raises:
@@ -513,6 +525,12 @@ class Graph:
                     fail("placeholder after a call_function node")
                 if node.args or node.kwargs:
                     fail("placeholder with arguments")
+            elif node.op == "get_attr":
+                if node.args or node.kwargs:
+                    fail("get_attr with arguments")
+                if not isinstance(node.target, str) or not all(p.isidentifier() or p.isdigit()
+                                                              for p in node.target.split(".")):
+                    fail(f"get_attr target must be a dotted attribute path, got {node.target!r}")
             elif node.op == "call_function":
                 saw_compute = True
                 if not isinstance(node.target, str) or not node.target:

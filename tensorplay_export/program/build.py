@@ -13,6 +13,7 @@ import inspect
 import math
 from typing import Any
 
+import numpy as np
 import sympy
 
 from solver.forms import linear_bound
@@ -26,8 +27,10 @@ from ..ops.ctx import as_dim
 from ..ops.registry import has_side_effect
 from ..records import ValueRange
 from ..specs.binding import signature_target
+from ..specs.dims import EqualityConstraint
 from ..specs.normalize import equality_constraints_from
-from .exported import ExportedProgram
+from .call_binding import call_parameters
+from .exported import ExportedModule, ExportedProgram
 from .input_checks import InputContract, InputSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
@@ -138,6 +141,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     input_specs = []
     state_dict: dict = {}
     constants: dict = {}
+    attribute_fqns = _array_attributes(model)
     for name, kind, target, persistent, value in result.input_kinds:
         if kind == "parameter":
             input_specs.append(InputSpec(InputKind.PARAMETER, TensorArgument(name), target))
@@ -149,6 +153,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
             else:
                 constants[target] = value
         elif kind == "constant":
+            target = attribute_fqns.get(id(value), target)
             input_specs.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(name), target))
             constants[target] = value
         elif kind == "user_input":
@@ -172,11 +177,10 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
         else:
             output_specs.append(OutputSpec(OutputKind.USER_OUTPUT, arg))
     signature = ExportGraphSignature(input_specs, output_specs)
-    try:
-        arg_names = list(inspect.signature(signature_target(model)).parameters)
-    except (TypeError, ValueError):
-        arg_names = None
+    params, forward_name = call_parameters(signature_target(model))
+    arg_names = None if params is None else [p.name for p in params]
     root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
+    root.signature.parameters, root.signature.forward_name = params, forward_name
     entries = [root]
     def call_signature(record: Any) -> Any:
         (ins, ispec), (outs, ospec) = record
@@ -202,16 +206,77 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
         equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
-    # Generated and compiled now, as load does: a codegen or compiler failure
-    # (an unprintable expression, source nested too deeply) surfaces at export,
-    # not at the program's first call.
+    equalities = _with_inferred_ties(equalities, result)
+    gm = GraphModule(graph, op_table=result.op_table or None)
+    ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
+                         module_call_graph=entries, range_constraints=ranges,
+                         equality_constraints=equalities, state_dict=state_dict, constants=constants)
+    compile_module(ep)
+    return ep
+
+
+def _with_inferred_ties(named: list, result: CaptureResult) -> list:
+    """``named`` plus the input axes capture tied together (a ``Dim.AUTO`` axis found equal to
+    another axis): one EqualityConstraint per size symbol shared by two or more input axes.
+
+    The runtime checks enforce these ties already (``tpe_assert_dim``); listing them makes
+    ``equality_constraints`` say what the program checks.  A named Dim's constraint is
+    widened to every axis tied to it and keeps its name.
+    """
+    groups: dict = {}
+    for _path, placeholder, shape, _dtype in result.sites:
+        for axis, size in enumerate(shape):
+            size = sympy.sympify(size).xreplace(result.env.replacements)
+            if isinstance(size, sympy.Symbol):
+                groups.setdefault(size, []).append((placeholder, axis))
+    by_name = {eq.name: eq for eq in named}
+    out = list(named)
+    for sym, sites in groups.items():
+        if len(sites) < 2:
+            continue
+        known = by_name.get(sym.name)
+        if known is not None:
+            if set(sites) > set(known.sites):
+                out[out.index(known)] = type(known)(tuple(sites), known.name)
+            continue
+        if any(set(sites) <= set(eq.sites) for eq in named):
+            continue
+        out.append(EqualityConstraint(tuple(sites), sym.name))
+    return out
+
+
+def _array_attributes(model: Any) -> dict[int, str]:
+    """``id(array) -> "sub.table"`` for the plain ndarray attributes of the model's modules.
+
+    A lifted constant that is a module attribute gets its qualified name as its
+    target (``InputSpec.target``, the ``tensor_constants`` key); one that is not
+    (a module global, an array built during capture) keeps its placeholder name.
+    """
+    named = getattr(model, "named_modules", None)
+    if not callable(named):
+        return {}
+    out: dict[int, str] = {}
+    for fqn, module in named():
+        for key, value in vars(module).items():
+            if type(value) is np.ndarray:
+                out.setdefault(id(value), f"{fqn}.{key}" if fqn else key)
+    return out
+
+
+def compile_module(ep: ExportedProgram) -> None:
+    """Generate and compile the forward ``ep.module()`` runs, now (every later view shares it).
+
+    As load does: a code generator or compiler failure (an unprintable
+    expression, source nested too deeply) surfaces at export, not at the
+    program's first call.
+
+    Raises:
+        CaptureError: the generated source does not compile (a bug in the code
+            generator; the compiler's error is its ``__cause__``).
+    """
     try:
-        gm = GraphModule(graph, op_table=result.op_table or None, generate=True)
+        ExportedModule(ep, stateful=False)
     except (SyntaxError, RecursionError) as e:
         raise CaptureError(f"the program's generated code does not compile ({type(e).__name__}: {e}); "
                            "this is a bug in tensorplay_export's code generator: please report it "
                            "with the model") from e
-    ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
-                         module_call_graph=entries, range_constraints=ranges,
-                         equality_constraints=equalities, state_dict=state_dict, constants=constants)
-    return ep

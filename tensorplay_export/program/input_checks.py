@@ -37,12 +37,13 @@ import numpy as np
 import sympy
 
 from ..errors import ConstraintsExceededError
+from ..graph.interpreter import Interpreter
 from ..graph.ir import Graph, Node
 from ..graph.printing import format_guard
 from ..records import ValueRange
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks"]  # (one_root: for the contract reader)
+__all__ = ["InputSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)
 
 
 @dataclass
@@ -210,3 +211,110 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 meta={"shape": None}))
     return inserted
 
+
+# -- asking the checks about sizes ----------------------------------------------------
+
+class SizeProbe:
+    """Runs a program's input checks (only them) on inputs of chosen sizes.
+
+    ``probe(sizes)`` builds, for every array input, a zero-strided array of the
+    size its contract shape gives at ``sizes`` (``symbol name -> int``; symbols
+    left out take their example size, else their range's lower bound) and runs
+    the check nodes at the top of the graph through the one Interpreter.  It
+    returns None when the checks admit the call, else the
+    :class:`ConstraintsExceededError` they raised.  So what is admitted is what
+    the program itself decides, not a reading of its records.
+
+    Args:
+        program: an ExportedProgram whose graph starts with the checks
+            :func:`insert_input_checks` inserted.
+
+    Raises (on construction):
+        ValueError: the graph has no input checks.
+    """
+
+    def __init__(self, program: Any) -> None:
+        from ..ops.registry import has_side_effect
+        from ..pytree import tree_flatten
+        from .signature import ConstantArgument, InputKind
+
+        graph = program.graph
+        specs = program.graph_signature.input_specs
+        user = [s for s in specs if s.kind == InputKind.USER_INPUT]
+        placeholders = graph.placeholders()
+        by_name = {n.name: n for n in placeholders}
+        self._user_nodes = [by_name[s.arg.name] for s in user if getattr(s.arg, "name", None) in by_name]
+        self._constants = {by_name[s.arg.name]: s.arg.value for s in user
+                           if isinstance(s.arg, ConstantArgument) and s.arg.name in by_name}
+        checks: list[Node] = []
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op != "call_function" or not has_side_effect(node.target):
+                break
+            checks.append(node)
+        if not checks:
+            raise ValueError("the program has no input checks to ask (was it built by export?)")
+        self._checks = checks
+        self._shapes = {n.args[0]: (n.meta["shape"], n.meta.get("dtype")) for n in checks
+                        if n.target == "tpe.check_input"}
+        # "x.shape[1]" -> (placeholder, axis, contract size) of every dynamic input axis
+        self.sites = {f"{n.args[1]}.shape[{axis}]": (n.args[0], axis, sympy.sympify(d))
+                      for n in checks if n.target == "tpe.check_input"
+                      for axis, d in enumerate(n.meta["shape"])
+                      if isinstance(d, sympy.Basic) and not d.is_Integer}
+        self.symbols = {str(s): s for s in program.range_constraints}
+        self.ranges = dict(program.range_constraints)
+        # example sizes of the symbols an input axis names directly
+        self.hints: dict = {}
+        ex = program.example_inputs
+        if ex and "args" in ex:
+            leaves, _ = tree_flatten((tuple(ex["args"]), dict(ex["kwargs"])))
+            for node, leaf in zip(self._user_nodes, leaves):
+                shape = self._shapes.get(node, (None,))[0]
+                if shape is None or not hasattr(leaf, "shape") or len(leaf.shape) != len(shape):
+                    continue
+                for d, n in zip(shape, leaf.shape):
+                    if isinstance(d, sympy.Symbol):
+                        self.hints.setdefault(d, int(n))
+
+    def __call__(self, sizes: dict) -> Optional[ConstraintsExceededError]:
+        """``sizes``: symbol name (``"seq"``) or input axis (``"x.shape[1]"``) -> int.
+
+        An input axis takes the size as given, so a size its contract cannot
+        have (``x.shape[1] = 4*_h + 1``) reaches the checks as it would in a call.
+        """
+        from solver import evaluate
+
+        values = {sym: int(vr.lower) for sym, vr in self.ranges.items()}
+        values.update(self.hints)
+        at_axis: dict = {}
+        for name, size in sizes.items():
+            if name in self.symbols:
+                values[self.symbols[name]] = int(size)
+            elif name in self.sites:
+                node, axis, expr = self.sites[name]
+                at_axis[(node, axis)] = int(size)
+                root = one_root(expr)
+                if root is not None and (int(size) - root[2]) % root[1] == 0:
+                    values[root[0]] = (int(size) - root[2]) // root[1]  # the other axes over that root follow
+            else:
+                raise KeyError(f"no size symbol or input axis {name!r} in the program; symbols: "
+                               f"{sorted(self.symbols)}, axes: {sorted(self.sites)}")
+        flat = []
+        for node in self._user_nodes:
+            if node in self._constants:
+                flat.append(self._constants[node])
+                continue
+            shape, dtype = self._shapes.get(node, ((), None))
+            dims = [at_axis[(node, i)] if (node, i) in at_axis else
+                    int(evaluate(sympy.sympify(d), values)) if isinstance(d, sympy.Basic) else int(d)
+                    for i, d in enumerate(shape)]
+            if any(d < 0 for d in dims):
+                return ConstraintsExceededError(f"sizes {sizes} give the input {node.name} the shape {tuple(dims)}")
+            flat.append(np.broadcast_to(np.zeros((), dtype or np.float32), tuple(dims)))
+        try:
+            Interpreter(self._checks[0].graph).run(*flat, nodes=[*self._user_nodes, *self._checks])
+        except ConstraintsExceededError as err:
+            return err
+        return None

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import copy
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union
 
 __all__ = [
     "InputKind", "OutputKind", "TensorArgument", "SymIntArgument", "SymFloatArgument",
     "SymBoolArgument", "ConstantArgument", "CustomObjArgument", "TokenArgument", "ArgumentSpec",
     "InputSpec", "OutputSpec", "ExportGraphSignature", "GraphSignature", "ExportBackwardSignature",
-    "ModuleCallSignature", "ModuleCallEntry",
+    "ModuleCallSignature", "ModuleCallEntry", "CallParameter",
 ]
 
 
@@ -356,11 +356,35 @@ class GraphSignature:
         return ExportGraphSignature(inputs, outputs)
 
 
+@dataclass(frozen=True)
+class CallParameter:
+    """One parameter of the exported callable, as :class:`inspect.Parameter` has it.
+
+    ``kind`` is the lower-case name of ``inspect.Parameter.kind``
+    (``"positional_or_keyword"``, ``"var_positional"``, ...).  ``default`` is
+    the default value when ``has_default`` (a plain constant; for a default the
+    archive cannot store, ``has_default`` is true and ``default`` is None with
+    ``default_stored`` False).  The program's calls are bound to these
+    parameters as eager Python binds them (:mod:`.call_binding`).
+    """
+
+    name: str
+    kind: str
+    has_default: bool = False
+    default: Any = None
+    default_stored: bool = True
+
+
 @dataclass
 class ModuleCallSignature:
     """The flat inputs/outputs of one module call and the pytree specs to rebuild them.
 
     ``in_spec`` describes ``(args, kwargs)``; ``out_spec`` the output structure.
+    Two attributes beyond the seed's constructor (set after construction, root
+    entry only): ``parameters`` lists the callable's :class:`CallParameter`
+    records (None when Python gives no signature, or for an archive written
+    before they were recorded) and ``forward_name`` its name, so a call of
+    ``module()`` takes the same arguments, defaults included, as the model did.
     """
 
     inputs: list[ArgumentSpec]
@@ -368,6 +392,8 @@ class ModuleCallSignature:
     in_spec: Any = None
     out_spec: Any = None
     forward_arg_names: Optional[list[str]] = None
+    parameters: Optional[list[CallParameter]] = field(default=None, init=False)
+    forward_name: Optional[str] = field(default=None, init=False)
 
 
 @dataclass

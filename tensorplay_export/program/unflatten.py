@@ -47,7 +47,29 @@ from solver import UnboundSymbolError, evaluate
 from ..graph.interpreter import Interpreter
 from ..graph.ir import Node
 
-__all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter"]
+__all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter", "check_preserved_paths"]
+
+
+def check_preserved_paths(model: Any, paths: tuple) -> None:
+    """Refuse ``preserve_module_call_signature`` entries that name no submodule of ``model``.
+
+    Known paths are the fqns of ``model.named_modules()`` other than the root
+    (none for a plain function).  A typo would otherwise record nothing and
+    leave ``unflatten`` without the signature the user asked for.
+
+    Raises:
+        ValueError: naming each unknown path and listing the known ones.
+    """
+    if not paths:
+        return
+    named = getattr(model, "named_modules", None)
+    known = [fqn for fqn, _ in named()] if callable(named) else []
+    known = [k for k in known if k]
+    unknown = [p for p in paths if p not in known]
+    if unknown:
+        listed = ", ".join(repr(k) for k in known) if known else "none (the model has no submodules)"
+        raise ValueError(f"preserve_module_call_signature names {', '.join(repr(p) for p in unknown)}, which "
+                         f"is no submodule path of the model; known paths: {listed}")
 
 
 class FlatArgsAdapter(abc.ABC):

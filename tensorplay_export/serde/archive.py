@@ -129,6 +129,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import ArchiveError
+from ..program.exported import ExportedModule, ExportedProgram
 from .jsonio import dumps, expect, fail, get_dict, get_list, loads
 from .npyio import MAX_NPZ_BYTES, npz_bytes, npz_from_bytes, read_npy
 from .program_json import (WeightType, check_pickle_protocol, normalize_opset, serialize_program)
@@ -214,8 +215,6 @@ class Runner:
     """
 
     def __init__(self, program: Any, num_runners: int = 1, run_single_threaded: bool = False) -> None:
-        from ..program.exported import ExportedModule
-
         self.program = program
         self.num_runners = num_runners
         self.run_single_threaded = run_single_threaded
@@ -328,6 +327,9 @@ def package_pt2(f: Any, *, exported_programs: Any = None, tp_files: Any = None,
         programs = {DEFAULT_MODEL: exported_programs}
     members: dict[str, Any] = {"format": FORMAT_MARKER, "version": f"{FORMAT_VERSION}\n".encode("ascii")}
     for name in sorted(programs):
+        if not isinstance(programs[name], ExportedProgram):
+            raise TypeError(f"exported program {name!r} is a {type(programs[name]).__name__}, not an "
+                            "ExportedProgram (tensorplay_export.export(...) makes one)")
         members.update(_program_members(_check_model_name(name), programs[name], opset, protocol))
     kinds = {}
     for name, value in (extra_files or {}).items():
@@ -352,6 +354,9 @@ def save(ep: Any, f: Any, *, extra_files: dict[str, Any] | None = None,
     """Save one ExportedProgram (as model ``"model"``) to a path or writable binary file.
 
     Same program and arguments -> byte-identical archive.  See :func:`package_pt2`.
+
+    Raises:
+        TypeError: ``ep`` is not an ExportedProgram (a mapping: use package_pt2).
     """
     if isinstance(ep, Mapping) or ep is None:
         raise TypeError("save() takes one ExportedProgram; use package_pt2 for several")

@@ -95,12 +95,14 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     Args:
         zr: the archive.
         member: member name (``.npy``).
-        mmap: copy-on-write memory map instead of reading, when the archive was
-            opened by path and the member is stored uncompressed.
+        mmap: a read-only memory map of the file instead of reading, when the
+            archive was opened by path and the member is stored uncompressed (a
+            program keeps such an array without copying it: nobody can write
+            through it, so the program's values cannot change under it).
         max_bytes: refuse larger members before reading (default: no limit
             beyond the container's own).
     Returns:
-        the array (``np.memmap`` when mapped), writable.
+        the array: ``np.memmap`` (read-only) when mapped, else a new writable array.
     Raises:
         ArchiveError: a compressed member, bad header, object/structured dtype,
             size mismatch, corrupt data.
@@ -128,7 +130,7 @@ def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool)
                      f"member has {size - header_len}")
     offset = zr.data_offset(member)
     if mmap and zr.path is not None and offset is not None and nbytes > 0:
-        return np.memmap(zr.path, dtype=dtype, mode="c", offset=offset + header_len, shape=shape, order="C")
+        return np.memmap(zr.path, dtype=dtype, mode="r", offset=offset + header_len, shape=shape, order="C")
     out = np.empty(shape, dtype=dtype)
     view = memoryview(out.reshape(-1).view(np.uint8)) if nbytes else memoryview(bytearray())
     got = head.readinto(view)

@@ -225,7 +225,25 @@ def _encode_call_entry(entry: Any, enc: Encoder) -> dict:
         "in_spec": None if sig.in_spec is None else treespec_to_json(sig.in_spec),
         "out_spec": None if sig.out_spec is None else treespec_to_json(sig.out_spec),
         "forward_arg_names": None if sig.forward_arg_names is None else list(sig.forward_arg_names),
+        **_encode_call_parameters(sig),
     }}
+
+
+def _encode_call_parameters(sig: Any) -> dict:
+    """The callable's parameters (root entry), so a loaded ``module()`` binds calls as eager does.
+
+    A default the archive cannot write as plain data is recorded without its value
+    (``default_stored`` false): a loaded program then accepts the argument omitted only.
+    """
+    params = getattr(sig, "parameters", None)
+    if params is None:
+        return {}
+    enc = Encoder(store_array=None)
+    return {"parameters": [{"name": p.name, "kind": p.kind, "has_default": p.has_default,
+                            "default_stored": p.default_stored,
+                            "default": enc.value(p.default) if p.has_default and p.default_stored else None}
+                           for p in params],
+            "forward_name": getattr(sig, "forward_name", None)}
 
 
 def _encode_dynamic_shapes(spec: Any, enc: Encoder) -> Any:

@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 
 from ..errors import ArchiveError, UnsupportedOpError
-from ..graph.ir import OPCODES, Graph, Node
+from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -100,7 +100,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             (archives: :class:`LazyExamples`), not now.
     """
     from ..graph.codegen import GraphModule
-    from ..program.exported import ExportedProgram
+    from ..program.exported import ExportedModule, ExportedProgram
 
     budget = ExprBudget()  # one for every expression of the document
     weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
@@ -132,19 +132,21 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
+    gm = GraphModule(graph, lint=False)  # _build_graph linted it
     try:
-        # _build_graph linted it; the source is generated and compiled now, so hostile content
-        # (or source Python cannot compile) fails here, as ArchiveError, not at the first call
-        gm = GraphModule(graph, lint=False, generate=True)
-    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
-            KeyError, MemoryError) as err:
-        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
-    try:
-        return ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
+        ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
     except (ValueError, TypeError, KeyError) as err:
         if isinstance(err, ArchiveError):
             raise
         fail(member, f"inconsistent program: {err}")
+    try:
+        # The forward module() runs is generated and compiled now, so hostile content (or
+        # source Python cannot compile) fails here, as ArchiveError, not at the first call.
+        ExportedModule(ep, stateful=False)
+    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
+            KeyError, MemoryError) as err:
+        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
+    return ep
 
 
 # -- graph ----------------------------------------------------------------------------
@@ -213,7 +215,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
         target = get_str(raw["target"], member, f"target of node {name!r}", 256)
-        expect(op in OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
+        expect(op in FUNCTIONAL_OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
         call_sig = _resolve_target(target, member, name) if op == "call_function" else None
         args = get_list(raw["args"], member, f"args of node {name!r}")
         kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
@@ -558,6 +560,7 @@ def _equalities(data: Any, member: str) -> list:
         if any(not isinstance(s, list) or len(s) != 2 or not isinstance(s[0], str) or type(s[1]) is not int
                for s in sites):
             fail(member, "equality constraint sites must be [input name, axis] pairs")
+        expect(len(sites) >= 2, member, "an equality constraint ties two or more sites")
         expect(raw["name"] is None or isinstance(raw["name"], str), member, "equality constraint name must be a string")
         out.append(EqualityConstraint(tuple((p, a) for p, a in sites), raw["name"]))
     return out
@@ -586,7 +589,8 @@ def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
         sig = raw["signature"]
         if sig is not None:
             get_dict(sig, member, "module call signature",
-                     {"inputs", "outputs", "in_spec", "out_spec", "forward_arg_names"})
+                     {"inputs", "outputs", "in_spec", "out_spec", "forward_arg_names"},
+                     frozenset({"parameters", "forward_name"}))
             names = sig["forward_arg_names"]
             if names is not None and (not isinstance(names, list) or any(not isinstance(n, str) for n in names)):
                 fail(member, "forward_arg_names must be a list of strings")
@@ -594,7 +598,31 @@ def _call_graph(data: Any, member: str, budget: ExprBudget) -> list:
                 [_argument(a, member, budget) for a in get_list(sig["inputs"], member, "module call inputs")],
                 [_argument(a, member, budget) for a in get_list(sig["outputs"], member, "module call outputs")],
                 _treespec(sig["in_spec"], member), _treespec(sig["out_spec"], member), names)
+            if "parameters" in raw["signature"]:
+                sig.parameters = _call_parameters(raw["signature"]["parameters"], member, budget)
+                name = raw["signature"].get("forward_name")
+                sig.forward_name = None if name is None else get_str(name, member, "forward_name", 256)
         out.append(ModuleCallEntry(fqn, sig))
+    return out
+
+
+_PARAMETER_KINDS = ("positional_only", "positional_or_keyword", "var_positional", "keyword_only", "var_keyword")
+
+
+def _call_parameters(data: Any, member: str, budget: ExprBudget) -> list:
+    from ..program.signature import CallParameter
+
+    out = []
+    for raw in get_list(data, member, "call parameters"):
+        get_dict(raw, member, "call parameter", {"name", "kind", "has_default", "default_stored", "default"})
+        name = get_str(raw["name"], member, "parameter name", 256)
+        if not name.isidentifier() or raw["kind"] not in _PARAMETER_KINDS:
+            fail(member, f"call parameter {name!r:.40} has a bad name or kind {raw['kind']!r:.40}")
+        if type(raw["has_default"]) is not bool or type(raw["default_stored"]) is not bool:
+            fail(member, f"call parameter {name!r}: has_default and default_stored must be booleans")
+        default = (Decoder(member, budget=budget).value(raw["default"])
+                   if raw["has_default"] and raw["default_stored"] else None)
+        out.append(CallParameter(name, raw["kind"], raw["has_default"], default, raw["default_stored"]))
     return out
 
 
@@ -758,7 +786,8 @@ def deserialize_program(artifact: Any, state_dict: Any = None, constants: Any = 
 
     Args:
         artifact: a :class:`SerializedArtifact`, or the program JSON bytes alone
-            (then ``state_dict``/``constants`` must supply every array).
+            (then ``state_dict``/``constants`` must supply every array; without
+            sample arrays the program's ``example_inputs`` is empty).
         state_dict: fqn -> array overriding the artifact's parameters/buffers.
         constants: fqn -> array overriding the artifact's constants.
         example_inputs: ``{"args", "kwargs"}`` / ``(args, kwargs)`` to attach, or
@@ -777,6 +806,10 @@ def deserialize_program(artifact: Any, state_dict: Any = None, constants: Any = 
         raise TypeError(f"deserialize takes a SerializedArtifact or JSON bytes, got {type(artifact).__name__}")
     doc = parse_document(data, member)
     check_opset(doc["opset_version"], expected_opset_version, member)
+    if example_inputs is None and not arrays.example_inputs:
+        # The program bytes alone (or an artifact without its samples): the sample
+        # inputs are documentation, not part of the contract; the program has none.
+        doc = {**doc, "example_inputs": None}
     sources = {"weights": arrays.state_dict, "constants": arrays.constants}
 
     def fetch(table: str, index: int, entry: dict) -> np.ndarray:

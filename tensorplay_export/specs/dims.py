@@ -372,10 +372,18 @@ class Constraint:
 
 @dataclass
 class EqualityConstraint:
-    """Input sites ``(input name, axis)`` whose sizes must stay equal."""
+    """Input sites ``(input name, axis)`` whose sizes must stay equal.
+
+    Raises:
+        ValueError: fewer than two sites (one site ties nothing).
+    """
 
     sites: tuple[tuple[str, int], ...]
     name: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if len(self.sites) < 2:
+            raise ValueError(f"an EqualityConstraint ties two or more input sites, got {list(self.sites)}")
 
 
 # --- ShapesCollection / AdditionalInputs ---------------------------------------------------

@@ -168,7 +168,11 @@ def _fix_block(message: str) -> list[str]:
 
 
 def parse_fix_line(line: str) -> Fix:
-    """Parse one fix line; ValueError (quoting the line and the accepted forms) if malformed."""
+    """Parse one fix line; ValueError (quoting the line and the accepted forms) if malformed.
+
+    A trailing ``# comment`` is ignored, as the seed's own examples write them.
+    """
+    line = line.split("#", 1)[0].strip()
     m = _RANGE_RE.match(line)
     if m:
         if m["lhs"] != m["name"]:
@@ -201,7 +205,7 @@ def parse_fix_line(line: str) -> Fix:
 
 def parse_suggested_fixes(message: str) -> list[Fix]:
     """The fixes in the ``Suggested fixes:`` block of ``message``, in order."""
-    return [parse_fix_line(line) for line in _fix_block(message)]
+    return [parse_fix_line(line) for line in _fix_block(message) if line.split("#", 1)[0].strip()]
 
 
 # --- walking a spec -------------------------------------------------------------------------

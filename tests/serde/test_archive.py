@@ -104,8 +104,9 @@ def test_hand_built_program_keeps_exact_argument_types(hand_program):
 
 
 def test_multi_model_archive(small_program, hand_program, tmp_path):
-    other = tpe.export(Small(), small_inputs(), dynamic_shapes={"x": {0: tpe.Dim("N", max=4), 1: tpe.Dim("S", max=8)}})
-    other.state_dict["weight"][...] += 1.0  # same fqns as small_program, different values
+    shifted = Small()
+    shifted.weight[...] += 1.0  # same fqns as small_program, different values
+    other = tpe.export(shifted, small_inputs(), dynamic_shapes={"x": {0: tpe.Dim("N", max=4), 1: tpe.Dim("S", max=8)}})
     path = tmp_path / "multi.pt2"
     out = tpe.package_pt2(path, exported_programs={"a": small_program, "b": other, "hand": hand_program},
                           extra_files={"notes.txt": "héllo", "raw/blob.bin": b"\x00\x01"},

@@ -472,8 +472,8 @@ def test_source_that_does_not_compile_refused_at_load(good):
 
 
 def test_program_is_compiled_at_export_and_after_decompositions(small_program):
-    assert small_program.graph_module._fn is not None
-    assert small_program.run_decompositions().graph_module._fn is not None
+    assert small_program.graph_module.derived_code is not None  # the forward module() runs
+    assert small_program.run_decompositions().graph_module.derived_code is not None
 
 
 def test_code_that_does_not_compile_fails_export_not_the_first_call(monkeypatch):
@@ -487,7 +487,7 @@ def test_code_that_does_not_compile_fails_export_not_the_first_call(monkeypatch)
 
 def test_loaded_module_is_compiled_at_load(small_program):
     loaded = load_bytes(archive_bytes(small_program))
-    assert loaded.graph_module._fn is not None
+    assert loaded.graph_module.derived_code is not None
 
 
 # --- item 5: range_constraints must be the ranges the graph's checks enforce ---------------------------

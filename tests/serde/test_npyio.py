@@ -100,7 +100,9 @@ def test_memmap_by_path(tmp_path):
         mm = read_npy(zr, "w/0.npy", mmap=True)
     assert isinstance(mm, np.memmap) and mm.ctypes.data % 64 == 0
     assert np.array_equal(mm, arrays["w/0.npy"])
-    mm[0, 0] = -1  # copy-on-write: the archive is unchanged
+    assert not mm.flags.writeable  # mapped read-only: a program keeps it without copying
+    with pytest.raises(ValueError, match="read-only"):
+        mm[0, 0] = -1
     with ZipReader(path) as zr:
         assert read_npy(zr, "w/0.npy")[0, 0] == 0
 

@@ -37,7 +37,9 @@ def test_deserialize_with_state_overrides(small_program):
     art = small_program.serialize()
     new_weight = np.eye(8, dtype=np.float32)
     ep = tpe.ExportedProgram.deserialize(art, state_dict={"weight": new_weight})
-    assert ep.state_dict["weight"] is new_weight
+    np.testing.assert_array_equal(ep.state_dict["weight"], new_weight)
+    new_weight[0, 0] = 5.0  # the program owns a copy of the override
+    assert ep.state_dict["weight"][0, 0] == 1.0
     with pytest.raises(ArchiveError, match=r"state_dict|weights\['weight'\]"):
         tpe.ExportedProgram.deserialize(art, state_dict={"weight": np.eye(8)})  # float64: wrong dtype
 

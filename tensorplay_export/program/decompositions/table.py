@@ -10,7 +10,11 @@ Nodes for a multi-output op (one per ``tpe.item`` index).  It may return
 
 Keys are normalized to registry names, so the op callable (``np.var``,
 ``nn.functional.softmax``), a method or short name (``"var"``, ``"softmax"``)
-and the target string (``"numpy.var"``) address one entry.  The function and
+and the target string (``"numpy.var"``) address one entry.  A short name
+looks up the one entry of that name when its numpy name has none: ``"tanh"``
+is the primitive ``numpy.tanh`` (never decomposed), so ``"tanh" in table``
+finds the composite ``tpe.nn.tanh`` (``nn.functional.tanh``); a short name
+with entries in two namespaces is refused as ambiguous.  The function and
 ``ndarray`` method forms of an op share their entry (``"numpy.ndarray.var"``
 is ``"numpy.var"``): a ``var`` entry rewrites both kinds of node.
 
@@ -28,6 +32,7 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any, Callable, Iterator, Optional
 
 from ...graph.ir import Node
+from ..build import compile_module
 
 __all__ = ["CustomDecompTable", "default_decompositions", "canonical_target", "apply_decompositions",
            "run_decompositions"]
@@ -117,8 +122,24 @@ class CustomDecompTable(MutableMapping):
             self.update(entries)
 
     # -- the mapping protocol ------------------------------------------------------
-    def __getitem__(self, key: Any) -> Callable[..., Any]:
+    def _entry(self, key: Any) -> Optional[str]:
+        """The entry name ``key`` looks up: its registry name, or for a short name whose
+        registry name has no entry (``"tanh"`` is the primitive ``numpy.tanh``) the one
+        entry of that short name under another namespace (``tpe.nn.tanh``).
+
+        Raises:
+            KeyError: a short name with entries under several namespaces (naming them).
+        """
         name = canonical_target(key)
+        if name in self._data or not isinstance(key, str) or "." in key:
+            return name
+        hits = [n for n in self._data if n.rsplit(".", 1)[-1] == key]
+        if len(hits) > 1:
+            raise KeyError(f"{key!r} is ambiguous in this table: {', '.join(hits)}; use the full name")
+        return hits[0] if hits else name
+
+    def __getitem__(self, key: Any) -> Callable[..., Any]:
+        name = self._entry(key)
         if name is None or name not in self._data:
             raise KeyError(key)
         return self._data[name]
@@ -131,15 +152,15 @@ class CustomDecompTable(MutableMapping):
         self._data[name] = value
 
     def __delitem__(self, key: Any) -> None:
-        name = canonical_target(key)
+        name = self._entry(key)
         if name is None or name not in self._data:
             raise KeyError(key)
         del self._data[name]
 
     def __contains__(self, key: object) -> bool:
         try:
-            name = canonical_target(key)
-        except TypeError:
+            name = self._entry(key)
+        except (TypeError, KeyError):
             return False
         return name is not None and name in self._data
 
@@ -179,12 +200,24 @@ class CustomDecompTable(MutableMapping):
     def fromkeys(cls, iterable: Iterable[Any], value: Any = None) -> "CustomDecompTable":
         """A table (no defaults) mapping every key of ``iterable`` to ``value``.
 
+        ``value=None`` (the default) means each key's built-in builder, so
+        ``CustomDecompTable.fromkeys(["var", "softmax"])`` is the defaults
+        restricted to those ops.
+
         Raises:
-            TypeError: ``value`` is not callable (the default None never is).
+            TypeError: ``value`` is neither None nor callable.
+            KeyError: ``value`` is None and a key has no built-in decomposition.
         """
         table = cls(defaults=False)
+        builtins = cls(defaults=True) if value is None else None
         for key in iterable:
-            table[key] = value
+            if builtins is None:
+                table[key] = value
+                continue
+            name = builtins._entry(key)
+            if name is None or name not in builtins._data:
+                raise KeyError(f"{key!r} has no built-in decomposition (default_decompositions() lists them)")
+            table._data[name] = builtins._data[name]
         return table
 
     # -- table operations --------------------------------------------------------------
@@ -194,7 +227,7 @@ class CustomDecompTable(MutableMapping):
         Raises:
             KeyError: ``target`` has no entry.
         """
-        name = canonical_target(target)
+        name = self._entry(target)
         if name is None or name not in self._data:
             raise KeyError(f"{target!r} has no decomposition entry")
         return self._data.pop(name)
@@ -347,12 +380,13 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     for entry in call_graph:
         if entry.signature is not None:
             _rename_args(entry.signature, renames)
-    out = ExportedProgram(GraphModule(graph, op_table=op_table, lint=False, generate=True),  # linted after DCE above
+    out = ExportedProgram(GraphModule(graph, op_table=op_table, lint=False),  # linted after DCE above
                           signature, example_inputs=ep.example_inputs,
                           dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
                           range_constraints=dict(ep.range_constraints),
                           equality_constraints=copy.deepcopy(ep.equality_constraints), verifier=ep.verifier,
                           state_dict=ep.state_dict, constants=constants)
+    compile_module(out)
     return out
 
 
