@@ -46,7 +46,7 @@ def test_bench_archive_quick(capsys):
 def test_bench_compile_at_export_quick(capsys):
     out = _run("bench_compile_at_export", ["--quick"], capsys)
     rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
-    assert rows[2:] == ["export", "export + first call"]
+    assert rows[2:] == ["export (compiles once)", "generate + compile the forward"]
 
 
 def test_compare_torch_export_quick(capsys):

@@ -444,7 +444,7 @@ class ExportedModule(GraphModule):
             # The first view of this program generates and compiles its forward; the
             # others (module() after invalidate_unlifted, runners, the eager check)
             # copy the graph but share that code: their graphs are identical copies.
-            super().__init__(graph, owner.op_table, lint=True, generate=True)
+            super().__init__(graph, owner.op_table, lint=False, generate=True)  # a copy of a linted graph
             owner.derived_code = (self._pycode, self._fn)
         else:
             super().__init__(graph, owner.op_table, lint=False)
