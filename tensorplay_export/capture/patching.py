@@ -95,6 +95,13 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             if dtype is None or np.dtype(dtype) == data.dtype:
                 return data
             return cast(data)
+        if isinstance(data, SymInt):
+            # np.array(n): a 0-d int array of the size (np.int64, or the size's numpy type)
+            vec = tracer.call(get_op("tpe.shape_array"), (SymInt(data.expr, data.env),), {})
+            out = tracer.call(get_op("numpy.reshape"), (vec, ()), {})
+            if dtype is None and data.dtype is not None:
+                return tracer.call(get_op("numpy.ndarray.astype"), (out, data.dtype), {})
+            return cast(out)
         flat = _flat_scalars(data)
         if flat is not None:
             return cast(tracer.call(get_op("tpe.shape_array"), tuple(flat), {}))
@@ -107,6 +114,12 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     if name == "prod":
         data = args[0] if args else kwargs.get("a")
         flat = _flat_scalars(data)
+        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"}:
+            # np.prod(x.shape): a size (np.int64, as eager's), usable in shapes and indexing
+            out: Any = np.int64(1)
+            for v in flat:
+                out = out * v
+            return out
         if flat is not None:
             vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
             return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)

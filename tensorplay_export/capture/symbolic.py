@@ -25,6 +25,22 @@ otherwise they specialize with the function named in the reason.  Shifts of
 a size by a constant are exact (``n >> 1`` is ``floor(n/2)``), ``n & (2**k - 1)``
 is ``Mod(n, 2**k)``; other bitwise operators specialize.
 
+``hash()`` of a size from model code pins it (reason "hashed (dict or set
+lookup)", cause ``"hashed"``): a dict or set finds its key by the hash, so
+``SCALE.get(n)`` and ``n in {8, 16}`` can only answer as eager does for the
+example's value.  Library code never hashes a size (it keys by ``.expr``); it
+gets an internal error.
+
+Type checks answer as eager does where Python lets them: ``__class__`` is
+``int``/``float``/``bool`` for model code, so ``isinstance(n, int)``,
+``numbers.Integral`` and ``np.isscalar(n)`` are true; the library (and
+sympy) see the real class.  ``type(n) is int`` cannot be intercepted.
+
+A size combined with a numpy scalar (``n + np.int32(1)``) carries eager's
+numpy type in :attr:`SymInt.dtype` (None: a Python int): it is still a size
+in shapes and indexing, and the tracer hands it to ops as a numpy scalar of
+that type, so arrays promote as eager's do (numpy 2 rules).
+
 Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
 created its symbols; this module imports neither z3 nor the capture layer.
 ``SymInt.__array_ufunc__`` (``np.sqrt(s)``) is forwarded to ``env.tracer``,
@@ -35,20 +51,40 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import Any, Callable
+import os
+import sys
+from typing import Any, Callable, Optional
 
+import numpy as np
 import sympy
 
-def _is_int_like(value: Any) -> bool:
-    import numpy as np
+from ..errors import CaptureError
+from .frames import PACKAGE_DIR, user_source
 
+# Frames of these files see a size's real class and may not hash it (see _asked_by_library).
+_OWN_DIRS = (PACKAGE_DIR, os.path.dirname(sympy.__file__) + os.sep)
+_OWN_FILES: dict[str, bool] = {}
+
+
+def _asked_by_library(depth: int = 2) -> bool:
+    """Whether the Python frame ``depth`` levels up (the code that called ``hash()`` or read
+    ``__class__``, usually through a C builtin, which has no frame) is this package's or sympy's.
+
+    numpy's Python code (``np.isscalar``) counts as the model's: it runs on the model's behalf,
+    as it would in eager.
+    """
+    name = sys._getframe(depth).f_code.co_filename
+    hit = _OWN_FILES.get(name)
+    if hit is None:
+        hit = _OWN_FILES[name] = os.path.abspath(name).startswith(_OWN_DIRS)
+    return hit
+
+def _is_int_like(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def to_expr(value: Any) -> Any:
     """sympy form of an int-like operand, or NotImplemented for anything else."""
-    import numpy as np
-
     if isinstance(value, (SymInt, SymFloat, SymBool)):
         return value.expr
     if isinstance(value, (bool, np.bool_)):
@@ -60,13 +96,14 @@ def to_expr(value: Any) -> Any:
     return NotImplemented
 
 
-def wrap_int(expr: Any, env: Any) -> Any:
-    """A plain int when ``expr`` is a number, else a SymInt."""
+def wrap_int(expr: Any, env: Any, dtype: Any = None) -> Any:
+    """A plain int when ``expr`` is a number, else a SymInt (``dtype``: a numpy integer type
+    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar)."""
     if isinstance(expr, (int,)):
-        return expr
+        return expr if dtype is None else dtype.type(expr)
     if expr.is_Integer:
-        return int(expr)
-    return SymInt(expr, env)
+        return int(expr) if dtype is None else dtype.type(int(expr))
+    return SymInt(expr, env, dtype)
 
 
 # A size expression with more operations than this is pinned to its example value (a recorded
@@ -118,13 +155,14 @@ def bounded(expr: Any, env: Any) -> Any:
     return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)
 
 
-def wrap_float(expr: Any, env: Any, exact: Any = None) -> Any:
-    """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat)."""
+def wrap_float(expr: Any, env: Any, exact: Any = None, dtype: Any = None) -> Any:
+    """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat;
+    ``dtype``: a numpy floating type the value has in eager, as for :func:`wrap_int`)."""
     expr = sympy.sympify(expr)
     if expr.is_Number:
-        return float(expr)
+        return float(expr) if dtype is None else dtype.type(float(expr))
     # Keep float arithmetic explicit so printed code divides as floats.
-    return SymFloat(expr, env, exact)
+    return SymFloat(expr, env, exact, dtype)
 
 
 def _short_dyadic(value: Any) -> Any:
@@ -146,8 +184,6 @@ def _short_dyadic(value: Any) -> Any:
 def _exact_operand(value: Any) -> tuple:
     """(kind, exact value): kind "int" (sizes, ints), "dyadic" (short float constants), "float"
     (a SymFloat with an exact value) or None (no exact value known)."""
-    import numpy as np
-
     if isinstance(value, SymInt):
         return "int", value.expr
     if _is_int_like(value):
@@ -241,19 +277,50 @@ def _truediv(a, b):
 
 
 class _SymNumber:
-    """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs."""
+    """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs.
 
-    __slots__ = ("expr", "env")
+    ``dtype``: the numpy scalar type (``np.dtype``) eager code would hold here, or None for
+    a Python number.
+    """
 
-    def __init__(self, expr: sympy.Expr, env: Any) -> None:
+    __slots__ = ("expr", "env", "dtype")
+    _eager_class: type = object  # what model code's isinstance() sees (int / float)
+
+    def __init__(self, expr: sympy.Expr, env: Any, dtype: Any = None) -> None:
         self.expr = expr
         self.env = env
+        self.dtype = None if dtype is None else np.dtype(dtype)
 
     def __repr__(self) -> str:
         return str(self.expr)
 
+    @property
+    def __class__(self) -> type:
+        # model code's isinstance(n, int) / numbers.Integral / np.isscalar answer as in eager;
+        # the library and sympy see the real class (sympy's converters dispatch on __class__
+        # and would turn a SymInt into an Integer through int(), pinning it unrecorded)
+        if _asked_by_library():
+            return type(self)
+        if self.dtype is not None:
+            return self.dtype.type
+        return self._eager_class
+
     def __hash__(self) -> int:
-        return hash(self.expr)
+        if _asked_by_library():
+            raise CaptureError(f"internal error: library code hashed the size {self.expr} (key by its "
+                               "sympy expression, .expr, instead)")
+        value = self.env.hint(self.expr)
+        reason = (f"hashed (dict or set lookup); a lookup can only find the example's value "
+                  f"{value} (compare instead, e.g. `{self.expr} == {value}`, to stay dynamic)")
+        return hash(self._typed(self.env.specialize(self.expr, reason, cause="hashed")))
+
+    def _typed(self, value: Any) -> Any:
+        """``value`` (the example's) as the Python or numpy scalar eager code holds."""
+        return value if self.dtype is None else self.dtype.type(value)
+
+    def example(self) -> Any:
+        """The value eager code holds at the example sizes (a numpy scalar if ``dtype``)."""
+        return self._typed(self.env.hint(self.expr))
 
     def __float__(self) -> float:
         return float(self.env.specialize(self.expr, "converted with float()"))
@@ -282,6 +349,16 @@ class _SymNumber:
 
     # -- numpy ----------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # np.int32(1) + n reaches here (numpy scalars call the ufunc rather than defer): with
+        # scalar operands only it is size arithmetic, as n.__radd__ would do it
+        names = _UFUNC_DUNDERS.get(ufunc.__name__)
+        if names is not None and method == "__call__" and not kwargs and len(inputs) == 2 and all(
+                isinstance(v, (_SymNumber, int, float, np.integer, np.floating)) for v in inputs):
+            left, right = inputs
+            out = (getattr(left, names[0])(right) if isinstance(left, _SymNumber)
+                   else getattr(right, names[1])(left))
+            if out is not NotImplemented:
+                return out
         tracer = getattr(self.env, "tracer", None)
         if tracer is None:
             return NotImplemented
@@ -300,6 +377,7 @@ class SymInt(_SymNumber):
     """A symbolic integer size: ``expr`` over the env's size symbols."""
 
     __slots__ = ()
+    _eager_class = int
 
     # -- example value and printing -----------------------------------------
     @property
@@ -339,9 +417,11 @@ class SymInt(_SymNumber):
         a, b = (o, self.expr) if reflected else (self.expr, o)
         out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
-            return wrap_int(out, self.env)
-        exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        return wrap_float(out, self.env, exact)
+            out = wrap_int(out, self.env)
+        else:
+            exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
+            out = wrap_float(out, self.env, exact)
+        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -396,7 +476,7 @@ class SymInt(_SymNumber):
     def __xor__(self, o): return self._bitwise(o, operator.xor, "^")
     def __rxor__(self, o): return self._bitwise(o, operator.xor, "^")
 
-    def __invert__(self): return wrap_int(-self.expr - 1, self.env)
+    def __invert__(self): return wrap_int(-self.expr - 1, self.env, self.dtype)
 
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
@@ -432,9 +512,9 @@ class SymInt(_SymNumber):
             return self._op(o, operator.pow, True)
         return self._op(o, operator.pow, True, result="float")
 
-    def __neg__(self): return wrap_int(-self.expr, self.env)
+    def __neg__(self): return wrap_int(-self.expr, self.env, self.dtype)
     def __pos__(self): return self
-    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env)
+    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env, self.dtype)
     def __round__(self, ndigits=None):
         if ndigits is None or int(ndigits) >= 0:
             return self
@@ -446,9 +526,48 @@ class SymInt(_SymNumber):
     def __floor__(self): return self
     def __ceil__(self): return self
 
-    def __array__(self, dtype=None, copy=None):
-        import numpy as np
+    def bit_length(self) -> int:
+        """``int.bit_length``: the same answer for every size in ``[2**(b-1), 2**b - 1]``, so
+        that range is required (two guards at the user's line) rather than the size pinned."""
+        value = int(self.env.hint(self.expr))
+        b = abs(value).bit_length()
+        reason = f"{self.expr}.bit_length() is {b} only for {self.expr} in [{2 ** (b - 1) if b else 0}, {2 ** b - 1}]"
+        source = user_source(2)
+        if b == 0:
+            self.env.guard(sympy.Eq(self.expr, 0), "guard", reason, source, cause="bit_length")
+        elif value > 0:
+            self.env.guard(sympy.Ge(self.expr, 2 ** (b - 1)), "guard", reason, source, cause="bit_length")
+            self.env.guard(sympy.Le(self.expr, 2 ** b - 1), "guard", reason, source, cause="bit_length")
+        else:
+            self.env.specialize(self.expr, f"{self.expr}.bit_length() of a negative value", source)
+        return b
 
+    def is_integer(self) -> bool:
+        return True
+
+    def as_integer_ratio(self) -> tuple:
+        return (self, 1)
+
+    @property
+    def real(self) -> "SymInt":
+        return self
+
+    @property
+    def imag(self) -> int:
+        return 0
+
+    @property
+    def numerator(self) -> "SymInt":
+        return self
+
+    @property
+    def denominator(self) -> int:
+        return 1
+
+    def conjugate(self) -> "SymInt":
+        return self
+
+    def __array__(self, dtype=None, copy=None):
         return np.asarray(self.__index__(), dtype=dtype)
 
 
@@ -468,6 +587,59 @@ def _has_float(expr: Any) -> bool:
     return isinstance(expr, sympy.Basic) and expr.has(sympy.Float)
 
 
+# the Python operator each arithmetic rule computes (what eager code runs on its values)
+_PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+# numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
+_UFUNC_DUNDERS = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"), "true_divide": ("__truediv__", "__rtruediv__"),
+    "divide": ("__truediv__", "__rtruediv__"), "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"), "power": ("__pow__", "__rpow__"),
+}
+
+
+def _numpy_type_of(value: Any) -> Any:
+    if isinstance(value, _SymNumber):
+        return value.dtype
+    if isinstance(value, np.generic):
+        return value.dtype
+    return None
+
+
+def _eager_value(value: Any) -> Any:
+    return value.example() if isinstance(value, _SymNumber) else value
+
+
+def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
+    """``out`` (the symbolic result of ``fn(left, right)``) with the numpy scalar type eager
+    arithmetic gives it, when an operand is a numpy scalar or a typed size.
+
+    The type is read off eager's own result at the example values (``5 + np.int32(1)`` is an
+    ``np.int32``; ``np.int32(5) / 2`` an ``np.float64``), so numpy's promotion rules are
+    numpy's, not restated here.  Overflow of the narrow type is not modelled (sizes are small).
+    """
+    if _numpy_type_of(left) is None and _numpy_type_of(right) is None:
+        return out
+    pyop = _PYOP.get(fn, fn)
+    try:
+        with np.errstate(all="ignore"):
+            eager = pyop(_eager_value(left), _eager_value(right))
+    except (ArithmeticError, ValueError, TypeError):
+        return out
+    if not isinstance(eager, np.generic):
+        return out
+    dtype = eager.dtype
+    if not isinstance(out, _SymNumber):
+        return dtype.type(out)
+    if dtype.kind in "iu" and isinstance(out, SymInt):
+        return SymInt(out.expr, out.env, dtype)
+    if dtype.kind == "f":
+        if isinstance(out, SymFloat):
+            return SymFloat(out.expr, out.env, out.exact, dtype)
+        return SymFloat(sympy.Float(1.0) * out.expr, out.env, out.expr, dtype)
+    return out
+
+
 class SymFloat(_SymNumber):
     """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float.
 
@@ -479,9 +651,10 @@ class SymFloat(_SymNumber):
     """
 
     __slots__ = ("exact",)
+    _eager_class = float
 
-    def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None) -> None:
-        super().__init__(expr, env)
+    def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None, dtype: Any = None) -> None:
+        super().__init__(expr, env, dtype)
         self.exact = exact
 
     @property
@@ -506,8 +679,8 @@ class SymFloat(_SymNumber):
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        out = bounded(fn(a, b), self.env)
-        return wrap_float(out, self.env, exact)
+        out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
+        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -519,9 +692,11 @@ class SymFloat(_SymNumber):
     def __rtruediv__(self, o): return self._op(o, _truediv, True)
     def __pow__(self, o): return self._op(o, operator.pow)
     def __rpow__(self, o): return self._op(o, operator.pow, True)
-    def __neg__(self): return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact)
+    def __neg__(self):
+        return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact, self.dtype)
+
     def __pos__(self): return self
-    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env)
+    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.dtype)
 
     def __floordiv__(self, o): return self._float_floordiv(o, False)
     def __rfloordiv__(self, o): return self._float_floordiv(o, True)
@@ -563,8 +738,15 @@ class SymBool:
 
     __str__ = __repr__
 
+    @property
+    def __class__(self) -> type:
+        return SymBool if _asked_by_library() else bool  # isinstance(n > 2, bool), as in eager
+
     def __hash__(self) -> int:
-        return hash(self.expr)
+        if _asked_by_library():
+            raise CaptureError(f"internal error: library code hashed the condition {self.expr} (key by its "
+                               "sympy expression, .expr, instead)")
+        return hash(self.env.evaluate(self.expr, "hashed (dict or set lookup) a size comparison"))
 
     def _logic(self, other, fn, reflected=False):
         if isinstance(other, SymBool):

@@ -25,7 +25,7 @@ from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph.ir import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
-from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
+from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
 from .shape_env import ShapeEnv
@@ -142,9 +142,9 @@ class Tracer:
         if isinstance(value, TracedArray):
             return value.example
         if isinstance(value, SymInt):
-            return int(self.env.hint(value.expr))
+            return value.example() if value.dtype is not None else int(self.env.hint(value.expr))
         if isinstance(value, SymFloat):
-            return float(self.env.hint(value.expr))
+            return value.example() if value.dtype is not None else float(self.env.hint(value.expr))
         if isinstance(value, SymBool):
             return bool(value)
         if isinstance(value, tuple):
@@ -179,6 +179,8 @@ class Tracer:
         """What goes into the node's args: Nodes, sympy expressions, exact constants."""
         if isinstance(value, TracedArray):
             return value.node
+        if isinstance(value, (SymInt, SymFloat)) and value.dtype is not None:
+            return self.typed_size(value).node
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
         if isinstance(value, np.ndarray):
@@ -190,7 +192,9 @@ class Tracer:
         if isinstance(value, dict):
             return {k: self.node_arg(v) for k, v in value.items()}
         if isinstance(value, slice):
-            return slice(self.node_arg(value.start), self.node_arg(value.stop), self.node_arg(value.step))
+            # slice bounds are sizes whatever their numpy type: the expression, not a scalar node
+            return slice(*[v.expr if isinstance(v, SymInt) else self.node_arg(v)
+                           for v in (value.start, value.stop, value.step)])
         if isinstance(value, type) and issubclass(value, np.generic):
             return np.dtype(value)
         return value
@@ -227,7 +231,7 @@ class Tracer:
                 exd[k], infod[k], nargd[k], d = self.views(v)
                 deferred = deferred or d
             return exd, infod, nargd, deferred
-        if t is SymInt:
+        if t is SymInt and value.dtype is None:
             return int(self.env.hint(value.expr)), value.expr, value.expr, False
         if t in _PLAIN:
             return value, value, value, False
@@ -238,6 +242,12 @@ class Tracer:
             # the rare kinds (and subclasses): the separate walks, in the order call made them
             return self.example(value), self.info(value), value, True
         return value, value, value, False
+
+    def typed_size(self, value: Any) -> "TracedArray":
+        """A size with a numpy type (``n + np.int32(1)``) as the 0-d numpy scalar eager code
+        holds: a ``tpe.size_scalar`` node, so ops that get it promote as eager's do."""
+        plain = type(value)(value.expr, value.env)  # the same size as a Python number
+        return self.call(get_op("tpe.size_scalar"), (plain, value.dtype), {}, source=user_source(3))
 
     # -- op lookup and value reads (the places where the mode matters) --------------
     def op_for_func(self, func: Any, src: Any) -> Optional[OpDef]:
