@@ -53,8 +53,19 @@ def test_comparisons_are_symbool_and_bool_records_a_guard(env):
 
 def test_identity_comparison_needs_no_guard(env):
     s = size(env)
-    assert s == s and {s: 1}[s] == 1
+    assert s == s and not (s != s)
     assert not env.violations
+
+
+def test_hash_pins_the_size_at_the_users_line(env):
+    # a dict finds its key by the hash: only the example's value can be found, as in eager
+    s = size(env)
+    assert {16: "a", 8: "b"}.get(s) == "a" and s not in {8, 32}
+    [rec] = env.violations
+    assert rec.expr == sympy.Eq(s.expr, 16) and rec.cause == "hashed" and rec.kind == "specialization"
+    assert "hashed (dict or set lookup)" in rec.reason and "s == 16" in rec.reason
+    assert rec.source.filename.endswith("test_symbolic.py")
+    assert hash(s) == hash(16)
 
 
 def test_index_specializes_with_reason_and_line(env):
