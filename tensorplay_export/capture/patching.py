@@ -23,6 +23,7 @@ the capturing thread:
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import sys
@@ -276,7 +277,7 @@ class GlobalsView(dict):
         self._cache: dict = {}
         builtins_ = real.get("__builtins__")
         if builtins_ is not None:
-            dict.__setitem__(self, "__builtins__", builtins_)
+            dict.__setitem__(self, "__builtins__", _capture_builtins(builtins_))
         for key in ("__name__", "__file__", "__package__", "__spec__", "__loader__"):
             if key in real:
                 dict.__setitem__(self, key, real[key])
@@ -304,6 +305,24 @@ class GlobalsView(dict):
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self._real
+
+
+def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    """``__import__`` for cloned functions: ``import math`` inside the model gets the symbolic view."""
+    module = builtins.__import__(name, globals, locals, fromlist, level)
+    return _MATH if module is math else module
+
+
+def _capture_builtins(real: Any) -> dict:
+    """The builtins a cloned function runs with: the real ones, with :func:`_capture_import`.
+
+    An ``import`` statement looks ``__import__`` up in the frame's builtins (which a function
+    takes from its globals' ``__builtins__``), not in its globals, so a local ``import math``
+    in ``forward`` is only reached here.
+    """
+    out = dict(vars(real) if isinstance(real, types.ModuleType) else real)
+    out["__import__"] = _capture_import
+    return out
 
 
 class _SymbolicMath:

@@ -206,6 +206,8 @@ class ShapeEnv:
         unbacked = [s for s in syms if self.kinds.get(s) == "unbacked"]
         if unbacked:
             record.kind = "data_dependent"
+            if cause == "hashed":  # the rendered error says the guard only; say why it was asked
+                record.notes.append(reason)
             self.data_dependent.append(record)
             if self.mode == "export":
                 raise self._data_dependent_error(record, unbacked)

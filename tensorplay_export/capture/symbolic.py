@@ -276,6 +276,27 @@ def _truediv(a, b):
     return a * sympy.Float(1.0) / b
 
 
+def _require_live(env: Any, other: Any = None) -> None:
+    """Refuse a size whose capture has finished, or one of another capture beside it.
+
+    A cache in model code (``functools.lru_cache``, a global dict) can keep a size past its
+    export; the next export (or an eager call) would then compare or compute with symbols
+    that mean nothing there.
+
+    Raises:
+        CaptureError: naming the user's line and what to do.
+    """
+    tracer = env.tracer
+    stale = tracer is not None and not tracer.is_current()
+    if not stale and (other is None or getattr(other, "env", env) is env):
+        return
+    raise CaptureError(
+        "a size from an export that has finished was used here (kept by a cache such as "
+        "functools.lru_cache or a global dict in the model?); sizes are symbolic only while export "
+        "traces the model: clear that cache (f.cache_clear()) and key it by plain ints computed "
+        f"outside the model\n  at {user_source(3)}")
+
+
 class _SymNumber:
     """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs.
 
@@ -309,6 +330,7 @@ class _SymNumber:
         if _asked_by_library():
             raise CaptureError(f"internal error: library code hashed the size {self.expr} (key by its "
                                "sympy expression, .expr, instead)")
+        _require_live(self.env)
         value = self.env.hint(self.expr)
         reason = (f"hashed (dict or set lookup); a lookup can only find the example's value "
                   f"{value} (compare instead, e.g. `{self.expr} == {value}`, to stay dynamic)")
@@ -327,6 +349,8 @@ class _SymNumber:
 
     # -- comparisons (SymBool; guards happen only on bool()) ----------------
     def _cmp(self, other: Any, rel: Callable) -> Any:
+        if isinstance(other, (_SymNumber, SymBool)) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
@@ -395,6 +419,7 @@ class SymInt(_SymNumber):
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
+        _require_live(self.env)
         if _called_by_array_iter():
             return self.env.specialize(self.expr, "iterating over an array (a Python loop over its rows)",
                                        cause="iteration")
@@ -407,10 +432,13 @@ class SymInt(_SymNumber):
         return self.env.specialize(self.expr, "converted with int()")
 
     def __bool__(self) -> bool:
+        _require_live(self.env)
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a size")
 
     # -- arithmetic -----------------------------------------------------------
     def _op(self, other: Any, fn: Callable, reflected: bool = False, result: str = "int") -> Any:
+        if isinstance(other, _SymNumber) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
@@ -674,6 +702,8 @@ class SymFloat(_SymNumber):
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
 
     def _op(self, other, fn, reflected=False, result="float"):  # result: always a float (as SymInt._op's)
+        if isinstance(other, _SymNumber) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
@@ -731,6 +761,7 @@ class SymBool:
         self.env = env
 
     def __bool__(self) -> bool:
+        _require_live(self.env)
         return self.env.evaluate(self.expr, "branch on a size comparison")
 
     def __repr__(self) -> str:
@@ -746,6 +777,7 @@ class SymBool:
         if _asked_by_library():
             raise CaptureError(f"internal error: library code hashed the condition {self.expr} (key by its "
                                "sympy expression, .expr, instead)")
+        _require_live(self.env)
         return hash(self.env.evaluate(self.expr, "hashed (dict or set lookup) a size comparison"))
 
     def _logic(self, other, fn, reflected=False):
@@ -818,6 +850,8 @@ class _FloatType(type):
     """Metaclass of :class:`sym_float`: instance and subclass checks, attributes are ``float``'s."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        if isinstance(obj, SymFloat):  # as eager: a Python float, or an np.float64 (a float subclass)
+            return obj.dtype is None or obj.dtype == np.float64
         return isinstance(obj, float)
 
     def __subclasscheck__(cls, sub: Any) -> bool:

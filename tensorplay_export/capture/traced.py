@@ -200,7 +200,10 @@ class TracedArray:
         results = result if isinstance(result, tuple) else (result,)
         for target, value in zip(targets, results):
             if not isinstance(target, TracedArray):
-                raise UnsupportedOpError(f"out= must be a traced array during capture\n  at {src}")
+                raise UnsupportedOpError(
+                    f"out= of {func_name(ufunc)} must be an array the model traces (an input, module state or "
+                    f"an array it made); a plain ndarray written in place would not be part of the program. "
+                    f"Assign the result instead\n  at {src}")
             target._write_all(value, src)
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
 

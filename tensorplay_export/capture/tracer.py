@@ -71,6 +71,10 @@ class Tracer:
         self.model_frame: Any = None
         self._return_source: Optional[SourceLoc] = None
 
+    def is_current(self) -> bool:
+        """Whether this tracer's capture is running (in this thread and context)."""
+        return CURRENT.get() is self
+
     # -- the model's frame ------------------------------------------------------
     def note_model_frame(self) -> None:
         """Remember the model's own frame (called where the model reads a symbolic size).
@@ -306,10 +310,8 @@ class Tracer:
             op = resolve_op(op, self.op_table)
         kwargs = kwargs or {}
         src = source if source is not None else user_source(2)
-        if kwargs.get("out") is not None:
-            # numpy writes the result into the out= array's example: an in-place write the
-            # functional graph does not express (the replay check compares)
-            self.writes.append((f"out= of {op.name}", src))
+        if kwargs.get("out") is not None and op.writes_arg is None:
+            return self._call_with_out(op, args, kwargs, src)
         ex_args, info_args, node_args, defer_args = self.views(args)
         ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
         self.in_impl = True
@@ -366,6 +368,25 @@ class Tracer:
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
+
+    def _call_with_out(self, op: OpDef, args: tuple, kwargs: dict, src: Any) -> Any:
+        """``np.sum(x, axis=0, out=z)``: the result computed, then written into ``z`` as a
+        functional write (``z[...] = result``, the same as an in-place operator); returns ``z``.
+
+        Raises:
+            UnsupportedOpError: ``z`` is not a traced array (a plain ndarray the model reached
+                some other way: writing it would not be part of the program).
+        """
+        out = kwargs["out"]
+        targets = out if isinstance(out, tuple) else (out,)
+        if len(targets) != 1 or not isinstance(targets[0], TracedArray):
+            raise UnsupportedOpError(
+                f"out= of {op.name} must be an array the model traces (an input, module state or an "
+                f"array it made); a plain ndarray written in place would not be part of the program. "
+                f"Assign the result instead (z = ...)\n  at {src}")
+        result = self.call(op, args, {k: v for k, v in kwargs.items() if k != "out"}, source=src)
+        targets[0]._write_all(result, src)
+        return out
 
     def _checked_shape(self, shape: Any, concrete: tuple, op: OpDef, src: Any) -> tuple:
         """A rule's output shape as ints and sympy sizes, checked against numpy's ``concrete``.
