@@ -303,3 +303,36 @@ def test_a_cache_that_keeps_a_size_is_refused_loudly():
     _cached_scale.cache_clear()
     assert _check_program(fn, ep, guarded=True)
     _cached_scale.cache_clear()
+
+
+class _LocalMathModule(tpe.nn.Module):
+    def forward(self, x):
+        import math
+
+        return x * math.sqrt(x.shape[0]) + math.floor(x.shape[1] / 2)
+
+
+def test_import_math_inside_forward_stays_symbolic():
+    model = _LocalMathModule()
+    ep = tpe.export(model, x_of(*EXAMPLE), dynamic_shapes=named_spec())
+    assert _check_program(model, ep, guarded=False) == []
+
+
+def _clipped_gather(x, idx):
+    return x[np.clip(idx, 0, 10)]
+
+
+def test_index_range_outside_the_axis_is_a_clear_error():
+    # numpy's run stays inside (the values are 0..4), but clip's range reaches 10 on 6 rows
+    idx = np.array([0, 1, 4])
+    spec = {"x": named_spec()["x"], "idx": None}
+    with pytest.raises(CaptureError) as info:
+        tpe.export(_clipped_gather, x_of(*EXAMPLE), idx, dynamic_shapes=spec)
+    text = str(info.value)
+    assert "internal error" not in text and "index values may fall outside the array" in text, text
+    assert "np.clip(i, 0, x.shape[0] - 1)" in text and "test_size_uses_corpus.py:" in text, text
+    # bounded by the axis size it exports and runs like eager
+    fn = lambda x, idx: x[np.clip(idx, 0, x.shape[0] - 1)]  # noqa: E731
+    ep = tpe.export(fn, x_of(*EXAMPLE), idx, dynamic_shapes=spec)
+    for n, m in SIZES:
+        _same(ep.module()(x_of(n, m), idx), fn(x_of(n, m), idx), (n, m))
