@@ -21,7 +21,8 @@ import sympy
 
 from ..records import SourceLoc
 
-__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function"]
+__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function",
+           "asked_by_library"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = (PACKAGE_DIR, os.path.dirname(numpy.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep)
@@ -79,3 +80,23 @@ def is_user_function(fn: Any) -> bool:
         return False
     module = fn.__globals__.get("__name__", "") or ""
     return not module.startswith(_UNTRACED_MODULES)
+
+
+# Who sees a size as what it is (capture/symbolic.py): this package and sympy get the real
+# SymInt from ``__class__`` and may not hash one.  numpy's Python code is on the model's side
+# here (``np.isscalar(n)`` must answer as in eager), unlike in the reporting rule above.
+_OWN_DIRS = (PACKAGE_DIR, os.path.dirname(sympy.__file__) + os.sep)
+_OWN_CACHE: dict[str, bool] = {}
+
+
+def asked_by_library(depth: int = 2) -> bool:
+    """Whether the Python frame ``depth`` levels up from here is this package's or sympy's.
+
+    Called from a size's ``__class__`` or ``__hash__`` (frame 1): ``hash()`` and
+    ``isinstance()`` are C builtins without a frame, so frame 2 is the code that called them.
+    """
+    name = sys._getframe(depth).f_code.co_filename
+    hit = _OWN_CACHE.get(name)
+    if hit is None:
+        hit = _OWN_CACHE[name] = os.path.abspath(name).startswith(_OWN_DIRS)
+    return hit

@@ -42,7 +42,8 @@ in shapes and indexing, and the tracer hands it to ops as a numpy scalar of
 that type, so arrays promote as eager's do (numpy 2 rules).
 
 Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
-created its symbols; this module imports neither z3 nor the capture layer.
+created its symbols; this module imports neither z3 nor the tracer (only the frame rules of
+:mod:`.frames` and the package's errors).
 ``SymInt.__array_ufunc__`` (``np.sqrt(s)``) is forwarded to ``env.tracer``,
 set by capture.
 """
@@ -51,33 +52,13 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import os
-import sys
 from typing import Any, Callable, Optional
 
 import numpy as np
 import sympy
 
 from ..errors import CaptureError
-from .frames import PACKAGE_DIR, user_source
-
-# Frames of these files see a size's real class and may not hash it (see _asked_by_library).
-_OWN_DIRS = (PACKAGE_DIR, os.path.dirname(sympy.__file__) + os.sep)
-_OWN_FILES: dict[str, bool] = {}
-
-
-def _asked_by_library(depth: int = 2) -> bool:
-    """Whether the Python frame ``depth`` levels up (the code that called ``hash()`` or read
-    ``__class__``, usually through a C builtin, which has no frame) is this package's or sympy's.
-
-    numpy's Python code (``np.isscalar``) counts as the model's: it runs on the model's behalf,
-    as it would in eager.
-    """
-    name = sys._getframe(depth).f_code.co_filename
-    hit = _OWN_FILES.get(name)
-    if hit is None:
-        hit = _OWN_FILES[name] = os.path.abspath(name).startswith(_OWN_DIRS)
-    return hit
+from .frames import asked_by_library as _asked_by_library, user_source
 
 def _is_int_like(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))

@@ -252,13 +252,14 @@ class TracedArray:
         self._rebind(new)
         self._tracer.writes.append(("setitem", src))
 
-    def _write_all(self, value: Any, src: Any) -> None:
-        """``self[...] = value`` for in-place operators and ``out=``."""
+    def _write_all(self, value: Any, src: Any, what: str = "in-place") -> None:
+        """``self[...] = value`` for in-place operators and ``out=`` (``what``: the write, as the
+        replay check's message names it)."""
         new = self._tracer.call(get_op("tpe.setitem"), (self, Ellipsis, value), {}, source=src)
         np.copyto(self.example, self._tracer.example(value), casting="same_kind")
         new.example = self.example
         self._rebind(new)
-        self._tracer.writes.append(("in-place", src))
+        self._tracer.writes.append((what, src))
 
     def _inplace(self, name: str, other: Any) -> "TracedArray":
         src = user_source(3)

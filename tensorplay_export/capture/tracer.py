@@ -385,7 +385,7 @@ class Tracer:
                 f"array it made); a plain ndarray written in place would not be part of the program. "
                 f"Assign the result instead (z = ...)\n  at {src}")
         result = self.call(op, args, {k: v for k, v in kwargs.items() if k != "out"}, source=src)
-        targets[0]._write_all(result, src)
+        targets[0]._write_all(result, src, f"out= of {op.name}")
         return out
 
     def _checked_shape(self, shape: Any, concrete: tuple, op: OpDef, src: Any) -> tuple:
