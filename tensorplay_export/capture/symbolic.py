@@ -12,10 +12,12 @@ guards come from:
   ``Eq(expr, example)`` (kind ``"specialization"``) and return the example;
 - ``float(SymFloat)`` specializes the same way.
 
-``str(s)`` and ``f"{s}"`` specialize too (recorded reason "converted to
-text"): model code that uses the text as data (``int(str(n))``, a cache key,
-a file name) must see the example's digits, as eager does.  ``repr(s)`` stays
-the symbolic text (``"seq"``) for debugging and library messages.
+``str(s)``, ``repr(s)`` and ``f"{s}"`` in model code specialize too (recorded
+reason "converted to text"): model code that uses the text as data
+(``int(str(n))``, ``repr(x.shape) == "(6, 4)"``, a cache key, a file name) must
+see the example's digits, as eager does; ``print(x.shape)`` therefore pins the
+sizes it prints.  Library code (messages, reports) gets the symbolic text
+(``"seq"``).
 
 ``math.floor``/``math.ceil``/``math.trunc``/``round`` of a size-derived float
 (``s / 4``) stay exact integer expressions (``ceiling(s/4)``, round-half-even
@@ -294,7 +296,16 @@ class _SymNumber:
         self.dtype = None if dtype is None else np.dtype(dtype)
 
     def __repr__(self) -> str:
-        return str(self.expr)
+        return self._text("converted to text with repr()", repr)
+
+    def _text(self, what: str, convert: Callable) -> str:
+        """The text of this size (``convert``: ``str``, ``repr`` or a ``format`` with a spec):
+        symbolic for the library, the example's digits for model code, which records a
+        specialization (text is data: ``int(str(n))``)."""
+        if _asked_by_library(3):
+            return str(self.expr)
+        value = self.env.specialize(self.expr, f"{what} (its digits are data)", user_source(3))
+        return convert(self._typed(value))
 
     @property
     def __class__(self) -> type:
@@ -354,14 +365,14 @@ class _SymNumber:
 
     # -- numpy ----------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        # np.int32(1) + n reaches here (numpy scalars call the ufunc rather than defer): with
-        # scalar operands only it is size arithmetic, as n.__radd__ would do it
-        names = _UFUNC_DUNDERS.get(ufunc.__name__)
-        if names is not None and method == "__call__" and not kwargs and len(inputs) == 2 and all(
+        # np.int32(1) + n and np.maximum(n, 3) reach here (numpy scalars call the ufunc rather
+        # than defer): with scalar operands only they are size arithmetic, typed as the ufunc
+        # types its result on the example values (np.add(6, 1) is an np.int64)
+        # (numpy hands a numpy scalar to a comparison as a 0-d array: np.int32(2) < n)
+        inputs = tuple(v[()] if type(v) is np.ndarray and v.ndim == 0 else v for v in inputs)
+        if method == "__call__" and not kwargs and all(
                 isinstance(v, (_SymNumber, int, float, np.integer, np.floating)) for v in inputs):
-            left, right = inputs
-            out = (getattr(left, names[0])(right) if isinstance(left, _SymNumber)
-                   else getattr(right, names[1])(left))
+            out = _scalar_ufunc(ufunc, inputs)
             if out is not NotImplemented:
                 return out
         tracer = getattr(self.env, "tracer", None)
@@ -392,11 +403,11 @@ class SymInt(_SymNumber):
 
     def __str__(self) -> str:
         # text used as data (int(str(n)), keys, names) must be the digits eager code sees
-        return str(self.env.specialize(self.expr, "converted to text with str() (its digits are data)"))
+        return self._text("converted to text with str()", str)
 
     def __format__(self, spec: str) -> str:
         what = "formatted into an f-string/format()" if not spec else f"formatted with {spec!r}"
-        return format(self.env.specialize(self.expr, what), spec)
+        return self._text(what, lambda v: format(v, spec))
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
@@ -607,6 +618,39 @@ _UFUNC_DUNDERS = {
 }
 
 
+_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs}
+_UFUNC_COMPARE = {"less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
+                  "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
+                  "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__")}
+
+
+def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
+    """``ufunc(*inputs)`` on scalars (at least one a size) as size arithmetic, or NotImplemented."""
+    name = ufunc.__name__
+    if len(inputs) == 1 and name in _UFUNC_UNARY:
+        out = _UFUNC_UNARY[name](inputs[0])
+    elif len(inputs) == 2 and name in ("maximum", "minimum") and all(
+            isinstance(v, SymInt) or _is_int_like(v) for v in inputs):
+        out = (sym_max if name == "maximum" else sym_min)(*inputs)
+    elif len(inputs) == 2 and (name in _UFUNC_DUNDERS or name in _UFUNC_COMPARE):
+        # the size's own method (a numpy scalar's would call this ufunc again); a comparison
+        # gives a SymBool, whose bool() guards as for n < 3
+        left, right = inputs
+        names = _UFUNC_DUNDERS.get(name) or _UFUNC_COMPARE[name]
+        out = (getattr(left, names[0])(right) if isinstance(left, _SymNumber)
+               else getattr(right, names[1])(left))
+    else:
+        return NotImplemented
+    if out is NotImplemented:
+        return out
+    try:
+        with np.errstate(all="ignore"):
+            eager = ufunc(*[_eager_value(v) for v in inputs])
+    except (ArithmeticError, ValueError, TypeError):
+        return out
+    return _as_type_of(out, eager)
+
+
 def _numpy_type_of(value: Any) -> Any:
     if isinstance(value, _SymNumber):
         return value.dtype
@@ -635,7 +679,12 @@ def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
             eager = pyop(_eager_value(left), _eager_value(right))
     except (ArithmeticError, ValueError, TypeError):
         return out
-    if not isinstance(eager, np.generic):
+    return _as_type_of(out, eager)
+
+
+def _as_type_of(out: Any, eager: Any) -> Any:
+    """``out`` with the numpy scalar type of ``eager`` (its value at the example), if it has one."""
+    if not isinstance(eager, np.generic) or isinstance(out, SymBool):
         return out
     dtype = eager.dtype
     if not isinstance(out, _SymNumber):
@@ -671,13 +720,14 @@ class SymFloat(_SymNumber):
         return float(self.env.hint(self.expr))
 
     def __str__(self) -> str:
-        return str(float(self.env.specialize(self.expr, "converted to text with str() (its digits are data)")))
+        return self._text("converted to text with str()", lambda v: str(float(v) if self.dtype is None else v))
 
     def __int__(self) -> int:
         return int(self.env.specialize(self.expr, "converted with int() (math.trunc() stays symbolic)"))
 
     def __format__(self, spec: str) -> str:
-        return format(float(self.env.specialize(self.expr, f"formatted with {spec!r}")), spec)
+        return self._text(f"formatted with {spec!r}" if spec else "formatted into an f-string/format()",
+                          lambda v: format(float(v) if self.dtype is None else v, spec))
 
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
@@ -746,7 +796,9 @@ class SymBool:
         return self.env.evaluate(self.expr, "branch on a size comparison")
 
     def __repr__(self) -> str:
-        return str(self.expr)
+        if _asked_by_library():
+            return str(self.expr)
+        return repr(bool(self))  # model code: "True" / "False", as eager prints a comparison
 
     __str__ = __repr__
 
