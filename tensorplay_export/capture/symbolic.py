@@ -368,8 +368,10 @@ class _SymNumber:
         # np.int32(1) + n and np.maximum(n, 3) reach here (numpy scalars call the ufunc rather
         # than defer): with scalar operands only they are size arithmetic, typed as the ufunc
         # types its result on the example values (np.add(6, 1) is an np.int64)
-        # (numpy hands a numpy scalar to a comparison as a 0-d array: np.int32(2) < n)
-        inputs = tuple(v[()] if type(v) is np.ndarray and v.ndim == 0 else v for v in inputs)
+        if ufunc.__name__ in _UFUNC_COMPARE:
+            # numpy hands a numpy scalar to a comparison as a 0-d array (np.int32(2) < n); other
+            # 0-d arrays stay arrays (a traced op), as numpy keeps them
+            inputs = tuple(v[()] if type(v) is np.ndarray and v.ndim == 0 else v for v in inputs)
         if method == "__call__" and not kwargs and all(
                 isinstance(v, (_SymNumber, int, float, np.integer, np.floating)) for v in inputs):
             out = _scalar_ufunc(ufunc, inputs)
