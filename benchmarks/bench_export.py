@@ -9,7 +9,11 @@ inside the solver, recorded guards (contract guards + violations), the warm medi
 time (second and later ``export`` calls in this process) as wall clock and as process CPU
 time (which a busy machine disturbs less), the first export in the process, CPU time per
 node, and the per-node time relative to the family's smallest model (1.0 everywhere =
-linear in graph size).
+linear in graph size).  ``net CPU s`` is the warm median CPU time of export's eager safety
+net alone (``program.eager_check.check_against_eager``: one untraced forward on copies plus
+one program run on the example, compared), timed in the same run on the same program;
+``net share`` is that over the export's median CPU time, and ``with / without net`` the
+export's CPU time over the same less the net (``1 / (1 - share)``).
 
 - GPT: ``examples.gpt`` with d_model 128, 4 heads, 512 learned positions, dynamic batch
   2..64 and seq 2..512, example (2, 16).
@@ -35,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import _common as C  # noqa: E402
 
 HEADERS = ["model", "layers", "nodes", "guards", "folded", "solver queries", "z3 calls", "solver s", "recorded",
-           "export s (warm median)", "CPU s", "first export s", "CPU µs/node", "per-node vs smallest"]
+           "export s (warm median)", "CPU s", "first export s", "CPU µs/node", "per-node vs smallest",
+           "net CPU s", "net share", "with / without net"]
 
 
 def _ints(text: str) -> list[int]:
@@ -70,8 +75,27 @@ def measure(name: str, layers: Any, model: Any, args: tuple, spec: Any, runs: in
         cpu.append(time.process_time() - c0)
     stats = C.export_stats(model, args, spec)
     seconds = C.median(wall)
+    net = None if violation else _net_cpu_seconds(model, args, spec, runs)
     return {"model": name, "layers": layers, **stats, "seconds": seconds, "cpu": C.median(cpu), "first": first,
-            "us_per_node": C.median(cpu) / stats["nodes"] * 1e6}
+            "us_per_node": C.median(cpu) / stats["nodes"] * 1e6, "net": net,
+            "net_share": None if net is None else net / C.median(cpu)}
+
+
+def _net_cpu_seconds(model: Any, args: tuple, spec: Any, runs: int) -> float:
+    """Warm median CPU seconds of export's eager safety net on one exported program.
+
+    CPU time, as the share's denominator (``CPU s``): a busy machine disturbs it less.
+    """
+    import tensorplay_export as tpe
+    from tensorplay_export.program.eager_check import check_against_eager
+
+    ep = tpe.export(model, *args, dynamic_shapes=spec)
+    cpu = []
+    for _ in range(runs):
+        c0 = time.process_time()
+        check_against_eager(ep, model, args, {})
+        cpu.append(time.process_time() - c0)
+    return C.median(cpu)
 
 
 def rows_for(results: list[dict]) -> list[list[Any]]:
@@ -81,7 +105,10 @@ def rows_for(results: list[dict]) -> list[list[Any]]:
         ref = base.setdefault(r["model"], r["us_per_node"])
         rows.append([r["model"], r["layers"], r["nodes"], r["guards"], r["folded"], r["solver_queries"],
                      r["z3_calls"], r["solver_seconds"], r["recorded"], r["seconds"], r["cpu"], r["first"],
-                     r["us_per_node"], r["us_per_node"] / ref])
+                     r["us_per_node"], r["us_per_node"] / ref,
+                     "n/a" if r["net"] is None else r["net"],
+                     "n/a" if r["net_share"] is None else f"{r['net_share']:.1%}",
+                     "n/a" if r["net_share"] is None or r["net_share"] >= 1 else 1.0 / (1.0 - r["net_share"])])
     return rows
 
 

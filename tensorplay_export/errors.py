@@ -242,3 +242,41 @@ class CaptureError(RuntimeError):
 
 class InputDtypeError(TypeError):
     """An input's dtype differs from the one the program was exported with."""
+
+
+# What usually makes a traced run take another path than eager numpy (named in EagerMismatchError).
+EAGER_MISMATCH_CAUSES = (
+    "a Python-level check of a size's type (`type(n) is int`; a size is symbolic while tracing), "
+    "hashing a size (a dict or set lookup on `x.shape[0]`, `hash(x.shape)`), or reading values through "
+    "a route the tracer cannot see (`.ctypes`, `.tolist()` of a buffer, a C extension, module state "
+    "changed behind the model's back)")
+
+
+class EagerMismatchError(CaptureError):
+    """The exported program, run on the example inputs, differs from the model run eagerly on them.
+
+    Export's safety net (``program.eager_check``): the model is also run untraced (plain
+    numpy, on copies of the example inputs and of the module state) and every output,
+    buffer update and input write of the program is compared with it.
+
+    Fields:
+        path: where the first difference is (``output[0]``, ``output['logits']``,
+            ``buffer 'bn.running_var'``, ``input x``); None when the runs could not be compared.
+        expected, got: what eager numpy gave and what the program gave (dtype and shape,
+            or the value of a non-array output).
+        max_abs_diff: the largest absolute difference (None when shapes or dtypes differ).
+        detail: what differed, in words (``dtype float32 vs float64``, ``the model raised ...``).
+    """
+
+    def __init__(self, path: Optional[str], expected: str, got: str, detail: str,
+                 max_abs_diff: Optional[float] = None) -> None:
+        self.path, self.expected, self.got, self.detail = path, expected, got, detail
+        self.max_abs_diff = max_abs_diff
+        where = f" at {path}" if path is not None else ""
+        diff = f", max abs diff {max_abs_diff:.4g}" if max_abs_diff is not None else ""
+        super().__init__(
+            f"the exported program differs from the model run eagerly (plain numpy, untraced) on the example "
+            f"inputs{where}: {detail}; expected {expected}, got {got}{diff}.\n"
+            f"The traced run took another path than eager numpy. That usually comes from {EAGER_MISMATCH_CAUSES}. "
+            "Compare sizes (`n == 4`) instead of testing their type or hashing them, and pass values the model "
+            "reads as inputs.")

@@ -15,6 +15,7 @@ from .capture.entry import CaptureResult, capture
 from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, ConstraintViolationError, \
     DataDependentError, UnsupportedOpError
 from .program.build import build_program
+from .program.eager_check import check_against_eager
 from .specs.refine import combine_fix_rounds, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
@@ -30,6 +31,9 @@ __all__ = ["export", "export_for_training"]
 def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = False,
            preserve_module_call_signature: Any = (), **kwargs: Any) -> Any:
     """Capture ``model`` on the example inputs into an ExportedProgram.
+
+    The model runs twice: traced, then once untraced on copies of the examples and of its
+    state, whose results the built program must reproduce (the safety net).
 
     Args:
         model: an ``nn.Module`` or a plain callable over numpy arrays.
@@ -47,6 +51,8 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         ConstraintsExceededError: an example size is outside its declared range.
         UnsupportedOpError: an op without a shape rule (names the numpy function and line).
         CaptureError: numpy raised inside the model, or the replay check failed.
+        EagerMismatchError: (a CaptureError) the program on the example inputs differs from the
+            model run eagerly on copies of them (:mod:`.program.eager_check`).
     """
     preserve = tuple(preserve_module_call_signature or ())
     try:
@@ -57,7 +63,9 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         raise
     if result.env.violations:
         raise proved_violation_error(model, args, kwargs, dynamic_shapes, result, preserve)
-    return build_program(result, model, args, kwargs, dynamic_shapes)
+    program = build_program(result, model, args, kwargs, dynamic_shapes)
+    check_against_eager(program, model, args, kwargs)  # the safety net: what the tracer could not see
+    return program
 
 
 @dataclasses.dataclass

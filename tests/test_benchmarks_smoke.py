@@ -43,6 +43,12 @@ def test_bench_archive_quick(capsys):
     assert steps == ["save", "load_pt2 mmap", "load (read)", "load_pt2 mmap + first call"]
 
 
+def test_bench_compile_at_export_quick(capsys):
+    out = _run("bench_compile_at_export", ["--quick"], capsys)
+    rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
+    assert rows[2:] == ["export", "export + first call"]
+
+
 def test_compare_torch_export_quick(capsys):
     out = _run("compare_torch_export", ["--quick"], capsys)
     assert "ratio (torch/ours)" in out and "torch ratio" in out

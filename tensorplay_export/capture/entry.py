@@ -253,7 +253,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     patch_numpy()
     try:
         if is_module:
-            out = model(*t_args, **t_kwargs)
+            out = state.root(*t_args, **t_kwargs)  # the per-capture view: the user's module stays as it is
         elif isinstance(model, types.FunctionType):
             out = clone_function(tracer, model)(*t_args, **t_kwargs)
         elif isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
@@ -268,8 +268,6 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         if hook_token is not None:
             _CALL_HOOK.reset(hook_token)
         CURRENT.reset(token)
-        if state is not None:
-            state.restore()
     # A write to a user input (x[:k] = 0, x += 1, out=x) rebinds its traced array to the
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.

@@ -2,76 +2,105 @@
 
 Parameters become ``p_<fqn>`` placeholders, buffers (persistent or not)
 ``b_<fqn>``, and plain ndarray attributes of modules lazily ``c_<fqn>``
-(dots -> underscores).  The traced values are swapped into each module's
-``_parameters``/``_buffers`` dicts (and instance ``__dict__`` for plain
-arrays) for the duration of the capture and swapped back afterwards, only
-where the binding still holds our object (``is`` check), so nothing traced is
-left in the user's module.  A buffer that ``forward`` reassigns or writes in
-place is a buffer mutation.
+(dots -> underscores).  The capture runs on a per-capture view of the module
+tree (:func:`clone_module_tree`): a shallow clone of every module whose
+``_parameters``/``_buffers`` dicts (and instance attributes) hold the traced
+values.  The user's module is never changed, so another thread calling it
+eagerly meanwhile sees its own arrays, never traced ones, and whatever
+``forward`` stores on ``self`` stays on the clone.  A buffer that ``forward``
+reassigns or writes in place is a buffer mutation.
 """
 from __future__ import annotations
 
 import types
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from .traced import TracedArray
 from .tracer import Tracer
-
-
-_ABSENT = object()
 
 
 def placeholder_name(prefix: str, fqn: str) -> str:
     return f"{prefix}_{fqn.replace('.', '_')}"
 
 
+def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
+    """A shallow clone of every module reachable from ``model``; ``{id(original): clone}``.
+
+    Each clone is an instance of the same class with a copy of the instance dict;
+    its ``_parameters``/``_buffers`` dicts are new, holding ``value_of(kind, value)``
+    for each entry (``kind`` is ``"parameter"`` or ``"buffer"``; called once per distinct
+    value, so a tied value stays tied; ``None`` entries stay ``None``), and ``_modules`` holds the clones of the children (a module shared by
+    several parents has one clone).  Methods bound to a module of the tree and stored
+    as instance attributes (``self.act = self._gelu``) are rebound to its clone.
+    Other attribute values are shared with the original, as a shallow copy shares them.
+    """
+    originals = list(model.named_modules(remove_duplicate=True))
+    clones: dict[int, Any] = {}
+    for _fqn, m in originals:
+        clone = object.__new__(type(m))
+        clone.__dict__.update(m.__dict__)
+        clones[id(m)] = clone
+    values: dict[int, Any] = {}                  # id(value) -> its stand-in: a tied value stays tied
+
+    def stand_in(kind: str, value: Any) -> Any:
+        if value is None:
+            return None
+        hit = values.get(id(value))
+        if hit is None:
+            hit = values[id(value)] = value_of(kind, value)
+        return hit
+
+    for _fqn, m in originals:
+        inst = clones[id(m)].__dict__
+        for store, kind in (("_parameters", "parameter"), ("_buffers", "buffer")):
+            table = m.__dict__.get(store)
+            if table is not None:
+                inst[store] = OrderedDict((k, stand_in(kind, v)) for k, v in table.items())
+        children = m.__dict__.get("_modules")
+        if children is not None:
+            inst["_modules"] = OrderedDict((k, None if c is None else clones[id(c)]) for k, c in children.items())
+        if "_non_persistent_buffers_set" in inst:
+            inst["_non_persistent_buffers_set"] = set(inst["_non_persistent_buffers_set"])
+        for key, value in list(inst.items()):
+            # the method keeps its module alive, so its id cannot be a reused one
+            if type(value) is types.MethodType and id(value.__self__) in clones:
+                inst[key] = types.MethodType(value.__func__, clones[id(value.__self__)])
+    return clones
+
+
 @dataclass
 class LiftedState:
-    """What was lifted from a module, and how to put the module back."""
+    """What was lifted from a module, and the per-capture view of its tree the capture runs.
 
+    ``root``: the clone of the model to call; ``fqn_of`` maps ``id(clone)`` to its fqn;
+    ``buffer_slots`` maps a buffer fqn to ``(clone, name)``, where ``forward``'s updates land.
+    """
+
+    root: Any = None
     params: list = field(default_factory=list)       # (fqn, traced, value)
     buffers: list = field(default_factory=list)      # (fqn, traced, value, persistent)
-    swaps: list = field(default_factory=list)        # (dict, key, original, traced)
-    fqn_of: dict = field(default_factory=dict)       # id(module) -> fqn
-    buffer_slots: dict = field(default_factory=dict)  # fqn -> (module, name)
-    snapshots: list = field(default_factory=list)    # (instance dict, its items before capture)
-
-    def restore(self) -> None:
-        # anything forward stored on a module (self.cache = traced) must not outlive the capture
-        for inst, before in self.snapshots:
-            for key, value in list(inst.items()):
-                if type(value) is TracedArray and before.get(key, _ABSENT) is not value:
-                    if key in before:
-                        inst[key] = before[key]
-                    else:
-                        del inst[key]
-        for d, key, original, traced in reversed(self.swaps):
-            if d.get(key) is traced:
-                if original is _ABSENT:
-                    del d[key]
-                else:
-                    d[key] = original
-            elif key in d and type(d.get(key)) is TracedArray:
-                # forward reassigned it (buffer update): put the original back, eager-free
-                d[key] = original
+    fqn_of: dict = field(default_factory=dict)       # id(clone) -> fqn
+    buffer_slots: dict = field(default_factory=dict)  # fqn -> (clone, name)
 
 
 def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
-    """Create state placeholders (params first, then buffers) and swap traced values in.
+    """Create state placeholders (params first, then buffers) over a clone of the module tree.
 
     One walk of the module tree (every fqn, shared modules at each of theirs, as
     ``named_parameters(remove_duplicate=False)`` walks it): a parameter or buffer
-    shared by several modules is lifted once, under its first fqn.
+    shared by several modules is lifted once, under its first fqn.  ``model`` itself
+    is left as it is; ``state.root`` is the view to call.
     """
     state = LiftedState()
     walk = list(model.named_modules(remove_duplicate=False))
     modules = []                                 # each module once, at its first fqn
+    first: dict[int, str] = {}
     for fqn, m in walk:
-        if id(m) not in state.fqn_of:
-            state.fqn_of[id(m)] = fqn
+        if id(m) not in first:
+            first[id(m)] = fqn
             modules.append((fqn, m))
     seen: dict[int, Any] = {}
     for mfqn, m in walk:
@@ -95,31 +124,25 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
             traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
             seen[id(buf)] = traced
             state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
+    clones = clone_module_tree(model, lambda _kind, value: seen[id(value)])
+    state.root = clones[id(model)]
     methods: dict[type, list] = {}               # class -> its helper methods to clone (per capture)
     for mfqn, m in modules:
-        for dict_name in ("_parameters", "_buffers"):
-            d = getattr(m, dict_name, None) or {}
-            for key, value in list(d.items()):
-                traced = seen.get(id(value))
-                if traced is not None:
-                    state.swaps.append((d, key, value, traced))
-                    d[key] = traced
-                    if dict_name == "_buffers":
-                        state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (m, key)
-        inst = m.__dict__
-        state.snapshots.append((inst, dict(inst)))
+        clone = clones[id(m)]
+        state.fqn_of[id(clone)] = mfqn
+        for key in clone._buffers:
+            state.buffer_slots[f"{mfqn}.{key}" if mfqn else key] = (clone, key)
+        inst = clone.__dict__
         cls = type(m)
         helpers = methods.get(cls)
         if helpers is None:
             helpers = methods[cls] = _helper_methods(cls)
         if helpers:
-            _bind_cloned_methods(tracer, m, inst, state, helpers)
+            _bind_cloned_methods(tracer, clone, inst, helpers)
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 fqn = f"{mfqn}.{key}" if mfqn else key
-                traced = tracer.lift_constant(placeholder_name("c", fqn), value)
-                state.swaps.append((inst, key, value, traced))
-                inst[key] = traced
+                inst[key] = tracer.lift_constant(placeholder_name("c", fqn), value)
     return state
 
 
@@ -140,10 +163,10 @@ def _helper_methods(cls: type) -> list:
     return out
 
 
-def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, state: LiftedState, helpers: list) -> None:
+def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, helpers: list) -> None:
     """Helper methods of the model's classes (``self._attn(x)``) run as clones over a globals view.
 
-    Bound in the instance dict for the capture only (restored afterwards), so the module
+    Bound in the instance dict of the module's per-capture clone, so the module
     constants they read are lifted like the forward's.  ``helpers``: :func:`_helper_methods`
     of the module's class; each function is cloned once per capture (``clone_function``).
     """
@@ -154,7 +177,6 @@ def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, state: LiftedS
             continue  # an instance attribute, or a method a subclass (earlier in the MRO) bound already
         bound = types.MethodType(clone_function(tracer, fn), module)
         inst[name] = bound
-        state.swaps.append((inst, name, _ABSENT, bound))
 
 
 def buffer_mutations(state: LiftedState) -> list:

@@ -341,10 +341,9 @@ class GraphModule:
         generate: generate and compile the source now (:meth:`compile`), so
             codegen and compiler errors (a symbol used before it is bound, an
             unprintable expression, source too deeply nested) raise here;
-            loading an archive asks for this.  Otherwise the source is
-            generated and compiled on first use (``gm(...)``, ``gm.code``):
-            about a tenth of an export's time that a program never called or
-            printed does not pay.
+            export and load ask for this.  Otherwise the source is
+            generated and compiled on first use (``gm(...)``, ``gm.code``),
+            as for the scratch graphs of passes that may never run.
 
     ``gm(*flat_inputs)`` takes one value per placeholder, in graph order, and
     returns the output node's values as a list.  ``gm.code`` is the source.

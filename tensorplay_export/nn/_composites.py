@@ -119,6 +119,12 @@ def _batch_stats_rule(ctx, x):
     xs = _shape(x)
     if len(xs) < 2:
         raise ValueError(f"batch_stats: expected an input of at least 2 axes (N, C, ...), got {xs}")
+    per_channel = sympy.Mul(*[sympy.sympify(d) for d in (xs[0], *xs[2:])])
+    # the unbiased variance divides by (count - 1), and an empty batch has no mean: eager
+    # (functional.batch_stats) refuses both rather than write NaN into running statistics
+    ctx.require(sympy.Ge(per_channel, 2),
+                lambda: f"batch_stats: batch statistics need more than 1 value per channel "
+                        f"(N * spatial = {per_channel} must be at least 2)")
     return [(xs[1],), (xs[1],), (xs[1],)]
 
 

@@ -264,7 +264,22 @@ def batch_norm_apply(x, mean, var, weight=None, bias=None, eps: float = 1e-5):
 
 @composite("tpe.nn.batch_stats")
 def batch_stats(x):
-    """(mean, biased var, unbiased var) per channel of ``x`` (N, C, *spatial); each (C,)."""
+    """(mean, biased var, unbiased var) per channel of ``x`` (N, C, *spatial); each (C,).
+
+    Raises:
+        ValueError: at most one value per channel (N * prod(spatial) <= 1): the unbiased
+            variance divides by zero (an empty batch has no mean either) and would put NaN
+            into a running variance; torch refuses one value the same way ("Expected more
+            than 1 value per channel when training").  An exported program states
+            ``N * prod(spatial) >= 2`` in its contract (``tpe.nn.batch_stats``'s shape rule).
+    """
+    per_channel = x.shape[0]
+    for size in x.shape[2:]:
+        per_channel = per_channel * size
+    if per_channel <= 1:
+        raise ValueError(f"batch statistics need more than 1 value per channel, got an input of shape "
+                         f"{tuple(x.shape)} (N * spatial = {per_channel}): use a batch of at least 2, "
+                         f"or eval mode with running statistics")
     axes = (0,) + tuple(range(2, x.ndim))
     mean = np.mean(x, axis=axes)
     var = np.var(x, axis=axes)

@@ -8,8 +8,9 @@ State lives in four ordered dicts on every module:
 - ``_modules``: name -> child `Module` (or ``None``)
 
 ``__getattr__`` reads from those dicts, so whatever sits in them is what ``forward``
-sees. Capture relies on that: it swaps traced arrays into ``_parameters`` and
-``_buffers`` for the duration of a call and swaps the real arrays back afterwards.
+sees. Capture relies on that: it runs a shallow clone of the module tree whose
+dicts hold traced arrays (``capture.state.clone_module_tree``), so the user's module
+is never changed and other threads calling it meanwhile see its own arrays.
 Assigning to a name that is already a buffer stores into ``_buffers`` whatever the
 value type (a forward that updates running statistics assigns traced arrays).
 

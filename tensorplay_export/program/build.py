@@ -19,6 +19,7 @@ from solver.forms import linear_bound
 
 from ..capture.entry import CaptureResult
 from ..capture.traced import TracedArray
+from ..errors import CaptureError
 from ..graph.codegen import GraphModule
 from ..graph.ir import Graph, Node, map_exprs
 from ..ops.ctx import as_dim
@@ -201,7 +202,15 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
         equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
-    gm = GraphModule(graph, op_table=result.op_table or None)
+    # Generated and compiled now, as load does: a codegen or compiler failure
+    # (an unprintable expression, source nested too deeply) surfaces at export,
+    # not at the program's first call.
+    try:
+        gm = GraphModule(graph, op_table=result.op_table or None, generate=True)
+    except (SyntaxError, RecursionError) as e:
+        raise CaptureError(f"the program's generated code does not compile ({type(e).__name__}: {e}); "
+                           "this is a bug in tensorplay_export's code generator: please report it "
+                           "with the model") from e
     ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,
                          module_call_graph=entries, range_constraints=ranges,
                          equality_constraints=equalities, state_dict=state_dict, constants=constants)

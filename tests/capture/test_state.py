@@ -48,17 +48,19 @@ def test_shared_modules_and_tied_parameters_are_lifted_once_under_their_first_fq
     model = Shared()
     tracer = _tracer()
     state = lift_module_state(tracer, model)
-    try:
-        assert [fqn for fqn, _t, _v in state.params] == ["a.lin.weight", "a.lin.bias", "b.lin.bias"]
-        assert [(fqn, persistent) for fqn, _t, _v, persistent in state.buffers] == [
-            ("a.shift", True), ("a.seen", False), ("b.shift", True), ("b.seen", False)]
-        assert state.fqn_of[id(model.again)] == "a"
-        # the helper of the base class is one clone, bound to each instance
-        assert model.a._helper.__func__ is model.b._helper.__func__
-        assert model.a._helper.__func__ is not Base._helper
-    finally:
-        state.restore()
+    view = state.root
+    assert [fqn for fqn, _t, _v in state.params] == ["a.lin.weight", "a.lin.bias", "b.lin.bias"]
+    assert [(fqn, persistent) for fqn, _t, _v, persistent in state.buffers] == [
+        ("a.shift", True), ("a.seen", False), ("b.shift", True), ("b.seen", False)]
+    # the view keeps the sharing: one clone for a module at two fqns, one traced value for a tied weight
+    assert view.again is view.a and state.fqn_of[id(view.again)] == "a"
+    assert view.b.lin.weight is view.a.lin.weight and type(view.a.lin.weight).__name__ == "TracedArray"
+    # the helper of the base class is one clone, bound to each instance of the view
+    assert view.a._helper.__func__ is view.b._helper.__func__
+    assert view.a._helper.__func__ is not Base._helper
+    # the user's module was never touched
     assert "_helper" not in model.a.__dict__ and type(model.a.lin._parameters["weight"]) is nn.Parameter
+    assert view.a is not model.a and model.b.lin.weight is model.a.lin.weight
 
 
 def test_export_of_shared_modules_matches_eager_and_records_each_call():
@@ -75,11 +77,9 @@ def test_call_hook_keeps_first_call_order_once_per_module():
     state = lift_module_state(tracer, model)
     calls = ModuleCalls()
     hook = make_call_hook(tracer, state, calls)
-    try:
-        for module in (model.a, model.b, model.a, model.b.lin):
-            hook(module, (np.ones((2, 4), np.float32),), {})
-    finally:
-        state.restore()
+    view = state.root
+    for module in (view.a, view.b, view.a, view.b.lin):
+        hook(module, (np.ones((2, 4), np.float32),), {})
     # (the inner self.lin calls do not pass through this hook: _CALL_HOOK is not set here)
     assert calls.order == ["a", "b", "b.lin"]
     assert calls.ordered == set(calls.order)

@@ -95,7 +95,7 @@ def test_a_failed_op_lifts_no_constant():
     def model(x):
         try:
             np.matmul(x, BAD)  # numpy raises: the shapes do not match
-        except RuntimeError:
+        except (RuntimeError, ValueError):  # capture wraps numpy's ValueError in a CaptureError
             pass
         return x + 1.0
 
@@ -140,7 +140,7 @@ def test_one_stack_walk_per_method_or_numpy_function_call(monkeypatch):
         y = x.reshape(-1)          # an ndarray method
         middle = len(walks)
         z = np.transpose(x)        # a numpy function (__array_function__)
-        seen["walks"] = (middle - start, len(walks) - middle)
+        seen.setdefault("walks", (middle - start, len(walks) - middle))  # the traced run's (not the eager check's)
         return y, z
 
     tpe.export(model, np.ones((3, 4)), dynamic_shapes=SPEC)

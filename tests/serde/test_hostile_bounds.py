@@ -471,6 +471,20 @@ def test_source_that_does_not_compile_refused_at_load(good):
     bounded_error(edit(good, set_slice_stop(["Add", S_TREE] + [1] * 5000)), PROGRAM, "graph module")
 
 
+def test_program_is_compiled_at_export_and_after_decompositions(small_program):
+    assert small_program.graph_module._fn is not None
+    assert small_program.run_decompositions().graph_module._fn is not None
+
+
+def test_code_that_does_not_compile_fails_export_not_the_first_call(monkeypatch):
+    """With the inlining bound lifted, the chain nests too deeply: export itself says so."""
+    from tensorplay_export.graph import codegen
+
+    monkeypatch.setattr(codegen, "_MAX_INLINE_DEPTH", 10**6)
+    with pytest.raises(tpe.CaptureError, match="generated code does not compile.*nested parentheses"):
+        tpe.export(_chain, np.ones((4, 3)))
+
+
 def test_loaded_module_is_compiled_at_load(small_program):
     loaded = load_bytes(archive_bytes(small_program))
     assert loaded.graph_module._fn is not None

@@ -347,7 +347,7 @@ def apply_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     for entry in call_graph:
         if entry.signature is not None:
             _rename_args(entry.signature, renames)
-    out = ExportedProgram(GraphModule(graph, op_table=op_table, lint=False),  # linted after DCE above
+    out = ExportedProgram(GraphModule(graph, op_table=op_table, lint=False, generate=True),  # linted after DCE above
                           signature, example_inputs=ep.example_inputs,
                           dynamic_shapes=ep.dynamic_shapes, module_call_graph=call_graph,
                           range_constraints=dict(ep.range_constraints),

@@ -1,0 +1,240 @@
+"""Export's safety net: the built program on the example inputs against the model run eagerly.
+
+The proof covers the guards the tracer sees.  A model can also decide on something
+the tracer cannot intercept (``type(n) is int`` is False for a symbolic size; a dict
+lookup on a size's hash misses): the traced run then takes another path than eager
+numpy, and the program is wrong at every size, the example included.  Comparing the
+program with the traced run's own values cannot see that (both took the same path),
+so :func:`check_against_eager` runs the model once more, untraced, on copies of the
+example inputs and of the module state, runs the built program on the same examples,
+and compares everything the program returns: the output pytree's structure, each
+leaf's dtype (exactly) and shape, its values (floats within a tolerance for their
+precision, NaN equal to NaN; integers, booleans and everything else exactly), the
+buffers after the call and the inputs after the call (writes to them).
+
+Cost: one eager forward and one program run on the examples (``bench_export``
+reports the share).  Both run with one BLAS thread (:mod:`..capture.blas`), as
+capture does: small examples, and the same summation order on both sides.
+"""
+from __future__ import annotations
+
+import copy
+import types
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from .. import pytree
+from ..capture.blas import one_blas_thread
+from ..capture.state import clone_module_tree
+from ..errors import EagerMismatchError
+from .exported import ExportedModule
+
+__all__ = ["check_against_eager", "RunRecord", "run_eager", "run_program", "first_difference"]
+
+# (rtol, atol) by float itemsize: float16 and bfloat16, float32 (complex64 per part), float64 and wider.
+TOLERANCES = {2: (1e-2, 1e-3), 4: (1e-4, 1e-5), 8: (1e-7, 1e-9)}
+
+
+@dataclass
+class RunRecord:
+    """What one run on the examples gave: the outputs, the buffers after it, the input leaves after it.
+
+    ``buffers``: fqn -> value (a Module's buffers, first fqn of a shared one; empty for a
+    plain function); ``inputs``: (path, leaf) of every ndarray input, after the call.
+    """
+
+    outputs: Any
+    buffers: dict = field(default_factory=dict)
+    inputs: list = field(default_factory=list)
+
+
+def _copies(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    return pytree.tree_map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, (tuple(args), dict(kwargs)))
+
+
+def _array_leaves(args: tuple, kwargs: dict) -> list:
+    """(path, leaf) of the ndarray inputs, in flattening order: ``args[0]``, ``kwargs['mask']``."""
+    items = pytree.tree_leaves_with_path(tuple(args), "args") + pytree.tree_leaves_with_path(dict(kwargs), "kwargs")
+    return [(p, v) for p, v in items if isinstance(v, np.ndarray)]
+
+
+def _read_only(value: np.ndarray) -> np.ndarray:
+    view = value.view(type(value))
+    view.flags.writeable = False
+    return view
+
+
+def _state_view(writable: bool):
+    """``value_of`` for :func:`clone_module_tree`: buffers copied; parameters read-only views.
+
+    Parameters are rarely written by a forward; sharing them keeps the check at one
+    forward's memory.  ``writable``: copy parameters too (the retry after a forward
+    that raised, which may have written one).
+    """
+    def value_of(kind: str, value: Any) -> Any:
+        if not isinstance(value, np.ndarray):
+            return value
+        if kind == "buffer":
+            return np.array(value, copy=True)
+        if writable:
+            return np.array(value, copy=True) if type(value) is np.ndarray else copy.deepcopy(value)
+        return _read_only(value)
+    return value_of
+
+
+def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
+    """The callable to run eagerly and the module whose buffers to read after (None for a function)."""
+    from ..nn.module import Module
+
+    owner = model.__self__ if isinstance(model, types.MethodType) else model
+    if not isinstance(owner, Module):
+        return model, None
+    clones = clone_module_tree(owner, _state_view(writable))
+    for clone in clones.values():  # plain array attributes (lifted constants) are module state too
+        inst = clone.__dict__
+        for key, value in list(inst.items()):
+            if type(value) is np.ndarray:
+                inst[key] = value.copy() if writable else _read_only(value)
+    root = clones[id(owner)]
+    call = types.MethodType(model.__func__, root) if owner is not model else root
+    return call, root
+
+
+def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
+    """The model run untraced on copies of the examples and of its state; the user's objects stay as they are.
+
+    Raises:
+        EagerMismatchError: the model raised when run eagerly (the traced run did not),
+            with the model's error as ``__cause__``.
+    """
+    first: Optional[BaseException] = None
+    for writable in (False, True):
+        call, module = _eager_model(model, writable)
+        a, k = _copies(args, kwargs)
+        try:
+            with one_blas_thread():
+                out = call(*a, **k)
+        except Exception as err:  # noqa: BLE001 - retried with writable state, then reported
+            first = first or err
+            if module is None:
+                break
+            continue
+        buffers = dict(module.named_buffers()) if module is not None else {}
+        return RunRecord(out, buffers, _array_leaves(a, k))
+    raise EagerMismatchError(None, "the model's outputs", f"{type(first).__name__}: {first}",
+                             "the model raised when run eagerly on its example inputs, but not while traced"
+                             ) from first
+
+
+def run_program(ep: Any, args: tuple, kwargs: dict) -> RunRecord:
+    """``ep`` run on copies of the examples through a fresh stateful module (``ep`` is not changed).
+
+    Raises:
+        EagerMismatchError: the program raised on its own example inputs.
+    """
+    module = ExportedModule(ep)
+    a, k = _copies(args, kwargs)
+    try:
+        with one_blas_thread():
+            out = module(*a, **k)
+    except Exception as err:  # noqa: BLE001 - the program must run on the examples it was made from
+        raise EagerMismatchError(None, "the eager outputs", f"{type(err).__name__}: {err}",
+                                 "the exported program raised on its own example inputs") from err
+    return RunRecord(out, dict(module.named_buffers()), _array_leaves(a, k))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        kind = "array" if isinstance(value, np.ndarray) else "scalar"
+        return f"{arr.dtype} {kind} of shape {arr.shape}"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float, complex, np.generic, np.ndarray))
+
+
+def _max_abs(e: np.ndarray, g: np.ndarray) -> Optional[float]:
+    if e.size == 0 or e.dtype.kind not in "biufc":
+        return None
+    with np.errstate(all="ignore"):
+        d = np.abs(e.astype(np.complex128 if e.dtype.kind == "c" else np.float64)
+                   - g.astype(np.complex128 if g.dtype.kind == "c" else np.float64))
+    finite = d[np.isfinite(d)]
+    return float(finite.max()) if finite.size else None
+
+
+def leaf_difference(path: str, expected: Any, got: Any) -> Optional[EagerMismatchError]:
+    """The error for one leaf (None when it matches): dtype exactly, shape, values per dtype."""
+    if not (_is_number(expected) and _is_number(got)):
+        try:
+            same = type(expected) is type(got) and (expected is got or bool(expected == got))
+        except Exception:  # noqa: BLE001 - a value without a plain == is compared by identity only
+            same = False
+        if same:
+            return None
+        return EagerMismatchError(path, _describe(expected), _describe(got), "the values differ")
+    if not isinstance(expected, (np.ndarray, np.generic)) and not isinstance(got, (np.ndarray, np.generic)) \
+            and type(expected) is not type(got):
+        return EagerMismatchError(path, _describe(expected), _describe(got), "the Python types differ")
+    e, g = np.asarray(expected), np.asarray(got)
+    if e.dtype != g.dtype:
+        return EagerMismatchError(path, _describe(expected), _describe(got), f"dtype {g.dtype} instead of {e.dtype}",
+                                  _max_abs(e, g) if e.shape == g.shape else None)
+    if e.shape != g.shape:
+        return EagerMismatchError(path, _describe(expected), _describe(got), f"shape {g.shape} instead of {e.shape}")
+    if e.dtype.kind in "fc":
+        rtol, atol = TOLERANCES.get(min(e.dtype.itemsize // (2 if e.dtype.kind == "c" else 1), 8),
+                                    TOLERANCES[8])
+        with np.errstate(all="ignore"):
+            same = bool(np.all(np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)))
+    else:
+        same = bool(np.array_equal(g, e))
+    if same:
+        return None
+    return EagerMismatchError(path, _describe(expected), _describe(got), "the values differ", _max_abs(e, g))
+
+
+def first_difference(expected: RunRecord, got: RunRecord) -> Optional[EagerMismatchError]:
+    """The first difference between two runs: outputs (structure, then leaves), buffers, inputs."""
+    e_spec, g_spec = pytree.tree_flatten(expected.outputs)[1], pytree.tree_flatten(got.outputs)[1]
+    if e_spec != g_spec:
+        return EagerMismatchError("output", f"outputs structured as {e_spec!r}", f"{g_spec!r}",
+                                  "the output pytree's structure differs")
+    got_leaves = [v for _p, v in pytree.tree_leaves_with_path(got.outputs, "output")]
+    for (path, e), g in zip(pytree.tree_leaves_with_path(expected.outputs, "output"), got_leaves):
+        err = leaf_difference(path, e, g)
+        if err is not None:
+            return err
+    for fqn, e in expected.buffers.items():
+        if fqn in got.buffers:
+            err = leaf_difference(f"buffer {fqn!r} after the call", e, got.buffers[fqn])
+            if err is not None:
+                return err
+    for (path, e), (_p, g) in zip(expected.inputs, got.inputs):
+        err = leaf_difference(f"{path} after the call (written by the model)", e, g)
+        if err is not None:
+            return err
+    return None
+
+
+def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> None:
+    """Raise when ``ep`` on the example inputs differs from ``model`` run eagerly on copies of them.
+
+    Args:
+        ep: the ExportedProgram built from capturing ``model`` on ``(args, kwargs)``.
+        model: the user's model (a Module, a bound method or a plain callable); not changed.
+
+    Raises:
+        EagerMismatchError: (a ``CaptureError``) naming the first differing output, buffer
+            or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
+            also when either run raises on the examples.
+    """
+    expected = run_eager(model, args, kwargs)
+    err = first_difference(expected, run_program(ep, args, kwargs))
+    if err is not None:
+        raise err
