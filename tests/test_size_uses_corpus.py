@@ -27,7 +27,7 @@ import pytest
 import tensorplay_export as tpe
 from tensorplay_export import Dim
 from tensorplay_export.errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError,
-                                      DataDependentError, UnsupportedOpError)
+                                      DataDependentError, EagerMismatchError, UnsupportedOpError)
 
 EXACT, GUARDED, REFUSED = "exact", "guarded", "refused"
 EXAMPLE = (6, 4)
@@ -96,7 +96,7 @@ def _sum_out_traced(x):
     return x + z
 
 
-# (id, model, expectation[, (error type, message phrase) for REFUSED])
+# (id, model, expectation[, (error type, message phrase[, names the line]) for REFUSED])
 CASES = [
     # -- hashing: a dict or set lookup finds only the example's value ------------------------
     ("dict_get", lambda x: x * SCALE.get(x.shape[0], 1.0), GUARDED),
@@ -121,6 +121,9 @@ CASES = [
      lambda x: x * (2 if isinstance(x.shape[0] + np.int32(1), np.integer) else 3), EXACT),
     ("isinstance_comparison_bool", lambda x: x * (2 if isinstance(x.shape[0] > 2, bool) else 3), EXACT),
     ("isinstance_float_size", lambda x: x * (2 if isinstance(x.shape[0] / 2, float) else 3), EXACT),
+    # type() cannot be intercepted: the traced run takes the other branch, export's eager check refuses
+    ("type_is_int", lambda x: x * 2 if type(x.shape[0]) is int else x * 3, REFUSED,
+     (EagerMismatchError, "type(n) is int", False)),
     # -- numpy scalars: the size carries eager's numpy type ----------------------------------
     ("int8_plus_int32_size", lambda x: x.astype(np.int8) + (x.shape[0] + np.int32(1)), EXACT),
     ("float16_plus_float32_size", lambda x: x.astype(np.float16) + x.shape[1] * np.float32(0.5), EXACT),
@@ -279,10 +282,12 @@ def test_size_use(case):
     name, fn, expect = case[:3]
     example = x_of(*EXAMPLE)
     if expect == REFUSED:
-        err_type, phrase = case[3]
+        err_type, phrase, *names_line = case[3]
         with pytest.raises(err_type) as info:
             tpe.export(fn, example, dynamic_shapes=named_spec())
-        assert phrase in str(info.value) and "test_size_uses_corpus.py:" in str(info.value), str(info.value)
+        assert phrase in str(info.value), str(info.value)
+        # the user's line, except for the whole-program eager check (it knows no line)
+        assert "test_size_uses_corpus.py:" in str(info.value) or names_line == [False], str(info.value)
         return
     if expect == EXACT:
         ep = tpe.export(fn, example, dynamic_shapes=named_spec())
