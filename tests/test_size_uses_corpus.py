@@ -16,10 +16,15 @@ No case may give a program that is wrong at run time without an error.
 """
 from __future__ import annotations
 
+import collections
+import copy
+import fractions
 import functools
+import itertools
 import math
 import numbers
 import operator
+import struct
 
 import numpy as np
 import pytest
@@ -224,6 +229,52 @@ CASES = [
     ("operator_floordiv", lambda x: x[: operator.floordiv(x.shape[0], 2)], EXACT),
     ("operator_index", lambda x: x * operator.index(x.shape[0]), GUARDED),
     ("operator_neg_abs", lambda x: np.zeros(operator.abs(operator.neg(x.shape[1]))), EXACT),
+    # -- numpy scalar types through more operators ----------------------------------------------
+    ("round_typed_is_python_int", lambda x: x.astype(np.int8) + round(x.shape[0] + np.int32(1)), EXACT),
+    ("neg_typed", lambda x: x.astype(np.int8) + (-(x.shape[0] + np.int32(1))), EXACT),
+    ("abs_typed", lambda x: x.astype(np.int8) + abs(x.shape[0] + np.int32(1)), EXACT),
+    ("divmod_typed", lambda x: x.astype(np.int8) + divmod(x.shape[0], np.int32(4))[1], EXACT),
+    ("shift_typed", lambda x: x.astype(np.int8) + (x.shape[0] >> np.int32(1)), EXACT),
+    ("mask_typed", lambda x: x.astype(np.int8) + (x.shape[0] & np.int32(3)), EXACT),
+    ("pow_typed", lambda x: x.astype(np.int8) + (x.shape[0] + np.int32(0)) ** 2, EXACT),
+    ("sum_typed", lambda x: x.astype(np.int8) + sum([x.shape[0], np.int32(1)]), EXACT),
+    ("min_mixed_types", lambda x: x.astype(np.int8) + min(x.shape[0], np.int32(3)), GUARDED),
+    ("truediv_typed", lambda x: x.astype(np.float16) + (x.shape[0] + np.int32(0)) / 4, EXACT),
+    ("float32_floor", lambda x: np.zeros(math.floor(x.shape[0] * np.float32(0.5))), EXACT),
+    ("float16_divisor", lambda x: x.astype(np.float16) * (x.shape[0] / np.float16(4)), EXACT),
+    ("uint8_plus_size", lambda x: x.astype(np.uint8) + x.shape[0], EXACT),
+    ("np_asarray_size_float32", lambda x: x + np.asarray(x.shape[0], dtype=np.float32), EXACT),
+    ("np_full_typed_fill", lambda x: np.full((x.shape[0],), x.shape[1] * np.float32(0.5)), EXACT),
+    ("np_arange_typed", lambda x: np.arange(x.shape[0] + np.int32(0)), EXACT),
+    ("reshape_typed", lambda x: x.reshape(x.shape[0] + np.int32(0), -1), EXACT),
+    ("np_int32_of_typed", lambda x: x * np.int32(x.shape[0] + np.int32(1)), GUARDED),
+    # -- the standard library ---------------------------------------------------------------------
+    ("counter_of_shape", lambda x: x * collections.Counter(x.shape)[4], GUARDED),
+    ("defaultdict_key", lambda x: x * collections.defaultdict(int, {x.shape[0]: 2})[6], GUARDED),
+    ("fraction_of_size", lambda x: x * float(fractions.Fraction(x.shape[0], 4)), GUARDED),
+    ("copy_size", lambda x: x * copy.copy(x.shape[0]), EXACT),
+    ("deepcopy_shape", lambda x: x * copy.deepcopy(x.shape)[0], EXACT),
+    ("struct_pack", lambda x: x * len(struct.pack("i", x.shape[0])), GUARDED),
+    ("itertools_product", lambda x: x * len(list(itertools.product(range(x.shape[0]), range(2)))), GUARDED),
+    ("math_comb", lambda x: x * math.comb(x.shape[0], 2), GUARDED),
+    ("math_hypot", lambda x: x * math.hypot(*x.shape), GUARDED),
+    ("any_over_shape", lambda x: x * any(d > 5 for d in x.shape), GUARDED),
+    ("all_over_shape", lambda x: x * all(d > 0 for d in x.shape), EXACT),
+    ("zip_with_shape", lambda x: x * sum(a * b for a, b in zip(x.shape, (1, 2))), EXACT),
+    ("walrus_size", lambda x: x[: (k := x.shape[0] // 2)] * k, EXACT),
+    ("size_in_list_index", lambda x: x * [1, 2, 3, 4, 5, 6, 7, 8][x.shape[1]], GUARDED),
+    ("shape_times_two", lambda x: np.zeros(x.shape * 2), EXACT),
+    # -- sizes as op arguments ----------------------------------------------------------------------
+    ("size_as_axis", lambda x: x.sum(axis=x.shape[0] % 2), REFUSED, (CaptureError, "int(size) pins it")),
+    ("size_as_repeat_count", lambda x: np.repeat(x, x.shape[1] % 3 + 1, axis=0), EXACT),
+    ("size_as_roll_shift", lambda x: np.roll(x, x.shape[0] // 2, axis=0), EXACT),
+    ("size_as_pad_width", lambda x: np.pad(x, ((0, x.shape[0] % 3), (0, 0))), EXACT),
+    ("size_as_eye_offset", lambda x: np.eye(x.shape[0], k=x.shape[1] // 2), EXACT),
+    ("size_as_take_index", lambda x: np.take(x, x.shape[0] - 1, axis=0), EXACT),
+    ("negative_size_index", lambda x: x[-x.shape[0]], EXACT),
+    ("size_as_arange_stop_float_step", lambda x: np.arange(0, x.shape[0], 0.5), EXACT),
+    ("np_where_of_sizes", lambda x: np.where(x > 0, x.shape[0], x.shape[1]), EXACT),
+    ("np_clip_to_size", lambda x: np.clip(x, 0, x.shape[0]), EXACT),
     # -- slicing with sizes -----------------------------------------------------------------------
     ("negative_step_size", lambda x: x[::-x.shape[1]], EXACT),
     ("positive_step_size", lambda x: x[:: x.shape[1]], EXACT),

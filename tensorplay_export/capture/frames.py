@@ -3,7 +3,9 @@
 A guard, a specialization or a numpy error is reported at the innermost frame
 that is the user's: not inside ``tensorplay_export`` (``nn`` included: a guard
 raised inside a layer points at the user's call ``self.conv(x)``), numpy,
-sympy, or the stdlib wrappers ``contextlib``/``functools``.  Frames of
+sympy, or the standard library (a size hashed inside ``collections.Counter``
+points at the model's ``Counter(x.shape)``; packages installed into
+``site-packages`` stay the user's).  Frames of
 generated code (``<tpe-graph-N>``), numpy's dispatch shims and frozen modules
 are library frames; other pseudo-files (``<string>``, ``<ipython-input-...>``,
 notebook cells) are the user's.  Like torch's ``uninteresting_files()``, the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import types
 from typing import Any, Optional
 
@@ -26,6 +29,8 @@ __all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = (PACKAGE_DIR, os.path.dirname(numpy.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep)
+_STDLIB_DIRS = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")}))
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 _LIBRARY_PSEUDO = ("<__array_function__", "<frozen", "<tpe-graph-")
 _CACHE: dict[str, bool] = {}
 
@@ -38,7 +43,8 @@ def is_library_file(filename: str) -> bool:
             hit = filename.startswith(_LIBRARY_PSEUDO)
         else:
             path = os.path.abspath(filename)
-            hit = path.startswith(_LIBRARY_DIRS) or path.endswith(("contextlib.py", "functools.py"))
+            hit = path.startswith(_LIBRARY_DIRS) or (path.startswith(_STDLIB_DIRS)
+                                                     and not any(d in path for d in _INSTALLED))
         _CACHE[filename] = hit
     return hit
 

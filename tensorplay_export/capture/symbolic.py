@@ -328,6 +328,12 @@ class _SymNumber:
                   f"{value} (compare instead, e.g. `{self.expr} == {value}`, to stay dynamic)")
         return hash(self._typed(self.env.specialize(self.expr, reason, cause="hashed")))
 
+    def __copy__(self) -> "_SymNumber":
+        return self  # immutable, as an int is
+
+    def __deepcopy__(self, memo: dict) -> "_SymNumber":
+        return self
+
     def _typed(self, value: Any) -> Any:
         """``value`` (the example's) as the Python or numpy scalar eager code holds."""
         return value if self.dtype is None else self.dtype.type(value)
@@ -464,31 +470,38 @@ class SymInt(_SymNumber):
 
     def __rshift__(self, o):
         k = self._shift_count(o, ">>")
-        return k if k is NotImplemented else wrap_int(sympy.floor(self.expr / 2 ** k), self.env)
+        if k is NotImplemented:
+            return k
+        return _numpy_typed(wrap_int(sympy.floor(self.expr / 2 ** k), self.env), operator.rshift, self, o)
 
     def __lshift__(self, o):
         k = self._shift_count(o, "<<")
-        return k if k is NotImplemented else wrap_int(self.expr * 2 ** k, self.env)
+        if k is NotImplemented:
+            return k
+        return _numpy_typed(wrap_int(self.expr * 2 ** k, self.env), operator.lshift, self, o)
 
     def __rrshift__(self, o):
         if not _is_int_like(o):
             return NotImplemented
-        return int(o) >> self.env.specialize(self.expr, "shift count of `>>` (only constant shifts stay symbolic)")
+        # o itself (not int(o)): an np.int32 keeps its type, as in eager
+        return o >> self._typed(self.env.specialize(self.expr, "shift count of `>>` (only constant shifts stay "
+                                                    "symbolic)"))
 
     def __rlshift__(self, o):
         if not _is_int_like(o):
             return NotImplemented
-        return int(o) << self.env.specialize(self.expr, "shift count of `<<` (only constant shifts stay symbolic)")
+        return o << self._typed(self.env.specialize(self.expr, "shift count of `<<` (only constant shifts stay "
+                                                    "symbolic)"))
 
     def _bitwise(self, o: Any, fn: Callable, text: str) -> Any:
         if not (_is_int_like(o) or isinstance(o, SymInt)):
             return NotImplemented
         if text == "&" and _is_int_like(o) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
             # n & (2**k - 1) is n mod 2**k for every integer n (two's complement)
-            return wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env)
+            return _numpy_typed(wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
         reason = f"bitwise `{text}` on a size (only `& (2**k - 1)` and shifts by a constant stay symbolic)"
-        a = self.env.specialize(self.expr, reason)
-        b = o.env.specialize(o.expr, reason) if isinstance(o, SymInt) else int(o)
+        a = self._typed(self.env.specialize(self.expr, reason))
+        b = o._typed(o.env.specialize(o.expr, reason)) if isinstance(o, SymInt) else o
         return fn(a, b)
 
     def __and__(self, o): return self._bitwise(o, operator.and_, "&")
@@ -538,15 +551,21 @@ class SymInt(_SymNumber):
     def __pos__(self): return self
     def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env, self.dtype)
     def __round__(self, ndigits=None):
-        if ndigits is None or int(ndigits) >= 0:
+        if ndigits is None:
+            return self if self.dtype is None else SymInt(self.expr, self.env)  # round(np.int32(7)) is an int
+        if int(ndigits) >= 0:
             return self
         # round(n, -k): round-half-even to a multiple of 10**k, exact in integers
         q = 10 ** (-int(ndigits))
-        return wrap_int(round_half_even(self.expr / q) * q, self.env)
+        return wrap_int(round_half_even(self.expr / q) * q, self.env, self.dtype)
 
-    def __trunc__(self): return self
-    def __floor__(self): return self
-    def __ceil__(self): return self
+    def __trunc__(self):
+        if self.dtype is not None:  # as eager: numpy integers define no __trunc__
+            raise TypeError(f"type numpy.{self.dtype.type.__name__} doesn't define __trunc__ method")
+        return self
+
+    def __floor__(self): return self if self.dtype is None else SymInt(self.expr, self.env)
+    def __ceil__(self): return self if self.dtype is None else SymInt(self.expr, self.env)
 
     def bit_length(self) -> int:
         """``int.bit_length``: the same answer for every size in ``[2**(b-1), 2**b - 1]``, so
@@ -860,8 +879,13 @@ def _minmax(builtin: Callable, sym: Callable, args: tuple, kwargs: dict) -> Any:
     syms = [v for v in values if isinstance(v, SymInt)]
     if not syms or not all(isinstance(v, SymInt) or _is_int_like(v) for v in values):
         return builtin(*args, **kwargs)
+    types = {_numpy_type_of(v) for v in values}
+    if len(types) > 1:
+        # min(n, np.int32(3)) is whichever value is smaller, with its own type: the comparisons
+        # (guards) decide it as eager does
+        return builtin(*args, **kwargs)
     env = syms[0].env
-    return wrap_int(sym(*[to_expr(v) for v in values]), env)
+    return wrap_int(sym(*[to_expr(v) for v in values]), env, types.pop())
 
 
 def sym_min(*args: Any, **kwargs: Any) -> Any:

@@ -314,6 +314,8 @@ class Tracer:
             return self._call_with_out(op, args, kwargs, src)
         ex_args, info_args, node_args, defer_args = self.views(args)
         ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
+        if defer_args and isinstance(op.impl, np.ufunc):
+            info_args = _typed_sizes_as_scalars(args, info_args)
         self.in_impl = True
         try:
             result = op.impl(*ex_args, **ex_kwargs)
@@ -338,7 +340,11 @@ class Tracer:
         except (CaptureError, DataDependentError):
             raise
         except Exception as err:
-            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}\n"
+            hint = ""
+            if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
+                hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
+                        "count: int(size) pins it to the example's value)")
+            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
                                f"  at {src}") from err
         shapes = list(shapes) if op.multi_output else [shapes]
         if len(shapes) != len(outs):
@@ -427,6 +433,24 @@ class Tracer:
 # argument types that are the same in all three views (no walk, no conversion)
 _PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
                     np.int64, np.int32, np.bool_})
+
+
+def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
+    """A ufunc's rule sees an operand ``n + np.int32(1)`` as the 0-d int32 value it is (numpy 2
+    promotes it as an array, never as a weak Python int that must fit the array's dtype)."""
+    return tuple(ArrayInfo((), a.dtype, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.dtype is not None
+                 else info for a, info in zip(args, infos))
+
+
+def _has_size_arg(value: Any) -> bool:
+    """Whether a symbolic size is among an op's arguments (top level or in tuples, lists, dicts)."""
+    if isinstance(value, (SymInt, SymFloat)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_size_arg(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_size_arg(v) for v in value.values())
+    return False
 
 
 def _at_source(err: UnsupportedOpError, src: Any) -> None:
