@@ -100,8 +100,8 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             # np.array(n): a 0-d int array of the size (np.int64, or the size's numpy type)
             vec = tracer.call(get_op("tpe.shape_array"), (SymInt(data.expr, data.env),), {})
             out = tracer.call(get_op("numpy.reshape"), (vec, ()), {})
-            if dtype is None and data.dtype is not None:
-                return tracer.call(get_op("numpy.ndarray.astype"), (out, data.dtype), {})
+            if dtype is None and data.numpy_type is not None:
+                return tracer.call(get_op("numpy.ndarray.astype"), (out, data.numpy_type), {})
             return cast(out)
         flat = _flat_scalars(data)
         if flat is not None:

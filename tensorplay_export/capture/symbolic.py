@@ -39,7 +39,7 @@ Type checks answer as eager does where Python lets them: ``__class__`` is
 sympy) see the real class.  ``type(n) is int`` cannot be intercepted.
 
 A size combined with a numpy scalar (``n + np.int32(1)``) carries eager's
-numpy type in :attr:`SymInt.dtype` (None: a Python int): it is still a size
+numpy type in :attr:`SymInt.numpy_type` (None: a Python int): it is still a size
 in shapes and indexing, and the tracer hands it to ops as a numpy scalar of
 that type, so arrays promote as eager's do (numpy 2 rules).
 
@@ -283,17 +283,18 @@ def _require_live(env: Any, other: Any = None) -> None:
 class _SymNumber:
     """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs.
 
-    ``dtype``: the numpy scalar type (``np.dtype``) eager code would hold here, or None for
-    a Python number.
+    ``numpy_type``: the numpy scalar type (``np.dtype``) eager code would hold here, or None
+    for a Python number.  Model code sees it as ``.dtype`` (an AttributeError for a Python
+    number, so ``hasattr(n, "dtype")`` answers as in eager).
     """
 
-    __slots__ = ("expr", "env", "dtype")
+    __slots__ = ("expr", "env", "numpy_type")
     _eager_class: type = object  # what model code's isinstance() sees (int / float)
 
     def __init__(self, expr: sympy.Expr, env: Any, dtype: Any = None) -> None:
         self.expr = expr
         self.env = env
-        self.dtype = None if dtype is None else np.dtype(dtype)
+        self.numpy_type = None if dtype is None else np.dtype(dtype)
 
     def __repr__(self) -> str:
         return self._text("converted to text with repr()", repr)
@@ -314,8 +315,8 @@ class _SymNumber:
         # and would turn a SymInt into an Integer through int(), pinning it unrecorded)
         if _asked_by_library():
             return type(self)
-        if self.dtype is not None:
-            return self.dtype.type
+        if self.numpy_type is not None:
+            return self.numpy_type.type
         return self._eager_class
 
     def __hash__(self) -> int:
@@ -328,6 +329,24 @@ class _SymNumber:
                   f"{value} (compare instead, e.g. `{self.expr} == {value}`, to stay dynamic)")
         return hash(self._typed(self.env.specialize(self.expr, reason, cause="hashed")))
 
+    @property
+    def dtype(self) -> Any:
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'dtype'")
+        return self.numpy_type
+
+    def item(self) -> Any:
+        """``np.int32(n).item()``: the Python number (a numpy scalar method)."""
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'item'")
+        return type(self)(self.expr, self.env)
+
+    def astype(self, dtype: Any) -> Any:
+        """``(n + np.int32(1)).astype(np.int64)`` (a numpy scalar method): the same size, retyped."""
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'astype'")
+        return _as_type_of(self, np.dtype(dtype).type(self.example()))
+
     def __copy__(self) -> "_SymNumber":
         return self  # immutable, as an int is
 
@@ -336,7 +355,7 @@ class _SymNumber:
 
     def _typed(self, value: Any) -> Any:
         """``value`` (the example's) as the Python or numpy scalar eager code holds."""
-        return value if self.dtype is None else self.dtype.type(value)
+        return value if self.numpy_type is None else self.numpy_type.type(value)
 
     def example(self) -> Any:
         """The value eager code holds at the example sizes (a numpy scalar if ``dtype``)."""
@@ -511,7 +530,7 @@ class SymInt(_SymNumber):
     def __xor__(self, o): return self._bitwise(o, operator.xor, "^")
     def __rxor__(self, o): return self._bitwise(o, operator.xor, "^")
 
-    def __invert__(self): return wrap_int(-self.expr - 1, self.env, self.dtype)
+    def __invert__(self): return wrap_int(-self.expr - 1, self.env, self.numpy_type)
 
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
@@ -547,25 +566,25 @@ class SymInt(_SymNumber):
             return self._op(o, operator.pow, True)
         return self._op(o, operator.pow, True, result="float")
 
-    def __neg__(self): return wrap_int(-self.expr, self.env, self.dtype)
+    def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self
-    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env, self.dtype)
+    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env, self.numpy_type)
     def __round__(self, ndigits=None):
         if ndigits is None:
-            return self if self.dtype is None else SymInt(self.expr, self.env)  # round(np.int32(7)) is an int
+            return self if self.numpy_type is None else SymInt(self.expr, self.env)  # round(np.int32(7)) is an int
         if int(ndigits) >= 0:
             return self
         # round(n, -k): round-half-even to a multiple of 10**k, exact in integers
         q = 10 ** (-int(ndigits))
-        return wrap_int(round_half_even(self.expr / q) * q, self.env, self.dtype)
+        return wrap_int(round_half_even(self.expr / q) * q, self.env, self.numpy_type)
 
     def __trunc__(self):
-        if self.dtype is not None:  # as eager: numpy integers define no __trunc__
-            raise TypeError(f"type numpy.{self.dtype.type.__name__} doesn't define __trunc__ method")
+        if self.numpy_type is not None:  # as eager: numpy integers define no __trunc__
+            raise TypeError(f"type numpy.{self.numpy_type.type.__name__} doesn't define __trunc__ method")
         return self
 
-    def __floor__(self): return self if self.dtype is None else SymInt(self.expr, self.env)
-    def __ceil__(self): return self if self.dtype is None else SymInt(self.expr, self.env)
+    def __floor__(self): return self if self.numpy_type is None else SymInt(self.expr, self.env)
+    def __ceil__(self): return self if self.numpy_type is None else SymInt(self.expr, self.env)
 
     def bit_length(self) -> int:
         """``int.bit_length``: the same answer for every size in ``[2**(b-1), 2**b - 1]``, so
@@ -674,7 +693,7 @@ def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
 
 def _numpy_type_of(value: Any) -> Any:
     if isinstance(value, _SymNumber):
-        return value.dtype
+        return value.numpy_type
     if isinstance(value, np.generic):
         return value.dtype
     return None
@@ -741,14 +760,14 @@ class SymFloat(_SymNumber):
         return float(self.env.hint(self.expr))
 
     def __str__(self) -> str:
-        return self._text("converted to text with str()", lambda v: str(float(v) if self.dtype is None else v))
+        return self._text("converted to text with str()", lambda v: str(float(v) if self.numpy_type is None else v))
 
     def __int__(self) -> int:
         return int(self.env.specialize(self.expr, "converted with int() (math.trunc() stays symbolic)"))
 
     def __format__(self, spec: str) -> str:
         return self._text(f"formatted with {spec!r}" if spec else "formatted into an f-string/format()",
-                          lambda v: format(float(v) if self.dtype is None else v, spec))
+                          lambda v: format(float(v) if self.numpy_type is None else v, spec))
 
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
@@ -775,10 +794,10 @@ class SymFloat(_SymNumber):
     def __pow__(self, o): return self._op(o, operator.pow)
     def __rpow__(self, o): return self._op(o, operator.pow, True)
     def __neg__(self):
-        return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact, self.dtype)
+        return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact, self.numpy_type)
 
     def __pos__(self): return self
-    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.dtype)
+    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.numpy_type)
 
     def __floordiv__(self, o): return self._float_floordiv(o, False)
     def __rfloordiv__(self, o): return self._float_floordiv(o, True)
@@ -910,7 +929,7 @@ class _FloatType(type):
 
     def __instancecheck__(cls, obj: Any) -> bool:
         if isinstance(obj, SymFloat):  # as eager: a Python float, or an np.float64 (a float subclass)
-            return obj.dtype is None or obj.dtype == np.float64
+            return obj.numpy_type is None or obj.numpy_type == np.float64
         return isinstance(obj, float)
 
     def __subclasscheck__(cls, sub: Any) -> bool:

@@ -146,9 +146,9 @@ class Tracer:
         if isinstance(value, TracedArray):
             return value.example
         if isinstance(value, SymInt):
-            return value.example() if value.dtype is not None else int(self.env.hint(value.expr))
+            return value.example() if value.numpy_type is not None else int(self.env.hint(value.expr))
         if isinstance(value, SymFloat):
-            return value.example() if value.dtype is not None else float(self.env.hint(value.expr))
+            return value.example() if value.numpy_type is not None else float(self.env.hint(value.expr))
         if isinstance(value, SymBool):
             return bool(value)
         if isinstance(value, tuple):
@@ -183,7 +183,7 @@ class Tracer:
         """What goes into the node's args: Nodes, sympy expressions, exact constants."""
         if isinstance(value, TracedArray):
             return value.node
-        if isinstance(value, (SymInt, SymFloat)) and value.dtype is not None:
+        if isinstance(value, (SymInt, SymFloat)) and value.numpy_type is not None:
             return self.typed_size(value).node
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
@@ -235,7 +235,7 @@ class Tracer:
                 exd[k], infod[k], nargd[k], d = self.views(v)
                 deferred = deferred or d
             return exd, infod, nargd, deferred
-        if t is SymInt and value.dtype is None:
+        if t is SymInt and value.numpy_type is None:
             return int(self.env.hint(value.expr)), value.expr, value.expr, False
         if t in _PLAIN:
             return value, value, value, False
@@ -251,7 +251,7 @@ class Tracer:
         """A size with a numpy type (``n + np.int32(1)``) as the 0-d numpy scalar eager code
         holds: a ``tpe.size_scalar`` node, so ops that get it promote as eager's do."""
         plain = type(value)(value.expr, value.env)  # the same size as a Python number
-        return self.call(get_op("tpe.size_scalar"), (plain, value.dtype), {}, source=user_source(3))
+        return self.call(get_op("tpe.size_scalar"), (plain, value.numpy_type), {}, source=user_source(3))
 
     # -- op lookup and value reads (the places where the mode matters) --------------
     def op_for_func(self, func: Any, src: Any) -> Optional[OpDef]:
@@ -438,7 +438,7 @@ _PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype,
 def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
     """A ufunc's rule sees an operand ``n + np.int32(1)`` as the 0-d int32 value it is (numpy 2
     promotes it as an array, never as a weak Python int that must fit the array's dtype)."""
-    return tuple(ArrayInfo((), a.dtype, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.dtype is not None
+    return tuple(ArrayInfo((), a.numpy_type, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.numpy_type is not None
                  else info for a, info in zip(args, infos))
 
 
