@@ -112,6 +112,8 @@ CAUSES: dict[str, str] = {
     "python_int": "a size used as a Python int (__index__: range(), a Python index, a numpy scalar)",
     "len": "len() of an array, which is a Python int",
     "iteration": "iterating over an array in Python (a loop over its rows)",
+    "hashed": "hash() of a size (a dict key or set member lookup), which only finds the example's value",
+    "bit_length": "int.bit_length() of a size, the same only over a range of sizes",
     "specialization": "another conversion that pinned a size (int(), str(), an f-string, ...)",
     "example_range": "an example input's size must be inside the range its dynamic_shapes declares",
 }

@@ -28,7 +28,11 @@ def test_arithmetic_stays_symbolic_and_folds_to_int(env):
     q, r = divmod(s, 5)
     assert (q.hint, r.hint) == (3, 1)
     assert (-s).hint == -16 and round(s) is s
-    assert repr(s * 2) == "2*s"
+    assert (s * 2).expr == 2 * s.expr and not env.violations
+    # text in model code is data: the example's digits, pinned (a specialization)
+    assert repr(s * 2) == "32" and str(s) == "16" and f"{s:03d}" == "016"
+    [rec] = env.violations  # one pin, recorded where the text was first made
+    assert rec.reason.startswith("converted to text with repr()") and rec.expr == sympy.Eq(s.expr, 16)
 
 
 def test_float_results_are_symfloat(env):
@@ -53,8 +57,19 @@ def test_comparisons_are_symbool_and_bool_records_a_guard(env):
 
 def test_identity_comparison_needs_no_guard(env):
     s = size(env)
-    assert s == s and {s: 1}[s] == 1
+    assert s == s and not (s != s)
     assert not env.violations
+
+
+def test_hash_pins_the_size_at_the_users_line(env):
+    # a dict finds its key by the hash: only the example's value can be found, as in eager
+    s = size(env)
+    assert {16: "a", 8: "b"}.get(s) == "a" and s not in {8, 32}
+    [rec] = env.violations
+    assert rec.expr == sympy.Eq(s.expr, 16) and rec.cause == "hashed" and rec.kind == "specialization"
+    assert "hashed (dict or set lookup)" in rec.reason and "s == 16" in rec.reason
+    assert rec.source.filename.endswith("test_symbolic.py")
+    assert hash(s) == hash(16)
 
 
 def test_index_specializes_with_reason_and_line(env):
@@ -78,9 +93,9 @@ def test_int_float_format_specialize(env):
 
 def test_symbolic_min_max(env):
     s = size(env)
-    assert repr(sym_min(s, 512)) == "Min(512, s)"
+    assert sym_min(s, 512).expr == sympy.Min(512, s.expr)
     assert sym_min(128 * s, 512 * s).expr == 128 * s.expr  # the tautology folds away
-    assert repr(sym_max([s, 8])) == "Max(8, s)"
+    assert sym_max([s, 8]).expr == sympy.Max(8, s.expr)
     assert sym_min(3, 4) == 3 and sym_max("a", "b") == "b"
     assert not env.violations
 
@@ -88,6 +103,15 @@ def test_symbolic_min_max(env):
 def test_numpy_scalar_operands(env):
     s = size(env)
     assert (s * np.int64(2)).hint == 32
+    # eager's numpy type is carried (n + np.int32(1) is an np.int32), folded values are numpy scalars
+    t = s + np.int32(1)
+    assert isinstance(t, SymInt) and t.dtype == np.int32 and (t * 2).dtype == np.int32
+    assert (t * np.int64(2)).dtype == np.int64 and (t / 2).dtype == np.float64
+    assert (s * np.float32(0.5)).dtype == np.float32 and (np.int32(3) + s).dtype == np.int32
+    assert type(t - s) is np.int32 and (s + 1).numpy_type is None
+    assert not hasattr(s, "dtype") and t.item().numpy_type is None and t.astype(np.int64).dtype == np.int64
+    assert isinstance(t, np.int32) and not isinstance(t, int) and isinstance(s, int)
+    assert not env.violations
     with pytest.raises(TypeError):
         s + "x"
 

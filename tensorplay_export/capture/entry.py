@@ -275,7 +275,9 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     out_leaves, out_spec = pytree.tree_flatten(out)
     outputs = []
     for v in out_leaves:
-        if isinstance(v, (SymInt, SymFloat, SymBool)):
+        if isinstance(v, (SymInt, SymFloat)) and v.numpy_type is not None:
+            v = tracer.typed_size(v)  # a numpy scalar (n + np.int32(1)) stays symbolic, as its own node
+        elif isinstance(v, (SymInt, SymFloat, SymBool)):
             v = env.specialize(v.expr, "returned as an output (outputs are arrays or Python numbers; a size "
                                "output is pinned to its example)", tracer.return_source())
         outputs.append(v)

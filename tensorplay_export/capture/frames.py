@@ -3,7 +3,9 @@
 A guard, a specialization or a numpy error is reported at the innermost frame
 that is the user's: not inside ``tensorplay_export`` (``nn`` included: a guard
 raised inside a layer points at the user's call ``self.conv(x)``), numpy,
-sympy, or the stdlib wrappers ``contextlib``/``functools``.  Frames of
+sympy, or the standard library (a size hashed inside ``collections.Counter``
+points at the model's ``Counter(x.shape)``; packages installed into
+``site-packages`` stay the user's).  Frames of
 generated code (``<tpe-graph-N>``), numpy's dispatch shims and frozen modules
 are library frames; other pseudo-files (``<string>``, ``<ipython-input-...>``,
 notebook cells) are the user's.  Like torch's ``uninteresting_files()``, the
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import types
 from typing import Any, Optional
 
@@ -21,10 +24,13 @@ import sympy
 
 from ..records import SourceLoc
 
-__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function"]
+__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function",
+           "asked_by_library"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARY_DIRS = (PACKAGE_DIR, os.path.dirname(numpy.__file__) + os.sep, os.path.dirname(sympy.__file__) + os.sep)
+_STDLIB_DIRS = tuple(sorted({os.path.abspath(sysconfig.get_paths()[key]) + os.sep for key in ("stdlib", "platstdlib")}))
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 _LIBRARY_PSEUDO = ("<__array_function__", "<frozen", "<tpe-graph-")
 _CACHE: dict[str, bool] = {}
 
@@ -37,7 +43,8 @@ def is_library_file(filename: str) -> bool:
             hit = filename.startswith(_LIBRARY_PSEUDO)
         else:
             path = os.path.abspath(filename)
-            hit = path.startswith(_LIBRARY_DIRS) or path.endswith(("contextlib.py", "functools.py"))
+            hit = path.startswith(_LIBRARY_DIRS) or (path.startswith(_STDLIB_DIRS)
+                                                     and not any(d in path for d in _INSTALLED))
         _CACHE[filename] = hit
     return hit
 
@@ -79,3 +86,23 @@ def is_user_function(fn: Any) -> bool:
         return False
     module = fn.__globals__.get("__name__", "") or ""
     return not module.startswith(_UNTRACED_MODULES)
+
+
+# Who sees a size as what it is (capture/symbolic.py): this package and sympy get the real
+# SymInt from ``__class__`` and may not hash one.  numpy's Python code is on the model's side
+# here (``np.isscalar(n)`` must answer as in eager), unlike in the reporting rule above.
+_OWN_DIRS = (PACKAGE_DIR, os.path.dirname(sympy.__file__) + os.sep)
+_OWN_CACHE: dict[str, bool] = {}
+
+
+def asked_by_library(depth: int = 2) -> bool:
+    """Whether the Python frame ``depth`` levels up from here is this package's or sympy's.
+
+    Called from a size's ``__class__`` or ``__hash__`` (frame 1): ``hash()`` and
+    ``isinstance()`` are C builtins without a frame, so frame 2 is the code that called them.
+    """
+    name = sys._getframe(depth).f_code.co_filename
+    hit = _OWN_CACHE.get(name)
+    if hit is None:
+        hit = _OWN_CACHE[name] = os.path.abspath(name).startswith(_OWN_DIRS)
+    return hit

@@ -23,6 +23,7 @@ the capturing thread:
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 import sys
@@ -95,6 +96,13 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             if dtype is None or np.dtype(dtype) == data.dtype:
                 return data
             return cast(data)
+        if isinstance(data, SymInt):
+            # np.array(n): a 0-d int array of the size (np.int64, or the size's numpy type)
+            vec = tracer.call(get_op("tpe.shape_array"), (SymInt(data.expr, data.env),), {})
+            out = tracer.call(get_op("numpy.reshape"), (vec, ()), {})
+            if dtype is None and data.numpy_type is not None:
+                return tracer.call(get_op("numpy.ndarray.astype"), (out, data.numpy_type), {})
+            return cast(out)
         flat = _flat_scalars(data)
         if flat is not None:
             return cast(tracer.call(get_op("tpe.shape_array"), tuple(flat), {}))
@@ -107,6 +115,12 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     if name == "prod":
         data = args[0] if args else kwargs.get("a")
         flat = _flat_scalars(data)
+        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"}:
+            # np.prod(x.shape): a size (np.int64, as eager's), usable in shapes and indexing
+            out: Any = np.int64(1)
+            for v in flat:
+                out = out * v
+            return out
         if flat is not None:
             vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
             return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
@@ -263,7 +277,7 @@ class GlobalsView(dict):
         self._cache: dict = {}
         builtins_ = real.get("__builtins__")
         if builtins_ is not None:
-            dict.__setitem__(self, "__builtins__", builtins_)
+            dict.__setitem__(self, "__builtins__", _capture_builtins(builtins_))
         for key in ("__name__", "__file__", "__package__", "__spec__", "__loader__"):
             if key in real:
                 dict.__setitem__(self, key, real[key])
@@ -291,6 +305,24 @@ class GlobalsView(dict):
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self._real
+
+
+def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+    """``__import__`` for cloned functions: ``import math`` inside the model gets the symbolic view."""
+    module = builtins.__import__(name, globals, locals, fromlist, level)
+    return _MATH if module is math else module
+
+
+def _capture_builtins(real: Any) -> dict:
+    """The builtins a cloned function runs with: the real ones, with :func:`_capture_import`.
+
+    An ``import`` statement looks ``__import__`` up in the frame's builtins (which a function
+    takes from its globals' ``__builtins__``), not in its globals, so a local ``import math``
+    in ``forward`` is only reached here.
+    """
+    out = dict(vars(real) if isinstance(real, types.ModuleType) else real)
+    out["__import__"] = _capture_import
+    return out
 
 
 class _SymbolicMath:

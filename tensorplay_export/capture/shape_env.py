@@ -43,6 +43,21 @@ def _canonicalize(expr: Any, ranges: dict) -> Any:
     return canonicalize(expr, ranges)
 
 
+def _index_bounds_text(expr: Any, reason: str, sizes: str, source: Optional[SourceLoc]) -> str:
+    """The error for an index whose known value range reaches outside its axis at the example.
+
+    numpy's own run stayed inside (the values this time were smaller), but the range the
+    program knows for them (``np.clip(i, 0, 10)``: up to 10) does not fit the axis, so no
+    contract over sizes can keep every run in bounds.
+    """
+    at = f"\n  at {source}" if source is not None else ""
+    example = f" at the example sizes ({sizes})" if sizes else ""
+    return (f"index values may fall outside the array: {reason}, so {expr} would be needed, which is "
+            f"false{example}. numpy's run stayed inside only because of this example's values. Bound the "
+            f"index by the axis size (e.g. np.clip(i, 0, x.shape[0] - 1)) or make the axis at least as "
+            f"long as the largest index{at}")
+
+
 class ShapeEnv:
     """Symbols, hints, ranges, AUTO replacements and the guard log of one capture.
 
@@ -175,6 +190,8 @@ class ShapeEnv:
             self.stats["folded"] += 1
             return
         if expr is sympy.false or self.hint(expr) is not True:
+            if cause == "index_bounds":
+                raise CaptureError(_index_bounds_text(expr, reason, self._hint_text(expr), source))
             raise CaptureError(f"internal error: requirement {expr} ({reason}) is false for the "
                                f"example sizes {self._hint_text(expr)}")
         if expr in self._seen:
@@ -206,6 +223,8 @@ class ShapeEnv:
         unbacked = [s for s in syms if self.kinds.get(s) == "unbacked"]
         if unbacked:
             record.kind = "data_dependent"
+            if cause == "hashed":  # the rendered error says the guard only; say why it was asked
+                record.notes.append(reason)
             self.data_dependent.append(record)
             if self.mode == "export":
                 raise self._data_dependent_error(record, unbacked)

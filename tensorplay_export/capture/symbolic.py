@@ -12,10 +12,12 @@ guards come from:
   ``Eq(expr, example)`` (kind ``"specialization"``) and return the example;
 - ``float(SymFloat)`` specializes the same way.
 
-``str(s)`` and ``f"{s}"`` specialize too (recorded reason "converted to
-text"): model code that uses the text as data (``int(str(n))``, a cache key,
-a file name) must see the example's digits, as eager does.  ``repr(s)`` stays
-the symbolic text (``"seq"``) for debugging and library messages.
+``str(s)``, ``repr(s)`` and ``f"{s}"`` in model code specialize too (recorded
+reason "converted to text"): model code that uses the text as data
+(``int(str(n))``, ``repr(x.shape) == "(6, 4)"``, a cache key, a file name) must
+see the example's digits, as eager does; ``print(x.shape)`` therefore pins the
+sizes it prints.  Library code (messages, reports) gets the symbolic text
+(``"seq"``).
 
 ``math.floor``/``math.ceil``/``math.trunc``/``round`` of a size-derived float
 (``s / 4``) stay exact integer expressions (``ceiling(s/4)``, round-half-even
@@ -25,8 +27,25 @@ otherwise they specialize with the function named in the reason.  Shifts of
 a size by a constant are exact (``n >> 1`` is ``floor(n/2)``), ``n & (2**k - 1)``
 is ``Mod(n, 2**k)``; other bitwise operators specialize.
 
+``hash()`` of a size from model code pins it (reason "hashed (dict or set
+lookup)", cause ``"hashed"``): a dict or set finds its key by the hash, so
+``SCALE.get(n)`` and ``n in {8, 16}`` can only answer as eager does for the
+example's value.  Library code never hashes a size (it keys by ``.expr``); it
+gets an internal error.
+
+Type checks answer as eager does where Python lets them: ``__class__`` is
+``int``/``float``/``bool`` for model code, so ``isinstance(n, int)``,
+``numbers.Integral`` and ``np.isscalar(n)`` are true; the library (and
+sympy) see the real class.  ``type(n) is int`` cannot be intercepted.
+
+A size combined with a numpy scalar (``n + np.int32(1)``) carries eager's
+numpy type in :attr:`SymInt.numpy_type` (None: a Python int): it is still a size
+in shapes and indexing, and the tracer hands it to ops as a numpy scalar of
+that type, so arrays promote as eager's do (numpy 2 rules).
+
 Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
-created its symbols; this module imports neither z3 nor the capture layer.
+created its symbols; this module imports neither z3 nor the tracer (only the frame rules of
+:mod:`.frames` and the package's errors).
 ``SymInt.__array_ufunc__`` (``np.sqrt(s)``) is forwarded to ``env.tracer``,
 set by capture.
 """
@@ -35,20 +54,20 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+import numpy as np
 import sympy
 
-def _is_int_like(value: Any) -> bool:
-    import numpy as np
+from ..errors import CaptureError
+from .frames import asked_by_library as _asked_by_library, user_source
 
+def _is_int_like(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def to_expr(value: Any) -> Any:
     """sympy form of an int-like operand, or NotImplemented for anything else."""
-    import numpy as np
-
     if isinstance(value, (SymInt, SymFloat, SymBool)):
         return value.expr
     if isinstance(value, (bool, np.bool_)):
@@ -60,13 +79,14 @@ def to_expr(value: Any) -> Any:
     return NotImplemented
 
 
-def wrap_int(expr: Any, env: Any) -> Any:
-    """A plain int when ``expr`` is a number, else a SymInt."""
+def wrap_int(expr: Any, env: Any, dtype: Any = None) -> Any:
+    """A plain int when ``expr`` is a number, else a SymInt (``dtype``: a numpy integer type
+    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar)."""
     if isinstance(expr, (int,)):
-        return expr
+        return expr if dtype is None else dtype.type(expr)
     if expr.is_Integer:
-        return int(expr)
-    return SymInt(expr, env)
+        return int(expr) if dtype is None else dtype.type(int(expr))
+    return SymInt(expr, env, dtype)
 
 
 # A size expression with more operations than this is pinned to its example value (a recorded
@@ -118,13 +138,14 @@ def bounded(expr: Any, env: Any) -> Any:
     return sympy.Integer(value) if isinstance(value, int) else sympy.Float(value)
 
 
-def wrap_float(expr: Any, env: Any, exact: Any = None) -> Any:
-    """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat)."""
+def wrap_float(expr: Any, env: Any, exact: Any = None, dtype: Any = None) -> Any:
+    """A plain float when ``expr`` is a number, else a SymFloat (``exact``: see SymFloat;
+    ``dtype``: a numpy floating type the value has in eager, as for :func:`wrap_int`)."""
     expr = sympy.sympify(expr)
     if expr.is_Number:
-        return float(expr)
+        return float(expr) if dtype is None else dtype.type(float(expr))
     # Keep float arithmetic explicit so printed code divides as floats.
-    return SymFloat(expr, env, exact)
+    return SymFloat(expr, env, exact, dtype)
 
 
 def _short_dyadic(value: Any) -> Any:
@@ -146,8 +167,6 @@ def _short_dyadic(value: Any) -> Any:
 def _exact_operand(value: Any) -> tuple:
     """(kind, exact value): kind "int" (sizes, ints), "dyadic" (short float constants), "float"
     (a SymFloat with an exact value) or None (no exact value known)."""
-    import numpy as np
-
     if isinstance(value, SymInt):
         return "int", value.expr
     if _is_int_like(value):
@@ -240,26 +259,115 @@ def _truediv(a, b):
     return a * sympy.Float(1.0) / b
 
 
+def _require_live(env: Any, other: Any = None) -> None:
+    """Refuse a size whose capture has finished, or one of another capture beside it.
+
+    A cache in model code (``functools.lru_cache``, a global dict) can keep a size past its
+    export; the next export (or an eager call) would then compare or compute with symbols
+    that mean nothing there.
+
+    Raises:
+        CaptureError: naming the user's line and what to do.
+    """
+    tracer = env.tracer
+    stale = tracer is not None and not tracer.is_current()
+    if not stale and (other is None or getattr(other, "env", env) is env):
+        return
+    raise CaptureError(
+        "a size from an export that has finished was used here (kept by a cache such as "
+        "functools.lru_cache or a global dict in the model?); sizes are symbolic only while export "
+        "traces the model: clear that cache (f.cache_clear()) and key it by plain ints computed "
+        f"outside the model\n  at {user_source(3)}")
+
+
 class _SymNumber:
-    """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs."""
+    """What SymInt and SymFloat share: printing, hashing, float(), comparisons, numpy ufuncs.
 
-    __slots__ = ("expr", "env")
+    ``numpy_type``: the numpy scalar type (``np.dtype``) eager code would hold here, or None
+    for a Python number.  Model code sees it as ``.dtype`` (an AttributeError for a Python
+    number, so ``hasattr(n, "dtype")`` answers as in eager).
+    """
 
-    def __init__(self, expr: sympy.Expr, env: Any) -> None:
+    __slots__ = ("expr", "env", "numpy_type")
+    _eager_class: type = object  # what model code's isinstance() sees (int / float)
+
+    def __init__(self, expr: sympy.Expr, env: Any, dtype: Any = None) -> None:
         self.expr = expr
         self.env = env
+        self.numpy_type = None if dtype is None else np.dtype(dtype)
 
     def __repr__(self) -> str:
-        return str(self.expr)
+        return self._text("converted to text with repr()", repr)
+
+    def _text(self, what: str, convert: Callable) -> str:
+        """The text of this size (``convert``: ``str``, ``repr`` or a ``format`` with a spec):
+        symbolic for the library, the example's digits for model code, which records a
+        specialization (text is data: ``int(str(n))``)."""
+        if _asked_by_library(3):
+            return str(self.expr)
+        value = self.env.specialize(self.expr, f"{what} (its digits are data)", user_source(3))
+        return convert(self._typed(value))
+
+    @property
+    def __class__(self) -> type:
+        # model code's isinstance(n, int) / numbers.Integral / np.isscalar answer as in eager;
+        # the library and sympy see the real class (sympy's converters dispatch on __class__
+        # and would turn a SymInt into an Integer through int(), pinning it unrecorded)
+        if _asked_by_library():
+            return type(self)
+        if self.numpy_type is not None:
+            return self.numpy_type.type
+        return self._eager_class
 
     def __hash__(self) -> int:
-        return hash(self.expr)
+        if _asked_by_library():
+            raise CaptureError(f"internal error: library code hashed the size {self.expr} (key by its "
+                               "sympy expression, .expr, instead)")
+        _require_live(self.env)
+        value = self.env.hint(self.expr)
+        reason = (f"hashed (dict or set lookup); a lookup can only find the example's value "
+                  f"{value} (compare instead, e.g. `{self.expr} == {value}`, to stay dynamic)")
+        return hash(self._typed(self.env.specialize(self.expr, reason, cause="hashed")))
+
+    @property
+    def dtype(self) -> Any:
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'dtype'")
+        return self.numpy_type
+
+    def item(self) -> Any:
+        """``np.int32(n).item()``: the Python number (a numpy scalar method)."""
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'item'")
+        return type(self)(self.expr, self.env)
+
+    def astype(self, dtype: Any) -> Any:
+        """``(n + np.int32(1)).astype(np.int64)`` (a numpy scalar method): the same size, retyped."""
+        if self.numpy_type is None:
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'astype'")
+        return _as_type_of(self, np.dtype(dtype).type(self.example()))
+
+    def __copy__(self) -> "_SymNumber":
+        return self  # immutable, as an int is
+
+    def __deepcopy__(self, memo: dict) -> "_SymNumber":
+        return self
+
+    def _typed(self, value: Any) -> Any:
+        """``value`` (the example's) as the Python or numpy scalar eager code holds."""
+        return value if self.numpy_type is None else self.numpy_type.type(value)
+
+    def example(self) -> Any:
+        """The value eager code holds at the example sizes (a numpy scalar if ``dtype``)."""
+        return self._typed(self.env.hint(self.expr))
 
     def __float__(self) -> float:
         return float(self.env.specialize(self.expr, "converted with float()"))
 
     # -- comparisons (SymBool; guards happen only on bool()) ----------------
     def _cmp(self, other: Any, rel: Callable) -> Any:
+        if isinstance(other, (_SymNumber, SymBool)) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
@@ -282,6 +390,18 @@ class _SymNumber:
 
     # -- numpy ----------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # np.int32(1) + n and np.maximum(n, 3) reach here (numpy scalars call the ufunc rather
+        # than defer): with scalar operands only they are size arithmetic, typed as the ufunc
+        # types its result on the example values (np.add(6, 1) is an np.int64)
+        if ufunc.__name__ in _UFUNC_COMPARE:
+            # numpy hands a numpy scalar to a comparison as a 0-d array (np.int32(2) < n); other
+            # 0-d arrays stay arrays (a traced op), as numpy keeps them
+            inputs = tuple(v[()] if type(v) is np.ndarray and v.ndim == 0 else v for v in inputs)
+        if method == "__call__" and not kwargs and all(
+                isinstance(v, (_SymNumber, int, float, np.integer, np.floating)) for v in inputs):
+            out = _scalar_ufunc(ufunc, inputs)
+            if out is not NotImplemented:
+                return out
         tracer = getattr(self.env, "tracer", None)
         if tracer is None:
             return NotImplemented
@@ -300,6 +420,7 @@ class SymInt(_SymNumber):
     """A symbolic integer size: ``expr`` over the env's size symbols."""
 
     __slots__ = ()
+    _eager_class = int
 
     # -- example value and printing -----------------------------------------
     @property
@@ -309,14 +430,15 @@ class SymInt(_SymNumber):
 
     def __str__(self) -> str:
         # text used as data (int(str(n)), keys, names) must be the digits eager code sees
-        return str(self.env.specialize(self.expr, "converted to text with str() (its digits are data)"))
+        return self._text("converted to text with str()", str)
 
     def __format__(self, spec: str) -> str:
         what = "formatted into an f-string/format()" if not spec else f"formatted with {spec!r}"
-        return format(self.env.specialize(self.expr, what), spec)
+        return self._text(what, lambda v: format(v, spec))
 
     # -- concretization (specializes) ---------------------------------------
     def __index__(self) -> int:
+        _require_live(self.env)
         if _called_by_array_iter():
             return self.env.specialize(self.expr, "iterating over an array (a Python loop over its rows)",
                                        cause="iteration")
@@ -329,19 +451,24 @@ class SymInt(_SymNumber):
         return self.env.specialize(self.expr, "converted with int()")
 
     def __bool__(self) -> bool:
+        _require_live(self.env)
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a size")
 
     # -- arithmetic -----------------------------------------------------------
     def _op(self, other: Any, fn: Callable, reflected: bool = False, result: str = "int") -> Any:
+        if isinstance(other, _SymNumber) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
         out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
-            return wrap_int(out, self.env)
-        exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        return wrap_float(out, self.env, exact)
+            out = wrap_int(out, self.env)
+        else:
+            exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
+            out = wrap_float(out, self.env, exact)
+        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -362,31 +489,38 @@ class SymInt(_SymNumber):
 
     def __rshift__(self, o):
         k = self._shift_count(o, ">>")
-        return k if k is NotImplemented else wrap_int(sympy.floor(self.expr / 2 ** k), self.env)
+        if k is NotImplemented:
+            return k
+        return _numpy_typed(wrap_int(sympy.floor(self.expr / 2 ** k), self.env), operator.rshift, self, o)
 
     def __lshift__(self, o):
         k = self._shift_count(o, "<<")
-        return k if k is NotImplemented else wrap_int(self.expr * 2 ** k, self.env)
+        if k is NotImplemented:
+            return k
+        return _numpy_typed(wrap_int(self.expr * 2 ** k, self.env), operator.lshift, self, o)
 
     def __rrshift__(self, o):
         if not _is_int_like(o):
             return NotImplemented
-        return int(o) >> self.env.specialize(self.expr, "shift count of `>>` (only constant shifts stay symbolic)")
+        # o itself (not int(o)): an np.int32 keeps its type, as in eager
+        return o >> self._typed(self.env.specialize(self.expr, "shift count of `>>` (only constant shifts stay "
+                                                    "symbolic)"))
 
     def __rlshift__(self, o):
         if not _is_int_like(o):
             return NotImplemented
-        return int(o) << self.env.specialize(self.expr, "shift count of `<<` (only constant shifts stay symbolic)")
+        return o << self._typed(self.env.specialize(self.expr, "shift count of `<<` (only constant shifts stay "
+                                                    "symbolic)"))
 
     def _bitwise(self, o: Any, fn: Callable, text: str) -> Any:
         if not (_is_int_like(o) or isinstance(o, SymInt)):
             return NotImplemented
         if text == "&" and _is_int_like(o) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
             # n & (2**k - 1) is n mod 2**k for every integer n (two's complement)
-            return wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env)
+            return _numpy_typed(wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
         reason = f"bitwise `{text}` on a size (only `& (2**k - 1)` and shifts by a constant stay symbolic)"
-        a = self.env.specialize(self.expr, reason)
-        b = o.env.specialize(o.expr, reason) if isinstance(o, SymInt) else int(o)
+        a = self._typed(self.env.specialize(self.expr, reason))
+        b = o._typed(o.env.specialize(o.expr, reason)) if isinstance(o, SymInt) else o
         return fn(a, b)
 
     def __and__(self, o): return self._bitwise(o, operator.and_, "&")
@@ -396,7 +530,7 @@ class SymInt(_SymNumber):
     def __xor__(self, o): return self._bitwise(o, operator.xor, "^")
     def __rxor__(self, o): return self._bitwise(o, operator.xor, "^")
 
-    def __invert__(self): return wrap_int(-self.expr - 1, self.env)
+    def __invert__(self): return wrap_int(-self.expr - 1, self.env, self.numpy_type)
 
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
@@ -432,23 +566,68 @@ class SymInt(_SymNumber):
             return self._op(o, operator.pow, True)
         return self._op(o, operator.pow, True, result="float")
 
-    def __neg__(self): return wrap_int(-self.expr, self.env)
+    def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self
-    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env)
+    def __abs__(self): return wrap_int(sympy.Abs(self.expr), self.env, self.numpy_type)
     def __round__(self, ndigits=None):
-        if ndigits is None or int(ndigits) >= 0:
+        if ndigits is None:
+            return self if self.numpy_type is None else SymInt(self.expr, self.env)  # round(np.int32(7)) is an int
+        if int(ndigits) >= 0:
             return self
         # round(n, -k): round-half-even to a multiple of 10**k, exact in integers
         q = 10 ** (-int(ndigits))
-        return wrap_int(round_half_even(self.expr / q) * q, self.env)
+        return wrap_int(round_half_even(self.expr / q) * q, self.env, self.numpy_type)
 
-    def __trunc__(self): return self
-    def __floor__(self): return self
-    def __ceil__(self): return self
+    def __trunc__(self):
+        if self.numpy_type is not None:  # as eager: numpy integers define no __trunc__
+            raise TypeError(f"type numpy.{self.numpy_type.type.__name__} doesn't define __trunc__ method")
+        return self
+
+    def __floor__(self): return self if self.numpy_type is None else SymInt(self.expr, self.env)
+    def __ceil__(self): return self if self.numpy_type is None else SymInt(self.expr, self.env)
+
+    def bit_length(self) -> int:
+        """``int.bit_length``: the same answer for every size in ``[2**(b-1), 2**b - 1]``, so
+        that range is required (two guards at the user's line) rather than the size pinned."""
+        value = int(self.env.hint(self.expr))
+        b = abs(value).bit_length()
+        reason = f"{self.expr}.bit_length() is {b} only for {self.expr} in [{2 ** (b - 1) if b else 0}, {2 ** b - 1}]"
+        source = user_source(2)
+        if b == 0:
+            self.env.guard(sympy.Eq(self.expr, 0), "guard", reason, source, cause="bit_length")
+        elif value > 0:
+            self.env.guard(sympy.Ge(self.expr, 2 ** (b - 1)), "guard", reason, source, cause="bit_length")
+            self.env.guard(sympy.Le(self.expr, 2 ** b - 1), "guard", reason, source, cause="bit_length")
+        else:
+            self.env.specialize(self.expr, f"{self.expr}.bit_length() of a negative value", source)
+        return b
+
+    def is_integer(self) -> bool:
+        return True
+
+    def as_integer_ratio(self) -> tuple:
+        return (self, 1)
+
+    @property
+    def real(self) -> "SymInt":
+        return self
+
+    @property
+    def imag(self) -> int:
+        return 0
+
+    @property
+    def numerator(self) -> "SymInt":
+        return self
+
+    @property
+    def denominator(self) -> int:
+        return 1
+
+    def conjugate(self) -> "SymInt":
+        return self
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
-
         return np.asarray(self.__index__(), dtype=dtype)
 
 
@@ -468,6 +647,97 @@ def _has_float(expr: Any) -> bool:
     return isinstance(expr, sympy.Basic) and expr.has(sympy.Float)
 
 
+# the Python operator each arithmetic rule computes (what eager code runs on its values)
+_PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+# numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
+_UFUNC_DUNDERS = {
+    "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
+    "multiply": ("__mul__", "__rmul__"), "true_divide": ("__truediv__", "__rtruediv__"),
+    "divide": ("__truediv__", "__rtruediv__"), "floor_divide": ("__floordiv__", "__rfloordiv__"),
+    "remainder": ("__mod__", "__rmod__"), "power": ("__pow__", "__rpow__"),
+}
+
+
+_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs}
+_UFUNC_COMPARE = {"less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
+                  "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
+                  "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__")}
+
+
+def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
+    """``ufunc(*inputs)`` on scalars (at least one a size) as size arithmetic, or NotImplemented."""
+    name = ufunc.__name__
+    if len(inputs) == 1 and name in _UFUNC_UNARY:
+        out = _UFUNC_UNARY[name](inputs[0])
+    elif len(inputs) == 2 and name in ("maximum", "minimum") and all(
+            isinstance(v, SymInt) or _is_int_like(v) for v in inputs):
+        out = (sym_max if name == "maximum" else sym_min)(*inputs)
+    elif len(inputs) == 2 and (name in _UFUNC_DUNDERS or name in _UFUNC_COMPARE):
+        # the size's own method (a numpy scalar's would call this ufunc again); a comparison
+        # gives a SymBool, whose bool() guards as for n < 3
+        left, right = inputs
+        names = _UFUNC_DUNDERS.get(name) or _UFUNC_COMPARE[name]
+        out = (getattr(left, names[0])(right) if isinstance(left, _SymNumber)
+               else getattr(right, names[1])(left))
+    else:
+        return NotImplemented
+    if out is NotImplemented:
+        return out
+    try:
+        with np.errstate(all="ignore"):
+            eager = ufunc(*[_eager_value(v) for v in inputs])
+    except (ArithmeticError, ValueError, TypeError):
+        return out
+    return _as_type_of(out, eager)
+
+
+def _numpy_type_of(value: Any) -> Any:
+    if isinstance(value, _SymNumber):
+        return value.numpy_type
+    if isinstance(value, np.generic):
+        return value.dtype
+    return None
+
+
+def _eager_value(value: Any) -> Any:
+    return value.example() if isinstance(value, _SymNumber) else value
+
+
+def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
+    """``out`` (the symbolic result of ``fn(left, right)``) with the numpy scalar type eager
+    arithmetic gives it, when an operand is a numpy scalar or a typed size.
+
+    The type is read off eager's own result at the example values (``5 + np.int32(1)`` is an
+    ``np.int32``; ``np.int32(5) / 2`` an ``np.float64``), so numpy's promotion rules are
+    numpy's, not restated here.  Overflow of the narrow type is not modelled (sizes are small).
+    """
+    if _numpy_type_of(left) is None and _numpy_type_of(right) is None:
+        return out
+    pyop = _PYOP.get(fn, fn)
+    try:
+        with np.errstate(all="ignore"):
+            eager = pyop(_eager_value(left), _eager_value(right))
+    except (ArithmeticError, ValueError, TypeError):
+        return out
+    return _as_type_of(out, eager)
+
+
+def _as_type_of(out: Any, eager: Any) -> Any:
+    """``out`` with the numpy scalar type of ``eager`` (its value at the example), if it has one."""
+    if not isinstance(eager, np.generic) or isinstance(out, SymBool):
+        return out
+    dtype = eager.dtype
+    if not isinstance(out, _SymNumber):
+        return dtype.type(out)
+    if dtype.kind in "iu" and isinstance(out, SymInt):
+        return SymInt(out.expr, out.env, dtype)
+    if dtype.kind == "f":
+        if isinstance(out, SymFloat):
+            return SymFloat(out.expr, out.env, out.exact, dtype)
+        return SymFloat(sympy.Float(1.0) * out.expr, out.env, out.expr, dtype)
+    return out
+
+
 class SymFloat(_SymNumber):
     """A float computed from sizes (``s / 4``, ``s ** 0.5``); replays as a Python float.
 
@@ -479,9 +749,10 @@ class SymFloat(_SymNumber):
     """
 
     __slots__ = ("exact",)
+    _eager_class = float
 
-    def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None) -> None:
-        super().__init__(expr, env)
+    def __init__(self, expr: sympy.Expr, env: Any, exact: Any = None, dtype: Any = None) -> None:
+        super().__init__(expr, env, dtype)
         self.exact = exact
 
     @property
@@ -489,25 +760,28 @@ class SymFloat(_SymNumber):
         return float(self.env.hint(self.expr))
 
     def __str__(self) -> str:
-        return str(float(self.env.specialize(self.expr, "converted to text with str() (its digits are data)")))
+        return self._text("converted to text with str()", lambda v: str(float(v) if self.numpy_type is None else v))
 
     def __int__(self) -> int:
         return int(self.env.specialize(self.expr, "converted with int() (math.trunc() stays symbolic)"))
 
     def __format__(self, spec: str) -> str:
-        return format(float(self.env.specialize(self.expr, f"formatted with {spec!r}")), spec)
+        return self._text(f"formatted with {spec!r}" if spec else "formatted into an f-string/format()",
+                          lambda v: format(float(v) if self.numpy_type is None else v, spec))
 
     def __bool__(self) -> bool:
         return self.env.evaluate(sympy.Ne(self.expr, 0), "truth value of a float size")
 
     def _op(self, other, fn, reflected=False, result="float"):  # result: always a float (as SymInt._op's)
+        if isinstance(other, _SymNumber) and other.env is not self.env:
+            _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
             return NotImplemented
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        out = bounded(fn(a, b), self.env)
-        return wrap_float(out, self.env, exact)
+        out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
+        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -519,9 +793,11 @@ class SymFloat(_SymNumber):
     def __rtruediv__(self, o): return self._op(o, _truediv, True)
     def __pow__(self, o): return self._op(o, operator.pow)
     def __rpow__(self, o): return self._op(o, operator.pow, True)
-    def __neg__(self): return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact)
+    def __neg__(self):
+        return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact, self.numpy_type)
+
     def __pos__(self): return self
-    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env)
+    def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.numpy_type)
 
     def __floordiv__(self, o): return self._float_floordiv(o, False)
     def __rfloordiv__(self, o): return self._float_floordiv(o, True)
@@ -556,15 +832,26 @@ class SymBool:
         self.env = env
 
     def __bool__(self) -> bool:
+        _require_live(self.env)
         return self.env.evaluate(self.expr, "branch on a size comparison")
 
     def __repr__(self) -> str:
-        return str(self.expr)
+        if _asked_by_library():
+            return str(self.expr)
+        return repr(bool(self))  # model code: "True" / "False", as eager prints a comparison
 
     __str__ = __repr__
 
+    @property
+    def __class__(self) -> type:
+        return SymBool if _asked_by_library() else bool  # isinstance(n > 2, bool), as in eager
+
     def __hash__(self) -> int:
-        return hash(self.expr)
+        if _asked_by_library():
+            raise CaptureError(f"internal error: library code hashed the condition {self.expr} (key by its "
+                               "sympy expression, .expr, instead)")
+        _require_live(self.env)
+        return hash(self.env.evaluate(self.expr, "hashed (dict or set lookup) a size comparison"))
 
     def _logic(self, other, fn, reflected=False):
         if isinstance(other, SymBool):
@@ -611,8 +898,13 @@ def _minmax(builtin: Callable, sym: Callable, args: tuple, kwargs: dict) -> Any:
     syms = [v for v in values if isinstance(v, SymInt)]
     if not syms or not all(isinstance(v, SymInt) or _is_int_like(v) for v in values):
         return builtin(*args, **kwargs)
+    types = {_numpy_type_of(v) for v in values}
+    if len(types) > 1:
+        # min(n, np.int32(3)) is whichever value is smaller, with its own type: the comparisons
+        # (guards) decide it as eager does
+        return builtin(*args, **kwargs)
     env = syms[0].env
-    return wrap_int(sym(*[to_expr(v) for v in values]), env)
+    return wrap_int(sym(*[to_expr(v) for v in values]), env, types.pop())
 
 
 def sym_min(*args: Any, **kwargs: Any) -> Any:
@@ -636,6 +928,8 @@ class _FloatType(type):
     """Metaclass of :class:`sym_float`: instance and subclass checks, attributes are ``float``'s."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        if isinstance(obj, SymFloat):  # as eager: a Python float, or an np.float64 (a float subclass)
+            return obj.numpy_type is None or obj.numpy_type == np.float64
         return isinstance(obj, float)
 
     def __subclasscheck__(cls, sub: Any) -> bool:

@@ -200,7 +200,10 @@ class TracedArray:
         results = result if isinstance(result, tuple) else (result,)
         for target, value in zip(targets, results):
             if not isinstance(target, TracedArray):
-                raise UnsupportedOpError(f"out= must be a traced array during capture\n  at {src}")
+                raise UnsupportedOpError(
+                    f"out= of {func_name(ufunc)} must be an array the model traces (an input, module state or "
+                    f"an array it made); a plain ndarray written in place would not be part of the program. "
+                    f"Assign the result instead\n  at {src}")
             target._write_all(value, src)
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
 
@@ -249,13 +252,14 @@ class TracedArray:
         self._rebind(new)
         self._tracer.writes.append(("setitem", src))
 
-    def _write_all(self, value: Any, src: Any) -> None:
-        """``self[...] = value`` for in-place operators and ``out=``."""
+    def _write_all(self, value: Any, src: Any, what: str = "in-place") -> None:
+        """``self[...] = value`` for in-place operators and ``out=`` (``what``: the write, as the
+        replay check's message names it)."""
         new = self._tracer.call(get_op("tpe.setitem"), (self, Ellipsis, value), {}, source=src)
         np.copyto(self.example, self._tracer.example(value), casting="same_kind")
         new.example = self.example
         self._rebind(new)
-        self._tracer.writes.append(("in-place", src))
+        self._tracer.writes.append((what, src))
 
     def _inplace(self, name: str, other: Any) -> "TracedArray":
         src = user_source(3)

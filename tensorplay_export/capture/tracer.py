@@ -25,7 +25,7 @@ from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph.ir import Graph, Node
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
-from ..ops.registry import ArrayInfo, OpDef, func_name, lookup_func, lookup_method, resolve_op
+from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
 from .shape_env import ShapeEnv
@@ -70,6 +70,10 @@ class Tracer:
         self._entry_code = sys._getframe(1).f_code
         self.model_frame: Any = None
         self._return_source: Optional[SourceLoc] = None
+
+    def is_current(self) -> bool:
+        """Whether this tracer's capture is running (in this thread and context)."""
+        return CURRENT.get() is self
 
     # -- the model's frame ------------------------------------------------------
     def note_model_frame(self) -> None:
@@ -142,9 +146,9 @@ class Tracer:
         if isinstance(value, TracedArray):
             return value.example
         if isinstance(value, SymInt):
-            return int(self.env.hint(value.expr))
+            return value.example() if value.numpy_type is not None else int(self.env.hint(value.expr))
         if isinstance(value, SymFloat):
-            return float(self.env.hint(value.expr))
+            return value.example() if value.numpy_type is not None else float(self.env.hint(value.expr))
         if isinstance(value, SymBool):
             return bool(value)
         if isinstance(value, tuple):
@@ -179,6 +183,8 @@ class Tracer:
         """What goes into the node's args: Nodes, sympy expressions, exact constants."""
         if isinstance(value, TracedArray):
             return value.node
+        if isinstance(value, (SymInt, SymFloat)) and value.numpy_type is not None:
+            return self.typed_size(value).node
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
         if isinstance(value, np.ndarray):
@@ -190,7 +196,9 @@ class Tracer:
         if isinstance(value, dict):
             return {k: self.node_arg(v) for k, v in value.items()}
         if isinstance(value, slice):
-            return slice(self.node_arg(value.start), self.node_arg(value.stop), self.node_arg(value.step))
+            # slice bounds are sizes whatever their numpy type: the expression, not a scalar node
+            return slice(*[v.expr if isinstance(v, SymInt) else self.node_arg(v)
+                           for v in (value.start, value.stop, value.step)])
         if isinstance(value, type) and issubclass(value, np.generic):
             return np.dtype(value)
         return value
@@ -227,7 +235,7 @@ class Tracer:
                 exd[k], infod[k], nargd[k], d = self.views(v)
                 deferred = deferred or d
             return exd, infod, nargd, deferred
-        if t is SymInt:
+        if t is SymInt and value.numpy_type is None:
             return int(self.env.hint(value.expr)), value.expr, value.expr, False
         if t in _PLAIN:
             return value, value, value, False
@@ -238,6 +246,12 @@ class Tracer:
             # the rare kinds (and subclasses): the separate walks, in the order call made them
             return self.example(value), self.info(value), value, True
         return value, value, value, False
+
+    def typed_size(self, value: Any) -> "TracedArray":
+        """A size with a numpy type (``n + np.int32(1)``) as the 0-d numpy scalar eager code
+        holds: a ``tpe.size_scalar`` node, so ops that get it promote as eager's do."""
+        plain = type(value)(value.expr, value.env)  # the same size as a Python number
+        return self.call(get_op("tpe.size_scalar"), (plain, value.numpy_type), {}, source=user_source(3))
 
     # -- op lookup and value reads (the places where the mode matters) --------------
     def op_for_func(self, func: Any, src: Any) -> Optional[OpDef]:
@@ -296,12 +310,12 @@ class Tracer:
             op = resolve_op(op, self.op_table)
         kwargs = kwargs or {}
         src = source if source is not None else user_source(2)
-        if kwargs.get("out") is not None:
-            # numpy writes the result into the out= array's example: an in-place write the
-            # functional graph does not express (the replay check compares)
-            self.writes.append((f"out= of {op.name}", src))
+        if kwargs.get("out") is not None and op.writes_arg is None:
+            return self._call_with_out(op, args, kwargs, src)
         ex_args, info_args, node_args, defer_args = self.views(args)
         ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
+        if defer_args and isinstance(op.impl, np.ufunc):
+            info_args = _typed_sizes_as_scalars(args, info_args)
         self.in_impl = True
         try:
             result = op.impl(*ex_args, **ex_kwargs)
@@ -326,7 +340,11 @@ class Tracer:
         except (CaptureError, DataDependentError):
             raise
         except Exception as err:
-            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}\n"
+            hint = ""
+            if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
+                hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
+                        "count: int(size) pins it to the example's value)")
+            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
                                f"  at {src}") from err
         shapes = list(shapes) if op.multi_output else [shapes]
         if len(shapes) != len(outs):
@@ -356,6 +374,25 @@ class Tracer:
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
+
+    def _call_with_out(self, op: OpDef, args: tuple, kwargs: dict, src: Any) -> Any:
+        """``np.sum(x, axis=0, out=z)``: the result computed, then written into ``z`` as a
+        functional write (``z[...] = result``, the same as an in-place operator); returns ``z``.
+
+        Raises:
+            UnsupportedOpError: ``z`` is not a traced array (a plain ndarray the model reached
+                some other way: writing it would not be part of the program).
+        """
+        out = kwargs["out"]
+        targets = out if isinstance(out, tuple) else (out,)
+        if len(targets) != 1 or not isinstance(targets[0], TracedArray):
+            raise UnsupportedOpError(
+                f"out= of {op.name} must be an array the model traces (an input, module state or an "
+                f"array it made); a plain ndarray written in place would not be part of the program. "
+                f"Assign the result instead (z = ...)\n  at {src}")
+        result = self.call(op, args, {k: v for k, v in kwargs.items() if k != "out"}, source=src)
+        targets[0]._write_all(result, src, f"out= of {op.name}")
+        return out
 
     def _checked_shape(self, shape: Any, concrete: tuple, op: OpDef, src: Any) -> tuple:
         """A rule's output shape as ints and sympy sizes, checked against numpy's ``concrete``.
@@ -396,6 +433,24 @@ class Tracer:
 # argument types that are the same in all three views (no walk, no conversion)
 _PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
                     np.int64, np.int32, np.bool_})
+
+
+def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
+    """A ufunc's rule sees an operand ``n + np.int32(1)`` as the 0-d int32 value it is (numpy 2
+    promotes it as an array, never as a weak Python int that must fit the array's dtype)."""
+    return tuple(ArrayInfo((), a.numpy_type, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.numpy_type is not None
+                 else info for a, info in zip(args, infos))
+
+
+def _has_size_arg(value: Any) -> bool:
+    """Whether a symbolic size is among an op's arguments (top level or in tuples, lists, dicts)."""
+    if isinstance(value, (SymInt, SymFloat)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_size_arg(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_size_arg(v) for v in value.values())
+    return False
 
 
 def _at_source(err: UnsupportedOpError, src: Any) -> None:

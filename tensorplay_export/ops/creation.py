@@ -166,3 +166,17 @@ def _shape_array_rule(ctx: Any, *sizes: Any) -> tuple:
 
 register_op("tpe.shape_array", _shape_array, _shape_array_rule,
             doc="np.array of a tuple of sizes (x.shape): an int64 vector, never an object array")
+
+
+def _size_scalar(value: Any, dtype: Any) -> Any:
+    return np.dtype(dtype).type(value)
+
+
+def _size_scalar_rule(ctx: Any, value: Any, dtype: Any) -> tuple:
+    ctx.vrange(value, value)
+    return ()
+
+
+register_op("tpe.size_scalar", _size_scalar, _size_scalar_rule,
+            doc="a size as the numpy scalar eager code holds (n + np.int32(1) is an np.int32): "
+                "arrays it meets promote as numpy 2 promotes that scalar type")

@@ -60,8 +60,11 @@ def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
         return len(range(*slice(None if start is None else int(start), None if stop is None else int(stop),
                                 int(step)).indices(int(n))))
     if not is_static(step):
-        ctx.require(sympy.Gt(step, 0), f"slice step {step} is positive")
-        positive = True
+        # the example's sign (a guard), then the same arithmetic as a constant step of that sign
+        step = sympy.sympify(step)
+        if ctx.choose(sympy.Eq(step, 0), lambda: f"slice step {step} is zero"):
+            raise ValueError("slice step cannot be zero")
+        positive = ctx.choose(sympy.Gt(step, 0), lambda: f"sign of the slice step {step}")
     else:
         if int(step) == 0:
             raise ValueError("slice step cannot be zero")
@@ -76,7 +79,7 @@ def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
         s0 = n_ - 1 if start is None else _norm_bound(ctx, start, n_, -1, n_ - 1)
         s1 = sympy.Integer(-1) if stop is None else _norm_bound(ctx, stop, n_, -1, n_ - 1)
         span = s0 - s1
-        k = -int(step)
+        k = -step if not is_static(step) else -int(step)
     length = span if k == 1 else sympy.floor((span + k - 1) / k)
     return ctx.canon(_unevaluated(sympy.Max, length, 0))
 

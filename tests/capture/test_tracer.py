@@ -74,11 +74,17 @@ def test_one_walk_gives_the_three_views_of_the_separate_walks():
         [SymBool(sympy.Ge(n, 2), env), np.array([1, 4]), lazy],
         (slice(1, None), [np.int64(3)]),
     ]
-    for value in values:
-        ex, info, narg, deferred = tracer.views(value)
-        if deferred:
-            narg = tracer.node_arg(narg)
-        assert (ex, info, narg) == _walks(tracer, value)
+    from tensorplay_export.capture.tracer import CURRENT
+
+    token = CURRENT.set(tracer)  # the example of a SymBool is its bool(): a guard of this capture
+    try:
+        for value in values:
+            ex, info, narg, deferred = tracer.views(value)
+            if deferred:
+                narg = tracer.node_arg(narg)
+            assert (ex, info, narg) == _walks(tracer, value)
+    finally:
+        CURRENT.reset(token)
     assert tracer.views((x, 1, (2, [None])))[3] is False     # nothing to materialize
     fresh = tracer.lift_constant("c_fresh", np.zeros(2))
     count = len(tracer.graph.placeholders())

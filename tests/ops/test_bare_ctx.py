@@ -192,6 +192,7 @@ CASES = {
     "numpy.tril": [c(x2())], "numpy.triu": [c(x2(), 1)],
     "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
     "tpe.shape_array": [c(n, m, 3), c()],
+    "tpe.size_scalar": [c(n, np.dtype(np.int32)), c(3, np.dtype(np.float32))],
     # -- contractions
     "numpy.matmul": [c(x2(), A(m, 3)), c(A(2, n, m), A(m)), c(A(n), A(n, m)), c(A(k, n, m), A(3, m, 2))],
     "numpy.dot": [c(x2(), A(m)), c(A(n, m, 2), A(3, 2, 4)), c(A(n), 2.0), c(A(n), A(n))],

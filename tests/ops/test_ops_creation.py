@@ -28,6 +28,11 @@ def test_static_creation_inside_capture_is_traced():
           ops=["numpy.arange"])
 
 
+def test_size_scalar_carries_the_numpy_type():
+    # n + np.int32(1) is an np.int32 in eager: an int8 array meeting it becomes int32
+    check(lambda x: x.astype(np.int8) + (x.shape[0] + np.int32(1)), one, SPEC, ops=["tpe.size_scalar"])
+
+
 def test_shape_array_is_int64_not_object():
     check(lambda x: (np.array(x.shape), x * np.prod(x.shape[1:]), x * np.prod(x.shape)), one, SPEC,
           ops=["tpe.shape_array"])
