@@ -416,6 +416,19 @@ class _SymNumber:
         return out
 
 
+def _constant_exponent(e: Any) -> Any:
+    """``e`` as a power's exponent: a symbolic size is pinned to its example value.
+
+    ``2**n`` has no form the solver decides (z3's integer theory has no
+    exponentiation by a variable) and no bounded form an archive may hold, so
+    the exponent specializes with a reason at the user's line, as a shift count
+    does; powers by constants stay symbolic.
+    """
+    if isinstance(e, _SymNumber):
+        return e.env.specialize(e.expr, f"exponent of `**` ({e.expr}): only constant exponents stay symbolic")
+    return e
+
+
 class SymInt(_SymNumber):
     """A symbolic integer size: ``expr`` over the env's size symbols."""
 
@@ -554,17 +567,18 @@ class SymInt(_SymNumber):
         return (o // self, o % self)
 
     def __pow__(self, o, mod=None):
+        o = _constant_exponent(o)
         if mod is not None:
-            return NotImplemented
+            if not (_is_int_like(o) and int(o) >= 0 and (_is_int_like(mod) or isinstance(mod, SymInt))):
+                return NotImplemented  # Python's own TypeError/ValueError, as eager
+            return self._op(o, operator.pow) % mod  # pow(n, k, m) == n**k % m for k >= 0
         if _is_int_like(o) and int(o) >= 0:
             return self._op(o, operator.pow)
         return self._op(o, operator.pow, result="float")
 
-    def __rpow__(self, o):
-        if _is_int_like(o):
-            # 2 ** s is an int only for s >= 0, which sizes are.
-            return self._op(o, operator.pow, True)
-        return self._op(o, operator.pow, True, result="float")
+    def __rpow__(self, o, mod=None):
+        e = _constant_exponent(self)
+        return pow(o, e) if mod is None else pow(o, e, mod)
 
     def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self
@@ -791,8 +805,8 @@ class SymFloat(_SymNumber):
     def __rmul__(self, o): return self._op(o, operator.mul, True)
     def __truediv__(self, o): return self._op(o, _truediv)
     def __rtruediv__(self, o): return self._op(o, _truediv, True)
-    def __pow__(self, o): return self._op(o, operator.pow)
-    def __rpow__(self, o): return self._op(o, operator.pow, True)
+    def __pow__(self, o): return self._op(_constant_exponent(o), operator.pow)
+    def __rpow__(self, o): return pow(o, _constant_exponent(self))
     def __neg__(self):
         return wrap_float(-self.expr, self.env, None if self.exact is None else -self.exact, self.numpy_type)
 
