@@ -219,6 +219,9 @@ def test_module_owned_state_with_the_functional_draws():
     ep = tpe.export_for_training(m, x_of(4), dynamic_shapes=B)
     assert [n.target for n in random_nodes(ep)] == ["tpe.random.normal"]
     assert_same_stream(ep.module(), copy.deepcopy(m), fqns=("noise_state",))
+    buf = io.BytesIO()
+    tpe.save(ep, buf)                                          # the float32 dtype argument survives the archive
+    assert_same_stream(tpe.load(buf).module(), copy.deepcopy(m), fqns=("noise_state",))
     ref = np.random.default_rng(21)                            # the module's stream is numpy's from the seed
     fresh = tpe.export_for_training(Noisy(), x_of(4), dynamic_shapes=B).module()
     x = x_of(9)
