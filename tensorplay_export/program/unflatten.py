@@ -262,7 +262,7 @@ class UnflattenedModule(InterpreterModule):
 
     forward = __call__
 
-    def _buffer_writes(self) -> dict:
+    def _buffer_writes(self) -> tuple[dict, set]:
         """``{node: buffer fqn}`` of the program's ``BUFFER_MUTATION`` outputs, and the nodes it returns as results."""
         from .signature import OutputKind
 
@@ -340,10 +340,11 @@ class UnflattenedModule(InterpreterModule):
             for inp in node.all_input_nodes:
                 if inp not in inside and inp not in external:
                     external.append(inp)
-        writes, results = self._buffer_writes()
+        writes, returned = self._buffer_writes()
         # a buffer's next value only the program's output reads is state, not a result of the call
         outputs = [n for n in nodes if any(u not in inside for u in n.users)
-                   and not (n in writes and n not in results and all(u in inside or u.op == "output" for u in n.users))]
+                   and not (n in writes and n not in returned
+                            and all(u in inside or u.op == "output" for u in n.users))]
         env: dict[Node, Any] = {}
         state_inputs = [n for n in external if n.op == "placeholder" and n.name in self._by_placeholder]
         for n in state_inputs:
