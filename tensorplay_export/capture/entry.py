@@ -29,7 +29,8 @@ from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
 from .replay import check_replay
 from .shape_env import ShapeEnv
-from .state import ModuleCalls, buffer_mutations, lift_module_state, make_call_hook
+from .state import RANDOM_OP_PREFIX, ModuleCalls, buffer_mutations, check_generator_state, lift_module_state, \
+    make_call_hook
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 from .tracer import CURRENT, Tracer
@@ -249,7 +250,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     calls = ModuleCalls(tuple(preserve_module_call_signature))
     token = CURRENT.set(tracer)
     hook_token = _CALL_HOOK.set(make_call_hook(tracer, state, calls)) if is_module else None
-    fn_hook_token = _set_functional_hook(tracer)
+    buffer_nodes = {t.node for _f, t, _v, _p in state.buffers} if state is not None else set()
+    fn_hook_token = _set_functional_hook(tracer, buffer_nodes)
     patch_numpy()
     try:
         if is_module:
@@ -352,11 +354,17 @@ def needs_replay(tracer: Tracer) -> bool:
     return bool(tracer.writes) or tracer.draft is not None or bool(tracer.op_table)
 
 
-def _set_functional_hook(tracer: Tracer) -> Any:
-    """Record each ``nn.functional`` composite called on traced values as one registry op."""
+def _set_functional_hook(tracer: Tracer, buffer_nodes: set) -> Any:
+    """Record each ``nn.functional`` composite called on traced values as one registry op.
+
+    A random draw (``tpe.random.*``) must read a generator state held in a buffer
+    (``buffer_nodes``: the lifted buffers' placeholders), see :func:`.state.check_generator_state`.
+    """
     from ..ops.registry import has_op, get_op
 
     def hook(name: str, fn: Any, args: tuple, kwargs: dict) -> Any:
+        if name.startswith(RANDOM_OP_PREFIX) and not tracer.in_impl:
+            check_generator_state(name, args[0] if args else kwargs.get("state"), buffer_nodes)
         if tracer.in_impl or not (_any_traced(args) or _any_traced(kwargs)) or not has_op(name):
             return fn(*args, **kwargs)
         return tracer.call(get_op(name), tuple(args), dict(kwargs))

@@ -177,8 +177,9 @@ def unpatch_numpy() -> None:
 
 
 # -- numpy.random ----------------------------------------------------------------------------------
-# Random draws cannot be part of a program (a run could not reproduce them), so a capture refuses
-# them.  numpy's compiled random modules also call ``np.empty``/``np.asarray`` through the numpy
+# Draws from numpy's global or free-standing generators cannot be part of a program (a run could
+# not reproduce them), so a capture refuses them; draws from module-owned generator state are
+# graph ops (ops/random.py, nn.Dropout).  numpy's compiled random modules also call ``np.empty``/``np.asarray`` through the numpy
 # module: with the creation wrappers installed they would get traced arrays, which they cast to
 # ndarray unchecked (a segfault), and compiled code has no Python frame, so the wrappers' "only
 # model code" check sees the model's frame.  So while any capture runs:
@@ -200,8 +201,12 @@ def refuse_random(what: str) -> None:
 
     # random_draw: draft_export reports it under its own kind, not as a missing shape rule
     raise UnsupportedOpError(
-        f"random numbers inside the model: {what} draws them, and an exported program cannot "
-        f"reproduce them; pass them as an input (draw them outside and call model(x, noise))"
+        f"random numbers inside the model: {what} draws them from a generator the program does not "
+        f"hold, so an exported program cannot reproduce them. For dropout use nn.Dropout (it owns "
+        f"its generator as a buffer, so training-mode dropout exports); for other draws keep a "
+        f"generator state in a buffer of your module (nn.functional.generator_state(seed)) and draw "
+        f"with nn.functional.random_uniform / random_normal; or pass them as an input (draw them "
+        f"outside and call model(x, noise))"
         f"\n  at {user_source(2)}", random_draw=True)
 
 

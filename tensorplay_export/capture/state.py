@@ -249,3 +249,43 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
         return out
 
     return hook
+
+
+RANDOM_OP_PREFIX = "tpe.random."
+
+
+def check_generator_state(name: str, state_arg: Any, buffer_nodes: set) -> None:
+    """Refuse a random op (``tpe.random.*``) whose generator state is not module state of the capture.
+
+    A program advances a generator only through a ``BUFFER_MUTATION``, so the state a
+    draw reads must be a lifted buffer of the exported module (``buffer_nodes``: their
+    placeholder nodes) or the next state of an earlier draw from one.  Anything else
+    (an array in a global or a closure, a lifted constant, a module reached through a
+    global whose buffers were not lifted) would draw the same numbers on every program
+    call while eager advances, or would write a traced value into the user's module.
+
+    Raises:
+        UnsupportedOpError: (``random_draw=True``) with what to do and the user's line.
+    """
+    node = getattr(state_arg, "node", None)
+    ok = node is not None and (node in buffer_nodes or _is_next_state(node))
+    if ok:
+        return
+    from ..errors import UnsupportedOpError
+    from .frames import user_source
+
+    raise UnsupportedOpError(
+        f"random numbers inside the model: {name} draws from a generator state that is not a buffer "
+        f"of the exported module (an array in a global or a closure, a plain attribute, or a module "
+        f"reached through a global or closure instead of as a submodule), so the program could not "
+        f"advance it. Keep the state in a buffer of the exported module (register_buffer, or make the "
+        f"nn.Dropout a submodule of the exported model) and assign the next state back to it"
+        f"\n  at {user_source(3)}", random_draw=True)
+
+
+def _is_next_state(node: Any) -> bool:
+    """``tpe.item(draw, 1)`` of an earlier random op: the state after that draw."""
+    if getattr(node, "target", None) != "tpe.item" or len(node.args) != 2 or node.args[1] != 1:
+        return False
+    src = node.args[0]
+    return str(getattr(src, "target", "")).startswith(RANDOM_OP_PREFIX)

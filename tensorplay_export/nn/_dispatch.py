@@ -15,7 +15,7 @@ import contextvars
 import functools
 from typing import Any, Callable
 
-__all__ = ["_FUNCTIONAL_HOOK", "composite", "COMPOSITES"]
+__all__ = ["_FUNCTIONAL_HOOK", "composite", "registry_op", "COMPOSITES"]
 
 _FUNCTIONAL_HOOK: contextvars.ContextVar = contextvars.ContextVar("tpe_functional_hook", default=None)
 
@@ -30,7 +30,19 @@ def composite(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         if name in COMPOSITES:
             raise ValueError(f"composite {name!r} is defined twice")
         COMPOSITES[name] = fn
+        return registry_op(name)(fn)
 
+    return wrap
+
+
+def registry_op(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Route calls of ``fn`` through the hook as the registry op ``name`` (no composite, no decomposition).
+
+    For a primitive op whose impl ``fn`` is (``tpe.random.uniform``): eagerly the
+    wrapper calls ``fn``; during a capture the hook records one ``name`` node.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def call(*args: Any, **kwargs: Any) -> Any:
             hook = _FUNCTIONAL_HOOK.get()

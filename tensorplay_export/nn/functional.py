@@ -20,11 +20,13 @@ from typing import Sequence
 import numpy as np
 
 from tensorplay_export.nn._conv import avg_pool2d, conv1d, conv2d, max_pool2d
-from tensorplay_export.nn._dispatch import composite
+from tensorplay_export.nn._dispatch import composite, registry_op
+from tensorplay_export.ops import random as _random
 
 __all__ = [
     "linear", "relu", "gelu", "erf", "erfc", "silu", "sigmoid", "tanh", "softmax", "log_softmax",
-    "layer_norm", "rms_norm", "normalize", "batch_stats", "batch_norm_apply", "embedding", "dropout", "scaled_dot_product_attention",
+    "layer_norm", "rms_norm", "normalize", "batch_stats", "batch_norm_apply", "embedding", "dropout", "dropout_with_state", "generator_state",
+    "random_uniform", "random_normal", "scaled_dot_product_attention",
     "conv1d", "conv2d", "batch_norm", "max_pool2d", "avg_pool2d", "pad", "one_hot", "cross_entropy",
 ]
 
@@ -318,18 +320,78 @@ def one_hot(x, num_classes: int = -1):
 def dropout(x, p: float = 0.5, training: bool = True, rng: np.random.Generator | None = None):
     """Zero each element with probability ``p`` and scale the rest by ``1/(1-p)``; identity when not training.
 
+    ``rng`` (a ``np.random.Generator``, None for fresh entropy) is advanced in place, out of a
+    capture's sight: a model that calls this in training mode cannot be exported.  For
+    dropout that exports use `nn.Dropout`, or `dropout_with_state` with a generator-state
+    buffer of your module.
+
     Raises:
         ValueError: ``p`` outside [0, 1].
     """
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0:
         return x
     if p == 1.0:
         return x * 0.0
     rng = np.random.default_rng() if rng is None else rng
-    keep = rng.random(x.shape) >= p
-    return np.where(keep, x * (1.0 / (1.0 - p)), 0.0).astype(x.dtype)
+    return _apply_mask(x, rng.random(x.shape), p)
+
+
+def _check_p(p: float) -> None:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _apply_mask(x, u, p: float):
+    """Keep where ``u >= p`` (``u`` uniform in [0, 1)), scaled by ``1/(1-p)``; zero elsewhere."""
+    return np.where(u >= p, x * (1.0 / (1.0 - p)), 0.0).astype(x.dtype)
+
+
+generator_state = _random.generator_state
+
+@registry_op("tpe.random.uniform")
+def random_uniform(state, shape, dtype=np.float64):
+    """Floats in [0, 1) of ``shape`` drawn from the generator-state array ``state``: ``(values, next_state)``.
+
+    ``state`` (uint64, shape (6,), from `generator_state`) is not changed; store ``next_state``
+    back where it came from (a buffer: ``u, self.state = F.random_uniform(self.state, x.shape)``)
+    and the draw exports as the op ``tpe.random.uniform`` with a buffer mutation.  Equal to
+    ``np.random.default_rng(seed).random(shape, dtype)`` for ``state = generator_state(seed)``.
+
+    Raises:
+        ValueError: ``state`` is not a generator state; ``dtype`` not float32/float64.
+    """
+    return _random.uniform(state, shape, dtype)
+
+
+@registry_op("tpe.random.normal")
+def random_normal(state, shape, dtype=np.float64):
+    """Standard normal floats of ``shape`` drawn from ``state``: ``(values, next_state)``.
+
+    As `random_uniform` (op ``tpe.random.normal``); equal to
+    ``np.random.default_rng(seed).standard_normal(shape, dtype)`` for ``state = generator_state(seed)``.
+    """
+    return _random.normal(state, shape, dtype)
+
+
+def dropout_with_state(x, state, p: float = 0.5, training: bool = True):
+    """Dropout whose mask is drawn from the generator-state array ``state``: ``(y, next_state)``.
+
+    ``y`` as `dropout` computes it from one ``random_uniform(state, x.shape)`` draw (float64);
+    not training, ``p == 0`` or ``p == 1`` draw nothing and return ``state`` itself.  Store
+    ``next_state`` back into the buffer ``state`` came from (`nn.Dropout` does), so each call
+    draws a new mask and an exported program draws the same masks as eager from the same state.
+
+    Raises:
+        ValueError: ``p`` outside [0, 1]; ``state`` not a generator state.
+    """
+    _check_p(p)
+    if not training or p == 0.0:
+        return x, state
+    if p == 1.0:
+        return x * 0.0, state
+    u, state = random_uniform(state, x.shape)
+    return _apply_mask(x, u, p), state
 
 
 # ----------------------------------------------------------------- attention

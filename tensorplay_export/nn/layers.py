@@ -131,7 +131,21 @@ class RMSNorm(Module):
 class Dropout(Module):
     """Randomly zero elements with probability ``p`` in training mode; identity in eval mode.
 
-    Shapes: any -> same.
+    Shapes: any -> same.  The layer owns its random generator as module state: the
+    non-persistent buffer ``generator_state`` (uint64, shape (6,): numpy's PCG64 state,
+    see `F.generator_state`), advanced by every training-mode call.  So a training export
+    draws its masks with a ``tpe.random.uniform`` op from that buffer and writes the next
+    state back (a ``BUFFER_MUTATION``): a program's masks are the module's masks from the
+    same state.  Not in `state_dict` (as in torch, dropout has no saved state).
+
+    Args:
+        p: the probability of zeroing an element, in [0, 1].
+        rng: seeds the generator: an int seed (the stream of ``np.random.default_rng(seed)``),
+            a ``np.random.Generator`` (a seed is drawn from it), or None (a seed is drawn from
+            the module-wide generator, see `init.manual_seed`).
+
+    Raises:
+        ValueError: ``p`` outside [0, 1].
     """
 
     def __init__(self, p: float = 0.5, *, rng=None) -> None:
@@ -139,10 +153,20 @@ class Dropout(Module):
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
-        self.rng = init.get_rng(rng)
+        if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+            seed = int(rng)
+        else:
+            seed = int(init.get_rng(rng).integers(0, 2 ** 63))
+        self.register_buffer("generator_state", F.generator_state(seed), persistent=False)
+
+    def manual_seed(self, seed: int) -> "Dropout":
+        """Restart the generator at ``np.random.default_rng(seed)``'s state; returns ``self``."""
+        self.generator_state = F.generator_state(seed)
+        return self
 
     def forward(self, x):
-        return F.dropout(x, self.p, self.training, self.rng)
+        y, self.generator_state = F.dropout_with_state(x, self.generator_state, self.p, self.training)
+        return y
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

@@ -275,9 +275,30 @@ class UnflattenedModule(InterpreterModule):
                     raise TypeError(f"flat_args_adapter returned {len(flat)} values, the program takes "
                                     f"{target_spec.num_leaves}")
                 args, kwargs = tree_unflatten(flat, target_spec)
-        return self._ep.module()(*args, **kwargs)
+        module = self._ep.module()
+        out = module(*args, **kwargs)
+        for fqn, value in module.named_buffers():  # buffer write-backs (running stats, generator state)
+            if fqn in self._values:
+                self._values[fqn] = value
+        return out
 
     forward = __call__
+
+    def _buffer_writes(self) -> tuple[dict, set]:
+        """``{node: buffer fqn}`` of the program's ``BUFFER_MUTATION`` outputs, and the nodes it returns as results."""
+        from .signature import OutputKind
+
+        out = self._ep.graph.output_node
+        values = list(out.args[0]) if out is not None and out.args else []
+        writes, results = {}, set()
+        for spec, value in zip(self._ep.graph_signature.output_specs, values):
+            if not isinstance(value, Node):
+                continue
+            if spec.kind == OutputKind.BUFFER_MUTATION:
+                writes[value] = spec.target
+            else:
+                results.add(value)
+        return writes, results
 
     # -- submodule calls ----------------------------------------------------------
     def _runs(self, fqn: str) -> list[list[Node]]:
@@ -341,7 +362,11 @@ class UnflattenedModule(InterpreterModule):
             for inp in node.all_input_nodes:
                 if inp not in inside and inp not in external:
                     external.append(inp)
-        outputs = [n for n in nodes if any(u not in inside for u in n.users)]
+        writes, returned = self._buffer_writes()
+        # a buffer's next value only the program's output reads is state, not a result of the call
+        outputs = [n for n in nodes if any(u not in inside for u in n.users)
+                   and not (n in writes and n not in returned
+                            and all(u in inside or u.op == "output" for u in n.users))]
         env: dict[Node, Any] = {}
         state_inputs = [n for n in external if n.op == "placeholder" and n.name in self._by_placeholder]
         for n in state_inputs:
@@ -381,6 +406,9 @@ class UnflattenedModule(InterpreterModule):
         run = _CallInterpreter(fqn, self._ep.graph, getattr(self._ep.graph_module, "op_table", None))
         run.run(initial_env=env, symbols=_argument_sizes(fqn, env, external), nodes=nodes)
         results = run.env
+        for node, target in writes.items():  # the call advances its buffers, as eager does
+            if node in inside and node in results and target in self._values:
+                self._values[target] = results[node]
         values = [o.value if isinstance(o, _Const) else results[o] for o in outputs]
         if out_spec is not None:
             from ..pytree import tree_unflatten

@@ -26,6 +26,7 @@ from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, Serial
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range
 from .exprs import ExprBudget, decode_expr
+from .random_state import check_generator_states
 
 MAX_NODES = 1_000_000
 _DICT_KEY_TYPES = (str, int, float, bool, type(None))
@@ -112,6 +113,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     graph = _build_graph(doc["graph"], member, graph_arrays, budget)
     sig = _signature(doc["signature"], member, budget)
     _check_specs(graph, sig, member)
+    check_generator_states(graph, sig, member)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}

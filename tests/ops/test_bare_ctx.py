@@ -24,6 +24,7 @@ import sympy
 import tensorplay_export  # noqa: F401  (capture installs nn's composites into the registry)
 from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
 from tensorplay_export.ops.indexing import constant_vrange
+from tensorplay_export.ops.random import generator_state
 from tensorplay_export.ops.registry import ArrayInfo, all_ops
 from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
 
@@ -193,6 +194,9 @@ CASES = {
     "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
     "tpe.shape_array": [c(n, m, 3), c()],
     "tpe.size_scalar": [c(n, np.dtype(np.int32)), c(3, np.dtype(np.float32))],
+    # -- random draws from an explicit generator state
+    "tpe.random.uniform": [c(generator_state(0), (n, m)), c(generator_state(1), n, np.float32)],
+    "tpe.random.normal": [c(generator_state(0), (e, 2)), c(generator_state(2), (), dtype=np.float32)],
     # -- contractions
     "numpy.matmul": [c(x2(), A(m, 3)), c(A(2, n, m), A(m)), c(A(n), A(n, m)), c(A(k, n, m), A(3, m, 2))],
     "numpy.dot": [c(x2(), A(m)), c(A(n, m, 2), A(3, 2, 4)), c(A(n), 2.0), c(A(n), A(n))],
