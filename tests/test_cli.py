@@ -368,3 +368,70 @@ def test_compose_steps_in_a_ci_job(tmp_path):
     assert proc.returncode == 1 and json.loads(proc.stdout)["witness"]["step"] == 65
     proc = _cli(tmp_path, *loop[:-2], "--initial", "past=zero", "--steps", "3")
     assert proc.returncode == 2 and "--initial takes DIM=N" in proc.stderr
+
+
+PLAIN_DATACLASS_TARGET = '''
+import dataclasses
+import numpy as np
+import tensorplay_export as tpe
+
+
+@dataclasses.dataclass
+class Pair:
+    x: np.ndarray
+    y: np.ndarray
+
+
+tpe.register_dataclass(Pair)
+
+
+def model(p):
+    return p.x + p.y
+
+
+def target():
+    return model, (Pair(np.ones((4, 3)), np.ones((4, 3))),), None
+
+
+def outside():
+    return (lambda x: x * 2), (np.ones(20),), {"x": {0: tpe.Dim("b", max=8)}}
+
+
+def raises():
+    def f(x):
+        raise ValueError("the model's own error")
+    return f, (np.ones(3),), None
+'''
+
+
+def test_a_target_file_is_imported_under_its_own_name(tmp_path):
+    """Archives of a CLI export are the same bytes every time, and name the class as Python would."""
+    (tmp_path / "pairs.py").write_text(PLAIN_DATACLASS_TARGET)
+    for name in ("a.pt2", "b.pt2"):
+        proc = _cli(tmp_path, "export", "pairs.py:target", "-o", name)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a.pt2").read_bytes() == (tmp_path / "b.pt2").read_bytes()
+    for mod in ("pairs", "pairs.py"):
+        proc = _cli(tmp_path, "run", "a.pt2", "--import", mod)
+        assert proc.returncode == 0, proc.stderr
+        assert "out: (4, 3) float64" in proc.stdout
+
+
+def test_export_of_a_model_that_raises_exits_1(tmp_path):
+    (tmp_path / "pairs.py").write_text(PLAIN_DATACLASS_TARGET)
+    proc = _cli(tmp_path, "export", "pairs.py:raises", "-o", "r.pt2")
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "the model's own error" in proc.stdout
+    assert not (tmp_path / "r.pt2").exists()
+
+
+def test_console_script_is_never_the_reported_source(tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "tensorplay-export")
+    if not os.path.isfile(script):
+        pytest.skip("the console script is not installed next to this interpreter")
+    (tmp_path / "pairs.py").write_text(PLAIN_DATACLASS_TARGET)
+    proc = subprocess.run([script, "check", "pairs.py:outside", "--format", "github"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "is outside b in [1, 8]" in proc.stdout
+    assert "tensorplay-export" not in proc.stdout.split("draft_export")[0]  # no annotation names the script

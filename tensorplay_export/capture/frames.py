@@ -24,7 +24,7 @@ import sympy
 
 from ..records import SourceLoc
 
-__all__ = ["PACKAGE_DIR", "is_library_file", "user_source", "error_source", "is_user_function",
+__all__ = ["PACKAGE_DIR", "is_library_file", "mark_library_file", "user_source", "error_source", "is_user_function",
            "asked_by_library"]
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -47,6 +47,12 @@ def is_library_file(filename: str) -> bool:
                                                      and not any(d in path for d in _INSTALLED))
         _CACHE[filename] = hit
     return hit
+
+
+def mark_library_file(filename: str) -> None:
+    """Treat ``filename``'s frames as library code from now on (the CLI's console script)."""
+    _CACHE[filename] = True
+    _CACHE[os.path.abspath(filename)] = True
 
 
 def user_source(depth: int = 1) -> Optional[SourceLoc]:

@@ -33,6 +33,7 @@ it and keeps the same exit status.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import os
@@ -67,18 +68,7 @@ def load_target(target: str) -> tuple[Any, tuple, dict, Any]:
         raise UsageError(f"TARGET must be path/to/file.py:function, got {target!r}")
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
-    path = os.path.abspath(path)
-    name = f"_tpe_target_{abs(hash(path))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import {path} (not a Python file?)")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, os.path.dirname(path))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(os.path.dirname(path))
+    module = import_file(path, what=target)
     fn = getattr(module, func, None)
     if not callable(fn):
         raise UsageError(f"{os.path.basename(path)} has no function {func!r}")
@@ -151,6 +141,42 @@ def _print_plain(lines: Sequence[str]) -> None:
         sys.stdout.write(ln + "\n")
 
 
+def import_file(path: str, what: str) -> Any:
+    """Import the Python file ``path`` as the module its file name names (``models.py`` -> ``models``).
+
+    The same name as ``import models`` from the file's folder gives, so classes
+    stored in an archive (a dataclass input's type) read ``models.Batch`` whether
+    the program was exported through the CLI or from Python, the archive's bytes
+    do not depend on the process, and ``--import models.py`` or
+    ``--import models`` finds them again.  When that name is taken by another
+    module, the name is ``_tpe_file_<digest of the path>`` (still stable).
+
+    Raises:
+        UsageError: not a Python file, or importing it raised (naming ``what``).
+    """
+    path = os.path.abspath(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    known = sys.modules.get(stem)
+    if known is not None and os.path.abspath(getattr(known, "__file__", "") or "") == path:
+        return known
+    name = stem if stem.isidentifier() and known is None else \
+        "_tpe_file_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"{what}: cannot import {path} (not a Python file?)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # noqa: BLE001 - the user's module raised: a usage error naming it
+        del sys.modules[name]
+        raise UsageError(f"{what} raised {type(err).__name__}: {err}") from err
+    finally:
+        sys.path.remove(os.path.dirname(path))
+    return module
+
+
 # -- archives and imports ------------------------------------------------------------------------
 def import_modules(names: Sequence[str]) -> None:
     """Import each ``--import`` value: a ``.py`` file path or a module name (the working directory on sys.path).
@@ -162,20 +188,7 @@ def import_modules(names: Sequence[str]) -> None:
         if name.endswith(".py") or os.sep in name:
             if not os.path.isfile(name):
                 raise UsageError(f"--import {name}: no such file")
-            path = os.path.abspath(name)
-            mod_name = f"_tpe_import_{abs(hash(path))}"
-            spec = importlib.util.spec_from_file_location(mod_name, path)
-            if spec is None or spec.loader is None:
-                raise UsageError(f"--import {name}: not a Python file")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[mod_name] = module
-            sys.path.insert(0, os.path.dirname(path))
-            try:
-                spec.loader.exec_module(module)
-            except Exception as err:  # noqa: BLE001 - the user's module raised: a usage error naming it
-                raise UsageError(f"--import {name} raised {type(err).__name__}: {err}") from err
-            finally:
-                sys.path.remove(os.path.dirname(path))
+            import_file(name, what=f"--import {name}")
             continue
         sys.path.insert(0, os.getcwd())
         try:
@@ -270,10 +283,6 @@ def cmd_check(opts: argparse.Namespace) -> int:
 
 
 def cmd_export(opts: argparse.Namespace) -> int:
-    from ..errors import (
-        CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
-        UnsupportedOpError,
-    )
     from ..export import export
     from ..serde import save
 
@@ -282,8 +291,7 @@ def cmd_export(opts: argparse.Namespace) -> int:
     model, args, kwargs, spec = load_target(opts.target)
     try:
         ep = export(model, *args, dynamic_shapes=spec, **kwargs)
-    except (ConstraintViolationError, DataDependentError, UnsupportedOpError, ConstraintsExceededError,
-            CaptureError) as err:
+    except Exception as err:  # noqa: BLE001 - the model, its spec or its contract failed: 1, as `check` says
         con = _console()
         con.print(f"export failed: {type(err).__name__}", style="bold red", markup=False)
         con.print(str(err), markup=False)
@@ -553,6 +561,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     With ``--debug`` an error also prints its traceback; the status does not change.
     """
     parser = build_parser()
+    if os.path.basename(sys.argv[0]) == "tensorplay-export" and os.path.isfile(sys.argv[0]):
+        # The console script is not the user's code: a diagnostic raised with no model frame
+        # on the stack (an example outside its range) must not point at it.
+        from ..capture.frames import mark_library_file
+
+        mark_library_file(sys.argv[0])
     try:
         opts = parser.parse_args(argv)
     except SystemExit as exit_:
