@@ -89,6 +89,7 @@ CAUSES: dict[str, str] = {
     "len": "len() of an array, which is a Python int",
     "iteration": "iterating over an array in Python (a loop over its rows)",
     "specialization": "another conversion that pinned a size (int(), str(), an f-string, ...)",
+    "check": "a tpe.check(...) in the model states a fact about sizes",
     "example_range": "an example input's size must be inside the range its dynamic_shapes declares",
 }
 
