@@ -22,6 +22,7 @@ from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
+from ..ops import sizes as ops_sizes
 from ..ops.registry import has_side_effect
 from ..records import DimInfo
 from ..specs.binding import leaf_name
@@ -34,7 +35,7 @@ from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 from .tracer import CURRENT, Tracer
 
-__all__ = ["capture", "CaptureResult", "needs_replay"]
+__all__ = ["capture", "CaptureResult", "SizeOutput", "needs_replay"]
 
 
 @dataclass
@@ -275,12 +276,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     # array, as eager numpy would have changed it.
     input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
     out_leaves, out_spec = pytree.tree_flatten(out)
-    outputs = []
-    for v in out_leaves:
-        if isinstance(v, (SymInt, SymFloat, SymBool)):
-            v = env.specialize(v.expr, "returned as an output (outputs are arrays or Python numbers; a size "
-                               "output is pinned to its example)", tracer.return_source())
-        outputs.append(v)
+    outputs = [_size_output(tracer, v) if isinstance(v, (SymInt, SymFloat, SymBool)) else v for v in out_leaves]
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
                            outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)
     # lift constants referenced by outputs, then finish the graph
@@ -290,7 +286,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     for _name, traced in input_mutations:
         values.append(traced.node)
     for v in outputs:
-        values.append(v.node if isinstance(v, TracedArray) else v)
+        values.append(v.node if isinstance(v, (TracedArray, SizeOutput)) else v)
     for name, value in tracer.constants.items():
         input_kinds.append((name, "constant", name, None, value))  # ordered by placeholder later
     tracer.graph.output(values)
@@ -307,12 +303,40 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     if needs_replay(tracer):
         expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
             [t.example for _n, t in input_mutations] + \
-            [v.example if isinstance(v, TracedArray) else v for v in outputs]
+            [v.example if isinstance(v, (TracedArray, SizeOutput)) else v for v in outputs]
         check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
                      tracer.writes, tracer.op_table)
         if mode == "export":
             _check_unrecorded_input_writes(user_arrays, tracer.writes)
     return result
+
+
+@dataclass
+class SizeOutput:
+    """A size the model returns (``x.shape[0] * 2 + 1``): computed at run time, never pinned.
+
+    ``node``: its ``tpe.size_value`` node; ``expr``: the size expression; ``kind``:
+    ``"int"``, ``"float"`` or ``"bool"``; ``example``: its value at the example sizes.
+    """
+
+    node: Any
+    expr: Any
+    kind: str
+    example: Any
+
+
+def _size_output(tracer: Tracer, v: Any) -> Any:
+    """The output a returned SymInt/SymFloat/SymBool becomes (a number if it is one)."""
+    env = tracer.env
+    kind = "bool" if isinstance(v, SymBool) else "float" if isinstance(v, SymFloat) else "int"
+    expr = sympy.sympify(v.expr)
+    example = ops_sizes.size_value(env.hint(expr), kind)
+    if not expr.free_symbols:  # a number after all: a constant output, as before
+        return example
+    src = tracer.return_source()
+    node = tracer.graph.call_function("tpe.size_value", (expr, kind), {}, name_hint=f"sym_{kind}",
+                                      meta=tracer.node_meta(src, shape=None, dtype=None, size_kind=kind))
+    return SizeOutput(node, expr, kind, example)
 
 
 def _check_unrecorded_input_writes(user_arrays: list, writes: list) -> None:

@@ -30,7 +30,7 @@ from .exported import ExportedProgram
 from .input_checks import InputContract, InputSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
-    OutputKind, OutputSpec, TensorArgument,
+    OutputKind, OutputSpec, SymBoolArgument, SymFloatArgument, SymIntArgument, TensorArgument,
 )
 
 __all__ = ["build_program", "finish_graph", "fold_simple_bounds", "eliminate_dead_code"]
@@ -116,6 +116,18 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     return contract, all_ranges
 
 
+_SIZE_ARGUMENTS = {"int": SymIntArgument, "float": SymFloatArgument, "bool": SymBoolArgument}
+
+
+def _output_argument(value: Any, index: int) -> Any:
+    """The signature's record of output ``index``: an array node, a size node, or a constant."""
+    if not isinstance(value, Node):
+        return ConstantArgument(f"out{index}", value)
+    if value.target == "tpe.size_value":
+        return _SIZE_ARGUMENTS[value.args[1]](value.name)
+    return TensorArgument(value.name)
+
+
 def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
                   extra_guards: Any = ()) -> Any:
     """The ExportedProgram of a capture.
@@ -162,7 +174,7 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     n_mut = len(result.mutations)
     n_in_mut = len(result.input_mutations)
     for i, v in enumerate(values):
-        arg = TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument(f"out{i}", v)
+        arg = _output_argument(v, i)
         if i < n_mut:
             output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
         elif i < n_mut + n_in_mut:
