@@ -411,6 +411,8 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
 # with the hostile tests of its own rules (parameter mutations, size outputs, generator state, ...).
 _INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
                "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
+# a size output (tpe.size_value node, by its kind) and the argument record naming it
+_SIZE_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
 # output kinds in the order capture writes them (state write-backs, input write-backs, results)
 _OUTPUT_ORDER = {"BUFFER_MUTATION": 0, "USER_INPUT_MUTATION": 1, "USER_OUTPUT": 2}
 
@@ -457,9 +459,20 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
         rank = _OUTPUT_ORDER[kind]
         arg_kind = type(spec.arg).__name__
         if isinstance(value, Node):
-            if arg_kind != "TensorArgument" or spec.arg.name != value.name:
+            if getattr(spec.arg, "name", None) != value.name:
                 fail(member, f"output {i}: the spec names {getattr(spec.arg, 'name', spec.arg)!r:.80}, but the "
                              f"graph returns {value.name!r} there")
+            size_kind = value.args[1] if value.target == "tpe.size_value" and len(value.args) == 2 else None
+            if value.target == "tpe.size_value" and size_kind not in _SIZE_ARGS:
+                fail(member, f"output {i}: size node {value.name!r} has kind {size_kind!r:.40} "
+                             f"(expected one of {sorted(_SIZE_ARGS)})")
+            want = _SIZE_ARGS[size_kind] if size_kind is not None else "TensorArgument"
+            if arg_kind != want:
+                what = f"a size ({size_kind})" if size_kind is not None else "an array"
+                fail(member, f"output {i}: the graph returns {what} from {value.name!r}, but the spec is a "
+                             f"{arg_kind} (a size output is a Sym*Argument naming a tpe.size_value node)")
+            if size_kind is not None and kind != "USER_OUTPUT":
+                fail(member, f"output {i}: a size output can only be a USER_OUTPUT, not {kind}")
         elif arg_kind != "ConstantArgument":
             fail(member, f"output {i}: the graph returns a constant there, but the spec is a {arg_kind}")
         if kind == "BUFFER_MUTATION":
