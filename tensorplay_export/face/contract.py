@@ -8,7 +8,9 @@ the same for a fresh ``ExportedProgram`` and one loaded from an archive):
 - ``equalities``: input axes that share one dim (``x.shape[0] == y.shape[0]``);
 - ``relations``: axes that are ``k*d + c`` of another axis's dim, and guards tying dims;
 - ``divisibility``: axes that must be multiples (``n % 4 == 0``);
-- ``outputs``: each output's symbolic shape and dtype.
+- ``outputs``: each output's symbolic shape and dtype; a size output (``return y,
+  x.shape[0] * 2 + 1``) has no shape, its kind (``int``/``float``/``bool``) as dtype
+  and its expression in ``output_values``.
 
 JSON form (``Contract.to_json``): the texts above plus operator trees
 (:mod:`tensorplay_export.serde.exprs`) for every expression, so reading a JSON
@@ -74,6 +76,7 @@ class Contract:
         guards: sympy booleans over root symbols (extra checks the program runs).
         outputs: ``[(shape tuple | None, dtype str | None)]``.
         runtime_checks: text of checks on data-dependent sizes (not input contract).
+        output_values: output index -> size expression, for outputs that are sizes.
     """
 
     inputs: list = field(default_factory=list)
@@ -81,6 +84,7 @@ class Contract:
     guards: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
     runtime_checks: list = field(default_factory=list)
+    output_values: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -167,6 +171,10 @@ class Contract:
                 out += [f"  {t}" for t in items]
         out.append("Outputs:")
         for i, (shape, dtype) in enumerate(self.outputs):
+            if i in self.output_values:
+                value = self.output_values[i]
+                out.append(f"  [{i}]: {dtype} = {value if isinstance(value, str) else _text(value)}")
+                continue
             shown = _shape_text(shape) if shape is not None else "(not an array)"
             out.append(f"  [{i}]: {shown} {dtype or ''}".rstrip())
         return "\n".join(out)
@@ -188,10 +196,21 @@ class Contract:
             "relations": self.relations(),
             "divisibility": self.divisibility(),
             "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
-            "outputs": [{"shape": None if s is None else [_text(d) for d in s], "dtype": dt}
-                        for s, dt in self.outputs],
+            "outputs": [dict({"shape": None if s is None else [_text(d) for d in s], "dtype": dt},
+                             **self._value_json(i)) for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
         }
+
+    def _value_json(self, i: int) -> dict:
+        """``{"value": text, "value_tree": tree}`` for a size output, else ``{}``."""
+        from ..serde.exprs import encode_expr
+
+        value = self.output_values.get(i)
+        if value is None:
+            return {}
+        if isinstance(value, str):  # read from a JSON contract whose tree was absent
+            return {"value": value}
+        return {"value": _text(value), "value_tree": encode_expr(value)}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "<contract>") -> "Contract":
@@ -217,9 +236,11 @@ class Contract:
                 ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
             guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
             outputs = [(None if o["shape"] is None else tuple(o["shape"]), o.get("dtype")) for o in data["outputs"]]
+            values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
+                      for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])))
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), values)
 
 
 def _shape_text(shape: Any) -> str:
@@ -260,7 +281,9 @@ def contract_of(ep: Any) -> Contract:
                 guards.append(g)
             else:
                 runtime.append(_text(g) if isinstance(g, sympy.Basic) else str(g))
-    outputs = []
+        elif node.op == "call_function" and node.target == "tpe.check_size":
+            runtime.append(f"{node.args[1]}  (tpe.check at {node.args[2]})")
+    outputs, values_of = [], {}
     out = graph.output_node
     user_outputs = [i for i, s in enumerate(ep.graph_signature.output_specs)
                     if getattr(s.kind, "name", "") in ("USER_OUTPUT", "LOSS_OUTPUT")]
@@ -268,12 +291,15 @@ def contract_of(ep: Any) -> Contract:
     for i in user_outputs:
         v = values[i]
         meta = getattr(v, "meta", None)
-        if meta is not None and meta.get("shape") is not None:
+        if getattr(v, "target", None) == "tpe.size_value":
+            values_of[len(outputs)] = v.args[0]
+            outputs.append((None, str(v.args[1])))
+        elif meta is not None and meta.get("shape") is not None:
             shape = tuple(int(d) if isinstance(d, sympy.Basic) and d.is_Integer else d for d in meta["shape"])
             outputs.append((shape, str(meta.get("dtype")) if meta.get("dtype") is not None else None))
         else:
             outputs.append((None, None))
-    return Contract(inputs, ranges, guards, outputs, runtime)
+    return Contract(inputs, ranges, guards, outputs, runtime, values_of)
 
 
 def load_contract(path: str) -> Contract:
@@ -453,7 +479,8 @@ def _site_named(c: Contract) -> Contract:
 
     inputs = [(p, dt, tuple(sub(d) for d in shape)) for p, dt, shape in c.inputs]
     ranges = {repl.get(r, r): v for r, v in c.ranges.items()}
-    return Contract(inputs, ranges, [sub(g) for g in c.guards], c.outputs, list(c.runtime_checks))
+    return Contract(inputs, ranges, [sub(g) for g in c.guards], c.outputs, list(c.runtime_checks),
+                    {i: sub(v) for i, v in c.output_values.items()})
 
 
 def _structural_changes(old: Contract, new: Contract) -> list[Change]:
