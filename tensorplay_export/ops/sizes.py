@@ -36,5 +36,7 @@ def _size_value_rule(ctx: Any, value: Any, kind: str) -> tuple:
     return ()  # a Python number: no array shape
 
 
-register_op("tpe.size_value", size_value, _size_value_rule,
+# side_effect: a size a preserved submodule returns is read only by its module-call signature
+# (unflatten), so dead-code elimination must keep the node
+register_op("tpe.size_value", size_value, _size_value_rule, side_effect=True,
             doc="a size expression returned as a Python int/float/bool (a SymInt/SymFloat/SymBool output)")

@@ -18,6 +18,7 @@ import sympy
 from solver.forms import linear_bound
 
 from ..capture.entry import CaptureResult
+from ..capture.symbolic import SymBool, SymFloat, SymInt
 from ..capture.traced import TracedArray
 from ..graph.codegen import GraphModule
 from ..graph.ir import Graph, Node, map_exprs
@@ -128,6 +129,33 @@ def _output_argument(value: Any, index: int) -> Any:
     return TensorArgument(value.name)
 
 
+def _call_size_output(graph: Graph, value: Any, fqn: str, call_id: Any) -> Any:
+    """A preserved module call's output: a constant, or (a size) a ``tpe.size_value`` node in the call.
+
+    A submodule returning ``x.shape[0] + 1`` hands its caller a size expression, not a
+    node; the module's recorded signature names a node computing it, placed at the end
+    of the call's nodes (with the call's ``module_stack``, so ``unflatten`` runs it as
+    part of that call).  ``tpe.size_value`` is a side-effect op, so dead-code
+    elimination keeps it although only the signature reads it.
+    """
+    kind = {SymBool: "bool", SymFloat: "float", SymInt: "int"}.get(type(value))
+    if kind is None or not sympy.sympify(value.expr).free_symbols:
+        return ConstantArgument("", value if kind is None else value.env.hint(value.expr))
+    entry = (fqn, call_id)
+    region = [n for n in graph.nodes if entry in (n.meta.get("module_stack") or ())]
+    if region:
+        stack = tuple(region[-1].meta["module_stack"])
+        stack = stack[:stack.index(entry) + 1]
+        anchor = region[-1]._next
+    else:
+        stack, anchor = (entry,), graph.output_node
+    with graph.inserting_before(anchor):
+        node = graph.call_function("tpe.size_value", (sympy.sympify(value.expr), kind), name_hint=f"sym_{kind}",
+                                   meta={"shape": None, "dtype": None, "size_kind": kind, "source": None,
+                                         "module_path": fqn, "module_stack": stack})
+    return _SIZE_ARGUMENTS[kind](node.name)
+
+
 def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
                   extra_guards: Any = ()) -> Any:
     """The ExportedProgram of a capture.
@@ -189,26 +217,26 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
         arg_names = None
     root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
     entries = [root]
-    def call_signature(record: Any) -> Any:
+    def call_signature(record: Any, fqn: str, call_id: Any) -> Any:
         (ins, ispec), (outs, ospec) = record
         return ModuleCallSignature(
             [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
              for v in ins],
-            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else _call_size_output(graph, v, fqn, call_id)
              for v in outs], ispec, ospec)
 
     # one entry per module (first call); a preserved module's k-th further call is ``fqn@k``
     seen_calls: dict = {}
-    for fqn, _call_id in result.calls.log:
+    for fqn, call_id in result.calls.log:
         if fqn == "":
             continue
         k = seen_calls.get(fqn, 0)
         seen_calls[fqn] = k + 1
         sigs = result.calls.signatures.get(fqn)
         if k == 0:
-            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0]) if sigs else None))
+            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0], fqn, call_id) if sigs else None))
         elif sigs is not None and k < len(sigs):
-            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k])))
+            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k], fqn, call_id)))
     placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
