@@ -412,7 +412,7 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
 _INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
                "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
 # a size output (tpe.size_value node, by its kind) and the argument record naming it
-_SIZE_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
+_SIZE_OUTPUT_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
 # output kinds in the order capture writes them (state write-backs, input write-backs, results)
 _OUTPUT_ORDER = {"BUFFER_MUTATION": 0, "USER_INPUT_MUTATION": 1, "USER_OUTPUT": 2}
 
@@ -448,6 +448,13 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
     values = list(out.args[0]) if out is not None and out.args and isinstance(out.args[0], (list, tuple)) else []
     if len(sig.output_specs) != len(values):
         fail(member, f"the signature lists {len(sig.output_specs)} outputs but the graph returns {len(values)} values")
+    for n in graph.nodes:  # every size node (outputs, preserved calls' sizes): an expression of a known kind
+        if n.op == "call_function" and n.target == "tpe.size_value":
+            size_kind = n.args[1] if len(n.args) == 2 and not n.kwargs else None
+            if not (isinstance(size_kind, str) and size_kind in _SIZE_OUTPUT_ARGS):
+                fail(member, f"size node {n.name!r} has kind {size_kind!r:.40} (expected one of {sorted(_SIZE_OUTPUT_ARGS)})")
+            if not isinstance(n.args[0], sympy.Basic):
+                fail(member, f"size node {n.name!r} must compute a size expression, not a {type(n.args[0]).__name__}")
     rank, written, buffers_written = 0, set(), set()
     for i, (spec, value) in enumerate(zip(sig.output_specs, values)):
         kind = spec.kind.name
@@ -462,11 +469,8 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             if getattr(spec.arg, "name", None) != value.name:
                 fail(member, f"output {i}: the spec names {getattr(spec.arg, 'name', spec.arg)!r:.80}, but the "
                              f"graph returns {value.name!r} there")
-            size_kind = value.args[1] if value.target == "tpe.size_value" and len(value.args) == 2 else None
-            if value.target == "tpe.size_value" and size_kind not in _SIZE_ARGS:
-                fail(member, f"output {i}: size node {value.name!r} has kind {size_kind!r:.40} "
-                             f"(expected one of {sorted(_SIZE_ARGS)})")
-            want = _SIZE_ARGS[size_kind] if size_kind is not None else "TensorArgument"
+            size_kind = value.args[1] if value.target == "tpe.size_value" else None
+            want = _SIZE_OUTPUT_ARGS[size_kind] if value.target == "tpe.size_value" else "TensorArgument"
             if arg_kind != want:
                 what = f"a size ({size_kind})" if size_kind is not None else "an array"
                 fail(member, f"output {i}: the graph returns {what} from {value.name!r}, but the spec is a "
