@@ -57,6 +57,7 @@ class CaptureResult:
     op_table: dict = field(default_factory=dict)   # op overlay of this capture (draft's opaque ops)
     draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
     input_mutations: list = field(default_factory=list)  # (placeholder name, traced) user inputs written
+    param_mutations: list = field(default_factory=list)  # (fqn, traced) parameters written in place
 
     @property
     def violations(self) -> list:
@@ -216,6 +217,9 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     input_kinds: list = []
     if state is not None:
         for fqn, traced, value in state.params:
+            # an in-place update in forward (out=self.w) writes into the example: a copy, so the
+            # caller's parameter stays as it was (the program returns the update instead)
+            traced.example = traced.example.copy()
             input_kinds.append((traced.node.name, "parameter", fqn, None, np.asarray(value)))
         for fqn, traced, value, persistent in state.buffers:
             input_kinds.append((traced.node.name, "buffer", fqn, persistent, np.asarray(value)))
@@ -275,12 +279,17 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.
     input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
+    # a parameter written in place (np.multiply(self.w, 2, out=self.w), self.w += g) was rebound
+    # to the write's node: a PARAMETER_MUTATION output that module() applies, as eager would
+    param_mutations = [(fqn, t) for fqn, t, _param in state.params if t.node.op != "placeholder"] \
+        if state is not None else []
     out_leaves, out_spec = pytree.tree_flatten(out)
     outputs = [_size_output(tracer, v) if isinstance(v, (SymInt, SymFloat, SymBool)) else v for v in out_leaves]
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
-                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)
+                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations,
+                           param_mutations)
     # lift constants referenced by outputs, then finish the graph
-    values: list = []
+    values: list = [traced.node for _fqn, traced in param_mutations]
     for _fqn, traced in mutations:
         values.append(traced.node if isinstance(traced, TracedArray) else traced)
     for _name, traced in input_mutations:
@@ -301,7 +310,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
 
         insert_data_dependent_checks(tracer.graph, env, tracer.draft)
     if needs_replay(tracer):
-        expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+        expected = [t.example for _f, t in param_mutations] + \
+            [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
             [t.example for _n, t in input_mutations] + \
             [v.example if isinstance(v, (TracedArray, SizeOutput)) else v for v in outputs]
         check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,

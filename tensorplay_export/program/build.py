@@ -199,10 +199,15 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     out_node = graph.output_node
     output_specs = []
     values = out_node.args[0]
+    n_par = len(result.param_mutations)
     n_mut = len(result.mutations)
     n_in_mut = len(result.input_mutations)
     for i, v in enumerate(values):
         arg = _output_argument(v, i)
+        if i < n_par:
+            output_specs.append(OutputSpec(OutputKind.PARAMETER_MUTATION, arg, result.param_mutations[i][0]))
+            continue
+        i -= n_par
         if i < n_mut:
             output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
         elif i < n_mut + n_in_mut:

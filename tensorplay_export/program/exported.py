@@ -351,7 +351,8 @@ class ExportedModule:
                                  if isinstance(s.arg, ConstantArgument)}
         self._template = [None] * len(self._specs)
         out_specs = sig.output_specs
-        self._mutations = [(i, s.target) for i, s in enumerate(out_specs) if s.kind == OutputKind.BUFFER_MUTATION]
+        self._mutations = [(i, s.target) for i, s in enumerate(out_specs)
+                           if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)]
         self._input_mutations = [(i, s.target) for i, s in enumerate(out_specs)
                                  if s.kind == OutputKind.USER_INPUT_MUTATION]
         self._results = [i for i, s in enumerate(out_specs) if s.kind in _RESULT_KINDS]
