@@ -31,6 +31,7 @@ from .frames import is_library_file, user_source
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
+from .views import Aliases
 
 CURRENT: contextvars.ContextVar = contextvars.ContextVar("tpe_tracer", default=None)
 
@@ -73,6 +74,7 @@ class Tracer:
         # value numbering (see value_key): (op, input value keys, static args) -> first node
         self._value_numbers: dict = {}
         self._same_value: dict = {}                       # node -> the first node of its value
+        self.aliases = Aliases(self)                      # views, rebuilt after writes (capture.views)
 
     # -- the model's frame ------------------------------------------------------
     def note_model_frame(self) -> None:
@@ -348,7 +350,9 @@ class Tracer:
             self._bind(node, 0, ctx)
             if self.user_anchor is None:
                 self.user_anchor = node
-            return TracedArray(self, node, shapes[0], result, ctx.vranges.get(0))
+            out = TracedArray(self, node, shapes[0], result, ctx.vranges.get(0))
+            self.aliases.note(op, args, kwargs, out)
+            return out
         meta.update(shape=None, dtype=None)
         node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
         self._number(node, op, kwargs)
