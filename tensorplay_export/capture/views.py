@@ -9,7 +9,8 @@ others' values from the written one:
 
 1. **up** the chain from the written view to its root array, each base gets the
    value ``inverse(view)``: ``tpe.setitem(base, key, view)`` for a basic index,
-   the inverse permutation for ``transpose``/``swapaxes``/``moveaxis``/``.T``,
+   the inverse permutation for ``transpose``/``permute_dims``/``moveaxis``/``.T``, the op
+   itself for ``swapaxes``/``flip``/``fliplr``/``flipud``,
    ``reshape(view, base.shape)`` for ``reshape``/``ravel``/``squeeze``/``expand_dims``
    and the ops that may return their argument itself (``atleast_2d``, ``real`` of a
    real array, ``astype(copy=False)``, ``ascontiguousarray``): all of the base's
@@ -37,11 +38,14 @@ __all__ = ["Aliases", "VIEW_OPS"]
 _INDEX = "index"
 _PERMUTE = "permute"
 _RESHAPE = "reshape"
+_SELF_INVERSE = "self-inverse"
 # registry op -> how a write to its (view) result goes back to its first argument
 VIEW_OPS = {
     "tpe.getitem": _INDEX,
-    "numpy.transpose": _PERMUTE, "numpy.ndarray.transpose": _PERMUTE, "numpy.swapaxes": _PERMUTE,
+    "numpy.transpose": _PERMUTE, "numpy.ndarray.transpose": _PERMUTE, "numpy.permute_dims": _PERMUTE,
     "numpy.moveaxis": _PERMUTE,
+    "numpy.swapaxes": _SELF_INVERSE, "numpy.flip": _SELF_INVERSE, "numpy.fliplr": _SELF_INVERSE,
+    "numpy.flipud": _SELF_INVERSE,
     "numpy.reshape": _RESHAPE, "numpy.ndarray.reshape": _RESHAPE, "numpy.ravel": _RESHAPE,
     "numpy.squeeze": _RESHAPE, "numpy.expand_dims": _RESHAPE, "numpy.atleast_1d": _RESHAPE,
     "numpy.atleast_2d": _RESHAPE, "numpy.ascontiguousarray": _RESHAPE, "numpy.real": _RESHAPE,
@@ -139,12 +143,32 @@ class Aliases:
             return tracer.call("tpe.setitem", (view.base, view.args[1], view.array))
         if kind == _RESHAPE:
             return tracer.call("numpy.reshape", (view.array, tuple(view.base.shape)))
-        # a permutation of axes: found by running the op on an array whose axis sizes are 2, 3, ...
-        ndim = view.base.ndim
-        probe = np.empty(tuple(range(2, 2 + ndim)), np.int8)
-        rest = tracer.example(tuple(view.args[1:]))
-        perm = [d - 2 for d in view.op.impl(probe, *rest, **tracer.example(view.kwargs)).shape]
+        if kind == _SELF_INVERSE:  # swapping two axes, flipping: the same op undoes it
+            return tracer.call(view.op, (view.array, *view.args[1:]), view.kwargs)
+        perm = _permutation(view.op.name, view.base.ndim, tracer.example(tuple(view.args[1:])),
+                            tracer.example(view.kwargs))
         return tracer.call("numpy.transpose", (view.array, tuple(int(i) for i in np.argsort(perm))))
+
+
+def _permutation(op: str, ndim: int, rest: tuple, kwargs: dict) -> list:
+    """``perm`` with ``view.shape[i] == base.shape[perm[i]]`` for a transposing op and its arguments
+    (numpy's own argument conventions for ``transpose``, ``ndarray.transpose``, ``permute_dims``, ``moveaxis``)."""
+    if op == "numpy.moveaxis":
+        source = rest[0] if len(rest) > 0 else kwargs["source"]
+        destination = rest[1] if len(rest) > 1 else kwargs["destination"]
+        src = [int(v) % ndim for v in (source if isinstance(source, (tuple, list)) else (source,))]
+        dst = [int(v) % ndim for v in (destination if isinstance(destination, (tuple, list)) else (destination,))]
+        order = [i for i in range(ndim) if i not in src]
+        for d, s in sorted(zip(dst, src)):
+            order.insert(d, s)
+        return order
+    axes = kwargs.get("axes") if not rest else (rest[0] if len(rest) == 1 else rest)
+    if op == "numpy.ndarray.transpose" and len(rest) == 1 and not isinstance(rest[0], (tuple, list)) \
+            and rest[0] is not None:
+        axes = rest   # a.transpose(1) on a 1-d array
+    if axes is None or (isinstance(axes, (tuple, list)) and len(axes) == 0):
+        return list(reversed(range(ndim)))
+    return [int(v) % ndim for v in axes]
 
 
 def _assign(array: Any, value: Any) -> None:

@@ -107,3 +107,27 @@ def test_parameters_and_buffers_written_through_views_are_their_mutations():
         np.testing.assert_allclose(run(x), eager(x), rtol=1e-6)
     np.testing.assert_allclose(run.state_dict()["w"], eager.w, rtol=1e-6)
     np.testing.assert_allclose(dict(run.named_buffers())["seen"], eager.seen, rtol=1e-5)
+
+
+@pytest.mark.parametrize("make", [
+    lambda a: a.T, lambda a: a.transpose(), lambda a: a.transpose(2, 0, 1), lambda a: a.transpose((1, 2, 0)),
+    lambda a: np.transpose(a, (0, 2, 1)), lambda a: np.transpose(a, axes=(2, 1, 0)),
+    lambda a: np.swapaxes(a, 0, 2), lambda a: a.swapaxes(1, -1), lambda a: np.moveaxis(a, 0, -1),
+    lambda a: np.moveaxis(a, [0, 1], [2, 0]), lambda a: np.squeeze(a[:, :1]), lambda a: a.reshape(a.shape[0], -1),
+    lambda a: np.expand_dims(a, 1), lambda a: a.ravel(), lambda a: np.atleast_2d(a),
+    lambda a: a.astype(a.dtype, copy=False), lambda a: np.flip(a, 1), lambda a: np.fliplr(a), lambda a: np.flipud(a),
+    lambda a: np.flip(a), lambda a: np.permute_dims(a, (1, 0, 2)), lambda a: a[1:, ::-1].T,
+], ids=[f"make{i}" for i in range(22)])
+def test_every_followed_view_op_writes_back_to_its_base(make):
+    def model(x):
+        v = make(x)
+        v *= 3.0
+        v[0] = -1.0
+        return x + 0.0
+
+    ep = tpe.export(model, np.arange(24.0).reshape(2, 3, 4), dynamic_shapes={"x": {0: Dim("n", min=2)}})
+    for n in (2, 5):
+        a = np.arange(n * 12.0).reshape(n, 3, 4)
+        b = a.copy()
+        np.testing.assert_allclose(ep.module()(a), model(b))
+        np.testing.assert_allclose(a, b)
