@@ -405,8 +405,8 @@ class Tracer:
     def _number(self, node: Node, op: Optional[OpDef], kwargs: dict) -> None:
         """Give ``node`` the value number of an earlier node with the same (op, inputs, static args)."""
         if op is not None and (op.side_effect or op.writes_arg is not None or kwargs.get("out") is not None
-                               or "random" in op.name):
-            return  # not pure: its result is not a function of its arguments alone
+                               or "random" in op.name or op.name in self.op_table):
+            return  # not pure, or not known to be (draft's opaque ops): the node is its own value
         try:
             key = (node.target, _frozen(node.args, self.value_key), _frozen(node.kwargs, self.value_key))
             first = self._value_numbers.setdefault(key, node)

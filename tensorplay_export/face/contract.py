@@ -448,7 +448,8 @@ def _root_site_names(c: Contract) -> dict:
 
 
 def outputs_by_sites(c: Contract) -> list:
-    """``[(shape texts | None, dtype)]`` of the outputs with dim names replaced by input sites.
+    """``[(shape texts | None, dtype)]`` of the outputs with dim names replaced by input sites
+    (a size output: ``[its expression's text]``).
 
     Output shapes read from JSON are text, so names are replaced as whole words
     (dim names are identifiers); two contracts that differ only in dim names
@@ -458,8 +459,11 @@ def outputs_by_sites(c: Contract) -> list:
     word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b") \
         if names else None
     out = []
-    for shape, dtype in c.outputs:
+    for i, (shape, dtype) in enumerate(c.outputs):
         texts = None if shape is None else [d if isinstance(d, str) else _text(d) for d in shape]
+        if i in c.output_values:  # a size output: its expression is what is compared
+            value = c.output_values[i]
+            texts = [value if isinstance(value, str) else _text(value)]
         if texts is not None and word is not None:
             texts = [word.sub(lambda m: names[m.group(1)], t) for t in texts]
         out.append((texts, dtype))

@@ -130,3 +130,16 @@ def test_draft_export_keeps_size_outputs():
     report = tpe.draft_export(sizes, *_args(6, 4), dynamic_shapes=SPEC)
     run = report.exported_program.module() if hasattr(report, "exported_program") else report.program.module()
     _same(run(*_args(9, 2)), sizes(*_args(9, 2)))
+
+
+def test_contract_comparison_sees_a_changed_size_output():
+    from tensorplay_export.face.contract import outputs_by_sites
+
+    spec = {"x": {0: Dim("n")}}
+    one = contract_of(tpe.export(lambda x: (x, x.shape[0] + 1), np.ones((3, 2)), dynamic_shapes=spec))
+    two = contract_of(tpe.export(lambda x: (x, x.shape[0] + 2), np.ones((3, 2)), dynamic_shapes=spec))
+    renamed = contract_of(tpe.export(lambda x: (x, x.shape[0] + 1), np.ones((3, 2)),
+                                     dynamic_shapes={"x": {0: Dim("rows")}}))
+    assert outputs_by_sites(one)[1] == (["x.shape[0] + 1"], "int")
+    assert outputs_by_sites(one) != outputs_by_sites(two)
+    assert outputs_by_sites(one) == outputs_by_sites(renamed)
