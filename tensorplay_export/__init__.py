@@ -4,7 +4,7 @@ The flat public API of ``tensorplay.export`` (see the seed API reference):
 the functions ``export``, ``export_for_training``, ``draft_export``, ``dims``,
 ``refine_dynamic_shapes_from_suggested_fixes``, ``register_dataclass``,
 ``save``, ``load``, ``package_pt2``, ``load_pt2``, ``default_decompositions``,
-``unflatten``; the dynamic-shape classes (``Dim``, ``DerivedDim``,
+``unflatten``, ``check`` (a fact about sizes in model code, as ``torch._check``); the dynamic-shape classes (``Dim``, ``DerivedDim``,
 ``ShapesCollection``, ``AdditionalInputs``, ``Constraint``,
 ``EqualityConstraint``); the program classes (``ExportedProgram``,
 ``ExportGraphSignature``, ``GraphSignature``, the input/output specs and
@@ -33,6 +33,7 @@ from .pytree import register_dataclass
 from . import nn
 
 from .export import export, export_for_training
+from .capture.facts import check
 from .face.draft import DraftExportReport, draft_export
 from .serde import PT2ArchiveContents, WeightType, load, load_pt2, package_pt2, save
 from .program.decompositions.table import CustomDecompTable, default_decompositions
@@ -48,7 +49,7 @@ __all__ = sorted(
         "OutputSpec", "SymBoolArgument", "SymFloatArgument", "SymIntArgument", "TensorArgument",
         "TokenArgument", "GraphModule", "ExportedProgram", "AdditionalInputs", "Constraint", "DerivedDim",
         "Dim", "EqualityConstraint", "ShapesCollection", "dims", "refine_dynamic_shapes_from_suggested_fixes",
-        "register_dataclass", "nn",
+        "register_dataclass", "nn", "check",
     ]
     + ["export", "export_for_training", "draft_export", "DraftExportReport", "save", "load", "package_pt2",
        "load_pt2", "PT2ArchiveContents", "WeightType", "default_decompositions", "CustomDecompTable",

@@ -115,6 +115,7 @@ CAUSES: dict[str, str] = {
     "hashed": "hash() of a size (a dict key or set member lookup), which only finds the example's value",
     "bit_length": "int.bit_length() of a size, the same only over a range of sizes",
     "specialization": "another conversion that pinned a size (int(), str(), an f-string, ...)",
+    "check": "a tpe.check(...) in the model states a fact about sizes",
     "example_range": "an example input's size must be inside the range its dynamic_shapes declares",
 }
 

@@ -20,9 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_CASES = Path(os.environ.get("TPE_CASES_DIR", ROOT.parent / "shared" / "cases"))
 
 # case name -> the issue that makes it pass
-EXPECTED_FAILURES = {
-    "case_same_mask_twice": "effects issue: facts about data-dependent sizes",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 def case_files() -> list[Path]:

@@ -43,7 +43,8 @@ def test_seed_constructor_signatures():
         assert list(inspect.signature(cls).parameters) == params, cls
     assert [k.name for k in InputKind] == ["USER_INPUT", "PARAMETER", "BUFFER", "CONSTANT_TENSOR", "CUSTOM_OBJ", "TOKEN"]
     assert [k.name for k in OutputKind] == ["USER_OUTPUT", "BUFFER_MUTATION", "GRADIENT_TO_PARAMETER",
-                                            "GRADIENT_TO_USER_INPUT", "USER_INPUT_MUTATION", "LOSS_OUTPUT", "TOKEN"]
+                                            "GRADIENT_TO_USER_INPUT", "USER_INPUT_MUTATION", "LOSS_OUTPUT", "TOKEN",
+                                            "PARAMETER_MUTATION"]
 
 
 def test_views():

@@ -22,6 +22,7 @@ from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
+from ..ops import sizes as ops_sizes
 from ..ops.registry import has_side_effect
 from ..records import DimInfo, derived_site
 from ..specs.binding import leaf_name
@@ -35,7 +36,7 @@ from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 from .tracer import CURRENT, Tracer
 
-__all__ = ["capture", "CaptureResult", "needs_replay"]
+__all__ = ["capture", "CaptureResult", "SizeOutput", "needs_replay"]
 
 
 @dataclass
@@ -57,6 +58,7 @@ class CaptureResult:
     op_table: dict = field(default_factory=dict)   # op overlay of this capture (draft's opaque ops)
     draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
     input_mutations: list = field(default_factory=list)  # (placeholder name, traced) user inputs written
+    param_mutations: list = field(default_factory=list)  # (fqn, traced) parameters written in place
 
     @property
     def violations(self) -> list:
@@ -216,6 +218,9 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     input_kinds: list = []
     if state is not None:
         for fqn, traced, value in state.params:
+            # an in-place update in forward (out=self.w) writes into the example: a copy, so the
+            # caller's parameter stays as it was (the program returns the update instead)
+            traced.example = traced.example.copy()
             input_kinds.append((traced.node.name, "parameter", fqn, None, np.asarray(value)))
         for fqn, traced, value, persistent in state.buffers:
             input_kinds.append((traced.node.name, "buffer", fqn, persistent, np.asarray(value)))
@@ -274,25 +279,29 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.
     input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
+    # a parameter written in place (np.multiply(self.w, 2, out=self.w), self.w += g) was rebound
+    # to the write's node: a PARAMETER_MUTATION output that module() applies, as eager would
+    param_mutations = [(fqn, t) for fqn, t, _param in state.params if t.node.op != "placeholder"] \
+        if state is not None else []
     out_leaves, out_spec = pytree.tree_flatten(out)
     outputs = []
     for v in out_leaves:
         if isinstance(v, (SymInt, SymFloat)) and v.numpy_type is not None:
             v = tracer.typed_size(v)  # a numpy scalar (n + np.int32(1)) stays symbolic, as its own node
         elif isinstance(v, (SymInt, SymFloat, SymBool)):
-            v = env.specialize(v.expr, "returned as an output (outputs are arrays or Python numbers; a size "
-                               "output is pinned to its example)", tracer.return_source())
+            v = _size_output(tracer, v)
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
-                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations)
+                           outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations,
+                           param_mutations)
     # lift constants referenced by outputs, then finish the graph
-    values: list = []
+    values: list = [traced.node for _fqn, traced in param_mutations]
     for _fqn, traced in mutations:
         values.append(traced.node if isinstance(traced, TracedArray) else traced)
     for _name, traced in input_mutations:
         values.append(traced.node)
     for v in outputs:
-        values.append(v.node if isinstance(v, TracedArray) else v)
+        values.append(v.node if isinstance(v, (TracedArray, SizeOutput)) else v)
     for name, value in tracer.constants.items():
         input_kinds.append((name, "constant", name, None, value))  # ordered by placeholder later
     tracer.graph.output(values)
@@ -307,14 +316,43 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
 
         insert_data_dependent_checks(tracer.graph, env, tracer.draft)
     if needs_replay(tracer):
-        expected = [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
+        expected = [t.example for _f, t in param_mutations] + \
+            [t.example if isinstance(t, TracedArray) else t for _f, t in mutations] + \
             [t.example for _n, t in input_mutations] + \
-            [v.example if isinstance(v, TracedArray) else v for v in outputs]
+            [v.example if isinstance(v, (TracedArray, SizeOutput)) else v for v in outputs]
         check_replay(tracer.graph, inputs, {s: sympy.Integer(h) for s, h in env.hints.items()}, expected,
                      tracer.writes, tracer.op_table)
         if mode == "export":
             _check_unrecorded_input_writes(user_arrays, tracer.writes)
     return result
+
+
+@dataclass
+class SizeOutput:
+    """A size the model returns (``x.shape[0] * 2 + 1``): computed at run time, never pinned.
+
+    ``node``: its ``tpe.size_value`` node; ``expr``: the size expression; ``kind``:
+    ``"int"``, ``"float"`` or ``"bool"``; ``example``: its value at the example sizes.
+    """
+
+    node: Any
+    expr: Any
+    kind: str
+    example: Any
+
+
+def _size_output(tracer: Tracer, v: Any) -> Any:
+    """The output a returned SymInt/SymFloat/SymBool becomes (a number if it is one)."""
+    env = tracer.env
+    kind = "bool" if isinstance(v, SymBool) else "float" if isinstance(v, SymFloat) else "int"
+    expr = sympy.sympify(v.expr)
+    example = ops_sizes.size_value(env.hint(expr), kind)
+    if not expr.free_symbols:  # a number after all: a constant output, as before
+        return example
+    src = tracer.return_source()
+    node = tracer.graph.call_function("tpe.size_value", (expr, kind), {}, name_hint=f"sym_{kind}",
+                                      meta=tracer.node_meta(src, shape=None, dtype=None, size_kind=kind))
+    return SizeOutput(node, expr, kind, example)
 
 
 def _check_unrecorded_input_writes(user_arrays: list, writes: list) -> None:

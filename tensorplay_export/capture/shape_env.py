@@ -82,6 +82,7 @@ class ShapeEnv:
         self._seen: set = set()
         self._hint_cache: dict = {}
         self._counters = {"auto": 0, "unbacked": 0}
+        self._unbacked_by_key: dict = {}                      # same_as key -> unbacked symbol
         # guards: requirements received; folded: decided without the solver (sympy / canonical form);
         # queries: solver.implies calls; solver_seconds: time spent in them
         self.stats = {"guards": 0, "folded": 0, "queries": 0, "solver_seconds": 0.0}
@@ -116,8 +117,25 @@ class ShapeEnv:
         return self.create_symbol(f"s{n}", 1, None, hint, "auto")
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
-                        lower: int = 0) -> sympy.Symbol:
-        """A data-dependent size ``u<n>`` in ``[lower, upper]`` with the example's value as hint."""
+                        lower: int = 0, same_as: Any = None) -> sympy.Symbol:
+        """A data-dependent size ``u<n>`` in ``[lower, upper]`` with the example's value as hint.
+
+        ``same_as``: the key of the graph value the size is a function of (the True count
+        of one mask node: ``("nonzero", node)``).  The first request with a key makes the
+        symbol and later ones get it back, so ``x[m]`` and ``g[m]`` have one length and
+        ``x[m] * g[m][:, None]`` needs no guard; distinct keys never share one, whatever
+        their example values.
+
+        Raises:
+            CaptureError: (internal) a shared symbol's example value differs from ``hint``.
+        """
+        if same_as is not None:
+            known = self._unbacked_by_key.get(same_as)
+            if known is not None:
+                if self.hints.get(known) != int(hint):
+                    raise CaptureError(f"internal error: {op} shares {known} (example {self.hints.get(known)}) "
+                                       f"but numpy gives {hint}")
+                return known
         n = self._counters["unbacked"]
         self._counters["unbacked"] += 1
         upper_int = self._upper_bound(upper) if upper is not None else None
@@ -125,6 +143,8 @@ class ShapeEnv:
         if upper_int is None and upper is not None:
             self.solver.assume(sympy.Le(sym, upper))
         self.unbacked_source[sym] = (op, source)
+        if same_as is not None:
+            self._unbacked_by_key[same_as] = sym
         return sym
 
     def _upper_bound(self, expr: Any) -> Optional[int]:

@@ -61,6 +61,7 @@ class TracedArray:
         self._node = other.node
         self._shape = other._shape
         self.vrange = other.vrange
+        self._tracer.aliases.wrote(self)  # views of this array, or the array this is a view of
 
     def __repr__(self) -> str:
         shape = ", ".join(str(d) for d in self._shape)

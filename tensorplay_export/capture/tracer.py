@@ -31,6 +31,7 @@ from .frames import is_library_file, user_source
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
+from .views import Aliases
 
 CURRENT: contextvars.ContextVar = contextvars.ContextVar("tpe_tracer", default=None)
 
@@ -70,6 +71,10 @@ class Tracer:
         self._entry_code = sys._getframe(1).f_code
         self.model_frame: Any = None
         self._return_source: Optional[SourceLoc] = None
+        # value numbering (see value_key): (op, input value keys, static args) -> first node
+        self._value_numbers: dict = {}
+        self._same_value: dict = {}                       # node -> the first node of its value
+        self.aliases = Aliases(self)                      # views, rebuilt after writes (capture.views)
 
     def is_current(self) -> bool:
         """Whether this tracer's capture is running (in this thread and context)."""
@@ -164,7 +169,7 @@ class Tracer:
     def info(self, value: Any) -> Any:
         """What a shape rule sees: ArrayInfo for arrays, sympy for symbolic ints."""
         if isinstance(value, TracedArray):
-            return ArrayInfo(value._shape, value.dtype, value.vrange)
+            return ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(value._node))
         if isinstance(value, np.ndarray):
             return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
         if isinstance(value, (SymInt, SymFloat, SymBool)):
@@ -214,7 +219,7 @@ class Tracer:
         t = type(value)
         if t is TracedArray:
             node = value._node
-            return (value.example, ArrayInfo(value._shape, value.dtype, value.vrange),
+            return (value.example, ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(node)),
                     value if node is None else node, node is None)
         if t is tuple or t is list:
             exs, infos, nargs = [], [], []
@@ -359,18 +364,23 @@ class Tracer:
         if not op.multi_output:
             meta.update(shape=shapes[0], dtype=_dtype_of(result))
             node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
+            self._number(node, op, kwargs)
             self._bind(node, 0, ctx)
             if self.user_anchor is None:
                 self.user_anchor = node
-            return TracedArray(self, node, shapes[0], result, ctx.vranges.get(0))
+            out = TracedArray(self, node, shapes[0], result, ctx.vranges.get(0))
+            self.aliases.note(op, args, kwargs, out)
+            return out
         meta.update(shape=None, dtype=None)
         node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
+        self._number(node, op, kwargs)
         if self.user_anchor is None:
             self.user_anchor = node
         traced = []
         for i, (s, value) in enumerate(zip(shapes, outs)):
             item = self.graph.call_function("tpe.item", (node, i), {}, name_hint=f"{node.name}_{i}",
                                             meta=self.node_meta(src, shape=s, dtype=_dtype_of(value)))
+            self._number(item, None, {})
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
@@ -415,6 +425,33 @@ class Tracer:
                                f"example, but numpy gives {concrete}\n  at {src}")
         return out
 
+    # -- value numbering -----------------------------------------------------------
+    def value_key(self, node: Optional[Node]) -> Optional[Node]:
+        """The first node computing the same value as ``node`` (None for a constant not yet lifted).
+
+        Two calls of one pure op on the same input values with the same static arguments
+        compute the same value (``m = x > 0`` twice); numbering them alike lets rules that
+        make data-dependent sizes share one symbol (``ArrayInfo.key``, ``same_as``).
+        Nodes are SSA values (an in-place write makes a new node), so a node's value never
+        changes.
+        """
+        if node is None:
+            return None
+        return self._same_value.get(node, node)
+
+    def _number(self, node: Node, op: Optional[OpDef], kwargs: dict) -> None:
+        """Give ``node`` the value number of an earlier node with the same (op, inputs, static args)."""
+        if op is not None and (op.side_effect or op.writes_arg is not None or kwargs.get("out") is not None
+                               or "random" in op.name or op.name in self.op_table):
+            return  # not pure, or not known to be (draft's opaque ops): the node is its own value
+        try:
+            key = (node.target, _frozen(node.args, self.value_key), _frozen(node.kwargs, self.value_key))
+            first = self._value_numbers.setdefault(key, node)
+        except TypeError:  # an unhashable static argument: the node is its own value
+            return
+        if first is not node:
+            self._same_value[node] = first
+
     def _bind(self, node: Node, out: int, ctx: ShapeCtx) -> None:
         for index, axis, sym in ctx.unbacked:
             if index == out:
@@ -451,6 +488,22 @@ def _has_size_arg(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_size_arg(v) for v in value.values())
     return False
+
+
+def _frozen(value: Any, key: Any) -> Any:
+    """A hashable form of node args (nodes by their value number ``key(node)``; exact types kept)."""
+    if isinstance(value, Node):
+        return ("node", key(value))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(_frozen(v, key) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _frozen(v, key)) for k, v in value.items()))
+    if isinstance(value, slice):
+        return ("slice", _frozen(value.start, key), _frozen(value.stop, key), _frozen(value.step, key))
+    if isinstance(value, np.ndarray):
+        raise TypeError("an array argument")
+    # 1 and 1.0 and True hash alike but may give different results: keep the type
+    return (type(value), value)
 
 
 def _at_source(err: UnsupportedOpError, src: Any) -> None:

@@ -8,7 +8,9 @@ the same for a fresh ``ExportedProgram`` and one loaded from an archive):
 - ``equalities``: input axes that share one dim (``x.shape[0] == y.shape[0]``);
 - ``relations``: axes that are ``k*d + c`` of another axis's dim, and guards tying dims;
 - ``divisibility``: axes that must be multiples (``n % 4 == 0``);
-- ``outputs``: each output's symbolic shape and dtype.
+- ``outputs``: each output's symbolic shape and dtype; a size output (``return y,
+  x.shape[0] * 2 + 1``) has no shape, its kind (``int``/``float``/``bool``) as dtype
+  and its expression in ``output_values``.
 
 JSON form (``Contract.to_json``): the texts above plus operator trees
 (:mod:`tensorplay_export.serde.exprs`) for every expression, so reading a JSON
@@ -76,6 +78,7 @@ class Contract:
         runtime_checks: text of checks on data-dependent sizes (not input contract).
         auto_dims: names of the root symbols no user ``Dim`` names (``Dim.AUTO`` / ``Dim.DYNAMIC``
             axes, ``s0``...): the text names the input axis of each (``s0 = x.shape[1]``).
+        output_values: output index -> size expression, for outputs that are sizes.
     """
 
     inputs: list = field(default_factory=list)
@@ -84,6 +87,7 @@ class Contract:
     outputs: list = field(default_factory=list)
     runtime_checks: list = field(default_factory=list)
     auto_dims: set = field(default_factory=set)
+    output_values: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -174,6 +178,10 @@ class Contract:
                 out += [f"  {t}" for t in items]
         out.append("Outputs:")
         for i, (shape, dtype) in enumerate(self.outputs):
+            if i in self.output_values:
+                value = self.output_values[i]
+                out.append(f"  [{i}]: {dtype} = {value if isinstance(value, str) else _text(value)}")
+                continue
             shown = _shape_text(shape) if shape is not None else "(not an array)"
             out.append(f"  [{i}]: {shown} {dtype or ''}".rstrip())
         return "\n".join(out)
@@ -197,12 +205,23 @@ class Contract:
             "relations": self.relations(),
             "divisibility": self.divisibility(),
             "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
-            "outputs": [{"shape": None if s is None else [d if isinstance(d, str) else _text(d) for d in s],
-                         "shape_tree": None if s is None or any(isinstance(d, str) for d in s)
-                         else [tree(d) for d in s], "dtype": dt}
-                        for s, dt in self.outputs],
+            "outputs": [dict({"shape": None if s is None else [d if isinstance(d, str) else _text(d) for d in s],
+                              "shape_tree": None if s is None or any(isinstance(d, str) for d in s)
+                              else [tree(d) for d in s], "dtype": dt}, **self._value_json(i))
+                        for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
         }
+
+    def _value_json(self, i: int) -> dict:
+        """``{"value": text, "value_tree": tree}`` for a size output, else ``{}``."""
+        from ..serde.exprs import encode_expr
+
+        value = self.output_values.get(i)
+        if value is None:
+            return {}
+        if isinstance(value, str):  # read from a JSON contract whose tree was absent
+            return {"value": value}
+        return {"value": _text(value), "value_tree": encode_expr(value)}
 
     @classmethod
     def from_json(cls, data: Any, where: str = "<contract>") -> "Contract":
@@ -236,9 +255,11 @@ class Contract:
                     int(t) if type(t) is int else decode_expr(t, where) for t in trees) if trees is not None \
                     else tuple(o["shape"])
                 outputs.append((shape, o.get("dtype")))
+            values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
+                      for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto)
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values)
 
 
 def _shape_text(shape: Any) -> str:
@@ -256,9 +277,10 @@ def contract_of(ep: Any) -> Contract:
     guards = list(sizes.guards)
     runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
     outputs = [(o.shape, o.dtype) for o in sizes.outputs]
+    values = {i: o.value for i, o in enumerate(sizes.outputs) if o.value is not None}
     named = _spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
-    return Contract(inputs, ranges, guards, outputs, runtime, auto)
+    return Contract(inputs, ranges, guards, outputs, runtime, auto, values)
 
 
 def _spec_dim_names(spec: Any) -> Optional[set]:
@@ -452,7 +474,8 @@ def _root_site_names(c: Contract) -> dict:
 
 
 def outputs_by_sites(c: Contract) -> list:
-    """``[(shape texts | None, dtype)]`` of the outputs with dim names replaced by input sites.
+    """``[(shape texts | None, dtype)]`` of the outputs with dim names replaced by input sites
+    (a size output: ``[its expression's text]``).
 
     Output shapes read from JSON are text, so names are replaced as whole words
     (dim names are identifiers); two contracts that differ only in dim names
@@ -462,8 +485,11 @@ def outputs_by_sites(c: Contract) -> list:
     word = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b") \
         if names else None
     out = []
-    for shape, dtype in c.outputs:
+    for i, (shape, dtype) in enumerate(c.outputs):
         texts = None if shape is None else [d if isinstance(d, str) else _text(d) for d in shape]
+        if i in c.output_values:  # a size output: its expression is what is compared
+            value = c.output_values[i]
+            texts = [value if isinstance(value, str) else _text(value)]
         if texts is not None and word is not None:
             texts = [word.sub(lambda m: names[m.group(1)], t) for t in texts]
         out.append((texts, dtype))
@@ -483,7 +509,8 @@ def _site_named(c: Contract) -> Contract:
 
     inputs = [(p, dt, tuple(sub(d) for d in shape)) for p, dt, shape in c.inputs]
     ranges = {repl.get(r, r): v for r, v in c.ranges.items()}
-    return Contract(inputs, ranges, [sub(g) for g in c.guards], c.outputs, list(c.runtime_checks))
+    return Contract(inputs, ranges, [sub(g) for g in c.guards], c.outputs, list(c.runtime_checks),
+                    c.auto_dims, {i: sub(v) for i, v in c.output_values.items()})
 
 
 def _structural_changes(old: Contract, new: Contract) -> list[Change]:

@@ -46,6 +46,12 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+def _same_memory(a: Any, b: Any) -> bool:
+    """Whether ndarray ``a`` is exactly ``b``'s memory (a plain view of the whole of it)."""
+    return (type(a) is np.ndarray and isinstance(b, np.ndarray) and a.shape == b.shape and a.dtype == b.dtype
+            and a.strides == b.strides and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
+
+
 class Parameter(np.ndarray):
     """An array that a `Module` registers as a parameter when assigned to an attribute.
 
@@ -274,6 +280,10 @@ class Module:
             return
         params = d.get("_parameters")
         if params is not None and name in params:
+            if value is params[name] or _same_memory(value, params[name]):
+                # ``self.w += g``: the in-place operator returns the parameter (a plain view of
+                # it, in eager numpy; the parameter's traced value, during capture)
+                return
             if value is not None:
                 raise TypeError(f"cannot assign {type(value).__name__!r} as parameter {name!r} "
                                 "(nn.Parameter or None expected)")

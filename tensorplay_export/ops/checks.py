@@ -20,7 +20,7 @@ from ..errors import ConstraintsExceededError, InputDtypeError
 from ..records import format_range_brackets
 from .registry import register_op
 
-__all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard"]
+__all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard", "check_size"]
 
 
 def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], shape_text: str) -> Any:
@@ -102,6 +102,17 @@ def assert_guard(ok: bool, where: str, value: int, text: str, names: tuple, valu
         raise ConstraintsExceededError(f"{where} = {value} violates {text} ({shown})")
 
 
+def check_size(ok: bool, text: str, where: str, names: tuple, values: tuple) -> None:
+    """A ``tpe.check`` on data-dependent sizes holds at run time (``text``: the condition).
+
+    Raises:
+        ConstraintsExceededError: ``tpe.check(u0 >= 2) failed: u0 = 1, at model.py:12  `...```.
+    """
+    if not ok:
+        shown = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
+        raise ConstraintsExceededError(f"tpe.check({text}) failed: {shown}, at {where}")
+
+
 def _no_outputs(ctx: Any, *args: Any, **kwargs: Any) -> tuple:
     return ()
 
@@ -116,3 +127,5 @@ register_op("tpe.assert_dim", assert_dim, _no_outputs, side_effect=True,
             doc="a dynamic axis equals its expression over the roots")
 register_op("tpe.assert_guard", assert_guard, _no_outputs, side_effect=True,
             doc="an extra relation over root sizes holds")
+register_op("tpe.check_size", check_size, _no_outputs, side_effect=True,
+            doc="a tpe.check(cond) on data-dependent sizes holds (assumed during capture)")

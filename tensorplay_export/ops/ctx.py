@@ -92,8 +92,13 @@ class SizeEnv(Protocol):
         """Require ``expr`` (a sympy boolean true at the example sizes); ``cause`` says why (records.CAUSES)."""
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
-                        lower: int = 0) -> sympy.Symbol:
-        """A fresh data-dependent size in ``[lower, upper]`` whose example value is ``hint``."""
+                        lower: int = 0, same_as: Any = None) -> sympy.Symbol:
+        """A data-dependent size in ``[lower, upper]`` whose example value is ``hint``.
+
+        ``same_as``: a hashable key naming the graph value the size is a function of
+        (``("nonzero", mask_key)``); a second request with the same key returns the
+        first symbol.  None: always a fresh symbol.
+        """
 
     def is_unbacked(self, sym: sympy.Symbol) -> bool:
         """Whether ``sym`` is a data-dependent size (made by :meth:`unbacked_symbol`)."""
@@ -120,6 +125,7 @@ class BareEnv:
         self._canon = canon
         self.recorded: list[GuardRecord] = []
         self.unbacked: list[sympy.Symbol] = []
+        self._by_key: dict = {}
         self.stats = {"guards": 0, "folded": 0}
 
     def hint(self, expr: Any) -> Any:
@@ -150,8 +156,12 @@ class BareEnv:
         self.recorded.append(GuardRecord(expr, kind, reason, source, op, **extra))
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
-                        lower: int = 0) -> sympy.Symbol:
+                        lower: int = 0, same_as: Any = None) -> sympy.Symbol:
+        if same_as is not None and same_as in self._by_key:
+            return self._by_key[same_as]
         sym = sympy.Symbol(f"u{len(self.unbacked)}", integer=True, nonnegative=True)
+        if same_as is not None:
+            self._by_key[same_as] = sym
         self.unbacked.append(sym)
         self.hints[sym] = sympy.Integer(int(hint))
         self.ranges[sym] = (int(lower), int(upper) if is_static(upper) else None)
@@ -307,14 +317,22 @@ class ShapeCtx:
             out.append(as_dim(d) if isinstance(d, sympy.Basic) else d)
         return tuple(out)
 
-    def new_unbacked(self, upper: Any, out: int = 0, axis: int = 0, lower: Any = 0) -> sympy.Symbol:
+    def new_unbacked(self, upper: Any, out: int = 0, axis: int = 0, lower: Any = 0,
+                     same_as: Any = None) -> sympy.Symbol:
         """A data-dependent size for output ``out``'s ``axis`` (range ``[lower, upper]``).
 
         ``lower``: a size numpy guarantees the result reaches (``bincount``'s ``minlength``),
         known to the solver as ``u >= lower`` so later ops may rely on it without a guard.
+        ``same_as``: what the size is a function of, as a hashable key built from
+        ``ArrayInfo.key`` (``("nonzero", mask.key)``: the True count of that value); sizes
+        with equal keys are one symbol (``x[m]`` and ``g[m]``).  Ignored when the array's
+        key is unknown (None inside the tuple).
         """
         hint = self.concrete[out][axis]
-        sym = self._env.unbacked_symbol(upper, hint, self.op, self.source, int(lower) if is_static(lower) else 0)
+        if isinstance(same_as, tuple) and any(k is None for k in same_as):
+            same_as = None
+        sym = self._env.unbacked_symbol(upper, hint, self.op, self.source, int(lower) if is_static(lower) else 0,
+                                        same_as=same_as)
         self.unbacked.append((out, axis, sym))
         return sym
 

@@ -201,7 +201,7 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
             covered = shape[dim:dim + k.ndim]
             for m, d in zip(k.shape, covered):
                 ctx.eq(m, d, "boolean mask shape must match the indexed axes")
-            sym = ctx.new_unbacked(prod(covered), 0, len(out))
+            sym = ctx.new_unbacked(prod(covered), 0, len(out), same_as=("nonzero", k.key))
             adv_pos.append(len(out))
             adv_shapes.append(("mask", sym))
             out.append(None)
@@ -349,10 +349,16 @@ register_op("numpy.take_along_axis", np.take_along_axis, _take_along_rule, numpy
 
 
 # -- data-dependent sizes ------------------------------------------------------------------------
+def _count_key(a: Any) -> tuple:
+    """The key of "the number of nonzero entries of ``a``": ``x[a]`` (a boolean ``a``),
+    ``nonzero``, ``flatnonzero`` and ``argwhere`` of one value share their length."""
+    return ("nonzero", getattr(a, "key", None))
+
+
 def nonzero_rule(ctx: Any, a: Any) -> list:
     shape = shape_of(a)
     n = len(shape) or 1
-    sym = ctx.new_unbacked(prod(shape), 0, 0)
+    sym = ctx.new_unbacked(prod(shape), 0, 0, same_as=_count_key(a))
     for i in range(n):
         ctx.vrange(0, (shape[i] if shape else 1) - 1, out=i)
     return [(sym,)] * n
@@ -364,7 +370,7 @@ register_op("numpy.nonzero", lambda a: tuple(np.nonzero(a)), nonzero_rule, numpy
 
 def _flatnonzero_rule(ctx: Any, a: Any) -> tuple:
     n = prod(shape_of(a))
-    sym = ctx.new_unbacked(n, 0, 0)
+    sym = ctx.new_unbacked(n, 0, 0, same_as=_count_key(a))
     ctx.vrange(0, n - 1)
     return (sym,)
 
@@ -374,7 +380,7 @@ register_op("numpy.flatnonzero", np.flatnonzero, _flatnonzero_rule, numpy_funcs=
 
 def _argwhere_rule(ctx: Any, a: Any) -> tuple:
     shape = shape_of(a)
-    sym = ctx.new_unbacked(prod(shape), 0, 0)
+    sym = ctx.new_unbacked(prod(shape), 0, 0, same_as=_count_key(a))
     return (sym, len(shape))
 
 
@@ -393,7 +399,7 @@ def _unique_rule(ctx: Any, ar: Any, return_index: bool = False, return_inverse: 
         raise UnsupportedOpError("numpy.unique with axis= is not supported during capture")
     shape = shape_of(ar)
     n = prod(shape)
-    sym = ctx.new_unbacked(n, 0, 0)
+    sym = ctx.new_unbacked(n, 0, 0, same_as=("unique", getattr(ar, "key", None)))
     outs = [(sym,)]
     if return_index:
         outs.append((sym,))

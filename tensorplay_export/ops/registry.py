@@ -79,7 +79,7 @@ Conventions for adding an op (read before writing one):
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional
 
 import sympy
@@ -297,12 +297,16 @@ class ArrayInfo:
 
     ``shape``: tuple of ``int | sympy.Expr``; ``dtype``: ``np.dtype``;
     ``vrange``: ``(lo, hi)`` sympy/int bounds of the values when known (integer
-    index arrays built from sizes), else None.
+    index arrays built from sizes), else None; ``key``: the array's value number
+    during capture (equal keys: the same graph value, i.e. the same node after
+    merging pure ops on the same inputs), None when not known.  Rules pass it to
+    ``ctx.new_unbacked(..., same_as=...)`` so selections by one mask share a size.
     """
 
     shape: tuple
     dtype: Any
     vrange: Optional[tuple] = None
+    key: Any = field(default=None, compare=False, repr=False)
 
     @property
     def ndim(self) -> int:

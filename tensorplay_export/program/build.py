@@ -19,6 +19,7 @@ import sympy
 from solver.forms import linear_bound
 
 from ..capture.entry import CaptureResult
+from ..capture.symbolic import SymBool, SymFloat, SymInt
 from ..capture.traced import TracedArray
 from ..errors import CaptureError
 from ..graph.codegen import GraphModule
@@ -34,7 +35,7 @@ from .exported import ExportedModule, ExportedProgram
 from .input_checks import InputContract, InputSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
-    OutputKind, OutputSpec, TensorArgument,
+    OutputKind, OutputSpec, SymBoolArgument, SymFloatArgument, SymIntArgument, TensorArgument,
 )
 
 __all__ = ["build_program", "finish_graph", "fold_simple_bounds", "eliminate_dead_code"]
@@ -120,6 +121,45 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     return contract, all_ranges
 
 
+_SIZE_ARGUMENTS = {"int": SymIntArgument, "float": SymFloatArgument, "bool": SymBoolArgument}
+
+
+def _output_argument(value: Any, index: int) -> Any:
+    """The signature's record of output ``index``: an array node, a size node, or a constant."""
+    if not isinstance(value, Node):
+        return ConstantArgument(f"out{index}", value)
+    if value.target == "tpe.size_value":
+        return _SIZE_ARGUMENTS[value.args[1]](value.name)
+    return TensorArgument(value.name)
+
+
+def _call_size_output(graph: Graph, value: Any, fqn: str, call_id: Any) -> Any:
+    """A preserved module call's output: a constant, or (a size) a ``tpe.size_value`` node in the call.
+
+    A submodule returning ``x.shape[0] + 1`` hands its caller a size expression, not a
+    node; the module's recorded signature names a node computing it, placed at the end
+    of the call's nodes (with the call's ``module_stack``, so ``unflatten`` runs it as
+    part of that call).  ``tpe.size_value`` is a side-effect op, so dead-code
+    elimination keeps it although only the signature reads it.
+    """
+    kind = {SymBool: "bool", SymFloat: "float", SymInt: "int"}.get(type(value))
+    if kind is None or not sympy.sympify(value.expr).free_symbols:
+        return ConstantArgument("", value if kind is None else value.env.hint(value.expr))
+    entry = (fqn, call_id)
+    region = [n for n in graph.nodes if entry in (n.meta.get("module_stack") or ())]
+    if region:
+        stack = tuple(region[-1].meta["module_stack"])
+        stack = stack[:stack.index(entry) + 1]
+        anchor = region[-1]._next
+    else:
+        stack, anchor = (entry,), graph.output_node
+    with graph.inserting_before(anchor):
+        node = graph.call_function("tpe.size_value", (sympy.sympify(value.expr), kind), name_hint=f"sym_{kind}",
+                                   meta={"shape": None, "dtype": None, "size_kind": kind, "source": None,
+                                         "module_path": fqn, "module_stack": stack})
+    return _SIZE_ARGUMENTS[kind](node.name)
+
+
 def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, *,
                   extra_guards: Any = ()) -> Any:
     """The ExportedProgram of a capture.
@@ -165,10 +205,15 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     out_node = graph.output_node
     output_specs = []
     values = out_node.args[0]
+    n_par = len(result.param_mutations)
     n_mut = len(result.mutations)
     n_in_mut = len(result.input_mutations)
     for i, v in enumerate(values):
-        arg = TensorArgument(v.name) if isinstance(v, Node) else ConstantArgument(f"out{i}", v)
+        arg = _output_argument(v, i)
+        if i < n_par:
+            output_specs.append(OutputSpec(OutputKind.PARAMETER_MUTATION, arg, result.param_mutations[i][0]))
+            continue
+        i -= n_par
         if i < n_mut:
             output_specs.append(OutputSpec(OutputKind.BUFFER_MUTATION, arg, result.mutations[i][0]))
         elif i < n_mut + n_in_mut:
@@ -182,26 +227,26 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     root = ModuleCallEntry("", ModuleCallSignature([], [], result.in_spec, result.out_spec, arg_names))
     root.signature.parameters, root.signature.forward_name = params, forward_name
     entries = [root]
-    def call_signature(record: Any) -> Any:
+    def call_signature(record: Any, fqn: str, call_id: Any) -> Any:
         (ins, ispec), (outs, ospec) = record
         return ModuleCallSignature(
             [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
              for v in ins],
-            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else ConstantArgument("", v)
+            [TensorArgument(v.node.name) if isinstance(v, TracedArray) else _call_size_output(graph, v, fqn, call_id)
              for v in outs], ispec, ospec)
 
     # one entry per module (first call); a preserved module's k-th further call is ``fqn@k``
     seen_calls: dict = {}
-    for fqn, _call_id in result.calls.log:
+    for fqn, call_id in result.calls.log:
         if fqn == "":
             continue
         k = seen_calls.get(fqn, 0)
         seen_calls[fqn] = k + 1
         sigs = result.calls.signatures.get(fqn)
         if k == 0:
-            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0]) if sigs else None))
+            entries.append(ModuleCallEntry(fqn, call_signature(sigs[0], fqn, call_id) if sigs else None))
         elif sigs is not None and k < len(sigs):
-            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k])))
+            entries.append(ModuleCallEntry(f"{fqn}@{k}", call_signature(sigs[k], fqn, call_id)))
     placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):

@@ -461,7 +461,8 @@ class ExportedModule(GraphModule):
         self._constant_inputs = {k: s.arg.value for k, s in enumerate(user_specs)
                                  if isinstance(s.arg, ConstantArgument)}
         out_specs = sig.output_specs
-        self._mutations = [(i, s.target) for i, s in enumerate(out_specs) if s.kind == OutputKind.BUFFER_MUTATION]
+        self._mutations = [(i, s.target) for i, s in enumerate(out_specs)
+                           if s.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)]
         user_pos = {getattr(s.arg, "name", None): k for k, s in enumerate(user_specs)}
         self._input_mutations = [(i, user_pos[s.target]) for i, s in enumerate(out_specs)
                                  if s.kind == OutputKind.USER_INPUT_MUTATION]

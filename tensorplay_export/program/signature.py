@@ -45,6 +45,7 @@ class OutputKind(enum.Enum):
     USER_INPUT_MUTATION = enum.auto()
     LOSS_OUTPUT = enum.auto()
     TOKEN = enum.auto()
+    PARAMETER_MUTATION = enum.auto()  # a parameter written in place (np.multiply(w, 2, out=w))
 
 
 @dataclass
@@ -230,6 +231,11 @@ class ExportGraphSignature:
     def buffers_to_mutate(self) -> dict[str, str]:
         """Output node name -> buffer fqn it is written back to."""
         return {s.arg.name: s.target for s in self.output_specs if s.kind == OutputKind.BUFFER_MUTATION}
+
+    @property
+    def parameters_to_mutate(self) -> dict[str, str]:
+        """Output node name -> parameter fqn it is written back to (an in-place update in ``forward``)."""
+        return {s.arg.name: s.target for s in self.output_specs if s.kind == OutputKind.PARAMETER_MUTATION}
 
     @property
     def user_inputs_to_mutate(self) -> dict[str, str]:

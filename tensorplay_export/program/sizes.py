@@ -40,11 +40,13 @@ class InputSizes:
 
 @dataclass
 class OutputSizes:
-    """One user output: ``shape`` (None: not an array), ``dtype`` text, ``source``: the line computing it."""
+    """One user output: ``shape`` (None: not an array), ``dtype`` text (``int``/``float``/``bool`` for a
+    size output), ``source``: the line computing it, ``value``: a size output's expression."""
 
     shape: Optional[tuple]
     dtype: Optional[str]
     source: Optional[SourceLoc] = None
+    value: Any = None  # a size output (``return y, n``): its expression over the input dims
 
 
 @dataclass
@@ -126,6 +128,8 @@ def read_sizes(ep: Any, *, examples: bool = True) -> ProgramSizes:
                 out.guards.append(g)
             else:
                 out.runtime.append(g)
+        elif node.op == "call_function" and node.target == "tpe.check_size":
+            out.runtime.append(f"{node.args[1]}  (tpe.check at {node.args[2]})")
     out_node = graph.output_node
     values = out_node.args[0] if out_node is not None else []
     for i, spec in enumerate(ep.graph_signature.output_specs):
@@ -133,7 +137,9 @@ def read_sizes(ep: Any, *, examples: bool = True) -> ProgramSizes:
             continue
         v = values[i]
         meta = getattr(v, "meta", None)
-        if meta is not None and meta.get("shape") is not None:
+        if getattr(v, "target", None) == "tpe.size_value":
+            out.outputs.append(OutputSizes(None, str(v.args[1]), meta.get("source"), v.args[0]))
+        elif meta is not None and meta.get("shape") is not None:
             shape = tuple(_int_or_expr(d) for d in meta["shape"])
             dtype = str(np.dtype(meta["dtype"])) if meta.get("dtype") is not None else None
             out.outputs.append(OutputSizes(shape, dtype, meta.get("source")))

@@ -387,8 +387,12 @@ class UnflattenedModule(InterpreterModule):
                 if node is not None and type(arg).__name__ == "TensorArgument":
                     env[node] = leaf
             # Outputs: graph values by name; constants (a None field, a number) as recorded.
-            outputs = [by_name[a.name] if type(a).__name__ == "TensorArgument" and a.name in by_name
+            # a size the module returns is a tpe.size_value node named by a Sym*Argument
+            outputs = [by_name[a.name] if type(a).__name__ in _NODE_ARGS and a.name in by_name
                        else _Const(getattr(a, "value", None)) for a in sig.outputs]
+            sized = [by_name[a.name] for a in sig.inputs
+                     if type(a).__name__ == "TensorArgument" and a.name in by_name]
+            external = external + [n for n in sized if n not in external]
             out_spec = sig.out_spec
             missing = [n.name for n in arg_inputs if n not in env]
             if missing:
@@ -462,6 +466,9 @@ class _CallInterpreter(Interpreter):
         except UnboundSymbolError as err:
             raise RuntimeError(f"module view {self.fqn!r}: the sizes {sorted(s.name for s in err.symbols)} "
                                "cannot be derived from the arguments' shapes") from None
+
+
+_NODE_ARGS = ("TensorArgument", "SymIntArgument", "SymFloatArgument", "SymBoolArgument")
 
 
 def _argument_sizes(fqn: str, env: dict, external: list[Node]) -> dict:

@@ -93,10 +93,14 @@ not take, keywords that are not identifiers, an ``out=`` argument (keyword or
 positional), a literal zero divisor, pytree types not registered by name, and
 signatures outside what capture emits: input kinds ``USER_INPUT`` (tensor or
 constant), ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR``; output kinds
-``BUFFER_MUTATION`` (naming a buffer), ``USER_INPUT_MUTATION`` (naming a user
+``PARAMETER_MUTATION`` (naming a parameter once, with a value the graph
+computes, of that parameter's shape and dtype), ``BUFFER_MUTATION`` (naming a buffer), ``USER_INPUT_MUTATION`` (naming a user
 input placeholder once, with a value the graph computes, of that input's
 shape and dtype) and ``USER_OUTPUT``, in that order, each naming the value the
-output node returns at its position.  ``range_constraints`` MUST equal the
+output node returns at its position: a ``TensorArgument`` for an array node, a
+``SymIntArgument``/``SymFloatArgument``/``SymBoolArgument`` (``USER_OUTPUT``
+only) for a ``tpe.size_value`` node of kind ``int``/``float``/``bool``, whose
+first argument MUST be a size expression.  ``range_constraints`` MUST equal the
 bounds of the graph's ``tpe.assert_range``/``tpe.derived_root`` checks, and
 every symbol an input check binds that has a range MUST be checked.  Readers
 MUST compile the generated source at load, so no such failure waits for the
@@ -110,6 +114,11 @@ over one root (``32 - dx``: ``[[dx, -1]]``, offset 32) or over several roots
 (``dx + dy``); ``k*dx + c`` with ``k >= 1`` keeps the version-1 form, and size
 expressions, runtime checks and ranges keep their forms (``tpe.derived_root``
 may carry a negative ``k``).  Version-1 archives load unchanged.
+2, reader rules of 2026-12-01 (issue 16 items 1 and 3; version-2 bytes unchanged):
+size outputs (``tpe.size_value`` nodes named by ``Sym*Argument`` output specs)
+join the signature allowlist, as do ``PARAMETER_MUTATION`` outputs (issue 16
+item 3; ahead of buffer write-backs); ``tpe.check_size`` is a registry op like the
+other runtime checks.
 1 (2026-11-29) first version.  1, reader rules of
 2026-12-01 (issue 15; writers' bytes unchanged): value-bit and per-document
 expression budgets, ``Float`` exponents accepted, lazy reading of samples and

@@ -415,8 +415,10 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
 # with the hostile tests of its own rules (parameter mutations, size outputs, generator state, ...).
 _INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
                "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
+# a size output (tpe.size_value node, by its kind) and the argument record naming it
+_SIZE_OUTPUT_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
 # output kinds in the order capture writes them (state write-backs, input write-backs, results)
-_OUTPUT_ORDER = {"BUFFER_MUTATION": 0, "USER_INPUT_MUTATION": 1, "USER_OUTPUT": 2}
+_OUTPUT_ORDER = {"PARAMETER_MUTATION": 0, "BUFFER_MUTATION": 1, "USER_INPUT_MUTATION": 2, "USER_OUTPUT": 3}
 
 
 def _check_specs(graph: Graph, sig: Any, member: str) -> None:
@@ -433,6 +435,7 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
         fail(member, f"the signature lists {len(sig.input_specs)} inputs but the graph has "
                      f"{len(placeholders)} placeholders")
     user_inputs: dict[str, Node] = {}
+    params: dict[str, Node] = {}
     buffers = set()
     for spec, ph in zip(sig.input_specs, placeholders):
         kind, arg_kind = spec.kind.name, type(spec.arg).__name__
@@ -446,24 +449,41 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             user_inputs[ph.name] = ph
         if kind == "BUFFER":
             buffers.add(spec.target)
+        if kind == "PARAMETER":
+            params[spec.target] = ph
     out = graph.output_node
     values = list(out.args[0]) if out is not None and out.args and isinstance(out.args[0], (list, tuple)) else []
     if len(sig.output_specs) != len(values):
         fail(member, f"the signature lists {len(sig.output_specs)} outputs but the graph returns {len(values)} values")
+    for n in graph.nodes:  # every size node (outputs, preserved calls' sizes): an expression of a known kind
+        if n.op == "call_function" and n.target == "tpe.size_value":
+            size_kind = n.args[1] if len(n.args) == 2 and not n.kwargs else None
+            if not (isinstance(size_kind, str) and size_kind in _SIZE_OUTPUT_ARGS):
+                fail(member, f"size node {n.name!r} has kind {size_kind!r:.40} (expected one of {sorted(_SIZE_OUTPUT_ARGS)})")
+            if not isinstance(n.args[0], sympy.Basic):
+                fail(member, f"size node {n.name!r} must compute a size expression, not a {type(n.args[0]).__name__}")
     rank, written, buffers_written = 0, set(), set()
     for i, (spec, value) in enumerate(zip(sig.output_specs, values)):
         kind = spec.kind.name
         if kind not in _OUTPUT_ORDER:
             fail(member, f"output {i}: output kind {kind} is not something capture emits")
         if _OUTPUT_ORDER[kind] < rank:
-            fail(member, f"output {i}: a {kind} output after a later kind (capture's order is buffer "
-                         "write-backs, input write-backs, then results)")
+            fail(member, f"output {i}: a {kind} output after a later kind (capture's order is parameter "
+                         "write-backs, buffer write-backs, input write-backs, then results)")
         rank = _OUTPUT_ORDER[kind]
         arg_kind = type(spec.arg).__name__
         if isinstance(value, Node):
-            if arg_kind != "TensorArgument" or spec.arg.name != value.name:
+            if getattr(spec.arg, "name", None) != value.name:
                 fail(member, f"output {i}: the spec names {getattr(spec.arg, 'name', spec.arg)!r:.80}, but the "
                              f"graph returns {value.name!r} there")
+            size_kind = value.args[1] if value.target == "tpe.size_value" else None
+            want = _SIZE_OUTPUT_ARGS[size_kind] if value.target == "tpe.size_value" else "TensorArgument"
+            if arg_kind != want:
+                what = f"a size ({size_kind})" if size_kind is not None else "an array"
+                fail(member, f"output {i}: the graph returns {what} from {value.name!r}, but the spec is a "
+                             f"{arg_kind} (a size output is a Sym*Argument naming a tpe.size_value node)")
+            if size_kind is not None and kind != "USER_OUTPUT":
+                fail(member, f"output {i}: a size output can only be a USER_OUTPUT, not {kind}")
         elif arg_kind != "ConstantArgument":
             fail(member, f"output {i}: the graph returns a constant there, but the spec is a {arg_kind}")
         if kind == "BUFFER_MUTATION":
@@ -472,6 +492,15 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             if spec.target in buffers_written:
                 fail(member, f"output {i} writes back to buffer {spec.target!r:.80} twice")
             buffers_written.add(spec.target)
+        elif kind == "PARAMETER_MUTATION":
+            target = params.get(spec.target) if isinstance(spec.target, str) else None
+            if target is None:
+                fail(member, f"output {i} writes back to {spec.target!r:.80}, which is not a parameter of the program")
+            if ("param", spec.target) in written:
+                fail(member, f"output {i} writes back to parameter {spec.target!r:.80} twice")
+            written.add(("param", spec.target))
+            _check_write_back(value, target, f"output {i} writes back to parameter {spec.target!r}", "parameter",
+                              member)
         elif kind == "USER_INPUT_MUTATION":
             target = user_inputs.get(spec.target) if isinstance(spec.target, str) else None
             if target is None:
@@ -480,13 +509,17 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             if spec.target in written:
                 fail(member, f"output {i} writes back to input {spec.target!r} twice")
             written.add(spec.target)
-            if not isinstance(value, Node) or value.op != "call_function":
-                fail(member, f"output {i} writes back to input {spec.target!r} a value not computed by the graph")
-            for key in ("shape", "dtype"):
-                want, got = target.meta.get(key), value.meta.get(key)
-                if want is None or got is None or want != got:
-                    fail(member, f"output {i} writes back to input {spec.target!r} a value of {key} {got}, "
-                                 f"but the input has {key} {want}")
+            _check_write_back(value, target, f"output {i} writes back to input {spec.target!r}", "input", member)
+
+
+def _check_write_back(value: Any, target: Node, what: str, role: str, member: str) -> None:
+    """A write-back carries a value the graph computes, of the target placeholder's shape and dtype."""
+    if not isinstance(value, Node) or value.op != "call_function":
+        fail(member, f"{what} a value not computed by the graph")
+    for key in ("shape", "dtype"):
+        want, got = target.meta.get(key), value.meta.get(key)
+        if want is None or got is None or want != got:
+            fail(member, f"{what} a value of {key} {got}, but the {role} has {key} {want}")
 
 
 def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import pytree
-from .binding import input_leaf_paths, spec_by_argument
+from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
     "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
@@ -445,12 +445,20 @@ class AdditionalInputs:
     """Infer dynamic axes from several representative input sets.
 
     ``add(args, kwargs)`` records one set.  An axis whose size differs between
-    the sets (the export example included) becomes ``Dim.DYNAMIC``; others are
-    static.  ``verify(ep)`` runs the exported program on every recorded set.
+    the sets (the export example included) is dynamic; others are static.  Axes
+    whose sizes are equal in every set (``x`` and ``y`` of ``x + y`` growing
+    together) share one named ``Dim`` (named after the first such axis, as a
+    ``Dim.DYNAMIC`` axis is: ``x_dim0``), so the program may rely on their
+    equality; an axis varying alone is ``Dim.DYNAMIC``.  Only equalities are
+    inferred (never ``dy = 2*dx`` or ranges).  ``verify(ep)`` runs the exported
+    program on every recorded set; :attr:`spec` is the explicit spec of the last
+    :meth:`dynamic_shapes` call (what ``export`` used, and what
+    ``refine_dynamic_shapes_from_suggested_fixes`` refines).
     """
 
     def __init__(self):
         self._examples: list[tuple[tuple, dict]] = []
+        self.spec: Any = None
 
     def add(self, args: Any, kwargs: Optional[dict] = None) -> None:
         if not isinstance(args, tuple):
@@ -464,7 +472,8 @@ class AdditionalInputs:
         return list(self._examples)
 
     def dynamic_shapes(self, model: Any, args: tuple, kwargs: Optional[dict] = None) -> dict:
-        """The spec keyed by argument name: ``Dim.DYNAMIC`` where sizes vary, ``None`` elsewhere.
+        """The spec keyed by argument name: a shared ``Dim`` for axes varying together, ``Dim.DYNAMIC``
+        for an axis varying alone, ``None`` elsewhere (also kept as :attr:`spec`).
 
         Raises:
             ValueError: no example set was added, or the sets differ in structure or rank.
@@ -475,6 +484,8 @@ class AdditionalInputs:
         base_leaves, base_tree = pytree.tree_flatten((tuple(args), kwargs))
         paths = input_leaf_paths(model, args, kwargs)
         varies: list[set[int]] = [set() for _ in base_leaves]
+        seen: list[dict[int, list[int]]] = [
+            {ax: [int(d)] for ax, d in enumerate(b.shape)} if isinstance(b, np.ndarray) else {} for b in base_leaves]
         for n, (a, k) in enumerate(self._examples):
             leaves, tree = pytree.tree_flatten((a, k))
             if tree != base_tree:
@@ -488,9 +499,24 @@ class AdditionalInputs:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
                                          f"the export example has rank {base.ndim}")
                     varies[i] |= {ax for ax in range(base.ndim) if leaf.shape[ax] != base.shape[ax]}
-        leaf_specs = [({ax: Dim.DYNAMIC for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else None
-                      for leaf, v in zip(base_leaves, varies)]
-        return spec_by_argument(model, tuple(args), kwargs, leaf_specs)
+                    for ax in range(base.ndim):
+                        seen[i][ax].append(int(leaf.shape[ax]))
+        # axes varying with the same sizes in every set: one shared Dim, named after the first
+        groups: dict[tuple, list[tuple[int, int]]] = {}
+        for i, v in enumerate(varies):
+            for ax in sorted(v):
+                groups.setdefault(tuple(seen[i][ax]), []).append((i, ax))
+        shared: dict[tuple[int, int], Any] = {}
+        for sizes, sites in groups.items():
+            if len(sites) > 1:
+                i, ax = sites[0]
+                dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
+                shared.update((site, dim) for site in sites)
+        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC) for ax in sorted(v)} or None)
+                      if isinstance(leaf, np.ndarray) else None
+                      for i, (leaf, v) in enumerate(zip(base_leaves, varies))]
+        self.spec = spec_by_argument(model, tuple(args), kwargs, leaf_specs)
+        return self.spec
 
     def verify(self, ep: Any) -> None:
         """Run ``ep.module()`` on every added set; the program must admit them all.

@@ -377,11 +377,16 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
             reports only guards no fix can express, and what it says to do instead), a
             malformed line, a fix naming a dim that is neither in the spec (a named Dim,
             or a Dim.DYNAMIC axis by its site name such as ``x_dim0``) nor defined by
-            another fix line, a dim fixed twice, a cyclic relation, or an AdditionalInputs spec.
+            another fix line, a dim fixed twice, a cyclic relation, or an AdditionalInputs that has not
+            inferred a spec yet (an AdditionalInputs that has is refined as its explicit spec dict).
     """
     if isinstance(dynamic_shapes, AdditionalInputs):
-        raise ValueError("AdditionalInputs infers Dim.DYNAMIC axes, which have no names to refine; "
-                         "write the spec with named Dims to apply suggested fixes")
+        # refine the explicit spec it inferred for the export that failed (its DYNAMIC axes are
+        # named by site, its shared dims by name); the result is that spec dict, refined
+        if dynamic_shapes.spec is None:
+            raise ValueError("this AdditionalInputs has not inferred a spec yet: export with it first "
+                             "(or call .dynamic_shapes(model, args, kwargs)), then refine")
+        dynamic_shapes = dynamic_shapes.spec
     fixes = parse_suggested_fixes(message)
     existing: dict[str, Any] = {}
     _dims_in(dynamic_shapes, existing)

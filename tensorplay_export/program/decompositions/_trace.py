@@ -130,7 +130,7 @@ class DecompSession:
             env.create_symbol(sym.name, lo, hi, self._hints.get(sym), "unbacked" if sym in unbacked else "named")
         for node in self.graph.nodes:
             # The program's contract: what the runtime checks enforce may be assumed.
-            if node.op == "call_function" and node.target == "tpe.assert_guard":
+            if node.op == "call_function" and node.target in ("tpe.assert_guard", "tpe.check_size"):
                 env.solver.assume(node.args[0])
         self._env = env
         tracer = Tracer(env, self.graph)

@@ -1,0 +1,78 @@
+"""``tpe.check(cond)``: a fact about sizes stated in model code (as ``torch._check`` is).
+
+What it does depends on where it runs and on what ``cond`` is:
+
+- outside a capture (eager numpy): ``cond`` is a plain truth value; False raises
+  :class:`~tensorplay_export.errors.ConstraintsExceededError` with the caller's
+  ``file:line``, anything true is a no-op;
+- during a capture, on backed sizes only (input dims): a guard like an assert
+  (``ShapeEnv.guard``, cause ``"check"``).  Proved: nothing.  Over a named or
+  DYNAMIC dim: a violation with a fix (``Dim("n", min=2)``).  Over ``Dim.AUTO``:
+  accepted, the AUTO dim narrows;
+- during a capture, on a data-dependent (unbacked) size: the solver assumes it
+  for the rest of the capture (later ops may rely on it without a guard) and a
+  ``tpe.check_size`` node (a side-effect op, :mod:`tensorplay_export.ops.checks`)
+  checks it on every call of the program, so the assumption travels with it
+  through save/load, decompositions and unflatten.
+
+A condition false for the example inputs raises ``ConstraintsExceededError`` at
+capture, as eager would.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+
+from ..errors import ConstraintsExceededError
+from ..graph.printing import format_guard
+from .frames import user_source
+from .symbolic import SymBool
+from .traced import TracedArray
+from .tracer import current
+
+__all__ = ["check"]
+
+
+def check(cond: Any) -> None:
+    """State that ``cond`` holds (``tpe.check(idx.shape[0] >= 2)``); see the module docstring.
+
+    Args:
+        cond: a Python/numpy bool, or a symbolic size condition (``x.shape[0] % 2 == 0``).
+
+    Raises:
+        ConstraintsExceededError: ``cond`` is false (eager, or the example inputs at capture),
+            naming the condition and the caller's ``file:line``.
+        TypeError: ``cond`` is an array being traced (a fact about array values, not sizes).
+        ConstraintViolationError: (from ``export``) a backed check narrows a named dim.
+    """
+    src = user_source(2)
+    tracer = current()
+    if isinstance(cond, TracedArray):
+        raise TypeError(f"tpe.check takes a condition on sizes (x.shape[0] >= 2), not an array's values; "
+                        f"check values outside the exported function\n  at {src}")
+    if tracer is None or not isinstance(cond, SymBool):
+        if not bool(cond):
+            raise ConstraintsExceededError(f"tpe.check failed at {src}")
+        return
+    env = tracer.env
+    expr = sympy.sympify(cond.expr)
+    if expr is sympy.true:
+        return
+    if expr is sympy.false or env.hint(expr) is not True:
+        raise ConstraintsExceededError(
+            f"tpe.check({format_guard(expr)}) is false for the example inputs ({_values(env, expr)})"
+            f"\n  at {src}")
+    if not any(env.is_unbacked(s) for s in expr.free_symbols):
+        env.guard(expr, "guard", f"tpe.check({format_guard(expr)})", src, cause="check")
+        return
+    env.solver.assume(expr)
+    syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    tracer.graph.call_function(
+        "tpe.check_size", (expr, format_guard(expr), str(src) if src is not None else "?",
+                           tuple(s.name for s in syms), syms),
+        meta=tracer.node_meta(src, shape=None, dtype=None))
+
+
+def _values(env: Any, expr: Any) -> str:
+    return ", ".join(f"{s} = {env.hint(s)}" for s in sorted(expr.free_symbols, key=lambda s: s.name))

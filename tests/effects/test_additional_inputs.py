@@ -1,0 +1,77 @@
+"""AdditionalInputs where sizes vary together (issue 16 item 6): equal in every set -> one shared dim."""
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+
+
+def add(x, y):
+    return x + y
+
+
+def _sets(*pairs):
+    ai = tpe.AdditionalInputs()
+    for n, m in pairs:
+        ai.add((np.ones((n, 3)), np.ones((m, 3))))
+    return ai
+
+
+def test_axes_equal_in_every_set_share_one_dim_and_export():
+    ai = _sets((2, 2), (9, 9))
+    ep = tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim("x_dim0")}, "y": {0: Dim("x_dim0")}}
+    assert ai.spec["x"][0] is ai.spec["y"][0]
+    assert [s.name for s in ep.range_constraints] == ["x_dim0"]
+    ai.verify(ep)
+    run = ep.module()
+    np.testing.assert_allclose(run(np.full((13, 3), 2.0), np.ones((13, 3))), np.full((13, 3), 3.0))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        run(np.ones((4, 3)), np.ones((5, 3)))
+
+
+def test_axes_that_differ_in_one_set_are_not_tied():
+    # equal at the example and in one set, different in another: two dims, so x + y is a violation
+    ai = _sets((2, 2), (4, 7))
+    assert ai.dynamic_shapes(add, (np.ones((5, 3)), np.ones((5, 3)))) == {"x": {0: Dim.DYNAMIC},
+                                                                        "y": {0: Dim.DYNAMIC}}
+    with pytest.raises(tpe.ConstraintViolationError):
+        tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+
+
+def test_only_equalities_are_inferred():
+    # m = 2*n in every set: no relation is guessed, each axis is its own dynamic dim
+    def model(x, y):
+        return x.sum() + y.sum()
+
+    ai = _sets((2, 4), (3, 6))
+    spec = ai.dynamic_shapes(model, (np.ones((5, 3)), np.ones((10, 3))))
+    assert spec == {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}}
+
+
+def test_a_shared_dim_admits_zero_when_a_set_is_empty():
+    ai = _sets((0, 0), (6, 6))
+    spec = ai.dynamic_shapes(add, (np.ones((5, 3)), np.ones((5, 3))))
+    assert spec["x"][0].min == 0
+    ep = tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert ep.module()(np.ones((0, 3)), np.ones((0, 3))).shape == (0, 3)
+
+
+def test_refine_accepts_the_object_and_returns_the_explicit_spec_dict():
+    def model(x, y):
+        return (x + y).reshape(-1, 6)   # needs an even row count
+
+    ai = _sets((2, 2), (6, 6))
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones((4, 3)), np.ones((4, 3)), dynamic_shapes=ai)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), ai)
+    assert isinstance(fixed, dict) and set(fixed) == {"x", "y"}
+    assert fixed["x"][0] is fixed["y"][0] and str(fixed["x"][0]) == "2*_x_dim0"
+    ep = tpe.export(model, np.ones((4, 3)), np.ones((4, 3)), dynamic_shapes=fixed)
+    ai.verify(ep)
+    np.testing.assert_allclose(ep.module()(np.ones((8, 3)), np.ones((8, 3))), np.full((4, 6), 2.0))
+
+
+def test_refine_of_an_unused_object_says_to_export_first():
+    with pytest.raises(ValueError, match="export with it first"):
+        tpe.refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n  n = 4", _sets((2, 2)))
