@@ -153,6 +153,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 
 def _resolve_target(target: str, member: str, node: str) -> Any:
     """The op's call signature (None when it has none to check against)."""
+    # nn.functional's composite ops are registered by nn (ops never imports nn); capture
+    # imports it, but a program loaded without any capture in the process needs them too.
+    from ..nn import _composites  # noqa: F401
     from ..ops.registry import get_op
 
     try:
