@@ -437,6 +437,9 @@ def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, sourc
         if array_member not in zr:
             fail(array_member, f"missing ({table} entry {entry['fqn']!r})")
         array = read_npy(zr, array_member, mmap=mmap)
+        if not mmap:
+            # a fresh array nobody else holds: read-only, the program keeps it without a copy
+            array.setflags(write=False)
         if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
             fail(array_member, f"holds {array.dtype.str} {tuple(array.shape)}, but {table} entry "
                                f"{entry['fqn']!r} declares {entry['dtype'].str} {entry['shape']}")
