@@ -222,12 +222,14 @@ class Runner:
         self.run_single_threaded = run_single_threaded
         self._pool: queue.Queue = queue.Queue()
         for _ in range(num_runners):
-            self._pool.put(ExportedModule(program))
+            self._pool.put(None)  # a module is built by the first call that borrows its slot (load stays lean)
         self._lock = threading.Lock() if run_single_threaded else None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module = self._pool.get()
         try:
+            if module is None:
+                module = ExportedModule(self.program)
             if self._lock is not None:
                 with self._lock:
                     return module(*args, **kwargs)
