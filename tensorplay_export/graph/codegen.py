@@ -210,6 +210,8 @@ class _Emitter:
           temporary numpy already reuses.
         """
         out: dict[Node, Node] = {}
+        if not REUSE_BUFFERS:
+            return out
         taken: set[Node] = set()
         targets = set(inlined.values())
         for b in nodes:
@@ -296,6 +298,9 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
              "numpy.subtract": ("-", False, np.subtract), "numpy.true_divide": ("/", False, np.true_divide),
              "numpy.divide": ("/", False, np.divide)}
 
+
+# Off only to measure what the reuse buys (benchmarks/bench_runtime.py builds a module without it).
+REUSE_BUFFERS = True
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
 
