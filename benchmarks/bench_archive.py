@@ -117,8 +117,9 @@ def cold_start(name: str, path: str, inputs: tuple, checkouts: dict[str, str], r
     for _ in range(runs):
         for label, root in checkouts.items():
             env = {**os.environ, "PYTHONPATH": root}
+            # cwd: not a checkout, or `python -c` would import the package found there first
             out = subprocess.run([sys.executable, "-c", _COLD, path, npz], env=env, capture_output=True,
-                                 text=True, check=True).stdout.split()
+                                 text=True, check=True, cwd=tmp).stdout.split()
             got[label].append(out)
     rows = []
     for label, outs in got.items():

@@ -61,7 +61,7 @@ def archive(tmp_path_factory):
 def _run(archive, how: str) -> dict:
     path, x_path, _ = archive
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", _RUN, str(path), str(x_path), how], env=env,
+    done = subprocess.run([sys.executable, "-c", _RUN, str(path), str(x_path), how], env=env, cwd=path.parent,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
