@@ -15,6 +15,9 @@ Names that need sympy or z3 are imported on first access (see ``_LAZY``).
 """
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
+
 # The load-and-run path (``load``/``load_pt2``, ``ExportedProgram.module()``) imports neither
 # sympy nor z3 (cold start, issue 19): names whose modules need them (capture, the solver,
 # the face) are imported on first access through ``__getattr__`` below; an import error
@@ -47,6 +50,23 @@ _LAZY = {
     "ComposedContract": ".program.compose", "CompositionError": ".program.compose",
     "compose": ".program.compose",
 }
+
+
+class _Package(_types.ModuleType):
+    """This package's module type: the function ``export`` keeps its name.
+
+    Importing the submodule ``tensorplay_export.export`` for the first time makes the
+    import system set the package attribute ``export`` to that submodule; with the function
+    imported lazily nothing would set it back (``tpe.export(...)`` would call a module).
+    """
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "export" and isinstance(value, _types.ModuleType):
+            value = value.export
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Package
 
 
 def __getattr__(name: str):

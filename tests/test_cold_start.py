@@ -93,5 +93,11 @@ def test_lazy_public_names_resolve():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    # the submodule tensorplay_export.export imported first (by the face) does not replace the function
+    code = ("import sys, types, tensorplay_export as tpe, tensorplay_export.face.draft; "
+            "assert not isinstance(tpe.export, types.ModuleType); "
+            "assert tpe.export is sys.modules['tensorplay_export.export'].export; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         tpe.no_such_name  # noqa: B018
