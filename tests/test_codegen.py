@@ -38,7 +38,7 @@ def test_codegen_readable_and_runs():
         "    b = x.shape[0]\n"
         "    s = x.shape[1]\n"
         "    add = numpy_add(x, 1.0)\n"
-        "    exp = numpy_exp(add)\n"
+        "    exp = numpy_exp(add, out=add)\n"  # add dies here: its buffer takes the result
         "    del add\n"
         "    reshape = numpy_ndarray_reshape(exp, (b * s,))\n"
         "    del exp\n"

@@ -181,6 +181,57 @@ class _Emitter:
             depth[b] = depth.get(a, 0) + 1
         return out
 
+    def fresh_ufunc(self, n: Node) -> Optional[np.ufunc]:
+        """The plain numpy ufunc ``n`` calls with positional operands only, when its result is a
+        new array of its own (one output, an array shape in meta), else None."""
+        if n.op != "call_function" or n.kwargs:
+            return None
+        fn = self.resolve(n.target)
+        shape = n.meta.get("shape")
+        if (not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(n.args)
+                or not isinstance(shape, tuple) or not shape or not isinstance(n.meta.get("dtype"), np.dtype)):
+            return None  # an op_table override, a reduction-like call, or a 0-d result (a numpy scalar)
+        return fn
+
+    def reused_buffers(self, nodes: list[Node], index: dict[Node, int], inlined: dict[Node, Node]) -> dict[Node, Node]:
+        """``{B: A}``: B's elementwise result is written into A's buffer (``B = np.add(A, x, out=A)``).
+
+        Eager numpy allocates a new array for every elementwise result; generated code
+        knows each value's last use.  A is reused only where numpy semantics cannot tell:
+
+        - B is a plain ufunc call (:meth:`fresh_ufunc`) whose result has A's shape and dtype
+          (meta), so ``out=A`` computes the same loop into the same dtype: bit-identical;
+        - A is itself the result of such a call, so it owns its data: never an input, a
+          weight, a constant or a view of another value;
+        - every reader of A is such a call too (none can hold a view of A), and B is the
+          last of them, so no later statement reads A's old values, and nothing returned
+          or bound (``meta['bind']``) is A;
+        - neither is part of an operator expression (:meth:`inlined_operands`), whose
+          temporary numpy already reuses.
+        """
+        out: dict[Node, Node] = {}
+        if not REUSE_BUFFERS:
+            return out
+        taken: set[Node] = set()
+        targets = set(inlined.values())
+        for b in nodes:
+            if b in inlined or b in targets or b.meta.get("bind") or self.fresh_ufunc(b) is None:
+                continue
+            for a in b.args:
+                if (not isinstance(a, Node) or a in taken or a in inlined or a.meta.get("bind")
+                        or self.fresh_ufunc(a) is None):
+                    continue
+                if a.meta.get("shape") != b.meta.get("shape") or a.meta.get("dtype") != b.meta.get("dtype"):
+                    continue
+                if max(index[u] for u in a.users) != index[b]:
+                    continue
+                if any(self.fresh_ufunc(u) is None for u in a.users):
+                    continue
+                out[b] = a
+                taken.add(a)
+                break
+        return out
+
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
         index = {n: i for i, n in enumerate(nodes)}
@@ -189,6 +240,7 @@ class _Emitter:
         for n, i in free_at.items():
             dies_at.setdefault(i, []).append(n)
         inlined = self.inlined_operands(nodes, index, free_at)
+        reuse = self.reused_buffers(nodes, index, inlined)
         pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
         pending_dead: list[Node] = []
 
@@ -216,6 +268,8 @@ class _Emitter:
                     call = f"({call})"
             else:
                 call = self.call_text(n)
+                if n in reuse:
+                    call = f"{call[:-1]}, out={reuse[n].name})"
             if n in inlined:
                 pending[inlined[n]] = call
                 pending_dead += dies_at.get(index[n], [])
@@ -244,6 +298,9 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
              "numpy.subtract": ("-", False, np.subtract), "numpy.true_divide": ("/", False, np.true_divide),
              "numpy.divide": ("/", False, np.divide)}
 
+
+# Off only to measure what the reuse buys (benchmarks/bench_runtime.py builds a module without it).
+REUSE_BUFFERS = True
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
 

@@ -27,7 +27,6 @@ from typing import Any, Iterable, Optional
 import numpy as np
 import sympy
 
-from solver import UnboundSymbolError, evaluate
 
 from ..errors import ConstraintsExceededError, InputDtypeError
 from ..ops.registry import resolve_op
@@ -158,6 +157,9 @@ class Interpreter:
 
     def eval_expr(self, expr: sympy.Basic) -> Any:
         """Value of a symbolic size or guard at ``self.symbols`` (int, float or bool)."""
+        # imported here: the solver package imports z3, which loading a program must not (issue 19)
+        from solver import UnboundSymbolError, evaluate
+
         try:
             return evaluate(expr, self.symbols)
         except UnboundSymbolError as err:

@@ -29,8 +29,6 @@ import sympy
 from sympy.printing.precedence import PRECEDENCE, precedence
 from sympy.printing.str import StrPrinter
 
-from solver.translate import UnsupportedExpressionError
-
 __all__ = ["pyexpr", "format_guard", "UnsupportedExpressionError"]
 
 # Python operator precedence, low to high (the Python form parenthesizes by these).
@@ -39,6 +37,20 @@ _REL_OPS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=",
             sympy.Gt: ">", sympy.Ge: ">="}
 _SUPPORTED = ("+ - * integer powers, floor division, Mod, Min, Max, Abs, Piecewise, relations, "
               "And, Or, Not")
+
+
+def _unsupported() -> type:
+    # The error class lives in the solver, whose package imports z3: loading and running a
+    # program prints size expressions but must not import z3 (cold start, issue 19).
+    from solver.translate import UnsupportedExpressionError
+
+    return UnsupportedExpressionError
+
+
+def __getattr__(name: str) -> Any:
+    if name == "UnsupportedExpressionError":
+        return _unsupported()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ExprPrinter(StrPrinter):
@@ -67,7 +79,7 @@ class ExprPrinter(StrPrinter):
         for cls, method, _ in _PYTHON_FORMS:
             if isinstance(expr, cls):
                 return method(self, expr)
-        raise UnsupportedExpressionError(
+        raise _unsupported()(
             type(expr).__name__, expr,
             message=f"cannot generate Python for {type(expr).__name__} in {expr}; supported: {_SUPPORTED}")
 
@@ -201,7 +213,7 @@ class ExprPrinter(StrPrinter):
         if exp.is_Integer and int(exp) < 0:
             return f"1 / {self._wrap(base ** -exp, _POW)}"
         if not (exp.is_Integer or exp.is_Rational or exp.is_Float):
-            raise UnsupportedExpressionError("Pow", expr, message=f"power with a non-constant exponent: {expr}")
+            raise _unsupported()("Pow", expr, message=f"power with a non-constant exponent: {expr}")
         exp_text = str(int(exp)) if exp.is_Integer else f"({self._print(exp)})"
         return f"{self._wrap(base, _POW + 1)}**{exp_text}"
 
@@ -222,7 +234,7 @@ class ExprPrinter(StrPrinter):
     def _py_Piecewise(self, expr: sympy.Piecewise) -> str:
         pieces = list(expr.args)
         if pieces[-1].cond is not sympy.true:
-            raise UnsupportedExpressionError(
+            raise _unsupported()(
                 "Piecewise", expr, message=f"Piecewise without a final True branch: {expr}")
         out = self._wrap(pieces[-1].expr, _OR)
         for piece in reversed(pieces[:-1]):

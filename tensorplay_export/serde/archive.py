@@ -128,6 +128,8 @@ the graph's checks, compile at load.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import queue
 import re
@@ -229,12 +231,14 @@ class Runner:
         self.run_single_threaded = run_single_threaded
         self._pool: queue.Queue = queue.Queue()
         for _ in range(num_runners):
-            self._pool.put(ExportedModule(program))
+            self._pool.put(None)  # a module is built by the first call that borrows its slot (load stays lean)
         self._lock = threading.Lock() if run_single_threaded else None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         module = self._pool.get()
         try:
+            if module is None:
+                module = ExportedModule(self.program)
             if self._lock is not None:
                 with self._lock:
                     return module(*args, **kwargs)
@@ -425,7 +429,30 @@ def _check_members(zr: ZipReader, index: dict) -> None:
             fail(name, "listed in archive.json but missing from the archive")
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Any:
+    """Pause the cyclic garbage collector while a program is decoded.
+
+    Decoding allocates tens of thousands of small objects (JSON values, nodes, records)
+    and none of them is garbage until it returns, yet every few hundred allocations
+    trigger a collection that walks them all again: a third of GPT-24's load time
+    (issue 19).  The collector's previous state is restored, also on error.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, source: MemberSource) -> Any:
+    with _collector_paused():
+        return _load_model_unpaused(zr, name, expected_opset, mmap, source)
+
+
+def _load_model_unpaused(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, source: MemberSource) -> Any:
     base = f"models/{name}"
     member = f"{base}/program.json"
     from .jsonio import MAX_JSON_BYTES
@@ -446,6 +473,9 @@ def _load_model(zr: ZipReader, name: str, expected_opset: Any, mmap: bool, sourc
         if array_member not in zr:
             fail(array_member, f"missing ({table} entry {entry['fqn']!r})")
         array = read_npy(zr, array_member, mmap=mmap)
+        if not mmap:
+            # a fresh array nobody else holds: read-only, the program keeps it without a copy
+            array.setflags(write=False)
         if array.dtype != entry["dtype"] or tuple(array.shape) != entry["shape"]:
             fail(array_member, f"holds {array.dtype.str} {tuple(array.shape)}, but {table} entry "
                                f"{entry['fqn']!r} declares {entry['dtype'].str} {entry['shape']}")

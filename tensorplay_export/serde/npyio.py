@@ -102,7 +102,8 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
         max_bytes: refuse larger members before reading (default: no limit
             beyond the container's own).
     Returns:
-        the array: ``np.memmap`` (read-only) when mapped, else a new writable array.
+        the array: a read-only ``np.memmap`` view into the one mapping of the archive
+        (:meth:`ZipReader.mapping`) when mapped, else a new writable array.
     Raises:
         ArchiveError: a compressed member, bad header, object/structured dtype,
             size mismatch, corrupt data.
@@ -112,11 +113,34 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     size = zr.size(member)
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
+    whole = zr.mapping() if mmap else None
+    offset = zr.data_offset(member)
+    if whole is not None and offset is not None and size > 0:
+        return _mapped(whole, member, offset, size)
     with zr.open(member) as stream:
         try:
             return _read_opened(zr, member, stream, size, mmap)
         except _CORRUPT as err:  # CRC mismatch or broken deflate stream, wherever the read hits it
             fail(member, f"corrupt data ({type(err).__name__}: {err})")
+
+
+def _mapped(whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
+    """The member's array as a view into the archive's one mapping (header checked as when read).
+
+    The reader checked, before anything was read, that the member's bytes lie inside the file.
+    """
+    head = io.BytesIO(bytes(whole[offset:offset + min(size, MAX_HEADER_BYTES + 16)]))
+    shape, fortran, dtype, header_len = _parse_header(head, member)
+    if fortran:
+        fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if header_len + nbytes != size:
+        fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
+                     f"member has {size - header_len}")
+    start = offset + header_len
+    if nbytes == 0 or start % dtype.alignment:  # an empty or misaligned array is read instead
+        return np.frombuffer(bytes(whole[start:start + nbytes]), dtype=dtype).reshape(shape).copy()
+    return whole[start:start + nbytes].view(dtype).reshape(shape)
 
 
 def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:
@@ -128,9 +152,6 @@ def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool)
     if header_len + nbytes != size:
         fail(member, f"declared shape {shape} of {dtype.str} needs {nbytes} data bytes, "
                      f"member has {size - header_len}")
-    offset = zr.data_offset(member)
-    if mmap and zr.path is not None and offset is not None and nbytes > 0:
-        return np.memmap(zr.path, dtype=dtype, mode="r", offset=offset + header_len, shape=shape, order="C")
     out = np.empty(shape, dtype=dtype)
     view = memoryview(out.reshape(-1).view(np.uint8)) if nbytes else memoryview(bytearray())
     got = head.readinto(view)

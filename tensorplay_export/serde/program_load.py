@@ -101,7 +101,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             (archives: :class:`LazyExamples`), not now.
     """
     from ..graph.codegen import GraphModule
-    from ..program.exported import ExportedModule, ExportedProgram
+    from ..program.exported import ExportedProgram
 
     budget = ExprBudget()  # one for every expression of the document
     weights_tab = _table(doc["weights"], member, "weights", {"parameter", "buffer", "non_persistent_buffer"})
@@ -144,7 +144,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     try:
         # The forward module() runs is generated and compiled now, so hostile content (or
         # source Python cannot compile) fails here, as ArchiveError, not at the first call.
-        ExportedModule(ep, stateful=False)
+        # The module built for that is the program's cached module(): its state is the
+        # program's own values, as a first module() call would make it.
+        ep.module()
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
             KeyError, MemoryError) as err:
         fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
@@ -155,6 +157,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 
 def _resolve_target(target: str, member: str, node: str) -> Any:
     """The op's call signature (None when it has none to check against)."""
+    # nn.functional's composite ops are registered by nn (ops never imports nn); capture
+    # imports it, but a program loaded without any capture in the process needs them too.
+    from ..nn import _composites  # noqa: F401
     from ..ops.registry import get_op
 
     try:

@@ -222,16 +222,24 @@ class Decoder:
         member = self.member
         if _depth > MAX_JSON_DEPTH:
             fail(member, f"value nested deeper than {MAX_JSON_DEPTH} levels")
-        if obj is None or isinstance(obj, (bool, str)):
+        # exact JSON types first (json.loads yields only these): the decoder runs for every
+        # argument and meta entry of every node, so the common cases cost one type test
+        t = type(obj)
+        if t is str or obj is None or t is bool:
             return obj
-        if type(obj) is int:
-            if abs(obj).bit_length() >= MAX_INT_BITS:
+        if t is int:
+            if obj.bit_length() >= MAX_INT_BITS:  # bit_length ignores the sign
                 fail(member, f"integer has more than {MAX_INT_BITS} bits")
             return obj
-        if isinstance(obj, list):
+        if t is list:
             return [self.value(v, _depth + 1) for v in obj]
-        if not isinstance(obj, dict) or not isinstance(obj.get("k"), str):
-            fail(member, f"malformed value {_short(obj)}")
+        if t is not dict or type(obj.get("k")) is not str:
+            if isinstance(obj, (bool, str)):  # subclasses from a hand-built document
+                return obj
+            if isinstance(obj, list):
+                return [self.value(v, _depth + 1) for v in obj]
+            if not isinstance(obj, dict) or not isinstance(obj.get("k"), str):
+                fail(member, f"malformed value {_short(obj)}")
         kind = obj["k"]
         decoder = _DECODERS.get(kind)
         if decoder is None:
@@ -241,7 +249,7 @@ class Decoder:
             if set(obj) not in keys:
                 forms = " or ".join(str(sorted(k)) for k in keys)
                 fail(member, f"value of kind {kind!r} must have keys {forms}, got {sorted(obj)}")
-        elif set(obj) != keys:
+        elif obj.keys() != keys:
             fail(member, f"value of kind {kind!r} must have keys {sorted(keys)}, got {sorted(obj)}")
         return fn(self, obj, _depth + 1)
 

@@ -428,7 +428,22 @@ class ZipReader:
         info = self.info(name)
         return self._data_start[name] if info.compress_type == zipfile.ZIP_STORED else None
 
+    def mapping(self) -> np.memmap | None:
+        """One read-only ``uint8`` memory map of the whole archive file (None unless opened by path).
+
+        Made once per reader: every array member is a view into it (one ``mmap`` for all
+        weights, issue 19), and each view keeps the mapping alive after the reader closes.
+        """
+        if self.path is None:
+            return None
+        if getattr(self, "_mapping", None) is None:
+            if self.identity is not None and self.identity[2] == 0:
+                return None
+            self._mapping = np.memmap(self._fh, dtype=np.uint8, mode="r")
+        return self._mapping
+
     def close(self) -> None:
+        self._mapping = None  # views keep the map alive; the reader lets go of it
         zf = getattr(self, "_zf", None)
         if zf is not None:
             zf.close()
