@@ -283,3 +283,22 @@ def test_a_state_in_a_plain_attribute_is_refused():
 def test_draft_export_of_training_dropout_has_no_failures(net):
     report = tpe.draft_export(net, x_of(4), dynamic_shapes=B)
     assert report.failures == [], str(report)
+
+
+def test_attention_dropout_in_training_draws_what_eager_draws():
+    """nn.MultiheadAttention's weight dropout owns its generator too: same masks as eager, every call."""
+    m = nn.MultiheadAttention(16, 4, dropout=0.3, batch_first=True, rng=0)
+    m.train()
+    twin = copy.deepcopy(m)
+    x = np.random.default_rng(1).standard_normal((2, 5, 16)).astype(np.float32)
+    s = Dim("s", max=64)
+    ep = tpe.export_for_training(m, x, x, x, dynamic_shapes={"query": {1: s}, "key": {1: s}, "value": {1: s}})
+    mod = ep.module()
+    outs = []
+    for n in (5, 3, 9, 3):
+        y = np.random.default_rng(n).standard_normal((2, n, 16)).astype(np.float32)
+        got, want = mod(y, y, y)[0], twin(y, y, y)[0]
+        np.testing.assert_array_equal(got, want)
+        outs.append(got)
+    assert not np.array_equal(outs[1], outs[3])  # same input, the state advanced: another mask
+    assert "generator_state" not in nn.MultiheadAttention(16, 4)._buffers  # no dropout: no generator

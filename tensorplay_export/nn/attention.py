@@ -66,6 +66,9 @@ class MultiheadAttention(Module):
         in_proj_weight (3E, E) and in_proj_bias (3E,) when kdim == vdim == E, else
         q_proj_weight (E, E), k_proj_weight (E, kdim), v_proj_weight (E, vdim);
         out_proj (Linear E -> E).
+    Buffers:
+        generator_state (6,) uint64, non-persistent, when ``dropout > 0``: the generator of
+        the attention-weight dropout (see ``nn.Dropout``), advanced by each training call.
     """
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -101,6 +104,11 @@ class MultiheadAttention(Module):
         if bias:
             self.out_proj.bias[...] = 0
         self.rng = rng
+        if dropout > 0.0:
+            # The attention-weight dropout owns its generator as module state, as nn.Dropout
+            # does, so a training export draws the same masks as eager from the same state.
+            seed = int(rng.integers(0, 2 ** 63))
+            self.register_buffer("generator_state", F.generator_state(seed), persistent=False)
 
     def _projections(self):
         e = self.embed_dim
@@ -150,7 +158,7 @@ class MultiheadAttention(Module):
         weights = F.softmax(scores, dim=-1)
         attn = weights
         if self.training and self.dropout > 0.0:
-            attn = F.dropout(weights, self.dropout, True, self.rng)
+            attn, self.generator_state = F.dropout_with_state(weights, self.generator_state, self.dropout, True)
         out = np.matmul(attn, v).transpose(0, 2, 1, 3).reshape(n, tgt_len, self.embed_dim)
         out = self.out_proj(out)
         if unbatched:
