@@ -21,6 +21,7 @@ overlapping-entry zip bomb).  Every failure is an
 """
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -214,6 +215,10 @@ def write_atomic(f: Any, write: Callable[[IO[bytes]], None]) -> None:
         path = os.fspath(f)
         folder = os.path.dirname(os.path.abspath(path))
         base = os.path.basename(path)
+        if not os.path.isdir(folder):  # say so about the user's path, not about the temporary's
+            raise FileNotFoundError(errno.ENOENT, f"cannot save: the folder {folder} does not exist", path)
+        if os.path.isdir(path):
+            raise IsADirectoryError(errno.EISDIR, "cannot save over a folder", path)
         _sweep_stale(folder, base)
         prefix = f"{_ATOMIC_TMP_PREFIX}{base}.{os.getpid()}-{_host_tag()}."
         undo = _guard_sigterm()

@@ -159,3 +159,22 @@ def test_folder_fsynced_after_the_rename(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", lambda a, b: (log.append(("replace", None)), real_replace(a, b))[1])
     write_atomic(tmp_path / "a.zip", lambda fh: write_zip(fh, MEMBERS))
     assert log == [("fsync", False), ("replace", None), ("fsync", True)]
+
+
+def test_save_into_a_missing_folder_or_over_a_folder_names_the_target(tmp_path):
+    import errno
+
+    import numpy as np
+
+    import tensorplay_export as tpe
+
+    ep = tpe.export(lambda x: x + 1, np.ones(3))
+    target = tmp_path / "no" / "such" / "a.pt2"
+    with pytest.raises(FileNotFoundError) as err:
+        tpe.save(ep, target)
+    assert err.value.filename == str(target) and err.value.errno == errno.ENOENT
+    assert "does not exist" in str(err.value)
+    with pytest.raises(IsADirectoryError) as err:
+        tpe.save(ep, tmp_path)
+    assert err.value.filename == str(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # no temporary left behind
