@@ -568,20 +568,17 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     # (a shared dim on one side, a guard on the other): the solver says, so it is not called a change
     old_holds, new_holds = _Holds(old), _Holds(new)
     old_facts, new_facts = _facts(old), _facts(new)
-    for a, b in sorted(oeq - neq):  # a shared dim rewritten as the guard ``a == b``: one line, not two
-        for text in (f"{a} == {b}", f"{b} == {a}"):
-            if text in new_facts and text not in old_facts:
-                del new_facts[text]
-                oeq.discard((a, b))
-                changes.append(Change(f"equality {a} == {b} now a guard instead of a shared dim", False, True))
-                break
-    for a, b in sorted(neq - oeq):
-        for text in (f"{a} == {b}", f"{b} == {a}"):
-            if text in old_facts and text not in new_facts:
-                del old_facts[text]
-                neq.discard((a, b))
-                changes.append(Change(f"equality {a} == {b} now a shared dim instead of a guard", False, True))
-                break
+    # a shared dim rewritten as the guard ``a == b`` (or back): one line, not two
+    for shared, other, guards_there, guards_here, now in (
+            (oeq, neq, new_facts, old_facts, "a guard instead of a shared dim"),
+            (neq, oeq, old_facts, new_facts, "a shared dim instead of a guard")):
+        for a, b in sorted(shared - other):
+            for text in (f"{a} == {b}", f"{b} == {a}"):
+                if text in guards_there and text not in guards_here:
+                    del guards_there[text]
+                    shared.discard((a, b))
+                    changes.append(Change(f"equality {a} == {b} now {now}", False, True))
+                    break
     for a, b in sorted(neq - oeq):
         if old_holds(_site_eq(a, b)):
             changes.append(Change(f"equality {a} == {b} now shared dim (OLD implied it already)", False, True))
