@@ -85,9 +85,15 @@ def _has_rng(value: Any) -> bool:
     return False
 
 
-def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Optional[np.dtype]:
-    """The exact dtype of ``op(*args, **kwargs)`` without running it on the example, or None
-    when the op must run eagerly (no cheap exact way, or a proxy run raised)."""
+def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
+    """``(dtype, shape)`` of ``op(*args, **kwargs)`` without running it on the example, or None
+    when the op must run eagerly (no cheap exact way, or a proxy run raised).
+
+    ``shape`` is numpy's output shape at the example sizes for ``"same"`` ops (run on
+    zero-strided views of the full shapes: no data, and numpy's own shape errors --
+    a reshape that does not fit, an index out of bounds -- raise as in the eager run);
+    None for the others (their shape rules check broadcasting and contraction sizes).
+    """
     if _has_rng((args, kwargs)) or kwargs.get("dropout_p") or (len(args) > 4 and op.name.endswith("attention")
                                                                 and args[4]):
         return None
@@ -97,10 +103,12 @@ def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
     if kind == "same":
         if op.name == "tpe.getitem" and not (len(args) == 2 and _basic_key(args[1])):
             return None
-        return arrays[0].dtype
-    if kind == "ufunc" and any(a.dtype.kind not in "fcb" for a in arrays):
+        full = True
+    elif kind == "ufunc" and any(a.dtype.kind not in "fcb" for a in arrays):
         return None
-    pargs, pkwargs = _proxy(tracer, args), _proxy(tracer, kwargs)
+    else:
+        full = False
+    pargs, pkwargs = _proxy(tracer, args, full), _proxy(tracer, kwargs, full)
     tracer.in_impl = True
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -112,26 +120,31 @@ def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
         tracer.in_impl = False
     if not isinstance(out, (np.ndarray, np.generic)):
         return None
-    return out.dtype
+    return out.dtype, (tuple(out.shape) if full else None)
 
 
-def _proxy(tracer: Any, value: Any) -> Any:
-    """Arguments for a proxy run: traced arrays as zeros with their symbolic axes made 1."""
+def _proxy(tracer: Any, value: Any, full: bool) -> Any:
+    """Arguments for a proxy run: traced arrays as zeros with their symbolic axes made 1, or
+    (``full``) as zero-strided views of their whole example shape."""
     from .traced import TracedArray
 
     t = type(value)
     if t is TracedArray:
         shape = value._shape
+        if full:
+            hint = tracer.env.hint
+            return np.broadcast_to(np.zeros((), value.dtype), tuple(d if type(d) is int else int(hint(d))
+                                                                   for d in shape))
         if all(type(d) is int for d in shape) and value._thunk is None:
             return value._value
         small = tuple(d if type(d) is int else 1 for d in shape)
         return np.zeros(small, value.dtype)
     if t is tuple:
-        return tuple(_proxy(tracer, v) for v in value)
+        return tuple(_proxy(tracer, v, full) for v in value)
     if t is list:
-        return [_proxy(tracer, v) for v in value]
+        return [_proxy(tracer, v, full) for v in value]
     if t is dict:
-        return {k: _proxy(tracer, v) for k, v in value.items()}
+        return {k: _proxy(tracer, v, full) for k, v in value.items()}
     if isinstance(value, (SymInt, SymFloat, SymBool, slice)):
         return tracer.example(value)
     return value

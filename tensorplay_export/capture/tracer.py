@@ -324,9 +324,9 @@ class Tracer:
         if defer_args and isinstance(op.impl, np.ufunc):
             info_args = _typed_sizes_as_scalars(args, info_args)
         kind = lazy_kind(op)
-        dtype = lazy_dtype(self, op, kind, args, kwargs) if kind else None
-        if dtype is not None:
-            return self._deferred(op, args, kwargs, src, dtype, info_args, info_kwargs, node_args, node_kwargs,
+        proxy = lazy_dtype(self, op, kind, args, kwargs) if kind else None
+        if proxy is not None:
+            return self._deferred(op, args, kwargs, src, proxy, info_args, info_kwargs, node_args, node_kwargs,
                                   defer_args, defer_kwargs)
         if self._saw_pending:  # this op runs now: its deferred arguments are computed first
             self.force_args((args, kwargs))
@@ -396,13 +396,16 @@ class Tracer:
                                f"  at {src}") from err
         return ctx, (list(shapes) if op.multi_output else [shapes])
 
-    def _deferred(self, op: OpDef, args: tuple, kwargs: dict, src: Any, dtype: np.dtype, info_args: Any,
+    def _deferred(self, op: OpDef, args: tuple, kwargs: dict, src: Any, proxy: tuple, info_args: Any,
                   info_kwargs: Any, node_args: Any, node_kwargs: Any, defer_args: bool,
                   defer_kwargs: bool) -> "TracedArray":
         """Record ``op`` without running numpy: node, symbolic shape and exact dtype; the value
-        is computed by :meth:`force` when something reads it."""
-        ctx, shapes = self._rule(op, src, None, args, kwargs, info_args, info_kwargs)
-        shape = self._checked_shape(shapes[0], None, op, src)
+        is computed by :meth:`force` when something reads it.  ``proxy``: (dtype, numpy's shape
+        on zero-strided views of the example shapes or None), from :func:`.lazy.lazy_dtype`."""
+        dtype, concrete = proxy
+        ctx, shapes = self._rule(op, src, None if concrete is None else [concrete], args, kwargs, info_args,
+                                 info_kwargs)
+        shape = self._checked_shape(shapes[0], concrete, op, src)
         if ctx.unbacked:
             raise CaptureError(f"internal error: {op.name} is deferred but its rule made a data-dependent size"
                                f"\n  at {src}")
