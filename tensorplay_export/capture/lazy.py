@@ -22,7 +22,6 @@ in-place ops, and every op not listed.  See :meth:`Tracer.call` and
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any, Optional
 
 import numpy as np
@@ -43,10 +42,11 @@ LAZY_KINDS: dict[str, str] = {**{n: "proxy" for n in _PROXY}, **{n: "same" for n
 _BASIC_KEY = (int, slice, type(None), type(Ellipsis), SymInt)
 
 
-def lazy_kind(op: Any) -> str:
-    """The op's deferral kind: ``"same"``, ``"proxy"``, ``"ufunc"`` or ``""`` (run eagerly)."""
+def lazy_kind(op: Any, is_ufunc: bool) -> str:
+    """The op's deferral kind: ``"same"``, ``"proxy"``, ``"ufunc"`` or ``""`` (run eagerly);
+    ``is_ufunc``: the op's impl is a numpy ufunc."""
     kind = getattr(op, "lazy", "") or LAZY_KINDS.get(op.name, "")
-    if not kind and isinstance(op.impl, np.ufunc) and not op.multi_output:
+    if not kind and is_ufunc and not op.multi_output:
         kind = "ufunc"
     if op.multi_output or op.writes_arg is not None or op.side_effect:
         return ""
@@ -85,14 +85,16 @@ def _has_rng(value: Any) -> bool:
     return False
 
 
-def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
-    """``(dtype, shape)`` of ``op(*args, **kwargs)`` without running it on the example, or None
-    when the op must run eagerly (no cheap exact way, or a proxy run raised).
+def proxy_args(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
+    """``(args, kwargs, full)`` to run ``op``'s impl on instead of the example values, or None
+    when the op must run eagerly (no cheap exact way).  :meth:`Tracer.call` runs them: the
+    result's dtype is the full run's; a proxy run that raises means "run eagerly".
 
-    ``shape`` is numpy's output shape at the example sizes for ``"same"`` ops (run on
-    zero-strided views of the full shapes: no data, and numpy's own shape errors --
-    a reshape that does not fit, an index out of bounds -- raise as in the eager run);
-    None for the others (their shape rules check broadcasting and contraction sizes).
+    ``full``: the proxies are zero-strided views of the whole example shapes (``"same"``
+    ops: no data is touched, and numpy's own shape errors -- a reshape that does not fit,
+    an index out of bounds -- raise as in the eager run), so the result's shape is numpy's
+    shape at the example sizes; otherwise symbolic axes are made 1 (their shape rules
+    check broadcasting and contraction sizes).
     """
     if _has_rng((args, kwargs)) or kwargs.get("dropout_p") or (len(args) > 4 and op.name.endswith("attention")
                                                                 and args[4]):
@@ -108,19 +110,7 @@ def lazy_dtype(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
         return None
     else:
         full = False
-    pargs, pkwargs = _proxy(tracer, args, full), _proxy(tracer, kwargs, full)
-    tracer.in_impl = True
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            out = op.impl(*pargs, **pkwargs)
-    except Exception:  # noqa: BLE001 - the proxy does not fit this call: run eagerly
-        return None
-    finally:
-        tracer.in_impl = False
-    if not isinstance(out, (np.ndarray, np.generic)):
-        return None
-    return out.dtype, (tuple(out.shape) if full else None)
+    return _proxy(tracer, args, full), _proxy(tracer, kwargs, full), full
 
 
 def _proxy(tracer: Any, value: Any, full: bool) -> Any:

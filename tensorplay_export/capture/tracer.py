@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import warnings
 import weakref
 from typing import Any, Optional
 
@@ -29,7 +30,7 @@ from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
-from .lazy import lazy_dtype, lazy_kind, pending_in
+from .lazy import lazy_kind, pending_in, proxy_args
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
@@ -323,8 +324,8 @@ class Tracer:
         ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
         if defer_args and isinstance(op.impl, np.ufunc):
             info_args = _typed_sizes_as_scalars(args, info_args)
-        kind = lazy_kind(op)
-        proxy = lazy_dtype(self, op, kind, args, kwargs) if kind else None
+        kind = lazy_kind(op, isinstance(op.impl, np.ufunc))
+        proxy = self._proxy_run(op, kind, args, kwargs) if kind else None
         if proxy is not None:
             return self._deferred(op, args, kwargs, src, proxy, info_args, info_kwargs, node_args, node_kwargs,
                                   defer_args, defer_kwargs)
@@ -396,12 +397,32 @@ class Tracer:
                                f"  at {src}") from err
         return ctx, (list(shapes) if op.multi_output else [shapes])
 
+    def _proxy_run(self, op: OpDef, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
+        """``(dtype, shape or None)`` of ``op`` from its impl run on proxies (:func:`.lazy.proxy_args`),
+        or None: the op runs eagerly on the example."""
+        proxies = proxy_args(self, op, kind, args, kwargs)
+        if proxies is None:
+            return None
+        pargs, pkwargs, full = proxies
+        self.in_impl = True
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                out = op.impl(*pargs, **pkwargs)
+        except Exception:  # noqa: BLE001 - the proxy does not fit this call: run eagerly
+            return None
+        finally:
+            self.in_impl = False
+        if not isinstance(out, (np.ndarray, np.generic)):
+            return None
+        return out.dtype, (tuple(out.shape) if full else None)
+
     def _deferred(self, op: OpDef, args: tuple, kwargs: dict, src: Any, proxy: tuple, info_args: Any,
                   info_kwargs: Any, node_args: Any, node_kwargs: Any, defer_args: bool,
                   defer_kwargs: bool) -> "TracedArray":
         """Record ``op`` without running numpy: node, symbolic shape and exact dtype; the value
         is computed by :meth:`force` when something reads it.  ``proxy``: (dtype, numpy's shape
-        on zero-strided views of the example shapes or None), from :func:`.lazy.lazy_dtype`."""
+        on zero-strided views of the example shapes or None), from :meth:`_proxy_run`."""
         dtype, concrete = proxy
         ctx, shapes = self._rule(op, src, None if concrete is None else [concrete], args, kwargs, info_args,
                                  info_kwargs)

@@ -257,7 +257,7 @@ def small_example(ep: Any, args: tuple, kwargs: dict) -> tuple[Optional[tuple], 
     import sympy
     from solver import evaluate
 
-    from .input_checks import SizeProbe
+    from .input_checks import SizeProbe, one_root
 
     try:
         probe = SizeProbe(ep)
@@ -267,22 +267,23 @@ def small_example(ep: Any, args: tuple, kwargs: dict) -> tuple[Optional[tuple], 
     shapes = [probe._shapes.get(node, (None,))[0] for node in probe._user_nodes]
     if len(shapes) != len(leaves):
         return None, "the program's inputs do not line up with the example's leaves"
-    roots: dict = {}
+    hints: dict = {}    # symbol -> example size, from the axes that name it (k*r + c too)
+    others: set = set()  # symbols seen only inside other axis sizes
     for leaf, shape in zip(leaves, shapes):
         if shape is None or not isinstance(leaf, np.ndarray) or leaf.ndim != len(shape):
             continue
         for d, n in zip(shape, leaf.shape):
-            if isinstance(d, sympy.Basic) and not d.is_Integer:
-                for sym in d.free_symbols:
-                    if isinstance(d, sympy.Symbol):
-                        roots[sym] = min(roots.get(sym, n), n)
-                    else:
-                        roots.setdefault(sym, None)
-    if not roots:
+            if not isinstance(d, sympy.Basic) or d.is_Integer:
+                continue
+            root = one_root(d)
+            if root is not None and (n - root[2]) % root[1] == 0:
+                hints.setdefault(root[0], (n - root[2]) // root[1])
+            else:
+                others |= d.free_symbols
+    if not hints:
         return None, "no input axis is dynamic"
-    hints = {sym: (h if h is not None else probe.hints.get(sym)) for sym, h in roots.items()}
-    if any(h is None for h in hints.values()):
-        return None, "a dynamic axis is not a size symbol of its own"
+    if others - set(hints):
+        return None, "an input axis's size is not over symbols the example's axes give"
     ranges = probe.ranges
     start = {sym: min(h, max(2, int(ranges[sym].lower) if sym in ranges else 2)) for sym, h in hints.items()}
     values = dict(start)
