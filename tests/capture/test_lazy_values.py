@@ -34,6 +34,12 @@ class Wide(nn.Module):
         return self.down(h).sum(axis=-1)
 
 
+@pytest.fixture
+def always_defer(monkeypatch):
+    """Defer every deferrable op, however small its values (capture runs small ones at once)."""
+    monkeypatch.setattr(tracer_mod, "EAGER_ITEMS", -1)
+
+
 def _count_big_impl_calls(monkeypatch, limit: int) -> list:
     """Record the output size of every op impl run by capture on an array above ``limit`` items."""
     seen: list = []
@@ -107,7 +113,7 @@ def test_the_net_runs_on_the_users_example_when_no_smaller_sizes_exist(caplog):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64])
-def test_deferred_dtypes_are_numpys(dtype):
+def test_deferred_dtypes_are_numpys(dtype, always_defer):
     """Python scalars stay weak, 0-d arrays strong, mixed widths promote: as eager numpy."""
     w = np.ones((3, 5), np.float64)
 
@@ -126,7 +132,7 @@ def test_deferred_dtypes_are_numpys(dtype):
             np.testing.assert_allclose(got, ref, rtol=1e-3)
 
 
-def test_a_write_computes_deferred_values_in_eager_order():
+def test_a_write_computes_deferred_values_in_eager_order(always_defer):
     """``y = x * 2`` deferred, then ``x[0] = 5``: y must be from x before the write."""
     def model(x):
         x = x + 0.0
@@ -143,9 +149,33 @@ def test_a_write_computes_deferred_values_in_eager_order():
             np.testing.assert_array_equal(got, ref)
 
 
-def test_numpy_errors_of_deferred_movement_ops_still_name_the_op():
+def test_numpy_errors_of_deferred_movement_ops_still_name_the_op(always_defer):
     def model(x):
         return (x * 2).reshape(5, 7)
 
     with pytest.raises(CaptureError, match=r"numpy.ndarray.reshape raised ValueError"):
         tpe.export(model, np.ones((3, 4)), dynamic_shapes={"x": {0: Dim("n", max=8)}})
+
+
+def test_draft_export_runs_numpy_twice_and_computes_no_capture_value(monkeypatch):
+    """The eager run and the program's run; capture defers every value (none is read) and
+    does not replay a graph without writes."""
+    from tensorplay_export.capture import entry
+    from tensorplay_export.face.draft import draft_export
+
+    model = Wide().eval()
+    x = np.random.default_rng(2).standard_normal((1024, 8))
+    forced = _count_big_impl_calls(monkeypatch, 1024 * 8)
+    replays: list = []
+    real_replay = entry.check_replay
+    monkeypatch.setattr(entry, "check_replay", lambda *a, **k: (replays.append(1), real_replay(*a, **k)))
+    forwards: list = []
+    real_forward = Wide.forward
+    monkeypatch.setattr(Wide, "forward", lambda self, x: (forwards.append(type(x).__name__), real_forward(self, x))[1])
+    report = draft_export(model, x, dynamic_shapes={"x": {0: Dim("n", min=2, max=4096)}})
+    assert report.successful(), report
+    assert forced == [] and replays == []
+    assert forwards.count("ndarray") == 1  # the eager run; the other forward is the traced one
+    assert report.comparison.ok
+    xs = np.random.default_rng(3).standard_normal((5, 8))
+    np.testing.assert_allclose(report.exported_program.module()(xs), model(xs), rtol=1e-12)
