@@ -8,7 +8,7 @@ seconds per export and the ratio to the (2, 16) export.  Capture defers numpy's 
 example (values are computed only when read) and the eager safety net runs on a small
 example cut from the user's, so the ratio should stay near 1.
 
-``--before DIR`` runs the same measurement in a subprocess on another checkout (for example
+Then draft_export from (2, 16) (median of 5; issue 19 goal 2).  ``--before DIR`` runs the same measurement in a subprocess on another checkout (for example
 the main branch) in the same run, for a before/after table.  torch.export rows appear when
 torch is installed (optional).  Each size: one warm-up export at (2, 16) in the process
 first (imports, caches), then ``--runs`` exports at that size (median).  No timing is
@@ -45,6 +45,9 @@ def measure(layers: int, sizes: list, runs: int, d_model: int = 128, n_head: int
         ids = C.gpt_ids(b, s)
         times = [C.timed(lambda: tpe.export(model, ids, dynamic_shapes=spec))[0] for _ in range(runs)]
         out[f"{b}x{s}"] = C.median(times)
+    ids = C.gpt_ids(2, 16)
+    out["draft 2x16"] = C.median([C.timed(lambda: tpe.draft_export(model, ids, dynamic_shapes=spec))[0]
+                                  for _ in range(max(5, runs))])
     return out
 
 
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if torch_s is not None:
         headers += ["torch.export s", "torch/ours"]
     rows = []
-    for key in after:
+    for key in [k for k in after if not k.startswith("draft")]:
         row = [f"({key.replace('x', ', ')})", after[key], after[key] / after[base]]
         if before is not None:
             row += [before[key], before[key] / before[base]]
@@ -131,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             row += [torch_s[key], torch_s[key] / after[key]]
         rows.append(row)
     print(C.table(headers, rows))
+    print(f"draft_export from (2, 16): {after['draft 2x16']:.4g} s"
+          + (f", before {before['draft 2x16']:.4g} s ({before['draft 2x16'] / after['draft 2x16']:.2f}x)"
+             if before is not None and "draft 2x16" in before else "") + " (median of 5)")
+    if args.before:
+        print(f"before: the package of {args.before}, measured in a subprocess first")
     return 0
 
 

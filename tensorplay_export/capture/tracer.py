@@ -442,25 +442,8 @@ class Tracer:
         traced = TracedArray(self, node, shape, None, ctx.vranges.get(0))
         traced._thunk = (op, args, kwargs, src)
         traced._dtype = dtype
-        if not self._saw_pending and self._small(args, shape):
-            self._compute(traced)  # small values: computing now costs what deferring would
-        else:
-            self.pending.append(weakref.ref(traced))
+        self.pending.append(weakref.ref(traced))
         return traced
-
-    def _small(self, args: tuple, shape: tuple) -> bool:
-        """Whether the op's dynamic-shaped operands and its result hold at most
-        :data:`EAGER_ITEMS` items at the example sizes (static-shaped ones, the weights, do not count)."""
-        hint = self.env.hint
-        items = 1
-        for d in shape:
-            items *= d if type(d) is int else int(hint(d))
-        for a in args:
-            if type(a) is TracedArray and not all(type(d) is int for d in a._shape):
-                items += int(np.size(a._value))
-            if items > EAGER_ITEMS:
-                return False
-        return items <= EAGER_ITEMS
 
     # -- computing deferred values --------------------------------------------------
     def force(self, target: "TracedArray") -> None:
@@ -574,9 +557,6 @@ class Tracer:
                                      f"\n  at {src}")
         return self.call(op, tuple(inputs), kwargs, source=src)
 
-
-# a deferrable op whose values are this small runs at once: a proxy run costs about as much
-EAGER_ITEMS = 1 << 15
 
 # argument types that are the same in all three views (no walk, no conversion)
 _PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,

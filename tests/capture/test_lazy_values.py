@@ -34,12 +34,6 @@ class Wide(nn.Module):
         return self.down(h).sum(axis=-1)
 
 
-@pytest.fixture
-def always_defer(monkeypatch):
-    """Defer every deferrable op, however small its values (capture runs small ones at once)."""
-    monkeypatch.setattr(tracer_mod, "EAGER_ITEMS", -1)
-
-
 def _count_big_impl_calls(monkeypatch, limit: int) -> list:
     """Record the output size of every op impl run by capture on an array above ``limit`` items."""
     seen: list = []
@@ -113,7 +107,7 @@ def test_the_net_runs_on_the_users_example_when_no_smaller_sizes_exist(caplog):
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64])
-def test_deferred_dtypes_are_numpys(dtype, always_defer):
+def test_deferred_dtypes_are_numpys(dtype):
     """Python scalars stay weak, 0-d arrays strong, mixed widths promote: as eager numpy."""
     w = np.ones((3, 5), np.float64)
 
@@ -132,7 +126,7 @@ def test_deferred_dtypes_are_numpys(dtype, always_defer):
             np.testing.assert_allclose(got, ref, rtol=1e-3)
 
 
-def test_a_write_computes_deferred_values_in_eager_order(always_defer):
+def test_a_write_computes_deferred_values_in_eager_order():
     """``y = x * 2`` deferred, then ``x[0] = 5``: y must be from x before the write."""
     def model(x):
         x = x + 0.0
@@ -149,7 +143,7 @@ def test_a_write_computes_deferred_values_in_eager_order(always_defer):
             np.testing.assert_array_equal(got, ref)
 
 
-def test_numpy_errors_of_deferred_movement_ops_still_name_the_op(always_defer):
+def test_numpy_errors_of_deferred_movement_ops_still_name_the_op():
     def model(x):
         return (x * 2).reshape(5, 7)
 
