@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -80,9 +79,8 @@ def _before(checkout: str, argv: list) -> dict:
     the script's own checkout only supplies the benchmark helpers and the GPT definition)."""
     code = (f"import sys, runpy; sys.path.insert(0, {str(Path(checkout).resolve())!r}); import tensorplay_export; "
             f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, "-c", code, "--json", *argv], env=env, capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run([sys.executable, "-c", code, "--json", *argv], capture_output=True, text=True,
+                          check=True)  # PYTHONPATH kept (site packages); the checkout goes first
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
