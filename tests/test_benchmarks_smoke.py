@@ -113,3 +113,10 @@ def test_bench_auto_relations_quick(capsys):
     out = _run("bench_auto_relations", ["--quick", "--profile"], capsys)
     assert "command: python benchmarks/bench_auto_relations.py --quick --profile" in out
     assert "export s (warm median):" in out and "cProfile top-10" in out
+
+
+def test_bench_example_size_quick(capsys):
+    out = _run("bench_example_size", ["--quick"], capsys)
+    assert "command: python benchmarks/bench_example_size.py --quick" in out
+    rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
+    assert rows[2:] == ["(2, 16)", "(4, 32)"]

@@ -386,10 +386,11 @@ def needs_replay(tracer: Tracer) -> bool:
     Every registry op is functional, so a trace without writes (``__setitem__``,
     in-place operators, ``out=``, ``np.copyto``: all in ``tracer.writes``) computes in
     the graph exactly what it computed during capture; replaying it would run numpy
-    a second time for nothing (a fifth of a GPT export).  Draft captures always replay:
-    their opaque ops may write into their arguments unseen.
+    a second time for nothing (a fifth of a GPT export).  Opaque ops (draft mode) may
+    write into their arguments unseen, so a capture with any replays; a draft capture
+    without them is compared with the eager run by ``draft_export`` anyway.
     """
-    return bool(tracer.writes) or tracer.draft is not None or bool(tracer.op_table)
+    return bool(tracer.writes) or bool(tracer.op_table)
 
 
 def _set_functional_hook(tracer: Tracer, buffer_nodes: set) -> Any:

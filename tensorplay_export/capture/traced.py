@@ -30,7 +30,7 @@ _UFUNC_ACCUMULATE = {"add": "numpy.cumsum", "multiply": "numpy.cumprod"}
 class TracedArray:
     """A traced value: graph node, symbolic shape, dtype, example value, value range."""
 
-    __slots__ = ("_tracer", "_node", "_shape", "example", "vrange", "_lazy", "__weakref__")
+    __slots__ = ("_tracer", "_node", "_shape", "_value", "_thunk", "_dtype", "vrange", "_lazy", "__weakref__")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray
 
@@ -39,9 +39,22 @@ class TracedArray:
         self._tracer = tracer
         self._node = node
         self._shape = tuple(shape)
-        self.example = example
+        self._value = example
+        self._thunk: Any = None   # (op, args, kwargs, source) while the value is not computed
+        self._dtype: Any = None   # the value's dtype while it is not computed
         self.vrange = vrange
         self._lazy: Optional[str] = None
+
+    @property
+    def example(self) -> Any:
+        """numpy's value on the example inputs, computed (from its ancestors) on first read."""
+        if self._thunk is not None:
+            self._tracer.force(self)
+        return self._value
+
+    @example.setter
+    def example(self, value: Any) -> None:
+        self._value, self._thunk, self._dtype = value, None, None
 
     # -- identity ------------------------------------------------------------
     @property
@@ -78,8 +91,10 @@ class TracedArray:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.asarray(self.example).dtype if not isinstance(self.example, np.ndarray) \
-            else self.example.dtype
+        if self._thunk is not None:
+            return self._dtype
+        value = self._value
+        return value.dtype if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value).dtype
 
     @property
     def ndim(self) -> int:
@@ -246,6 +261,7 @@ class TracedArray:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         src = user_source(2)
+        self._tracer.force_all()  # writes follow eager order: every deferred value is computed first
         new = self._tracer.call(get_op("tpe.setitem"), (self, key, value), {}, source=src)
         # eager semantics: write into the example (views of it see the write)
         self.example[self._tracer.example(key)] = self._tracer.example(value)
@@ -256,6 +272,7 @@ class TracedArray:
     def _write_all(self, value: Any, src: Any, what: str = "in-place") -> None:
         """``self[...] = value`` for in-place operators and ``out=`` (``what``: the write, as the
         replay check's message names it)."""
+        self._tracer.force_all()
         new = self._tracer.call(get_op("tpe.setitem"), (self, Ellipsis, value), {}, source=src)
         np.copyto(self.example, self._tracer.example(value), casting="same_kind")
         new.example = self.example
@@ -334,6 +351,8 @@ def _write_back(op: Any, args: Any, result: "TracedArray", src: Any) -> None:
     eager numpy), the target is rebound to the result's node, and None is returned as numpy does.
     """
     target = args[op.writes_arg] if len(args) > op.writes_arg else None
+    if isinstance(target, TracedArray):
+        target._tracer.force_all()
     if not isinstance(target, TracedArray):
         raise UnsupportedOpError(f"{op.name}: the array written in place must be a traced array during "
                                  f"capture (create it inside the model or pass it as an input)\n  at {src}")

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextvars
 import sys
+import warnings
+import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -28,6 +30,7 @@ from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
+from .lazy import lazy_kind, pending_in, proxy_args
 from .shape_env import ShapeEnv
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
@@ -75,6 +78,8 @@ class Tracer:
         self._value_numbers: dict = {}
         self._same_value: dict = {}                       # node -> the first node of its value
         self.aliases = Aliases(self)                      # views, rebuilt after writes (capture.views)
+        self.pending: list = []                          # weakrefs of traced arrays not computed yet
+        self._saw_pending = False                        # views() met a value not computed yet
 
     def is_current(self) -> bool:
         """Whether this tracer's capture is running (in this thread and context)."""
@@ -219,7 +224,9 @@ class Tracer:
         t = type(value)
         if t is TracedArray:
             node = value._node
-            return (value.example, ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(node)),
+            if value._thunk is not None:
+                self._saw_pending = True
+            return (value._value, ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(node)),
                     value if node is None else node, node is None)
         if t is tuple or t is list:
             exs, infos, nargs = [], [], []
@@ -317,10 +324,19 @@ class Tracer:
         src = source if source is not None else user_source(2)
         if kwargs.get("out") is not None and op.writes_arg is None:
             return self._call_with_out(op, args, kwargs, src)
+        self._saw_pending = False
         ex_args, info_args, node_args, defer_args = self.views(args)
         ex_kwargs, info_kwargs, node_kwargs, defer_kwargs = self.views(kwargs)
         if defer_args and isinstance(op.impl, np.ufunc):
             info_args = _typed_sizes_as_scalars(args, info_args)
+        kind = lazy_kind(op, isinstance(op.impl, np.ufunc))
+        proxy = self._proxy_run(op, kind, args, kwargs) if kind else None
+        if proxy is not None:
+            return self._deferred(op, args, kwargs, src, proxy, info_args, info_kwargs, node_args, node_kwargs,
+                                  defer_args, defer_kwargs)
+        if self._saw_pending:  # this op runs now: its deferred arguments are computed first
+            self.force_args((args, kwargs))
+            ex_args, ex_kwargs = self.example(args), self.example(kwargs)
         self.in_impl = True
         try:
             result = op.impl(*ex_args, **ex_kwargs)
@@ -336,22 +352,7 @@ class Tracer:
             self.in_impl = False
         outs = list(result) if op.multi_output else [result]
         concrete = [tuple(np.shape(o)) for o in outs]
-        ctx = ShapeCtx(self.env, op.name, src, concrete)
-        try:
-            shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
-        except UnsupportedOpError as err:
-            _at_source(err, src)
-            raise
-        except (CaptureError, DataDependentError):
-            raise
-        except Exception as err:
-            hint = ""
-            if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
-                hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
-                        "count: int(size) pins it to the example's value)")
-            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
-                               f"  at {src}") from err
-        shapes = list(shapes) if op.multi_output else [shapes]
+        ctx, shapes = self._rule(op, src, concrete, args, kwargs, info_args, info_kwargs)
         if len(shapes) != len(outs):
             raise CaptureError(f"internal error: shape rule of {op.name} gave {len(shapes)} outputs, "
                                f"numpy gave {len(outs)}")
@@ -385,6 +386,134 @@ class Tracer:
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
         return tuple(traced) if isinstance(result, tuple) else traced
 
+    def _rule(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple, kwargs: dict,
+              info_args: Any, info_kwargs: Any) -> tuple:
+        """Run ``op``'s shape rule: ``(ctx, list of output shapes)``; ``concrete`` is numpy's
+        output shapes (None for a deferred op: unbacked sizes never come from those)."""
+        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        try:
+            shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
+        except UnsupportedOpError as err:
+            _at_source(err, src)
+            raise
+        except (CaptureError, DataDependentError):
+            raise
+        except Exception as err:
+            hint = ""
+            if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
+                hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
+                        "count: int(size) pins it to the example's value)")
+            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
+                               f"  at {src}") from err
+        return ctx, (list(shapes) if op.multi_output else [shapes])
+
+    def _proxy_run(self, op: OpDef, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
+        """``(dtype, shape or None)`` of ``op`` from its impl run on proxies (:func:`.lazy.proxy_args`),
+        or None: the op runs eagerly on the example."""
+        proxies = proxy_args(self, op, kind, args, kwargs)
+        if proxies is None:
+            return None
+        pargs, pkwargs, full = proxies
+        self.in_impl = True
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                out = op.impl(*pargs, **pkwargs)
+        except Exception:  # noqa: BLE001 - the proxy does not fit this call: run eagerly
+            return None
+        finally:
+            self.in_impl = False
+        if not isinstance(out, (np.ndarray, np.generic)):
+            return None
+        return out.dtype, (tuple(out.shape) if full else None)
+
+    def _deferred(self, op: OpDef, args: tuple, kwargs: dict, src: Any, proxy: tuple, info_args: Any,
+                  info_kwargs: Any, node_args: Any, node_kwargs: Any, defer_args: bool,
+                  defer_kwargs: bool) -> "TracedArray":
+        """Record ``op`` without running numpy: node, symbolic shape and exact dtype; the value
+        is computed by :meth:`force` when something reads it.  ``proxy``: (dtype, numpy's shape
+        on zero-strided views of the example shapes or None), from :meth:`_proxy_run`."""
+        dtype, concrete = proxy
+        ctx, shapes = self._rule(op, src, None if concrete is None else [concrete], args, kwargs, info_args,
+                                 info_kwargs)
+        shape = self._checked_shape(shapes[0], concrete, op, src)
+        if ctx.unbacked:
+            raise CaptureError(f"internal error: {op.name} is deferred but its rule made a data-dependent size"
+                               f"\n  at {src}")
+        meta = self.node_meta(src)
+        if defer_args:
+            node_args = self.node_arg(tuple(node_args))
+        if defer_kwargs:
+            node_kwargs = self.node_arg(dict(node_kwargs))
+        meta.update(shape=shape, dtype=dtype)
+        node = self.graph.call_function(op.name, node_args, node_kwargs, meta=meta)
+        self._number(node, op, kwargs)
+        if self.user_anchor is None:
+            self.user_anchor = node
+        traced = TracedArray(self, node, shape, None, ctx.vranges.get(0))
+        traced._thunk = (op, args, kwargs, src)
+        traced._dtype = dtype
+        self.pending.append(weakref.ref(traced))
+        return traced
+
+    # -- computing deferred values --------------------------------------------------
+    def force(self, target: "TracedArray") -> None:
+        """Compute ``target``'s value on the example, its deferred ancestors first (no recursion:
+        a 24-block model's chain is deeper than Python's stack)."""
+        stack = [target]
+        while stack:
+            t = stack[-1]
+            if t._thunk is None:
+                stack.pop()
+                continue
+            waiting = pending_in((t._thunk[1], t._thunk[2]), [])
+            if waiting:
+                stack.extend(waiting)
+                continue
+            self._compute(t)
+            stack.pop()
+
+    def force_args(self, value: Any) -> None:
+        for t in pending_in(value, []):
+            self.force(t)
+
+    def force_all(self) -> None:
+        """Compute every deferred value now (before a write: later reads must see eager's order)."""
+        refs, self.pending = self.pending, []
+        for ref in refs:
+            t = ref()
+            if t is not None and t._thunk is not None:
+                self.force(t)
+
+    def _compute(self, t: "TracedArray") -> None:
+        """Run a deferred op on its (computed) arguments' examples; the self-check of the shape
+        rule and of the dtype happens here, against what numpy gives.
+
+        Raises:
+            CaptureError: numpy raised (with the op and the user's line), or (internal) the
+                recorded shape or dtype is not numpy's.
+        """
+        op, args, kwargs, src = t._thunk
+        ex_args, ex_kwargs = self.example(args), self.example(kwargs)
+        was, self.in_impl = self.in_impl, True
+        try:
+            result = op.impl(*ex_args, **ex_kwargs)
+        except CaptureError:
+            raise
+        except Exception as err:
+            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}",
+                               raised_by=op.name) from err
+        finally:
+            self.in_impl = was
+        self._checked_shape(t._shape, tuple(np.shape(result)), op, src)
+        if _dtype_of(result) != t._dtype:
+            raise CaptureError(f"internal error: {op.name} was recorded with dtype {t._dtype}, but numpy "
+                               f"gives {_dtype_of(result)}\n  at {src}")
+        t._value, t._thunk, t._dtype = result, None, None
+        # Whether numpy made a view is known only now; every deferred value is computed before
+        # any write (force_all), so the aliases a write must rebuild are all noted by then.
+        self.aliases.note(op, args, kwargs, t)
+
     def _call_with_out(self, op: OpDef, args: tuple, kwargs: dict, src: Any) -> Any:
         """``np.sum(x, axis=0, out=z)``: the result computed, then written into ``z`` as a
         functional write (``z[...] = result``, the same as an in-place operator); returns ``z``.
@@ -411,6 +540,9 @@ class Tracer:
             CaptureError: (internal) the shape at the example sizes is not numpy's.
         """
         out = []
+        if concrete is None:  # a deferred op: checked when its value is computed (_compute)
+            return tuple(d if type(d) is int else as_dim(d) if isinstance(d, sympy.Basic) else int(d)
+                         for d in shape)
         same = len(shape) == len(concrete)
         for i, d in enumerate(shape):
             if type(d) is not int:

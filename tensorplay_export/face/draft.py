@@ -173,53 +173,23 @@ def _strip_at(message: str) -> str:
     return _AT_LINE.sub("", message.rstrip())
 
 
-# -- model state ----------------------------------------------------------------------------------
-def _snapshot_state(model: Any) -> list:
-    """Everything eager execution could change on a Module: attributes and array contents."""
-    from ..nn.module import Module
-
-    if not isinstance(model, Module):
-        return []
-    snap = []
-    for _name, mod in model.named_modules():
-        arrays = []
-        for table in ("_parameters", "_buffers"):
-            for key, value in getattr(mod, table, {}).items():
-                if isinstance(value, np.ndarray):
-                    arrays.append((value, value.copy()))
-        tables = {t: dict(getattr(mod, t, {})) for t in ("_parameters", "_buffers", "_modules")}
-        snap.append((mod, dict(mod.__dict__), tables, arrays))
-    return snap
-
-
-def _restore_state(snap: list) -> None:
-    for mod, attrs, tables, arrays in snap:
-        mod.__dict__.clear()
-        mod.__dict__.update(attrs)
-        for table, content in tables.items():  # same dict objects, original entries
-            live = mod.__dict__.get(table)
-            if isinstance(live, dict):
-                live.clear()
-                live.update(content)
-        for arr, saved in arrays:
-            if arr.shape == saved.shape and not np.array_equal(arr, saved, equal_nan=arr.dtype.kind in "fc"):
-                np.copyto(arr, saved)
-
-
 def _copy_tree(value: Any) -> Any:
     """Copies of every array leaf, so eager runs never touch the user's examples."""
     return pytree.tree_map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, value)
 
 
 def _run_eager(model: Any, args: tuple, kwargs: dict) -> tuple[Any, Optional[BaseException]]:
-    """The model's outputs on copies of the examples; its state is restored afterwards."""
-    snap = _snapshot_state(model)
+    """The model's outputs on copies of the examples, run on a clone of its module tree whose
+    parameters are read-only views of the user's (buffers copied; parameters copied only when
+    the forward writes one): the user's model and examples stay as they are, and no parameter
+    is copied for the common forward (``program.eager_check.run_eager``, the net's own run)."""
+    from ..errors import EagerMismatchError
+    from ..program.eager_check import run_eager
+
     try:
-        return model(*_copy_tree(args), **_copy_tree(kwargs)), None
-    except Exception as err:  # noqa: BLE001 - reported as a failure, never raised
-        return None, err
-    finally:
-        _restore_state(snap)
+        return run_eager(model, args, kwargs).outputs, None
+    except EagerMismatchError as err:  # the model raised: its own error is the report's
+        return None, err.__cause__ if err.__cause__ is not None else err
 
 
 # -- failures from a capture ------------------------------------------------------------------------
@@ -365,8 +335,11 @@ def _leaves(value: Any) -> list:
 
 
 def _compare(ep: Any, eager: Any, args: tuple, kwargs: dict) -> NumericalComparison:
+    from ..capture.blas import one_blas_thread
+
     try:
-        got = ep.module()(*_copy_tree(args), **_copy_tree(kwargs))
+        with one_blas_thread():  # as the eager run: small examples, the same summation order
+            got = ep.module()(*_copy_tree(args), **_copy_tree(kwargs))
     except Exception as err:  # noqa: BLE001
         return NumericalComparison(False, math.inf, math.inf, 0,
                                    f"the program raised on the example inputs: {type(err).__name__}: {err}")

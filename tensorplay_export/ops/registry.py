@@ -52,6 +52,10 @@ Conventions for adding an op (read before writing one):
   ``ndarray`` method names that dispatch to this op during capture.  A ufunc
   method other than ``__call__`` is named by its bound method (``np.add.at``,
   ``np.add.reduceat``: equal and hashable across attribute reads).
+- **lazy.** How capture may defer running the op on the example values (the
+  value is computed only when something reads it): ``"same"`` (dtype of the
+  first array argument), ``"proxy"`` (dtype from the impl run on small proxies),
+  ``"ufunc"``; empty means capture's own table (``capture/lazy.py``) decides.
 - **writes_arg.** For a numpy function that writes into one of its arguments
   and returns None (``np.add.at``, ``np.put_along_axis``): that argument's
   position.  The op is registered under a ``"tpe.<name>"`` name and its impl is
@@ -101,6 +105,7 @@ class OpDef:
     doc: str = ""
     side_effect: bool = False  # kept by dead-code elimination although nothing reads it (input checks)
     writes_arg: Optional[int] = None
+    lazy: str = ""  # capture may defer the example run: "same"/"proxy"/"ufunc" (capture/lazy.py); "" = its table
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -121,7 +126,7 @@ _BY_METHOD: dict[str, OpDef] = {}
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
-                side_effect: bool = False, writes_arg: Optional[int] = None) -> OpDef:
+                side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "") -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -135,7 +140,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect, writes_arg)
+               multi_output, doc, side_effect, writes_arg, lazy)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op

@@ -12,13 +12,23 @@ leaf's dtype (exactly) and shape, its values (floats within a tolerance for thei
 precision, NaN equal to NaN; integers, booleans and everything else exactly), the
 buffers after the call and the inputs after the call (writes to them).
 
-Cost: one eager forward and one program run on the examples (``bench_export``
-reports the share).  Both run with one BLAS thread (:mod:`..capture.blas`), as
-capture does: small examples, and the same summation order on both sides.
+Cost: one eager forward and one program run, on a *small example* (:func:`small_example`):
+each input sliced along its dynamic axes to the smallest sizes >= 2 the program admits
+(its range constraints, the relations between its symbols and its input checks, asked
+through :class:`~.input_checks.SizeProbe`), so the net costs the same for a (32, 512)
+example as for a (2, 16) one.  The paths a model takes by a size's *type* or hash do not
+depend on the size, so the small example shows them as the full one would.  When no such
+sizes exist (nothing dynamic, no admitted smaller sizes, or a run raises on the small
+example) the net runs on the user's example, and says so (:class:`NetReport`, and the
+``tensorplay_export.program.eager_check`` logger).  What the small example cannot show:
+a difference only at the example's own sizes (overflow of a narrow dtype over a long
+axis, a summation order that differs over many terms).  Both runs use one BLAS thread
+(:mod:`..capture.blas`): the same summation order on both sides.
 """
 from __future__ import annotations
 
 import copy
+import logging
 import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -31,7 +41,10 @@ from ..capture.state import clone_module_tree
 from ..errors import EagerMismatchError
 from .exported import ExportedModule
 
-__all__ = ["check_against_eager", "RunRecord", "run_eager", "run_program", "first_difference"]
+__all__ = ["check_against_eager", "RunRecord", "run_eager", "run_program", "first_difference", "NetReport",
+           "small_example"]
+
+_LOG = logging.getLogger(__name__)
 
 # (rtol, atol) by float itemsize: float16 and bfloat16, float32 (complex64 per part), float64 and wider.
 TOLERANCES = {2: (1e-2, 1e-3), 4: (1e-4, 1e-5), 8: (1e-7, 1e-9)}
@@ -222,19 +235,127 @@ def first_difference(expected: RunRecord, got: RunRecord) -> Optional[EagerMisma
     return None
 
 
-def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> None:
-    """Raise when ``ep`` on the example inputs differs from ``model`` run eagerly on copies of them.
+@dataclass
+class NetReport:
+    """Where the safety net ran: ``sizes`` (symbol name -> size) of the small example, or
+    None when it ran on the user's example, with ``reason`` saying why."""
+
+    sizes: Optional[dict]
+    reason: str = ""
+
+
+def small_example(ep: Any, args: tuple, kwargs: dict) -> tuple[Optional[tuple], str]:
+    """``((args, kwargs, sizes), "")``: the inputs sliced along their dynamic axes to the
+    smallest sizes >= 2 (and >= each symbol's lower bound) that the program's own input
+    checks admit, never above the example's; or ``(None, reason)`` when there are none.
+
+    Each symbol an input axis names starts at ``max(2, lower bound)``; while the checks
+    reject (a relation such as ``seq % 4 == 0`` or ``n == 2*m``), symbols are raised one
+    step at a time up to their example size (a bounded search: the common case is the
+    first try).  An axis is sliced to its contract size evaluated there (``x[:, :n]``).
+    """
+    import sympy
+    from solver import evaluate
+
+    from .input_checks import SizeProbe, one_root
+
+    try:
+        probe = SizeProbe(ep)
+    except ValueError:
+        return None, "the program has no input checks (no dynamic sizes)"
+    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    shapes = [probe._shapes.get(node, (None,))[0] for node in probe._user_nodes]
+    if len(shapes) != len(leaves):
+        return None, "the program's inputs do not line up with the example's leaves"
+    hints: dict = {}    # symbol -> example size, from the axes that name it (k*r + c too)
+    others: set = set()  # symbols seen only inside other axis sizes
+    for leaf, shape in zip(leaves, shapes):
+        if shape is None or not isinstance(leaf, np.ndarray) or leaf.ndim != len(shape):
+            continue
+        for d, n in zip(shape, leaf.shape):
+            if not isinstance(d, sympy.Basic) or d.is_Integer:
+                continue
+            root = one_root(d)
+            if root is not None and (n - root[2]) % root[1] == 0:
+                hints.setdefault(root[0], (n - root[2]) // root[1])
+            else:
+                others |= d.free_symbols
+    if not hints:
+        return None, "no input axis is dynamic"
+    if others - set(hints):
+        return None, "an input axis's size is not over symbols the example's axes give"
+    ranges = probe.ranges
+    start = {sym: min(h, max(2, int(ranges[sym].lower) if sym in ranges else 2)) for sym, h in hints.items()}
+    values = dict(start)
+    for _step in range(64):
+        dims = _sliced_shapes(leaves, shapes, values, evaluate)
+        if dims is not None and probe({str(s): v for s, v in values.items()}) is None:
+            break
+        grow = [s for s in sorted(values, key=str) if values[s] < hints[s]]
+        if not grow:
+            return None, "no smaller sizes are admitted by the program's checks"
+        values[grow[0]] += 1
+    else:
+        return None, "no smaller admitted sizes found within the search's bound"
+    if all(values[s] == hints[s] for s in values):
+        return None, "the example's sizes are already the smallest admitted"
+    small = [leaf[tuple(slice(0, n) for n in d)] if d is not None else leaf for leaf, d in zip(leaves, dims)]
+    a, k = pytree.tree_unflatten(small, spec)
+    return (tuple(a), dict(k), {str(s): v for s, v in values.items()}), ""
+
+
+def _sliced_shapes(leaves: list, shapes: list, values: dict, evaluate: Any) -> Optional[list]:
+    """Per leaf the shape it is sliced to at ``values`` (None: not sliced), or None when an axis
+    would have to grow or go below zero."""
+    import sympy
+
+    out: list = []
+    for leaf, shape in zip(leaves, shapes):
+        if shape is None or not isinstance(leaf, np.ndarray) or leaf.ndim != len(shape):
+            out.append(None)
+            continue
+        dims = []
+        for d, n in zip(shape, leaf.shape):
+            m = int(evaluate(d, values)) if isinstance(d, sympy.Basic) and not d.is_Integer else n
+            if m < 0 or m > n:
+                return None
+            dims.append(m)
+        out.append(tuple(dims) if tuple(dims) != leaf.shape else None)
+    return out
+
+
+def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetReport:
+    """Raise when ``ep`` differs from ``model`` run eagerly, on a small example cut from the
+    user's (:func:`small_example`), else on the user's example itself.
 
     Args:
         ep: the ExportedProgram built from capturing ``model`` on ``(args, kwargs)``.
         model: the user's model (a Module, a bound method or a plain callable); not changed.
 
+    Returns:
+        NetReport: the sizes the net ran at (None: the user's example, and why).
+
     Raises:
         EagerMismatchError: (a ``CaptureError``) naming the first differing output, buffer
             or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
-            also when either run raises on the examples.
+            also when either run raises on the user's example.
     """
+    small, reason = small_example(ep, args, kwargs)
+    if small is not None:
+        s_args, s_kwargs, sizes = small
+        try:
+            expected, got = run_eager(model, s_args, s_kwargs), run_program(ep, s_args, s_kwargs)
+        except EagerMismatchError as err:  # a run raised at these sizes: the user's example decides
+            expected = None
+            reason = f"a run raised on the small example {sizes}: {err.__cause__!r}"
+        if expected is not None:
+            err = first_difference(expected, got)
+            if err is not None:
+                raise err
+            return NetReport(sizes)
+    _LOG.info("eager check on the user's example: %s", reason)
     expected = run_eager(model, args, kwargs)
     err = first_difference(expected, run_program(ep, args, kwargs))
     if err is not None:
         raise err
+    return NetReport(None, reason)
