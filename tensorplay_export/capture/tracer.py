@@ -337,19 +337,7 @@ class Tracer:
         if self._saw_pending:  # this op runs now: its deferred arguments are computed first
             self.force_args((args, kwargs))
             ex_args, ex_kwargs = self.example(args), self.example(kwargs)
-        self.in_impl = True
-        try:
-            result = op.impl(*ex_args, **ex_kwargs)
-        except UnsupportedOpError as err:
-            _at_source(err, src)
-            raise
-        except CaptureError:
-            raise
-        except Exception as err:
-            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}",
-                               raised_by=op.name) from err
-        finally:
-            self.in_impl = False
+        result = self._run_impl(op, ex_args, ex_kwargs, src)
         outs = list(result) if op.multi_output else [result]
         concrete = [tuple(np.shape(o)) for o in outs]
         ctx, shapes = self._rule(op, src, concrete, args, kwargs, info_args, info_kwargs)
@@ -494,17 +482,7 @@ class Tracer:
                 recorded shape or dtype is not numpy's.
         """
         op, args, kwargs, src = t._thunk
-        ex_args, ex_kwargs = self.example(args), self.example(kwargs)
-        was, self.in_impl = self.in_impl, True
-        try:
-            result = op.impl(*ex_args, **ex_kwargs)
-        except CaptureError:
-            raise
-        except Exception as err:
-            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}",
-                               raised_by=op.name) from err
-        finally:
-            self.in_impl = was
+        result = self._run_impl(op, self.example(args), self.example(kwargs), src)
         self._checked_shape(t._shape, tuple(np.shape(result)), op, src)
         if _dtype_of(result) != t._dtype:
             raise CaptureError(f"internal error: {op.name} was recorded with dtype {t._dtype}, but numpy "
@@ -513,6 +491,27 @@ class Tracer:
         # Whether numpy made a view is known only now; every deferred value is computed before
         # any write (force_all), so the aliases a write must rebuild are all noted by then.
         self.aliases.note(op, args, kwargs, t)
+
+    def _run_impl(self, op: OpDef, ex_args: tuple, ex_kwargs: dict, src: Any) -> Any:
+        """numpy's implementation of ``op`` on example values (now, or when a deferred value is read).
+
+        Raises:
+            UnsupportedOpError: as the op raised it, with the user's line.
+            CaptureError: numpy raised (the model's own error is its ``__cause__``).
+        """
+        was, self.in_impl = self.in_impl, True
+        try:
+            return op.impl(*ex_args, **ex_kwargs)
+        except UnsupportedOpError as err:
+            _at_source(err, src)
+            raise
+        except CaptureError:
+            raise
+        except Exception as err:
+            raise CaptureError(f"{op.name} raised {type(err).__name__}: {err}\n  at {src}",
+                               raised_by=op.name) from err
+        finally:
+            self.in_impl = was
 
     def _call_with_out(self, op: OpDef, args: tuple, kwargs: dict, src: Any) -> Any:
         """``np.sum(x, axis=0, out=z)``: the result computed, then written into ``z`` as a
