@@ -244,6 +244,15 @@ def test_bad_binding_is_type_error():
         normalize_dynamic_shapes(f_xy, (arr(1),), {}, None)
 
 
+def test_example_inputs_passed_as_one_tuple_get_a_hint():
+    """torch.export's habit, export(model, (x, y)): the message says how this API takes them."""
+    with pytest.raises(TypeError, match=r"positional arguments \(export\(model, x, y\)\), not one tuple"):
+        normalize_dynamic_shapes(f_xy, ((arr(1), arr(1)),), {}, None)
+    with pytest.raises(TypeError) as err:  # a tuple that would not fit either: no hint
+        normalize_dynamic_shapes(f_xy, ((arr(1),),), {}, None)
+    assert "not one tuple" not in str(err.value)
+
+
 def test_default_parameter_may_be_named_static_only():
     def model(x, mask=None):
         return x

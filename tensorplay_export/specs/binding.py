@@ -60,7 +60,15 @@ def _bind_inputs(model: Any, args: tuple, kwargs: dict) -> list[_TopInput]:
         try:
             sig.bind(*args, **kwargs)
         except TypeError as err:
-            raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}") from None
+            hint = ""
+            if len(args) == 1 and not kwargs and isinstance(args[0], tuple):
+                try:
+                    sig.bind(*args[0])
+                    hint = (f"; export takes the example inputs as positional arguments "
+                            f"(export(model, x, y)), not one tuple (torch.export's export(model, (x, y)))")
+                except TypeError:
+                    pass
+            raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}{hint}") from None
     out: list[_TopInput] = []
     for i, value in enumerate(args):
         if sig is None:
