@@ -190,9 +190,11 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
     value = reason = hint = None
-    if record.kind == "specialization" and len(names) == 1:
+    if record.kind == "specialization" and len(names) == 1 and not _pins_an_expression(record.expr):
         value = _specialized_value(record.expr, dims.get(names[0]))
         reason, hint = _specialization_reason(record, names[0], value)
+    elif record.kind == "specialization":  # ``n % 3`` pinned, not ``n``: the bullet shows the guard
+        reason = record.reason
     elif record.kind != "guard":  # a user `if` explains itself by its source line
         reason = record.reason
     cex = verdict.counterexample if verdict is not None and verdict.status == "refuted" else None
@@ -363,6 +365,15 @@ def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[
 
 
 specialization_reason = _specialization_reason  # for other reports of pinned sizes (draft_export)
+
+
+def _pins_an_expression(expr: Any) -> bool:
+    """Whether ``expr`` pins a compound size (``Eq(n % 3, 2)``) rather than a size (``Eq(n, 5)``)."""
+    if isinstance(expr, sympy.Eq):
+        for a, b in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if b.is_Integer:
+                return not isinstance(a, sympy.Symbol)
+    return False
 
 
 def _specialized_value(expr: Any, info: Optional[DimInfo]) -> Any:

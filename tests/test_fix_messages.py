@@ -131,3 +131,13 @@ def test_a_cut_short_search_is_worded_as_such():
     subject, scope = _search_scope(cut)
     assert subject == "no fix form found"
     assert scope.endswith("; the example's branches give 32 combinations and 16 were solved, so a fix may exist")
+
+
+def test_a_pinned_compound_size_reads_as_its_guard_not_as_the_size():
+    """``1 << (n % 4)`` pins ``n % 4``, not ``n``: the bullet says the guard its fix answers."""
+    spec = {"x": {0: tpe.Dim("n", max=20)}}
+    with pytest.raises(tpe.ConstraintViolationError) as err:
+        tpe.export(lambda x: x * (1 << (x.shape[0] % 4)), np.ones(8), dynamic_shapes=spec)
+    text = str(err.value)
+    assert "satisfy the guard n % 4 == 0 (shift count of `<<`" in text and "specialized to 8" not in text
+    assert "n = 4*_n" in text

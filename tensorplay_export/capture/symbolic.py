@@ -60,6 +60,7 @@ import numpy as np
 import sympy
 
 from ..errors import CaptureError
+from ..graph.printing import format_guard
 from .frames import asked_by_library as _asked_by_library, user_source
 
 def _is_int_like(value: Any) -> bool:
@@ -425,7 +426,8 @@ def _constant_exponent(e: Any) -> Any:
     does; powers by constants stay symbolic.
     """
     if isinstance(e, _SymNumber):
-        return e.env.specialize(e.expr, f"exponent of `**` ({e.expr}): only constant exponents stay symbolic")
+        return e.env.specialize(e.expr, f"exponent of `**` ({format_guard(e.expr)}): only constant exponents "
+                                        "stay symbolic")
     return e
 
 
