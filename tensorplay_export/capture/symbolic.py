@@ -578,9 +578,8 @@ class SymInt(_SymNumber):
             return self._op(o, operator.pow)
         return self._op(o, operator.pow, result="float")
 
-    def __rpow__(self, o, mod=None):
-        e = _constant_exponent(self)
-        return pow(o, e) if mod is None else pow(o, e, mod)
+    def __rpow__(self, o):
+        return pow(o, _constant_exponent(self))
 
     def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self

@@ -31,7 +31,7 @@ from ..specs.binding import signature_target
 from ..specs.dims import EqualityConstraint
 from ..specs.normalize import equality_constraints_from
 from .call_binding import call_parameters
-from .exported import ExportedModule, ExportedProgram
+from .exported import ExportedProgram
 from .input_checks import InputContract, InputSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
@@ -309,7 +309,7 @@ def _array_attributes(model: Any) -> dict[int, str]:
 
 
 def compile_module(ep: ExportedProgram) -> None:
-    """Generate and compile the forward ``ep.module()`` runs, now (every later view shares it).
+    """Build ``ep.module()`` now, generating and compiling its forward (every later view shares it).
 
     As load does: a code generator or compiler failure (an unprintable
     expression, source nested too deeply) surfaces at export, not at the
@@ -320,7 +320,7 @@ def compile_module(ep: ExportedProgram) -> None:
             generator; the compiler's error is its ``__cause__``).
     """
     try:
-        ExportedModule(ep, stateful=False)
+        ep.module()  # the program's cached module: the first module() call would build the same
     except (SyntaxError, RecursionError) as e:
         raise CaptureError(f"the program's generated code does not compile ({type(e).__name__}: {e}); "
                            "this is a bug in tensorplay_export's code generator: please report it "

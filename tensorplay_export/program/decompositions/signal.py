@@ -11,6 +11,8 @@ convolution with ``conj(v[::-1])``; its ``same`` mode centres differently when
 """
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from ...capture.symbolic import sym_max, sym_min
@@ -50,17 +52,8 @@ def convolve(a, v, mode="full"):
     mode, (a, v) = _mode(mode), _operands(a, v)
     if a is None:
         return NotImplemented
-    full = _full(a, v)
     n, m = a.shape[0], v.shape[0]
-    lo, hi = sym_min(n, m), sym_max(n, m)
-    if mode == "full":
-        return full
-    if mode == "valid":
-        return full[lo - 1: hi]
-    if mode == "same":
-        start = (lo - 1) // 2
-        return full[start: start + hi]
-    return NotImplemented
+    return _mode_slice(_full(a, v), n, m, mode, lambda lo: (lo - 1) // 2)
 
 
 def correlate(a, v, mode="valid"):
@@ -73,13 +66,20 @@ def correlate(a, v, mode="valid"):
         return NotImplemented  # the centre depends on which operand is longer
     rev = v[::-1]
     full = _full(a, np.conj(rev) if rev.dtype.kind == "c" else rev)
+    return _mode_slice(full, n, m, mode, lambda lo: (m - 1) // 2 if n >= m else n // 2)
+
+
+def _mode_slice(full: Any, n: Any, m: Any, mode: str, same_start: Callable[[Any], Any]) -> Any:
+    """numpy's ``mode`` window of the full result of two sequences of lengths ``n`` and ``m``:
+    all of it, the ``max - min + 1`` fully overlapping positions, or ``max`` positions from
+    ``same_start(min)`` (where convolve and correlate centre differently)."""
     lo, hi = sym_min(n, m), sym_max(n, m)
     if mode == "full":
         return full
     if mode == "valid":
         return full[lo - 1: hi]
     if mode == "same":
-        start = (m - 1) // 2 if n >= m else n // 2
+        start = same_start(lo)
         return full[start: start + hi]
     return NotImplemented
 
