@@ -15,7 +15,37 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-import sympy
+
+class _SympyOnFirstUse:
+    """The ``sympy`` module, imported on the first attribute read.
+
+    Loading an archive and running its program must not pay sympy's import (cold
+    start, issue 19), yet the capture, solver-facing and printing code spells sympy
+    at module level everywhere.  Modules write ``from ..records import sympy`` and
+    use ``sympy.X`` as usual; the first read imports sympy and caches the attribute
+    on this object, so later reads are plain attribute lookups.  Code on the
+    load-and-run path tests values with :func:`is_sympy`, which never imports it.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        import sympy as module
+
+        value = getattr(module, name)
+        setattr(self, name, value)
+        return value
+
+    def __repr__(self) -> str:
+        loaded = "sympy" in sys.modules
+        return f"<sympy, {'imported' if loaded else 'imported on first use'}>"
+
+
+sympy: Any = _SympyOnFirstUse()
+
+
+def is_sympy(value: Any) -> bool:
+    """``isinstance(value, sympy.Basic)`` without importing sympy (nothing is, until it is imported)."""
+    module = sys.modules.get("sympy")
+    return module is not None and isinstance(value, module.Basic)
 
 
 @dataclass(frozen=True)
