@@ -14,11 +14,12 @@ capturing call and thread).  :meth:`Tracer.call` is the single dispatch point:
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import sys
 import warnings
 import weakref
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import numpy as np
 import sympy
@@ -80,6 +81,7 @@ class Tracer:
         self.aliases = Aliases(self)                      # views, rebuilt after writes (capture.views)
         self.pending: list = []                          # weakrefs of traced arrays not computed yet
         self._saw_pending = False                        # views() met a value not computed yet
+        self._unguarded_bools = 0                        # > 0: SymBool operands of a ufunc (see call)
 
     def is_current(self) -> bool:
         """Whether this tracer's capture is running (in this thread and context)."""
@@ -160,7 +162,7 @@ class Tracer:
         if isinstance(value, SymFloat):
             return value.example() if value.numpy_type is not None else float(self.env.hint(value.expr))
         if isinstance(value, SymBool):
-            return bool(value)
+            return bool(self.env.hint(value.expr)) if self._unguarded_bools else bool(value)
         if isinstance(value, tuple):
             return tuple(self.example(v) for v in value)
         if isinstance(value, list):
@@ -322,6 +324,25 @@ class Tracer:
             op = resolve_op(op, self.op_table)
         kwargs = kwargs or {}
         src = source if source is not None else user_source(2)
+        with self._bool_operands(op, args):
+            return self._call(op, args, kwargs, src)
+
+    @contextlib.contextmanager
+    def _bool_operands(self, op: OpDef, args: tuple) -> Iterator[None]:
+        """A size comparison used as a number (``x * (n > 3)``) takes no branch: an elementwise
+        result's shape and dtype do not depend on the bool's value (a Python bool is a weak
+        scalar), so the program computes it at run time and the example reads it unguarded,
+        now and when a deferred value is computed."""
+        if not (isinstance(op.impl, np.ufunc) and any(type(a) is SymBool for a in args)):
+            yield
+            return
+        self._unguarded_bools += 1
+        try:
+            yield
+        finally:
+            self._unguarded_bools -= 1
+
+    def _call(self, op: OpDef, args: tuple, kwargs: dict, src: Any) -> Any:
         if kwargs.get("out") is not None and op.writes_arg is None:
             return self._call_with_out(op, args, kwargs, src)
         self._saw_pending = False
@@ -482,7 +503,9 @@ class Tracer:
                 recorded shape or dtype is not numpy's.
         """
         op, args, kwargs, src = t._thunk
-        result = self._run_impl(op, self.example(args), self.example(kwargs), src)
+        with self._bool_operands(op, args):
+            ex_args, ex_kwargs = self.example(args), self.example(kwargs)
+        result = self._run_impl(op, ex_args, ex_kwargs, src)
         self._checked_shape(t._shape, tuple(np.shape(result)), op, src)
         if _dtype_of(result) != t._dtype:
             raise CaptureError(f"internal error: {op.name} was recorded with dtype {t._dtype}, but numpy "

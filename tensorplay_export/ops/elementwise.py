@@ -34,11 +34,16 @@ def shape_of(value: Any) -> tuple:
 
 def _scalar_value(value: Any) -> Any:
     """sympy value of a scalar operand (int / size expression), or None."""
-    if isinstance(value, sympy.Basic) and not value.is_Boolean:
+    if isinstance(value, sympy.Basic) and not _is_condition(value):
         return value
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return sympy.Integer(int(value))
     return None
+
+
+def _is_condition(value: Any) -> bool:
+    """A size comparison or logic operand (``x * (n > 3)``); sympy's relations are not ``is_Boolean``."""
+    return bool(value.is_Boolean or value.is_Relational)
 
 
 def value_bounds(value: Any) -> Any:
@@ -52,7 +57,7 @@ def value_bounds(value: Any) -> Any:
 def _int_scalar_fits(ctx: Any, inputs: tuple) -> None:
     """A symbolic Python int mixed with a small integer array must fit its dtype (NEP 50)."""
     dtypes = [v.dtype for v in inputs if isinstance(v, ArrayInfo) and v.dtype is not None]
-    scalars = [v for v in inputs if isinstance(v, sympy.Basic) and not v.is_Boolean and not v.is_number]
+    scalars = [v for v in inputs if isinstance(v, sympy.Basic) and not _is_condition(v) and not v.is_number]
     if not scalars or not dtypes:
         return
     try:

@@ -1,0 +1,63 @@
+"""A comparison of sizes used as a number (``x * (n > 3)``) is computed by the program at run
+time: no branch is taken, so no guard narrows the dim (an elementwise result's shape and
+dtype do not depend on the bool's value; a Python bool is a weak scalar in numpy 2)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+
+
+def _mixed(x):
+    n = x.shape[0]
+    return x * (n > 3) + (n >= 2) - np.logical_and(x > 0, n < 6)
+
+
+def _reflected(x):
+    n, m = x.shape
+    return (n == m) * x + np.maximum(x, n != 4)
+
+
+def _dim_spec():
+    return {"x": {0: tpe.Dim("n", max=64)}}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int64])
+def test_comparison_operand_keeps_the_named_dim_and_matches_eager(dtype):
+    ep = tpe.export(_mixed, np.ones((5, 2), dtype), dynamic_shapes=_dim_spec())
+    (rng,) = ep.range_constraints.values()
+    assert (rng.lower, rng.upper) == (1, 64)  # no guard on n > 3 / n >= 2 / n < 6
+    for n in (1, 2, 3, 4, 5, 6, 7, 40):
+        x = (np.arange(n * 2).reshape(n, 2) - 3).astype(dtype)
+        got, want = ep.module()(x), _mixed(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_reflected_and_two_dims_after_save_and_load(tmp_path):
+    spec = {"x": {0: tpe.Dim("n", max=32), 1: tpe.Dim("m", max=32)}}
+    ep = tpe.export(_reflected, np.ones((4, 4), np.float32), dynamic_shapes=spec)
+    assert sorted((r.lower, r.upper) for r in ep.range_constraints.values()) == [(1, 32), (1, 32)]
+    tpe.save(ep, tmp_path / "p.pt2")
+    loaded = tpe.load(tmp_path / "p.pt2")
+    for shape in ((4, 4), (3, 5), (4, 6), (7, 7)):
+        x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+        np.testing.assert_array_equal(loaded.module()(x), _reflected(x))
+        np.testing.assert_array_equal(ep.module()(x), _reflected(x))
+
+
+def test_a_branch_on_the_same_comparison_is_still_guarded():
+    def branchy(x):
+        if x.shape[0] > 3:
+            return x * 2.0
+        return x
+
+    with pytest.raises(tpe.ConstraintViolationError, match="n > 3|n <= 3"):
+        tpe.export(branchy, np.ones((5, 2), np.float32), dynamic_shapes=_dim_spec())
+
+
+def test_large_example_defers_and_still_matches():
+    ep = tpe.export(_mixed, np.ones((48, 300), np.float32), dynamic_shapes=_dim_spec())
+    x = np.linspace(-1, 1, 3 * 300, dtype=np.float32).reshape(3, 300)
+    np.testing.assert_array_equal(ep.module()(x), _mixed(x))
