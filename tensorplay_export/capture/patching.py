@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .frames import is_user_function
-from .symbolic import SymInt, sym_float, sym_max, sym_min, sym_sqrt
+from .symbolic import PRINTING, SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -327,7 +327,21 @@ def _capture_builtins(real: Any) -> dict:
     """
     out = dict(vars(real) if isinstance(real, types.ModuleType) else real)
     out["__import__"] = _capture_import
+    out["print"] = _capture_print
     return out
+
+
+def _capture_print(*args: Any, **kwargs: Any) -> None:
+    """``print`` for cloned functions: for stdout/stderr, sizes print symbolically (``(n, 2)``)
+    and record no guard, so a debug ``print(x.shape)`` does not pin the dims it shows; text
+    for another file object may be read back as data, so there they pin, as ``str()`` does."""
+    file = kwargs.get("file")
+    to_screen = file is None or file is sys.stdout or file is sys.stderr
+    token = PRINTING.set("screen" if to_screen else "file")
+    try:
+        builtins.print(*args, **kwargs)
+    finally:
+        PRINTING.reset(token)
 
 
 class _SymbolicMath:

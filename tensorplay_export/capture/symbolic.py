@@ -15,8 +15,12 @@ guards come from:
 ``str(s)``, ``repr(s)`` and ``f"{s}"`` in model code specialize too (recorded
 reason "converted to text"): model code that uses the text as data
 (``int(str(n))``, ``repr(x.shape) == "(6, 4)"``, a cache key, a file name) must
-see the example's digits, as eager does; ``print(x.shape)`` therefore pins the
-sizes it prints.  Library code (messages, reports) gets the symbolic text
+see the example's digits, as eager does.  ``print(x.shape)`` is the exception:
+text handed straight to ``print`` for stdout or stderr goes to a person, not to
+the computation, so it shows the symbolic form (``(n, 2)``, as torch.export
+prints ``s0``) without a guard; printing into another file object pins as
+``str()`` does (see :data:`PRINTING`).  ``print(f"{n}")`` formats before print
+sees it and still pins.  Library code (messages, reports) gets the symbolic text
 (``"seq"``).
 
 ``math.floor``/``math.ceil``/``math.trunc``/``round`` of a size-derived float
@@ -52,6 +56,7 @@ set by capture.
 from __future__ import annotations
 
 import builtins
+import contextvars
 import math
 import operator
 from typing import Any, Callable, Optional
@@ -62,6 +67,11 @@ import sympy
 from ..errors import CaptureError
 from ..graph.printing import format_guard
 from .frames import asked_by_library as _asked_by_library, user_source
+
+# While model code's print() formats its arguments (capture's builtins, patching.py):
+# "screen" (stdout/stderr: sizes print symbolically, no guard) or "file" (any other file
+# object: the text may be read back, so the digits are data and pin, as str() does).
+PRINTING: contextvars.ContextVar[str] = contextvars.ContextVar("tpe_printing", default="")
 
 def _is_int_like(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
@@ -304,7 +314,8 @@ class _SymNumber:
         """The text of this size (``convert``: ``str``, ``repr`` or a ``format`` with a spec):
         symbolic for the library, the example's digits for model code, which records a
         specialization (text is data: ``int(str(n))``)."""
-        if _asked_by_library(3):
+        printing = PRINTING.get()
+        if printing == "screen" or (not printing and _asked_by_library(3)):
             return str(self.expr)
         value = self.env.specialize(self.expr, f"{what} (its digits are data)", user_source(3))
         return convert(self._typed(value))
@@ -851,7 +862,8 @@ class SymBool:
         return self.env.evaluate(self.expr, "branch on a size comparison")
 
     def __repr__(self) -> str:
-        if _asked_by_library():
+        printing = PRINTING.get()
+        if printing == "screen" or (not printing and _asked_by_library()):
             return str(self.expr)
         return repr(bool(self))  # model code: "True" / "False", as eager prints a comparison
 
