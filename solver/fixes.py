@@ -897,55 +897,51 @@ class _Plan:
         reached exactly (a failing integer or the range's end) is kept; the other is
         found by binary search with solver queries over the whole candidate range.
         """
-        name = sym.name
-        # upper end
-        if scan.exact_hi:
-            b = scan.b
-        else:
-            v = self._holds(conds, sym, h, hi, want_cex=True)
-            if v.proved:
-                b = hi
-            else:
-                good = scan.b
-                bad = v.counterexample[name] if v.refuted else (hi if hi is not None else 2 * good + 2)
-                if bad <= good:
-                    bad = good + 1
-                if hi is None and not v.refuted:
-                    for _ in range(62):  # unknown over [h, oo): grow until a query fails
-                        if not self._holds(conds, sym, h, bad):
-                            break
-                        good, bad = bad, bad * 2
-                while bad - good > 1:
-                    mid = (good + bad) // 2
-                    vm = self._holds(conds, sym, h, mid, want_cex=True)
-                    if vm.proved:
-                        good = mid
-                    else:
-                        cx = vm.counterexample[name] if vm.refuted else None
-                        bad = cx if cx is not None and good < cx <= mid else mid
-                b = good
-        # lower end
-        if scan.exact_lo:
-            a = scan.a
-        else:
-            v = self._holds(conds, sym, lo, h, want_cex=True)
-            if v.proved:
-                a = lo
-            else:
-                good = scan.a
-                bad = v.counterexample[name] if v.refuted else (lo if lo is not None else good - 1)
-                if bad >= good:
-                    bad = good - 1
-                while good - bad > 1:
-                    mid = (good + bad + 1) // 2
-                    vm = self._holds(conds, sym, mid, h, want_cex=True)
-                    if vm.proved:
-                        good = mid
-                    else:
-                        cx = vm.counterexample[name] if vm.refuted else None
-                        bad = cx if cx is not None and mid <= cx < good else mid
-                a = good
+        b = scan.b if scan.exact_hi else self._far_end(conds, sym, h, scan.b, hi, +1)
+        a = scan.a if scan.exact_lo else self._far_end(conds, sym, h, scan.a, lo, -1)
         return a, b
+
+    def _far_end(self, conds, sym, h, good, limit, step):
+        """The end farthest from ``h`` in direction ``step`` (+1 up, -1 down) such that all
+        ``conds`` hold between ``h`` and it; ``good`` is known to hold, ``limit`` is the
+        range's end (None: unbounded).
+
+        One solver query over the whole candidate side first; otherwise a binary search
+        whose failing queries move the bad end to their counterexample when it falls
+        inside the probed span.  Upward and unbounded with no counterexample, the bad end
+        doubles until a query fails.
+        """
+        name = sym.name
+
+        def span(end):
+            return (h, end) if step > 0 else (end, h)
+
+        v = self._holds(conds, sym, *span(limit), want_cex=True)
+        if v.proved:
+            return limit
+        if v.refuted:
+            bad = v.counterexample[name]
+        elif limit is not None:
+            bad = limit
+        else:
+            bad = 2 * good + 2 if step > 0 else good - 1
+        if (bad - good) * step <= 0:
+            bad = good + step
+        if limit is None and not v.refuted and step > 0:
+            for _ in range(62):  # unknown over [h, oo): grow until a query fails
+                if not self._holds(conds, sym, h, bad):
+                    break
+                good, bad = bad, bad * 2
+        while abs(bad - good) > 1:
+            mid = good + step * (abs(bad - good) // 2)
+            vm = self._holds(conds, sym, *span(mid), want_cex=True)
+            if vm.proved:
+                good = mid
+            else:
+                cx = vm.counterexample[name] if vm.refuted else None
+                inside = cx is not None and cx != good and min(good, mid) <= cx <= max(good, mid)
+                bad = cx if inside else mid
+        return good
 
 
 def _relation(name, expr, order) -> RelationFix:
