@@ -78,8 +78,11 @@ def _is_int_like(value: Any) -> bool:
 
 
 def to_expr(value: Any) -> Any:
-    """sympy form of an int-like operand, or NotImplemented for anything else."""
-    if isinstance(value, (SymInt, SymFloat, SymBool)):
+    """sympy form of an int-like operand, or NotImplemented for anything else (a size
+    comparison is the int 0 or 1, as a Python bool is in arithmetic)."""
+    if isinstance(value, SymBool):
+        return sympy.Piecewise((sympy.Integer(1), value.expr), (sympy.Integer(0), True))
+    if isinstance(value, (SymInt, SymFloat)):
         return value.expr
     if isinstance(value, (bool, np.bool_)):
         return sympy.Integer(int(value))
@@ -895,13 +898,59 @@ class SymBool:
     def __or__(self, o): return self._logic(o, sympy.Or)
     def __ror__(self, o): return self._logic(o, sympy.Or, True)
     def __xor__(self, o): return self._logic(o, sympy.Xor)
+    def __rxor__(self, o): return self._logic(o, sympy.Xor, True)
     def __invert__(self): return wrap_bool(sympy.Not(self.expr), self.env)
 
     def __eq__(self, o):
         if isinstance(o, (SymBool, bool)):
             other = o.expr if isinstance(o, SymBool) else (sympy.true if o else sympy.false)
             return wrap_bool(sympy.Equivalent(self.expr, other), self.env)
-        return NotImplemented
+        return self._number(operator.eq, o)
+
+    def __ne__(self, o):
+        if isinstance(o, (SymBool, bool)):
+            other = o.expr if isinstance(o, SymBool) else (sympy.true if o else sympy.false)
+            return wrap_bool(sympy.Xor(self.expr, other), self.env)
+        return self._number(operator.ne, o)
+
+    # -- as a number: a Python bool is the int 0 or 1 (True + 1 == 2, 2.0 * (n > 3)) ----------
+    def as_int(self) -> Any:
+        """The int eager code computes with: 1 where the condition holds, else 0 (a SymInt)."""
+        return wrap_int(to_expr(self), self.env)
+
+    def _number(self, fn: Callable, other: Any, reflected: bool = False) -> Any:
+        if isinstance(other, SymBool):
+            other = other.as_int()
+        elif not isinstance(other, (int, float, SymInt, SymFloat)) or isinstance(other, bool):
+            if not isinstance(other, bool):
+                return NotImplemented  # arrays and the rest: their reflected method decides
+            other = int(other)
+        a, b = (other, self.as_int()) if reflected else (self.as_int(), other)
+        return fn(a, b)
+
+    def __add__(self, o): return self._number(operator.add, o)
+    def __radd__(self, o): return self._number(operator.add, o, True)
+    def __sub__(self, o): return self._number(operator.sub, o)
+    def __rsub__(self, o): return self._number(operator.sub, o, True)
+    def __mul__(self, o): return self._number(operator.mul, o)
+    def __rmul__(self, o): return self._number(operator.mul, o, True)
+    def __truediv__(self, o): return self._number(operator.truediv, o)
+    def __rtruediv__(self, o): return self._number(operator.truediv, o, True)
+    def __floordiv__(self, o): return self._number(operator.floordiv, o)
+    def __rfloordiv__(self, o): return self._number(operator.floordiv, o, True)
+    def __mod__(self, o): return self._number(operator.mod, o)
+    def __rmod__(self, o): return self._number(operator.mod, o, True)
+    def __pow__(self, o): return self._number(operator.pow, o)
+    def __lt__(self, o): return self._number(operator.lt, o)
+    def __le__(self, o): return self._number(operator.le, o)
+    def __gt__(self, o): return self._number(operator.gt, o)
+    def __ge__(self, o): return self._number(operator.ge, o)
+    def __neg__(self): return -self.as_int()
+    def __pos__(self): return self.as_int()
+    def __abs__(self): return self.as_int()
+
+    def __float__(self) -> float:
+        return float(bool(self))
 
     def __int__(self) -> int:
         return int(bool(self))

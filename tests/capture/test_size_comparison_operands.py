@@ -61,3 +61,34 @@ def test_large_example_defers_and_still_matches():
     ep = tpe.export(_mixed, np.ones((48, 300), np.float32), dynamic_shapes=_dim_spec())
     x = np.linspace(-1, 1, 3 * 300, dtype=np.float32).reshape(3, 300)
     np.testing.assert_array_equal(ep.module()(x), _mixed(x))
+
+
+def _arithmetic(x):
+    n = x.shape[0]
+    count = sum(n > j for j in range(4)) + (True + (n > 5)) - -(n > 6)
+    y = x * (2.0 * (n > 3)) + (n > 2) + (n > 1) * 1 + count
+    return y / (1 + (n > 4)) + ((n > 3) == 1) + ((n > 2) != 0) + abs(n > 7) // 1
+
+
+def test_comparison_arithmetic_is_python_int_arithmetic():
+    ep = tpe.export(_arithmetic, np.ones((5, 2), np.float32), dynamic_shapes=_dim_spec())
+    assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [(1, 64)]
+    for n in range(1, 10):
+        x = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+        got, want = ep.module()(x), _arithmetic(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_branch_on_comparison_arithmetic_guards_with_a_fix():
+    def model(x):
+        n = x.shape[0]
+        return x[: 2 + (n > 3)] if (n > 3) + (n > 10) >= 1 else x
+
+    with pytest.raises(tpe.ConstraintViolationError, match=r"n = Dim\('n', min=4, max=64\)"):
+        tpe.export(model, np.ones((5, 2), np.float32), dynamic_shapes=_dim_spec())
+    ep = tpe.export(model, np.ones((5, 2), np.float32),
+                    dynamic_shapes={"x": {0: tpe.Dim("n", min=4, max=64)}})
+    for n in (4, 9, 11, 64):
+        x = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+        np.testing.assert_array_equal(ep.module()(x), model(x))
