@@ -1,6 +1,7 @@
 """draft_export: every failure kind is reported with its source line; the program is built and checked."""
 from __future__ import annotations
 
+import builtins
 import io
 from pathlib import Path
 
@@ -352,7 +353,9 @@ def test_a_guard_no_fix_expresses_has_no_fix():
 
 
 def len_pinned(x):
-    return x * len(x)  # L_len
+    # CPython's own len (builtins.len) must return a Python int; plain len() in model code is
+    # capture's and stays symbolic (tests/capture/test_len_and_math.py)
+    return x * builtins.len(x)  # L_len
 
 
 def test_auto_size_pinned_by_len_says_how_to_keep_it_dynamic():

@@ -8,7 +8,9 @@ is set where it is emitted, and that the face reads records, never message text.
 """
 from __future__ import annotations
 
+
 import ast
+import builtins
 import dataclasses
 from pathlib import Path
 
@@ -79,7 +81,8 @@ def nonzero_branch(x):
 
 
 def uses_len(x):
-    n = len(x)  # L_len
+    # builtins.len is CPython's own (model code's plain len() stays symbolic): a Python int, pinned
+    n = builtins.len(x)  # L_len
     return x * n
 
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .frames import is_user_function
-from .symbolic import PRINTING, SymInt, sym_float, sym_max, sym_min, sym_sqrt
+from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_len, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -299,6 +299,8 @@ class GlobalsView(dict):
                 return sym_max
             if key == "float":
                 return sym_float
+            if key == "len":
+                return sym_len
             raise
         return translate(self._tracer, key, value)
 
@@ -350,7 +352,27 @@ class _SymbolicMath:
     def __getattr__(self, name: str) -> Any:
         if name == "sqrt":
             return sym_sqrt
-        return getattr(math, name)
+        value = getattr(math, name)
+        return _named_pin(name, value) if name in _PINNING_MATH else value
+
+
+# math functions of a float that sizes have no symbolic form for here: a size given to one is
+# pinned with the function's name as the reason (not the bare "converted with float()")
+_PINNING_MATH = frozenset({"log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "pow", "sin", "cos",
+                           "tan", "tanh", "atan", "atan2", "erf", "erfc", "gamma", "lgamma", "cbrt"})
+
+
+def _named_pin(name: str, fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def pinned(*args: Any) -> Any:
+        values = []
+        for a in args:
+            if isinstance(a, (SymInt, SymFloat)):
+                reason = f"math.{name}() of a size (only math.sqrt stays symbolic; the result is a float)"
+                a = a.env.specialize(a.expr, reason)
+            values.append(a)
+        return fn(*values)
+    return pinned
 
 
 _MATH = _SymbolicMath()

@@ -993,6 +993,20 @@ def sym_max(*args: Any, **kwargs: Any) -> Any:
     return _minmax(builtins.max, sympy.Max, args, kwargs)
 
 
+def sym_len(value: Any) -> Any:
+    """``len`` for model code: a traced array's first axis stays symbolic (``x[: len(x) - 1]``).
+
+    CPython's own ``len()`` must return a Python int, which pins the size; this one returns
+    the axis's size (a SymInt), which pins only where an int is needed (``[0] * len(x)``).
+    """
+    shape = getattr(value, "_shape", None)
+    if shape is not None and type(value).__name__ == "TracedArray":
+        if not shape:
+            raise TypeError("len() of unsized object")
+        return value.shape[0]
+    return builtins.len(value)
+
+
 def sym_sqrt(value: Any) -> Any:
     """``math.sqrt`` on a size as a symbolic float."""
     if isinstance(value, (SymInt, SymFloat)):
