@@ -128,6 +128,10 @@ class TracedArray:
         return self._call("numpy.real", (self,))
 
     @property
+    def imag(self) -> "TracedArray":
+        return self._call("numpy.imag", (self,))
+
+    @property
     def flat(self):
         raise UnsupportedOpError(f"ndarray.flat is not supported during capture; use ravel()\n"
                                  f"  at {user_source(2)}")

@@ -327,6 +327,23 @@ def _at_cases(name):
 CASES.update({f"numpy.{u}.reduceat": _reduceat_cases(u) for u in REDUCEAT_UFUNCS})
 CASES.update({f"tpe.{u}_at": _at_cases(u) for u in AT_UFUNCS})
 
+CASES.update({
+    # -- numpy.fft: transform lengths (n/s given or the axis's size), rfft keeps n // 2 + 1
+    **{f"numpy.fft.{f}": [c(x2()), c(x2(), axis=0), c(x2(), n, 0), c(A(n), 5)] for f in ("fft", "ifft", "rfft", "ihfft")},
+    **{f"numpy.fft.{f}": [c(A(n, m, dtype=np.complex128)), c(A(n, m, dtype=np.complex128), n, 0),
+                          c(A(n, dtype=np.complex128), 7)] for f in ("irfft", "hfft")},
+    **{f"numpy.fft.{f}": [c(x2()), c(A(2, n, m), (m, 3), (1, 2)), c(A(n, m, 2), axes=(0, 1))]
+       for f in ("fft2", "ifft2", "rfft2", "fftn", "ifftn", "rfftn")},
+    **{f"numpy.fft.{f}": [c(A(n, m, dtype=np.complex128)), c(A(n, m, dtype=np.complex128), (n, 5), (0, 1))]
+       for f in ("irfft2", "irfftn")},
+    "numpy.fft.fftshift": [c(x2()), c(x2(), axes=0)], "numpy.fft.ifftshift": [c(x2()), c(x2(), axes=1)],
+    # -- numpy.linalg matrix functions: square matrices (cholesky: 1x1 positive ones are SPD)
+    "numpy.linalg.inv": [c(A(n, n)), c(A(2, n, n))], "numpy.linalg.det": [c(A(n, n)), c(A(m, n, n))],
+    "numpy.linalg.cholesky": [c(A(k, k)), c(A(n, k, k))], "numpy.linalg.matrix_power": [c(A(n, n), 3)],
+    "numpy.linalg.eigvalsh": [c(A(n, n)), c(A(2, m, m))], "numpy.linalg.pinv": [c(x2()), c(A(2, n, m))],
+    "numpy.linalg.solve": [c(A(n, n), A(n)), c(A(n, n), A(n, m)), c(A(2, n, n), A(1, n, m))],
+})
+
 # rules that are not for capture to call: they must refuse (and say so)
 REFUSES = {"tpe.item": TypeError}
 
