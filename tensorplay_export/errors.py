@@ -29,7 +29,9 @@ NO_FIXES_LINE = (f"{NO_FIXES_HEAD} no fix form makes these guards hold; "
 
 _DATA_DEPENDENT_ADVICE = ("A data-dependent size is known only at run time, so export cannot pick a branch for it: "
                           "compute both sides and select with np.where, or move the check out of the exported "
-                          "function.")
+                          "function, or, when the condition holds for every input the model is given, state it "
+                          "before this line with tpe.check(<the condition on that size>) (as torch._check): "
+                          "the branch is then decided and the program checks the fact at run time.")
 
 
 def example_outside_head(e: ExampleOutside) -> str:
