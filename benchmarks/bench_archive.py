@@ -17,8 +17,9 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
   ``.npy`` weights; the step reads that file, runs ``jax.export.deserialize`` on its bytes
   and ``np.load``s every weight (read, and mmap): the figure issue 19 compares ``load_pt2``
   with. Timed interleaved with our ``load_pt2``/``load`` rows. ``+ first call`` adds
-  ``Exported.call(weights, ids)`` until the result is ready, after ``jax.clear_caches()``
-  (untimed) so the call compiles as it would in a fresh process; interleaved with our
+  ``Exported.call(weights, ids)`` until the result is ready (XLA compiles the program
+  there: each deserialized program compiles anew, and ``jax.clear_caches()``, untimed,
+  before each run makes sure of it, as in a fresh process); interleaved with our
   ``load_pt2 mmap + first call``. MB for the jax rows = serialized program + ``.npy`` files.
   jax is not a dependency (not even of ``bench``); to get these rows, use a side venv::
 
@@ -34,9 +35,9 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
   before/after rows come from one run.
 
 MB/s = megabytes (10^6 bytes) on disk / seconds: the archive for our rows, the ``.npy``
-files for the ``np.load`` rows. The loaded program (and the jax program,
-at the example and at batch 3, seq 37) is checked against eager once (so a broken load
-cannot look fast). The archive goes to a temporary directory.
+files for the ``np.load`` rows. Every first call's result is checked against eager,
+untimed (so a broken load cannot look fast); the jax program is also checked at batch 3,
+seq 37 (its export has no example size). The archive goes to a temporary directory.
 ``--quick`` uses a 1-layer GPT (d_model 32) instead of MiniLM.
 """
 from __future__ import annotations
