@@ -222,6 +222,12 @@ def machine_line() -> str:
         torch = sys.modules.get("torch")  # importing torch costs seconds: report threads only if loaded
         threads = f" ({torch.get_num_threads()} threads)" if torch is not None else ""
         parts.append(f"torch {torch_version}{threads}")
+    try:
+        from importlib.metadata import version
+
+        parts.append(f"jax {version('jax')}")
+    except Exception:  # not installed (it is optional: bench_archive.py's jax rows)
+        pass
     threads = [f"{k}={os.environ[k]}" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS") if k in os.environ]
     parts.append("BLAS threads: " + (", ".join(threads) if threads else "default"))
     try:

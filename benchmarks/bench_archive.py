@@ -9,9 +9,24 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
 - ``load_pt2 mmap``: ``load_pt2(path, load_weights_from_disk=True)``: weights memory-mapped,
   so pages are read on first use; the table also shows the first call after it;
 - ``load``: ``tensorplay_export.load(path)``: weights read into memory;
-- ``np.load``: the same weights saved as one ``.npy`` file each, loaded with ``np.load``
-  (read, and ``mmap_mode="r"``): the numpy part of jax's deserialize-plus-``np.load``
-  figure (jax is not required, and this script does not time jax itself);
+- ``np.load``: the same weights saved as one ``.npy`` file each (named by state_dict key),
+  loaded with ``np.load`` (read, and ``mmap_mode="r"``);
+- ``jax deserialize + np.load`` (GPT rows, only when jax imports): the same GPT written in
+  ``jax.numpy`` (``benchmarks/_jax_models.py``), ``jax.export.export(jax.jit(f))`` with
+  symbolic batch and seq, serialized once (``Exported.serialize()``) to a file beside the
+  ``.npy`` weights; the step reads that file, runs ``jax.export.deserialize`` on its bytes
+  and ``np.load``s every weight (read, and mmap): the figure issue 19 compares ``load_pt2``
+  with. Timed interleaved with our ``load_pt2``/``load`` rows. ``+ first call`` adds
+  ``Exported.call(weights, ids)`` until the result is ready (XLA compiles the program
+  there: each deserialized program compiles anew, and ``jax.clear_caches()``, untimed,
+  before each run makes sure of it, as in a fresh process); interleaved with our
+  ``load_pt2 mmap + first call``. MB for the jax rows = serialized program + ``.npy`` files.
+  jax is not a dependency (not even of ``bench``); to get these rows, use a side venv::
+
+      python3 -m venv .jaxvenv && .jaxvenv/bin/pip install jax flatbuffers -e .
+      .jaxvenv/bin/python benchmarks/bench_archive.py --gpt 24
+
+  (``flatbuffers`` is what ``Exported.serialize`` needs and jax does not install.)
 - ``cold start``: a fresh ``python`` process running ``import tensorplay_export``,
   ``load(path)`` and the first ``module()`` call, timed inside the process (import,
   load, first call, total); it also reports whether sympy and z3 were imported.
@@ -19,8 +34,10 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
   older commit) the same process runs against that checkout too, interleaved, so the
   before/after rows come from one run.
 
-MB/s = archive megabytes (10^6 bytes) / seconds. The loaded program is checked against
-eager once (so a broken load cannot look fast). The archive goes to a temporary directory.
+MB/s = megabytes (10^6 bytes) on disk / seconds: the archive for our rows, the ``.npy``
+files for the ``np.load`` rows. Every first call's result is checked against eager,
+untimed (so a broken load cannot look fast); the jax program is also checked at batch 3,
+seq 37 (its export has no example size). The archive goes to a temporary directory.
 ``--quick`` uses a 1-layer GPT (d_model 32) instead of MiniLM.
 """
 from __future__ import annotations
@@ -36,7 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import _common as C  # noqa: E402
 
-HEADERS = ["model", "archive MB", "step", "seconds (median)", "MB/s"]
+HEADERS = ["model", "MB on disk", "step", "seconds (median)", "MB/s"]
 COLD_HEADERS = ["model", "checkout", "import s", "load s", "first call s", "total s", "sympy", "z3"]
 
 # What the cold-start process runs: argv = archive path, inputs .npz path.
@@ -56,7 +73,61 @@ print(t1 - t0, t2 - t1, t3 - t2, t3 - t0, 'sympy' in sys.modules, 'z3' in sys.mo
 """
 
 
-def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs: int, tmp: str) -> list[list]:
+def _jax_missing() -> Optional[str]:
+    """None when the jax rows can run, else what to install (jax, or flatbuffers for serialize)."""
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return "jax"
+    try:
+        import flatbuffers  # noqa: F401
+    except ImportError:
+        return "flatbuffers"
+    return None
+
+
+def _jax_setup(name: str, model: Any, files: dict[str, str], call_args: tuple, tmp: str) -> tuple:
+    """Export and serialize the jax twin of ``model``; (load fn, first-call seconds fn, MB on disk).
+
+    Checks the jax program against eager at the example and at (3, 37), once, untimed.
+
+    Raises:
+        AssertionError: the jax program disagrees with eager.
+    """
+    import jax
+    import numpy as np
+
+    from benchmarks import _jax_models as J
+
+    weights = {k: np.load(f) for k, f in files.items()}
+    exported = J.export_gpt(weights, n_head=model.h[0].attn.n_head)
+    blob_path = os.path.join(tmp, f"{name}.jax")
+    with open(blob_path, "wb") as fh:
+        fh.write(exported.serialize())
+    for ids in (call_args[0], C.gpt_ids(3, 37)):
+        if not np.allclose(J.run(exported, weights, ids), model(ids), rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{name}: the jax program disagrees with eager at {ids.shape}")
+
+    def load(mmap_mode: Optional[str] = None) -> tuple:
+        with open(blob_path, "rb") as fh:
+            program = jax.export.deserialize(bytearray(fh.read()))
+        return program, {k: np.load(f, mmap_mode=mmap_mode) for k, f in files.items()}
+
+    def first_call() -> float:
+        jax.clear_caches()  # untimed: the call below compiles, as in a fresh process
+        seconds, (program, params) = C.timed(load)
+        call_s, out = C.timed(lambda: J.run(program, params, call_args[0]))
+        if not np.allclose(out, model(*call_args), rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{name}: the deserialized jax program disagrees with eager")
+        return seconds + call_s
+
+    mb = (os.path.getsize(blob_path) + sum(os.path.getsize(f) for f in files.values())) / 1e6
+    return load, first_call, mb
+
+
+def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs: int, tmp: str,
+          with_jax: bool = False) -> list[list]:
+    """Rows of :data:`HEADERS` for one model; ``with_jax``: also the jax rows (a GPT, jax importable)."""
     import numpy as np
 
     import tensorplay_export as tpe
@@ -65,44 +136,52 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
     path = os.path.join(tmp, f"{name}.pt2")
     save = C.interleaved({"save": lambda: tpe.save(ep, path)}, runs)["save"]
     mb = os.path.getsize(path) / 1e6
+    npy_dir = os.path.join(tmp, f"{name}-npy")
+    os.makedirs(npy_dir, exist_ok=True)
+    files = {}
+    for key, value in ep.state_dict.items():
+        files[key] = os.path.join(npy_dir, f"{key}.npy")
+        np.save(files[key], np.asarray(value))
 
     def load_mmap() -> Any:
         return tpe.load_pt2(path, load_weights_from_disk=True).exported_programs["model"]
 
-    loads = C.interleaved({"mmap": load_mmap, "read": lambda: tpe.load(path)}, runs)
-    # First call after a mapped load: pages come in from the page cache here.
-    firsts = []
-    for _ in range(runs):
+    def ours_first_call() -> float:
         seconds, loaded = C.timed(load_mmap)
         call_s, out = C.timed(lambda: loaded.module()(*call_args))
-        firsts.append(seconds + call_s)
-    want = model(*call_args)
-    if not np.allclose(np.asarray(out), np.asarray(want), rtol=1e-4, atol=1e-5):
-        raise AssertionError(f"{name}: the loaded program disagrees with eager")
-    npy_dir = os.path.join(tmp, f"{name}-npy")
-    os.makedirs(npy_dir, exist_ok=True)
-    files = []
-    for i, value in enumerate(ep.state_dict.values()):
-        files.append(os.path.join(npy_dir, f"{i}.npy"))
-        np.save(files[-1], np.asarray(value))
-    numpy_loads = C.interleaved({"read": lambda: [np.load(f) for f in files],
-                                 "mmap": lambda: [np.load(f, mmap_mode="r") for f in files]}, runs)
+        if not np.allclose(np.asarray(out), np.asarray(model(*call_args)), rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{name}: the loaded program disagrees with eager")
+        return seconds + call_s
+
+    load_fns = {"mmap": load_mmap, "read": lambda: tpe.load(path)}
+    first_fns = {"ours": ours_first_call}
+    jax_mb = None
+    if with_jax:
+        jax_load, jax_first_call, jax_mb = _jax_setup(name, model, files, call_args, tmp)
+        load_fns.update({"jax read": jax_load, "jax mmap": lambda: jax_load("r")})
+        first_fns["jax"] = jax_first_call
+    loads = C.interleaved(load_fns, runs)
+    # First call after a load: pages of a mapped load come in from the page cache here.
+    firsts: dict[str, list[float]] = {k: [] for k in first_fns}
+    for _ in range(runs):
+        for key, fn in first_fns.items():
+            firsts[key].append(fn())
+    numpy_loads = C.interleaved({"read": lambda: [np.load(f) for f in files.values()],
+                                 "mmap": lambda: [np.load(f, mmap_mode="r") for f in files.values()]}, runs)
+    steps = [("save", mb, save), ("load_pt2 mmap", mb, loads["mmap"]), ("load (read)", mb, loads["read"]),
+             ("load_pt2 mmap + first call", mb, firsts["ours"])]
+    if with_jax:
+        steps += [(f"jax deserialize + np.load {len(files)} .npy (read)", jax_mb, loads["jax read"]),
+                  (f"jax deserialize + np.load {len(files)} .npy (mmap)", jax_mb, loads["jax mmap"]),
+                  ("jax deserialize + np.load (read) + first call", jax_mb, firsts["jax"])]
+    npy_mb = sum(os.path.getsize(f) for f in files.values()) / 1e6
+    steps += [(f"np.load {len(files)} .npy (read)", npy_mb, numpy_loads["read"]),
+              (f"np.load {len(files)} .npy (mmap)", npy_mb, numpy_loads["mmap"])]
     rows = []
-    for step, times in (("save", save), ("load_pt2 mmap", loads["mmap"]), ("load (read)", loads["read"]),
-                        ("load_pt2 mmap + first call", firsts),
-                        (f"np.load {len(files)} .npy (read)", numpy_loads["read"]),
-                        (f"np.load {len(files)} .npy (mmap)", numpy_loads["mmap"])):
+    for step, size, times in steps:
         s = C.median(times)
-        rows.append([name, mb, step, s, mb / s])
+        rows.append([name, size, step, s, size / s])
     return rows
-
-
-def _have_jax() -> bool:
-    try:
-        import jax  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def cold_start(name: str, path: str, inputs: tuple, checkouts: dict[str, str], runs: int, tmp: str) -> list[list]:
@@ -135,7 +214,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--gpt", type=int, default=24, help="GPT layers for the GPT rows (0: none)")
     parser.add_argument("--before", metavar="CHECKOUT", help="another checkout's root: cold-start rows for it too")
     parser.add_argument("--cold-runs", type=int, default=5, help="fresh processes per checkout (median)")
+    parser.add_argument("--no-jax", action="store_true", help="skip the jax rows even when jax imports")
     args = parser.parse_args(argv)
+    jax_missing = "skipped (--no-jax)" if args.no_jax else _jax_missing()
     C.print_header("archive save/load", "bench_archive", argv)
     checkouts = {"this": str(C.ROOT)}
     if args.before:
@@ -159,13 +240,17 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not cases:
             return 1
         for name, model, ex, spec, call, runs in cases:
-            rows += bench(name, model, ex, spec, call, runs, tmp)
+            with_jax = jax_missing is None and name.startswith("gpt")  # the jax twin is a GPT only
+            rows += bench(name, model, ex, spec, call, runs, tmp, with_jax=with_jax)
             cold += cold_start(name, os.path.join(tmp, f"{name}.pt2"), call, checkouts,
                                2 if args.quick else args.cold_runs, tmp)
     print(C.table(HEADERS, rows))
-    if not _have_jax():
-        print("jax: not installed (not required); the np.load rows are the numpy part of jax's "
-              "deserialize + np.load figure")
+    if jax_missing == "jax" or jax_missing == "flatbuffers":
+        print(f"jax rows: not run, {jax_missing} is not installed (not required); in a side venv: "
+              "python3 -m venv .jaxvenv && .jaxvenv/bin/pip install jax flatbuffers -e . && "
+              ".jaxvenv/bin/python benchmarks/bench_archive.py")
+    elif jax_missing:
+        print(f"jax rows: {jax_missing}")
     print()
     print("cold start: a fresh process imports tensorplay_export, loads the archive and makes the first "
           "module() call (medians of interleaved processes)")
