@@ -186,6 +186,16 @@ def test_unet_draft_export_reports_divisibility_with_fix():
     assert tpe.draft_export(model, x, dynamic_shapes=refined).successful()
 
 
+def test_unet_auto_dims_check_divisibility_at_run_time():
+    rng = np.random.default_rng(2)
+    model = UNet(rng).eval()
+    make = lambda b, h, w: (randn(rng, b, 1, h, w),)
+    ep = tpe.export(model, *make(2, 16, 24), dynamic_shapes={"x": {0: Dim.AUTO, 2: Dim.AUTO, 3: Dim.AUTO}})
+    check_sizes(ep, model, make, [(1, 4, 4), (3, 8, 12), (1, 4, 132)])
+    for h in (2, 3, 6, 10):
+        refuses(ep.module(), make(1, h, 8))
+
+
 # --------------------------------------------------------------------------- ViT
 class ViT(nn.Module):
     """Patch embedding by reshape/transpose, class token, learned positions sliced to n+1, one block."""
