@@ -11,6 +11,7 @@ Known faults are strict xfails here, each recorded in /work/notes/ports_arch_fai
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 
@@ -1068,3 +1069,70 @@ def test_ceil_mode_pool_admits_maps_smaller_than_the_window():
     h = Dim("h", min=2, max=64)
     ep = tpe.export(pool, *make(2, 9), dynamic_shapes={"x": {0: Dim("batch", max=8), 2: h, 3: h}})
     check_sizes(ep, pool, make, [(1, 2), (1, 3), (2, 64)], exact=True)
+
+
+def test_resnet_train_mode_batch_stats_and_running_buffers_at_other_batches():
+    import copy
+
+    rng = np.random.default_rng(24)
+    model = ResNet(rng).train()
+    eager = copy.deepcopy(model)
+    make = lambda b, h, w: (randn(rng, b, 3, h, w),)
+    spec = {"x": {0: Dim("batch", min=2, max=32), 2: Dim("h", min=4, max=96), 3: Dim("w", min=4, max=96)}}
+    ep = tpe.export(model, *make(2, 16, 20), dynamic_shapes=spec)
+    program = ep.module()
+    for size in [(2, 4, 4), (5, 9, 17)]:
+        (x,) = make(*size)
+        np.testing.assert_allclose(program(x), eager(x), rtol=1e-4, atol=1e-4)
+    got, want = getattr(program.layers, "1").bn1, getattr(eager.layers, "1").bn1
+    np.testing.assert_allclose(got.running_mean, want.running_mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got.running_var, want.running_var, rtol=1e-5, atol=1e-6)
+    assert int(got.num_batches_tracked) == int(want.num_batches_tracked) == 2
+
+
+@dataclasses.dataclass
+class EncoderOutput:
+    last_hidden_state: np.ndarray
+    pooler_output: np.ndarray
+
+
+tpe.register_dataclass(EncoderOutput, serialized_type_name="tests.ports.test_architectures.EncoderOutput")
+
+
+class Encoder(nn.Module):
+    """HF-style: optional attention_mask keyword, a dataclass output."""
+
+    def __init__(self, rng):
+        super().__init__()
+        self.emb = nn.Embedding(30, 16, rng=rng)
+        self.layer = BertLayer(rng)
+
+    def forward(self, input_ids, attention_mask=None):
+        if attention_mask is None:
+            attention_mask = np.ones_like(input_ids)
+        x = self.emb(input_ids)
+        return EncoderOutput(x, self.layer(x, attention_mask))
+
+
+def test_encoder_keyword_mask_and_dataclass_output():
+    rng = np.random.default_rng(25)
+    model = Encoder(rng).eval()
+
+    def make(b, s):
+        mask = np.ones((b, s), np.int64)
+        mask[0, (s + 1) // 2:] = 0
+        return rng.integers(0, 30, (b, s)), mask
+
+    batch, seq = Dim("batch", max=8), Dim("seq", max=64)
+    ids, mask = make(2, 6)
+    ep = tpe.export(model, ids, attention_mask=mask,
+                    dynamic_shapes={"input_ids": {0: batch, 1: seq}, "attention_mask": {0: batch, 1: seq}})
+    for b, s in [(1, 1), (3, 64), (2, 9)]:
+        ids, mask = make(b, s)
+        got, want = ep.module()(ids, attention_mask=mask), model(ids, attention_mask=mask)
+        assert isinstance(got, EncoderOutput)
+        np.testing.assert_allclose(got.pooler_output, want.pooler_output, **TOL)
+        np.testing.assert_array_equal(got.last_hidden_state, want.last_hidden_state)
+    no_mask = tpe.export(model, ids, dynamic_shapes={"input_ids": {0: batch, 1: seq}})
+    ids, _ = make(4, 11)
+    np.testing.assert_allclose(roundtrip(no_mask).module()(ids).pooler_output, model(ids).pooler_output, **TOL)
