@@ -1155,3 +1155,38 @@ def test_encoder_keyword_mask_and_dataclass_output():
     no_mask = tpe.export(model, ids, dynamic_shapes={"input_ids": {0: batch, 1: seq}})
     ids, _ = make(4, 11)
     np.testing.assert_allclose(roundtrip(no_mask).module()(ids).pooler_output, model(ids).pooler_output, **TOL)
+
+
+# --------------------------------------------------------------------------- detection post-processing
+def detect(boxes, scores):
+    """Score threshold (nonzero), top-10 by score, greedy-free NMS by the pairwise IoU matrix."""
+    keep = np.nonzero(scores > 0.5)[0]
+    b, s = boxes[keep], scores[keep]
+    order = np.argsort(-s, kind="stable")[:10]
+    b, s = b[order], s[order]
+    x1 = np.maximum(b[:, None, 0], b[None, :, 0])
+    y1 = np.maximum(b[:, None, 1], b[None, :, 1])
+    x2 = np.minimum(b[:, None, 2], b[None, :, 2])
+    y2 = np.minimum(b[:, None, 3], b[None, :, 3])
+    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
+    area = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    iou = inter / (area[:, None] + area[None, :] - inter)
+    higher = np.triu(np.ones((b.shape[0], b.shape[0]), bool), 1)
+    suppressed = (np.where(higher, iou, 0) > 0.5).any(axis=0)
+    return b[~suppressed], s[~suppressed]
+
+
+def test_detection_threshold_topk_nms_unbacked_sizes():
+    rng = np.random.default_rng(26)
+
+    def make(n):
+        xy = rng.random((n, 2)).astype(np.float32) * 10
+        wh = 1 + rng.random((n, 2)).astype(np.float32) * 3
+        return np.concatenate([xy, xy + wh], axis=1), rng.random(n).astype(np.float32)
+
+    n = Dim("n", max=1000)
+    ep = tpe.export(detect, *make(30), dynamic_shapes={"boxes": {0: n}, "scores": {0: n}})
+    check_sizes(ep, detect, make, [(1,), (2,), (5,), (1000,)], exact=True)
+    nothing = (np.zeros((3, 4), np.float32), np.zeros(3, np.float32))   # no box above the threshold
+    assert_same(ep.module(), detect, nothing, exact=True)
+    check_sizes(roundtrip(ep), detect, make, [(77,)], exact=True)
