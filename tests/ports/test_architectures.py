@@ -987,7 +987,7 @@ def test_split_at_data_dependent_offsets_unbacked_or_clear_error():
     try:
         ep = tpe.export(split_sums, *make(10), dynamic_shapes=spec)
     except tpe.DataDependentError as err:
-        assert "np.split" in str(err), str(err)
+        assert "split" in str(err), str(err)
         return
     check_sizes(ep, split_sums, make, [(1,), (256,)], exact=True)
 
