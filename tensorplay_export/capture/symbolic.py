@@ -178,6 +178,26 @@ def _short_dyadic(value: Any) -> Any:
     return None
 
 
+def _represented_exactly(e: Any) -> bool:
+    """Whether a float size with exact value ``e`` holds ``e`` itself, not a rounding of it.
+
+    True for ``(linear integer form of sizes) / 2**k`` with short coefficients (``t / 4``,
+    ``(3*n + 1) / 8``): sizes stay below 2**40, so the numerator fits the 53-bit mantissa and
+    dividing by a power of two is exact; ``t / 4 * 1.25`` is then as exact as ``1.25 * t / 4``.
+    """
+    num, den = sympy.fraction(sympy.together(e))
+    if not den.is_Integer or int(den) <= 0 or int(den) & (int(den) - 1) or int(den) > 2 ** 16:
+        return False
+    terms = sympy.Add.make_args(sympy.expand(num))
+    for term in terms:
+        coeff, rest = term.as_coeff_Mul()
+        if not coeff.is_Integer or abs(int(coeff)) >= 2 ** 10:
+            return False
+        if rest != 1 and not (rest.is_Symbol and rest.is_integer):
+            return False
+    return True
+
+
 def _exact_operand(value: Any) -> tuple:
     """(kind, exact value): kind "int" (sizes, ints), "dyadic" (short float constants), "float"
     (a SymFloat with an exact value) or None (no exact value known)."""
@@ -186,7 +206,9 @@ def _exact_operand(value: Any) -> tuple:
     if _is_int_like(value):
         return "int", sympy.Integer(int(value))
     if isinstance(value, SymFloat):
-        return ("float", value.exact) if value.exact is not None else (None, None)
+        if value.exact is None:
+            return None, None
+        return ("dyadic" if _represented_exactly(value.exact) else "float"), value.exact
     if isinstance(value, (float, np.floating)):
         r = _short_dyadic(value)
         return ("dyadic", r) if r is not None else (None, None)

@@ -261,9 +261,11 @@ class TracedArray:
 
     # -- indexing --------------------------------------------------------------------
     def __getitem__(self, key: Any) -> "TracedArray":
-        return self._tracer.call(get_op("tpe.getitem"), (self, key), {}, source=user_source(2))
+        return self._tracer.call(get_op("tpe.getitem"), (self, _read_slice_bounds(key)), {},
+                                 source=user_source(2))
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        key = _read_slice_bounds(key)
         src = user_source(2)
         self._tracer.force_all()  # writes follow eager order: every deferred value is computed first
         new = self._tracer.call(get_op("tpe.setitem"), (self, key, value), {}, source=src)
@@ -394,3 +396,16 @@ _METADATA = {
     np.isrealobj: lambda x: x.dtype.kind != "c",
     np.copyto: _copyto,
 }
+
+
+def _read_slice_bounds(key: Any) -> Any:
+    """``key`` with traced arrays used as slice bounds read as numpy reads them, through
+    ``__index__`` (``x[s:s + n]`` with ``n = counts[i]``): a data-dependent read, so export
+    raises DataDependentError at the user's line and draft_export assumes the example's value."""
+    def read(k: Any) -> Any:
+        if isinstance(k, slice) and any(isinstance(b, TracedArray) for b in (k.start, k.stop, k.step)):
+            return slice(*(b._read("__index__", "uses as a slice bound a value") if isinstance(b, TracedArray) else b
+                           for b in (k.start, k.stop, k.step)))
+        return k
+
+    return tuple(read(k) for k in key) if type(key) is tuple else read(key)

@@ -298,8 +298,9 @@ class Tracer:
             if name in VALUE_READS:
                 return assume_value(self, traced, name, src)
         raise DataDependentError(
-            f"data-dependent: the model {what} of a traced array's values, which the program cannot "
-            f"know ahead of time\n  at {src}")
+            f"data-dependent: the model {what} of a traced array, which the program cannot know ahead "
+            f"of time (it is data, not a size): compute with the array instead (masks, np.where), or "
+            f"read it outside the exported function\n  at {src}")
 
     def node_meta(self, src: Any, **extra: Any) -> dict:
         """Meta of a node made now: source line and the enclosing module calls.
@@ -412,6 +413,12 @@ class Tracer:
             if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
                 hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
                         "count: int(size) pins it to the example's value)")
+            elif isinstance(err, (TypeError, ValueError, sympy.SympifyError)) and _has_int_array_arg(args[1:]):
+                raise DataDependentError(
+                    f"data-dependent: {op.name} needs Python ints here (split points, sizes, counts) and the "
+                    f"model passes the values of an array, which the program cannot know ahead of time: "
+                    f"compute the result with masks or np.where, or pass the values as static arguments\n"
+                    f"  at {src}") from err
             raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
                                f"  at {src}") from err
         return ctx, (list(shapes) if op.multi_output else [shapes])
@@ -631,6 +638,15 @@ def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
     promotes it as an array, never as a weak Python int that must fit the array's dtype)."""
     return tuple(ArrayInfo((), a.numpy_type, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.numpy_type is not None
                  else info for a, info in zip(args, infos))
+
+
+def _has_int_array_arg(value: Any) -> bool:
+    """Whether a traced integer array is among these arguments (top level or in tuples, lists)."""
+    if isinstance(value, TracedArray):
+        return value.dtype.kind in "iu"
+    if isinstance(value, (tuple, list)):
+        return any(_has_int_array_arg(v) for v in value)
+    return False
 
 
 def _has_size_arg(value: Any) -> bool:

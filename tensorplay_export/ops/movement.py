@@ -63,6 +63,24 @@ def _per_factor_guards(src: Any, dst: Any) -> Any:
     return guards
 
 
+def _without_common_factors(src: Any, dst: Any) -> tuple:
+    """``src`` and ``dst`` with the factors they share (structurally) divided out, unexpanded.
+
+    ``_quotient`` cancels through ``sympy.cancel``, which expands: the numel of a padded
+    ``(b, h + (-h) % 4, w + (-w) % 4, c)`` comes back as a sum, and the per-factor match is
+    lost (z3 then has to decide a product of two mod-carrying sizes, and times out).
+    """
+    c_src, src_factors = sympy.sympify(src).as_coeff_mul()
+    c_dst, dst_factors = sympy.sympify(dst).as_coeff_mul()
+    remaining, rest = list(src_factors), []
+    for f in dst_factors:
+        if f in remaining:
+            remaining.remove(f)
+        else:
+            rest.append(f)
+    return sympy.Mul(c_src, *remaining), sympy.Mul(c_dst, *rest)
+
+
 def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
     if isinstance(target, (int, sympy.Basic)):
         target = (target,)
@@ -89,12 +107,13 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         require_nonneg(ctx, target, "reshape")
         total = prod(target)
         if not (is_static(numel) and is_static(total)):
-            num, den = _quotient(numel, total)
-            if num != den:
-                what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
-                split = _per_factor_guards(num, den)
-                for guard in split if split is not None else [sympy.Eq(num, den)]:
-                    ctx.require(guard, what, "reshape")
+            what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
+            split = _per_factor_guards(*_without_common_factors(numel, total))
+            if split is None:
+                num, den = _quotient(numel, total)
+                split = [] if num == den else _per_factor_guards(num, den) or [sympy.Eq(num, den)]
+            for guard in split:
+                ctx.require(guard, what, "reshape")
     return tuple(as_dim(d) if isinstance(d, sympy.Basic) else int(d) for d in target)
 
 

@@ -762,9 +762,6 @@ def test_swin_pad_to_window_one_padded_axis():
     check_sizes(ep, one_axis, make, [(2, 1, 1), (2, 5, 63), (2, 64, 64)], exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason="undecided tautology: the reshape guard of a two-axis pad-to-window "
-                                       "(h + (-h)%4)(w + (-w)%4) == 16*(..//4)(..//4) times out in z3 and "
-                                       "export refuses it with no fix")
 def test_swin_pad_to_window_both_axes():
     rng = np.random.default_rng(15)
     make = lambda b, h, w: (randn(rng, b, h, w, 3),)
@@ -783,8 +780,6 @@ def pad_to_patch_multiple(x, p=4):
     return x.reshape(b, (hh // p) * (ww // p), c * p * p)
 
 
-@pytest.mark.xfail(strict=True, reason="undecided tautology: same reshape guard as the Swin pad-to-window "
-                                       "(two padded axes), export refuses with no fix")
 def test_vit_pad_to_patch_multiple_both_axes():
     rng = np.random.default_rng(15)
     make = lambda b, h, w: (randn(rng, b, 3, h, w),)
@@ -824,8 +819,6 @@ def test_switch_capacity_factor_times_tokens_stays_dynamic():
     check_sizes(ep, model, make, [(1,), (7,), (256,)])
 
 
-@pytest.mark.xfail(strict=True, reason="contract narrower than needed: ceil(t / 4 * 1.25) is pinned as "
-                                       "'inexact float' although it is exact in binary (ceil(1.25 * t / 4) is not pinned)")
 def test_switch_capacity_tokens_over_experts_times_factor_stays_dynamic():
     rng = np.random.default_rng(16)
     model = SwitchDispatch(rng, factor_first=False).eval()
@@ -851,8 +844,6 @@ class LogMel(nn.Module):
         return np.log10(np.maximum(power.astype(np.float32) @ self.filters, 1e-10)).transpose(0, 2, 1)
 
 
-@pytest.mark.xfail(strict=True, reason="missing op: numpy.fft.rfft has no shape rule, so an STFT log-mel "
-                                       "frontend cannot be captured")
 def test_stft_log_mel_frontend():
     rng = np.random.default_rng(17)
     model = LogMel(rng).eval()
@@ -960,8 +951,6 @@ def test_segment_counts_via_item_refused_with_clear_error_draft_checks_at_run_ti
     assert_same(report.exported_program.module(), by_item, make(10), exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: a 0-d array (data) as a slice bound crashes the "
-                                       "getitem shape rule with an internal SympifyError about ArrayInfo")
 def test_segment_counts_as_slice_bounds_unbacked_or_clear_error():
     rng = np.random.default_rng(19)
     make = segment_inputs(rng)
@@ -974,8 +963,6 @@ def test_segment_counts_as_slice_bounds_unbacked_or_clear_error():
     check_sizes(ep, segment_sums, make, [(1,), (256,)], exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: np.split at data-dependent offsets crashes the split "
-                                       "shape rule with an internal TypeError about ArrayInfo")
 def test_split_at_data_dependent_offsets_unbacked_or_clear_error():
     rng = np.random.default_rng(19)
 
