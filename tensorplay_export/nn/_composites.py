@@ -246,10 +246,16 @@ def _pool_rule(ctx, op, x, kernel_size, stride, padding, dilation, ceil_mode):
     pads, dil = _pair(padding), _pair(dilation)
     out = []
     for size, k, s, p, d in zip(xs[-2:], kernel, stride, pads, dil):
-        n = _window_out(ctx, op, size, k, s, 2 * p, d)
         if ceil_mode:
-            # the body's own arithmetic (no branch on the size): the same expression, no extra guard
+            # the body's own arithmetic (no branch on the size): the same expression; a partial
+            # window counts, so an input smaller than the window still gives one output (torch's
+            # rule), and only an empty output is refused
             n = ctx.canon(_dim(ceil_mode_size(sympy.sympify(size), k, s, p, d)[0]))
+            if not is_static(n):
+                ctx.require(sympy.Ge(n, 1), f"{op}: no window of {k} (stride {s}, ceil_mode) starts inside "
+                                            f"input size {size} (+{2 * p} padding)")
+        else:
+            n = _window_out(ctx, op, size, k, s, 2 * p, d)
         out.append(n)
     return tuple(xs[:-2]) + tuple(out) if not unbatched else (xs[0],) + tuple(out)
 

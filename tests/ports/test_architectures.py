@@ -1063,9 +1063,6 @@ def test_inception_stem_ceil_mode_pools_on_large_maps():
     check_sizes(ep, model, make, [(1, 32, 32), (2, 33, 47), (1, 224, 223)])
 
 
-@pytest.mark.xfail(strict=True, reason="contract narrower than the model needs: a ceil_mode pool is refused on "
-                                       "a map smaller than its window, where eager (and torch's rule) gives a "
-                                       "partial last window")
 def test_ceil_mode_pool_admits_maps_smaller_than_the_window():
     rng = np.random.default_rng(23)
     pool = lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True)
