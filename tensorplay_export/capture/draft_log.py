@@ -52,6 +52,7 @@ VALUE_READS: dict[str, tuple[str, Any]] = {
     "__index__": ("uses as a Python int the value", int),
     "__float__": ("reads the float value", float),
     "item": ("reads .item()", lambda a: a.item()),
+    "slice_bound": ("uses as a slice bound the value", int),
 }
 
 

@@ -404,7 +404,7 @@ def _read_slice_bounds(key: Any) -> Any:
     raises DataDependentError at the user's line and draft_export assumes the example's value."""
     def read(k: Any) -> Any:
         if isinstance(k, slice) and any(isinstance(b, TracedArray) for b in (k.start, k.stop, k.step)):
-            return slice(*(b._read("__index__", "uses as a slice bound a value") if isinstance(b, TracedArray) else b
+            return slice(*(b._read("slice_bound", "uses as a slice bound a value") if isinstance(b, TracedArray) else b
                            for b in (k.start, k.stop, k.step)))
         return k
 

@@ -292,6 +292,10 @@ class Tracer:
         Raises:
             DataDependentError: in export mode (and in draft mode for reads it cannot assume).
         """
+        if name in _INT_READS and traced.dtype.kind in "iu" and _one_element(traced._shape):
+            size = self._item_size(traced, src)
+            if size is not None:
+                return size
         if self.draft is not None:
             from .draft_log import VALUE_READS, assume_value
 
@@ -301,6 +305,30 @@ class Tracer:
             f"data-dependent: the model {what} of a traced array, which the program cannot know ahead "
             f"of time (it is data, not a size): compute with the array instead (masks, np.where), or "
             f"read it outside the exported function\n  at {src}")
+
+    def _item_size(self, traced: "TracedArray", src: Any) -> Optional[SymInt]:
+        """``int(a)`` / ``a.item()`` / ``x[:a]`` of a one-element int array: a data-dependent
+        size (an unbacked symbol, as torch.export's ``u0 = t.item()``) bound by a
+        ``tpe.item_size`` node; None when the example's value is negative (no size: the read
+        stays a DataDependentError).
+
+        The symbol is a size (``>= 0``, and within the array's known value range): the node
+        raises ConstraintsExceededError at the model's line for a negative value on any call,
+        instead of computing with a wrong assumption.  Branching on it is a data-dependent
+        guard (``tpe.check`` states facts about it), as for a ``nonzero`` count.
+        """
+        self.force(traced)
+        value = int(np.asarray(traced.example).item())
+        if value < 0:
+            return None
+        hi = traced.vrange[1] if traced.vrange is not None else None
+        upper = hi if hi is not None and (not isinstance(hi, sympy.Basic) or hi.is_finite) else None
+        where = str(src) if src is not None else "?"
+        node = self.graph.call_function("tpe.item_size", (traced.node, where), {},
+                                        meta=self.node_meta(src, shape=None, dtype=None))
+        sym = self.env.unbacked_symbol(upper, value, "tpe.item_size", src, lower=0)
+        node.meta["bind"] = {None: sym}
+        return SymInt(sym, self.env)
 
     def node_meta(self, src: Any, **extra: Any) -> dict:
         """Meta of a node made now: source line and the enclosing module calls.
@@ -638,6 +666,14 @@ def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
     promotes it as an array, never as a weak Python int that must fit the array's dtype)."""
     return tuple(ArrayInfo((), a.numpy_type, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.numpy_type is not None
                  else info for a, info in zip(args, infos))
+
+
+# reads a SymInt can answer (int() and __index__ must return a real int: CPython checks)
+_INT_READS = frozenset({"item", "slice_bound"})
+
+
+def _one_element(shape: tuple) -> bool:
+    return all(type(d) is int for d in shape) and int(np.prod(shape, dtype=np.int64)) == 1
 
 
 def _has_int_array_arg(value: Any) -> bool:
