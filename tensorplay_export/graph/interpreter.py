@@ -25,12 +25,12 @@ from collections.abc import Mapping
 from typing import Any, Iterable, Optional
 
 import numpy as np
-import sympy
 
 
 from ..errors import ConstraintsExceededError, InputDtypeError
 from ..ops.registry import resolve_op
 from .ir import Graph, Node
+from ..records import sympy
 
 __all__ = ["Interpreter"]
 

@@ -22,7 +22,8 @@ import re
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
-import sympy
+
+from ..records import sympy
 
 OPCODES = ("placeholder", "get_attr", "call_function", "output")
 # Opcodes of a program's functional graph (what an archive may hold): state is a
