@@ -26,7 +26,6 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
-
 from ..errors import ConstraintsExceededError, InputDtypeError
 from ..ops.registry import resolve_op
 from .ir import Graph, Node
