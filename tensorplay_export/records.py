@@ -48,6 +48,21 @@ def is_sympy(value: Any) -> bool:
     return module is not None and isinstance(value, module.Basic)
 
 
+class _NoSympyClass:
+    """What :func:`sympy_class` answers while sympy is not imported: no value is an instance."""
+
+
+def sympy_class(name: str = "Basic") -> type:
+    """``sympy.<name>`` (``"Basic"``, ``"Symbol"``, ...) for an ``isinstance`` test, without importing sympy.
+
+    Until sympy is imported no value can be a sympy object, so the answer is then a
+    class nothing is an instance of; code that passes the class on (``_iter_leaves(value,
+    kind)``) keeps one test for both cases.
+    """
+    module = sys.modules.get("sympy")
+    return _NoSympyClass if module is None else getattr(module, name)
+
+
 @dataclass(frozen=True)
 class SourceLoc:
     """Where in the user's code something happened; text is read only when printed."""

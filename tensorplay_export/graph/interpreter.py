@@ -25,12 +25,11 @@ from collections.abc import Mapping
 from typing import Any, Iterable, Optional
 
 import numpy as np
-import sympy
-
 
 from ..errors import ConstraintsExceededError, InputDtypeError
 from ..ops.registry import resolve_op
 from .ir import Graph, Node
+from ..records import is_sympy, sympy
 
 __all__ = ["Interpreter"]
 
@@ -143,7 +142,7 @@ class Interpreter:
         if cls is tuple or cls is list:
             out = [v if type(v) in _PLAIN else self.fetch(v) for v in value]
             return tuple(out) if cls is tuple else out
-        if isinstance(value, sympy.Basic):
+        if is_sympy(value):
             return self.eval_expr(value)
         if isinstance(value, tuple):
             return tuple(self.fetch(v) for v in value)

@@ -22,7 +22,8 @@ import re
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
-import sympy
+
+from ..records import is_sympy, sympy, sympy_class
 
 OPCODES = ("placeholder", "get_attr", "call_function", "output")
 # Opcodes of a program's functional graph (what an archive may hold): state is a
@@ -112,7 +113,7 @@ def map_arg(value: Any, fn: Callable[["Node"], Any]) -> Any:
 
 def map_exprs(value: Any, fn: Callable[[sympy.Basic], Any]) -> Any:
     """Rebuild ``value`` with every sympy expression (symbolic int or bool) replaced by ``fn(expr)``."""
-    return _map_leaves(value, sympy.Basic, fn)
+    return _map_leaves(value, sympy_class(), fn)
 
 
 def _iter_leaves(value: Any, kind: type) -> Iterator[Any]:
@@ -173,7 +174,7 @@ def _collect(value: Any, found: dict) -> None:
 
 def iter_exprs(value: Any) -> Iterator[sympy.Basic]:
     """Every sympy expression inside an argument value (symbolic ints and bools)."""
-    return _iter_leaves(value, sympy.Basic)
+    return _iter_leaves(value, sympy_class())
 
 
 class Node:
@@ -318,7 +319,7 @@ def _fmt(value: Any) -> str:
         return f"dtype({value})"
     if value is Ellipsis:
         return "..."
-    if isinstance(value, sympy.Basic):
+    if is_sympy(value):
         return str(value)
     return repr(value)
 
@@ -543,7 +544,7 @@ class Graph:
                 if "shape" not in node.meta:
                     fail("meta['shape'] is missing")
                 for key, sym in (node.meta.get("bind") or {}).items():
-                    if not isinstance(sym, sympy.Symbol):
+                    if not isinstance(sym, sympy_class("Symbol")):
                         fail(f"meta['bind'][{key!r}] = {sym!r} is not a sympy.Symbol")
             seen[node] = index
         if outputs != 1:

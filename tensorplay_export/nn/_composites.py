@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from tensorplay_export.nn import functional as F  # noqa: F401  (defines every composite)
 from tensorplay_export.nn._conv import ceil_mode_size
@@ -24,6 +23,7 @@ from tensorplay_export.nn._dispatch import COMPOSITES
 from tensorplay_export.ops.ctx import as_dim, is_static
 from tensorplay_export.ops.movement import require_pad_extendable
 from tensorplay_export.ops.registry import ArrayInfo, register_op
+from tensorplay_export.records import sympy
 
 __all__ = ["RULES", "register"]
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, is_static
 from .elementwise import same_shape, shape_of
 from ..errors import UnsupportedOpError
 from .registry import register_op
+from ..records import sympy
 
 
 def require_nonneg(ctx: Any, sizes: Any, what: str) -> None:

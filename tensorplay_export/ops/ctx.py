@@ -13,13 +13,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Optional, Protocol, runtime_checkable
 
-import sympy
-
-from ..records import GuardRecord, SourceLoc
+from ..records import GuardRecord, SourceLoc, is_sympy, sympy
 
 
-def size_equality(lhs: Any, rhs: Any, kind: Any = sympy.Eq) -> Any:
-    """``kind(lhs, rhs)`` (``Eq`` or ``Ne``) of two sizes, decided here only when they differ by a number.
+def size_equality(lhs: Any, rhs: Any, kind: Any = None) -> Any:
+    """``kind(lhs, rhs)`` (``sympy.Eq``, the default, or ``sympy.Ne``) of two sizes, decided here only
+    when they differ by a number.
 
     sympy's own test of an equality between size expressions can be slow (``floor``'s
     ``_eval_is_eq`` rewrites both sides: tens of ms for ``Eq(s0, floor(s2/3 + 2/3))``,
@@ -27,6 +26,7 @@ def size_equality(lhs: Any, rhs: Any, kind: Any = sympy.Eq) -> Any:
     example check, the solver), with the same outcome: a true one is proved and not
     recorded, a false one fails the example check.
     """
+    kind = sympy.Eq if kind is None else kind
     lhs, rhs = sympy.sympify(lhs), sympy.sympify(rhs)
     gap = lhs - rhs
     if gap.is_Number:
@@ -35,12 +35,12 @@ def size_equality(lhs: Any, rhs: Any, kind: Any = sympy.Eq) -> Any:
 
 
 def is_static(d: Any) -> bool:
-    return isinstance(d, int) or (isinstance(d, sympy.Basic) and d.is_Integer)
+    return isinstance(d, int) or (is_sympy(d) and d.is_Integer)
 
 
 def as_dim(d: Any) -> Any:
     """An int for numeric sizes, else the sympy expression."""
-    if isinstance(d, sympy.Basic) and d.is_Integer:
+    if is_sympy(d) and d.is_Integer:
         return int(d)
     return d
 

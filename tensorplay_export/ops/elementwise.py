@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .registry import ArrayInfo, register_op
+from ..records import sympy
 
 _GUFUNCS = {"matmul", "matvec", "vecdot", "vecmat"}
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, prod
 from .creation import norm_shape
 from .elementwise import shape_of
 from .scatter import require_in_range
 from .registry import register_op
+from ..records import sympy
 
 
 def meshgrid_shapes(sizes: list, sparse: bool, indexing: str) -> list:

@@ -15,12 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import is_static, prod
 from .elementwise import shape_of
 from ..errors import UnsupportedOpError
 from .registry import ArrayInfo, register_op
+from ..records import sympy
 
 
 # -- slices ---------------------------------------------------------------------------------

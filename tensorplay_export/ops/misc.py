@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .reduce import norm_axes, reduced_shape
 from .registry import register_op
+from ..records import sympy
 
 
 def _norm_rule(ctx: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> tuple:  # noqa: A002

@@ -11,13 +11,13 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .creation import require_nonneg
 from .ctx import as_dim, is_static, prod
 from .elementwise import same_shape, shape_of
 from .reduce import norm_axes
 from .registry import ArrayInfo, register_op
+from ..records import sympy
 
 
 # -- reshape ---------------------------------------------------------------------------------

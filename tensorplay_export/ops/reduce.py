@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .registry import register_op
+from ..records import sympy
 
 
 def norm_axes(axis: Any, ndim: int) -> tuple:

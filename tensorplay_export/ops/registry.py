@@ -86,9 +86,8 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional
 
-import sympy
-
 from ..errors import UnsupportedOpError
+from ..records import sympy
 
 
 @dataclass

@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .indexing import const_index_range, getitem_shape, require_assignable
 from .reduce import norm_axes
 from .registry import ArrayInfo, register_op
+from ..records import sympy
 
 # ufuncs whose ``.at`` (unbuffered in-place scatter) capture supports
 AT_UFUNCS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "fmax", "fmin",

@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import is_static, prod
 from .elementwise import shape_of
 from .reduce import norm_axes
 from .registry import register_op
+from ..records import sympy
 
 
 def require_kth(ctx: Any, kth: Any, n: Any, what: str) -> None:

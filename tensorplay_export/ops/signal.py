@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import sympy
-
 import numpy as np
 
 from .ctx import is_static
 from .elementwise import shape_of
 from .registry import register_op
+from ..records import sympy
 
 _MODES = {0: "valid", 1: "same", 2: "full", "valid": "valid", "same": "same", "full": "full"}
 

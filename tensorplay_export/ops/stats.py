@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import sympy
 
 from .ctx import as_dim, is_static
 from .elementwise import shape_of
 from ..errors import UnsupportedOpError
 from .reduce import norm_axes, reduced_shape, require_nonempty
 from .registry import ArrayInfo, register_op
+from ..records import sympy
 
 
 def _quantile_rule(name: str, nan: bool):

@@ -45,11 +45,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-import sympy
-
 from ..errors import NO_FIXES_LINE, ConstraintViolationError, render_violations
 from ..graph.printing import format_guard
-from ..records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets
+from ..records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets, sympy
 from .sizes import ProgramSizes, read_sizes
 from solver.forms import affine as _affine
 

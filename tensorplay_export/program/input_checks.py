@@ -34,13 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-import sympy
 
 from ..errors import ConstraintsExceededError
 from ..graph.interpreter import Interpreter
 from ..graph.ir import Graph, Node
 from ..graph.printing import format_guard
-from ..records import ValueRange
+from ..records import ValueRange, sympy
 from solver.forms import affine as _affine
 
 __all__ = ["InputSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
-import sympy
 
-from ..records import SourceLoc
+from ..records import SourceLoc, sympy
 
 __all__ = ["InputSizes", "OutputSizes", "ProgramSizes", "read_sizes"]
 

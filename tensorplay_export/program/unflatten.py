@@ -40,12 +40,12 @@ import abc
 from typing import Any, Iterator, Optional
 
 import numpy as np
-import sympy
 
 from solver import UnboundSymbolError, evaluate
 
 from ..graph.interpreter import Interpreter
 from ..graph.ir import Node
+from ..records import sympy
 
 __all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter", "check_preserved_paths"]
 

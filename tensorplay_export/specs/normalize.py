@@ -29,14 +29,15 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
-import sympy
 
 from .. import pytree
 from .dims import (
     AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
 )
 from ..errors import ConstraintsExceededError
-from ..records import DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets
+from ..records import (
+    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets, sympy,
+)
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
 __all__ = [

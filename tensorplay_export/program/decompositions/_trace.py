@@ -19,10 +19,9 @@ from __future__ import annotations
 import contextvars
 from typing import Any, Callable, Optional
 
-import sympy
-
 from ...graph.interpreter import Interpreter
 from ...graph.ir import Graph, Node
+from ...records import sympy
 
 __all__ = ["DecompSession", "SESSION", "traced_builder", "DecompositionError"]
 
