@@ -45,7 +45,7 @@ def _line(marker: str) -> int:
     raise AssertionError(marker)
 
 
-@pytest.mark.parametrize("a, b", [(np.array(1.0), np.array(2.0)), (np.array(1), np.array(2))])
+@pytest.mark.parametrize("a, b", [(np.array(1.0), np.array(2.0))])
 def test_item_read_in_a_loop_is_one_failure_with_a_count(a, b):
     report = draft_export(add_positive_items, np.ones(3), a, b)
     (f,) = report.failures
@@ -61,6 +61,22 @@ def test_item_read_in_a_loop_is_one_failure_with_a_count(a, b):
     m = report.exported_program.module()
     np.testing.assert_allclose(m(np.ones(3), a, b), add_positive_items(np.ones(3), a, b))
     with pytest.raises(ConstraintsExceededError):
+        m(np.ones(3), a, -b)
+
+
+def test_int_item_in_a_loop_is_a_size_and_its_branch_one_failure():
+    # an int .item() is a data-dependent size (as torch's u0 = t.item()): the failure is the
+    # branch on it, once per loop line, and the program checks each iteration's value
+    a, b = np.array(1), np.array(2)
+    report = draft_export(add_positive_items, np.ones(3), a, b)
+    (f,) = report.failures
+    assert f.kind == "data_dependent" and f.count == 2
+    assert f.source.lineno == _line("item-line") + 1 and "u0 > 0" in f.message
+    m = report.exported_program.module()
+    np.testing.assert_allclose(m(np.ones(3), a, b), add_positive_items(np.ones(3), a, b))
+    with pytest.raises(ConstraintsExceededError, match="violates u1 > 0"):
+        m(np.ones(3), a, np.array(0))
+    with pytest.raises(ConstraintsExceededError, match="a size is >= 0"):
         m(np.ones(3), a, -b)
 
 

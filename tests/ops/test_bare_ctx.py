@@ -220,6 +220,7 @@ CASES = {
     "tpe.assert_guard": [c(True, "x.shape[0]", n, "n >= 1", ("n",), (n,))],
     "tpe.check_size": [c(True, "u0 >= 1", "model.py:3", ("n",), (n,))],
     "tpe.size_value": [c(2 * n + 1, "int")],
+    "tpe.item_size": [c(A(1, hi=5), "model.py:3"), c(A(hi=9), "model.py:4")],
     # -- nn composites
     "tpe.nn.relu": [c(x2())], "tpe.nn.gelu": [c(x2(), approximate="tanh")], "tpe.nn.erf": [c(A(n))],
     "tpe.nn.erfc": [c(A(n))], "tpe.nn.sigmoid": [c(x2())], "tpe.nn.silu": [c(x2())], "tpe.nn.tanh": [c(x2())],
