@@ -680,3 +680,75 @@ def test_inequality_between_dims_with_auto():
         np.testing.assert_array_equal(ep.module()(rand((a,)), rand((b,))), _prefix_add(rand((a,)), rand((b,))))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(rand((2,)), rand((3,)))
+
+
+# --------------------------------------------------------------------------------------
+# Python-level size conversions jax refuses or keeps symbolic
+# --------------------------------------------------------------------------------------
+def test_int_of_true_division_names_the_symbolic_route():
+    """int(b / 2) pins b; the error says which conversion stays symbolic."""
+    with pytest.raises(ConstraintViolationError, match=r"int\(\).*math.trunc"):
+        tpe.export(lambda x: np.zeros((int(x.shape[0] / 2),)), rand((6, 4)), dynamic_shapes={"x": {0: Dim("b", max=48)}})
+
+
+def test_zero_step_from_size_is_a_violation():
+    """x[::b//3] has step 0 at b < 3: a violation with counterexample, as jax refuses the slice."""
+    with pytest.raises(ConstraintViolationError, match=r"counterexample: b = [12]"):
+        tpe.export(lambda x: x[:: x.shape[0] // 3], rand((6, 4)), dynamic_shapes={"x": {0: Dim("b", max=48)}})
+
+
+def test_negative_size_is_a_violation():
+    """np.zeros((b - 2,)) is a negative dimension at b = 1: a guard b >= 2 with a fix."""
+    fn = lambda x: np.zeros((x.shape[0] - 2,)) + 1  # noqa: E731
+    spec = {"x": {0: Dim("b", max=48)}}
+    with pytest.raises(ConstraintViolationError, match="counterexample: b = 1") as err:
+        tpe.export(fn, rand((6, 4)), dynamic_shapes=spec)
+    spec = tpe.refine_dynamic_shapes_from_suggested_fixes(str(err.value), spec)
+    run_case(Case("neg_size_fixed", fn, mat, lambda: spec, {"b": 6}, ok=[{"b": 2}, {"b": 3}, {"b": 48}],
+                  bad=[{"b": 1}, {"b": 49}]))
+
+
+MORE2 = [
+    ("linspace_retstep_const", lambda x: x[:1] * np.linspace(0.0, 1.0, 5, retstep=True)[1]),
+    ("linspace_retstep_b", lambda x: x * np.linspace(0, x.shape[0], 4, retstep=True)[1]),
+    ("linspace_endpoint_false", lambda x: np.linspace(0, 1, x.shape[0] // 2 + 1, endpoint=False)),
+    ("stride_half_third", lambda x: x[x.shape[0] // 2:: max(x.shape[0] // 3, 1)]),
+    ("index_minus_b", lambda x: x[-x.shape[0]]),
+    ("gather_shift_minus1", lambda x: x[np.arange(x.shape[0]) - 1]),
+    ("gather_reverse", lambda x: x[np.arange(x.shape[0])[::-1]]),
+    ("round_third", lambda x: np.zeros((round(x.shape[0] / 3),))),
+    ("ceil_half", lambda x: np.zeros((-(-x.shape[0] // 2),))),
+    ("int8_sum", lambda x: (x * 4).astype(np.int8).sum(axis=0)),
+    ("arange_i32_times_b", lambda x: np.arange(x.shape[0], dtype=np.int32) * x.shape[0]),
+    ("reshape_4_b", lambda x: x.reshape(4, x.shape[0])),
+    ("reshape_T_m1_b", lambda x: x.T.reshape(-1, x.shape[0])),
+    ("mean_int", lambda x: (x * 8).astype(np.int32).mean(axis=0)),
+    ("where_b_even", lambda x: x * (x.shape[0] % 2 == 0)),
+    ("empty_axis_sum", lambda x: np.zeros((x.shape[0], 0)).sum(axis=0)),
+    ("setitem_half", lambda x: _set(x, slice(0, x.shape[0] // 2), 0.0)),
+    ("setitem_stride", lambda x: _set(x, slice(None, None, 2), -1.0)),
+    ("setitem_last", lambda x: _set(x, x.shape[0] - 1, 7.0)),
+    ("partition", lambda x: np.partition(x, 0, axis=0)[:1]),
+    ("sort_top_min3", lambda x: -np.sort(-x, axis=0)[: min(3, x.shape[0])]),
+    ("nonzero", lambda x: np.nonzero(x[:, 0] > 0)[0]),
+    ("bool_mask", lambda x: x[x[:, 0] > 0]),
+    ("cov", lambda x: np.cov(x.T)),
+    ("lexsort", lambda x: np.lexsort((x[:, 1], x[:, 0]))),
+]
+
+
+def _set(x, key, value):
+    y = x.copy()
+    y[key] = value
+    return y
+
+
+@pytest.mark.parametrize("case", params(family("more2", MORE2, roundtrip_name="setitem_half", exact=False), {
+    "more2_linspace_retstep_const": "crash: np.linspace(..., retstep=True) returns (array, step); the tracer "
+                                    "calls np.shape on the tuple and raises a raw ValueError",
+    "more2_linspace_retstep_b": "crash: np.linspace(..., retstep=True) with a size bound, same tracer ValueError",
+    "more2_cov": "op missing: numpy.cov has no shape rule (UnsupportedOpError)",
+    "more2_lexsort": "op missing: numpy.lexsort has no shape rule (UnsupportedOpError)",
+}))
+def test_more_ops_2(case):
+    run_case(case)
