@@ -752,3 +752,81 @@ def _set(x, key, value):
 }))
 def test_more_ops_2(case):
     run_case(case)
+
+
+# --------------------------------------------------------------------------------------
+# jnp functions jax traces under shape polymorphism whose numpy versions capture lacks
+# --------------------------------------------------------------------------------------
+MORE3 = [
+    ("cummax", lambda x: np.maximum.accumulate(x, axis=0)),
+    ("cummin", lambda x: np.minimum.accumulate(x, axis=0)),
+    ("add_reduce", lambda x: np.add.reduce(x, axis=0)),
+    ("multiply_outer", lambda x: np.multiply.outer(x[:, 0], x[0])),
+    ("correlate_full", lambda x: np.correlate(x[:, 0], np.array([1, 2], np.float32), mode="full")),
+    ("diff_n2", lambda x: np.diff(x, n=2, axis=0)),
+    ("ediff1d", lambda x: np.ediff1d(x[:, 0])),
+    ("fmod_b", lambda x: np.fmod(x, x.shape[0])),
+    ("float_mod_b", lambda x: x % x.shape[0]),
+    ("unravel_index", lambda x: np.unravel_index(np.arange(3), (x.shape[0], 4))),
+    ("ravel_multi_index", lambda x: np.ravel_multi_index((np.array([0]), np.array([1])), (x.shape[0], 4))),
+    ("digitize", lambda x: np.digitize(x[:, 0], np.array([-1.0, 0.0, 1.0]))),
+    ("diag_indices", lambda x: (x @ x.T)[np.diag_indices(x.shape[0])]),
+    ("triu_indices", lambda x: np.triu_indices(x.shape[0])),
+    ("put_along_axis", lambda x: _put_along(x)),
+    ("fill_diagonal", lambda x: _fill_diag(x @ x.T)),
+    ("einsum_bij_bjk", lambda x: np.einsum("bij,bjk->bik", x[:, :, None], x[:, None, :])),
+    ("vander", lambda x: np.vander(x[:, 0], N=x.shape[0])),
+    ("polyval", lambda x: np.polyval(x[:, 0], x[0])),
+    ("trapezoid", lambda x: np.trapezoid(x, axis=0)),
+    ("rot90", lambda x: np.rot90(x)),
+    ("block", lambda x: np.block([[x, x], [x, x]])),
+    ("column_stack", lambda x: np.column_stack([x[:, 0], x[:, 1]])),
+    ("dstack", lambda x: np.dstack([x, x])),
+    ("atleast_3d", lambda x: np.atleast_3d(x)),
+    ("resize", lambda x: np.resize(x, (x.shape[0] + 1, 4))),
+    ("append", lambda x: np.append(x, x[:1], axis=0)),
+    ("delete", lambda x: np.delete(x, 0, axis=0)),
+    ("apply_along_axis", lambda x: np.apply_along_axis(np.sum, 0, x)),
+    ("logspace_b", lambda x: np.logspace(0, 1, x.shape[0])),
+    ("geomspace_b", lambda x: np.geomspace(1, 10, x.shape[0])),
+    ("hanning_b", lambda x: np.hanning(x.shape[0])),
+    ("hamming_scale", lambda x: x * np.hamming(x.shape[0])[:, None].astype(np.float32)),
+]
+
+
+def _put_along(x):
+    y = x.copy()
+    np.put_along_axis(y, np.argmax(y, axis=0)[None], -9.0, axis=0)
+    return y
+
+
+def _fill_diag(a):
+    y = a.copy()
+    np.fill_diagonal(y, 0.0)
+    return y
+
+
+_MISSING3 = "op missing: numpy.{} has no shape rule (UnsupportedOpError); jnp.{} traces under shape polymorphism"
+MORE3_XFAIL = {f"more3_{n}": _MISSING3.format(op, op) for n, op in [
+    ("cummax", "maximum.accumulate"), ("cummin", "minimum.accumulate"), ("multiply_outer", "multiply.outer"),
+    ("ediff1d", "ediff1d"), ("ravel_multi_index", "ravel_multi_index"), ("fill_diagonal", "fill_diagonal"),
+    ("vander", "vander"), ("polyval", "polyval"), ("trapezoid", "trapezoid"), ("rot90", "rot90"),
+    ("block", "block"), ("column_stack", "column_stack"), ("dstack", "dstack"), ("atleast_3d", "atleast_3d"),
+    ("resize", "resize"), ("append", "append"), ("delete", "delete"), ("apply_along_axis", "apply_along_axis")]}
+MORE3_XFAIL.update({
+    "more3_triu_indices": "contract narrower than the model needs: np.triu_indices(b) specializes b "
+                          "(numpy converts it with float() inside)",
+    "more3_logspace_b": "unhelpful error + narrower contract: np.logspace(0, 1, b) specializes b as 'an index into "
+                        "an array capture did not lift' and advises register_buffer, though the model indexes nothing",
+    "more3_geomspace_b": "unhelpful error + narrower contract: np.geomspace(1, 10, b) specializes b "
+                         "(same 'index into an array capture did not lift' message)",
+    "more3_hanning_b": "unhelpful error: np.hanning(b) raises DataDependentError ('the model branches on values'); "
+                       "numpy's own M < 1 check on np.array(b) is a size comparison",
+    "more3_hamming_scale": "unhelpful error: np.hamming(b) raises DataDependentError, as np.hanning",
+})
+
+
+@pytest.mark.parametrize("case", params(family("more3", MORE3, lo=2, roundtrip_name="cummax", exact=False),
+                                        MORE3_XFAIL))
+def test_more_ops_3(case):
+    run_case(case)
