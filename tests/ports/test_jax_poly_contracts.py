@@ -108,6 +108,37 @@ def test_guard_fix_closes_in_one_step(name, fn, make, spec, example, grid, wides
     walk_grid(ep, fn, make, grid, widest=widest)
 
 
+SPEC60 = lambda: {"x": {0: Dim("b", max=60)}}  # noqa: E731
+G60 = [(b,) for b in range(1, 61)]
+T7 = np.ones((7, 2, 4), np.float32)
+T50 = np.ones((50, 4), np.float32) * np.arange(50, dtype=np.float32)[:, None]
+# several guards on one dim, or on two related dims: the one fix must cover all of them
+COMBINED = [
+    ("even_and_table", lambda x: x.reshape(-1, 2, 4) + T7[: x.shape[0] // 2], one, SPEC60, (6,), G60),
+    ("div3_and_index5", lambda x: x.reshape(3, -1)[:, :1] + x[5], one, SPEC60, (6,), G60),
+    ("div4_and_div6", lambda x: x.reshape(4, -1).sum() + x.reshape(6, -1).sum(), one, SPEC60, (12,), G60),
+    ("odd", lambda x: x[1:].reshape(-1, 2, 4), one, SPEC60, (7,), G60),
+    ("twice_b_table", lambda x: np.concatenate([x, x]) + T50[: 2 * x.shape[0]], one, SPEC60, (6,), G60),
+    ("b_squared_table", lambda x: np.ones((x.shape[0] ** 2, 4), np.float32) + np.ones((100, 4), np.float32)[: x.shape[0] ** 2],
+     one, SPEC60, (6,), G60),
+    ("strided_table", lambda x: x + T50[::2][: x.shape[0]], one, SPEC60, (6,), G60),
+    ("reversed_table", lambda x: x + T50[::-1][: x.shape[0]], one, SPEC60, (6,), G60),
+    ("two_tables", lambda x: x + T50[: x.shape[0]] + np.ones((20, 4), np.float32)[x.shape[0] // 3: x.shape[0] // 3 + x.shape[0]],
+     one, SPEC60, (6,), G60),
+    ("min_clamped_table", lambda x: x[: min(x.shape[0], 30)] + T50[: min(x.shape[0], 30)], one, SPEC60, (6,), G60),
+    ("decreasing_relation", lambda x, y: np.concatenate([x, y]) + np.ones((30, 4), np.float32), two,
+     lambda: {"x": {0: Dim("a", max=30)}, "y": {0: Dim("b", max=30)}}, (10, 20), list(itertools.product(range(1, 31), range(1, 31)))),
+    ("multiple_of_other", lambda x, y: x.reshape(y.shape[0], 3, 4).sum(1) + y, two,
+     lambda: {"x": {0: Dim("a", max=30)}, "y": {0: Dim("b", max=30)}}, (9, 3), list(itertools.product(range(1, 31), range(1, 31)))),
+]
+
+
+@pytest.mark.parametrize("name,fn,make,spec,example,grid", COMBINED, ids=[g[0] for g in COMBINED])
+def test_combined_guards_fix_closes_in_one_step_and_is_widest(name, fn, make, spec, example, grid):
+    ep, _ = export_refined_once(fn, make(*example), spec())
+    walk_grid(ep, fn, make, grid, widest=True)
+
+
 def test_reshape_by_another_dim_has_no_expressible_fix_but_auto_works():
     """x.reshape(b, -1) needs a % b == 0: no Dim form states it; Dim.AUTO enforces it at run time."""
     fn = lambda x, y: x.reshape(y.shape[0], -1)  # noqa: E731
@@ -256,3 +287,22 @@ def test_data_dependent_sizes_with_dynamic_batch(name, fn):
     for b in (1, 2, 9, 40):
         x = rand((b, 4), seed=b)
         assert_same(ep.module()(x), fn(x), where=f"b={b}")
+
+
+def _sum_table(x, y):
+    return np.concatenate([x, y]) + np.ones((30, 4), np.float32)[: x.shape[0] + y.shape[0]]
+
+
+@pytest.mark.xfail(strict=True, reason="no fix offered: a + b <= 30 over two dims has sound range fixes "
+                   "(e.g. a <= 15, b <= 15) but the fix search proposes none (jax: symbolic constraint 'a + b <= 30')")
+def test_sum_of_dims_bounded_has_a_fix():
+    spec = {"x": {0: Dim("a", max=30)}, "y": {0: Dim("b", max=30)}}
+    ep, rounds = export_refined_once(_sum_table, two(10, 12), spec)
+    assert rounds == 1
+    walk_grid(ep, _sum_table, two, list(itertools.product(range(1, 31), range(1, 31))), widest=False)
+
+
+def test_sum_of_dims_bounded_with_auto():
+    """The route the error offers: Dim.AUTO on y enforces a + b <= 30 at run time."""
+    ep = tpe.export(_sum_table, *two(10, 12), dynamic_shapes={"x": {0: Dim("a", max=30)}, "y": {0: Dim.AUTO}})
+    walk_grid(ep, _sum_table, two, list(itertools.product(range(1, 31, 3), range(1, 31, 3))), widest=True)
