@@ -12,6 +12,7 @@ zero-size and unbounded dims, non-array arguments.
 from __future__ import annotations
 
 import copy
+import io
 import itertools
 
 import numpy as np
@@ -137,6 +138,10 @@ COMBINED = [
 def test_combined_guards_fix_closes_in_one_step_and_is_widest(name, fn, make, spec, example, grid):
     ep, _ = export_refined_once(fn, make(*example), spec())
     walk_grid(ep, fn, make, grid, widest=True)
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    walk_grid(tpe.load(buf), fn, make, grid, widest=True)  # the refined contract survives save/load
 
 
 def test_reshape_by_another_dim_has_no_expressible_fix_but_auto_works():
