@@ -5,7 +5,6 @@ polynomials, random draws of a symbolic shape, and save/load of such programs.
 """
 from __future__ import annotations
 
-import copy
 import io
 
 import numpy as np
