@@ -15,7 +15,7 @@ from tensorplay_export import Dim, nn
 from tensorplay_export.errors import ConstraintsExceededError
 from tensorplay_export.nn import functional as F
 
-from _jaxpoly import Case, params, rand, run_case
+from ports._jaxpoly import Case, params, rand, run_case
 
 DTYPES = [np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64, np.float16, np.float32,
           np.float64, np.complex64, np.bool_]

@@ -23,7 +23,7 @@ from tensorplay_export import Dim
 from tensorplay_export.errors import ConstraintsExceededError, ConstraintViolationError
 from tensorplay_export.nn import functional as F
 
-from _jaxpoly import assert_same, rand
+from ports._jaxpoly import assert_same, rand
 
 
 def _eager(fn, args):

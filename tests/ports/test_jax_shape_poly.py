@@ -21,7 +21,7 @@ import tensorplay_export as tpe
 from tensorplay_export import Dim
 from tensorplay_export.errors import ConstraintViolationError
 
-from _jaxpoly import Case, params, rand, run_case
+from ports._jaxpoly import Case, params, rand, run_case
 
 f32, i32, i64 = np.float32, np.int32, np.int64
 

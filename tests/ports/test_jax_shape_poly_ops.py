@@ -15,7 +15,7 @@ from tensorplay_export import Dim
 from tensorplay_export.errors import ConstraintViolationError
 from tensorplay_export.nn import functional as F
 
-from _jaxpoly import Case, params, rand, run_case
+from ports._jaxpoly import Case, params, rand, run_case
 
 f32, i32, i64 = np.float32, np.int32, np.int64
 
