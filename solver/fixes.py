@@ -209,6 +209,9 @@ class FixSuggestion:
             example's branches than ``_MAX_COMBOS``, or more steps than ``_MAX_STEPS``):
             an unfixable guard may then have a fix the search did not reach.
         bound: which bound cut it short, in words ("" when ``complete``).
+        boxed: the input guards (linear inequalities over several dims, ``b <= a``) the
+            fixes imply through a box of per-dim ranges around the example: one box of
+            many, so those fixes refuse sizes the guard itself admits.
     """
 
     fixes: list = field(default_factory=list)
@@ -218,6 +221,7 @@ class FixSuggestion:
     searched: tuple = ()
     complete: bool = True
     bound: str = ""
+    boxed: list = field(default_factory=list)
 
     @property
     def lines(self) -> list:
@@ -323,6 +327,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
             best = plan
     out.fixes = best.fixes()
     out.unfixable.extend(best.unfixable)
+    out.boxed = list(dict.fromkeys(best.boxed))
     _verify(ctx, best, [g for g, _, _ in violated], out)
     return out
 
@@ -493,6 +498,7 @@ class _Plan:
         self.subst: dict = {}                 # name -> expression over the current roots
         self.decisions: dict = {}
         self.unfixable: list = []
+        self.boxed: list = []                 # input guards a box of ranges stands for (_split_step)
         self._decided: dict = {}              # (name, conds, range) -> _Decision
         self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
 
@@ -701,9 +707,22 @@ class _Plan:
         self.atoms = atoms
 
     def _split_step(self) -> bool:
-        """A derived dim's declared range over several roots (``dx + dy <= 100``): split it into a box."""
+        """A linear inequality over several roots (a derived dim's declared range ``dx + dy <= 100``,
+        or a guard ``b <= a``): split it into a box of per-root bounds around the example.
+
+        The box is one of many (no box is the widest), so it narrows what the model handles;
+        but the spec cannot state a relation ``b <= a``, and a fix that closes in one step
+        beats none.  Derived ranges split first; a guard's box is the last resort (after
+        relations, unlocking and pinning found nothing).
+        """
+        for forced_only in (True, False):
+            if self._split_atoms(forced_only):
+                return True
+        return False
+
+    def _split_atoms(self, forced_only: bool) -> bool:
         for i, at in enumerate(self.atoms):
-            if at.forced is None or len(at.names) < 2:
+            if (forced_only and at.forced is None) or len(at.names) < 2:
                 continue
             box = self._box(at.expr)
             if box is None:
@@ -712,6 +731,8 @@ class _Plan:
             for b in box:
                 atoms += self._normalize(b, at.guard, at.verdict)
             self.atoms = atoms
+            if at.forced is None:
+                self.boxed.append(at.guard)
             return True
         return False
 

@@ -22,6 +22,8 @@ left out when no fix line applies (no bogus fix is ever printed).
 """
 from __future__ import annotations
 
+import dataclasses
+
 import math
 import re
 from dataclasses import dataclass
@@ -453,6 +455,7 @@ def build_violation_error(violations: list[GuardRecord],
                             {n for n, info in dims.items() if info.kind in (_NAMED, _DYNAMIC)})
     fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
+    boxed = {str(g) for g in getattr(fs, "boxed", None) or ()}
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
     out = []
@@ -463,9 +466,18 @@ def build_violation_error(violations: list[GuardRecord],
             # no printed fix touches this guard's dims (the search's fix was about sizes no line can
             # name): say so instead of staying silent, and do not claim that no form expresses it
             unfixable = ({}, _NO_WRITABLE_LINE)
-        out.append(_violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines),
-                              _search_scope(fs)))
+        v = _violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines), _search_scope(fs))
+        if unfixable is None and str(record.expr) in boxed:
+            v = dataclasses.replace(v, dynamic_notes=v.dynamic_notes + (_box_note(v.guard_text, names),))
+        out.append(v)
     return ConstraintViolationError(violations=out, fixes=lines)
+
+
+def _box_note(guard: str, names: set) -> str:
+    """Under a guard the fixes imply by a box of ranges (``b <= a``: ``a >= 4``, ``b <= 4``)."""
+    return (f"note: the fixes below bound {', '.join(sorted(names))} by one box of ranges around the example "
+            f"that implies {guard}; a Dim range cannot state the relation itself, so sizes outside the box "
+            f"that satisfy it are refused too (move the bounds if you need other sizes)")
 
 
 _NO_WRITABLE_LINE = ("no fix line can be written for it: the fix the search found is about sizes the spec "

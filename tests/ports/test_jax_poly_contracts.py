@@ -298,8 +298,6 @@ def _sum_table(x, y):
     return np.concatenate([x, y]) + np.ones((30, 4), np.float32)[: x.shape[0] + y.shape[0]]
 
 
-@pytest.mark.xfail(strict=True, reason="no fix offered: a + b <= 30 over two dims has sound range fixes "
-                   "(e.g. a <= 15, b <= 15) but the fix search proposes none (jax: symbolic constraint 'a + b <= 30')")
 def test_sum_of_dims_bounded_has_a_fix():
     spec = {"x": {0: Dim("a", max=30)}, "y": {0: Dim("b", max=30)}}
     ep, rounds = export_refined_once(_sum_table, two(10, 12), spec)

@@ -218,9 +218,11 @@ def test_relation_substitutes_into_other_guards():
     assert fs.unfixable == []
 
 
-def test_sum_of_dims_is_unfixable():
+def test_sum_of_dims_gets_a_box_around_the_example():
+    # no Dim form states dx + dy <= 50: the fix is one box that implies it, the slack shared
     fs = suggest_fixes([dx + dy <= 50], {"dx": (1, 100), "dy": (1, 100)}, {"dx": 10, "dy": 10})
-    assert fs.lines == [] and len(fs.unfixable) == 1
+    assert fs.lines == ["dx = Dim('dx', max=25)", "dy = Dim('dy', max=25)"] and fs.unfixable == []
+    assert fs.boxed == [dx + dy <= 50] and fs.verified
 
 
 def test_guard_false_at_example_is_unfixable():
