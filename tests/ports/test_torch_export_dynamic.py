@@ -42,6 +42,8 @@ def same(got, want):
         assert set(got) == set(want)
         for k in want:
             same(got[k], want[k])
+    elif want is None:
+        assert got is None
     else:
         got, want = np.asarray(got), np.asarray(want)
         assert got.shape == want.shape and got.dtype == want.dtype
