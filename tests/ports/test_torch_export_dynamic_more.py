@@ -687,3 +687,70 @@ def test_shapes_collection_entries_may_hold_hints_and_tuples():
     agrees(ep2, lambda x: x.T, arr(6, 4))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep2.module()(arr(6, 5))
+
+
+# --- tpe.check facts about unbacked sizes used later --------------------------------------------
+
+def test_check_bounds_an_unbacked_slice_of_a_constant_table():
+    def model(x):
+        idx = np.nonzero(x)[0]
+        tpe.check(idx.shape[0] <= 8)
+        return TABLE8[: idx.shape[0]] + idx
+
+    ep = tpe.export(model, np.array([1, 0, 1]), dynamic_shapes={"x": {0: Dim("n")}})
+    for v in ([1] * 8, [0, 0, 0], [1, 0, 0, 0, 1, 1]):
+        agrees(ep, model, np.array(v))
+    with pytest.raises(tpe.ConstraintsExceededError, match="<= 8"):
+        ep.module()(np.ones(9, dtype=np.int64))
+
+
+def test_unbacked_slice_of_a_constant_table_without_a_check_is_data_dependent():
+    def model(x):
+        idx = np.nonzero(x)[0]
+        return TABLE8[: idx.shape[0]] + idx
+
+    with pytest.raises(tpe.DataDependentError, match="u0 <= 8"):
+        tpe.export(model, np.array([1, 0, 1]), dynamic_shapes={"x": {0: Dim("n")}})
+
+
+def test_check_relates_an_unbacked_size_to_an_input_dim():
+    def model(x, y):
+        u = np.nonzero(x)[0].shape[0]
+        tpe.check(u <= y.shape[0])
+        return y[:u] * 2 + np.arange(u)
+
+    ep = tpe.export(model, np.array([1, 0, 1]), arr(4), dynamic_shapes={"x": {0: Dim("n")}, "y": {0: Dim("m")}})
+    agrees(ep, model, np.array([1, 1, 1]), arr(3))
+    agrees(ep, model, np.array([0]), arr(1))
+    with pytest.raises(tpe.ConstraintsExceededError, match="u0 <= m"):
+        ep.module()(np.array([1, 1, 1]), arr(2))
+
+
+def test_check_lets_an_unbacked_index_through():
+    def model(x):
+        idx = np.nonzero(x)[0]
+        tpe.check(idx.shape[0] >= 2)
+        return idx[1] + x[: idx.shape[0]]
+
+    ep = tpe.export(model, np.array([1, 0, 1]), dynamic_shapes={"x": {0: Dim("n")}})
+    agrees(ep, model, np.array([0, 1, 1, 1]))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.array([0, 1, 0]))
+
+
+def test_max_over_a_maybe_empty_mask_needs_a_check():
+    def model(x):
+        return x[x > 0].max()
+
+    with pytest.raises(tpe.DataDependentError, match="u0 >= 1"):
+        tpe.export(model, np.array([1.0, -1, 2]), dynamic_shapes={"x": {0: Dim("n")}})
+
+    def checked(x):
+        k = x[x > 0]
+        tpe.check(k.shape[0] >= 1)
+        return k.max()
+
+    ep = tpe.export(checked, np.array([1.0, -1, 2]), dynamic_shapes={"x": {0: Dim("n")}})
+    agrees(ep, checked, np.array([-3.0, 5.0, 4.0, -1.0]))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.array([-1.0, -2.0]))

@@ -198,3 +198,52 @@ def test_program_called_by_keyword_binds_as_eager():
     same(roundtrip(ep).module()(x, y=y), model(x, y))
     with pytest.raises(TypeError):
         ep.module()(x, y, x)
+
+
+# --- ops whose sizes come from two AUTO inputs: admitted exactly where eager runs --------------
+
+OPS_OVER_TWO_SIZES = {
+    "negative_slice_by_other": lambda x, y: x[-y.shape[0]:] * 2,
+    "split_then_broadcast": lambda x, y: np.array_split(x, 3)[0] + y.sum(),
+    "pad_by_other": lambda x, y: np.pad(x, (y.shape[0], 1)),
+    "roll_by_other": lambda x, y: np.roll(x, y.shape[0]),
+    "stack_of_clamped_slices": lambda x, y: np.stack([x[: y.shape[0]], y[: x.shape[0]]]),
+    "linspace_of_a_size": lambda x, y: np.linspace(0, 1, x.shape[0]) + x,
+    "eye_of_a_size": lambda x, y: np.eye(x.shape[0]) @ x,
+    "tril_of_two_sizes": lambda x, y: np.tril(np.ones((x.shape[0], y.shape[0]))),
+    "outer_flattened": lambda x, y: np.outer(x, y).reshape(-1),
+    "kron": lambda x, y: np.kron(x, y),
+    "convolve_full": lambda x, y: np.convolve(x, y, mode="full"),
+    "convolve_valid": lambda x, y: np.convolve(x, y, mode="valid"),
+    "second_difference": lambda x, y: np.diff(x, n=2) + y.sum(),
+    "strided_by_other": lambda x, y: x[::-1].cumsum()[:: y.shape[0]],
+    "searchsorted": lambda x, y: np.searchsorted(np.sort(x), y),
+    "take_modulo": lambda x, y: np.take(x, np.arange(y.shape[0]) % x.shape[0]),
+    "meshgrid_sum": lambda x, y: np.meshgrid(x, y)[0] + np.meshgrid(x, y)[1],
+    "histogram_bins_from_size": lambda x, y: np.histogram(x, bins=y.shape[0] + 1)[0],
+    "top_k_by_sort": lambda x, y: np.sort(x)[-y.shape[0]:],
+    "partition_needs_k_below_n": lambda x, y: np.partition(x, y.shape[0] - 1)[: y.shape[0]],
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS_OVER_TWO_SIZES))
+def test_auto_program_admits_exactly_where_eager_runs(name):
+    model = OPS_OVER_TWO_SIZES[name]
+    rng = np.random.default_rng(3)
+    ep = tpe.export(model, rng.standard_normal(6), rng.standard_normal(2),
+                    dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim.AUTO}})
+    programs = (ep.module(), roundtrip(ep).module())
+    admitted = 0
+    for a, b in itertools.product(range(1, 10), repeat=2):
+        x, y = rng.standard_normal(a), rng.standard_normal(b)
+        try:
+            want = model(x, y)
+        except (ValueError, IndexError):
+            for prog in programs:
+                with pytest.raises(tpe.ConstraintsExceededError):
+                    prog(x, y)
+            continue
+        admitted += 1
+        for prog in programs:
+            same(prog(x, y), want)
+    assert admitted >= 40
