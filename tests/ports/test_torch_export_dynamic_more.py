@@ -754,3 +754,62 @@ def test_max_over_a_maybe_empty_mask_needs_a_check():
     agrees(ep, checked, np.array([-3.0, 5.0, 4.0, -1.0]))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(np.array([-1.0, -2.0]))
+
+
+# --- fixes that re-derive dims of the spec ------------------------------------------------------
+
+def test_fix_tying_a_root_re_derives_the_dims_built_on_it():
+    def model(x, y, z):
+        return x + y[1:], z[2:] + x
+
+    dx, dy = Dim("dx"), Dim("dy")
+    err, spec, ep = refine_once(model, arr(3), arr(4), arr(5),
+                                dynamic_shapes={"x": {0: dx}, "y": {0: dy}, "z": {0: dy + 1}})
+    assert spec["z"][0].root.name == "dx" and spec["z"][0].value_at({"dx": 5}) == 7
+    for n in (1, 6):
+        agrees(ep, model, arr(n), arr(n + 1), arr(n + 2))
+
+
+def test_fix_for_a_parity_of_a_derived_dim_moves_to_a_new_root():
+    def model(x, y):
+        return x * 2, y.reshape(-1, 2)
+
+    dx = Dim("dx")
+    err, spec, ep = refine_once(model, arr(3), arr(4), dynamic_shapes={"x": {0: dx}, "y": {0: dx + 1}})
+    assert "dx = 2*_dx + 1" in str(err)
+    for n in (1, 3, 9):
+        agrees(ep, model, arr(n), arr(n + 1))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(2), arr(3))
+
+
+def test_fixes_for_a_sum_and_a_parity_combine():
+    def model(x, y, z):
+        return np.concatenate([x, y]) + z, x.reshape(-1, 2)
+
+    spec = {"x": {0: Dim("a")}, "y": {0: Dim("b")}, "z": {0: Dim("c")}}
+    err, spec2, ep = refine_once(model, arr(2), arr(3), arr(5), dynamic_shapes=spec)
+    for a, b in ((2, 1), (6, 4)):
+        agrees(ep, model, arr(a), arr(b), arr(a + b))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(3), arr(1), arr(4))
+
+
+def test_fixes_for_an_offset_and_a_parity_of_the_derived_side():
+    def model(x, y):
+        return y.reshape(-1, 2), y[1:] + x
+
+    err, spec, ep = refine_once(model, arr(3), arr(4), dynamic_shapes={"x": {0: Dim("a")}, "y": {0: Dim("b")}})
+    for n in (1, 5):
+        agrees(ep, model, arr(n), arr(n + 1))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(2), arr(3))
+
+
+def test_dims_helper_shares_bounds():
+    a, b = tpe.dims("a", "b", min=2, max=9)
+    ep = tpe.export(lambda x, y: x @ y, arr(3, 4), arr(4, 3), dynamic_shapes={"x": {0: a, 1: b}, "y": {0: b, 1: a}})
+    assert sorted((v.lower, v.upper) for v in ep.range_constraints.values()) == [(2, 9), (2, 9)]
+    agrees(ep, lambda x, y: x @ y, arr(9, 2), arr(2, 9))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(1, 2), arr(2, 1))
