@@ -247,3 +247,63 @@ def test_auto_program_admits_exactly_where_eager_runs(name):
         for prog in programs:
             same(prog(x, y), want)
     assert admitted >= 40
+
+
+# --- draft_export failure kinds, as torch's draft-export tests list them ------------------------
+
+def test_draft_export_runs_an_op_without_a_rule_opaquely_at_the_example_size():
+    def model(x):
+        return np.apply_along_axis(np.sum, 0, x) + 1
+
+    report = tpe.draft_export(model, np.ones((3, 2)), dynamic_shapes={"x": {0: Dim("n")}})
+    assert sorted(f.kind for f in report.failures) == ["constraint_violation", "unsupported_op"]
+    assert report.fixes_blocked_by == ["unsupported_op"]
+    dp = report.exported_program
+    x = np.random.default_rng(0).standard_normal((3, 2))
+    same(dp.module()(x), model(x))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        dp.module()(np.ones((4, 2)))
+    with pytest.raises(tpe.UnsupportedOpError):
+        tpe.export(model, np.ones((3, 2)))
+
+
+def test_draft_export_reports_a_read_in_a_loop_once_with_its_count():
+    def model(x):
+        out = x
+        for i in range(3):
+            out = out + int(x[i])
+        return out
+
+    report = tpe.draft_export(model, np.arange(4.0), dynamic_shapes={"x": {0: Dim("n", min=3)}})
+    assert [(f.kind, f.count) for f in report.failures] == [("data_dependent", 3)]
+    dp = report.exported_program
+    agrees(dp, model, np.array([0.0, 1.0, 2.0, 9.0, 9.0]))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        dp.module()(np.array([1.0, 1.0, 2.0, 3.0]))
+
+
+def test_draft_export_assumes_an_unbacked_size_read_as_an_int():
+    def model(x):
+        k = int(np.nonzero(x)[0].shape[0])
+        return np.ones(k)
+
+    report = tpe.draft_export(model, np.array([1, 0, 1]), dynamic_shapes={"x": {0: Dim("n")}})
+    assert [f.kind for f in report.failures] == ["data_dependent"]
+    dp = report.exported_program
+    agrees(dp, model, np.array([1, 1, 0, 0]))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        dp.module()(np.array([1, 1, 1]))
+    with pytest.raises(tpe.DataDependentError):
+        tpe.export(model, np.array([1, 0, 1]), dynamic_shapes={"x": {0: Dim("n")}})
+
+
+def test_draft_export_of_an_input_mutation_writes_back_as_eager():
+    def model(x):
+        x += 1
+        return x.sum()
+
+    report = tpe.draft_export(model, np.ones(3), dynamic_shapes={"x": {0: Dim("n")}})
+    assert report.successful()
+    a, b = np.zeros(5), np.zeros(5)
+    same(report.exported_program.module()(a), model(b))
+    np.testing.assert_array_equal(a, b)
