@@ -382,8 +382,6 @@ def test_unbacked_size_equal_to_an_input_dim_after_a_check():
         ep.module()(np.array([1.0, 2, 3, -4], np.float32), arr(2))
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: a data-dependent guard a tpe.check would settle "
-                   "(u0 == m, u0 % 2 == 0) is reported without naming tpe.check as the fix")
 def test_data_dependent_error_names_tpe_check_as_the_way_out():
     def model(x, y):
         kept = x[x > 0]
