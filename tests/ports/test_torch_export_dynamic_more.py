@@ -933,3 +933,58 @@ def test_refine_without_fixes_quotes_the_whole_guard():
     with pytest.raises(ValueError) as info:
         tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), spec)
     assert "dx == (dy + 1) // 2" in str(info.value)
+
+
+# --- an int .item() is an unbacked size (torch's u0 = t.item()) ------------------------------
+
+def test_int_item_used_as_a_size():
+    def model(x, k):
+        return np.ones(k.item()) * x.sum()
+
+    ep = tpe.export(model, arr(3), np.array(4), dynamic_shapes={"x": {0: Dim("n")}, "k": None})
+    for prog in (ep, roundtrip(ep)):
+        for kk in (0, 1, 7):
+            agrees(prog, model, arr(2), np.array(kk))
+        with pytest.raises(tpe.ConstraintsExceededError, match="-1"):
+            prog.module()(arr(2), np.array(-1))
+
+
+def test_int_item_as_a_slice_bound_clamps_like_numpy():
+    def model(x, k):
+        return x[: k.item()] * 2
+
+    ep = tpe.export(model, arr(5), np.array(3), dynamic_shapes={"x": {0: Dim("n")}, "k": None})
+    for n, kk in ((6, 0), (6, 2), (6, 9), (1, 1)):
+        agrees(ep, model, arr(n), np.array(kk))
+
+
+def test_int_item_bounded_by_a_check_against_an_input_dim():
+    def model(x, k):
+        n = k.item()
+        tpe.check(n <= x.shape[0])
+        return x[:n] + np.arange(n)
+
+    ep = tpe.export(model, arr(5), np.array(3), dynamic_shapes={"x": {0: Dim("n")}, "k": None})
+    agrees(ep, model, arr(6), np.array(6))
+    with pytest.raises(tpe.ConstraintsExceededError, match="tpe.check"):
+        ep.module()(arr(6), np.array(7))
+
+
+def test_branch_on_an_int_item_is_data_dependent_and_names_tpe_check():
+    def model(x, k):
+        if k.item() > 2:
+            return x * 2
+        return x
+
+    with pytest.raises(tpe.DataDependentError, match="tpe.check"):
+        tpe.export(model, arr(3), np.array(3))
+
+
+def test_int_of_an_array_is_refused_as_documented():
+    # README: int(a) returns a Python value read from the data and is refused (an int
+    # .item() is the size form); torch would treat int(t) like t.item()
+    def model(x):
+        return np.ones(int(x.sum()))
+
+    with pytest.raises(tpe.DataDependentError, match="int value"):
+        tpe.export(model, np.array([1, 1]), dynamic_shapes={"x": {0: Dim("n")}})
