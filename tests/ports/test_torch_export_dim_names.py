@@ -177,17 +177,22 @@ def test_even_and_odd_strided_halves_need_an_even_size():
         ep.module()(arr(5))
 
 
-def test_order_guard_between_two_dims_has_no_fix_and_says_what_works():
+def test_order_guard_between_two_dims_gets_a_box_fix_or_auto():
+    # m <= n: no fix line states the relation; the fix is one box of ranges around the
+    # example that implies it (main's documented behaviour), and Dim.AUTO keeps it exact
     def model(x, y):
         return x[: y.shape[0]] + y
 
     spec = {"x": {0: Dim("n")}, "y": {0: Dim("m")}}
-    err = str(violation(model, arr(5), arr(3), dynamic_shapes=spec))
-    assert "m <= n" in err and "Dim.AUTO" in err
-    with pytest.raises(ValueError, match="no suggested fixes"):
-        tpe.refine_dynamic_shapes_from_suggested_fixes(err, spec)
-    ep = tpe.export(model, arr(5), arr(3), dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim("m")}})
-    for n, m in ((5, 3), (4, 4), (9, 1)):
+    err, spec2, ep = refine_once(model, arr(5), arr(3), dynamic_shapes=spec)
+    assert "m <= n" in str(err) and "one box" in str(err)
+    lo_n = spec2["x"][0].min
+    hi_m = spec2["y"][0].max
+    assert hi_m is not None and lo_n is not None and hi_m <= lo_n
+    for n, m in ((lo_n, 1), (lo_n + 7, hi_m), (5, 3)):
         agrees(ep, model, arr(n), arr(m))
+    ep2 = tpe.export(model, arr(5), arr(3), dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim("m")}})
+    for n, m in ((5, 3), (4, 4), (9, 1), (30, 20)):
+        agrees(ep2, model, arr(n), arr(m))
     with pytest.raises(tpe.ConstraintsExceededError):
-        ep.module()(arr(2), arr(3))
+        ep2.module()(arr(2), arr(3))
