@@ -99,8 +99,8 @@ def assume_value(tracer: Any, t: Any, name: str, src: Optional[SourceLoc]) -> An
         shown, other = f"{value}", f"{not value}"
     else:
         cond = tracer.call(get_op("numpy.equal"), (t, value), {}, source=src)
-        shown, other = f"{value!r}", "another value"
-    code = f"`{src.text}`" if src is not None and src.text else "an array value"
+        shown, other = f"{value!r}", t.node  # the check prints the value the call read
+    code = f"`{src.text}`" if src is not None and src.text else "the model"
     tracer.graph.call_function(
         "tpe.assert_guard",
         (cond.node, f"the array value read by {code}", other,

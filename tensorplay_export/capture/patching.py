@@ -112,6 +112,11 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if isinstance(value, np.ndarray):
             return tracer.lift_constant("c_array", value)
         return value
+    if name not in ("array", "asarray", "asanyarray", "ascontiguousarray"):
+        # a size argument computed from data (np.zeros(np.count_nonzero(x))): numpy reads it
+        # with __index__; here it is a data-dependent size, as an int .item() is
+        args = tuple(_as_size(v) for v in args)
+        kwargs = {k: _as_size(v) for k, v in kwargs.items()}
     if name == "prod":
         data = args[0] if args else kwargs.get("a")
         flat = _flat_scalars(data)
@@ -126,6 +131,18 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
         return original(*args, **kwargs)
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
+
+
+def _as_size(value: Any) -> Any:
+    """A one-element int traced array as the data-dependent size it stands for (``item_size``);
+    tuples and lists of sizes elementwise; anything else as it is."""
+    if isinstance(value, TracedArray):
+        if value.dtype.kind in "iu" and all(type(d) is int for d in value._shape) and value.size == 1:
+            return value._read("item", "uses as a size the value")
+        return value
+    if type(value) in (tuple, list):
+        return type(value)(_as_size(v) for v in value)
+    return value
 
 
 def _make_wrapper(name: str) -> Callable:

@@ -99,7 +99,7 @@ def assert_guard(ok: bool, where: str, value: int, text: str, names: tuple, valu
     """
     if not ok:
         shown = ", ".join(f"{n} = {v}" for n, v in zip(names, values))
-        raise ConstraintsExceededError(f"{where} = {value} violates {text} ({shown})")
+        raise ConstraintsExceededError(f"{where} = {value} violates {text}" + (f" ({shown})" if shown else ""))
 
 
 def check_size(ok: bool, text: str, where: str, names: tuple, values: tuple) -> None:

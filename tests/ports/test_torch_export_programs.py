@@ -128,8 +128,6 @@ def test_draft_export_takes_the_examples_value_of_an_int_read():
         dp.module()(np.ones(4))
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: the draft program's check of an .item() read says "
-                   "'= another value ... ()' instead of the value it read")
 def test_draft_program_check_of_an_item_read_names_the_value():
     def model(x):
         k = x.max().item()
