@@ -6,6 +6,7 @@ Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
 from .canon import canonicalize
 from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, make_symbol
 from .evaluation import UnboundSymbolError, evaluate
+from .extent import value_extent
 from .fixes import (RELATION_FORMS, SEARCHED_FORMS, ConstantFix, FixSuggestion, GuardCheck, RangeFix, RelationFix, Unfixable,
                     suggest_fixes)
 from .intervals import bounds
@@ -16,6 +17,6 @@ __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
     "UnsupportedExpressionError", "evaluate", "UnboundSymbolError", "make_symbol", "RangeFix", "ConstantFix",
     "RelationFix", "Unfixable", "RELATION_FORMS", "SEARCHED_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
-    "decide_by_intervals",
+    "decide_by_intervals", "value_extent",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

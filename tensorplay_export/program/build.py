@@ -111,6 +111,7 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
             for s, v in ranges.items() if env.kinds.get(s) == "auto"}
     folded, guards = fold_simple_bounds(auto, guards)
     for s, (lo, hi) in folded.items():
+        lo, hi = _admitted_extent(s, lo, hi, guards, env.hints.get(s))
         ranges[s] = ValueRange(lo, math.inf if hi is None else hi)
     contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
     insert_input_checks(graph, contract)
@@ -119,6 +120,21 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
         if env.kinds.get(sym) == "unbacked":
             all_ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
     return contract, all_ranges
+
+
+def _admitted_extent(sym: Any, lo: int, hi: Any, guards: list, hint: Any) -> tuple:
+    """An AUTO root's range as the least and greatest size its own guards admit
+    (``s // 2 >= 2`` and ``s % 4 == 0`` over ``[2, inf]`` report ``[4, inf]``); the guards
+    stay runtime checks (a range does not state their gaps)."""
+    conds = [g for g in guards if g.free_symbols == {sym}]
+    if not conds or hint is None:
+        return lo, hi
+    from solver import value_extent
+
+    try:
+        return value_extent(conds, sym.name, lo, hi, int(hint))
+    except Exception:  # noqa: BLE001 - the range is a report: when the solver cannot say, keep it
+        return lo, hi
 
 
 _SIZE_ARGUMENTS = {"int": SymIntArgument, "float": SymFloatArgument, "bool": SymBoolArgument}
