@@ -428,6 +428,34 @@ def _linear_form(diff):
     return ints, c // g
 
 
+def _floor_equality(expr, hints: Mapping):
+    """For ``side == floor(num / k)`` or ``side == ceiling(num / k)`` (``side`` and ``num``
+    linear in the dims, ``k >= 2``), the linear equality through the example's remainder
+    that implies it: ``num == k*side + r`` (floor, ``r = num mod k`` at the example) or
+    ``num == k*side - r`` (ceiling, ``r = (-num) mod k``); else None."""
+    if not isinstance(expr, sympy.Eq):
+        return None
+    for side, other in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        if not isinstance(other, (sympy.floor, sympy.ceiling)):
+            continue
+        num, den = sympy.fraction(sympy.together(other.args[0]))
+        if not den.is_Integer or int(den) < 2 or _linear_form(num) is None:
+            continue
+        if side.free_symbols and _linear_form(side) is None and not side.is_Symbol:
+            continue
+        if not side.free_symbols and not side.is_Integer:
+            continue
+        k = int(den)
+        num_ex = sympy.sympify(_subs_names(num, {n: sympy.Integer(v) for n, v in hints.items()}))
+        if not num_ex.is_Integer:
+            continue
+        r = int(num_ex) % k if isinstance(other, sympy.floor) else (-int(num_ex)) % k
+        rhs = k * side + r if isinstance(other, sympy.floor) else k * side - r
+        eq = sympy.Eq(num, rhs)
+        return eq if isinstance(eq, sympy.Eq) else None
+    return None
+
+
 def _dim_terms(diff) -> Optional[dict]:
     """``{name: term}`` when ``diff`` is a polynomial of degree >= 2 in one term per dim, else None.
 
@@ -558,6 +586,7 @@ class _Plan:
         return self
 
     def _relation_step(self) -> bool:
+        self._linearize_floor_equalities()
         best = None
         for at in self.atoms:
             if len(at.names) < 2 or (best is not None and len(at.names) >= len(best[0].names)):
@@ -588,6 +617,17 @@ class _Plan:
             self.apply(x, k * self.sym(t) + h % k, at.guard, at.verdict)
             return True
         return False
+
+    def _linearize_floor_equalities(self) -> None:
+        """``a == (b + 1) // 2`` (``x[::2]`` broadcast against another dim) becomes the linear
+        equality the example's remainder picks, ``b == 2*a``: it implies the guard (with
+        ``b + 1 = 2*a + r``, ``0 <= r < 2``, the floor is ``a``), and a relation fix can state it."""
+        for i, at in enumerate(self.atoms):
+            if len(at.names) < 2 or at.linear() is not None:
+                continue
+            eq = _floor_equality(at.expr, self.hints)
+            if eq is not None:
+                self.atoms[i] = _Atom(eq, at.guard, at.verdict, at.forced)
 
     def _orient(self, coeffs: dict, const: int):
         """(derived, expr over the others) for ``sum(coeffs*x) + const == 0``; None without a +-1 coefficient."""

@@ -335,3 +335,15 @@ def test_relation_whose_root_becomes_derived_moves_its_forced_range():
     assert sorted(fs.lines) == sorted(["a = Dim('a', max=30)", "b = a", "c = a"])
     check_contract(fs, guards, dims, {"a": 5, "b": 5, "c": 5},
                    {"a": [1, 5, 30, 31], "b": [1, 5, 30, 31], "c": [1, 5, 30, 31]})
+
+
+def test_floor_equality_gets_the_relation_the_example_picks():
+    # a == (b + 1) // 2 (x + y[::2]) holds when b == 2*a (example b even) or b == 2*a - 1 (odd)
+    a, b = (sympy.Symbol(n, integer=True, positive=True) for n in "ab")
+    guard = sympy.Eq(a, sympy.floor((b + 1) / 2))
+    even = suggest_fixes([guard], {"a": (1, 64), "b": (1, 128)}, {"a": 5, "b": 10})
+    assert even.lines == ["b = 2*a"] and even.verified
+    odd = suggest_fixes([guard], {"a": (1, 64), "b": (1, 128)}, {"a": 5, "b": 9})
+    assert odd.lines == ["b = 2*a - 1"] and odd.verified
+    up = suggest_fixes([sympy.Eq(a, sympy.ceiling(b / 3))], {"a": (1, 64), "b": (1, 128)}, {"a": 4, "b": 11})
+    assert up.lines == ["a = Dim('a', max=43)", "b = 3*a - 1"] and up.verified  # 3*a - 1 <= 128
