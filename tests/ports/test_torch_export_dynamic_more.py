@@ -909,14 +909,19 @@ def test_range_constraints_give_derived_dims_their_ranges():
     assert sorted(v.upper for v in ep.range_constraints.values()) == [2, 3]
 
 
-def test_strided_slice_against_a_free_dim_says_to_use_auto():
-    # x + y[::2] needs dx == (dy + 1) // 2: no single fix line gives every such pair
+def test_strided_slice_against_a_free_dim_gets_the_example_parity_relation():
+    # x + y[::2] needs dx == (dy + 1) // 2: the fix is the relation the example's parity picks
+    # (dy = 2*dx for an even dy); Dim.AUTO on x keeps every pair
     def model(x, y):
         return x + y[::2]
 
     spec = {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}}
     err = violation(model, arr(4), arr(8), dynamic_shapes=spec)
-    assert "Dim.AUTO" in str(err)
+    assert "dy = 2*dx" in str(err)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), spec)
+    ep = tpe.export(model, arr(4), arr(8), dynamic_shapes=refined)
+    for n in (1, 2, 7):
+        agrees(ep, model, arr(n), arr(2 * n))
     ep = tpe.export(model, arr(4), arr(8), dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim("dy")}})
     for n in (1, 2, 7, 8):
         agrees(ep, model, arr((n + 1) // 2), arr(n))
