@@ -109,12 +109,8 @@ def test_split_returned_even():
                   ok=[{"b": 2}, {"b": 10}, {"b": 48}], bad=[{"b": 5}, {"b": 50}]))
 
 
-SPLIT_LIST = "silent wrong result (output structure): np.split/array_split return a list in numpy, the capture a tuple (EagerMismatchError at export)"
-test_split_returned_even = pytest.mark.xfail(strict=True, reason=SPLIT_LIST)(test_split_returned_even)
 
-
-@pytest.mark.parametrize("case", params(family("split", SPLIT[1:], roundtrip_name="array_split3"),
-                                        {"split_split_at_half": SPLIT_LIST, "split_array_split3": SPLIT_LIST}))
+@pytest.mark.parametrize("case", params(family("split", SPLIT[1:], roundtrip_name="array_split3")))
 def test_split_uneven(case):
     run_case(case)
 
