@@ -44,7 +44,7 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
 _ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
-_OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.decompositions")  # never caches arrays
+_OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.program.decompositions")  # never caches arrays
 _LOCK = threading.Lock()
 _ACTIVE = 0
 
