@@ -125,6 +125,11 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
             return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
         return original(*args, **kwargs)
+    if name == "linspace":
+        retstep = args[4] if len(args) > 4 else kwargs.pop("retstep", False)
+        if retstep:  # (samples, step): an op with two outputs
+            return tracer.call(get_op("tpe.linspace_retstep"), tuple(args[:4] + args[5:]), kwargs)
+        args = args[:4] + (False,) + args[5:] if len(args) > 4 else args
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
 
 

@@ -150,7 +150,43 @@ def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: boo
     return norm_shape(num, ctx, "linspace num")
 
 
-register_op("numpy.linspace", np.linspace, _linspace_rule, numpy_funcs=(np.linspace,))
+def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None,
+              axis: int = 0, **kwargs: Any) -> Any:
+    """numpy.linspace without ``retstep`` (that form is ``tpe.linspace_retstep``, an op with two outputs)."""
+    if retstep:
+        raise UnsupportedOpError("numpy.linspace(retstep=True) with array start/stop is not supported during "
+                                 "capture; use scalar start and stop")
+    return np.linspace(start, stop, num, endpoint, False, dtype, axis, **kwargs)
+
+
+register_op("numpy.linspace", _linspace, _linspace_rule, numpy_funcs=(np.linspace,))
+
+
+def _linspace_retstep(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype: Any = None,
+                      axis: int = 0, **kwargs: Any) -> tuple:
+    return np.linspace(start, stop, num, endpoint, True, dtype, axis, **kwargs)
+
+
+def _linspace_retstep_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
+                           dtype: Any = None, axis: int = 0, **kwargs: Any) -> list:
+    """``(num,)`` samples and a 0-d step ``(stop - start) / (num - 1)`` (``/ num`` without ``endpoint``).
+
+    numpy gives the step as a numpy scalar of the bounds' inexact type, except when the divisor is 0
+    (``num == 1`` with ``endpoint``, ``num == 0`` without): then it is the Python float ``nan``,
+    which promotes as a weak scalar (``float32_array * step`` stays float32).  A symbolic ``num``
+    must therefore keep the divisor >= 1, so the step's type is the same at every size.
+    """
+    shape = _linspace_rule(ctx, start, stop, num, endpoint, False, dtype, axis, **kwargs)
+    if not is_static(num):
+        div = num - 1 if endpoint else num
+        ctx.require(sympy.Ge(div, 1), lambda: f"numpy.linspace(retstep=True): the step's divisor {div} must be "
+                    "at least 1 (numpy returns the Python float nan as the step there, whose type promotes "
+                    "differently from the numpy scalar at other sizes)")
+    return [shape, ()]
+
+
+register_op("tpe.linspace_retstep", _linspace_retstep, _linspace_retstep_rule, multi_output=True,
+            doc="numpy.linspace(..., retstep=True): (samples, step); capture routes the retstep form here")
 
 
 def _shape_array(*sizes: Any) -> np.ndarray:

@@ -192,6 +192,7 @@ CASES = {
     "numpy.eye": [c(n), c(n, m, 1)], "numpy.tri": [c(n, m)], "numpy.identity": [c(n)],
     "numpy.tril": [c(x2())], "numpy.triu": [c(x2(), 1)],
     "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
+    "tpe.linspace_retstep": [c(0.0, 1.0, n), c(0, n, m, False), c(-1.0, 1.0, 1), c(0.0, n, n + 1, dtype=np.float32)],
     "tpe.shape_array": [c(n, m, 3), c()],
     "tpe.size_scalar": [c(n, np.dtype(np.int32)), c(3, np.dtype(np.float32))],
     # -- random draws from an explicit generator state

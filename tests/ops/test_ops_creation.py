@@ -53,3 +53,34 @@ def test_sizes_from_arguments_must_be_nonnegative():
     # sizes sympy knows are >= 0 fold without a guard
     ep = tpe.export(lambda x: np.zeros((x.shape[0] + 1, 2)), np.ones((8, 2), np.float32), dynamic_shapes=spec)
     assert ep.module()(np.ones((1, 2), np.float32)).shape == (2, 2)
+
+
+def test_linspace_retstep_returns_samples_and_step():
+    """np.linspace(..., retstep=True) is ``tpe.linspace_retstep``: (samples, step) as numpy gives them,
+    the step computed from the size at run time; also decomposed and after save/load."""
+    import io
+
+    import pytest
+
+    import tensorplay_export as tpe
+
+    def f(x):
+        n = x.shape[0]
+        ys, step = np.linspace(0.0, n, n + 1, retstep=True)
+        zs, step2 = np.linspace(-1, 1, n, False, True, np.float32)
+        return x * step, ys, zs * step2, np.linspace(0.0, 1.0, 5, retstep=True)[1] * x[:1]
+
+    ep = check(f, one, SPEC, sizes=(1, 2, 7, 64), ops=["tpe.linspace_retstep"])
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    for prog in (tpe.load(buf), ep.run_decompositions()):
+        for n in (1, 9):
+            (x,) = one(n)
+            for g, w in zip(prog.module()(x), f(x)):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=1e-6)
+    # numpy's step is the Python float nan when num - 1 == 0: a symbolic num keeps num >= 2
+    with pytest.raises(tpe.ConstraintViolationError, match="n >= 2"):
+        tpe.export(lambda x: x * np.linspace(0, 1, x.shape[0], retstep=True)[1][None], *one(5),
+                   dynamic_shapes=SPEC)

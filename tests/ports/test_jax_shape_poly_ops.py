@@ -738,9 +738,6 @@ def _set(x, key, value):
 
 
 @pytest.mark.parametrize("case", params(family("more2", MORE2, roundtrip_name="setitem_half", exact=False), {
-    "more2_linspace_retstep_const": "crash: np.linspace(..., retstep=True) returns (array, step); the tracer "
-                                    "calls np.shape on the tuple and raises a raw ValueError",
-    "more2_linspace_retstep_b": "crash: np.linspace(..., retstep=True) with a size bound, same tracer ValueError",
     "more2_cov": "op missing: numpy.cov has no shape rule (UnsupportedOpError)",
     "more2_lexsort": "op missing: numpy.lexsort has no shape rule (UnsupportedOpError)",
 }))
