@@ -24,6 +24,7 @@ import sympy
 import tensorplay_export  # noqa: F401  (capture installs nn's composites into the registry)
 from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
 from tensorplay_export.ops.indexing import constant_vrange
+from tensorplay_export.ops.lib import ACCUMULATE_UFUNCS, OUTER_UFUNCS
 from tensorplay_export.ops.random import generator_state
 from tensorplay_export.ops.registry import ArrayInfo, all_ops
 from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
@@ -295,6 +296,38 @@ CASES.update({
     "numpy.bincount": [c(I(n, hi=5)), c(I(n, hi=m, vrange=(0, m - 1)), minlength=m),
                        c(I(n, hi=4, vrange=(0, 3)), A(n), minlength=2), c(I(n, hi=3, vrange=(0, 2)), minlength=m),
                        c(I(e, hi=n, vrange=(0, n - 1)), None, 0)],
+})
+
+CASES.update({
+    # -- numpy's Python-level functions (ops/lib.py)
+    "numpy.select": [c([M(n, m), M(n, 1)], [x2(), A(m)], 0.5), c([M(n)], [A(n)])],
+    "numpy.cov": [c(x2()), c(A(n)), c(x2(), rowvar=False), c(A(k, m), rowvar=False), c(x2(), A(2, m)),
+                  c(A(k, m)), c(x2(), A(k, n), rowvar=False), c(A(n, k), rowvar=False)],
+    "numpy.lexsort": [c((A(n), A(n))), c(A(2, n, m), axis=0), c([A(n, m)])],
+    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=np.int64 if u.startswith("bitwise") else
+                                   np.bool_ if u.startswith("logical") else np.float64), axis=1),
+                                 c(A(e, dtype=np.int64 if u.startswith("bitwise") else
+                                   np.bool_ if u.startswith("logical") else np.float64))]
+       for u in ACCUMULATE_UFUNCS},
+    **{f"numpy.{u}.outer": [c(A(n, dtype=np.int64 if u.startswith("bitwise") else
+                              np.bool_ if u.startswith("logical") else np.float64),
+                            A(2, m, dtype=np.int64 if u.startswith("bitwise") else
+                              np.bool_ if u.startswith("logical") else np.float64))]
+       for u in OUTER_UFUNCS},
+    "numpy.append": [c(x2(), A(3)), c(x2(), A(2, m), axis=0), c(x2(), A(n, 1), 1)],
+    "numpy.delete": [c(x2(), 0, axis=0), c(x2(), [0, -1], 1), c(A(n), slice(1, None, 2)), c(x2(), [1, 2]),
+                     c(A(k), [0, -1]), c(A(n), [])],
+    "numpy.rot90": [c(x2()), c(x2(), 2), c(A(n, m, 2), 3, (2, 0))],
+    "numpy.block": [c([[x2(), A(n, 2)], [A(3, m), A(3, 2)]]), c([A(n), A(m)]), c([[A(n)], [A(n)]]),
+                    c([A(2, n, m), A(2, n, 1)])],
+    "numpy.column_stack": [c([A(n), A(n)]), c([x2(), A(n)]), c((A(n, 2), A(n, m)))],
+    "numpy.dstack": [c([x2(), x2()]), c([A(n), A(n)]), c([A(n, m, 2), A(n, m, 1)])],
+    "numpy.atleast_3d": [c(A()), c(A(n)), c(x2()), c(A(n, m, 2, 1))],
+    "numpy.ediff1d": [c(x2()), c(A(e)), c(A(n), to_end=A(m), to_begin=2.0)],
+    "numpy.vander": [c(A(n)), c(A(n), m), c(A(e), 3, True)],
+    "numpy.polyval": [c(A(n), x2()), c(A(m), 0.7), c(A(n, m), A(n, 1)), c(A(e), A(n))],
+    "numpy.trapezoid": [c(x2()), c(x2(), axis=0), c(x2(), A(m)), c(x2(), A(n, m), axis=0), c(A(e, 2), dx=0.5, axis=0)],
+    "numpy.resize": [c(x2(), (n + 1, m)), c(A(n), 7), c(A(e), (m, 2))],
 })
 
 # keepdims passed by position: its place differs between reductions (after out / overwrite_input / ddof)

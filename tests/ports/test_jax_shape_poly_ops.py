@@ -375,8 +375,7 @@ SELECT = [
 ]
 
 
-@pytest.mark.parametrize("case", params(family("select", SELECT, roundtrip_name="where_iota"), {
-    "select_select_list": "op missing: numpy.select has no shape rule (UnsupportedOpError)"}))
+@pytest.mark.parametrize("case", params(family("select", SELECT, roundtrip_name="where_iota")))
 def test_select(case):
     run_case(case)
 
@@ -738,9 +737,7 @@ def _set(x, key, value):
 
 
 @pytest.mark.parametrize("case", params(family("more2", MORE2, roundtrip_name="setitem_half", exact=False), {
-    "more2_cov": "op missing: numpy.cov has no shape rule (UnsupportedOpError)",
-    "more2_lexsort": "op missing: numpy.lexsort has no shape rule (UnsupportedOpError)",
-}))
+    }))
 def test_more_ops_2(case):
     run_case(case)
 
@@ -799,11 +796,8 @@ def _fill_diag(a):
 
 _MISSING3 = "op missing: numpy.{} has no shape rule (UnsupportedOpError); jnp.{} traces under shape polymorphism"
 MORE3_XFAIL = {f"more3_{n}": _MISSING3.format(op, op) for n, op in [
-    ("cummax", "maximum.accumulate"), ("cummin", "minimum.accumulate"), ("multiply_outer", "multiply.outer"),
-    ("ediff1d", "ediff1d"), ("ravel_multi_index", "ravel_multi_index"), ("fill_diagonal", "fill_diagonal"),
-    ("vander", "vander"), ("polyval", "polyval"), ("trapezoid", "trapezoid"), ("rot90", "rot90"),
-    ("block", "block"), ("column_stack", "column_stack"), ("dstack", "dstack"), ("atleast_3d", "atleast_3d"),
-    ("resize", "resize"), ("append", "append"), ("delete", "delete"), ("apply_along_axis", "apply_along_axis")]}
+    ("ravel_multi_index", "ravel_multi_index"), ("fill_diagonal", "fill_diagonal"),
+    ("apply_along_axis", "apply_along_axis")]}
 MORE3_XFAIL.update({
     "more3_triu_indices": "contract narrower than the model needs: np.triu_indices(b) specializes b "
                           "(numpy converts it with float() inside)",
