@@ -40,7 +40,10 @@ from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
-            "array", "asarray", "asanyarray", "ascontiguousarray", "prod")
+            "array", "asarray", "asanyarray", "ascontiguousarray", "prod",
+            # functions of sizes only (no array argument numpy could dispatch on)
+            "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
+            "hanning", "hamming", "blackman", "bartlett", "kaiser")
 _ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}

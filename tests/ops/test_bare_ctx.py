@@ -195,6 +195,13 @@ CASES = {
     "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
     "tpe.linspace_retstep": [c(0.0, 1.0, n), c(0, n, m, False), c(-1.0, 1.0, 1), c(0.0, n, n + 1, dtype=np.float32)],
     "tpe.shape_array": [c(n, m, 3), c()],
+    "numpy.logspace": [c(0.0, 1.0, n), c(0, 2, e, False, 2.0)], "numpy.geomspace": [c(1.0, 10.0, n, endpoint=False)],
+    **{f"numpy.{w}": [c(n), c(n - 3), c(e), c(5)] for w in ("hanning", "hamming", "blackman", "bartlett")},
+    "numpy.kaiser": [c(n, 5.0), c(e, 0.5)],
+    "numpy.indices": [c((n, 2)), c((e, m, 3), np.int32), c(())],
+    "numpy.triu_indices": [c(n), c(n, 1), c(n, -2), c(e, 0), c(4, 1, 6), c(n, 0, n)],
+    "numpy.tril_indices": [c(n), c(n, 2), c(n, -1), c(e, -3), c(n, 0, m)],
+    "numpy.triu_indices_from": [c(A(n, n)), c(A(n, n), -1)], "numpy.tril_indices_from": [c(A(n, n), 1), c(x2())],
     "tpe.size_scalar": [c(n, np.dtype(np.int32)), c(3, np.dtype(np.float32))],
     # -- random draws from an explicit generator state
     "tpe.random.uniform": [c(generator_state(0), (n, m)), c(generator_state(1), n, np.float32)],

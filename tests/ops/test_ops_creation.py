@@ -84,3 +84,40 @@ def test_linspace_retstep_returns_samples_and_step():
     with pytest.raises(tpe.ConstraintViolationError, match="n >= 2"):
         tpe.export(lambda x: x * np.linspace(0, 1, x.shape[0], retstep=True)[1][None], *one(5),
                    dynamic_shapes=SPEC)
+
+
+def test_spacings_and_windows_of_a_size():
+    """logspace/geomspace like linspace; windows are empty below 1 and ones(1) at 1, as numpy's."""
+    check(lambda x: (np.logspace(0, 1, x.shape[0]), np.logspace(0, 2, x.shape[0] + 1, False, 2.0),
+                     np.geomspace(1, 10, x.shape[0]), np.hanning(x.shape[0]), np.hamming(x.shape[0] - 2),
+                     np.blackman(x.shape[0] + 1), np.bartlett(x.shape[0]), np.kaiser(x.shape[0], 4.0),
+                     x * np.hanning(3)),
+          one, SPEC, sizes=(1, 2, 3, 9),
+          ops=["numpy.logspace", "numpy.geomspace", "numpy.hanning", "numpy.hamming", "numpy.blackman",
+               "numpy.bartlett", "numpy.kaiser"])
+
+
+def test_indices_of_sizes():
+    check(lambda x: (np.indices((x.shape[0], 2)), np.indices((3, x.shape[0], x.shape[1]), dtype=np.int32),
+                     x[np.indices(x.shape[:1])[0]]),
+          one, SPEC, sizes=(1, 2, 7), ops=["numpy.indices"])
+
+
+def test_triu_tril_indices_have_exact_counts():
+    """Square triangles have closed-form counts (n(n+1)/2 for k = 0), so n stays dynamic; the
+    indices gather from an (n, n) array without index guards."""
+    check(lambda x: (np.triu_indices(x.shape[0]), np.tril_indices(x.shape[0], 1), np.triu_indices(x.shape[0], -2),
+                     np.tril_indices(x.shape[0], -1), np.triu_indices(x.shape[0], 2, x.shape[0]),
+                     (x @ x.T)[np.triu_indices(x.shape[0], 1)], (x @ x.T)[np.tril_indices_from(x @ x.T)],
+                     np.triu_indices_from(x @ x.T, -1)),
+          one, SPEC, sizes=(1, 2, 3, 8, 64),
+          ops=["numpy.triu_indices", "numpy.tril_indices", "numpy.tril_indices_from", "numpy.triu_indices_from"])
+
+
+def test_triu_indices_of_a_rectangle_pins_the_size():
+    import pytest
+
+    import tensorplay_export as tpe
+
+    with pytest.raises(tpe.ConstraintViolationError, match="non-square triangle"):
+        tpe.export(lambda x: np.triu_indices(x.shape[0], 0, 4), *one(5), dynamic_shapes=SPEC)
