@@ -384,6 +384,11 @@ CASES.update({
     "numpy.linalg.cholesky": [c(A(k, k)), c(A(n, k, k))], "numpy.linalg.matrix_power": [c(A(n, n), 3)],
     "numpy.linalg.eigvalsh": [c(A(n, n)), c(A(2, m, m))], "numpy.linalg.pinv": [c(x2()), c(A(2, n, m))],
     "numpy.linalg.solve": [c(A(n, n), A(n)), c(A(n, n), A(n, m)), c(A(2, n, n), A(1, n, m))],
+    "numpy.linalg.qr": [c(x2()), c(A(2, n, m), "complete"), c(A(m, n), mode="raw"), c(A(e, 3))],
+    "tpe.linalg.qr_r": [c(x2()), c(A(2, m, n), "r")],
+    "numpy.linalg.svd": [c(x2()), c(A(2, n, m), False), c(A(n, n), hermitian=True), c(A(e, 2), full_matrices=False)],
+    "tpe.linalg.svd_values": [c(x2()), c(A(2, m, n), compute_uv=False)],
+    "numpy.linalg.svdvals": [c(x2()), c(A(3, n, m))],
 })
 
 # rules that are not for capture to call: they must refuse (and say so)
