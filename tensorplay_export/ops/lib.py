@@ -397,3 +397,46 @@ def _resize_rule(ctx: Any, a: Any, new_shape: Any) -> tuple:
 
 
 register_op("numpy.resize", np.resize, _resize_rule, numpy_funcs=(np.resize,))
+
+
+# -- ravel_multi_index / fill_diagonal ------------------------------------------------------------------
+def _ravel_multi_index_rule(ctx: Any, multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> tuple:
+    """numpy.ravel_multi_index: the index arrays' broadcast shape, values in ``[0, prod(dims) - 1]``;
+    with ``mode='raise'`` index values of a known range must stay inside their axis."""
+    from .scatter import require_in_range
+
+    dims = norm_shape(dims, ctx, "numpy.ravel_multi_index dims")
+    if len(multi_index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    modes = mode if isinstance(mode, (tuple, list)) else [mode] * len(dims)
+    for idx, d, md in zip(multi_index, dims, modes):
+        if md == "raise":
+            require_in_range(ctx, idx, d, "numpy.ravel_multi_index", negative_ok=False)
+    ctx.vrange(0, sympy.sympify(prod(dims)) - 1)
+    return ctx.broadcast(*(shape_of(i) for i in multi_index))
+
+
+register_op("numpy.ravel_multi_index", np.ravel_multi_index, _ravel_multi_index_rule,
+            numpy_funcs=(np.ravel_multi_index,))
+
+
+def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> Any:
+    out = np.array(a, copy=True)
+    np.fill_diagonal(out, val, wrap)
+    return out
+
+
+def _fill_diagonal_rule(ctx: Any, a: Any, val: Any, wrap: bool = False) -> tuple:
+    """numpy.fill_diagonal writes ``a``'s main diagonal in place: ``a``'s shape (numpy needs 2-d, or
+    all axes equal)."""
+    shape = tuple(shape_of(a))
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(shape) > 2:
+        for d in shape[1:]:
+            ctx.eq(shape[0], d, "numpy.fill_diagonal: all dimensions of input must be of equal length")
+    return shape
+
+
+register_op("tpe.fill_diagonal", _fill_diagonal, _fill_diagonal_rule, numpy_funcs=(np.fill_diagonal,),
+            writes_arg=0, doc="functional numpy.fill_diagonal(a, val, wrap): returns the updated copy")

@@ -335,6 +335,9 @@ CASES.update({
     "numpy.polyval": [c(A(n), x2()), c(A(m), 0.7), c(A(n, m), A(n, 1)), c(A(e), A(n))],
     "numpy.trapezoid": [c(x2()), c(x2(), axis=0), c(x2(), A(m)), c(x2(), A(n, m), axis=0), c(A(e, 2), dx=0.5, axis=0)],
     "numpy.resize": [c(x2(), (n + 1, m)), c(A(n), 7), c(A(e), (m, 2))],
+    "numpy.ravel_multi_index": [c((I(n, hi=2, vrange=(0, 1)), I(n, hi=m, vrange=(0, m - 1))), (2, m)),
+                                c((I(k, hi=3), I(n, hi=3)), (n, 3), mode="wrap"), c((I(hi=2), 1), (n, m))],
+    "tpe.fill_diagonal": [c(x2(), 0.0), c(A(n, n), A(n), True), c(A(3, 3, 3), 1.0)],
 })
 
 # keepdims passed by position: its place differs between reductions (after out / overwrite_input / ddof)

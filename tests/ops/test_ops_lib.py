@@ -103,3 +103,26 @@ def test_resize_of_an_empty_axis_gives_zeros():
     spec = {"x": {0: Dim("e", min=0, max=8)}}
     check(lambda x: np.resize(x, (3, 2)), lambda n: (randn(n, 2),), spec, example=3, sizes=(0, 1, 5),
           ops=["numpy.resize"])
+
+
+def test_ravel_multi_index_and_fill_diagonal():
+    def fill(a):
+        y = a.copy()
+        np.fill_diagonal(y, -1.0)
+        z = a.copy()
+        ret = np.fill_diagonal(z, x_diag(a), wrap=True)
+        return y, z, ret is None
+
+    def x_diag(a):
+        return a[0, :1]
+
+    check(lambda x: (np.ravel_multi_index((np.arange(x.shape[0]), np.arange(x.shape[0]) % 3), x.shape),
+                     np.ravel_multi_index((np.array([0, 1]), np.array([2, 0])), (x.shape[0] + 1, 3)),
+                     *fill(x @ x.T)[:2], *fill(np.concatenate([x, x], axis=0))[:2]),
+          one, SPEC, sizes=(1, 2, 7), ops=["numpy.ravel_multi_index", "tpe.fill_diagonal"])
+
+
+def test_ravel_multi_index_bounds_are_violations():
+    with pytest.raises(tpe.ConstraintViolationError, match="numpy.ravel_multi_index"):
+        tpe.export(lambda x: np.ravel_multi_index((np.arange(x.shape[0]), np.zeros(x.shape[0], int)), (4, 3)),
+                   *one(3), dynamic_shapes=SPEC)

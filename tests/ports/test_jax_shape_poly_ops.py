@@ -792,7 +792,6 @@ def _fill_diag(a):
 
 _MISSING3 = "op missing: numpy.{} has no shape rule (UnsupportedOpError); jnp.{} traces under shape polymorphism"
 MORE3_XFAIL = {f"more3_{n}": _MISSING3.format(op, op) for n, op in [
-    ("ravel_multi_index", "ravel_multi_index"), ("fill_diagonal", "fill_diagonal"),
     ("apply_along_axis", "apply_along_axis")]}
 
 
