@@ -121,3 +121,20 @@ def test_triu_indices_of_a_rectangle_pins_the_size():
 
     with pytest.raises(tpe.ConstraintViolationError, match="non-square triangle"):
         tpe.export(lambda x: np.triu_indices(x.shape[0], 0, 4), *one(5), dynamic_shapes=SPEC)
+
+
+def test_constant_creation_composites_decompose():
+    """linspace/tri with constant arguments decompose (their arange is traced, not an ndarray)."""
+    import tensorplay_export as tpe
+
+    def f(x):
+        return x * np.linspace(0, 1, 3), x @ np.tri(3), np.triu(np.ones((3, 3))) @ x.T
+
+    dec = tpe.export(f, *one(5), dynamic_shapes=SPEC).run_decompositions()
+    targets = {n.target for n in dec.graph.nodes if n.op == "call_function"}
+    assert not targets & {"numpy.linspace", "numpy.tri", "numpy.triu"}, targets
+    for n in (1, 4, 9):
+        (x,) = one(n)
+        for g, w in zip(dec.module()(x), f(x)):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-6)
