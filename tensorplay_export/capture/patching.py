@@ -40,11 +40,14 @@ from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
-            "array", "asarray", "asanyarray", "ascontiguousarray", "prod")
+            "array", "asarray", "asanyarray", "ascontiguousarray", "prod",
+            # functions of sizes only (no array argument numpy could dispatch on)
+            "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
+            "hanning", "hamming", "blackman", "bartlett", "kaiser")
 _ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
-_OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.decompositions")  # never caches arrays
+_OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.program.decompositions")  # never caches arrays
 _LOCK = threading.Lock()
 _ACTIVE = 0
 
@@ -130,6 +133,11 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
             return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
         return original(*args, **kwargs)
+    if name == "linspace":
+        retstep = args[4] if len(args) > 4 else kwargs.pop("retstep", False)
+        if retstep:  # (samples, step): an op with two outputs
+            return tracer.call(get_op("tpe.linspace_retstep"), tuple(args[:4] + args[5:]), kwargs)
+        args = args[:4] + (False,) + args[5:] if len(args) > 4 else args
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
 
 

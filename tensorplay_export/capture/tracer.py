@@ -352,6 +352,10 @@ class Tracer:
         if isinstance(op, str):
             op = resolve_op(op, self.op_table)
         kwargs = kwargs or {}
+        if op.variant is not None:  # an output structure chosen by the arguments (svd's compute_uv)
+            other = op.variant(*args, **kwargs)
+            if other is not None:
+                op = resolve_op(other, self.op_table)
         src = source if source is not None else user_source(2)
         with self._bool_operands(op, args):
             return self._call(op, args, kwargs, src)
@@ -422,7 +426,9 @@ class Tracer:
             self._number(item, None, {})
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
-        return tuple(traced) if isinstance(result, tuple) else traced
+        if isinstance(result, tuple):  # numpy's namedtuples (QRResult, SVDResult) keep their fields
+            return type(result)(*traced) if hasattr(type(result), "_fields") else tuple(traced)
+        return traced
 
     def _rule(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple, kwargs: dict,
               info_args: Any, info_kwargs: Any) -> tuple:

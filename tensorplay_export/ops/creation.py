@@ -150,7 +150,43 @@ def _linspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: boo
     return norm_shape(num, ctx, "linspace num")
 
 
-register_op("numpy.linspace", np.linspace, _linspace_rule, numpy_funcs=(np.linspace,))
+def _linspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None,
+              axis: int = 0, **kwargs: Any) -> Any:
+    """numpy.linspace without ``retstep`` (that form is ``tpe.linspace_retstep``, an op with two outputs)."""
+    if retstep:
+        raise UnsupportedOpError("numpy.linspace(retstep=True) with array start/stop is not supported during "
+                                 "capture; use scalar start and stop")
+    return np.linspace(start, stop, num, endpoint, False, dtype, axis, **kwargs)
+
+
+register_op("numpy.linspace", _linspace, _linspace_rule, numpy_funcs=(np.linspace,))
+
+
+def _linspace_retstep(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype: Any = None,
+                      axis: int = 0, **kwargs: Any) -> tuple:
+    return np.linspace(start, stop, num, endpoint, True, dtype, axis, **kwargs)
+
+
+def _linspace_retstep_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True,
+                           dtype: Any = None, axis: int = 0, **kwargs: Any) -> list:
+    """``(num,)`` samples and a 0-d step ``(stop - start) / (num - 1)`` (``/ num`` without ``endpoint``).
+
+    numpy gives the step as a numpy scalar of the bounds' inexact type, except when the divisor is 0
+    (``num == 1`` with ``endpoint``, ``num == 0`` without): then it is the Python float ``nan``,
+    which promotes as a weak scalar (``float32_array * step`` stays float32).  A symbolic ``num``
+    must therefore keep the divisor >= 1, so the step's type is the same at every size.
+    """
+    shape = _linspace_rule(ctx, start, stop, num, endpoint, False, dtype, axis, **kwargs)
+    if not is_static(num):
+        div = num - 1 if endpoint else num
+        ctx.require(sympy.Ge(div, 1), lambda: f"numpy.linspace(retstep=True): the step's divisor {div} must be "
+                    "at least 1 (numpy returns the Python float nan as the step there, whose type promotes "
+                    "differently from the numpy scalar at other sizes)")
+    return [shape, ()]
+
+
+register_op("tpe.linspace_retstep", _linspace_retstep, _linspace_retstep_rule, multi_output=True,
+            doc="numpy.linspace(..., retstep=True): (samples, step); capture routes the retstep form here")
 
 
 def _shape_array(*sizes: Any) -> np.ndarray:
@@ -180,3 +216,112 @@ def _size_scalar_rule(ctx: Any, value: Any, dtype: Any) -> tuple:
 register_op("tpe.size_scalar", _size_scalar, _size_scalar_rule,
             doc="a size as the numpy scalar eager code holds (n + np.int32(1) is an np.int32): "
                 "arrays it meets promote as numpy 2 promotes that scalar type")
+
+
+# -- logspace / geomspace: linspace's length rule ----------------------------------------------------
+def _logspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True, base: Any = 10.0,
+                   dtype: Any = None, axis: int = 0) -> tuple:
+    if shape_of(base):
+        raise UnsupportedOpError("numpy.logspace with an array base is not supported during capture")
+    return _linspace_rule(ctx, start, stop, num, endpoint, False, dtype, axis)
+
+
+def _geomspace_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype: Any = None,
+                    axis: int = 0) -> tuple:
+    return _linspace_rule(ctx, start, stop, num, endpoint, False, dtype, axis)
+
+
+register_op("numpy.logspace", np.logspace, _logspace_rule, numpy_funcs=(np.logspace,))
+register_op("numpy.geomspace", np.geomspace, _geomspace_rule, numpy_funcs=(np.geomspace,))
+
+
+# -- window functions of a size ----------------------------------------------------------------------
+def _window_rule(ctx: Any, M: Any, *args: Any) -> tuple:  # noqa: N803 - numpy's name
+    """``(max(M, 0),)``: numpy returns an empty window for ``M < 1`` and ``ones(1)`` for ``M == 1``."""
+    if is_static(M):
+        return (max(int(M), 0),)
+    if not isinstance(M, sympy.Basic) or not M.is_integer:
+        raise UnsupportedOpError(f"a window length must be an integer size, got {M!r}")
+    return (ctx.canon(sympy.Max(M, 0)),)
+
+
+for _fn in (np.hanning, np.hamming, np.blackman, np.bartlett, np.kaiser):
+    register_op(f"numpy.{_fn.__name__}", _fn, _window_rule, numpy_funcs=(_fn,))
+
+
+# -- indices / triu_indices / tril_indices -----------------------------------------------------------
+def _indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
+    """numpy.indices, dense only (the sparse form returns a tuple; see the rule)."""
+    if sparse:
+        raise UnsupportedOpError("numpy.indices(sparse=True) is not supported during capture; use "
+                                 "np.meshgrid(np.arange(d0), np.arange(d1), indexing='ij', sparse=True)")
+    return np.indices(dimensions, dtype)
+
+
+def _indices_rule(ctx: Any, dimensions: Any, dtype: Any = int, sparse: bool = False) -> tuple:
+    """``(len(dimensions), *dimensions)``; grid ``i`` holds values in ``[0, dimensions[i] - 1]``."""
+    dims = norm_shape(tuple(dimensions), ctx, "numpy.indices dimensions")
+    if dims:
+        ctx.vrange(0, sympy.Max(*[sympy.sympify(d) for d in dims]) - 1)
+    return (len(dims), *dims)
+
+
+register_op("numpy.indices", _indices, _indices_rule, numpy_funcs=(np.indices,))
+
+
+def _triangle(t: Any) -> Any:
+    """``t * (t + 1) / 2`` for ``t = max(t, 0)``: the number of cells on and above the diagonal of a
+    ``t x t`` square."""
+    t = sympy.Max(t, 0)
+    return sympy.floor(t * (t + 1) / 2)
+
+
+def _tri_count(ctx: Any, n: Any, k: Any, m: Any, upper: bool, name: str) -> Any:
+    """Cells of an ``n x m`` array with ``j - i >= k`` (upper) or ``j - i <= k`` (lower).
+
+    For a square array (``m`` None or equal to ``n``) and a static ``k`` there is a closed form over
+    triangles: upper ``T(n - k)`` for ``k >= 0`` and ``n**2 - T(n + k - 1)`` below; lower by
+    symmetry (``tril(k)`` of a square is ``triu(-k)`` transposed).  A rectangle of a dynamic size
+    (or a dynamic ``k``) has a piecewise count: its sizes are pinned to the example's.
+    """
+    if all(is_static(v) for v in (n, k)) and (m is None or is_static(m)):
+        return len((np.triu_indices if upper else np.tril_indices)(int(n), int(k), None if m is None else int(m))[0])
+    square = m is None or sympy.sympify(m) - sympy.sympify(n) == 0
+    if not square or not is_static(k):
+        for d in (n, m, k):
+            if d is not None:
+                ctx.pin(d, f"{name}: the cell count of a non-square triangle (m given, not n) or of a "
+                                f"dynamic k has no closed form here")
+        n_, m_ = int(ctx.hint(n)), None if m is None else int(ctx.hint(m))
+        return len((np.triu_indices if upper else np.tril_indices)(n_, int(ctx.hint(k)), m_)[0])
+    k = int(k) if upper else -int(k)  # lower(k) == upper(-k) on a square
+    n = sympy.sympify(n)
+    count = _triangle(n - k) if k >= 0 else n * n - _triangle(n + k - 1)
+    return ctx.canon(count)
+
+
+def _tri_indices_rule(upper: bool, name: str):
+    def rule(ctx: Any, n: Any, k: Any = 0, m: Any = None) -> list:
+        require_nonneg(ctx, [d for d in (n, m) if d is not None], name)
+        count = _tri_count(ctx, n, k, m, upper, name)
+        ctx.vrange(0, sympy.sympify(n) - 1, 0)
+        ctx.vrange(0, sympy.sympify(n if m is None else m) - 1, 1)
+        return [(as_dim(sympy.sympify(count)),), (as_dim(sympy.sympify(count)),)]
+    return rule
+
+
+def _tri_indices_from_rule(upper: bool, name: str):
+    def rule(ctx: Any, arr: Any, k: Any = 0) -> list:
+        shape = shape_of(arr)
+        if len(shape) != 2:
+            raise ValueError("input array must be 2-d")
+        return _tri_indices_rule(upper, name)(ctx, shape[-2], k, shape[-1])
+    return rule
+
+
+for _fn, _upper in ((np.triu_indices, True), (np.tril_indices, False)):
+    register_op(f"numpy.{_fn.__name__}", _fn, _tri_indices_rule(_upper, f"numpy.{_fn.__name__}"),
+                numpy_funcs=(_fn,), multi_output=True)
+for _fn, _upper in ((np.triu_indices_from, True), (np.tril_indices_from, False)):
+    register_op(f"numpy.{_fn.__name__}", _fn, _tri_indices_from_rule(_upper, f"numpy.{_fn.__name__}"),
+                numpy_funcs=(_fn,), multi_output=True)

@@ -1,5 +1,5 @@
 """Functions of (stacks of) matrices (``numpy.linalg``): inv, solve, det, cholesky, pinv,
-eigvalsh, matrix_power (``numpy.trace`` is in misc).
+eigvalsh, matrix_power, qr, svd, svdvals (``numpy.trace`` is in misc).
 
 numpy's linalg rules (``numpy/linalg/_linalg.py``): the last two axes are the matrix, the
 leading axes a batch; square-matrix functions need ``m == n`` (``LinAlgError: Last 2
@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..records import sympy
+from .ctx import is_static
 from .elementwise import shape_of
 from .registry import register_op
 
@@ -67,3 +69,77 @@ register_op("numpy.linalg.det", np.linalg.det, _det_rule, numpy_funcs=(np.linalg
 register_op("numpy.linalg.eigvalsh", np.linalg.eigvalsh, _eigvalsh_rule, numpy_funcs=(np.linalg.eigvalsh,))
 register_op("numpy.linalg.pinv", np.linalg.pinv, _pinv_rule, numpy_funcs=(np.linalg.pinv,))
 register_op("numpy.linalg.solve", np.linalg.solve, _solve_rule, numpy_funcs=(np.linalg.solve,))
+
+
+# -- factorizations: qr and svd (K = min(M, N)) ----------------------------------------------------------
+def _k(ctx: Any, m: Any, n: Any) -> Any:
+    if is_static(m) and is_static(n):
+        return min(int(m), int(n))
+    return ctx.canon(sympy.Min(m, n))
+
+
+def _qr_rule(ctx: Any, a: Any, mode: str = "reduced") -> list:
+    """numpy.linalg.qr of ``(..., M, N)``: ``reduced`` Q ``(..., M, K)``, R ``(..., K, N)``;
+    ``complete`` Q ``(..., M, M)``, R ``(..., M, N)``; ``raw`` h ``(..., N, M)``, tau ``(..., K)``."""
+    shape = _matrix(ctx, a, "numpy.linalg.qr", square=False)
+    lead, m, n = shape[:-2], shape[-2], shape[-1]
+    k = _k(ctx, m, n)
+    if mode == "reduced":
+        return [lead + (m, k), lead + (k, n)]
+    if mode == "complete":
+        return [lead + (m, m), lead + (m, n)]
+    if mode == "raw":
+        return [lead + (n, m), lead + (k,)]
+    raise ValueError(f"numpy.linalg.qr: unrecognized mode {mode!r} (numpy 2 takes 'reduced', 'complete', "
+                     "'r' or 'raw')")
+
+
+def _qr_variant(a: Any, mode: str = "reduced") -> Any:
+    return "tpe.linalg.qr_r" if mode == "r" else None
+
+
+def _qr_r(a: Any, mode: str = "r") -> Any:
+    return np.linalg.qr(a, mode="r")
+
+
+def _qr_r_rule(ctx: Any, a: Any, mode: str = "r") -> tuple:
+    shape = _matrix(ctx, a, "numpy.linalg.qr", square=False)
+    return shape[:-2] + (_k(ctx, shape[-2], shape[-1]), shape[-1])
+
+
+register_op("numpy.linalg.qr", np.linalg.qr, _qr_rule, numpy_funcs=(np.linalg.qr,), multi_output=True,
+            variant=_qr_variant, doc="numpy.linalg.qr: QRResult(Q, R) (or (h, tau) for mode='raw')")
+register_op("tpe.linalg.qr_r", _qr_r, _qr_r_rule, doc="numpy.linalg.qr(a, mode='r'): R alone")
+
+
+def _svd_rule(ctx: Any, a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> list:
+    """numpy.linalg.svd of ``(..., M, N)``: U ``(..., M, M)``, S ``(..., K)``, Vh ``(..., N, N)``
+    (``full_matrices=False``: U ``(..., M, K)``, Vh ``(..., K, N)``)."""
+    shape = _matrix(ctx, a, "numpy.linalg.svd", square=bool(hermitian))
+    lead, m, n = shape[:-2], shape[-2], shape[-1]
+    k = _k(ctx, m, n)
+    if full_matrices:
+        return [lead + (m, m), lead + (k,), lead + (n, n)]
+    return [lead + (m, k), lead + (k,), lead + (k, n)]
+
+
+def _svd_variant(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    return None if compute_uv else "tpe.linalg.svd_values"
+
+
+def _svd_values(a: Any, full_matrices: bool = True, compute_uv: bool = False, hermitian: bool = False) -> Any:
+    return np.linalg.svd(a, full_matrices, False, hermitian)
+
+
+def _svd_values_rule(ctx: Any, a: Any, full_matrices: bool = True, compute_uv: bool = False,
+                     hermitian: bool = False) -> tuple:
+    shape = _matrix(ctx, a, "numpy.linalg.svd", square=bool(hermitian))
+    return shape[:-2] + (_k(ctx, shape[-2], shape[-1]),)
+
+
+register_op("numpy.linalg.svd", np.linalg.svd, _svd_rule, numpy_funcs=(np.linalg.svd,), multi_output=True,
+            variant=_svd_variant, doc="numpy.linalg.svd: SVDResult(U, S, Vh)")
+register_op("tpe.linalg.svd_values", _svd_values, _svd_values_rule,
+            doc="numpy.linalg.svd(a, compute_uv=False): the singular values alone")
+register_op("numpy.linalg.svdvals", np.linalg.svdvals, lambda ctx, x: _svd_values_rule(ctx, x),
+            numpy_funcs=(np.linalg.svdvals,))

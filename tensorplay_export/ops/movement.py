@@ -315,12 +315,13 @@ def _split_rule(equal: bool):
     return rule
 
 
-def _split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> tuple:
-    return tuple(np.split(ary, indices_or_sections, axis))
+def _split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    """numpy.split: a list of the parts, as numpy returns (a model may return it as it is)."""
+    return list(np.split(ary, indices_or_sections, axis))
 
 
-def _array_split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> tuple:
-    return tuple(np.array_split(ary, indices_or_sections, axis))
+def _array_split_impl(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    return list(np.array_split(ary, indices_or_sections, axis))
 
 
 register_op("numpy.split", _split_impl, _split_rule(True), numpy_funcs=(np.split,), multi_output=True)

@@ -48,6 +48,11 @@ Conventions for adding an op (read before writing one):
   guards downstream (``take``/``a[idx]``).  Unknown values (user data): no call.
 - **multi_output=True**: the impl returns a tuple and the rule a list of shapes;
   capture adds one ``tpe.item`` node per output.
+- **variant.** For a numpy function whose output count depends on its arguments
+  (``np.linalg.svd(a, compute_uv=False)`` returns one array, else three): a callable
+  taking the call's arguments that names the registered op this call runs as
+  (None: this op).  Capture resolves it before running anything, so each op keeps
+  one fixed output structure.
 - **numpy_funcs / methods.** The numpy callables (functions, ufuncs) and the
   ``ndarray`` method names that dispatch to this op during capture.  A ufunc
   method other than ``__call__`` is named by its bound method (``np.add.at``,
@@ -105,6 +110,7 @@ class OpDef:
     side_effect: bool = False  # kept by dead-code elimination although nothing reads it (input checks)
     writes_arg: Optional[int] = None
     lazy: str = ""  # capture may defer the example run: "same"/"proxy"/"ufunc" (capture/lazy.py); "" = its table
+    variant: Optional[Callable[..., Optional[str]]] = None  # (call's args) -> the op this call runs as, or None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -125,7 +131,8 @@ _BY_METHOD: dict[str, OpDef] = {}
 def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., Any], *,
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
-                side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "") -> OpDef:
+                side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "",
+                variant: Optional[Callable[..., Optional[str]]] = None) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -139,7 +146,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect, writes_arg, lazy)
+               multi_output, doc, side_effect, writes_arg, lazy, variant)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op

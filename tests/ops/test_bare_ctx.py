@@ -24,6 +24,7 @@ import sympy
 import tensorplay_export  # noqa: F401  (capture installs nn's composites into the registry)
 from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
 from tensorplay_export.ops.indexing import constant_vrange
+from tensorplay_export.ops.lib import ACCUMULATE_UFUNCS, OUTER_UFUNCS
 from tensorplay_export.ops.random import generator_state
 from tensorplay_export.ops.registry import ArrayInfo, all_ops
 from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
@@ -192,7 +193,15 @@ CASES = {
     "numpy.eye": [c(n), c(n, m, 1)], "numpy.tri": [c(n, m)], "numpy.identity": [c(n)],
     "numpy.tril": [c(x2())], "numpy.triu": [c(x2(), 1)],
     "numpy.linspace": [c(0.0, 1.0, n), c(0.0, 1.0, n, endpoint=False)],
+    "tpe.linspace_retstep": [c(0.0, 1.0, n), c(0, n, m, False), c(-1.0, 1.0, 1), c(0.0, n, n + 1, dtype=np.float32)],
     "tpe.shape_array": [c(n, m, 3), c()],
+    "numpy.logspace": [c(0.0, 1.0, n), c(0, 2, e, False, 2.0)], "numpy.geomspace": [c(1.0, 10.0, n, endpoint=False)],
+    **{f"numpy.{w}": [c(n), c(n - 3), c(e), c(5)] for w in ("hanning", "hamming", "blackman", "bartlett")},
+    "numpy.kaiser": [c(n, 5.0), c(e, 0.5)],
+    "numpy.indices": [c((n, 2)), c((e, m, 3), np.int32), c(())],
+    "numpy.triu_indices": [c(n), c(n, 1), c(n, -2), c(e, 0), c(4, 1, 6), c(n, 0, n)],
+    "numpy.tril_indices": [c(n), c(n, 2), c(n, -1), c(e, -3), c(n, 0, m)],
+    "numpy.triu_indices_from": [c(A(n, n)), c(A(n, n), -1)], "numpy.tril_indices_from": [c(A(n, n), 1), c(x2())],
     "tpe.size_scalar": [c(n, np.dtype(np.int32)), c(3, np.dtype(np.float32))],
     # -- random draws from an explicit generator state
     "tpe.random.uniform": [c(generator_state(0), (n, m)), c(generator_state(1), n, np.float32)],
@@ -296,6 +305,41 @@ CASES.update({
                        c(I(e, hi=n, vrange=(0, n - 1)), None, 0)],
 })
 
+CASES.update({
+    # -- numpy's Python-level functions (ops/lib.py)
+    "numpy.select": [c([M(n, m), M(n, 1)], [x2(), A(m)], 0.5), c([M(n)], [A(n)])],
+    "numpy.cov": [c(x2()), c(A(n)), c(x2(), rowvar=False), c(A(k, m), rowvar=False), c(x2(), A(2, m)),
+                  c(A(k, m)), c(x2(), A(k, n), rowvar=False), c(A(n, k), rowvar=False)],
+    "numpy.lexsort": [c((A(n), A(n))), c(A(2, n, m), axis=0), c([A(n, m)])],
+    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=np.int64 if u.startswith("bitwise") else
+                                   np.bool_ if u.startswith("logical") else np.float64), axis=1),
+                                 c(A(e, dtype=np.int64 if u.startswith("bitwise") else
+                                   np.bool_ if u.startswith("logical") else np.float64))]
+       for u in ACCUMULATE_UFUNCS},
+    **{f"numpy.{u}.outer": [c(A(n, dtype=np.int64 if u.startswith("bitwise") else
+                              np.bool_ if u.startswith("logical") else np.float64),
+                            A(2, m, dtype=np.int64 if u.startswith("bitwise") else
+                              np.bool_ if u.startswith("logical") else np.float64))]
+       for u in OUTER_UFUNCS},
+    "numpy.append": [c(x2(), A(3)), c(x2(), A(2, m), axis=0), c(x2(), A(n, 1), 1)],
+    "numpy.delete": [c(x2(), 0, axis=0), c(x2(), [0, -1], 1), c(A(n), slice(1, None, 2)), c(x2(), [1, 2]),
+                     c(A(k), [0, -1]), c(A(n), [])],
+    "numpy.rot90": [c(x2()), c(x2(), 2), c(A(n, m, 2), 3, (2, 0))],
+    "numpy.block": [c([[x2(), A(n, 2)], [A(3, m), A(3, 2)]]), c([A(n), A(m)]), c([[A(n)], [A(n)]]),
+                    c([A(2, n, m), A(2, n, 1)])],
+    "numpy.column_stack": [c([A(n), A(n)]), c([x2(), A(n)]), c((A(n, 2), A(n, m)))],
+    "numpy.dstack": [c([x2(), x2()]), c([A(n), A(n)]), c([A(n, m, 2), A(n, m, 1)])],
+    "numpy.atleast_3d": [c(A()), c(A(n)), c(x2()), c(A(n, m, 2, 1))],
+    "numpy.ediff1d": [c(x2()), c(A(e)), c(A(n), to_end=A(m), to_begin=2.0)],
+    "numpy.vander": [c(A(n)), c(A(n), m), c(A(e), 3, True)],
+    "numpy.polyval": [c(A(n), x2()), c(A(m), 0.7), c(A(n, m), A(n, 1)), c(A(e), A(n))],
+    "numpy.trapezoid": [c(x2()), c(x2(), axis=0), c(x2(), A(m)), c(x2(), A(n, m), axis=0), c(A(e, 2), dx=0.5, axis=0)],
+    "numpy.resize": [c(x2(), (n + 1, m)), c(A(n), 7), c(A(e), (m, 2))],
+    "numpy.ravel_multi_index": [c((I(n, hi=2, vrange=(0, 1)), I(n, hi=m, vrange=(0, m - 1))), (2, m)),
+                                c((I(k, hi=3), I(n, hi=3)), (n, 3), mode="wrap"), c((I(hi=2), 1), (n, m))],
+    "tpe.fill_diagonal": [c(x2(), 0.0), c(A(n, n), A(n), True), c(A(3, 3, 3), 1.0)],
+})
+
 # keepdims passed by position: its place differs between reductions (after out / overwrite_input / ddof)
 for _name, _args in {"sum": (0, None, None, True), "mean": (1, None, None, True), "any": (0, None, True),
                      "all": (1, None, True), "max": (0, None, True), "nansum": (1, None, None, True),
@@ -343,6 +387,11 @@ CASES.update({
     "numpy.linalg.cholesky": [c(A(k, k)), c(A(n, k, k))], "numpy.linalg.matrix_power": [c(A(n, n), 3)],
     "numpy.linalg.eigvalsh": [c(A(n, n)), c(A(2, m, m))], "numpy.linalg.pinv": [c(x2()), c(A(2, n, m))],
     "numpy.linalg.solve": [c(A(n, n), A(n)), c(A(n, n), A(n, m)), c(A(2, n, n), A(1, n, m))],
+    "numpy.linalg.qr": [c(x2()), c(A(2, n, m), "complete"), c(A(m, n), mode="raw"), c(A(e, 3))],
+    "tpe.linalg.qr_r": [c(x2()), c(A(2, m, n), "r")],
+    "numpy.linalg.svd": [c(x2()), c(A(2, n, m), False), c(A(n, n), hermitian=True), c(A(e, 2), full_matrices=False)],
+    "tpe.linalg.svd_values": [c(x2()), c(A(2, m, n), compute_uv=False)],
+    "numpy.linalg.svdvals": [c(x2()), c(A(3, n, m))],
 })
 
 # rules that are not for capture to call: they must refuse (and say so)

@@ -53,3 +53,88 @@ def test_sizes_from_arguments_must_be_nonnegative():
     # sizes sympy knows are >= 0 fold without a guard
     ep = tpe.export(lambda x: np.zeros((x.shape[0] + 1, 2)), np.ones((8, 2), np.float32), dynamic_shapes=spec)
     assert ep.module()(np.ones((1, 2), np.float32)).shape == (2, 2)
+
+
+def test_linspace_retstep_returns_samples_and_step():
+    """np.linspace(..., retstep=True) is ``tpe.linspace_retstep``: (samples, step) as numpy gives them,
+    the step computed from the size at run time; also decomposed and after save/load."""
+    import io
+
+    import pytest
+
+    import tensorplay_export as tpe
+
+    def f(x):
+        n = x.shape[0]
+        ys, step = np.linspace(0.0, n, n + 1, retstep=True)
+        zs, step2 = np.linspace(-1, 1, n, False, True, np.float32)
+        return x * step, ys, zs * step2, np.linspace(0.0, 1.0, 5, retstep=True)[1] * x[:1]
+
+    ep = check(f, one, SPEC, sizes=(1, 2, 7, 64), ops=["tpe.linspace_retstep"])
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    for prog in (tpe.load(buf), ep.run_decompositions()):
+        for n in (1, 9):
+            (x,) = one(n)
+            for g, w in zip(prog.module()(x), f(x)):
+                assert g.dtype == w.dtype and g.shape == w.shape
+                np.testing.assert_allclose(g, w, rtol=1e-6)
+    # numpy's step is the Python float nan when num - 1 == 0: a symbolic num keeps num >= 2
+    with pytest.raises(tpe.ConstraintViolationError, match="n >= 2"):
+        tpe.export(lambda x: x * np.linspace(0, 1, x.shape[0], retstep=True)[1][None], *one(5),
+                   dynamic_shapes=SPEC)
+
+
+def test_spacings_and_windows_of_a_size():
+    """logspace/geomspace like linspace; windows are empty below 1 and ones(1) at 1, as numpy's."""
+    check(lambda x: (np.logspace(0, 1, x.shape[0]), np.logspace(0, 2, x.shape[0] + 1, False, 2.0),
+                     np.geomspace(1, 10, x.shape[0]), np.hanning(x.shape[0]), np.hamming(x.shape[0] - 2),
+                     np.blackman(x.shape[0] + 1), np.bartlett(x.shape[0]), np.kaiser(x.shape[0], 4.0),
+                     x * np.hanning(3)),
+          one, SPEC, sizes=(1, 2, 3, 9),
+          ops=["numpy.logspace", "numpy.geomspace", "numpy.hanning", "numpy.hamming", "numpy.blackman",
+               "numpy.bartlett", "numpy.kaiser"])
+
+
+def test_indices_of_sizes():
+    check(lambda x: (np.indices((x.shape[0], 2)), np.indices((3, x.shape[0], x.shape[1]), dtype=np.int32),
+                     x[np.indices(x.shape[:1])[0]]),
+          one, SPEC, sizes=(1, 2, 7), ops=["numpy.indices"])
+
+
+def test_triu_tril_indices_have_exact_counts():
+    """Square triangles have closed-form counts (n(n+1)/2 for k = 0), so n stays dynamic; the
+    indices gather from an (n, n) array without index guards."""
+    check(lambda x: (np.triu_indices(x.shape[0]), np.tril_indices(x.shape[0], 1), np.triu_indices(x.shape[0], -2),
+                     np.tril_indices(x.shape[0], -1), np.triu_indices(x.shape[0], 2, x.shape[0]),
+                     (x @ x.T)[np.triu_indices(x.shape[0], 1)], (x @ x.T)[np.tril_indices_from(x @ x.T)],
+                     np.triu_indices_from(x @ x.T, -1)),
+          one, SPEC, sizes=(1, 2, 3, 8, 64),
+          ops=["numpy.triu_indices", "numpy.tril_indices", "numpy.tril_indices_from", "numpy.triu_indices_from"])
+
+
+def test_triu_indices_of_a_rectangle_pins_the_size():
+    import pytest
+
+    import tensorplay_export as tpe
+
+    with pytest.raises(tpe.ConstraintViolationError, match="non-square triangle"):
+        tpe.export(lambda x: np.triu_indices(x.shape[0], 0, 4), *one(5), dynamic_shapes=SPEC)
+
+
+def test_constant_creation_composites_decompose():
+    """linspace/tri with constant arguments decompose (their arange is traced, not an ndarray)."""
+    import tensorplay_export as tpe
+
+    def f(x):
+        return x * np.linspace(0, 1, 3), x @ np.tri(3), np.triu(np.ones((3, 3))) @ x.T
+
+    dec = tpe.export(f, *one(5), dynamic_shapes=SPEC).run_decompositions()
+    targets = {n.target for n in dec.graph.nodes if n.op == "call_function"}
+    assert not targets & {"numpy.linspace", "numpy.tri", "numpy.triu"}, targets
+    for n in (1, 4, 9):
+        (x,) = one(n)
+        for g, w in zip(dec.module()(x), f(x)):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -42,6 +42,15 @@ MODELS = {
     "pinv": lambda x: np.linalg.pinv(x),
     "eigvalsh": lambda x: np.linalg.eigvalsh(x.T @ x),
     "matrix_power": lambda x: np.linalg.matrix_power(x.T @ x / 1000, 3),
+    # factorizations of a dynamic (n, m) matrix: K = min(n, m) sizes stay symbolic
+    "qr_reduced": lambda x: (lambda q, r: (q @ r)[:, :1] + np.abs(r).sum(axis=0))(*np.linalg.qr(x)),
+    "qr_fields": lambda x: np.abs(np.linalg.qr(x).R)[:1] + np.abs(np.linalg.qr(x, mode="complete").Q).sum(axis=0)[:1].T,
+    "qr_mode_r": lambda x: np.abs(np.linalg.qr(x, mode="r")),
+    "qr_raw_tau": lambda x: np.abs(np.linalg.qr(x, mode="raw")[1]),
+    "svd_values": lambda x: np.linalg.svd(x, compute_uv=False),
+    "svd_thin": lambda x: (lambda u, s, vh: (u * s) @ vh)(*np.linalg.svd(x, full_matrices=False)),
+    "svd_fields": lambda x: np.linalg.svd(x).S + np.abs(np.linalg.svd(x).Vh).sum(axis=0)[: min(x.shape)],
+    "svdvals": lambda x: np.linalg.svdvals(x),
 }
 
 
@@ -88,3 +97,24 @@ def test_solve_rows_must_match():
     spec = {"a": {0: tpe.Dim("n", max=16), 1: tpe.Dim("n", max=16)}, "b": {0: tpe.Dim("k", max=16)}}
     with pytest.raises(tpe.ConstraintViolationError, match="k = n"):
         tpe.export(model, np.eye(4), np.ones(4), dynamic_shapes=spec)
+
+
+def test_qr_and_svd_return_numpy_namedtuples_during_capture():
+    seen = []
+
+    def model(x):
+        qr, svd = np.linalg.qr(x), np.linalg.svd(x, full_matrices=False)
+        seen.append((type(qr), type(svd), qr._fields, svd._fields))
+        return np.abs(qr.Q[:, :1]) * svd.S[:1]
+
+    ep = tpe.export(model, _x(4, 6), dynamic_shapes=SPEC)
+    want = (type(np.linalg.qr(np.eye(2))), type(np.linalg.svd(np.eye(2))), ("Q", "R"), ("U", "S", "Vh"))
+    assert seen == [want, want]  # the traced run and the eager check both see numpy's types
+    targets = {n.target for n in ep.graph.nodes if n.op == "call_function"}
+    assert {"numpy.linalg.qr", "numpy.linalg.svd"} <= targets
+    for n, m in SIZES:
+        np.testing.assert_allclose(ep.module()(_x(n, m)), model(_x(n, m)), rtol=2e-5, atol=1e-4)
+    assert {n.target for n in tpe.export(lambda x: np.linalg.svd(x, False, False), _x(4, 6),
+                                         dynamic_shapes=SPEC).graph.nodes} >= {"tpe.linalg.svd_values"}
+    assert "tpe.linalg.qr_r" in {n.target for n in tpe.export(MODELS["qr_mode_r"], _x(4, 6),
+                                                              dynamic_shapes=SPEC).graph.nodes}

@@ -59,6 +59,41 @@ def test_concatenate_stack_split():
           ops=["numpy.concatenate", "numpy.stack", "numpy.split", "numpy.array_split"])
 
 
+def _assert_same_parts(got, want):
+    assert type(got) is type(want) is list
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("fn", [lambda x: np.split(x, [x.shape[0] // 2, x.shape[0] - 1], axis=0),
+                                lambda x: np.array_split(x, 3, axis=0),
+                                lambda x: np.split(x, 2, axis=2)],
+                         ids=["split_at_sizes", "array_split3", "split_static_axis"])
+def test_split_parts_returned_as_numpy_list(fn):
+    """numpy returns a list: the program (codegen, decomposed, loaded) returns one too, equal to eager."""
+    import io
+
+    ep = tpe.export(fn, *one(6), dynamic_shapes=SPEC)
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    programs = [ep, ep.run_decompositions(), tpe.load(buf)]
+    for n in (1, 2, 5, 11):
+        (x,) = one(n)
+        for prog in programs:
+            _assert_same_parts(prog.module()(x), fn(x))
+
+
+def test_split_parts_unpacked():
+    def fn(x):
+        a, b, c = np.array_split(x, 3)
+        return a.sum(axis=0) + c.sum(axis=0) - b[:1].sum(axis=0)
+
+    check(fn, one, SPEC, example=6, sizes=(3, 4, 8, 13), ops=["numpy.array_split"])
+
+
 def test_split_of_dynamic_axis_needs_divisibility():
     with pytest.raises(tpe.ConstraintViolationError, match="n % 2 == 0"):
         tpe.export(lambda x: np.split(x, 2)[0], randn(6, 2), dynamic_shapes={"x": {0: Dim("n", max=64)}})

@@ -226,10 +226,7 @@ DECOMP = [
 ]
 
 
-@pytest.mark.parametrize("name,fn", [
-    pytest.param(*d, marks=[pytest.mark.xfail(strict=True, reason="crash: run_decompositions refuses "
-                 "np.linspace with constant arguments (the builder returns an ndarray, DecompositionError)")]
-                 if d[0] == "linspace_const" else [], id=d[0]) for d in DECOMP])
+@pytest.mark.parametrize("name,fn", [pytest.param(*d, id=d[0]) for d in DECOMP])
 def test_decompositions_at_other_sizes(name, fn):
     ep = tpe.export(fn, rand((6, 4)), dynamic_shapes={"x": {0: Dim("b", min=3, max=40)}})
     dec = ep.run_decompositions()
