@@ -51,9 +51,11 @@ class PythonCode:
 
 
 class _Emitter:
-    def __init__(self, graph: Graph, resolve: Callable[[str], Callable]) -> None:
+    def __init__(self, graph: Graph, resolve: Callable[[str], Callable],
+                 resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> None:
         self.graph = graph
         self.resolve = resolve
+        self.resolve_out = resolve_out or (lambda target: None)
         nodes = graph.nodes
         self.nodes = nodes
         # Global/variable names must not collide with node names either.
@@ -134,8 +136,15 @@ class _Emitter:
             self.sym_names[sym] = var
             lines.append(f"{var} = {node.name}" if axis is None else f"{var} = {node.name}.shape[{axis}]")
 
-    def call_text(self, n: Node) -> str:
-        if n.target not in self.op_names:
+    def call_text(self, n: Node, out: Optional[Node] = None) -> str:
+        """``f(args, kwargs)``; with ``out``, a dead buffer for n's result: ``f(args, kwargs, out=out)``,
+        f the op's out-variant (``OpDef.out_impl``) unless n is a plain ufunc call."""
+        key = n.target
+        if out is not None and not isinstance(self.resolve(n.target), np.ufunc):
+            key = (n.target, "out")
+            if key not in self.op_names:
+                self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
+        elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
         call_args = [self.arg(a, n) for a in n.args]
         for k, v in n.kwargs.items():
@@ -143,7 +152,9 @@ class _Emitter:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
             call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
                              else f"**{{{k!r}: {self.arg(v, n)}}}")
-        return f"{self.op_names[n.target]}({', '.join(call_args)})"
+        if out is not None:
+            call_args.append(f"out={out.name}")
+        return f"{self.op_names[key]}({', '.join(call_args)})"
 
     def inlined_operands(self, nodes: list[Node], index: dict[Node, int],
                          free_at: dict[Node, int]) -> dict[Node, Node]:
@@ -193,17 +204,35 @@ class _Emitter:
             return None  # an op_table override, a reduction-like call, or a 0-d result (a numpy scalar)
         return fn
 
+    def writes_into(self, n: Node) -> Optional[Callable]:
+        """The out-variant (``OpDef.out_impl``) of composite call ``n`` whose result is an array of its
+        own (an array shape and dtype in meta, one output), else None."""
+        if n.op != "call_function" or isinstance(self.resolve(n.target), np.ufunc):
+            return None
+        shape = n.meta.get("shape")
+        if not isinstance(shape, tuple) or not shape or not isinstance(n.meta.get("dtype"), np.dtype):
+            return None
+        return self.resolve_out(n.target)
+
+    def owns_buffer(self, n: Node) -> bool:
+        """n's result is a new array nobody else refers to: a plain ufunc call or a call of an op
+        with an out-variant (whose results are never views: ``OpDef.out_impl``)."""
+        return self.fresh_ufunc(n) is not None or self.writes_into(n) is not None
+
     def reused_buffers(self, nodes: list[Node], index: dict[Node, int], inlined: dict[Node, Node]) -> dict[Node, Node]:
-        """``{B: A}``: B's elementwise result is written into A's buffer (``B = np.add(A, x, out=A)``).
+        """``{B: A}``: B's result is written into A's buffer (``B = np.add(A, x, out=A)``,
+        ``B = tpe_nn_gelu_out(A, 'tanh', out=A)``).
 
-        Eager numpy allocates a new array for every elementwise result; generated code
-        knows each value's last use.  A is reused only where numpy semantics cannot tell:
+        Eager numpy allocates a new array for every result; generated code knows each
+        value's last use.  A is reused only where numpy semantics cannot tell:
 
-        - B is a plain ufunc call (:meth:`fresh_ufunc`) whose result has A's shape and dtype
-          (meta), so ``out=A`` computes the same loop into the same dtype: bit-identical;
-        - A is itself the result of such a call, so it owns its data: never an input, a
-          weight, a constant or a view of another value;
-        - every reader of A is such a call too (none can hold a view of A), and B is the
+        - B is a plain ufunc call (:meth:`fresh_ufunc`), or a composite with an out-variant
+          (:meth:`writes_into`) whose first argument is A, appearing once among its arguments;
+          B's result has A's shape and dtype (meta), so ``out=A`` computes the same loops into
+          the same dtype: bit-identical;
+        - A owns its data (:meth:`owns_buffer`): never an input, a weight, a constant or a
+          view of another value;
+        - every reader of A owns its result too (none can hold a view of A), and B is the
           last of them, so no later statement reads A's old values, and nothing returned
           or bound (``meta['bind']``) is A;
         - neither is part of an operator expression (:meth:`inlined_operands`), whose
@@ -215,17 +244,23 @@ class _Emitter:
         taken: set[Node] = set()
         targets = set(inlined.values())
         for b in nodes:
-            if b in inlined or b in targets or b.meta.get("bind") or self.fresh_ufunc(b) is None:
+            if b in inlined or b in targets or b.meta.get("bind"):
                 continue
-            for a in b.args:
+            if self.fresh_ufunc(b) is not None:
+                candidates = b.args
+            elif self.writes_into(b) is not None and b.args and _mentions(b, b.args[0]) == 1:
+                candidates = b.args[:1]
+            else:
+                continue
+            for a in candidates:
                 if (not isinstance(a, Node) or a in taken or a in inlined or a.meta.get("bind")
-                        or self.fresh_ufunc(a) is None):
+                        or not self.owns_buffer(a)):
                     continue
                 if a.meta.get("shape") != b.meta.get("shape") or a.meta.get("dtype") != b.meta.get("dtype"):
                     continue
                 if max(index[u] for u in a.users) != index[b]:
                     continue
-                if any(self.fresh_ufunc(u) is None for u in a.users):
+                if not all(self.owns_buffer(u) for u in a.users):
                     continue
                 out[b] = a
                 taken.add(a)
@@ -267,9 +302,7 @@ class _Emitter:
                 if n in inlined:
                     call = f"({call})"
             else:
-                call = self.call_text(n)
-                if n in reuse:
-                    call = f"{call[:-1]}, out={reuse[n].name})"
+                call = self.call_text(n, reuse.get(n))
             if n in inlined:
                 pending[inlined[n]] = call
                 pending_dead += dies_at.get(index[n], [])
@@ -303,6 +336,19 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
 REUSE_BUFFERS = True
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
+
+
+def _mentions(n: Node, value: Node) -> int:
+    """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
+    def count(v: Any) -> int:
+        if v is value:
+            return 1
+        if isinstance(v, (tuple, list)):
+            return sum(count(a) for a in v)
+        if isinstance(v, dict):
+            return sum(count(a) for a in v.values())
+        return 0
+    return count(tuple(n.args)) + count(dict(n.kwargs))
 
 
 def attr_text(path: str, receiver: str = "self") -> str:
@@ -380,20 +426,23 @@ def _free_points(nodes: list[Node], index: dict[Node, int]) -> dict[Node, int]:
     return free_at
 
 
-def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward") -> PythonCode:
+def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward",
+                resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> PythonCode:
     """Generate the source of ``graph`` as ``def forward(self, <placeholders>): ...``.
 
     Args:
         graph: the graph (not modified).
         resolve: registry name -> callable, for the op globals.
         fn_name: name of the generated function.
+        resolve_out: registry name -> the op's out-variant (``OpDef.out_impl``) or None; without
+            it only plain ufunc calls write into dead buffers.
 
     Raises:
         RuntimeError: a symbol is used before a node binds it.
         solver.UnsupportedExpressionError: a symbolic expression codegen cannot print
             (:func:`~tensorplay_export.graph.printing.pyexpr`).
     """
-    return _Emitter(graph, resolve).emit(fn_name)
+    return _Emitter(graph, resolve, resolve_out).emit(fn_name)
 
 
 _COUNTER = [0]
@@ -456,7 +505,8 @@ class GraphModule:
     def _generate(self) -> PythonCode:
         if self._pycode is None:
             table = self.op_table
-            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl)
+            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl,
+                                       resolve_out=lambda t: resolve_op(t, table).out_impl)
         return self._pycode
 
     def _compile(self) -> Callable:

@@ -94,6 +94,20 @@ def erf(x):
     return out.astype(_float_dtype(x))
 
 
+# registry name -> the composite's out-variant (OpDef.out_impl, read by nn._composites): the same
+# operations in the same order and dtypes as the composite, written into ``out``, a dead buffer of the
+# program with the result's shape and dtype (the first argument itself, when generated code hands it
+# over: graph/reuse.py).  An eager call never gets here: composites never write into their inputs.
+OUT_VARIANTS: dict = {}
+
+
+def _out_variant(name: str):
+    def wrap(fn):
+        OUT_VARIANTS[name] = fn
+        return fn
+    return wrap
+
+
 def _as_array(x):
     # Python data becomes an array; arrays (and traced arrays) pass through untouched.
     return np.asarray(x) if isinstance(x, (int, float, list, tuple)) else x
@@ -117,10 +131,26 @@ def linear(x, weight, bias=None):
     return y if bias is None else y + bias
 
 
+@_out_variant("tpe.nn.linear")
+def _linear_out(x, weight, bias=None, *, out):
+    """`linear` into ``out``; a new array where BLAS could not write there as it writes a new one
+    (``out`` strided, or of another dtype than the product's)."""
+    if not out.flags.c_contiguous or np.result_type(x, weight) != out.dtype:
+        y = np.matmul(x, weight.T)
+        return y if bias is None else y + bias
+    y = np.matmul(x, weight.T, out=out)  # out may be x itself: numpy buffers an overlapping operand
+    return y if bias is None else np.add(y, bias, out=y)
+
+
 @composite("tpe.nn.relu")
 def relu(x):
     """max(x, 0) elementwise; same shape and dtype."""
     return np.maximum(x, 0)
+
+
+@_out_variant("tpe.nn.relu")
+def _relu_out(x, *, out):
+    return np.maximum(x, 0, out=out)
 
 
 @composite("tpe.nn.gelu")
@@ -143,6 +173,50 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@_out_variant("tpe.nn.gelu")
+def _gelu_out(x, approximate: str = "none", *, out):
+    """`gelu` into ``out``: one scratch array where the composite allocates a new one per operation."""
+    if approximate == "none":
+        # x is read for the last time before the product is written into out
+        x64 = x if x.dtype == np.float64 else x.astype(np.float64)
+        z = np.abs(x64)
+        np.multiply(z, _SQRT_HALF, out=z)
+        e, scratch = _erfc_nonneg_into(z)
+        np.subtract(2.0, e, out=scratch)
+        np.copyto(scratch, e, where=x64 <= 0)  # cdf2 = where(x64 <= 0, e, 2.0 - e)
+        half = np.multiply(0.5, x64, out=e)
+        # the float64 product cast to x's dtype as astype casts it
+        return np.multiply(half, scratch, out=out, casting="unsafe")
+    if approximate == "tanh":
+        t = np.multiply(x, x)
+        np.multiply(t, x, out=t)
+        np.multiply(0.044715, t, out=t)
+        np.add(x, t, out=t)
+        np.multiply(_SQRT_2_OVER_PI, t, out=t)
+        np.tanh(t, out=t)
+        np.add(1.0, t, out=t)
+        half = np.multiply(0.5, x, out=out)  # x is read for the last time above
+        return np.multiply(half, t, out=half)
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def _erfc_nonneg_into(z):
+    """`_erfc_nonneg` of float64 ``z`` (overwritten with the result): ``(erfc(z), a free float64 scratch)``."""
+    t = np.subtract(z, 3.0)
+    acc = np.add(z, 3.0)
+    np.divide(t, acc, out=t)
+    np.multiply(t, _ERFCX_POLY[-1], out=acc)
+    np.add(acc, _ERFCX_POLY[-2], out=acc)
+    for c in _ERFCX_POLY[-3::-1]:
+        np.multiply(acc, t, out=acc)
+        np.add(acc, c, out=acc)
+    np.multiply(z, z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    np.multiply(z, acc, out=z)
+    return z, t
+
+
 @composite("tpe.nn.sigmoid")
 def sigmoid(x):
     """1 / (1 + exp(-x)), computed as 0.5 * (1 + tanh(x / 2)) so it never overflows."""
@@ -155,10 +229,23 @@ def silu(x):
     return x * sigmoid(x)
 
 
+@_out_variant("tpe.nn.sigmoid")
+def _sigmoid_out(x, *, out):
+    y = np.multiply(0.5, x, out=out)
+    np.tanh(y, out=y)
+    np.add(1.0, y, out=y)
+    return np.multiply(0.5, y, out=y)
+
+
 @composite("tpe.nn.tanh")
 def tanh(x):
     """Hyperbolic tangent; same shape and dtype."""
     return np.tanh(x)
+
+
+@_out_variant("tpe.nn.tanh")
+def _tanh_out(x, *, out):
+    return np.tanh(x, out=out)
 
 
 @composite("tpe.nn.softmax")
@@ -167,6 +254,20 @@ def softmax(x, dim: int = -1):
     shifted = x - np.max(x, axis=dim, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=dim, keepdims=True)
+
+
+@_out_variant("tpe.nn.softmax")
+def _softmax_out(x, dim: int = -1, *, out):
+    """`softmax` with every pass written into ``out``.
+
+    The sum's order follows the memory layout it reads, so this needs C-ordered ``x`` and ``out``
+    (the composite's ``e`` is C-ordered then too); otherwise it returns the composite's result.
+    """
+    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return softmax.__wrapped__(x, dim)
+    np.subtract(x, np.max(x, axis=dim, keepdims=True), out=out)
+    np.exp(out, out=out)
+    return np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
 
 
 @composite("tpe.nn.log_softmax")
@@ -201,6 +302,23 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         y = y * weight
     if bias is not None:
         y = y + bias
+    return y
+
+
+@_out_variant("tpe.nn.layer_norm")
+def _layer_norm_out(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5, *, out):
+    """`layer_norm` into ``out`` (x's shape and dtype: weight and bias neither widen nor promote it);
+    C-ordered ``x`` and ``out`` only, as `_softmax_out`, else the composite's result."""
+    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return layer_norm.__wrapped__(x, normalized_shape, weight, bias, eps)
+    axes = _trailing_axes(normalized_shape)
+    centered = np.subtract(x, np.mean(x, axis=axes, keepdims=True), out=out)
+    var = np.mean(np.multiply(centered, centered), axis=axes, keepdims=True)
+    y = np.divide(centered, np.sqrt(var + float(eps)), out=centered)
+    if weight is not None:
+        np.multiply(y, weight, out=y)
+    if bias is not None:
+        np.add(y, bias, out=y)
     return y
 
 
@@ -428,6 +546,41 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, rng=rng)
     return np.matmul(weights, value)
+
+
+@_out_variant("tpe.nn.scaled_dot_product_attention")
+def _sdpa_out(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+              scale: float | None = None, rng: np.random.Generator | None = None, *, out):
+    """`scaled_dot_product_attention` with the masks and the softmax written into its own scores
+    array, and the product into ``out`` (the query's buffer: read by the first matmul only)."""
+    if scale is None:
+        scale = query.shape[-1] ** -0.5
+    scores = np.matmul(query, np.swapaxes(key, -1, -2)) * scale
+    if is_causal:
+        rows = np.arange(query.shape[-2])
+        cols = np.arange(key.shape[-2])
+        scores = _masked_fill(scores, rows[:, None] < cols[None, :])
+    if attn_mask is not None:
+        if attn_mask.dtype == np.bool_:
+            scores = _masked_fill(scores, np.logical_not(attn_mask))
+        elif np.broadcast_shapes(scores.shape, attn_mask.shape) == scores.shape:
+            np.add(scores, attn_mask.astype(scores.dtype), out=scores)
+        else:
+            scores = scores + attn_mask.astype(scores.dtype)
+    weights = _softmax_out(scores, -1, out=scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True, rng=rng)
+    if not out.flags.c_contiguous or np.result_type(weights, value) != out.dtype:
+        return np.matmul(weights, value)  # BLAS writes a C-ordered result; a strided out may take another loop
+    return np.matmul(weights, value, out=out)
+
+
+def _masked_fill(scores, blocked):
+    """``np.where(~blocked, scores, -inf)``, written into ``scores`` when the mask does not widen it."""
+    if np.broadcast_shapes(scores.shape, blocked.shape) != scores.shape:
+        return np.where(np.logical_not(blocked), scores, -np.inf)
+    np.copyto(scores, -np.inf, where=blocked)
+    return scores
 
 
 # ------------------------------------------------------------------- padding
