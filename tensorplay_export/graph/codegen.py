@@ -137,10 +137,14 @@ class _Emitter:
             lines.append(f"{var} = {node.name}" if axis is None else f"{var} = {node.name}.shape[{axis}]")
 
     def call_text(self, n: Node, out: Optional[Node] = None) -> str:
-        """``f(args, kwargs)``; with ``out``, a dead buffer for n's result: ``f(args, kwargs, out=out)``,
-        f the op's out-variant (``OpDef.out_impl``) unless n is a plain ufunc call."""
-        key = n.target
-        if out is not None and not isinstance(self.resolve(n.target), np.ufunc):
+        """``f(args, kwargs)``; with ``out``, a dead buffer for n's result: ``f(args, kwargs, out=out)``.
+
+        A composite with an out-variant (``OpDef.out_impl``) is called through it, ``out=None``
+        without a dead buffer (:data:`OUT_VARIANTS`): its passes write into the arrays it made.
+        """
+        key: Any = n.target
+        variant = out is not None or (OUT_VARIANTS and self.writes_into(n) is not None)
+        if variant and not isinstance(self.resolve(n.target), np.ufunc):
             key = (n.target, "out")
             if key not in self.op_names:
                 self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
@@ -152,8 +156,8 @@ class _Emitter:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
             call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
                              else f"**{{{k!r}: {self.arg(v, n)}}}")
-        if out is not None:
-            call_args.append(f"out={out.name}")
+        if key != n.target or out is not None:
+            call_args.append(f"out={'None' if out is None else out.name}")
         return f"{self.op_names[key]}({', '.join(call_args)})"
 
     def inlined_operands(self, nodes: list[Node], index: dict[Node, int],
@@ -332,8 +336,11 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
              "numpy.divide": ("/", False, np.divide)}
 
 
-# Off only to measure what the reuse buys (benchmarks/bench_runtime.py builds a module without it).
+# Off only to measure what each buys (benchmarks/bench_runtime.py builds modules without them):
+# results written into dead buffers (``out=<name>``), and composites run through their
+# out-variants when no dead buffer is there (``out=None``).
 REUSE_BUFFERS = True
+OUT_VARIANTS = True
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
 

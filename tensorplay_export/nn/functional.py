@@ -94,10 +94,14 @@ def erf(x):
     return out.astype(_float_dtype(x))
 
 
-# registry name -> the composite's out-variant (OpDef.out_impl, read by nn._composites): the same
-# operations in the same order and dtypes as the composite, written into ``out``, a dead buffer of the
-# program with the result's shape and dtype (the first argument itself, when generated code hands it
-# over: graph/reuse.py).  An eager call never gets here: composites never write into their inputs.
+# registry name -> the composite's out-variant (OpDef.out_impl, read by nn._composites), what an
+# exported program runs: the same operations in the same order and dtypes as the composite, so the
+# same bits, but each pass after the first written into the array the previous one made (the
+# composite, written as functional numpy calls so that tracing it gives its decomposition, allocates
+# a new array per pass), and the first one into ``out`` when generated code has a dead buffer for the
+# result (``out=None``: a new array).  Where in-place passes could change a dtype, a broadcast shape
+# or the memory order a reduction reads, a variant runs the composite instead.  An eager call never
+# gets here: composites never write into their inputs.
 OUT_VARIANTS: dict = {}
 
 
@@ -106,6 +110,24 @@ def _out_variant(name: str):
         OUT_VARIANTS[name] = fn
         return fn
     return wrap
+
+
+def _in_place_ok(x, out, *operands) -> bool:
+    """Whether passes over ``x``'s shape may write into one array: x is float, no operand widens or
+    promotes the result beyond ``x``'s shape and dtype, and ``out`` is None (the first pass allocates,
+    in the composite's memory order), ``x`` itself, or C-ordered as ``x`` is (the memory order the
+    composite's results would have: a later sum's order follows the layout it reads)."""
+    if x.dtype.kind != "f":
+        return False
+    present = [o for o in operands if o is not None]
+    if present and (np.result_type(x, *present) != x.dtype
+                    or np.broadcast_shapes(x.shape, *[np.shape(o) for o in present]) != x.shape):
+        return False
+    if out is None:
+        return True
+    if out.shape != x.shape or out.dtype != x.dtype:
+        return False
+    return out is x or (x.flags.c_contiguous and out.flags.c_contiguous)
 
 
 def _as_array(x):
@@ -135,7 +157,7 @@ def linear(x, weight, bias=None):
 def _linear_out(x, weight, bias=None, *, out):
     """`linear` into ``out``; a new array where BLAS could not write there as it writes a new one
     (``out`` strided, or of another dtype than the product's)."""
-    if not out.flags.c_contiguous or np.result_type(x, weight) != out.dtype:
+    if out is None or not out.flags.c_contiguous or np.result_type(x, weight) != out.dtype:
         y = np.matmul(x, weight.T)
         return y if bias is None else y + bias
     y = np.matmul(x, weight.T, out=out)  # out may be x itself: numpy buffers an overlapping operand
@@ -150,6 +172,8 @@ def relu(x):
 
 @_out_variant("tpe.nn.relu")
 def _relu_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return relu.__wrapped__(x)
     return np.maximum(x, 0, out=out)
 
 
@@ -175,8 +199,15 @@ def gelu(x, approximate: str = "none"):
 
 @_out_variant("tpe.nn.gelu")
 def _gelu_out(x, approximate: str = "none", *, out):
-    """`gelu` into ``out``: one scratch array where the composite allocates a new one per operation."""
+    """`gelu` into ``out`` (or the first pass's array) and one scratch array (tanh; the exact form:
+    three float64 ones) where the composite allocates a new array per pass."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if not _in_place_ok(x, out):
+        return gelu.__wrapped__(x, approximate)
     if approximate == "none":
+        if out is None:
+            out = np.empty_like(x)  # astype's layout
         # x is read for the last time before the product is written into out
         x64 = x if x.dtype == np.float64 else x.astype(np.float64)
         z = np.abs(x64)
@@ -187,17 +218,15 @@ def _gelu_out(x, approximate: str = "none", *, out):
         half = np.multiply(0.5, x64, out=e)
         # the float64 product cast to x's dtype as astype casts it
         return np.multiply(half, scratch, out=out, casting="unsafe")
-    if approximate == "tanh":
-        t = np.multiply(x, x)
-        np.multiply(t, x, out=t)
-        np.multiply(0.044715, t, out=t)
-        np.add(x, t, out=t)
-        np.multiply(_SQRT_2_OVER_PI, t, out=t)
-        np.tanh(t, out=t)
-        np.add(1.0, t, out=t)
-        half = np.multiply(0.5, x, out=out)  # x is read for the last time above
-        return np.multiply(half, t, out=half)
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    t = np.multiply(x, x)  # tanh
+    np.multiply(t, x, out=t)
+    np.multiply(0.044715, t, out=t)
+    np.add(x, t, out=t)
+    np.multiply(_SQRT_2_OVER_PI, t, out=t)
+    np.tanh(t, out=t)
+    np.add(1.0, t, out=t)
+    half = np.multiply(0.5, x, out=out)  # x is read for the last time above
+    return np.multiply(half, t, out=half)
 
 
 def _erfc_nonneg_into(z):
@@ -231,6 +260,8 @@ def silu(x):
 
 @_out_variant("tpe.nn.sigmoid")
 def _sigmoid_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return sigmoid.__wrapped__(x)
     y = np.multiply(0.5, x, out=out)
     np.tanh(y, out=y)
     np.add(1.0, y, out=y)
@@ -245,6 +276,8 @@ def tanh(x):
 
 @_out_variant("tpe.nn.tanh")
 def _tanh_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return tanh.__wrapped__(x)
     return np.tanh(x, out=out)
 
 
@@ -258,14 +291,10 @@ def softmax(x, dim: int = -1):
 
 @_out_variant("tpe.nn.softmax")
 def _softmax_out(x, dim: int = -1, *, out):
-    """`softmax` with every pass written into ``out``.
-
-    The sum's order follows the memory layout it reads, so this needs C-ordered ``x`` and ``out``
-    (the composite's ``e`` is C-ordered then too); otherwise it returns the composite's result.
-    """
-    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+    """`softmax` with every pass written into ``out`` (or into the array the first pass makes)."""
+    if not _in_place_ok(x, out):
         return softmax.__wrapped__(x, dim)
-    np.subtract(x, np.max(x, axis=dim, keepdims=True), out=out)
+    out = np.subtract(x, np.max(x, axis=dim, keepdims=True), out=out)
     np.exp(out, out=out)
     return np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
 
@@ -307,9 +336,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
 
 @_out_variant("tpe.nn.layer_norm")
 def _layer_norm_out(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5, *, out):
-    """`layer_norm` into ``out`` (x's shape and dtype: weight and bias neither widen nor promote it);
-    C-ordered ``x`` and ``out`` only, as `_softmax_out`, else the composite's result."""
-    if not (x.flags.c_contiguous and out.flags.c_contiguous):
+    """`layer_norm` with its passes over x's shape written into ``out`` (or the first pass's array)
+    and one scratch array for the squares."""
+    if not _in_place_ok(x, out, weight, bias):
         return layer_norm.__wrapped__(x, normalized_shape, weight, bias, eps)
     axes = _trailing_axes(normalized_shape)
     centered = np.subtract(x, np.mean(x, axis=axes, keepdims=True), out=out)
@@ -570,7 +599,7 @@ def _sdpa_out(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_caus
     weights = _softmax_out(scores, -1, out=scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, rng=rng)
-    if not out.flags.c_contiguous or np.result_type(weights, value) != out.dtype:
+    if out is None or not out.flags.c_contiguous or np.result_type(weights, value) != out.dtype:
         return np.matmul(weights, value)  # BLAS writes a C-ordered result; a strided out may take another loop
     return np.matmul(weights, value, out=out)
 
