@@ -165,13 +165,22 @@ def test_sdpa_out_with_a_mask_wider_than_the_scores():
 _CALL = re.compile(r"^    (\w+) = (tpe_nn_\w+)_out\((\w+),.*\bout=(\w+)\)$", re.M)
 
 
-def _out_calls(code: str) -> list[tuple[str, str, str]]:
-    """(result, op, buffer) of each composite out-variant call given a dead buffer; the buffer is
-    always the first argument."""
-    calls = [c for c in _CALL.findall(code) if c[3] != "None"]
-    for _, _, first, buf in calls:
-        assert first == buf
-    return [(b, op, buf) for b, op, _, buf in calls]
+def _out_calls(gm) -> list[tuple[str, str, str, str]]:
+    """(result, op, first argument, buffer) of each composite out-variant call given a dead buffer,
+    checked: the buffer is a result of the program, and either the first argument, read last there,
+    or a value whose every reader ran before; each buffer is handed over once."""
+    calls = [c for c in _CALL.findall(gm.code) if c[3] != "None"]
+    nodes = {n.name: n for n in gm.graph.nodes}
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    bufs = [buf for *_, buf in calls]
+    assert len(bufs) == len(set(bufs))
+    for b_name, _, first, buf in calls:
+        b, d = nodes[b_name], nodes[buf]
+        assert d.op == "call_function"  # never an input, a weight or a constant
+        last = max(order[u] for u in d.users)
+        assert last == order[b] if first == buf else last < order[b]
+        assert d.meta["shape"] == b.meta["shape"] and d.meta["dtype"] == b.meta["dtype"]
+    return calls
 
 
 def _gpt(gelu="tanh"):
@@ -193,13 +202,14 @@ def test_gpt_program_writes_gelu_and_final_layer_norm_into_dead_buffers(gpt):
     # every composite with an out-variant runs through it, out=None where no buffer is dead
     assert not re.search(r"tpe_nn_(linear|layer_norm|gelu|scaled_dot_product_attention)\(", code)
     assert "tpe_nn_scaled_dot_product_attention_out(getitem_1, getitem_2, getitem_3, is_causal=True, out=None)" in code
-    calls = _out_calls(code)
-    ops = [op for _, op, _ in calls]
-    assert ops.count("tpe_nn_gelu") == 2  # one per block, into the dead c_fc output
-    assert ops.count("tpe_nn_layer_norm") == 1  # ln_f, into the dead last residual sum
-    nodes = {n.name: n for n in ep.graph.nodes}
-    for _, _, buf in calls:
-        assert nodes[buf].op == "call_function"  # never an input or a weight
+    calls = {b: (op, first, buf) for b, op, first, buf in _out_calls(ep.module())}
+    # into their dead first argument: gelu into the c_fc output, ln_f into the last residual sum
+    assert calls["gelu"] == ("tpe_nn_gelu", "linear_2", "linear_2")
+    assert calls["gelu_1"] == ("tpe_nn_gelu", "linear_6", "linear_6")
+    assert calls["layer_norm_4"] == ("tpe_nn_layer_norm", "add_4", "add_4")
+    # into buffers that died before: block 2's c_fc into block 1's gelu, ln_2 into a residual sum
+    assert calls["linear_6"] == ("tpe_nn_linear", "layer_norm_3", "gelu")
+    assert calls["layer_norm_1"] == ("tpe_nn_layer_norm", "add_1", "add")
 
 
 @pytest.mark.parametrize("size", [(3, 5), (2, 31), (4, 64)])
@@ -249,8 +259,11 @@ def test_an_op_table_override_drops_the_out_variant(gpt):
 def test_minilm_program_reuses_and_stays_bit_identical(size):
     model, inputs, spec = C.minilm_case()
     ep = tpe.export(model, *inputs, dynamic_shapes=spec)
-    ops = [op for _, op, _ in _out_calls(ep.module().code)]
-    assert ops.count("tpe_nn_gelu") == 6 and ops.count("tpe_nn_layer_norm") >= 12  # post-LN: residual sums die
+    calls = _out_calls(ep.module())
+    into_first = [op for _, op, first, buf in calls if first == buf]
+    assert into_first.count("tpe_nn_gelu") == 6  # into the dead intermediate dense outputs
+    assert into_first.count("tpe_nn_layer_norm") == 13  # post-LN: each residual sum dies in its LayerNorm
+    assert sum(1 for _, op, first, buf in calls if op == "tpe_nn_linear" and first != buf) >= 10
     rng = np.random.default_rng(size[1])
     ids = rng.integers(1000, 30000, size).astype(np.int64)
     mask = np.ones(size, np.int64)

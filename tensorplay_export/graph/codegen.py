@@ -241,34 +241,56 @@ class _Emitter:
           or bound (``meta['bind']``) is A;
         - neither is part of an operator expression (:meth:`inlined_operands`), whose
           temporary numpy already reuses.
+
+        A composite B with no such argument takes a buffer that died earlier (its last reader
+        ran before B; the most recently dead of B's shape and dtype, by the same rules): ``B =
+        tpe_nn_linear_out(x, w, b, out=D)``.  D's name then lives until B's statement
+        (:meth:`emit` moves its ``del``), so the buffer is held instead of freed and allocated
+        again; composites' out-variants check at run time that ``out`` has the memory order
+        their result would have and otherwise return a new array (``OpDef.out_impl``).
         """
         out: dict[Node, Node] = {}
         if not REUSE_BUFFERS:
             return out
         taken: set[Node] = set()
         targets = set(inlined.values())
-        for b in nodes:
-            if b in inlined or b in targets or b.meta.get("bind"):
-                continue
-            if self.fresh_ufunc(b) is not None:
-                candidates = b.args
-            elif self.writes_into(b) is not None and b.args and _mentions(b, b.args[0]) == 1:
-                candidates = b.args[:1]
-            else:
-                continue
-            for a in candidates:
-                if (not isinstance(a, Node) or a in taken or a in inlined or a.meta.get("bind")
-                        or not self.owns_buffer(a)):
-                    continue
-                if a.meta.get("shape") != b.meta.get("shape") or a.meta.get("dtype") != b.meta.get("dtype"):
-                    continue
-                if max(index[u] for u in a.users) != index[b]:
-                    continue
-                if not all(self.owns_buffer(u) for u in a.users):
-                    continue
-                out[b] = a
-                taken.add(a)
-                break
+        last_use = {n: max(index[u] for u in n.users) for n in nodes if n.users}
+        dying: dict[int, list[Node]] = {}
+        for n, i in last_use.items():
+            dying.setdefault(i, []).append(n)
+        pool: dict[tuple, list[Node]] = {}  # (shape, dtype) -> dead buffers, the most recently dead last
+
+        def reusable(a: Any) -> bool:
+            return (isinstance(a, Node) and a not in taken and a not in inlined and not a.meta.get("bind")
+                    and self.owns_buffer(a) and all(self.owns_buffer(u) for u in a.users))
+
+        for i, b in enumerate(nodes):
+            pick = None
+            if not (b in inlined or b in targets or b.meta.get("bind")):
+                if self.fresh_ufunc(b) is not None:
+                    candidates = b.args
+                elif self.writes_into(b) is not None and b.args and _mentions(b, b.args[0]) == 1:
+                    candidates = b.args[:1]
+                else:
+                    candidates = ()
+                key = (b.meta.get("shape"), b.meta.get("dtype"))
+                for a in candidates:
+                    if (reusable(a) and (a.meta.get("shape"), a.meta.get("dtype")) == key
+                            and last_use[a] == i):
+                        pick = a
+                        break
+                if pick is None and self.writes_into(b) is not None and POOL_BUFFERS:
+                    dead = pool.get(key)
+                    while dead and pick is None:
+                        d = dead.pop()
+                        if d not in taken:
+                            pick = d
+            if pick is not None:
+                out[b] = pick
+                taken.add(pick)
+            for d in dying.get(i, ()):
+                if reusable(d) and isinstance(d.meta.get("shape"), tuple):
+                    pool.setdefault((d.meta.get("shape"), d.meta.get("dtype")), []).append(d)
         return out
 
     def emit(self, fn_name: str) -> PythonCode:
@@ -280,6 +302,11 @@ class _Emitter:
             dies_at.setdefault(i, []).append(n)
         inlined = self.inlined_operands(nodes, index, free_at)
         reuse = self.reused_buffers(nodes, index, inlined)
+        for b, a in reuse.items():
+            if free_at[a] < index[b]:  # a buffer that died earlier: its name lives until b has it
+                dies_at[free_at[a]].remove(a)
+                free_at[a] = index[b]
+                dies_at.setdefault(index[b], []).append(a)
         pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
         pending_dead: list[Node] = []
 
@@ -341,6 +368,7 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
 # out-variants when no dead buffer is there (``out=None``).
 REUSE_BUFFERS = True
 OUT_VARIANTS = True
+POOL_BUFFERS = True  # composites also take buffers that died before their statement
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
 
