@@ -33,7 +33,7 @@ def _owns_result(n) -> bool:
 
 def _check_reuse_is_safe(gm) -> int:
     """Every ``B = f(..., out=A)`` of gm's code: A is a fresh result read only by ops with fresh results, B its
-    last reader; a composite B writes into its first argument."""
+    last reader, or (a composite B) A died before B; a composite B reads A as its first argument."""
     nodes = {n.name: n for n in gm.graph.nodes}
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     pairs = _reused(gm.code)
