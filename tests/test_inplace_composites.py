@@ -126,6 +126,15 @@ def test_linear_out_bit_identical(dtype, bias, shape):
     _check("tpe.nn.linear", (_data(shape, dtype), w2, b if b is None else np.ones(24, dtype)), into_input=False)
 
 
+def test_linear_out_with_a_bias_that_widens_or_promotes_the_result():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    w = rng.standard_normal((24, 16)).astype(np.float32)
+    for bias in (rng.standard_normal((3, 1, 24)).astype(np.float32), rng.standard_normal(24)):
+        want = F.linear(x, w, bias)
+        _same(get_op("tpe.nn.linear").out_impl(x, w, bias, out=np.empty_like(want)), want)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", ["plain", "causal", "bool mask", "float mask", "causal and mask", "scale"])
 @pytest.mark.parametrize("lengths", [(7, 7), (5, 11), (33, 33)])

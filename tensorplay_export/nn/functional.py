@@ -156,8 +156,11 @@ def linear(x, weight, bias=None):
 @_out_variant("tpe.nn.linear")
 def _linear_out(x, weight, bias=None, *, out):
     """`linear` into ``out``; a new array where BLAS could not write there as it writes a new one
-    (``out`` strided, or of another dtype than the product's)."""
-    if out is None or not out.flags.c_contiguous or np.result_type(x, weight) != out.dtype:
+    (``out`` strided, or not of the product's shape and dtype: a bias that widens or promotes it)."""
+    if (out is None or not out.flags.c_contiguous or weight.ndim != 2
+            or out.shape != tuple(x.shape[:-1]) + (weight.shape[0],)
+            or np.result_type(x, weight) != out.dtype
+            or (bias is not None and np.result_type(out, bias) != out.dtype)):
         y = np.matmul(x, weight.T)
         return y if bias is None else y + bias
     y = np.matmul(x, weight.T, out=out)  # out may be x itself: numpy buffers an overlapping operand
@@ -599,7 +602,9 @@ def _sdpa_out(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_caus
     weights = _softmax_out(scores, -1, out=scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, rng=rng)
-    if out is None or not out.flags.c_contiguous or np.result_type(weights, value) != out.dtype:
+    shape = np.broadcast_shapes(weights.shape[:-2], value.shape[:-2]) + (weights.shape[-2], value.shape[-1])
+    if (out is None or not out.flags.c_contiguous or out.shape != shape
+            or np.result_type(weights, value) != out.dtype):
         return np.matmul(weights, value)  # BLAS writes a C-ordered result; a strided out may take another loop
     return np.matmul(weights, value, out=out)
 
