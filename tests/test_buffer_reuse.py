@@ -21,20 +21,32 @@ _OUT = re.compile(r"^    (\w+) = .*\bout=(\w+)\)$", re.M)
 
 
 def _reused(code: str) -> list[tuple[str, str]]:
-    return _OUT.findall(code)
+    """(B, A) of each ``B = f(..., out=A)``; ``out=None`` (a composite's out-variant without a dead buffer) is no reuse."""
+    return [(b, a) for b, a in _OUT.findall(code) if a != "None"]
+
+
+def _owns_result(n) -> bool:
+    """n's result is a new array: a plain ufunc call, or a composite with an out-variant (never a view)."""
+    op = resolve_op(n.target)
+    return isinstance(op.impl, np.ufunc) or op.out_impl is not None
 
 
 def _check_reuse_is_safe(gm) -> int:
-    """Every ``B = f(..., out=A)`` of gm's code: A is a fresh ufunc result read only by ufuncs, B its last reader."""
+    """Every ``B = f(..., out=A)`` of gm's code: A is a fresh result read only by ops with fresh results, B its
+    last reader, or (a composite B) A died before B; a composite B reads A as its first argument."""
     nodes = {n.name: n for n in gm.graph.nodes}
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     pairs = _reused(gm.code)
     for b_name, a_name in pairs:
         a, b = nodes[a_name], nodes[b_name]
-        assert a.op == "call_function" and b in a.users  # never a placeholder (input, weight) or get_attr
+        assert a.op == "call_function"  # never a placeholder (input, weight) or get_attr
         for n in [a, *a.users]:
-            assert isinstance(resolve_op(n.target).impl, np.ufunc), n.target  # nothing views A
-        assert max(order[u] for u in a.users) == order[b]
+            assert n.op == "call_function" and _owns_result(n), n.target  # nothing views A
+        if b in a.users:
+            assert max(order[u] for u in a.users) == order[b]
+            assert isinstance(resolve_op(b.target).impl, np.ufunc) or b.args[0] is a
+        else:  # a composite given a buffer that died earlier
+            assert resolve_op(b.target).out_impl is not None and max(order[u] for u in a.users) < order[b]
         assert a.meta["shape"] == b.meta["shape"] and a.meta["dtype"] == b.meta["dtype"]
     return len(pairs)
 

@@ -19,6 +19,12 @@ capture-traps study measured 1.8x eager for an interpreter that keeps every
 value, 0.98x for this); op callables, dtypes and numpy scalar constants are
 globals of the compiled function, bound by name, so constants keep their exact
 numpy type (``np.float64(2.0)`` is not ``2.0``).
+
+Generated code also knows what eager Python cannot: when a value is read for the last
+time.  A ufunc result or a composite's result is written into a dead buffer of the same
+shape and dtype (``out=<name>``, :meth:`_Emitter.reused_buffers`), and composites run
+through their out-variants (``tpe_nn_gelu_out(..., out=None)``: ``OpDef.out_impl``, the
+same operations, each pass after the first in place), bit-identical to eager (issue 19).
 """
 from __future__ import annotations
 
@@ -51,9 +57,11 @@ class PythonCode:
 
 
 class _Emitter:
-    def __init__(self, graph: Graph, resolve: Callable[[str], Callable]) -> None:
+    def __init__(self, graph: Graph, resolve: Callable[[str], Callable],
+                 resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> None:
         self.graph = graph
         self.resolve = resolve
+        self.resolve_out = resolve_out or (lambda target: None)
         nodes = graph.nodes
         self.nodes = nodes
         # Global/variable names must not collide with node names either.
@@ -134,8 +142,19 @@ class _Emitter:
             self.sym_names[sym] = var
             lines.append(f"{var} = {node.name}" if axis is None else f"{var} = {node.name}.shape[{axis}]")
 
-    def call_text(self, n: Node) -> str:
-        if n.target not in self.op_names:
+    def call_text(self, n: Node, out: Optional[Node] = None) -> str:
+        """``f(args, kwargs)``; with ``out``, a dead buffer for n's result: ``f(args, kwargs, out=out)``.
+
+        A composite with an out-variant (``OpDef.out_impl``) is called through it, ``out=None``
+        without a dead buffer (:data:`OUT_VARIANTS`): its passes write into the arrays it made.
+        """
+        key: Any = n.target
+        variant = out is not None or (OUT_VARIANTS and self.writes_into(n) is not None)
+        if variant and not isinstance(self.resolve(n.target), np.ufunc):
+            key = (n.target, "out")
+            if key not in self.op_names:
+                self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
+        elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
         call_args = [self.arg(a, n) for a in n.args]
         for k, v in n.kwargs.items():
@@ -143,7 +162,9 @@ class _Emitter:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
             call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
                              else f"**{{{k!r}: {self.arg(v, n)}}}")
-        return f"{self.op_names[n.target]}({', '.join(call_args)})"
+        if key != n.target or out is not None:
+            call_args.append(f"out={'None' if out is None else out.name}")
+        return f"{self.op_names[key]}({', '.join(call_args)})"
 
     def inlined_operands(self, nodes: list[Node], index: dict[Node, int],
                          free_at: dict[Node, int]) -> dict[Node, Node]:
@@ -193,43 +214,89 @@ class _Emitter:
             return None  # an op_table override, a reduction-like call, or a 0-d result (a numpy scalar)
         return fn
 
+    def writes_into(self, n: Node) -> Optional[Callable]:
+        """The out-variant (``OpDef.out_impl``) of composite call ``n`` whose result is an array of its
+        own (an array shape and dtype in meta, one output), else None."""
+        if n.op != "call_function" or isinstance(self.resolve(n.target), np.ufunc):
+            return None
+        shape = n.meta.get("shape")
+        if not isinstance(shape, tuple) or not shape or not isinstance(n.meta.get("dtype"), np.dtype):
+            return None
+        return self.resolve_out(n.target)
+
+    def owns_buffer(self, n: Node) -> bool:
+        """n's result is a new array nobody else refers to: a plain ufunc call or a call of an op
+        with an out-variant (whose results are never views: ``OpDef.out_impl``)."""
+        return self.fresh_ufunc(n) is not None or self.writes_into(n) is not None
+
     def reused_buffers(self, nodes: list[Node], index: dict[Node, int], inlined: dict[Node, Node]) -> dict[Node, Node]:
-        """``{B: A}``: B's elementwise result is written into A's buffer (``B = np.add(A, x, out=A)``).
+        """``{B: A}``: B's result is written into A's buffer (``B = np.add(A, x, out=A)``,
+        ``B = tpe_nn_gelu_out(A, 'tanh', out=A)``).
 
-        Eager numpy allocates a new array for every elementwise result; generated code
-        knows each value's last use.  A is reused only where numpy semantics cannot tell:
+        Eager numpy allocates a new array for every result; generated code knows each
+        value's last use.  A is reused only where numpy semantics cannot tell:
 
-        - B is a plain ufunc call (:meth:`fresh_ufunc`) whose result has A's shape and dtype
-          (meta), so ``out=A`` computes the same loop into the same dtype: bit-identical;
-        - A is itself the result of such a call, so it owns its data: never an input, a
-          weight, a constant or a view of another value;
-        - every reader of A is such a call too (none can hold a view of A), and B is the
+        - B is a plain ufunc call (:meth:`fresh_ufunc`), or a composite with an out-variant
+          (:meth:`writes_into`) whose first argument is A, appearing once among its arguments;
+          B's result has A's shape and dtype (meta), so ``out=A`` computes the same loops into
+          the same dtype: bit-identical;
+        - A owns its data (:meth:`owns_buffer`): never an input, a weight, a constant or a
+          view of another value;
+        - every reader of A owns its result too (none can hold a view of A), and B is the
           last of them, so no later statement reads A's old values, and nothing returned
           or bound (``meta['bind']``) is A;
         - neither is part of an operator expression (:meth:`inlined_operands`), whose
           temporary numpy already reuses.
+
+        A composite B with no such argument takes a buffer that died earlier (its last reader
+        ran before B; the most recently dead of B's shape and dtype, by the same rules): ``B =
+        tpe_nn_linear_out(x, w, b, out=D)``.  D's name then lives until B's statement
+        (:meth:`emit` moves its ``del``), so the buffer is held instead of freed and allocated
+        again; composites' out-variants check at run time that ``out`` has the memory order
+        their result would have and otherwise return a new array (``OpDef.out_impl``).
         """
         out: dict[Node, Node] = {}
         if not REUSE_BUFFERS:
             return out
         taken: set[Node] = set()
         targets = set(inlined.values())
-        for b in nodes:
-            if b in inlined or b in targets or b.meta.get("bind") or self.fresh_ufunc(b) is None:
-                continue
-            for a in b.args:
-                if (not isinstance(a, Node) or a in taken or a in inlined or a.meta.get("bind")
-                        or self.fresh_ufunc(a) is None):
-                    continue
-                if a.meta.get("shape") != b.meta.get("shape") or a.meta.get("dtype") != b.meta.get("dtype"):
-                    continue
-                if max(index[u] for u in a.users) != index[b]:
-                    continue
-                if any(self.fresh_ufunc(u) is None for u in a.users):
-                    continue
-                out[b] = a
-                taken.add(a)
-                break
+        last_use = {n: max(index[u] for u in n.users) for n in nodes if n.users}
+        dying: dict[int, list[Node]] = {}
+        for n, i in last_use.items():
+            dying.setdefault(i, []).append(n)
+        pool: dict[tuple, list[Node]] = {}  # (shape, dtype) -> dead buffers, the most recently dead last
+
+        def reusable(a: Any) -> bool:
+            return (isinstance(a, Node) and a not in taken and a not in inlined and not a.meta.get("bind")
+                    and self.owns_buffer(a) and all(self.owns_buffer(u) for u in a.users))
+
+        for i, b in enumerate(nodes):
+            pick = None
+            if not (b in inlined or b in targets or b.meta.get("bind")):
+                if self.fresh_ufunc(b) is not None:
+                    candidates = b.args
+                elif self.writes_into(b) is not None and b.args and _mentions(b, b.args[0]) == 1:
+                    candidates = b.args[:1]
+                else:
+                    candidates = ()
+                key = (b.meta.get("shape"), b.meta.get("dtype"))
+                for a in candidates:
+                    if (reusable(a) and (a.meta.get("shape"), a.meta.get("dtype")) == key
+                            and last_use[a] == i):
+                        pick = a
+                        break
+                if pick is None and self.writes_into(b) is not None and POOL_BUFFERS:
+                    dead = pool.get(key)
+                    while dead and pick is None:
+                        d = dead.pop()
+                        if d not in taken:
+                            pick = d
+            if pick is not None:
+                out[b] = pick
+                taken.add(pick)
+            for d in dying.get(i, ()):
+                if reusable(d) and isinstance(d.meta.get("shape"), tuple):
+                    pool.setdefault((d.meta.get("shape"), d.meta.get("dtype")), []).append(d)
         return out
 
     def emit(self, fn_name: str) -> PythonCode:
@@ -241,6 +308,11 @@ class _Emitter:
             dies_at.setdefault(i, []).append(n)
         inlined = self.inlined_operands(nodes, index, free_at)
         reuse = self.reused_buffers(nodes, index, inlined)
+        for b, a in reuse.items():
+            if free_at[a] < index[b]:  # a buffer that died earlier: its name lives until b has it
+                dies_at[free_at[a]].remove(a)
+                free_at[a] = index[b]
+                dies_at.setdefault(index[b], []).append(a)
         pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
         pending_dead: list[Node] = []
 
@@ -267,9 +339,7 @@ class _Emitter:
                 if n in inlined:
                     call = f"({call})"
             else:
-                call = self.call_text(n)
-                if n in reuse:
-                    call = f"{call[:-1]}, out={reuse[n].name})"
+                call = self.call_text(n, reuse.get(n))
             if n in inlined:
                 pending[inlined[n]] = call
                 pending_dead += dies_at.get(index[n], [])
@@ -299,10 +369,27 @@ _ELIDABLE = {"numpy.add": ("+", True, np.add), "numpy.multiply": ("*", True, np.
              "numpy.divide": ("/", False, np.divide)}
 
 
-# Off only to measure what the reuse buys (benchmarks/bench_runtime.py builds a module without it).
+# Off only to measure what each buys (benchmarks/bench_runtime.py builds modules without them):
+# results written into dead buffers (``out=<name>``), and composites run through their
+# out-variants when no dead buffer is there (``out=None``).
 REUSE_BUFFERS = True
+OUT_VARIANTS = True
+POOL_BUFFERS = True  # composites also take buffers that died before their statement
 
 _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the parser's 200
+
+
+def _mentions(n: Node, value: Node) -> int:
+    """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
+    def count(v: Any) -> int:
+        if v is value:
+            return 1
+        if isinstance(v, (tuple, list)):
+            return sum(count(a) for a in v)
+        if isinstance(v, dict):
+            return sum(count(a) for a in v.values())
+        return 0
+    return count(tuple(n.args)) + count(dict(n.kwargs))
 
 
 def attr_text(path: str, receiver: str = "self") -> str:
@@ -380,20 +467,23 @@ def _free_points(nodes: list[Node], index: dict[Node, int]) -> dict[Node, int]:
     return free_at
 
 
-def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward") -> PythonCode:
+def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward",
+                resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> PythonCode:
     """Generate the source of ``graph`` as ``def forward(self, <placeholders>): ...``.
 
     Args:
         graph: the graph (not modified).
         resolve: registry name -> callable, for the op globals.
         fn_name: name of the generated function.
+        resolve_out: registry name -> the op's out-variant (``OpDef.out_impl``) or None; without
+            it only plain ufunc calls write into dead buffers.
 
     Raises:
         RuntimeError: a symbol is used before a node binds it.
         solver.UnsupportedExpressionError: a symbolic expression codegen cannot print
             (:func:`~tensorplay_export.graph.printing.pyexpr`).
     """
-    return _Emitter(graph, resolve).emit(fn_name)
+    return _Emitter(graph, resolve, resolve_out).emit(fn_name)
 
 
 _COUNTER = [0]
@@ -456,7 +546,8 @@ class GraphModule:
     def _generate(self) -> PythonCode:
         if self._pycode is None:
             table = self.op_table
-            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl)
+            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl,
+                                       resolve_out=lambda t: resolve_op(t, table).out_impl)
         return self._pycode
 
     def _compile(self) -> Callable:

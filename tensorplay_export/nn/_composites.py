@@ -295,7 +295,8 @@ def register() -> None:
     for name, fn in COMPOSITES.items():
         try:
             register_op(name, fn, RULES[name], decomposition=fn, numpy_funcs=(fn,),
-                        multi_output=name in _MULTI_OUTPUT, doc=(fn.__doc__ or "").strip().split("\n")[0])
+                        multi_output=name in _MULTI_OUTPUT, doc=(fn.__doc__ or "").strip().split("\n")[0],
+                        out_impl=F.OUT_VARIANTS.get(name))
         except ValueError:  # already registered (module imported twice under another name)
             pass
 

@@ -94,6 +94,42 @@ def erf(x):
     return out.astype(_float_dtype(x))
 
 
+# registry name -> the composite's out-variant (OpDef.out_impl, read by nn._composites), what an
+# exported program runs: the same operations in the same order and dtypes as the composite, so the
+# same bits, but each pass after the first written into the array the previous one made (the
+# composite, written as functional numpy calls so that tracing it gives its decomposition, allocates
+# a new array per pass), and the first one into ``out`` when generated code has a dead buffer for the
+# result (``out=None``: a new array).  Where in-place passes could change a dtype, a broadcast shape
+# or the memory order a reduction reads, a variant runs the composite instead.  An eager call never
+# gets here: composites never write into their inputs.
+OUT_VARIANTS: dict = {}
+
+
+def _out_variant(name: str):
+    def wrap(fn):
+        OUT_VARIANTS[name] = fn
+        return fn
+    return wrap
+
+
+def _in_place_ok(x, out, *operands) -> bool:
+    """Whether passes over ``x``'s shape may write into one array: x is float, no operand widens or
+    promotes the result beyond ``x``'s shape and dtype, and ``out`` is None (the first pass allocates,
+    in the composite's memory order), ``x`` itself, or C-ordered as ``x`` is (the memory order the
+    composite's results would have: a later sum's order follows the layout it reads)."""
+    if x.dtype.kind != "f":
+        return False
+    present = [o for o in operands if o is not None]
+    if present and (np.result_type(x, *present) != x.dtype
+                    or np.broadcast_shapes(x.shape, *[np.shape(o) for o in present]) != x.shape):
+        return False
+    if out is None:
+        return True
+    if out.shape != x.shape or out.dtype != x.dtype:
+        return False
+    return out is x or (x.flags.c_contiguous and out.flags.c_contiguous)
+
+
 def _as_array(x):
     # Python data becomes an array; arrays (and traced arrays) pass through untouched.
     return np.asarray(x) if isinstance(x, (int, float, list, tuple)) else x
@@ -117,10 +153,31 @@ def linear(x, weight, bias=None):
     return y if bias is None else y + bias
 
 
+@_out_variant("tpe.nn.linear")
+def _linear_out(x, weight, bias=None, *, out):
+    """`linear` into ``out``; a new array where BLAS could not write there as it writes a new one
+    (``out`` strided, or not of the product's shape and dtype: a bias that widens or promotes it)."""
+    if (out is None or not out.flags.c_contiguous or weight.ndim != 2
+            or out.shape != tuple(x.shape[:-1]) + (weight.shape[0],)
+            or np.result_type(x, weight) != out.dtype
+            or (bias is not None and np.result_type(out, bias) != out.dtype)):
+        y = np.matmul(x, weight.T)
+        return y if bias is None else y + bias
+    y = np.matmul(x, weight.T, out=out)  # out may be x itself: numpy buffers an overlapping operand
+    return y if bias is None else np.add(y, bias, out=y)
+
+
 @composite("tpe.nn.relu")
 def relu(x):
     """max(x, 0) elementwise; same shape and dtype."""
     return np.maximum(x, 0)
+
+
+@_out_variant("tpe.nn.relu")
+def _relu_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return relu.__wrapped__(x)
+    return np.maximum(x, 0, out=out)
 
 
 @composite("tpe.nn.gelu")
@@ -143,6 +200,78 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@_out_variant("tpe.nn.gelu")
+def _gelu_out(x, approximate: str = "none", *, out):
+    """`gelu` into ``out`` (or the first pass's array) and one scratch array (tanh; the exact form:
+    three float64 ones) where the composite allocates a new array per pass."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if not _in_place_ok(x, out):
+        return gelu.__wrapped__(x, approximate)
+    if approximate == "none":
+        if out is None:
+            out = np.empty_like(x)  # astype's layout
+        if x.flags.c_contiguous and out.flags.c_contiguous:
+            # block by block (each element's operations are its own): the float64 scratch stays in cache
+            xf, of = x.reshape(-1), out.reshape(-1)
+            size = min(_GELU_BLOCK, xf.size)
+            scratch = [np.empty(size) for _ in range(4)]
+            for start in range(0, xf.size, _GELU_BLOCK):
+                stop = min(start + _GELU_BLOCK, xf.size)
+                _gelu_exact_into(xf[start:stop], of[start:stop], [b[:stop - start] for b in scratch])
+            return out
+        return _gelu_exact_into(x, out, [np.empty(x.shape) for _ in range(4)])
+    t = np.multiply(x, x)  # tanh
+    np.multiply(t, x, out=t)
+    np.multiply(0.044715, t, out=t)
+    np.add(x, t, out=t)
+    np.multiply(_SQRT_2_OVER_PI, t, out=t)
+    np.tanh(t, out=t)
+    np.add(1.0, t, out=t)
+    half = np.multiply(0.5, x, out=out)  # x is read for the last time above
+    return np.multiply(half, t, out=half)
+
+
+# Elements per block of the exact gelu's float64 passes: four float64 scratch blocks (512 KB) stay in
+# the core's cache across the ~35 passes.  A multiple of 64, so every element keeps its SIMD lane.
+_GELU_BLOCK = 16384
+
+
+def _gelu_exact_into(x, out, scratch):
+    """The exact `gelu` of ``x`` into ``out`` (same shape; may be ``x``), with four float64 arrays of
+    x's shape as scratch: the composite's operations in its order, x read before out is written."""
+    x64 = x
+    if x.dtype != np.float64:
+        x64 = scratch[3]
+        np.copyto(x64, x)  # astype's widening (exact)
+    z = np.abs(x64, out=scratch[0])
+    np.multiply(z, _SQRT_HALF, out=z)
+    e, cdf2 = _erfc_nonneg_into(z, scratch[1], scratch[2])
+    np.subtract(2.0, e, out=cdf2)
+    np.copyto(cdf2, e, where=x64 <= 0)  # cdf2 = where(x64 <= 0, e, 2.0 - e)
+    half = np.multiply(0.5, x64, out=e)
+    # the float64 product cast to x's dtype as astype casts it
+    return np.multiply(half, cdf2, out=out, casting="unsafe")
+
+
+def _erfc_nonneg_into(z, t, acc):
+    """`_erfc_nonneg` of float64 ``z`` (overwritten with the result), ``t`` and ``acc`` float64 scratch
+    of z's shape: ``(erfc(z), t)``, ``t`` free again."""
+    np.subtract(z, 3.0, out=t)
+    np.add(z, 3.0, out=acc)
+    np.divide(t, acc, out=t)
+    np.multiply(t, _ERFCX_POLY[-1], out=acc)
+    np.add(acc, _ERFCX_POLY[-2], out=acc)
+    for c in _ERFCX_POLY[-3::-1]:
+        np.multiply(acc, t, out=acc)
+        np.add(acc, c, out=acc)
+    np.multiply(z, z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    np.multiply(z, acc, out=z)
+    return z, t
+
+
 @composite("tpe.nn.sigmoid")
 def sigmoid(x):
     """1 / (1 + exp(-x)), computed as 0.5 * (1 + tanh(x / 2)) so it never overflows."""
@@ -155,10 +284,27 @@ def silu(x):
     return x * sigmoid(x)
 
 
+@_out_variant("tpe.nn.sigmoid")
+def _sigmoid_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return sigmoid.__wrapped__(x)
+    y = np.multiply(0.5, x, out=out)
+    np.tanh(y, out=y)
+    np.add(1.0, y, out=y)
+    return np.multiply(0.5, y, out=y)
+
+
 @composite("tpe.nn.tanh")
 def tanh(x):
     """Hyperbolic tangent; same shape and dtype."""
     return np.tanh(x)
+
+
+@_out_variant("tpe.nn.tanh")
+def _tanh_out(x, *, out):
+    if out is not None and not _in_place_ok(x, out):
+        return tanh.__wrapped__(x)
+    return np.tanh(x, out=out)
 
 
 @composite("tpe.nn.softmax")
@@ -167,6 +313,16 @@ def softmax(x, dim: int = -1):
     shifted = x - np.max(x, axis=dim, keepdims=True)
     e = np.exp(shifted)
     return e / np.sum(e, axis=dim, keepdims=True)
+
+
+@_out_variant("tpe.nn.softmax")
+def _softmax_out(x, dim: int = -1, *, out):
+    """`softmax` with every pass written into ``out`` (or into the array the first pass makes)."""
+    if not _in_place_ok(x, out):
+        return softmax.__wrapped__(x, dim)
+    out = np.subtract(x, np.max(x, axis=dim, keepdims=True), out=out)
+    np.exp(out, out=out)
+    return np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
 
 
 @composite("tpe.nn.log_softmax")
@@ -201,6 +357,23 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         y = y * weight
     if bias is not None:
         y = y + bias
+    return y
+
+
+@_out_variant("tpe.nn.layer_norm")
+def _layer_norm_out(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5, *, out):
+    """`layer_norm` with its passes over x's shape written into ``out`` (or the first pass's array)
+    and one scratch array for the squares."""
+    if not _in_place_ok(x, out, weight, bias):
+        return layer_norm.__wrapped__(x, normalized_shape, weight, bias, eps)
+    axes = _trailing_axes(normalized_shape)
+    centered = np.subtract(x, np.mean(x, axis=axes, keepdims=True), out=out)
+    var = np.mean(np.multiply(centered, centered), axis=axes, keepdims=True)
+    y = np.divide(centered, np.sqrt(var + float(eps)), out=centered)
+    if weight is not None:
+        np.multiply(y, weight, out=y)
+    if bias is not None:
+        np.add(y, bias, out=y)
     return y
 
 
@@ -428,6 +601,43 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True, rng=rng)
     return np.matmul(weights, value)
+
+
+@_out_variant("tpe.nn.scaled_dot_product_attention")
+def _sdpa_out(query, key, value, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False,
+              scale: float | None = None, rng: np.random.Generator | None = None, *, out):
+    """`scaled_dot_product_attention` with the masks and the softmax written into its own scores
+    array, and the product into ``out`` (the query's buffer: read by the first matmul only)."""
+    if scale is None:
+        scale = query.shape[-1] ** -0.5
+    scores = np.matmul(query, np.swapaxes(key, -1, -2)) * scale
+    if is_causal:
+        rows = np.arange(query.shape[-2])
+        cols = np.arange(key.shape[-2])
+        scores = _masked_fill(scores, rows[:, None] < cols[None, :])
+    if attn_mask is not None:
+        if attn_mask.dtype == np.bool_:
+            scores = _masked_fill(scores, np.logical_not(attn_mask))
+        elif np.broadcast_shapes(scores.shape, attn_mask.shape) == scores.shape:
+            np.add(scores, attn_mask.astype(scores.dtype), out=scores)
+        else:
+            scores = scores + attn_mask.astype(scores.dtype)
+    weights = _softmax_out(scores, -1, out=scores)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True, rng=rng)
+    shape = np.broadcast_shapes(weights.shape[:-2], value.shape[:-2]) + (weights.shape[-2], value.shape[-1])
+    if (out is None or not out.flags.c_contiguous or out.shape != shape
+            or np.result_type(weights, value) != out.dtype):
+        return np.matmul(weights, value)  # BLAS writes a C-ordered result; a strided out may take another loop
+    return np.matmul(weights, value, out=out)
+
+
+def _masked_fill(scores, blocked):
+    """``np.where(~blocked, scores, -inf)``, written into ``scores`` when the mask does not widen it."""
+    if np.broadcast_shapes(scores.shape, blocked.shape) != scores.shape:
+        return np.where(np.logical_not(blocked), scores, -np.inf)
+    np.copyto(scores, -np.inf, where=blocked)
+    return scores
 
 
 # ------------------------------------------------------------------- padding

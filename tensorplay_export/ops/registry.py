@@ -68,6 +68,14 @@ Conventions for adding an op (read before writing one):
   capture writes the result into the target's example in place (eager
   semantics, views see it), rebinds the traced target to the new node and
   returns None to the model, as numpy does.
+- **out_impl.** Optional, for an op whose result is always a new array of its own
+  (never a view of an argument): ``out_impl(*args, out=buf, **kwargs)`` computes
+  exactly what ``impl`` computes (bit-identical) and writes it into ``buf``, an
+  array of the result's shape and dtype that may be the first argument itself,
+  and returns the result (``buf``, or a new array where writing into ``buf``
+  could change the result).  Generated code calls it when the first argument is
+  a dead buffer of the program (graph/reuse.py); an op table that replaces the
+  impl drops it.
 - **Op table overlays.**  A capture may need ops that must not enter the
   global opset: ``draft_export`` runs a numpy callable without a shape rule as
   an *opaque* op (:func:`make_opaque_op`, named ``"tpe.opaque.<numpy name>"``,
@@ -111,6 +119,7 @@ class OpDef:
     writes_arg: Optional[int] = None
     lazy: str = ""  # capture may defer the example run: "same"/"proxy"/"ufunc" (capture/lazy.py); "" = its table
     variant: Optional[Callable[..., Optional[str]]] = None  # (call's args) -> the op this call runs as, or None
+    out_impl: Optional[Callable[..., Any]] = None  # the impl writing into a dead buffer ``out=`` (see above)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -132,7 +141,8 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
                 decomposition: Optional[Callable[..., Any]] = None, numpy_funcs: tuple = (),
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
                 side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "",
-                variant: Optional[Callable[..., Optional[str]]] = None) -> OpDef:
+                variant: Optional[Callable[..., Optional[str]]] = None,
+                out_impl: Optional[Callable[..., Any]] = None) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -146,7 +156,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect, writes_arg, lazy, variant)
+               multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op
@@ -215,7 +225,7 @@ def resolve_op(name: str, overlay: Optional[Mapping[str, Any]] = None) -> OpDef:
         if hit is not None:
             base = _OPS.get(name)
             if base is not None:
-                return replace(base, impl=hit)
+                return replace(base, impl=hit, out_impl=None)  # the replacement alone runs
             return OpDef(name, hit, _no_shape_rule, doc="an op table's implementation (runs graphs only)")
     return get_op(name)
 
