@@ -76,7 +76,7 @@ class ExportedProgram:
                  verifier: Any = None, *, state_dict: Optional[Mapping[str, Any]] = None,
                  constants: Optional[Mapping[str, Any]] = None) -> None:
         self._graph_module = graph_module
-        graph = graph_module.graph
+        graph = _raw_graph(graph_module)  # as it is: a loaded graph's names are all this reads
         if isinstance(graph_signature, GraphSignature):
             outs = graph.output_node.args[0] if graph.output_node is not None else []
             graph_signature = graph_signature.to_export_signature(
@@ -101,7 +101,7 @@ class ExportedProgram:
             verifier.check(self)
 
     def _validate(self) -> None:
-        graph = self._graph_module._graph  # read as stored: checking names materializes nothing
+        graph = _raw_graph(self._graph_module)  # read as stored: checking names materializes nothing
         placeholders = graph.placeholders()
         specs = self._graph_signature.input_specs
         if len(specs) != len(placeholders):
@@ -369,6 +369,13 @@ class ExportedProgram:
 _MISSING = object()
 
 
+def _raw_graph(gm: Any) -> Graph:
+    """``gm``'s graph without materializing a loaded graph's stored expressions (for readers of
+    names and structure only; everything else reads ``gm.graph``)."""
+    graph = getattr(gm, "_graph", None)
+    return graph if graph is not None else gm.graph
+
+
 def _owned(value: Any) -> Any:
     """``value`` as the program keeps it: a read-only array no one else can write.
 
@@ -446,7 +453,7 @@ class ExportedModule(GraphModule):
         paths = {s.target: _attr_path(s.target) for s in state_specs}
         # the program's graph as it is (a loaded one keeps its stored expressions: codegen
         # prints them; this module's .graph turns its copy into sympy when read)
-        source = program.graph_module._graph
+        source = _raw_graph(program.graph_module)
         graph, _ = source.copy()
         if holds_stored(source):
             mark_stored(graph)
