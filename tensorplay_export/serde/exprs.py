@@ -408,6 +408,12 @@ def _symbol(args: list, member: str) -> tuple:
     if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], dict):
         fail(member, f"malformed Symbol {_short(['Symbol', *args])}")
     name, assumptions = args
+    # fast path: the writer sorts keys, so a symbol seen before has exactly these items (a
+    # cached entry was checked; only the value types need a look: 1 == True as a dict key)
+    items = tuple(assumptions.items())
+    sym = _SYMBOLS.get((name, items))
+    if sym is not None and all(v is True or v is False for _, v in items):
+        return sym
     bad = sorted(k for k, v in assumptions.items() if k not in ASSUMPTIONS or type(v) is not bool)
     if bad:
         fail(member, f"symbol {name!r} has unsupported assumption(s) {bad}")

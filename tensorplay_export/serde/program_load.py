@@ -117,6 +117,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     _check_specs(graph, sig, member)
     check_generator_states(graph, sig, member)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    specs_by_target: dict[Any, list] = {}  # one pass over the specs, not one per array
+    for spec in sig.input_specs:
+        specs_by_target.setdefault(spec.target, []).append(spec)
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
     for table, tab, overrides, out in (("weights", weights_tab, state_dict, state),
@@ -125,7 +128,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             if entry["role"] == "graph_constant":
                 continue
             array = _array(entry, i, table, fetch, overrides, member)
-            _check_against_placeholder(entry, array, sig, placeholders, member)
+            _check_against_placeholder(entry, array, specs_by_target.get(entry["fqn"], ()), placeholders, member)
             out[entry["fqn"]] = array
     kwargs = dict(
         example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs, budget,
@@ -813,8 +816,10 @@ def _array(entry: dict, index: int, table: str, fetch: ArrayFetch, overrides: An
     return array
 
 
-def _check_against_placeholder(entry: dict, array: np.ndarray, sig: Any, placeholders: dict, member: str) -> None:
-    for spec in sig.input_specs:
+def _check_against_placeholder(entry: dict, array: np.ndarray, specs: Any, placeholders: dict, member: str) -> None:
+    """``array`` has the shape and dtype the placeholders of its input specs (``specs``: those
+    whose target is the entry's fqn) record."""
+    for spec in specs:
         if spec.target != entry["fqn"] or getattr(spec.arg, "name", None) not in placeholders:
             continue
         meta = placeholders[spec.arg.name].meta
