@@ -444,7 +444,7 @@ def tree_text(tree: Any, names: Optional[Mapping] = None) -> str:
     return _PyPrinter(_OwnNames() if names is None else names).text(tree)
 
 
-def pyexpr(expr: Any, names: Mapping) -> str:
+def pyexpr(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
     """The Python form: ``expr`` as Python source over the variable names in ``names``.
 
     Args:
@@ -574,7 +574,7 @@ _EXPR_PRINTER: Optional[type] = None
 _READABLE: Any = None
 
 
-def format_guard(expr: Any, names: Optional[Mapping] = None) -> str:
+def format_guard(expr: Any, names: Optional[Mapping[sympy.Symbol, str]] = None) -> str:
     """The readable form: text for a size guard or expression in a message.
 
     Args:

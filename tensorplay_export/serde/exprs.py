@@ -411,9 +411,10 @@ def _symbol(args: list, member: str) -> tuple:
     # fast path: the writer sorts keys, so a symbol seen before has exactly these items (a
     # cached entry was checked; only the value types need a look: 1 == True as a dict key)
     items = tuple(assumptions.items())
-    sym = _SYMBOLS.get((name, items))
-    if sym is not None and all(v is True or v is False for _, v in items):
-        return sym
+    if all(v is True or v is False for _, v in items):
+        sym = _SYMBOLS.get((name, items))
+        if sym is not None:
+            return sym
     bad = sorted(k for k, v in assumptions.items() if k not in ASSUMPTIONS or type(v) is not bool)
     if bad:
         fail(member, f"symbol {name!r} has unsupported assumption(s) {bad}")
