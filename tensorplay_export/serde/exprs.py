@@ -192,7 +192,13 @@ def decode_tree(tree: Any, member: str = "<expr>", budget: ExprBudget | None = N
 def decode_stored(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
     """The :class:`SizeExpr` of a stored tree, checked as :func:`decode_tree` checks it; no sympy
     object is built."""
-    checked = decode_tree(tree, member, budget)
+    if type(tree) is list and len(tree) == 3 and tree[0] == "Symbol":
+        # most stored expressions are one symbol (a shape entry, a bind): one node, 64 bits
+        checked = _symbol(tree[1:], member)
+        if budget is not None:
+            budget.take(1, member)
+    else:
+        checked = decode_tree(tree, member, budget)
     found = _INTERNED.get(checked)
     if found is None:
         if len(_INTERNED) >= _MAX_INTERNED:
