@@ -187,6 +187,18 @@ def _resolve_target(target: str, member: str, node: str) -> Any:
 _SIGNATURES: dict[str, Any] = {}
 
 
+class _Position:
+    """Stands for the positional argument at ``index`` when a call form is bound once."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+_CALL_FORMS: dict[tuple, tuple] = {}
+
+
 def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
     """What the generated call ``target(*args, **kwargs)`` would raise, refused now; and no ``out=``.
 
@@ -201,11 +213,22 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
                      f"(it would write into the caller's input or the program's state)")
     if sig is None:
         return
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as err:
-        fail(member, f"node {node!r}: its arguments do not fit {target}: {err}")
-    if bound.arguments.get("out") is not None:
+    # Whether the arguments fit, and which position binds out=, depend only on the number of
+    # positional arguments and the keyword names: decided once per such call form.
+    key = (target, len(args), tuple(kwargs))
+    form = _CALL_FORMS.get(key)
+    if form is None:
+        try:
+            bound = sig.bind(*[_Position(i) for i in range(len(args))], **dict.fromkeys(kwargs))
+            out = bound.arguments.get("out")
+            form = ("ok", out.index if type(out) is _Position else None)
+        except TypeError as err:
+            form = ("error", str(err))
+        if len(_CALL_FORMS) < 4096:
+            _CALL_FORMS[key] = form
+    if form[0] == "error":
+        fail(member, f"node {node!r}: its arguments do not fit {target}: {form[1]}")
+    if form[1] is not None and args[form[1]] is not None:
         fail(member, f"node {node!r} passes out= to {target} (positionally): capture never writes into an "
                      f"array (it would write into the caller's input or the program's state)")
 

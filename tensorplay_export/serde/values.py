@@ -331,9 +331,17 @@ def _dec_slice(dec: Decoder, o: dict, d: int) -> slice:
 
 
 def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
-    if not isinstance(o["v"], list):
+    items = o["v"]
+    if not isinstance(items, list):
         fail(dec.member, "tuple value must hold a list")
-    return tuple(dec.value(v, d) for v in o["v"])
+    out = []
+    for v in items:  # shapes and indices: the plain items need no call of their own
+        t = type(v)
+        if t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
+            out.append(v)
+        else:
+            out.append(dec.value(v, d))
+    return tuple(out)
 
 
 def _dec_node(dec: Decoder, o: dict, d: int) -> Any:
