@@ -25,15 +25,15 @@ here validates a tree: the archive reader does that before a tree becomes a
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable, Iterator, Optional
 
 from ..records import is_sympy, sympy
 
 __all__ = ["SizeExpr", "sympy_tree", "tree_of", "build_sympy", "materialize", "materialize_graph",
-           "mark_stored", "holds_stored", "symbol_key", "tree_symbols", "integer_valued", "EXTRA_HEADS"]
+           "mark_stored", "holds_stored", "symbol_key", "tree_symbols", "integer_valued", "is_symbol",
+           "is_number_tree", "EXTRA_HEADS"]
 
-LOGIC_HEADS = frozenset({"And", "Or", "Not", "Xor", "Implies"})
-RELATION_HEADS = frozenset({"Eq", "Ne", "Lt", "Le", "Gt", "Ge"})
 # assumptions that make a symbol integer-valued (sympy infers integer from each)
 _INTEGER_ASSUMPTIONS = frozenset({"integer", "even", "odd", "zero"})
 
@@ -322,8 +322,6 @@ def materialize(value: Any) -> Any:
 
 
 # Graphs whose nodes may hold SizeExpr values (loaded graphs and copies made before they were read).
-import weakref  # noqa: E402 - kept beside the only state that needs it
-
 _STORED: "weakref.WeakSet" = weakref.WeakSet()
 
 
@@ -353,11 +351,6 @@ def materialize_graph(graph: Any) -> Any:
                 meta[key] = new
     _STORED.discard(graph)
     return graph
-
-
-def is_size_expr(value: Any) -> bool:
-    """A SizeExpr or a sympy expression."""
-    return type(value) is SizeExpr or is_sympy(value)
 
 
 def is_symbol(value: Any) -> bool:
