@@ -36,11 +36,12 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 import numpy as np
-import sympy
 
 from ..ops.registry import resolve_op
-from .ir import _RESERVED, Graph, Namespace, Node, iter_exprs
-from .printing import pyexpr
+from ..records import is_sympy
+from .ir import _RESERVED, Graph, Namespace, Node
+from .printing import python_tree, tree_text
+from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
 
 __all__ = ["python_code", "GraphModule", "PythonCode", "attr_text"]
 
@@ -71,7 +72,10 @@ class _Emitter:
         self.op_names: dict[str, str] = {}
         self.dtype_names: dict[np.dtype, str] = {}
         self.const_ids: dict[int, str] = {}
-        self.sym_names: dict[sympy.Symbol, str] = {}
+        # symbol key (its tree, :func:`~.stored.symbol_key`) -> variable name: a loaded
+        # program's stored symbols and a captured program's sympy ones name alike
+        self.sym_names: dict[tuple, str] = {}
+        self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
 
     # values ---------------------------------------------------------------
     def glob(self, hint: str, value: Any) -> str:
@@ -111,13 +115,8 @@ class _Emitter:
                 hint = str(v) if v.fields is None else "dtype"
                 self.dtype_names[v] = self.glob(hint, v)
             return self.dtype_names[v]
-        if isinstance(v, sympy.Basic):
-            missing = v.free_symbols - self.sym_names.keys()
-            if missing:
-                raise RuntimeError(
-                    f"codegen: node {node.name!r} uses symbol(s) "
-                    f"{', '.join(sorted(map(str, missing)))} before any node binds them (meta['bind'])")
-            return pyexpr(v, self.sym_names)
+        if type(v) is SizeExpr or is_sympy(v):
+            return self.expr(v, node)
         if isinstance(v, type):
             # Builtins are never shadowed in generated code; numpy scalar types print as np.<name>.
             if v in (bool, int, float, complex, str, object):
@@ -130,16 +129,35 @@ class _Emitter:
         # Arrays and any other object: bound by identity, exact value kept.
         return self.const(v, f"{type(v).__name__}_c")
 
+    def expr(self, v: Any, node: Node) -> str:
+        """A size expression (stored tree or sympy) as Python over the bound symbols' variables."""
+        if type(v) is SizeExpr:
+            tree = v.tree
+        else:
+            tree = self.trees.get(v)
+            if tree is None:
+                tree = self.trees[v] = python_tree(v)
+        if type(tree) is int:
+            return repr(tree)
+        names = self.sym_names
+        missing = {t[1] for t in tree_symbols(tree) if t not in names}
+        if missing:
+            raise RuntimeError(
+                f"codegen: node {node.name!r} uses symbol(s) "
+                f"{', '.join(sorted(missing))} before any node binds them (meta['bind'])")
+        return tree_text(tree, names)
+
     # statements -------------------------------------------------------------
     def binds(self, node: Node, lines: list[str]) -> None:
         for axis, sym in (node.meta.get("bind") or {}).items():
             if axis is not None and type(axis) is not int:
                 # the axis is formatted into source: anything but a plain int is refused
                 raise TypeError(f"codegen: node {node.name!r} binds {sym} at axis {axis!r}; axes must be ints")
-            if sym in self.sym_names:
+            key = symbol_key(sym)
+            if key in self.sym_names:
                 continue  # first binding wins; runtime checks verify the others
-            var = self.ns.create(sym.name)
-            self.sym_names[sym] = var
+            var = self.ns.create(key[1])
+            self.sym_names[key] = var
             lines.append(f"{var} = {node.name}" if axis is None else f"{var} = {node.name}.shape[{axis}]")
 
     def call_text(self, n: Node, out: Optional[Node] = None) -> str:
@@ -481,7 +499,7 @@ def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str =
     Raises:
         RuntimeError: a symbol is used before a node binds it.
         solver.UnsupportedExpressionError: a symbolic expression codegen cannot print
-            (:func:`~tensorplay_export.graph.printing.pyexpr`).
+            (:func:`~tensorplay_export.graph.printing.tree_text`).
     """
     return _Emitter(graph, resolve, resolve_out).emit(fn_name)
 
@@ -514,7 +532,7 @@ class GraphModule:
 
     def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Any]] = None, *,
                  lint: bool = True, generate: bool = False) -> None:
-        self.graph = graph
+        self._graph = graph
         self.op_table = op_table
         self._fn: Optional[Callable] = None
         self._pycode: Optional[PythonCode] = None
@@ -525,6 +543,19 @@ class GraphModule:
             graph.lint()
         if generate:
             self.compile()
+
+    @property
+    def graph(self) -> Graph:
+        """The graph; a loaded graph's stored size expressions become sympy expressions on first
+        read (:func:`~.stored.materialize_graph`), since whoever reads it may reason about them."""
+        graph = self._graph
+        if holds_stored(graph):
+            materialize_graph(graph)
+        return graph
+
+    @graph.setter
+    def graph(self, graph: Graph) -> None:
+        self._graph = graph
 
     def compile(self) -> GraphModule:
         """Generate and compile the source now, if not done yet (the eager hook for load/save).
@@ -538,7 +569,7 @@ class GraphModule:
 
     def recompile(self) -> None:
         """Re-lint, re-generate and re-compile now, after the graph changed."""
-        self.graph.lint()
+        self._graph.lint()
         self._fn = self._pycode = None
         self.derived_code = None
         self._compile()
@@ -546,7 +577,7 @@ class GraphModule:
     def _generate(self) -> PythonCode:
         if self._pycode is None:
             table = self.op_table
-            self._pycode = python_code(self.graph, lambda t: resolve_op(t, table).impl,
+            self._pycode = python_code(self._graph, lambda t: resolve_op(t, table).impl,
                                        resolve_out=lambda t: resolve_op(t, table).out_impl)
         return self._pycode
 

@@ -493,6 +493,8 @@ class Graph:
         Raises:
             RuntimeError: naming the node and the broken rule, followed by the graph dump.
         """
+        from .stored import is_symbol
+
         seen: dict[Node, int] = {}
         names: set[str] = set()
         saw_compute = False
@@ -544,7 +546,7 @@ class Graph:
                 if "shape" not in node.meta:
                     fail("meta['shape'] is missing")
                 for key, sym in (node.meta.get("bind") or {}).items():
-                    if not isinstance(sym, sympy_class("Symbol")):
+                    if not is_symbol(sym):  # a sympy Symbol, or a loaded program's stored one
                         fail(f"meta['bind'][{key!r}] = {sym!r} is not a sympy.Symbol")
             seen[node] = index
         if outputs != 1:

@@ -1,20 +1,25 @@
 """Expression printing: the one printer of size expressions, in two forms.
 
-- the **Python form** (:func:`pyexpr`) is source text that generated code
-  evaluates: ``s // 2 + 1``, ``2 * (s // 2)``, ``-(-s // 4)``, ``min(512, s)``,
-  ``(s if s < 8 else 0)``, ``b == 2 * s and s <= 512``.  It refuses a construct
-  Python cannot express with :class:`~solver.translate.UnsupportedExpressionError`
-  naming it, and a symbol without a Python name with ``KeyError``.
+- the **Python form** (:func:`pyexpr`, :func:`tree_text`) is source text that
+  generated code evaluates: ``s // 2 + 1``, ``2 * (s // 2)``, ``-(-s // 4)``,
+  ``min(512, s)``, ``(s if s < 8 else 0)``, ``b == 2 * s and s <= 512``.  It
+  prints operator trees (:mod:`.stored`: the archive's grammar), so a loaded
+  program's stored expressions print without sympy, and a sympy expression
+  prints through its tree: an exported program and its loaded copy have the
+  same source.  It refuses a construct Python cannot express with
+  :class:`~solver.translate.UnsupportedExpressionError` naming it, and a
+  symbol without a Python name with ``KeyError``.
 - the **readable form** (:func:`format_guard`) is the text messages show:
   ``2*(n // 4) == n``, ``n % (2*m) == 0``, ``Min(3, n) != 3``,
-  ``(m != 1 and n < 3) or n == m``.  It prints any expression (what it does not
-  know reads as sympy's ``str``), optionally over display names.
+  ``(m != 1 and n < 3) or n == m``.  It prints any sympy expression (what it
+  does not know reads as sympy's ``str``), optionally over display names; it is
+  :class:`ExprPrinter`, the tree's only sympy printer, defined when first used
+  (sympy is not imported to load and run a program).
 
-Both forms are :class:`ExprPrinter` (the tree's only sympy printer): the
-operator forms they share (``a % b``, ``a // b`` for ``floor(a/b)``, ``==`` /
-``!=``, ``and`` / ``or`` / ``not``, symbol names) are one method each; the form
-decides how operands are parenthesized (Python's operator precedence, or
-sympy's), how ``*`` is spaced, and which constructs are accepted.
+Both forms print ``a % b``, ``a // b`` for ``floor(a/b)``, ``==`` / ``!=``,
+``and`` / ``or`` / ``not`` and symbol names alike; the Python form
+parenthesizes by Python's operator precedence and orders the terms of a sum
+as sympy prints them (lexicographic in the symbols, constants last).
 
 Ranges read through :mod:`tensorplay_export.records` (``format_range``,
 ``format_range_brackets``, ``format_bound``), which every layer may import.
@@ -25,16 +30,17 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-import sympy
-from sympy.printing.precedence import PRECEDENCE, precedence
-from sympy.printing.str import StrPrinter
+from ..records import is_sympy, sympy
+from .stored import SizeExpr, symbol_key, sympy_tree
 
-__all__ = ["pyexpr", "format_guard", "UnsupportedExpressionError"]
+__all__ = ["pyexpr", "tree_text", "format_guard", "UnsupportedExpressionError"]
 
 # Python operator precedence, low to high (the Python form parenthesizes by these).
 _OR, _AND, _NOT, _CMP, _ADD, _MUL, _UNARY, _POW, _ATOM = range(1, 10)
-_REL_OPS = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=",
-            sympy.Gt: ">", sympy.Ge: ">="}
+_REL_TEXT = {"Eq": "==", "Ne": "!=", "Lt": "<", "Le": "<=", "Gt": ">", "Ge": ">="}
+# sympy's class names of the relations: And/Or order their arguments by them, as sympy does
+_REL_CLASS = {"Eq": "Equality", "Ne": "Unequality", "Lt": "StrictLessThan", "Le": "LessThan",
+              "Gt": "StrictGreaterThan", "Ge": "GreaterThan"}
 _SUPPORTED = ("+ - * integer powers, floor division, Mod, Min, Max, Abs, Piecewise, relations, "
               "And, Or, Not")
 
@@ -50,268 +56,405 @@ def _unsupported() -> type:
 def __getattr__(name: str) -> Any:
     if name == "UnsupportedExpressionError":
         return _unsupported()
+    if name == "ExprPrinter":
+        return _readable_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class ExprPrinter(StrPrinter):
-    """The expression printer; ``form`` is ``"readable"`` (messages) or ``"python"`` (codegen).
+# -- the Python form, over trees ------------------------------------------------------------------
 
-    Args:
-        form: ``"readable"`` or ``"python"``.
-        names: symbol -> the text it prints as.  The Python form requires a
-            name for every symbol (``KeyError`` otherwise); the readable form
-            falls back to the symbol's own name.
+def _unknown(e: Any) -> tuple:
+    """A subexpression outside the grammar, kept in the tree so the printer can name it."""
+    return ("?", type(e).__name__, str(e))
 
-    Use :func:`pyexpr` and :func:`format_guard` rather than this class.
-    """
 
-    def __init__(self, form: str = "readable", names: Optional[Mapping[sympy.Symbol, str]] = None) -> None:
-        if form not in ("readable", "python"):
-            raise ValueError(f"form must be 'readable' or 'python', got {form!r}")
-        super().__init__()
-        self.python = form == "python"
-        self.names = names if names is not None else {}
+def _is_num(t: Any) -> bool:
+    return type(t) is int or (type(t) is tuple and t[0] in ("Rational", "Float"))
 
-    # -- dispatch and operands ----------------------------------------------------------------
-    def _print(self, expr: Any, **kwargs: Any) -> str:
-        if not self.python:
-            return super()._print(expr, **kwargs)
-        for cls, method, _ in _PYTHON_FORMS:
-            if isinstance(expr, cls):
-                return method(self, expr)
-        raise _unsupported()(
-            type(expr).__name__, expr,
-            message=f"cannot generate Python for {type(expr).__name__} in {expr}; supported: {_SUPPORTED}")
 
-    def _wrap(self, expr: Any, level: int) -> str:
-        """Python form: ``expr``'s text, in parentheses when it binds looser than ``level``."""
-        text = self._print(expr)
-        return f"({text})" if _python_precedence(expr) < level else text
+def _num_value(t: Any) -> Any:
+    if type(t) is int:
+        return t
+    if t[0] == "Rational":
+        return t[1] / t[2]
+    return _float_value(t)
 
-    def _binary(self, a: Any, op: str, b: Any) -> str:
-        """``a op b`` for the operators of multiplication's precedence (``%``, ``//``)."""
-        if self.python:
-            # `a * b % c` is `(a * b) % c` in Python; the right operand needs its own parentheses
-            return f"{self._wrap(a, _MUL)} {op} {self._wrap(b, _UNARY)}"
-        return f"{self.parenthesize(a, PRECEDENCE['Mul'])} {op} {self.parenthesize(b, PRECEDENCE['Mul'])}"
 
-    # -- readable form only (StrPrinter's protocol; what is not here prints as sympy's str does) -
-    def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
-        # `%` and `//` read as Python operators, which bind like `*`: wrap them inside
-        # products and powers so `2*(n // 4)` does not read as `(2*n) // 4`.  A negative
-        # product asks at the level of `+`: `-2*(n % 4)`, `-(n // 2)`, not `-2*n % 4`.
-        if isinstance(item, (sympy.Mod, sympy.floor)) and level >= PRECEDENCE["Add"]:
-            return f"({self._print(item)})"
-        return super().parenthesize(item, level, strict)
+def _float_value(t: tuple) -> float:
+    _, sign, man, exp, _bc, _prec = t
+    try:
+        v = math.ldexp(float(int(man, 16)), exp)
+    except OverflowError:
+        v = math.inf
+    return -v if sign else v
 
-    def _print_Add(self, expr: sympy.Add, order: Any = None) -> str:
-        # As StrPrinter's, except that a negative product prints as `-` and its negation, so
-        # `n - n // 2` keeps no parentheses while `-(n // 2)` alone needs them (parenthesize
-        # above); StrPrinter strips the `-` off the term's text instead.
-        terms = self._as_ordered_terms(expr, order=order)
-        prec = precedence(expr)
-        out = []
-        for term in terms:
-            if term.is_Mul and term.could_extract_minus_sign():
-                sign, t, term = "-", self._print(-term), -term
+
+def _negative(t: Any) -> bool:
+    """sympy's ``could_extract_minus_sign`` for the terms and products the printer meets."""
+    if type(t) is int:
+        return t < 0
+    head = t[0]
+    if head == "Rational":
+        return t[1] < 0
+    if head == "Float":
+        return bool(t[1]) and int(t[2], 16) != 0
+    if head == "Mul":
+        return _is_num(t[1]) and _negative(t[1])
+    return False
+
+
+def _negate(t: Any) -> Any:
+    """``-t`` for a term :func:`_negative` accepts."""
+    if type(t) is int:
+        return -t
+    head = t[0]
+    if head == "Rational":
+        return ("Rational", -t[1], t[2])
+    if head == "Float":
+        return ("Float", 1 - t[1]) + t[2:]
+    coeff, rest = _negate(t[1]), t[2:]
+    if coeff == 1:
+        return rest[0] if len(rest) == 1 else ("Mul",) + rest
+    return ("Mul", coeff) + rest
+
+
+def _mul(coeff: Any, factors: list) -> Any:
+    if not factors:
+        return coeff
+    if coeff == 1 and type(coeff) is int:
+        return factors[0] if len(factors) == 1 else ("Mul",) + tuple(factors)
+    return ("Mul", coeff) + tuple(factors)
+
+
+def _pow(base: Any, k: int) -> Any:
+    return base if k == 1 else ("Pow", base, k)
+
+
+def _scale(t: Any, k: int) -> Any:
+    """``k * t`` for an integer ``k`` (coefficients merged, as sympy would)."""
+    if k == 1:
+        return t
+    if type(t) is int:
+        return t * k
+    if t[0] == "Mul":
+        if type(t[1]) is int:
+            return _mul(t[1] * k, list(t[2:]))
+        return ("Mul", k) + t[1:]
+    return ("Mul", k, t)
+
+
+def _numer_denom(t: Any) -> tuple[Any, Any]:
+    """``(a, b)`` with ``t == a/b`` (sympy's ``as_numer_denom`` on the trees codegen meets): the
+    operands of ``floor(t)`` printed as ``a // b``."""
+    if type(t) is int:
+        return t, 1
+    head = t[0]
+    if head == "Rational":
+        return t[1], t[2]
+    if head == "Pow" and type(t[2]) is int and t[2] < 0:
+        return 1, _pow(t[1], -t[2])
+    if head == "Mul":
+        coeff, den_coeff, num, den = 1, 1, [], []
+        for f in t[1:]:
+            if type(f) is int:
+                coeff = f
+            elif f[0] == "Rational":
+                coeff, den_coeff = f[1], f[2]
+            elif _is_num(f):
+                coeff = f
+            elif f[0] == "Pow" and type(f[2]) is int and f[2] < 0:
+                den.append(_pow(f[1], -f[2]))
             else:
-                t = self._print(term)
-                sign = "-" if t.startswith("-") and not term.is_Add else "+"
-                t = t[1:] if sign == "-" else t
-            out += [sign, f"({t})" if precedence(term) < prec or term.is_Add else t]
-        sign = out.pop(0)
-        return ("" if sign == "+" else sign) + " ".join(out)
+                num.append(f)
+        return _mul(coeff, num), _mul(den_coeff, den)
+    if head == "Add":
+        parts = [_numer_denom(a) for a in t[1:]]
+        dens = [d for _, d in parts]
+        if all(d == dens[0] for d in dens):
+            return ("Add",) + tuple(n for n, _ in parts), dens[0]
+        if all(type(d) is int for d in dens):
+            lcm = math.lcm(*dens)
+            return ("Add",) + tuple(_scale(n, lcm // d) for n, d in parts), lcm
+    return t, 1
 
-    # -- shared by both forms -----------------------------------------------------------------
-    def _print_Symbol(self, expr: sympy.Symbol) -> str:
-        if not self.python:
-            return self.names.get(expr, expr.name)
+
+def _integer(t: Any) -> bool:
+    from .stored import integer_valued
+
+    return integer_valued(t)
+
+
+def _factors(t: Any) -> tuple[Any, dict]:
+    """A term as (numeric coefficient, {generator: exponent}): how sympy orders the terms of a sum."""
+    if _is_num(t):
+        return t, {}
+    gens: dict = {}
+    coeff: Any = 1
+    for f in (t[1:] if t[0] == "Mul" else (t,)):
+        if _is_num(f):
+            coeff = f
+        elif type(f) is tuple and f[0] == "Pow" and _is_num(f[2]):
+            gens[f[1]] = gens.get(f[1], 0) + _num_value(f[2])
+        else:
+            gens[f] = gens.get(f, 0) + 1
+    return coeff, gens
+
+
+def _gen_key(g: Any) -> tuple:
+    if type(g) is tuple and g[0] == "Symbol":
+        return (0, g[1], repr(g[2]))
+    return (1, repr(g))
+
+
+def _ordered_terms(terms: tuple) -> list:
+    """The terms of a sum in sympy's printing order: lexicographic in the generators (symbols by
+    name, then other factors), higher powers first, constants last; ``3 - s``, not ``-s + 3``."""
+    parts = [_factors(t) for t in terms]
+    gens = sorted({g for _, gs in parts for g in gs}, key=_gen_key)
+    vectors = [tuple(gs.get(g, 0) for g in gens) for _, gs in parts]
+    order = sorted(range(len(terms)), key=lambda i: vectors[i], reverse=True)
+    out = [terms[i] for i in order]
+    if (len(gens) == 1 and len(out) == 2 and _is_num(out[1]) and not _negative(out[1])
+            and _negative(out[0])):
+        out.reverse()  # one generator: sympy writes the positive constant first (3 - s)
+    return out
+
+
+def _arg_key(t: Any) -> tuple:
+    """How Min/Max/And/Or order their arguments (sympy's ``default_sort_key``, for the cases met):
+    numbers, then symbols by name, then the rest (logic before relations, by sympy class name)."""
+    if _is_num(t):
+        return (0, _num_value(t), "")
+    head = t[0]
+    if head == "Symbol":
+        return (1, 0, t[1])
+    if head in ("And", "Or", "Not"):
+        return (2, 0, head)
+    return (3, 0, _REL_CLASS.get(head, head), repr(t))
+
+
+class _PyPrinter:
+    """The Python form of one tree over ``names`` (symbol key -> variable name)."""
+
+    def __init__(self, names: Mapping) -> None:
+        self.names = names
+
+    def text(self, t: Any) -> str:
+        if type(t) is int:
+            return str(t)
+        head = t[0]
+        method = _PY_METHODS.get(head)
+        if method is None:
+            if head == "?":
+                construct, where = t[1], t[2]
+            else:
+                construct, where = head, _plain(t)
+            raise _unsupported()(
+                construct, where,
+                message=f"cannot generate Python for {construct} in {where}; supported: {_SUPPORTED}")
+        return method(self, t)
+
+    def wrap(self, t: Any, level: int) -> str:
+        text = self.text(t)
+        return f"({text})" if _precedence(t) < level else text
+
+    def binary(self, a: Any, op: str, b: Any) -> str:
+        # `a * b % c` is `(a * b) % c` in Python; the right operand needs its own parentheses
+        return f"{self.wrap(a, _MUL)} {op} {self.wrap(b, _UNARY)}"
+
+    def symbol(self, t: tuple) -> str:
         try:
-            return self.names[expr]
+            return self.names[t]
         except KeyError:
-            raise KeyError(f"symbol {expr} has no Python name (is it bound before use?)") from None
+            raise KeyError(f"symbol {t[1]} has no Python name (is it bound before use?)") from None
 
-    def _print_Mod(self, expr: sympy.Mod) -> str:
-        a, b = expr.args
-        return self._binary(a, "%", b)
+    def boolean(self, t: tuple) -> str:
+        return "True" if t[0] == "true" else "False"
 
-    def _print_floor(self, expr: sympy.floor) -> str:
-        num, den = _quotient(expr.args[0])
-        if den != 1:
-            return self._binary(num, "//", den)
-        if not self.python:
-            return f"floor({self._print(expr.args[0])})"
-        return self._print(num) if num.is_integer else f"math_floor({self._print(num)})"
+    def rational(self, t: tuple) -> str:
+        p, q = t[1], t[2]
+        return f"{p} / {q}" if p >= 0 else f"-{-p} / {q}"
 
-    def _print_Relational(self, expr: sympy.core.relational.Relational) -> str:
-        op = next((text for rel, text in _REL_OPS.items() if isinstance(expr, rel)), None)
-        if self.python:  # the Python form's dispatch sends only the relations of _REL_OPS here
-            return f"{self._wrap(expr.lhs, _ADD)} {op} {self._wrap(expr.rhs, _ADD)}"
-        if op in ("==", "!="):
-            return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
-        return super()._print_Relational(expr)
-
-    def _join(self, expr: sympy.Basic, word: str, level: int) -> str:
-        if self.python:
-            args = sorted(expr.args, key=sympy.default_sort_key)
-            return f" {word} ".join(self._wrap(a, level) for a in args)
-        parts = []
-        for arg in sorted(expr.args, key=str):
-            text = self._print(arg)
-            parts.append(f"({text})" if isinstance(arg, (sympy.And, sympy.Or)) else text)
-        return f" {word} ".join(parts)
-
-    def _print_And(self, expr: sympy.And) -> str:
-        return self._join(expr, "and", _NOT)
-
-    def _print_Or(self, expr: sympy.Or) -> str:
-        return self._join(expr, "or", _AND)
-
-    def _print_Not(self, expr: sympy.Not) -> str:
-        if self.python:
-            return f"not {self._wrap(expr.args[0], _NOT)}"
-        return f"not ({self._print(expr.args[0])})"
-
-    # -- Python form only (dispatched through _PYTHON_FORMS) ----------------------------------
-    def _py_true(self, expr: Any) -> str:
-        return "True" if expr is sympy.true else "False"
-
-    def _py_Integer(self, expr: sympy.Integer) -> str:
-        return str(int(expr))
-
-    def _py_Rational(self, expr: sympy.Rational) -> str:
-        return f"{expr.p} / {expr.q}" if expr.p >= 0 else f"-{-expr.p} / {expr.q}"
-
-    def _py_Float(self, expr: sympy.Float) -> str:
-        v = float(expr)
+    def float_(self, t: tuple) -> str:
+        v = _float_value(t)
         return repr(v) if math.isfinite(v) else f"float('{v}')"
 
-    def _py_Infinity(self, expr: Any) -> str:
-        return "float('inf')" if expr is sympy.oo else "float('-inf')"
+    def infinity(self, t: tuple) -> str:
+        return "float('inf')" if t[0] == "oo" else "float('-inf')"
 
-    def _py_Add(self, expr: sympy.Add) -> str:
-        terms = expr.as_ordered_terms()
-        out = self._wrap(terms[0], _ADD)
-        for t in terms[1:]:
-            if t.could_extract_minus_sign():
-                out += f" - {self._wrap(-t, _MUL)}"
+    def add(self, t: tuple) -> str:
+        terms = _ordered_terms(t[1:])
+        out = self.wrap(terms[0], _ADD)
+        for term in terms[1:]:
+            if _negative(term):
+                out += f" - {self.wrap(_negate(term), _MUL)}"
             else:
-                out += f" + {self._wrap(t, _MUL)}"
+                out += f" + {self.wrap(term, _MUL)}"
         return out
 
-    def _py_Mul(self, expr: sympy.Mul) -> str:
-        if expr.could_extract_minus_sign():
-            return f"-{self._wrap(-expr, _POW)}"
-        num, den = expr.as_numer_denom()
+    def mul(self, t: tuple) -> str:
+        if _negative(t):
+            return f"-{self.wrap(_negate(t), _POW)}"
+        num, den = _numer_denom(t)
         if den != 1:
-            return f"{self._wrap(num, _MUL)} / {self._wrap(den, _POW)}"
+            return f"{self.wrap(num, _MUL)} / {self.wrap(den, _POW)}"
         # Factors of mul level (a // b, a % b) are wrapped: 2 * (a // b) != 2 * a // b.
-        return " * ".join(self._wrap(f, _UNARY) for f in expr.as_ordered_factors())
+        return " * ".join(self.wrap(f, _UNARY) for f in t[1:])
 
-    def _py_Pow(self, expr: sympy.Pow) -> str:
-        base, exp = expr.args
-        if exp.is_Integer and int(exp) < 0:
-            return f"1 / {self._wrap(base ** -exp, _POW)}"
-        if not (exp.is_Integer or exp.is_Rational or exp.is_Float):
-            raise _unsupported()("Pow", expr, message=f"power with a non-constant exponent: {expr}")
-        exp_text = str(int(exp)) if exp.is_Integer else f"({self._print(exp)})"
-        return f"{self._wrap(base, _POW + 1)}**{exp_text}"
+    def pow(self, t: tuple) -> str:
+        base, exp = t[1], t[2]
+        if type(exp) is int and exp < 0:
+            return f"1 / {self.wrap(_pow(base, -exp), _POW)}"
+        if not _is_num(exp):
+            raise _unsupported()("Pow", _plain(t), message=f"power with a non-constant exponent: {_plain(t)}")
+        exp_text = str(exp) if type(exp) is int else f"({self.text(exp)})"
+        return f"{self.wrap(base, _POW + 1)}**{exp_text}"
 
-    def _py_ceiling(self, expr: sympy.ceiling) -> str:
-        num, den = _quotient(expr.args[0])
-        if den == 1 and num.is_integer:
-            return self._print(num)
-        return f"-(-{self._wrap(num, _POW)} // {self._wrap(den, _UNARY)})"
+    def floor(self, t: tuple) -> str:
+        num, den = _numer_denom(t[1])
+        if den != 1:
+            return self.binary(num, "//", den)
+        return self.text(num) if _integer(num) else f"math_floor({self.text(num)})"
 
-    def _py_MinMax(self, expr: Any) -> str:
-        fn = "min" if isinstance(expr, sympy.Min) else "max"
-        args = sorted(expr.args, key=sympy.default_sort_key)
-        return f"{fn}({', '.join(self._print(a) for a in args)})"
+    def ceiling(self, t: tuple) -> str:
+        num, den = _numer_denom(t[1])
+        if den == 1 and _integer(num):
+            return self.text(num)
+        return f"-(-{self.wrap(num, _POW)} // {self.wrap(den, _UNARY)})"
 
-    def _py_Abs(self, expr: sympy.Abs) -> str:
-        return f"abs({self._print(expr.args[0])})"
+    def mod(self, t: tuple) -> str:
+        return self.binary(t[1], "%", t[2])
 
-    def _py_Piecewise(self, expr: sympy.Piecewise) -> str:
-        pieces = list(expr.args)
-        if pieces[-1].cond is not sympy.true:
-            raise _unsupported()(
-                "Piecewise", expr, message=f"Piecewise without a final True branch: {expr}")
-        out = self._wrap(pieces[-1].expr, _OR)
-        for piece in reversed(pieces[:-1]):
-            out = f"({self._wrap(piece.expr, _OR)} if {self._wrap(piece.cond, _OR)} else {out})"
+    def minmax(self, t: tuple) -> str:
+        args = sorted(t[1:], key=_arg_key)
+        return f"{t[0].lower()}({', '.join(self.text(a) for a in args)})"
+
+    def abs_(self, t: tuple) -> str:
+        return f"abs({self.text(t[1])})"
+
+    def piecewise(self, t: tuple) -> str:
+        pieces = t[1:]
+        if pieces[-1][1] != ("true",):
+            raise _unsupported()("Piecewise", _plain(t), message=f"Piecewise without a final True branch: {_plain(t)}")
+        out = self.wrap(pieces[-1][0], _OR)
+        for x, c in reversed(pieces[:-1]):
+            out = f"({self.wrap(x, _OR)} if {self.wrap(c, _OR)} else {out})"
         return out
 
+    def relation(self, t: tuple) -> str:
+        return f"{self.wrap(t[1], _ADD)} {_REL_TEXT[t[0]]} {self.wrap(t[2], _ADD)}"
 
-def _quotient(arg: Any) -> tuple[Any, Any]:
-    """``(a, b)`` with ``arg == a/b``: the operands of ``floor(arg)`` printed as ``a // b``
-    (the solver reads ``floor`` the same way)."""
-    return arg.as_numer_denom()
+    def join(self, t: tuple, word: str, level: int) -> str:
+        return f" {word} ".join(self.wrap(a, level) for a in sorted(t[1:], key=_arg_key))
 
+    def and_(self, t: tuple) -> str:
+        return self.join(t, "and", _NOT)
 
-def _python_precedence(e: Any) -> int:
-    """How tightly ``e``'s Python form binds (one of the ``_OR`` ... ``_ATOM`` levels)."""
-    for cls, _, prec in _PYTHON_FORMS:
-        if isinstance(e, cls):
-            return prec(e) if callable(prec) else prec
-    return _ATOM
+    def or_(self, t: tuple) -> str:
+        return self.join(t, "or", _AND)
 
-
-def _float_precedence(e: sympy.Float) -> int:
-    v = float(e)
-    return _UNARY if math.isfinite(v) and v < 0 else _ATOM
+    def not_(self, t: tuple) -> str:
+        return f"not {self.wrap(t[1], _NOT)}"
 
 
-def _floor_precedence(e: sympy.floor) -> int:
-    num, den = _quotient(e.args[0])
-    if den != 1:
+_PY_METHODS = {
+    "Symbol": _PyPrinter.symbol, "true": _PyPrinter.boolean, "false": _PyPrinter.boolean,
+    "Rational": _PyPrinter.rational, "Float": _PyPrinter.float_, "oo": _PyPrinter.infinity,
+    "-oo": _PyPrinter.infinity, "Add": _PyPrinter.add, "Mul": _PyPrinter.mul, "Pow": _PyPrinter.pow,
+    "floor": _PyPrinter.floor, "ceiling": _PyPrinter.ceiling, "Mod": _PyPrinter.mod,
+    "Min": _PyPrinter.minmax, "Max": _PyPrinter.minmax, "Abs": _PyPrinter.abs_,
+    "Piecewise": _PyPrinter.piecewise, **{h: _PyPrinter.relation for h in _REL_TEXT},
+    "And": _PyPrinter.and_, "Or": _PyPrinter.or_, "Not": _PyPrinter.not_,
+}
+
+
+def _precedence(t: Any) -> int:
+    """How tightly ``t``'s Python form binds (one of the ``_OR`` ... ``_ATOM`` levels)."""
+    if type(t) is int:
+        return _UNARY if t < 0 else _ATOM
+    head = t[0]
+    if head == "Rational":
         return _MUL
-    return _python_precedence(num) if num.is_integer else _ATOM
+    if head == "Float":
+        v = _float_value(t)
+        return _UNARY if math.isfinite(v) and v < 0 else _ATOM
+    if head == "-oo":
+        return _UNARY
+    if head == "Add":
+        return _ADD
+    if head == "Mul":
+        return _UNARY if _negative(t) else _MUL
+    if head == "Pow":
+        return _MUL if type(t[2]) is int and t[2] < 0 else _POW
+    if head == "floor":
+        num, den = _numer_denom(t[1])
+        if den != 1:
+            return _MUL
+        return _precedence(num) if _integer(num) else _ATOM
+    if head == "ceiling":
+        num, den = _numer_denom(t[1])
+        return _precedence(num) if den == 1 and _integer(num) else _UNARY
+    if head == "Mod":
+        return _MUL
+    if head in _REL_TEXT:
+        return _CMP
+    return {"And": _AND, "Or": _OR, "Not": _NOT}.get(head, _ATOM)
 
 
-def _ceiling_precedence(e: sympy.ceiling) -> int:
-    num, den = _quotient(e.args[0])
-    return _python_precedence(num) if den == 1 and num.is_integer else _UNARY
+def _plain(t: Any) -> str:
+    """A tree as text for messages, in function notation (never raises): ``Lt(s, 8)``."""
+    if type(t) is not tuple or not t:
+        return str(t)
+    head = t[0]
+    if head == "Symbol":
+        return str(t[1])
+    if head == "?":
+        return str(t[2])
+    if head in ("Rational", "Float", "oo", "-oo", "true", "false"):
+        try:
+            return tree_text(t)
+        except Exception:  # noqa: BLE001 - malformed data: shown as it is
+            return repr(t)
+    if head == "Piecewise":
+        return "Piecewise(" + ", ".join(f"({_plain(x)}, {_plain(c)})" for x, c in t[1:]) + ")"
+    return f"{head}({', '.join(_plain(a) for a in t[1:])})"
 
 
-# The constructs of the Python form, in the order they are tried: (class, printer, precedence).
-_PYTHON_FORMS: tuple = (
-    ((sympy.logic.boolalg.BooleanTrue, sympy.logic.boolalg.BooleanFalse), ExprPrinter._py_true, _ATOM),
-    (sympy.Symbol, ExprPrinter._print_Symbol, _ATOM),
-    (sympy.Integer, ExprPrinter._py_Integer, lambda e: _UNARY if e.is_negative else _ATOM),
-    (sympy.Rational, ExprPrinter._py_Rational, _MUL),
-    (sympy.Float, ExprPrinter._py_Float, _float_precedence),
-    ((sympy.core.numbers.Infinity, sympy.core.numbers.NegativeInfinity), ExprPrinter._py_Infinity,
-     lambda e: _ATOM if e is sympy.oo else _UNARY),
-    (sympy.Add, ExprPrinter._py_Add, _ADD),
-    (sympy.Mul, ExprPrinter._py_Mul, lambda e: _UNARY if e.could_extract_minus_sign() else _MUL),
-    (sympy.Pow, ExprPrinter._py_Pow,
-     lambda e: _MUL if e.args[1].is_Integer and int(e.args[1]) < 0 else _POW),
-    (sympy.floor, ExprPrinter._print_floor, _floor_precedence),
-    (sympy.ceiling, ExprPrinter._py_ceiling, _ceiling_precedence),
-    (sympy.Mod, ExprPrinter._print_Mod, _MUL),
-    ((sympy.Min, sympy.Max), ExprPrinter._py_MinMax, _ATOM),
-    (sympy.Abs, ExprPrinter._py_Abs, _ATOM),
-    (sympy.Piecewise, ExprPrinter._py_Piecewise, _ATOM),
-    (tuple(_REL_OPS), ExprPrinter._print_Relational, _CMP),
-    (sympy.And, ExprPrinter._print_And, _AND),
-    (sympy.Or, ExprPrinter._print_Or, _OR),
-    (sympy.Not, ExprPrinter._print_Not, _NOT),
-)
+class _OwnNames(Mapping):
+    """Every symbol named by its own name (the Python form for messages and ``str(SizeExpr)``)."""
 
-_READABLE = ExprPrinter()
+    def __getitem__(self, key: Any) -> str:
+        return key[1]
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def tree_text(tree: Any, names: Optional[Mapping] = None) -> str:
+    """The Python form of an operator tree (:mod:`.stored`) over ``names`` (symbol key, see
+    :func:`~.stored.symbol_key`, -> variable name; default: each symbol's own name).
+
+    Raises:
+        UnsupportedExpressionError: a construct outside the Python form (``err.construct``).
+        KeyError: a symbol missing from ``names``.
+    """
+    return _PyPrinter(_OwnNames() if names is None else names).text(tree)
 
 
 def pyexpr(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
     """The Python form: ``expr`` as Python source over the variable names in ``names``.
 
     Args:
-        expr: a sympy expression over symbols in ``names`` (ints and Python
-            bools are accepted too).  Supported: integers, rationals, floats,
-            ``+ - *``, powers, ``floor(a/b)`` -> ``a // b``, ``ceiling(a/b)``,
-            ``Mod`` -> ``%``, ``Min``/``Max`` -> ``min()``/``max()``, ``Abs``,
-            ``Piecewise`` (with a final ``True`` branch) -> conditional
-            expression, relations, ``And``/``Or``/``Not``, ``true``/``false``.
-        names: symbol -> Python variable name.
+        expr: a sympy expression, a :class:`~.stored.SizeExpr`, or a Python int/bool.
+            Supported: integers, rationals, floats, ``+ - *``, powers,
+            ``floor(a/b)`` -> ``a // b``, ``ceiling(a/b)``, ``Mod`` -> ``%``,
+            ``Min``/``Max`` -> ``min()``/``max()``, ``Abs``, ``Piecewise``
+            (with a final ``True`` branch) -> conditional expression,
+            relations, ``And``/``Or``/``Not``, ``true``/``false``.
+        names: symbol (sympy Symbol, SizeExpr symbol, or symbol key) -> Python variable name.
 
     Returns:
         Python source text evaluating to the same value for integer symbol values.
@@ -324,15 +467,119 @@ def pyexpr(expr: Any, names: Mapping[sympy.Symbol, str]) -> str:
     >>> pyexpr(sympy.floor(s / 2) + 1, {s: "s"})
     's // 2 + 1'
     """
-    expr = expr if isinstance(expr, sympy.Basic) else sympy.sympify(expr)
-    return ExprPrinter("python", names).doprint(expr)
+    keyed = {k if type(k) is tuple else symbol_key(k): v for k, v in names.items()}
+    tree = expr.tree if type(expr) is SizeExpr else sympy_tree(expr, _unknown)
+    return tree_text(tree, keyed)
+
+
+def python_tree(expr: Any) -> Any:
+    """The tree codegen prints for ``expr`` (a SizeExpr's own; a sympy expression's, with constructs
+    outside the grammar kept for the printer to name)."""
+    return expr.tree if type(expr) is SizeExpr else sympy_tree(expr, _unknown)
+
+
+# -- the readable form (sympy's printer, defined on first use) ------------------------------------
+
+def _readable_class() -> type:
+    """:class:`ExprPrinter`, defined on first use (it subclasses sympy's StrPrinter)."""
+    global _EXPR_PRINTER
+    if _EXPR_PRINTER is not None:
+        return _EXPR_PRINTER
+    from sympy.printing.precedence import PRECEDENCE, precedence
+    from sympy.printing.str import StrPrinter
+
+    class ExprPrinter(StrPrinter):
+        """The readable expression printer (messages): sympy's notation, with ``%`` and ``//``
+        read as Python operators, ``==``/``!=``, ``and``/``or``/``not``.
+
+        Args:
+            names: symbol -> the text it prints as (default: the symbol's own name).
+
+        Use :func:`format_guard` rather than this class.
+        """
+
+        def __init__(self, names: Optional[Mapping] = None) -> None:
+            super().__init__()
+            self.names = names if names is not None else {}
+
+        def _binary(self, a: Any, op: str, b: Any) -> str:
+            return f"{self.parenthesize(a, PRECEDENCE['Mul'])} {op} {self.parenthesize(b, PRECEDENCE['Mul'])}"
+
+        def parenthesize(self, item: Any, level: int, strict: bool = False) -> str:
+            # `%` and `//` read as Python operators, which bind like `*`: wrap them inside
+            # products and powers so `2*(n // 4)` does not read as `(2*n) // 4`.  A negative
+            # product asks at the level of `+`: `-2*(n % 4)`, `-(n // 2)`, not `-2*n % 4`.
+            if isinstance(item, (sympy.Mod, sympy.floor)) and level >= PRECEDENCE["Add"]:
+                return f"({self._print(item)})"
+            return super().parenthesize(item, level, strict)
+
+        def _print_Add(self, expr: Any, order: Any = None) -> str:
+            # As StrPrinter's, except that a negative product prints as `-` and its negation, so
+            # `n - n // 2` keeps no parentheses while `-(n // 2)` alone needs them (parenthesize
+            # above); StrPrinter strips the `-` off the term's text instead.
+            terms = self._as_ordered_terms(expr, order=order)
+            prec = precedence(expr)
+            out = []
+            for term in terms:
+                if term.is_Mul and term.could_extract_minus_sign():
+                    sign, t, term = "-", self._print(-term), -term
+                else:
+                    t = self._print(term)
+                    sign = "-" if t.startswith("-") and not term.is_Add else "+"
+                    t = t[1:] if sign == "-" else t
+                out += [sign, f"({t})" if precedence(term) < prec or term.is_Add else t]
+            sign = out.pop(0)
+            return ("" if sign == "+" else sign) + " ".join(out)
+
+        def _print_Symbol(self, expr: Any) -> str:
+            return self.names.get(expr, expr.name)
+
+        def _print_Mod(self, expr: Any) -> str:
+            a, b = expr.args
+            return self._binary(a, "%", b)
+
+        def _print_floor(self, expr: Any) -> str:
+            num, den = expr.args[0].as_numer_denom()
+            if den != 1:
+                return self._binary(num, "//", den)
+            return f"floor({self._print(expr.args[0])})"
+
+        def _print_Relational(self, expr: Any) -> str:
+            op = {"==": "==", "!=": "!="}.get(expr.rel_op)
+            if op is not None:
+                return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
+            return super()._print_Relational(expr)
+
+        def _join(self, expr: Any, word: str) -> str:
+            parts = []
+            for arg in sorted(expr.args, key=str):
+                text = self._print(arg)
+                parts.append(f"({text})" if isinstance(arg, (sympy.And, sympy.Or)) else text)
+            return f" {word} ".join(parts)
+
+        def _print_And(self, expr: Any) -> str:
+            return self._join(expr, "and")
+
+        def _print_Or(self, expr: Any) -> str:
+            return self._join(expr, "or")
+
+        def _print_Not(self, expr: Any) -> str:
+            return f"not ({self._print(expr.args[0])})"
+
+    _EXPR_PRINTER = ExprPrinter
+    return ExprPrinter
+
+
+_EXPR_PRINTER: Optional[type] = None
+_READABLE: Any = None
 
 
 def format_guard(expr: Any, names: Optional[Mapping[sympy.Symbol, str]] = None) -> str:
     """The readable form: text for a size guard or expression in a message.
 
     Args:
-        expr: any sympy expression (or a Python value).
+        expr: any sympy expression, a :class:`~.stored.SizeExpr` (read as its sympy
+            expression), or a Python value.
         names: symbol -> display name (default: each symbol's own name).
 
     >>> n, m = sympy.symbols("n m", integer=True, positive=True)
@@ -341,5 +588,11 @@ def format_guard(expr: Any, names: Optional[Mapping[sympy.Symbol, str]] = None) 
     >>> format_guard(sympy.Eq(2 * m, n), {m: "cols", n: "rows"})
     '2*cols == rows'
     """
-    printer = _READABLE if not names else ExprPrinter("readable", names)
-    return printer.doprint(expr)
+    global _READABLE
+    if type(expr) is SizeExpr:
+        expr = expr.to_sympy()
+    if names:
+        return _readable_class()(names).doprint(expr)
+    if _READABLE is None:
+        _READABLE = _readable_class()()
+    return _READABLE.doprint(expr)

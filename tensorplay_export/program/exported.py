@@ -20,6 +20,7 @@ from ..graph.codegen import GraphModule
 from ..ops.registry import OPAQUE_PREFIX
 from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph, Namespace, Node
+from ..graph.stored import SizeExpr, holds_stored, mark_stored
 from .call_binding import CallBinder, same_constant
 from .signature import (
     ConstantArgument, ExportGraphSignature, GraphSignature, InputKind, InputSpec, ModuleCallEntry,
@@ -75,7 +76,7 @@ class ExportedProgram:
                  verifier: Any = None, *, state_dict: Optional[Mapping[str, Any]] = None,
                  constants: Optional[Mapping[str, Any]] = None) -> None:
         self._graph_module = graph_module
-        graph = graph_module.graph
+        graph = _raw_graph(graph_module)  # as it is: a loaded graph's names are all this reads
         if isinstance(graph_signature, GraphSignature):
             outs = graph.output_node.args[0] if graph.output_node is not None else []
             graph_signature = graph_signature.to_export_signature(
@@ -87,7 +88,9 @@ class ExportedProgram:
         self._example_inputs = example_inputs if example_inputs is not None else {}
         self._dynamic_shapes = dynamic_shapes
         self._module_call_graph = list(module_call_graph or [])
+        # a loaded program's keys are stored symbols (SizeExpr): sympy when first read
         self._range_constraints = dict(range_constraints or {})
+        self._ranges_stored = any(type(k) is SizeExpr for k in self._range_constraints)
         self._equality_constraints = list(equality_constraints or [])
         self._verifier = verifier
         self._state: dict[str, Any] = {k: _owned(v) for k, v in (state_dict or {}).items()}
@@ -98,7 +101,8 @@ class ExportedProgram:
             verifier.check(self)
 
     def _validate(self) -> None:
-        placeholders = self.graph.placeholders()
+        graph = _raw_graph(self._graph_module)  # read as stored: checking names materializes nothing
+        placeholders = graph.placeholders()
         specs = self._graph_signature.input_specs
         if len(specs) != len(placeholders):
             raise ValueError(f"graph signature lists {len(specs)} inputs but the graph has "
@@ -110,7 +114,7 @@ class ExportedProgram:
             if spec.kind in _STATE_KINDS and self._lookup_state(spec) is _MISSING:
                 raise ValueError(f"no value for lifted {spec.kind.name.lower()} {spec.target!r} "
                                  "(pass it in state_dict= or constants=)")
-        out = self.graph.output_node
+        out = graph.output_node
         n_out = len(out.args[0]) if out is not None else 0
         if len(self._graph_signature.output_specs) != n_out:
             raise ValueError(f"graph signature lists {len(self._graph_signature.output_specs)} outputs "
@@ -165,7 +169,14 @@ class ExportedProgram:
 
     @property
     def range_constraints(self) -> dict:
-        """``sympy.Symbol -> ValueRange`` for every size symbol of the program."""
+        """``sympy.Symbol -> ValueRange`` for every size symbol of the program.
+
+        A loaded program builds the sympy symbols on first access (loading and running
+        need none; cold start, issue 19)."""
+        if self._ranges_stored:
+            self._range_constraints = {k.to_sympy() if type(k) is SizeExpr else k: v
+                                       for k, v in self._range_constraints.items()}
+            self._ranges_stored = False
         return self._range_constraints
 
     @property
@@ -347,7 +358,7 @@ class ExportedProgram:
                              for s in specs)
         inputs, outputs = specs(sig.input_specs), specs(sig.output_specs)
         ranges = ", ".join(f"{sym}: {vr}" for sym, vr in
-                           sorted(self._range_constraints.items(), key=lambda kv: str(kv[0])))
+                           sorted(self.range_constraints.items(), key=lambda kv: str(kv[0])))
         return (f"ExportedProgram:\n{code}\n\nGraph signature:\n    inputs: {inputs}\n    outputs: {outputs}\n"
                 f"Range constraints: {{{ranges}}}\n")
 
@@ -356,6 +367,13 @@ class ExportedProgram:
 
 
 _MISSING = object()
+
+
+def _raw_graph(gm: Any) -> Graph:
+    """``gm``'s graph without materializing a loaded graph's stored expressions (for readers of
+    names and structure only; everything else reads ``gm.graph``)."""
+    graph = getattr(gm, "_graph", None)
+    return graph if graph is not None else gm.graph
 
 
 def _owned(value: Any) -> Any:
@@ -433,7 +451,12 @@ class ExportedModule(GraphModule):
         specs = list(sig.input_specs)
         state_specs = [s for s in specs if s.kind in _STATE_KINDS]
         paths = {s.target: _attr_path(s.target) for s in state_specs}
-        graph, _ = program.graph.copy()
+        # the program's graph as it is (a loaded one keeps its stored expressions: codegen
+        # prints them; this module's .graph turns its copy into sympy when read)
+        source = _raw_graph(program.graph_module)
+        graph, _ = source.copy()
+        if holds_stored(source):
+            mark_stored(graph)
         by_name = {s.arg.name: s for s in state_specs}
         for node in graph.placeholders():
             spec = by_name.get(node.name)

@@ -21,7 +21,9 @@ Tree grammar (``T`` is a tree):
   ``(expr, cond)`` pairs.  Other sympy functions (e.g. a custom ``FloorDiv``) can be
   allowed by name with :func:`register_function`.
 
-Decoding rebuilds with ``evaluate=False``: the writer stores canonical (already
+Reading checks a tree without sympy (:func:`decode_stored` gives the
+:class:`~tensorplay_export.graph.stored.SizeExpr` a loaded program holds);
+:func:`decode_expr` then builds sympy.  Building rebuilds with ``evaluate=False``: the writer stores canonical (already
 evaluated) trees, so the argument order and structure come back exactly
 (``decode(encode(e)) == e`` and ``srepr`` agrees), and a hostile tree cannot
 trigger expensive evaluation (``Pow(2, 10**9)`` stays unevaluated).  NaN and
@@ -44,12 +46,11 @@ Limits (the writer refuses what the reader refuses, so every saved tree loads):
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any
 
-import sympy
-from sympy.logic.boolalg import Boolean, BooleanFalse, BooleanTrue
-
+from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, sympy_tree
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
+from ..errors import ArchiveError
 
 MAX_INT_BITS = 256  # |integers| in expressions; sizes fit in 64 bits, products a bit more
 MAX_POW = 64  # |integer exponent| of a Pow
@@ -64,28 +65,15 @@ ASSUMPTIONS = frozenset({
     "real", "finite", "rational", "even", "odd", "commutative",
 })
 
-_RELATIONAL: dict[str, type] = {
-    "Eq": sympy.Eq, "Ne": sympy.Ne, "Lt": sympy.Lt, "Le": sympy.Le, "Gt": sympy.Gt, "Ge": sympy.Ge,
+_RELATIONAL = ("Eq", "Ne", "Lt", "Le", "Gt", "Ge")
+# name -> (min args, max args or None)
+HEADS: dict[str, tuple[int, int | None]] = {
+    "Add": (2, None), "Mul": (2, None), "Pow": (2, 2), "floor": (1, 1), "ceiling": (1, 1), "Mod": (2, 2),
+    "Min": (2, None), "Max": (2, None), "Abs": (1, 1), "And": (2, None), "Or": (2, None), "Not": (1, 1),
+    "Xor": (2, None), "Implies": (2, 2), "ITE": (3, 3), **{name: (2, 2) for name in _RELATIONAL},
 }
-# name -> (class, min args, max args or None)
-HEADS: dict[str, tuple[Callable[..., Any], int, int | None]] = {
-    "Add": (sympy.Add, 2, None), "Mul": (sympy.Mul, 2, None), "Pow": (sympy.Pow, 2, 2),
-    "floor": (sympy.floor, 1, 1), "ceiling": (sympy.ceiling, 1, 1), "Mod": (sympy.Mod, 2, 2),
-    "Min": (sympy.Min, 2, None), "Max": (sympy.Max, 2, None), "Abs": (sympy.Abs, 1, 1),
-    "And": (sympy.And, 2, None), "Or": (sympy.Or, 2, None), "Not": (sympy.Not, 1, 1),
-    "Xor": (sympy.Xor, 2, None), "Implies": (sympy.Implies, 2, 2), "ITE": (sympy.ITE, 3, 3),
-    **{name: (cls, 2, 2) for name, cls in _RELATIONAL.items()},
-}
-_HEAD_OF_CLASS: dict[type, str] = {
-    sympy.Add: "Add", sympy.Mul: "Mul", sympy.Pow: "Pow", sympy.floor: "floor",
-    sympy.ceiling: "ceiling", sympy.Mod: "Mod", sympy.Min: "Min", sympy.Max: "Max",
-    sympy.Abs: "Abs", sympy.And: "And", sympy.Or: "Or", sympy.Not: "Not", sympy.Xor: "Xor",
-    sympy.Implies: "Implies", sympy.ITE: "ITE",
-    sympy.core.relational.Equality: "Eq", sympy.core.relational.Unequality: "Ne",
-    sympy.core.relational.StrictLessThan: "Lt", sympy.core.relational.LessThan: "Le",
-    sympy.core.relational.StrictGreaterThan: "Gt", sympy.core.relational.GreaterThan: "Ge",
-}
-_EXTRA: dict[str, type] = {}  # register_function: name -> sympy Function class
+_EXTRA = EXTRA_HEADS  # register_function: name -> sympy Function class
+_BUILTIN = frozenset({"Symbol", "Rational", "Float", "Piecewise", "oo", "-oo", "true", "false"})
 
 
 def register_function(name: str, cls: type) -> None:
@@ -95,24 +83,16 @@ def register_function(name: str, cls: type) -> None:
     (evaluated: custom functions may not accept ``evaluate``).  Names already
     used by the grammar, or registered for another class, raise ``ValueError``.
     """
-    if name in HEADS or name in ("Symbol", "Rational", "Float", "Piecewise", "oo", "-oo", "true", "false"):
+    if name in HEADS or name in _BUILTIN:
         raise ValueError(f"{name!r} is a built-in expression head")
     if _EXTRA.get(name, cls) is not cls:
         raise ValueError(f"expression head {name!r} is already registered for {_EXTRA[name]!r}")
     _EXTRA[name] = cls
 
 
-def encode_symbol(sym: sympy.Symbol) -> list:
+def encode_symbol(sym: Any) -> list:
     """``["Symbol", name, {assumption: bool}]`` for a plain ``sympy.Symbol``."""
-    if type(sym) is not sympy.Symbol:
-        raise ValueError(f"cannot store {type(sym).__name__} {sym!r}: only sympy.Symbol is supported")
-    assumptions = dict(sym._assumptions_orig)
-    unknown = sorted(set(assumptions) - ASSUMPTIONS)
-    if unknown:
-        raise ValueError(f"symbol {sym.name!r} has assumptions {unknown} that archives do not store")
-    if len(sym.name) > MAX_NAME:
-        raise ValueError(f"symbol name longer than {MAX_NAME} characters")
-    return ["Symbol", sym.name, {k: bool(v) for k, v in assumptions.items()}]
+    return _json(_checked_on_write(sym))
 
 
 def encode_expr(expr: Any) -> Any:
@@ -123,47 +103,49 @@ def encode_expr(expr: Any) -> Any:
             functions, a tree deeper than ``MAX_JSON_DEPTH - 20``, or anything
             else the reader would refuse (see the limits in the module docstring).
     """
-    expr = sympy.sympify(expr) if isinstance(expr, (int, bool)) else expr
-    tree = _encode(expr, 0)
-    problem = _limit_problem(expr)
+    return _json(_checked_on_write(expr))
+
+
+def encode_tree(value: Any) -> Any:
+    """The JSON tree of a stored :class:`SizeExpr` (already checked when read) or of a sympy
+    expression (:func:`encode_expr`)."""
+    if type(value) is SizeExpr:
+        return _json(value.tree)
+    return encode_expr(value)
+
+
+def _checked_on_write(expr: Any) -> Any:
+    """The tree of ``expr``, checked as the reader will check it (ValueError instead of ArchiveError)."""
+    tree = sympy_tree(expr, _refuse_on_write)
+    try:
+        checked = _check(_json(tree), "<expr>", [MAX_NODES], MAX_JSON_DEPTH - 20)
+    except ArchiveError as err:
+        raise ValueError(f"cannot store {_short(expr)}: {str(err).split(': ', 1)[-1]}") from None
+    problem = _limit_problem(checked)
     if problem is not None:
         raise ValueError(f"cannot store {_short(expr)}: {problem}")
-    return tree
+    return checked
 
 
-def _encode(e: Any, depth: int) -> Any:
-    if depth > MAX_JSON_DEPTH - 20:
-        raise ValueError(f"expression nested deeper than {MAX_JSON_DEPTH - 20} levels")
-    if isinstance(e, sympy.Integer):
-        n = int(e)
-        if abs(n).bit_length() >= MAX_INT_BITS:
-            raise ValueError(f"integer {n} has more than {MAX_INT_BITS} bits")
-        return n
-    if isinstance(e, sympy.Symbol):
-        return encode_symbol(e)
-    if isinstance(e, sympy.Rational):
-        return ["Rational", int(e.p), int(e.q)]
-    if isinstance(e, sympy.Float):
-        sign, man, exp, bc = e._mpf_
-        if man == 0 and bc != 0:  # mpmath's encodings of inf/nan
-            raise ValueError(f"cannot store the float {e}")
-        return ["Float", int(sign), format(int(man), "x"), int(exp), int(bc), int(e._prec)]
-    if e is sympy.oo:
-        return ["oo"]
-    if e is sympy.S.NegativeInfinity:
-        return ["-oo"]
-    if isinstance(e, BooleanTrue):
-        return ["true"]
-    if isinstance(e, BooleanFalse):
-        return ["false"]
-    if isinstance(e, sympy.Piecewise):
-        return ["Piecewise"] + [[_encode(x, depth + 2), _encode(c, depth + 2)] for x, c in e.args]
-    head = _HEAD_OF_CLASS.get(type(e))
-    if head is None:
-        head = next((n for n, cls in _EXTRA.items() if type(e) is cls), None)
-    if head is None:
-        raise ValueError(f"cannot store sympy {type(e).__name__} ({e}): not in the expression grammar")
-    return [head] + [_encode(a, depth + 1) for a in e.args]
+def _refuse_on_write(e: Any) -> Any:
+    name = type(e).__name__
+    if hasattr(e, "name") and getattr(e, "is_Symbol", False):
+        raise ValueError(f"cannot store {name} {e!r}: only sympy.Symbol is supported")
+    raise ValueError(f"cannot store sympy {name} ({e}): not in the expression grammar")
+
+
+def _json(t: Any) -> Any:
+    """A checked tree (tuples) as JSON values (lists; a symbol's assumptions as an object)."""
+    if type(t) is int:
+        return t
+    head = t[0]
+    if head == "Symbol":
+        return ["Symbol", t[1], dict(t[2])]
+    if head == "Piecewise":
+        return ["Piecewise"] + [[_json(x), _json(c)] for x, c in t[1:]]
+    if head in ("Rational", "Float"):
+        return list(t)
+    return [head] + [_json(a) for a in t[1:]]
 
 
 class ExprBudget:
@@ -179,8 +161,8 @@ class ExprBudget:
             fail(member, f"the document's size expressions have more than {self.limit} nodes in total")
 
 
-def decode_expr(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
-    """Rebuild a sympy expression from :func:`encode_expr` output.
+def decode_tree(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
+    """Check a stored JSON tree (without sympy) and return it as a hashable tree (:mod:`~..graph.stored`).
 
     Args:
         tree: the JSON value.
@@ -191,104 +173,175 @@ def decode_expr(tree: Any, member: str = "<expr>", budget: ExprBudget | None = N
             too large an integer, exponent or value, too deep or too many nodes
             (in this expression or, with ``budget``, in the whole document).
     """
+    if type(tree) is int:  # the common case: a static size
+        if tree.bit_length() >= MAX_INT_BITS:
+            fail(member, f"integer in expression has more than {MAX_INT_BITS} bits")
+        if budget is not None:
+            budget.take(1, member)
+        return tree
     left = [MAX_NODES]
-    expr = _decode(tree, member, 0, left)
+    checked = _check(tree, member, left, MAX_JSON_DEPTH)
     if budget is not None:
         budget.take(MAX_NODES - left[0], member)
-    problem = _limit_problem(expr)
+    problem = _limit_problem(checked)
     if problem is not None:
         fail(member, f"expression {_short(tree)}: {problem}")
-    return expr
+    return checked
 
 
-def _decode(t: Any, member: str, depth: int, budget: list) -> Any:
+def decode_stored(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
+    """The :class:`SizeExpr` of a stored tree, checked as :func:`decode_tree` checks it; no sympy
+    object is built."""
+    if type(tree) is list and len(tree) == 3 and tree[0] == "Symbol":
+        # most stored expressions are one symbol (a shape entry, a bind): one node, 64 bits
+        checked = _symbol(tree[1:], member)
+        if budget is not None:
+            budget.take(1, member)
+    else:
+        checked = decode_tree(tree, member, budget)
+    found = _INTERNED.get(checked)
+    if found is None:
+        if len(_INTERNED) >= _MAX_INTERNED:
+            _INTERNED.clear()
+        found = _INTERNED[checked] = SizeExpr(checked)
+    return found
+
+
+# the same few symbols and shapes recur in every node: one SizeExpr each (to_sympy built once)
+_INTERNED: dict[Any, SizeExpr] = {}
+_MAX_INTERNED = 1 << 16
+
+
+def decode_expr(tree: Any, member: str = "<expr>", budget: ExprBudget | None = None) -> Any:
+    """Rebuild a sympy expression from :func:`encode_expr` output (checked as :func:`decode_tree`)."""
+    checked = decode_tree(tree, member, budget)
+    try:
+        return build_sympy(checked)
+    except (TypeError, ValueError, ArithmeticError) as err:  # sympy rejects what the checks let through
+        fail(member, f"cannot build expression {_short(tree)}: {err}")
+
+
+# kinds: what a node may stand for ("num": a number expression, "bool": a condition;
+# a symbol is both, as a sympy Symbol is both an Expr and a Boolean)
+_NUM, _BOOL, _BOTH = 1, 2, 3
+
+
+def _check(t: Any, member: str, budget: list, max_depth: int) -> Any:
+    """The tuple tree of JSON tree ``t``, every node checked (structure, kinds, symbols)."""
+    tree, _kind = _walk(t, member, 0, budget, max_depth)
+    return tree
+
+
+def _walk(t: Any, member: str, depth: int, budget: list, max_depth: int) -> tuple[Any, int]:
     budget[0] -= 1
     if budget[0] < 0:
         fail(member, f"expression has more than {MAX_NODES} nodes")
-    if depth > MAX_JSON_DEPTH:
-        fail(member, f"expression nested deeper than {MAX_JSON_DEPTH} levels")
+    if depth > max_depth:
+        fail(member, f"expression nested deeper than {max_depth} levels")
     if type(t) is int:
         if abs(t).bit_length() >= MAX_INT_BITS:
             fail(member, f"integer in expression has more than {MAX_INT_BITS} bits")
-        return sympy.Integer(t)
+        return t, _NUM
     if not isinstance(t, list) or not t or not isinstance(t[0], str):
         fail(member, f"malformed expression node {_short(t)}")
     head, args = t[0], t[1:]
     if head == "Symbol":
-        return _decode_symbol(args, member)
+        return _symbol(args, member), _BOTH
     if head == "Rational":
         if len(args) != 2 or any(type(a) is not int for a in args) or args[1] < 2:
             fail(member, f"malformed Rational {_short(t)}")
         p, q = args
         if max(abs(p), q).bit_length() >= MAX_INT_BITS:
             fail(member, f"Rational {_short(t)} has more than {MAX_INT_BITS} bits")
-        if sympy.igcd(p, q) != 1:
+        if math.gcd(p, q) != 1:
             fail(member, f"Rational {_short(t)} is not in lowest terms")
-        return sympy.Rational(p, q)
+        return ("Rational", p, q), _NUM
     if head == "Float":
-        return _decode_float(args, member, t)
+        return _float(args, member, t), _NUM
     if head in ("oo", "-oo", "true", "false"):
         if args:
             fail(member, f"{head} takes no arguments, got {_short(t)}")
-        return {"oo": sympy.oo, "-oo": sympy.S.NegativeInfinity, "true": sympy.true, "false": sympy.false}[head]
+        return (head,), (_NUM if head in ("oo", "-oo") else _BOOL)
+    d = depth + 1
     if head == "Piecewise":
         if not args or any(not isinstance(p, list) or len(p) != 2 for p in args):
             fail(member, f"Piecewise needs [expr, cond] pairs, got {_short(t)}")
-        pairs = [(_decode(x, member, depth + 2, budget), _decode(c, member, depth + 2, budget)) for x, c in args]
-        if any(not isinstance(x, sympy.Expr) or not isinstance(c, Boolean) for x, c in pairs):
+        pairs = [(_walk(x, member, d + 1, budget, max_depth), _walk(c, member, d + 1, budget, max_depth))
+                 for x, c in args]
+        if any(not (xk & _NUM) or not (ck & _BOOL) for (_, xk), (_, ck) in pairs):
             fail(member, "Piecewise pairs must be [number expression, condition]")
-        return _build(sympy.Piecewise, pairs, member, head, evaluate=False)
+        return ("Piecewise",) + tuple((x, c) for (x, _), (c, _) in pairs), _NUM
     if head in HEADS:
-        cls, lo, hi = HEADS[head]
+        lo, hi = HEADS[head]
         if len(args) < lo or (hi is not None and len(args) > hi):
             fail(member, f"{head} takes {lo}..{hi or 'n'} arguments, got {len(args)}")
-        values = [_decode(a, member, depth + 1, budget) for a in args]
-        _check_arg_kinds(head, values, member)
-        return _build(cls, values, member, head, evaluate=False)
+        kids = [_walk(a, member, d, budget, max_depth) for a in args]
+        kind = _check_arg_kinds(head, kids, member)
+        return (head,) + tuple(k for k, _ in kids), kind
     if head in _EXTRA:
-        values = [_decode(a, member, depth + 1, budget) for a in args]
-        return _build(_EXTRA[head], values, member, head)
+        kids = [_walk(a, member, d, budget, max_depth) for a in args]
+        tree = (head,) + tuple(k for k, _ in kids)
+        try:  # a registered function's own argument rules: only sympy knows them
+            build_sympy(tree)
+        except (TypeError, ValueError, ArithmeticError) as err:
+            fail(member, f"cannot build {head} from its arguments: {err}")
+        return tree, _NUM
     fail(member, f"unknown expression head {head!r:.80}")
 
 
 _LOGIC = frozenset({"And", "Or", "Not", "Xor", "Implies"})
 
 
-def _check_arg_kinds(head: str, values: list, member: str) -> None:
-    """Logic heads take conditions, the others numbers (ITE: a condition, then two of a kind)."""
+def _check_arg_kinds(head: str, kids: list, member: str) -> int:
+    """Logic heads take conditions, the others numbers (ITE: a condition, then two of a kind).
+    Returns the node's own kind."""
+    kinds = [k for _, k in kids]
     if head in _LOGIC:
-        want = [Boolean] * len(values)
+        want, own = [_BOOL] * len(kids), _BOOL
     elif head == "ITE":
-        branch = Boolean if isinstance(values[1], Boolean) else sympy.Expr
-        want = [Boolean, branch, branch]
+        branch = _BOOL if kinds[1] & _BOOL else _NUM
+        want, own = [_BOOL, branch, branch], branch
     else:
-        want = [sympy.Expr] * len(values)
-    for i, (value, kind) in enumerate(zip(values, want)):
-        if not isinstance(value, kind):
-            what = "a condition" if kind is Boolean else "a number expression"
-            fail(member, f"argument {i} of {head} must be {what}, got {_short(value)}")
-
-
-def _build(cls: Callable[..., Any], args: list, member: str, head: str, **kw: Any) -> Any:
-    try:
-        return cls(*args, **kw)
-    except (TypeError, ValueError, ArithmeticError) as err:  # sympy rejects ill-typed args
-        fail(member, f"cannot build {head} from its arguments: {err}")
+        want, own = [_NUM] * len(kids), (_BOOL if head in _RELATIONAL else _NUM)
+    for i, (kind, need) in enumerate(zip(kinds, want)):
+        if not kind & need:
+            what = "a condition" if need == _BOOL else "a number expression"
+            fail(member, f"argument {i} of {head} must be {what}, got {_short(_json(kids[i][0]))}")
+    return own
 
 
 def _exponent_problem(exp: Any) -> str | None:
-    if isinstance(exp, sympy.Rational) and abs(exp.p) <= MAX_POW and exp.q <= MAX_POW:
-        return None  # Integer included
-    if isinstance(exp, sympy.Float) and abs(float(exp)) <= MAX_POW:
+    if type(exp) is int and abs(exp) <= MAX_POW:
+        return None
+    if type(exp) is tuple and exp[0] == "Rational" and abs(exp[1]) <= MAX_POW and exp[2] <= MAX_POW:
+        return None
+    if type(exp) is tuple and exp[0] == "Float" and abs(_float_value(exp)) <= MAX_POW:
         return None
     return (f"a Pow exponent must be a rational with |numerator|, denominator <= {MAX_POW} or a float "
-            f"of at most {MAX_POW} in magnitude, got {_short(exp)}")
+            f"of at most {MAX_POW} in magnitude, got {_short(_json(exp))}")
 
 
-def _limit_problem(expr: Any) -> str | None:
-    """Why the reader refuses ``expr`` (exponents, zero divisors, value bits), or None."""
+def _float_value(t: tuple) -> float:
+    _, sign, man, exp, _bc, _prec = t
     try:
-        bits = _value_bits(expr, {})
+        v = math.ldexp(float(int(man, 16)), exp)
+    except OverflowError:
+        v = math.inf
+    return -v if sign else v
+
+
+def _num_value(t: Any) -> float:
+    if type(t) is int:
+        return t
+    if t[0] == "Rational":
+        return t[1] / t[2]
+    return _float_value(t)
+
+
+def _limit_problem(tree: Any) -> str | None:
+    """Why the reader refuses ``tree`` (exponents, zero divisors, value bits), or None."""
+    try:
+        bits = _value_bits(tree)
     except _Refused as err:
         return str(err)
     if bits > MAX_VALUE_BITS:
@@ -300,87 +353,131 @@ class _Refused(Exception):
     pass
 
 
-def _value_bits(e: Any, memo: dict) -> int:
-    """An upper bound on the bit length of ``e``'s value (and of every value computed for it).
+def _is_zero(t: Any) -> bool:
+    return (type(t) is int and t == 0) or (type(t) is tuple and t[0] == "Float" and int(t[2], 16) == 0)
+
+
+def _value_bits(t: Any) -> int:
+    """An upper bound on the bit length of the tree's value (and of every value computed for it).
 
     Symbols count :data:`SYMBOL_BITS`.  Raises :class:`_Refused` for a node the
     reader refuses or once any subexpression exceeds :data:`MAX_VALUE_BITS`.
     Recursion is bounded by the tree depth (at most ``MAX_JSON_DEPTH``).
     """
-    key = id(e)
-    if key in memo:
-        return memo[key]
-    if isinstance(e, sympy.Integer):
-        bits = abs(int(e)).bit_length()
-    elif isinstance(e, sympy.Rational):
-        bits = max(abs(int(e.p)).bit_length(), int(e.q).bit_length())
-    elif isinstance(e, sympy.Float):
-        _sign, man, exp, bc = e._mpf_
-        bits = max(1, int(bc) + int(exp)) if man else 1
-    elif isinstance(e, sympy.Symbol):
-        bits = SYMBOL_BITS
-    elif not isinstance(e, sympy.Basic) or not e.args:
-        bits = 1  # oo, true, false
+    if type(t) is int:
+        bits = abs(t).bit_length()
     else:
-        if isinstance(e, sympy.Piecewise):
-            kids = [_value_bits(a, memo) for pair in e.args for a in pair.args]
+        head = t[0]
+        if head == "Rational":
+            bits = max(abs(t[1]).bit_length(), t[2].bit_length())
+        elif head == "Float":
+            man, exp, bc = int(t[2], 16), t[3], t[4]
+            bits = max(1, bc + exp) if man else 1
+        elif head == "Symbol":
+            bits = SYMBOL_BITS
+        elif len(t) == 1:
+            bits = 1  # oo, true, false
         else:
-            kids = [_value_bits(a, memo) for a in e.args]
-        if isinstance(e, sympy.Add):
-            bits = max(kids) + (len(kids) - 1).bit_length()
-        elif isinstance(e, sympy.Mul):
-            bits = sum(kids)
-        elif isinstance(e, sympy.Pow):
-            base, exp = e.args
-            problem = _exponent_problem(exp)
-            if problem is not None:
-                raise _Refused(problem)
-            if base.is_Number and base == 0 and exp < 0:
-                raise _Refused(f"division by zero ({_short(e)})")
-            bits = max(kids[1], kids[0] * max(1, math.ceil(abs(float(exp)))))
-        elif isinstance(e, sympy.Mod) and e.args[1].is_Number and e.args[1] == 0:
-            raise _Refused(f"modulo by zero ({_short(e)})")
-        elif type(e) in _HEAD_OF_CLASS or isinstance(e, (BooleanTrue, BooleanFalse)):
-            bits = max(kids) + 1  # floor, ceiling, Mod, Min, Max, Abs, relations, logic, ITE
-        else:
-            bits = sum(kids) + 1  # a registered function: assume it may multiply
+            if head == "Piecewise":
+                kids = [_value_bits(a) for pair in t[1:] for a in pair]
+            else:
+                kids = [_value_bits(a) for a in t[1:]]
+            if head == "Add":
+                bits = max(kids) + (len(kids) - 1).bit_length()
+            elif head == "Mul":
+                bits = sum(kids)
+            elif head == "Pow":
+                base, exp = t[1], t[2]
+                problem = _exponent_problem(exp)
+                if problem is not None:
+                    raise _Refused(problem)
+                if _is_num(base) and _is_zero(base) and _num_value(exp) < 0:
+                    raise _Refused(f"division by zero ({_short(_json(t))})")
+                bits = max(kids[1], kids[0] * max(1, math.ceil(abs(_num_value(exp)))))
+            elif head == "Mod" and _is_num(t[2]) and _is_zero(t[2]):
+                raise _Refused(f"modulo by zero ({_short(_json(t))})")
+            elif head in HEADS:
+                bits = max(kids) + 1  # floor, ceiling, Mod, Min, Max, Abs, relations, logic, ITE
+            else:
+                bits = sum(kids) + 1  # Piecewise, a registered function: assume it may multiply
     if bits > MAX_VALUE_BITS:
         raise _Refused(f"a subexpression's value may need {bits} bits (more than {MAX_VALUE_BITS}): "
-                       f"{_short(e)}")
-    memo[key] = bits
+                       f"{_short(_json(t))}")
     return bits
 
 
-def _decode_symbol(args: list, member: str) -> sympy.Symbol:
+def _is_num(t: Any) -> bool:
+    return type(t) is int or (type(t) is tuple and t[0] in ("Rational", "Float"))
+
+
+def _symbol(args: list, member: str) -> tuple:
     if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], dict):
         fail(member, f"malformed Symbol {_short(['Symbol', *args])}")
     name, assumptions = args
-    if not name or len(name) > MAX_NAME:
-        fail(member, f"symbol name must have 1..{MAX_NAME} characters")
+    # fast path: the writer sorts keys, so a symbol seen before has exactly these items (a
+    # cached entry was checked; only the value types need a look: 1 == True as a dict key)
+    items = tuple(assumptions.items())
+    if all(v is True or v is False for _, v in items):
+        sym = _SYMBOLS.get((name, items))
+        if sym is not None:
+            return sym
     bad = sorted(k for k, v in assumptions.items() if k not in ASSUMPTIONS or type(v) is not bool)
     if bad:
         fail(member, f"symbol {name!r} has unsupported assumption(s) {bad}")
-    # A program names the same few symbols thousands of times (every shape); building
-    # a Symbol runs sympy's assumption machinery, so checked ones are kept by name.
+    # A program names the same few symbols thousands of times (every shape): checked ones
+    # are kept by name and assumptions, and share one tree.
     key = (name, tuple(sorted(assumptions.items())))
     sym = _SYMBOLS.get(key)
     if sym is not None:
         return sym
-    try:
-        sym = sympy.Symbol(name, **assumptions)
-    except Exception as err:  # noqa: BLE001 - inconsistent assumptions raise sympy's InconsistentAssumptions
-        fail(member, f"symbol {name!r} has inconsistent assumptions {assumptions}: {err}")
+    if not name or len(name) > MAX_NAME:
+        fail(member, f"symbol name must have 1..{MAX_NAME} characters")
+    if not _consistent(assumptions):
+        fail(member, f"symbol {name!r} has inconsistent assumptions {assumptions}")
+    sym = ("Symbol", name, key[1])
     if len(_SYMBOLS) >= _MAX_CACHED_SYMBOLS:  # a hostile archive cannot grow it without bound
         _SYMBOLS.clear()
     _SYMBOLS[key] = sym
     return sym
 
 
-_SYMBOLS: dict[tuple, sympy.Symbol] = {}
+_SYMBOLS: dict[tuple, tuple] = {}
 _MAX_CACHED_SYMBOLS = 4096
 
+# Numbers each assumption holds for; a set of assumptions one of them satisfies is consistent.
+_WITNESSES = (1, 2, 0, -1, -2, 0.5, -0.5)
+_HOLDS = {
+    "integer": lambda v: float(v).is_integer(), "positive": lambda v: v > 0, "nonnegative": lambda v: v >= 0,
+    "negative": lambda v: v < 0, "nonpositive": lambda v: v <= 0, "nonzero": lambda v: v != 0,
+    "zero": lambda v: v == 0, "real": lambda v: True, "finite": lambda v: True, "rational": lambda v: True,
+    "even": lambda v: float(v).is_integer() and int(v) % 2 == 0,
+    "odd": lambda v: float(v).is_integer() and int(v) % 2 == 1, "commutative": lambda v: True,
+}
+_CONSISTENT: dict[tuple, bool] = {}
 
-def _decode_float(args: list, member: str, tree: Any) -> sympy.Float:
+
+def _consistent(assumptions: dict) -> bool:
+    """Whether sympy accepts these assumptions together.  A small number satisfying all of them
+    decides it without sympy (every symbol capture makes); otherwise sympy's own check does."""
+    key = tuple(sorted(assumptions.items()))
+    known = _CONSISTENT.get(key)
+    if known is not None:
+        return known
+    ok = any(all(_HOLDS[k](v) == want for k, want in key) for v in _WITNESSES)
+    if not ok:
+        from ..records import sympy
+
+        try:
+            sympy.Symbol("_", **assumptions)
+            ok = True
+        except Exception:  # noqa: BLE001 - sympy's InconsistentAssumptions
+            ok = False
+    if len(_CONSISTENT) < 1024:
+        _CONSISTENT[key] = ok
+    return ok
+
+
+def _float(args: list, member: str, tree: Any) -> tuple:
     ok = len(args) == 5 and type(args[0]) is int and isinstance(args[1], str)
     ok = ok and all(type(a) is int for a in args[2:]) and args[0] in (0, 1)
     ok = ok and 0 < len(args[1]) <= MAX_INT_BITS // 4 and 1 <= args[4] <= 4096
@@ -393,4 +490,4 @@ def _decode_float(args: list, member: str, tree: Any) -> sympy.Float:
         fail(member, f"Float mantissa {args[1]!r:.40} is not hexadecimal")
     if man < 0 or man.bit_length() != args[3] or (man == 0 and args[3] != 0):
         fail(member, f"Float {_short(tree)} has an inconsistent mantissa/bitcount")
-    return sympy.Float((args[0], args[1], args[2], args[3]), precision=args[4])
+    return ("Float", args[0], args[1], args[2], args[3], args[4])

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy
 
 from ..errors import ArchiveError
 from ..graph.ir import Node
-from ..records import ValueRange
+from ..records import ValueRange, sympy
 from .exprs import encode_expr
 from .jsonio import dumps
 from .values import Encoder, encode_dtype, encode_range

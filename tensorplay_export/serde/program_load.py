@@ -17,15 +17,17 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
 import numpy as np
-import sympy
 
 from ..errors import ArchiveError, UnsupportedOpError
 from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
+from ..graph import stored
+from ..graph.stored import SizeExpr, is_number_tree, is_symbol, mark_stored
+from ..records import is_sympy
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range
-from .exprs import ExprBudget, decode_expr
+from .exprs import ExprBudget, decode_stored
 from .random_state import check_generator_states
 
 MAX_NODES = 1_000_000
@@ -115,6 +117,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     _check_specs(graph, sig, member)
     check_generator_states(graph, sig, member)
     placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+    specs_by_target: dict[Any, list] = {}  # one pass over the specs, not one per array
+    for spec in sig.input_specs:
+        specs_by_target.setdefault(spec.target, []).append(spec)
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
     for table, tab, overrides, out in (("weights", weights_tab, state_dict, state),
@@ -123,7 +128,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             if entry["role"] == "graph_constant":
                 continue
             array = _array(entry, i, table, fetch, overrides, member)
-            _check_against_placeholder(entry, array, sig, placeholders, member)
+            _check_against_placeholder(entry, array, specs_by_target.get(entry["fqn"], ()), placeholders, member)
             out[entry["fqn"]] = array
     kwargs = dict(
         example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs, budget,
@@ -182,6 +187,18 @@ def _resolve_target(target: str, member: str, node: str) -> Any:
 _SIGNATURES: dict[str, Any] = {}
 
 
+class _Position:
+    """Stands for the positional argument at ``index`` when a call form is bound once."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+_CALL_FORMS: dict[tuple, tuple] = {}
+
+
 def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
     """What the generated call ``target(*args, **kwargs)`` would raise, refused now; and no ``out=``.
 
@@ -196,11 +213,22 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
                      f"(it would write into the caller's input or the program's state)")
     if sig is None:
         return
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as err:
-        fail(member, f"node {node!r}: its arguments do not fit {target}: {err}")
-    if bound.arguments.get("out") is not None:
+    # Whether the arguments fit, and which position binds out=, depend only on the number of
+    # positional arguments and the keyword names: decided once per such call form.
+    key = (target, len(args), tuple(kwargs))
+    form = _CALL_FORMS.get(key)
+    if form is None:
+        try:
+            bound = sig.bind(*[_Position(i) for i in range(len(args))], **dict.fromkeys(kwargs))
+            out = bound.arguments.get("out")
+            form = ("ok", out.index if type(out) is _Position else None)
+        except TypeError as err:
+            form = ("error", str(err))
+        if len(_CALL_FORMS) < 4096:
+            _CALL_FORMS[key] = form
+    if form[0] == "error":
+        fail(member, f"node {node!r}: its arguments do not fit {target}: {form[1]}")
+    if form[1] is not None and args[form[1]] is not None:
         fail(member, f"node {node!r} passes out= to {target} (positionally): capture never writes into an "
                      f"array (it would write into the caller's input or the program's state)")
 
@@ -217,7 +245,9 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             fail(member, f"reference to node {name!r:.80}, which is not defined earlier in the graph")
         return by_name[name]
 
-    dec = Decoder(member, resolve, arrays, budget)
+    # Size expressions stay stored trees (SizeExpr): checked now, printed by codegen, turned
+    # into sympy only when something reads the graph (ep.graph: stored.materialize_graph).
+    dec = Decoder(member, resolve, arrays, budget, stored=True)
     for raw in nodes:
         get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
         op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
@@ -250,6 +280,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         graph.lint()
     except RuntimeError as err:
         fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
+    mark_stored(graph)
     return graph
 
 
@@ -284,7 +315,7 @@ def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, no
     stack: list = [(v, True) for v in sized] + [(v, False) for v in list(args) + list(kwargs.values())]
     while stack:
         v, is_size = stack.pop()
-        if isinstance(v, sympy.Basic):
+        if _is_expr(v):
             if is_size and not integer_valued(v):
                 fail(member, f"node {node!r} uses {_expr_text(v)} as a size of {target}, but its value is not "
                              "an integer")
@@ -301,24 +332,26 @@ def _expr_text(e: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def integer_valued(e: Any) -> bool:
-    """Whether generated code computes ``e`` as a Python int (structurally, for integer symbols)."""
-    from .exprs import _EXTRA
+def _type_name(v: Any) -> str:
+    """The type a message names: a stored expression by its sympy class (``Symbol``, ``Add``)."""
+    if type(v) is SizeExpr:
+        return v.tree[0] if type(v.tree) is tuple else "Integer"
+    return type(v).__name__
 
-    if isinstance(e, sympy.Integer):
-        return True
-    if isinstance(e, sympy.Symbol):
-        return bool(e.is_integer)
-    if isinstance(e, (sympy.floor, sympy.ceiling)):
-        return True
-    if isinstance(e, (sympy.Add, sympy.Mul, sympy.Max, sympy.Min, sympy.Abs, sympy.Mod)):
-        return all(integer_valued(a) for a in e.args)
-    if isinstance(e, sympy.Pow):
-        base, exp = e.args
-        return isinstance(exp, sympy.Integer) and exp >= 0 and integer_valued(base)
-    if isinstance(e, sympy.Piecewise):
-        return all(integer_valued(p.expr) for p in e.args)
-    return type(e) in _EXTRA.values()
+
+def _is_expr(v: Any) -> bool:
+    return type(v) is SizeExpr or is_sympy(v)
+
+
+def integer_valued(e: Any) -> bool:
+    """Whether generated code computes ``e`` (a stored or sympy expression) as a Python int
+    (structurally, for integer symbols: :func:`~tensorplay_export.graph.stored.integer_valued`)."""
+    if type(e) is SizeExpr:
+        return stored.integer_valued(e.tree)
+    try:
+        return stored.integer_valued(stored.sympy_tree(e))
+    except ValueError:  # outside the grammar
+        return False
 
 
 def _check_meta(meta: dict, member: str, node: str) -> None:
@@ -332,15 +365,15 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
         if not isinstance(bind, dict):
             fail(member, f"meta['bind'] of node {node!r} must be a dict")
         for axis, sym in bind.items():
-            if not (axis is None or (type(axis) is int and 0 <= axis < 64)) or not isinstance(sym, sympy.Symbol):
+            if not (axis is None or (type(axis) is int and 0 <= axis < 64)) or not is_symbol(sym):
                 fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
                              f"got {axis!r:.60}: {sym!r:.60}")
     shape = meta.get("shape")
     if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
-            isinstance(d, bool) or not isinstance(d, (int, sympy.Expr)) for d in shape)):
+            type(d) is not int and not (type(d) is SizeExpr and is_number_tree(d.tree)) for d in shape)):
         fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
     for d in shape or ():
-        if isinstance(d, sympy.Expr) and not integer_valued(d):
+        if type(d) is SizeExpr and not integer_valued(d):
             fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
@@ -356,7 +389,7 @@ def _check_dict_keys(value: Any, member: str, node: str) -> None:
         if isinstance(v, dict):
             bad = [k for k in v if type(k) not in _DICT_KEY_TYPES]
             if bad:
-                fail(member, f"node {node!r} has a dict key of type {type(bad[0]).__name__}; "
+                fail(member, f"node {node!r} has a dict key of type {_type_name(bad[0])}; "
                              "only str/int/float/bool/None keys are allowed")
             stack.extend(v.values())
         elif isinstance(v, (list, tuple)):
@@ -465,7 +498,7 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             size_kind = n.args[1] if len(n.args) == 2 and not n.kwargs else None
             if not (isinstance(size_kind, str) and size_kind in _SIZE_OUTPUT_ARGS):
                 fail(member, f"size node {n.name!r} has kind {size_kind!r:.40} (expected one of {sorted(_SIZE_OUTPUT_ARGS)})")
-            if not isinstance(n.args[0], sympy.Basic):
+            if not _is_expr(n.args[0]):
                 fail(member, f"size node {n.name!r} must compute a size expression, not a {type(n.args[0]).__name__}")
     rank, written, buffers_written = 0, set(), set()
     for i, (spec, value) in enumerate(zip(sig.output_specs, values)):
@@ -539,8 +572,8 @@ def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
     """
     import math
 
-    checked: dict[sympy.Symbol, tuple] = {}
-    input_bound: dict[sympy.Symbol, str] = {}
+    checked: dict[SizeExpr, tuple] = {}
+    input_bound: dict[SizeExpr, str] = {}
     for n in graph.nodes:
         if n.op != "call_function":
             continue
@@ -554,7 +587,7 @@ def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
             sym, lo, hi = (n.meta.get("bind") or {}).get(None), n.args[5], n.args[6]
         else:
             continue
-        if (not isinstance(sym, sympy.Symbol) or type(lo) is not int
+        if (not is_symbol(sym) or type(lo) is not int
                 or not (hi is None or type(hi) is int)):
             fail(member, f"node {n.name!r} ({n.target}) must check a bound symbol against integer bounds")
         text = f"[{lo}, {'inf' if hi is None else hi}]"
@@ -581,8 +614,8 @@ def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:
     for item in get_list(data, member, "range_constraints"):
         if not isinstance(item, list) or len(item) != 3:
             fail(member, f"range constraint must be [symbol, lower, upper], got {item!r:.80}")
-        sym = decode_expr(item[0], member, budget)
-        if not isinstance(sym, sympy.Symbol):
+        sym = decode_stored(item[0], member, budget)  # ep.range_constraints makes it sympy when read
+        if not is_symbol(sym):
             fail(member, f"range constraint key must be a symbol, got {sym}")
         if sym in out:
             fail(member, f"symbol {sym.name!r} has two range constraints")
@@ -806,8 +839,10 @@ def _array(entry: dict, index: int, table: str, fetch: ArrayFetch, overrides: An
     return array
 
 
-def _check_against_placeholder(entry: dict, array: np.ndarray, sig: Any, placeholders: dict, member: str) -> None:
-    for spec in sig.input_specs:
+def _check_against_placeholder(entry: dict, array: np.ndarray, specs: Any, placeholders: dict, member: str) -> None:
+    """``array`` has the shape and dtype the placeholders of its input specs (``specs``: those
+    whose target is the entry's fqn) record."""
+    for spec in specs:
         if spec.target != entry["fqn"] or getattr(spec.arg, "name", None) not in placeholders:
             continue
         meta = placeholders[spec.arg.name].meta

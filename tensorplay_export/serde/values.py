@@ -21,7 +21,8 @@ numpy scalar type   ``{"k": "nptype", "v": dtype}`` (``np.float32`` the class)
 int/float/...       ``{"k": "pytype", "v": "float"}`` (the builtin class as a dtype argument)
 slice               ``{"k": "slice", "v": [start, stop, step]}``
 Ellipsis            ``{"k": "ellipsis"}``
-sympy expression    ``{"k": "sym", "v": operator tree}`` (see :mod:`.exprs`)
+sympy expression    ``{"k": "sym", "v": operator tree}`` (see :mod:`.exprs`; a stored
+                    :class:`~tensorplay_export.graph.stored.SizeExpr` writes its own tree)
 small ndarray       ``{"k": "ndarray", "dtype": dtype, "shape": [...], "v": hex}`` (<= MAX_INLINE_BYTES)
 larger ndarray      ``{"k": "array", "v": key}``: stored beside the JSON (``.npy``) under ``key``
 Dim                 ``{"k": "Dim", "name": str, "min": int, "max": int | null}``
@@ -46,10 +47,10 @@ import re
 from typing import Any, Callable
 
 import numpy as np
-import sympy
 
-from ..records import SourceLoc, ValueRange
-from .exprs import MAX_INT_BITS, ExprBudget, decode_expr, encode_expr
+from ..graph.stored import SizeExpr
+from ..records import SourceLoc, ValueRange, is_sympy
+from .exprs import MAX_INT_BITS, ExprBudget, decode_expr, decode_stored, encode_tree
 from ..errors import ArchiveError
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
@@ -137,8 +138,8 @@ class Encoder:
             return {"k": "slice", "v": [self.value(v, d) for v in (value.start, value.stop, value.step)]}
         if value is Ellipsis:
             return {"k": "ellipsis"}
-        if isinstance(value, sympy.Basic):
-            return {"k": "sym", "v": encode_expr(value)}
+        if type(value) is SizeExpr or is_sympy(value):
+            return {"k": "sym", "v": encode_tree(value)}
         if isinstance(value, np.ndarray):
             return self._array(value)
         if isinstance(value, SourceLoc):
@@ -206,17 +207,22 @@ class Decoder:
         arrays: key -> ndarray for lifted arrays (``{"k": "array"}``).
         budget: the document's :class:`~.exprs.ExprBudget`, shared by every
             decoder of one document (None: a fresh one).
+        stored: size expressions come back as checked
+            :class:`~tensorplay_export.graph.stored.SizeExpr` values, no sympy built
+            (a loaded graph's node arguments and meta); otherwise as sympy.
     Raises (from :meth:`value`):
         ArchiveError: unknown tag, malformed field, bad dtype, oversize inline array,
             unknown node or array key.
     """
 
     def __init__(self, member: str, resolve: Callable[[str], Any] | None = None,
-                 arrays: dict[str, np.ndarray] | None = None, budget: ExprBudget | None = None) -> None:
+                 arrays: dict[str, np.ndarray] | None = None, budget: ExprBudget | None = None,
+                 stored: bool = False) -> None:
         self.member = member
         self.resolve = resolve
         self.arrays = arrays or {}
         self.budget = budget if budget is not None else ExprBudget()
+        self.stored = stored
 
     def value(self, obj: Any, _depth: int = 0) -> Any:
         member = self.member
@@ -325,9 +331,17 @@ def _dec_slice(dec: Decoder, o: dict, d: int) -> slice:
 
 
 def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
-    if not isinstance(o["v"], list):
+    items = o["v"]
+    if not isinstance(items, list):
         fail(dec.member, "tuple value must hold a list")
-    return tuple(dec.value(v, d) for v in o["v"])
+    out = []
+    for v in items:  # shapes and indices: the plain items need no call of their own
+        t = type(v)
+        if t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
+            out.append(v)
+        else:
+            out.append(dec.value(v, d))
+    return tuple(out)
 
 
 def _dec_node(dec: Decoder, o: dict, d: int) -> Any:
@@ -397,6 +411,8 @@ def _dec_dataclass(dec: Decoder, o: dict, d: int) -> Any:
     if (not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 for p in items)
             or [p[0] for p in items] != list(entry.fields)):
         fail(dec.member, f"dataclass {entry.name!r} must list exactly the fields {list(entry.fields)}")
+    if dec.stored:  # a dataclass's fields are the user's values: sympy, as captured
+        dec = Decoder(dec.member, dec.resolve, dec.arrays, dec.budget)
     try:
         return entry.cls(**{f: dec.value(v, d) for f, v in items})
     except (TypeError, ValueError) as err:
@@ -437,7 +453,7 @@ def encode_range(vr: Any) -> list:
     lo, hi = (vr.lower, vr.upper) if isinstance(vr, ValueRange) else vr
     if isinstance(lo, float) and math.isnan(lo) or isinstance(hi, float) and math.isnan(hi):
         raise ValueError(f"range {vr} has a NaN bound")
-    if hi is None or hi == math.inf or hi is sympy.oo:
+    if hi is None or hi == math.inf or (is_sympy(hi) and hi.is_infinite and hi > 0):
         return [int(lo), None]
     return [int(lo), int(hi)]
 
@@ -456,7 +472,8 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "pytype": ({"k", "v"}, _dec_pytype),
     "slice": ({"k", "v"}, _dec_slice),
     "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
-    "sym": ({"k", "v"}, lambda dec, o, d: decode_expr(o["v"], dec.member, dec.budget)),
+    "sym": ({"k", "v"}, lambda dec, o, d: (decode_stored if dec.stored else decode_expr)(o["v"], dec.member,
+                                                                                        dec.budget)),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
     "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
