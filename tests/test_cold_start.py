@@ -1,9 +1,9 @@
 """Cold start (issue 19): a fresh process that imports the package, loads an archive and runs it.
 
-The load-and-run path must not import z3 (nor the capture, solver or face layers); the
-public names that need them still resolve, on first access.  sympy is still imported on
-that path (the archive decoder and the graph IR build sympy size expressions): that test is
-a strict xfail, so it fails the day sympy stays out and the marker must go.
+The load-and-run path imports neither z3 nor sympy (nor the capture, solver or face
+layers): a loaded program keeps its size expressions in their stored form
+(graph/stored.py) until something asks for sympy; the public names that need them still
+resolve, on first access.
 """
 from __future__ import annotations
 
@@ -78,7 +78,6 @@ def test_load_and_run_without_z3_or_capture(archive, how):
     assert np.array_equal(np.asarray(got["out"], np.float32), want)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 19 goal 4, open part: loading builds sympy size expressions")
 def test_load_and_run_without_sympy(archive):
     got = _run(archive, "load")
     assert not [m for m in got["modules"] if m.split(".")[0] == "sympy"]

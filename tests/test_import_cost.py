@@ -31,10 +31,8 @@ MAY_IMPORT_SYMPY = {
     "tensorplay_export.specs.refine": "solver", "tensorplay_export.program.unflatten": "solver",
     "tensorplay_export.program.input_checks": "solver", "tensorplay_export.program.compose": "solver",
     "tensorplay_export.program.eager_check": "capture", "tensorplay_export.program.decompositions": "capture",
-    # size expressions loaded and printed as sympy's (issue 19: being rewritten)
-    "tensorplay_export.serde": "archive decoder", "tensorplay_export.graph.codegen": "printing",
-    "tensorplay_export.graph.printing": "sympy printer", "tensorplay_export.program.exported": "codegen",
-    "tensorplay_export.program.build": "sympy sizes",
+    # builds programs from capture results (export time only)
+    "tensorplay_export.program.build": "capture results",
 }
 
 
