@@ -290,3 +290,18 @@ def test_combine_rounds_composes_relations_over_several_dims():
     assert _combine([["dx = 2*_dx"], ["dz = dx + dy", "_dx = Dim('_dx', max=9)"]],
                               {"dx", "dy", "dz"}) == ["_dx = Dim('_dx', max=9)", "dx = 2*_dx", "dz = 2*_dx + dy"]
     assert _combine([["dy = 32 - dx"], ["dz = dx + dy"]], {"dx", "dy", "dz"}) == ["dy = 32 - dx", "dz = 32"]
+
+
+@pytest.mark.parametrize("guard", ["dx == (dy + 1) // 2", "dx == Max(1, dy)", "dx <= 8"])
+def test_no_fixes_text_quotes_a_guard_with_parentheses_whole(guard):
+    text = ("Constraints violated (dx, dy)!\n"
+            f"  - Not all values of dx = x.shape[0] in the specified range dx >= 1 satisfy the guard {guard} "
+            "(a slice of y (step 2))\n"
+            "No suggested fixes: no fix form makes these guards hold\n")
+    with pytest.raises(ValueError) as info:
+        refine(text, {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
+    assert f"makes {guard} hold" in str(info.value)
+    # without a reason in parentheses the guard is kept as it is
+    with pytest.raises(ValueError) as info:
+        refine(text.replace(" (a slice of y (step 2))", ""), {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
+    assert f"makes {guard} hold" in str(info.value)

@@ -126,7 +126,24 @@ Fix = Union[RangeFix, ConstFix, RelationFix]
 
 
 NO_FIXES = NO_FIXES_HEAD   # starts the closing line when no fix line applies (errors.NO_FIXES_LINE)
-_GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+?)(?: \(.*\))?$")
+_GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+)$")
+
+
+def _without_reason(text: str) -> str:
+    """The guard of ``<guard> (<reason>)``: drop one trailing parenthesised group opened after a space.
+
+    The group is found by balancing from the last ``)``, so a guard that holds
+    parentheses itself (``dx == (dy + 1) // 2``, ``dx == Max(1, dy)``) stays whole.
+    """
+    text = text.rstrip()
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i - 1] if i > 1 and text[i - 1] == " " else text
+    return text
 
 
 def _nothing_to_apply(lines: list[str]) -> str:
@@ -135,7 +152,7 @@ def _nothing_to_apply(lines: list[str]) -> str:
     for i, line in enumerate(lines):
         m = _GUARD_RE.search(line)
         if m:
-            guards.append(m["guard"])
+            guards.append(_without_reason(m["guard"]))
         text = line.strip()
         if text.startswith(UNFIXABLE_MARK):
             works = text.find(WHAT_WORKS_MARK)

@@ -922,8 +922,6 @@ def test_strided_slice_against_a_free_dim_says_to_use_auto():
         agrees(ep, model, arr((n + 1) // 2), arr(n))
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: refine's 'no suggested fixes' text cuts a guard that "
-                   "contains ' (' ('makes dx == hold' for dx == (dy + 1) // 2)")
 def test_refine_without_fixes_quotes_the_whole_guard():
     def model(x, y):
         return x + y[::2]
