@@ -23,7 +23,7 @@ from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
     "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
-    "Constraint", "EqualityConstraint",
+    "Constraint", "EqualityConstraint", "is_auto", "is_dynamic", "hint_bounds",
 ]
 
 _SUPPORTED_DERIVED = ("derived dims support only integer linear forms over dims: k*dx + c (integer k != 0, "
@@ -39,22 +39,98 @@ def _as_int(value: Any, what: str) -> int:
 
 
 class _DimHint:
-    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC`` (compared by identity)."""
+    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC``, optionally with a range.
 
-    __slots__ = ("kind",)
+    The plain hints are singletons (compared by identity).  ``Dim.AUTO(min=2, max=8)``
+    and ``Dim.DYNAMIC(max=16)`` (torch's hints take ranges too) are new hint objects of
+    the same kind whose ``min``/``max`` bound the axis: an example outside is refused at
+    export, the range is in ``range_constraints`` and checked at run time.  ``min``
+    None means the usual lower bound (1, or 0 for an empty example); ``max`` None is
+    unbounded.  Test the kind with :func:`is_auto` / :func:`is_dynamic`, never ``is``.
 
-    def __init__(self, kind: str):
+    Raises (on call):
+        TypeError: ``Dim.STATIC(...)``, a non-integer bound.
+        ValueError: ``min < 0`` or ``max < min``.
+    """
+
+    __slots__ = ("kind", "min", "max")
+
+    def __init__(self, kind: str, min: Optional[int] = None, max: Optional[int] = None):
         self.kind = kind
+        self.min = min
+        self.max = max
+
+    def __call__(self, *, min: Optional[int] = None, max: Optional[int] = None) -> "_DimHint":
+        if self.kind == "STATIC":
+            raise TypeError("Dim.STATIC takes no range (a static axis has the example's size); "
+                            "use Dim.AUTO(min=..., max=...) or Dim.DYNAMIC(min=..., max=...)")
+        lo = None if min is None else _as_int(min, f"Dim.{self.kind} min")
+        hi = None if max is None or (isinstance(max, float) and max == math.inf) else \
+            _as_int(max, f"Dim.{self.kind} max")
+        lo = self.min if lo is None else lo
+        hi = self.max if hi is None else hi
+        if lo is not None and lo < 0:
+            raise ValueError(f"Dim.{self.kind}: min={lo} is negative; sizes are >= 0")
+        if hi is not None and hi < (1 if lo is None else lo):
+            raise ValueError(f"Dim.{self.kind}: max={hi} is smaller than min={1 if lo is None else lo}")
+        if lo is None and hi is None:
+            return getattr(Dim, self.kind)
+        return _DimHint(self.kind, lo, hi)
+
+    @property
+    def ranged(self) -> bool:
+        return self.min is not None or self.max is not None
 
     def __repr__(self) -> str:
-        return f"Dim.{self.kind}"
+        if not self.ranged:
+            return f"Dim.{self.kind}"
+        parts = ([f"min={self.min}"] if self.min is not None else []) + \
+            ([f"max={self.max}"] if self.max is not None else [])
+        return f"Dim.{self.kind}({', '.join(parts)})"
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not _DimHint:
+            return NotImplemented
+        return (self.kind, self.min, self.max) == (other.kind, other.min, other.max)
+
+    def __hash__(self) -> int:
+        return hash(("DimHint", self.kind, self.min, self.max))
 
     def __reduce__(self):
-        return (_hint, (self.kind,))
+        if not self.ranged:
+            return (_hint, (self.kind,))
+        return (_ranged_hint, (self.kind, self.min, self.max))
 
 
 def _hint(kind: str) -> _DimHint:
     return getattr(Dim, kind)
+
+
+def _ranged_hint(kind: str, lo: Optional[int], hi: Optional[int]) -> _DimHint:
+    return getattr(Dim, kind)(min=lo, max=hi)
+
+
+def is_auto(d: Any) -> bool:
+    """``Dim.AUTO``, with or without a range."""
+    return type(d) is _DimHint and d.kind == "AUTO"
+
+
+def is_dynamic(d: Any) -> bool:
+    """``Dim.DYNAMIC``, with or without a range."""
+    return type(d) is _DimHint and d.kind == "DYNAMIC"
+
+
+def hint_bounds(d: _DimHint, size: int) -> tuple[int, Optional[int]]:
+    """The inclusive range ``(lower, upper or None)`` of an AUTO/DYNAMIC axis with example ``size``.
+
+    Without ``min`` the lower bound is 1 (0 for an empty example of a DYNAMIC axis:
+    sizes 0 and 1 are reasoned about exactly).
+    """
+    if d.min is not None:
+        lo = d.min
+    else:
+        lo = 0 if (size == 0 and d.kind == "DYNAMIC") else 1
+    return lo, d.max
 
 
 class Dim:

@@ -32,7 +32,8 @@ import numpy as np
 
 from .. import pytree
 from .dims import (
-    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
+    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim, is_auto,
+    is_dynamic,
 )
 from ..errors import ConstraintsExceededError
 from ..records import (
@@ -263,13 +264,13 @@ def _array_axes(value: np.ndarray, spec: Any, path: str) -> dict:
                 raise ValueError(f"spec for '{path}' pins axis {axis} to {int(d)}, but the example "
                                  f"has size {value.shape[axis]} there")
             continue
-        if isinstance(d, (Dim, _DerivedDim)) or d is Dim.AUTO or d is Dim.DYNAMIC:
+        if isinstance(d, (Dim, _DerivedDim)) or is_auto(d) or is_dynamic(d):
             axes[axis] = d
             continue
         if isinstance(d, type) and issubclass(d, Dim):
             raise ValueError(f"spec for '{path}' axis {axis} is the class Dim; use Dim('name', ...)")
         raise ValueError(f"spec for '{path}' axis {axis} must be a Dim, a derived dim, Dim.AUTO, "
-                         f"Dim.DYNAMIC, Dim.STATIC, an int or None; got {d!r}")
+                         f"Dim.DYNAMIC (each maybe with min=/max=), Dim.STATIC, an int or None; got {d!r}")
     return dict(sorted(axes.items()))
 
 

@@ -31,7 +31,7 @@ from typing import Any, Optional, Union
 from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
 
 from .binding import leaf_name
-from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_dynamic
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
 from ..errors import FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
@@ -266,6 +266,7 @@ class _DynamicSite:
 
     loc: tuple
     pattern: Any   # compiled regex over symbol names (the input's name is unknown for positional specs)
+    hint: Any = None   # the Dim.DYNAMIC there (its range, when it has one)
 
 
 def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
@@ -283,7 +284,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
         if _is_axes(node):
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for axis, d in items:
-                if d is not Dim.DYNAMIC:
+                if not is_dynamic(d):
                     continue
                 tail = rf"_dim{axis}" if axis >= 0 else r"_dim\d+"  # a negative axis needs the rank
                 if path is None:
@@ -292,7 +293,8 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
                     head = r"[^\W\d]\w*?" + re.escape(leaf_name(path)[len(unknown):])
                 else:
                     head = re.escape(leaf_name(path))
-                out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}$")))
+                # capture adds _1, _2... when a user Dim already has the site's name
+                out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}(?:_\\d+)?$"), d))
             return
         if isinstance(node, dict):
             for k, v in node.items():
@@ -313,7 +315,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
 def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
     """``spec`` with named dims replaced by ``repl`` and the DYNAMIC hints at ``dyn`` locations replaced."""
     dyn = dyn or {}
-    if spec is Dim.DYNAMIC:
+    if is_dynamic(spec):
         return dyn.get(loc, spec)
     if isinstance(spec, Dim):
         return repl.get(spec.name, spec)
@@ -413,10 +415,11 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     dyn_hits: dict[str, list[tuple]] = {}
     mentioned = {f.name for f in fixes} | {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}
     for name in sorted(mentioned - set(existing)):
-        hits = [site.loc for site in dyn_sites if site.pattern.match(name)]
-        if hits:
-            dyn_hits[name] = hits
-            existing[name] = Dim(name)  # an unbounded named Dim, as the DYNAMIC axis was
+        matched = [site for site in dyn_sites if site.pattern.match(name)]
+        if matched:
+            dyn_hits[name] = [site.loc for site in matched]
+            hint = matched[0].hint  # a named Dim with the DYNAMIC axis's range (unbounded for a plain one)
+            existing[name] = Dim(name, min=hint.min, max=hint.max)
 
     by_name: dict[str, Fix] = {}
     for fix in fixes:

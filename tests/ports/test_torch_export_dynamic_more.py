@@ -248,8 +248,6 @@ def test_dim_with_min_equal_max_is_a_fixed_size():
 
 # --- hints with ranges ------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="missing API: torch's Dim.AUTO(min=, max=) / Dim.DYNAMIC(min=, max=) "
-                   "hint ranges; ours hints are not callable")
 def test_auto_and_dynamic_hints_take_ranges():
     def model(x, y):
         return x * 2, y + 1
