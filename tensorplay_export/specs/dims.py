@@ -517,6 +517,16 @@ class ShapesCollection:
         return spec
 
 
+def _same_constant(a: Any, b: Any) -> bool:
+    """Two non-array inputs are the same constant (same type, equal); objects that cannot say are not."""
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an object whose == does not give a truth value
+        return a is b
+
+
 class AdditionalInputs:
     """Infer dynamic axes from several representative input sets.
 
@@ -525,8 +535,10 @@ class AdditionalInputs:
     whose sizes are equal in every set (``x`` and ``y`` of ``x + y`` growing
     together) share one named ``Dim`` (named after the first such axis, as a
     ``Dim.DYNAMIC`` axis is: ``x_dim0``), so the program may rely on their
-    equality; an axis varying alone is ``Dim.DYNAMIC``.  Only equalities are
-    inferred (never ``dy = 2*dx`` or ranges).  ``verify(ep)`` runs the exported
+    equality; an axis varying alone is ``Dim.DYNAMIC`` (``Dim.DYNAMIC(min=0)``
+    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Only
+    equalities are inferred (never ``dy = 2*dx`` or other ranges).  A non-array
+    input must be the same in every set: it is a constant of the program.  ``verify(ep)`` runs the exported
     program on every recorded set; :attr:`spec` is the explicit spec of the last
     :meth:`dynamic_shapes` call (what ``export`` used, and what
     ``refine_dynamic_shapes_from_suggested_fixes`` refines).
@@ -552,7 +564,8 @@ class AdditionalInputs:
         for an axis varying alone, ``None`` elsewhere (also kept as :attr:`spec`).
 
         Raises:
-            ValueError: no example set was added, or the sets differ in structure or rank.
+            ValueError: no example set was added, the sets differ in structure or rank, or a
+                non-array input differs between sets (the message names it).
         """
         if not self._examples:
             raise ValueError("AdditionalInputs has no example sets; call .add(args, kwargs) first")
@@ -570,6 +583,12 @@ class AdditionalInputs:
             for i, (leaf, base) in enumerate(zip(leaves, base_leaves)):
                 if isinstance(base, np.ndarray) != isinstance(leaf, np.ndarray):
                     raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' is an array in one set only")
+                if not isinstance(base, np.ndarray) and not _same_constant(base, leaf):
+                    raise ValueError(
+                        f"AdditionalInputs set {n}: input '{paths[i]}' is {leaf!r}, but the export example "
+                        f"has {base!r}; a non-array input is a constant of the program (only array sizes "
+                        f"can be dynamic), so export one program per value, or pass it as an array "
+                        f"(np.asarray(...)) and read it inside the model")
                 if isinstance(base, np.ndarray):
                     if leaf.ndim != base.ndim:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
@@ -588,7 +607,9 @@ class AdditionalInputs:
                 i, ax = sites[0]
                 dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
                 shared.update((site, dim) for site in sites)
-        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC) for ax in sorted(v)} or None)
+        # a lone axis that is 0 in some set needs min 0 (a plain Dim.DYNAMIC starts at 1)
+        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
+                        for ax in sorted(v)} or None)
                       if isinstance(leaf, np.ndarray) else None
                       for i, (leaf, v) in enumerate(zip(base_leaves, varies))]
         self.spec = spec_by_argument(model, tuple(args), kwargs, leaf_specs)

@@ -650,8 +650,6 @@ def test_additional_inputs_with_an_empty_set_on_shared_axes():
     agrees(ep, lambda x, y: x * y, arr(0), arr(0))
 
 
-@pytest.mark.xfail(strict=True, reason="contract narrower than its examples: an axis varying alone that is 0 in "
-                   "one AdditionalInputs set becomes Dim.DYNAMIC (min 1), so verify() refuses that set")
 def test_additional_inputs_with_an_empty_set_on_a_lone_axis():
     ai = tpe.AdditionalInputs()
     ai.add((arr(0),))
@@ -661,8 +659,6 @@ def test_additional_inputs_with_an_empty_set_on_a_lone_axis():
     agrees(ep, lambda x: x * 2, arr(0))
 
 
-@pytest.mark.xfail(strict=True, reason="silent narrowing: a non-array input that differs between AdditionalInputs "
-                   "sets is baked in as the example's constant; export should refuse it by name")
 def test_additional_inputs_with_a_varying_int_are_refused_at_export():
     ai = tpe.AdditionalInputs()
     ai.add((arr(2, 3), 1))
