@@ -305,3 +305,54 @@ def test_no_fixes_text_quotes_a_guard_with_parentheses_whole(guard):
     with pytest.raises(ValueError) as info:
         refine(text.replace(" (a slice of y (step 2))", ""), {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
     assert f"makes {guard} hold" in str(info.value)
+
+
+# --- registered dataclass instances as specs ---------------------------------------------------
+
+import dataclasses  # noqa: E402
+
+import tensorplay_export as tpe  # noqa: E402
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: np.ndarray
+    b: np.ndarray
+
+
+tpe.register_dataclass(_Pair, serialized_type_name="tests.test_refine._Pair")
+_T8 = np.arange(8.0)
+
+
+def _pair_model(p):
+    return p.a + _T8[: p.a.shape[0]], p.b[1:] * p.a
+
+
+@pytest.mark.parametrize("spec", [
+    {"p": _Pair(a={0: Dim("a")}, b={0: Dim("b")})},
+    {"p": _Pair(a={0: Dim.DYNAMIC}, b={0: Dim.DYNAMIC})},
+    (_Pair(a={0: Dim.DYNAMIC}, b={0: Dim("b")}),),
+], ids=["named", "dynamic-by-name", "positional-mixed"])
+def test_dataclass_spec_instance_is_refined_field_by_field(spec):
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=spec)
+    assert "one refine step will not be enough" not in str(info.value)
+    got = refine(str(info.value), spec)
+    inner = got["p"] if isinstance(got, dict) else got[0]
+    assert type(inner) is _Pair and inner.a[0].max == 8
+    assert inner.b[0] == inner.a[0] + 1
+    ep = tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=got)
+    for n in (1, 8):
+        p = _Pair(np.arange(n * 1.0), np.arange(n + 1.0))
+        for want, have in zip(_pair_model(p), ep.module()(p)):
+            np.testing.assert_array_equal(have, want)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(_Pair(np.ones(9), np.ones(10)))
+
+
+def test_dataclass_spec_keeps_untouched_fields_and_dims():
+    keep = Dim("keep")
+    spec = {"p": _Pair(a={0: Dim("a")}, b={0: keep}), "q": None}
+    got = refine(message("a = Dim('a', max=8)"), spec)
+    assert got["p"] == _Pair(a={0: Dim("a", max=8)}, b={0: keep}) and got["p"].b[0] is keep
+    assert spec["p"].a[0] == Dim("a")  # the input spec is not changed in place

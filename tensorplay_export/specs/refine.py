@@ -30,6 +30,7 @@ from typing import Any, Optional, Union
 
 from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
 
+from .. import pytree
 from .binding import leaf_name
 from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_dynamic
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
@@ -243,6 +244,20 @@ def _dims_in(spec: Any, out: dict[str, Dim]) -> None:
     elif isinstance(spec, ShapesCollection):
         for _, v in spec.items():
             _dims_in(v, out)
+    elif _spec_fields(spec) is not None:
+        for f in _spec_fields(spec):
+            _dims_in(getattr(spec, f), out)
+
+
+def _spec_fields(spec: Any) -> Optional[tuple[str, ...]]:
+    """The fields of a registered dataclass instance used as a spec (``Two(a={0: dx}, b=None)``), else None.
+
+    A spec may mirror a dataclass input with an instance of the same class whose
+    fields hold the fields' specs (normalize accepts it); refine walks and rebuilds
+    it field by field, as ``register_dataclass`` flattens the input.
+    """
+    entry = pytree._BY_CLASS.get(type(spec))
+    return None if entry is None else entry.fields
 
 
 def _is_axes(spec: Any) -> bool:
@@ -303,6 +318,9 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
             for i, v in enumerate(node):
                 walk(v, (f"{path}[{i}]" if path is not None else unknown), path is not None and known,
                      loc + (i,))
+        elif _spec_fields(node) is not None and path is not None:  # a dataclass spec: paths ``p.a``
+            for f in _spec_fields(node):
+                walk(getattr(node, f), f"{path}.{f}", known, loc + (f,))
 
     if isinstance(spec, ShapesCollection):
         for i, (_array, v) in enumerate(spec.items()):
@@ -337,6 +355,9 @@ def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = 
         for i, (array, v) in enumerate(spec.items()):
             out[array] = _rebuild(v, repl, memo, dyn, loc + (i,))
         return out
+    fields = _spec_fields(spec)
+    if fields is not None:  # register_dataclass promises an __init__ taking every field by name
+        return type(spec)(**{f: _rebuild(getattr(spec, f), repl, memo, dyn, loc + (f,)) for f in fields})
     return spec
 
 

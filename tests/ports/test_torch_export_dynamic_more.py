@@ -100,8 +100,6 @@ def two_model(p):
     return head8_and_shift(p.a, p.b)
 
 
-@pytest.mark.xfail(strict=True, reason="refine: does not descend into a dataclass spec instance; "
-                   "the fix block of export's own error cannot be applied")
 def test_refine_closes_for_a_dataclass_spec():
     spec = {"p": Two(a={0: Dim("a")}, b={0: Dim("b")})}
     err, spec2, ep = refine_once(two_model, Two(arr(4), arr(5)), dynamic_shapes=spec)
