@@ -356,3 +356,39 @@ def test_dataclass_spec_keeps_untouched_fields_and_dims():
     got = refine(message("a = Dim('a', max=8)"), spec)
     assert got["p"] == _Pair(a={0: Dim("a", max=8)}, b={0: keep}) and got["p"].b[0] is keep
     assert spec["p"].a[0] == Dim("a")  # the input spec is not changed in place
+
+
+# --- Dim.DYNAMIC in a positional spec: the message says which entry holds each input --------------
+
+def test_positional_dynamic_axes_are_placed_by_the_entry_the_message_gives():
+    def model(a, w, b):
+        return a + _T8[: a.shape[0]], b[1:] * a, w * 2
+
+    spec = [{0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, (Dim.DYNAMIC,)]
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "In a tuple/list dynamic_shapes its input is entry 2." in text
+    assert "will not be enough" not in text  # export's own proof placed the fixes too
+    got = refine(text, spec)
+    assert type(got) is list and got[1] == {0: Dim.DYNAMIC}  # w's axis untouched
+    assert got[0][0] == Dim("a_dim0", max=8) and got[2][0] == got[0][0] + 1
+    ep = tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=got)
+    for n, m in ((1, 7), (8, 2)):
+        args = (np.arange(n * 1.0), np.arange(m * 1.0), np.arange(n + 1.0))
+        for want, have in zip(model(*args), ep.module()(*args)):
+            np.testing.assert_array_equal(have, want)
+
+
+def test_entry_notes_pick_between_positional_placements():
+    lines = ("x_dim0 = Dim('x_dim0', max=8)",)
+    note = ("    x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]); the fix line for x_dim0 below replaces that "
+            "Dim.DYNAMIC (...), or Dim.STATIC. In a tuple/list dynamic_shapes its input is entry {}.\n")
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    for entry in (0, 1):
+        text = message(*lines).replace("Suggested fixes:", note.format(entry) + "Suggested fixes:")
+        got = refine(text, spec)
+        assert got[entry] == {0: Dim("x_dim0", max=8)} and got[1 - entry] == {0: Dim.DYNAMIC}
+    # a dict spec names its inputs: the entry is not needed and not used
+    text = message(*lines).replace("Suggested fixes:", note.format(1) + "Suggested fixes:")
+    assert refine(text, {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}})["x"] == {0: Dim("x_dim0", max=8)}

@@ -115,7 +115,8 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                 else:
                     sym = env.create_symbol(env.fresh_name(f"{leaf_name(path)}_dim{axis}"), lo, hi, size, "dynamic")
                     kind = "dynamic"
-                dims[sym.name] = DimInfo(sym.name, lo, math.inf if hi is None else hi, int(size), [site], kind)
+                dims[sym.name] = DimInfo(sym.name, lo, math.inf if hi is None else hi, int(size), [site], kind,
+                                         spec.top if kind == "dynamic" else None)
                 shape.append(sym)
                 continue
             if isinstance(d, _DerivedDim) and d.root is None:

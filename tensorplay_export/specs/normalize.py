@@ -22,6 +22,7 @@ Accepted forms (see DESIGN.md "Conventions for dynamic shapes"):
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import numbers
@@ -52,11 +53,14 @@ class LeafSpec:
     """The spec of one array input: its path and its dynamic axes.
 
     ``axes`` maps an axis (non-negative) to a :class:`Dim`, a :class:`DerivedDim`,
-    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.
+    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.  ``top`` is the
+    position of the top-level input holding the array (its entry in a tuple/list
+    spec), None when not known.
     """
 
     path: str
     axes: dict
+    top: Optional[int] = None
 
     def constraints(self) -> list[Constraint]:
         out = []
@@ -115,8 +119,10 @@ def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
 
     per_top = _split_top_level(dynamic_shapes, tops, _param_names(model))
     out: list[Optional[LeafSpec]] = []
-    for top, spec in zip(tops, per_top):
+    for i, (top, spec) in enumerate(zip(tops, per_top)):
+        start = len(out)
         _walk(top.value, spec, top.path, out)
+        out[start:] = [None if leaf is None else dataclasses.replace(leaf, top=i) for leaf in out[start:]]
     _check_dim_names(out)
     return out
 

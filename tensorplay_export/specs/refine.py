@@ -14,8 +14,11 @@ and integer constants joined by ``+``/``-`` (in any order; a leading ``-`` is
 allowed); a name used twice is added up, and a form whose dims cancel out is refused.
 
 A ``Dim.DYNAMIC`` axis has no user name: the error names it after its site
-(``x_dim0`` for ``x.shape[0]``) and a fix line for that name replaces the
-``Dim.DYNAMIC`` at that axis with the named Dim, constant or relation.
+(``x_dim0`` for ``x.shape[0]``; ``x_dim0_1`` when a user Dim is already called
+``x_dim0``) and a fix line for that name replaces the ``Dim.DYNAMIC`` at that
+axis with the named Dim, constant or relation.  A tuple/list spec does not name
+its inputs, so the axis's note in the message says which entry holds its input
+(``errors.DYNAMIC_ENTRY_MARK``); refine reads that to place the fix.
 
 Lines are parsed by a strict grammar (regular expressions, never ``eval``), so
 any Dim name that is an identifier works, keywords included.  Range and new
@@ -34,10 +37,10 @@ from .. import pytree
 from .binding import leaf_name
 from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_dynamic
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
-from ..errors import FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
+from ..errors import DYNAMIC_ENTRY_MARK, FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
-           "combine_fix_rounds", "RangeFix", "ConstFix", "RelationFix"]
+           "combine_fix_rounds", "dynamic_entry_lines", "RangeFix", "ConstFix", "RelationFix"]
 
 HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1",
@@ -219,6 +222,25 @@ def parse_fix_line(line: str) -> Fix:
             raise ValueError(f"fix line {line!r}: its dims cancel out; a constant is written {m['lhs']} = <int>")
         return _relation(m["lhs"], coeffs, offset, line)
     raise ValueError(f"cannot apply fix line {line!r}; accepted forms: {', '.join(_FORMS)}")
+
+
+_DYNAMIC_ENTRY_RE = re.compile(rf"is Dim\.DYNAMIC \((?P<name>{_NAME}) in .*{re.escape(DYNAMIC_ENTRY_MARK)} "
+                               rf"(?P<entry>\d+)\.\s*$")
+
+
+def dynamic_entry_lines(message: str) -> list[str]:
+    """The lines of ``message`` that say which tuple/list spec entry holds a Dim.DYNAMIC axis."""
+    return [line for line in str(message).splitlines() if _DYNAMIC_ENTRY_RE.search(line)]
+
+
+def _dynamic_entries(message: str) -> dict[str, int]:
+    """``{DYNAMIC axis name: its input's entry in a tuple/list spec}`` from the message's notes."""
+    out: dict[str, int] = {}
+    for line in str(message).splitlines():
+        m = _DYNAMIC_ENTRY_RE.search(line)
+        if m:
+            out.setdefault(m["name"], int(m["entry"]))
+    return out
 
 
 def parse_suggested_fixes(message: str) -> list[Fix]:
@@ -435,8 +457,11 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     dyn_sites = _dynamic_sites(dynamic_shapes)
     dyn_hits: dict[str, list[tuple]] = {}
     mentioned = {f.name for f in fixes} | {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}
+    # a tuple/list spec names no input: the message says which entry holds each DYNAMIC axis
+    entries = _dynamic_entries(message) if isinstance(dynamic_shapes, (tuple, list)) else {}
     for name in sorted(mentioned - set(existing)):
-        matched = [site for site in dyn_sites if site.pattern.match(name)]
+        matched = [site for site in dyn_sites if site.pattern.match(name)
+                   and (name not in entries or site.loc[0] == entries[name])]
         if matched:
             dyn_hits[name] = [site.loc for site in matched]
             hint = matched[0].hint  # a named Dim with the DYNAMIC axis's range (unbounded for a plain one)

@@ -106,8 +106,6 @@ def test_refine_closes_for_a_dataclass_spec():
     agrees(ep, two_model, Two(arr(8), arr(9)))
 
 
-@pytest.mark.xfail(strict=True, reason="refine: DYNAMIC fix names (x_dim0) cannot be placed in a "
-                   "positional spec; export's own fix block does not close in one step")
 def test_refine_closes_for_dynamic_hints_in_a_tuple_spec():
     spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
     err, spec2, ep = refine_once(head8_and_shift, arr(4), arr(5), dynamic_shapes=spec)
