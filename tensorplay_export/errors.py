@@ -23,6 +23,8 @@ FIXES_HEADER = "Suggested fixes:"   # starts the block of fix lines, the last pa
 UNFIXABLE_MARK = "no suggested fix:"  # starts the sentence of a bullet whose guard no fix line can fix
 WHAT_WORKS_MARK = "What works:"       # then, in that sentence, what to do instead
 NO_FIXES_HEAD = "No suggested fixes:"
+# ends the note of a Dim.DYNAMIC axis a fix line names: its input's entry in a tuple/list spec, then "."
+DYNAMIC_ENTRY_MARK = "In a tuple/list dynamic_shapes its input is entry"
 # Printed last when no fix line applies; refine recognizes it and says there is nothing to apply.
 NO_FIXES_LINE = (f"{NO_FIXES_HEAD} no fix form makes these guards hold; "
                  "each bullet above says what was searched and what to change instead")

@@ -17,7 +17,7 @@ from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, Constr
 from .program.build import build_program
 from .program.eager_check import check_against_eager
 from .program.unflatten import check_preserved_paths
-from .specs.refine import combine_fix_rounds, refine_dynamic_shapes_from_suggested_fixes
+from .specs.refine import combine_fix_rounds, dynamic_entry_lines, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
 # A fix block is printed only once exporting again with it applied has succeeded (or has left
@@ -89,7 +89,7 @@ class Proof:
 
 
 def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, first_fixes: list, user: set,
-                preserve: tuple = (), mode: str = "export") -> Proof:
+                preserve: tuple = (), mode: str = "export", notes: tuple = ()) -> Proof:
     """Capture again with ``first_fixes`` applied to ``dynamic_shapes``, folding in later rounds' fixes.
 
     A capture with the fixes applied can meet guards the first one could not express
@@ -104,7 +104,10 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
         mode: the capture mode of the later rounds: ``"draft"`` (``draft_export``) goes on
             past ops without a shape rule and data-dependent reads, so the guards after
             them are proved too; those failures are the report's to name.
+        notes: the message's lines refine reads besides the block (where each Dim.DYNAMIC
+            axis of a tuple/list spec is, ``specs.refine.dynamic_entry_lines``).
     """
+    notes = list(notes)
     rounds = [list(first_fixes)]
     later: list = []
     deadline = time.monotonic() + MAX_PROOF_SECONDS
@@ -113,7 +116,8 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
     for _ in range(MAX_PROOF_CAPTURES):
         block = combine_fix_rounds(rounds, user)
         try:
-            refined = refine_dynamic_shapes_from_suggested_fixes("\n".join([FIXES_HEADER, *block]), dynamic_shapes)
+            refined = refine_dynamic_shapes_from_suggested_fixes("\n".join([*notes, FIXES_HEADER, *block]),
+                                                                 dynamic_shapes)
             again = capture(model, args, kwargs, refined, mode=mode, preserve_module_call_signature=preserve)
         except (ConstraintsExceededError, DataDependentError, UnsupportedOpError, CaptureError,
                 ValueError, TypeError) as other:
@@ -131,6 +135,7 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
                     "one refine step will not be enough: see the bullets for what to change")
             break
         rounds.append(list(nxt.fixes))
+        notes += dynamic_entry_lines(str(nxt))
         if time.monotonic() > deadline:
             note = (f"these fixes were checked for {MAX_PROOF_SECONDS:g} s and more may still be needed; "
                     "one refine step may not be enough")
@@ -152,7 +157,8 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
     if not err.fixes:
         return err
     user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
-    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode)
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode,
+                        tuple(dynamic_entry_lines(str(err))))
     if proof.proved and proof.fixes == err.fixes and all(v.unfixable is None for v in err.violations):
         return err
     violations = err.violations

@@ -222,6 +222,7 @@ class DimInfo:
     hint: int
     sites: list[str] = field(default_factory=list)  # e.g. ["x.shape[1]", "mask.shape[1]"]
     kind: str = "named"  # "named" | "dynamic" | "auto" | "unbacked"
+    input_index: Optional[int] = None  # a Dim.DYNAMIC axis: its input's entry in a tuple/list spec
 
     @property
     def range(self) -> ValueRange:

@@ -33,7 +33,9 @@ import sympy
 
 from solver import evaluate
 
-from .errors import NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError  # noqa: F401
+from .errors import (  # noqa: F401
+    DYNAMIC_ENTRY_MARK, NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError,
+)
 # (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
 from .graph.printing import format_guard
 from .records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets, split_site
@@ -239,9 +241,11 @@ def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str]) -> str:
     where = " and ".join(info.sites) or name
     known = f"{name} in {format_range_brackets(info.lower, info.upper)}"
     if name in fixed_names:
+        # the entry lets refine place the fix in a positional spec, which names no input
+        entry = f". {DYNAMIC_ENTRY_MARK} {info.input_index}." if info.input_index is not None else ""
         return (f"{where} is Dim.DYNAMIC ({known}); the fix line for {name} below replaces that Dim.DYNAMIC "
                 f"(refine applies it: a named Dim with the range the model supports, or a constant for a static "
-                f"axis); or mark the axis Dim.AUTO to accept whatever the model needs, or Dim.STATIC")
+                f"axis); or mark the axis Dim.AUTO to accept whatever the model needs, or Dim.STATIC{entry}")
     return (f"{where} is Dim.DYNAMIC ({known}), which the model cannot keep fully dynamic here; mark it "
             f"Dim.AUTO (accept what the model needs), Dim.STATIC, or a named Dim with the right range")
 

@@ -290,3 +290,105 @@ def test_combine_rounds_composes_relations_over_several_dims():
     assert _combine([["dx = 2*_dx"], ["dz = dx + dy", "_dx = Dim('_dx', max=9)"]],
                               {"dx", "dy", "dz"}) == ["_dx = Dim('_dx', max=9)", "dx = 2*_dx", "dz = 2*_dx + dy"]
     assert _combine([["dy = 32 - dx"], ["dz = dx + dy"]], {"dx", "dy", "dz"}) == ["dy = 32 - dx", "dz = 32"]
+
+
+@pytest.mark.parametrize("guard", ["dx == (dy + 1) // 2", "dx == Max(1, dy)", "dx <= 8"])
+def test_no_fixes_text_quotes_a_guard_with_parentheses_whole(guard):
+    text = ("Constraints violated (dx, dy)!\n"
+            f"  - Not all values of dx = x.shape[0] in the specified range dx >= 1 satisfy the guard {guard} "
+            "(a slice of y (step 2))\n"
+            "No suggested fixes: no fix form makes these guards hold\n")
+    with pytest.raises(ValueError) as info:
+        refine(text, {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
+    assert f"makes {guard} hold" in str(info.value)
+    # without a reason in parentheses the guard is kept as it is
+    with pytest.raises(ValueError) as info:
+        refine(text.replace(" (a slice of y (step 2))", ""), {"x": {0: Dim("dx")}, "y": {0: Dim("dy")}})
+    assert f"makes {guard} hold" in str(info.value)
+
+
+# --- registered dataclass instances as specs ---------------------------------------------------
+
+import dataclasses  # noqa: E402
+
+import tensorplay_export as tpe  # noqa: E402
+
+
+@dataclasses.dataclass
+class _Pair:
+    a: np.ndarray
+    b: np.ndarray
+
+
+tpe.register_dataclass(_Pair, serialized_type_name="tests.test_refine._Pair")
+_T8 = np.arange(8.0)
+
+
+def _pair_model(p):
+    return p.a + _T8[: p.a.shape[0]], p.b[1:] * p.a
+
+
+@pytest.mark.parametrize("spec", [
+    {"p": _Pair(a={0: Dim("a")}, b={0: Dim("b")})},
+    {"p": _Pair(a={0: Dim.DYNAMIC}, b={0: Dim.DYNAMIC})},
+    (_Pair(a={0: Dim.DYNAMIC}, b={0: Dim("b")}),),
+], ids=["named", "dynamic-by-name", "positional-mixed"])
+def test_dataclass_spec_instance_is_refined_field_by_field(spec):
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=spec)
+    assert "one refine step will not be enough" not in str(info.value)
+    got = refine(str(info.value), spec)
+    inner = got["p"] if isinstance(got, dict) else got[0]
+    assert type(inner) is _Pair and inner.a[0].max == 8
+    assert inner.b[0] == inner.a[0] + 1
+    ep = tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=got)
+    for n in (1, 8):
+        p = _Pair(np.arange(n * 1.0), np.arange(n + 1.0))
+        for want, have in zip(_pair_model(p), ep.module()(p)):
+            np.testing.assert_array_equal(have, want)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(_Pair(np.ones(9), np.ones(10)))
+
+
+def test_dataclass_spec_keeps_untouched_fields_and_dims():
+    keep = Dim("keep")
+    spec = {"p": _Pair(a={0: Dim("a")}, b={0: keep}), "q": None}
+    got = refine(message("a = Dim('a', max=8)"), spec)
+    assert got["p"] == _Pair(a={0: Dim("a", max=8)}, b={0: keep}) and got["p"].b[0] is keep
+    assert spec["p"].a[0] == Dim("a")  # the input spec is not changed in place
+
+
+# --- Dim.DYNAMIC in a positional spec: the message says which entry holds each input --------------
+
+def test_positional_dynamic_axes_are_placed_by_the_entry_the_message_gives():
+    def model(a, w, b):
+        return a + _T8[: a.shape[0]], b[1:] * a, w * 2
+
+    spec = [{0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, (Dim.DYNAMIC,)]
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "In a tuple/list dynamic_shapes its input is entry 2." in text
+    assert "will not be enough" not in text  # export's own proof placed the fixes too
+    got = refine(text, spec)
+    assert type(got) is list and got[1] == {0: Dim.DYNAMIC}  # w's axis untouched
+    assert got[0][0] == Dim("a_dim0", max=8) and got[2][0] == got[0][0] + 1
+    ep = tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=got)
+    for n, m in ((1, 7), (8, 2)):
+        args = (np.arange(n * 1.0), np.arange(m * 1.0), np.arange(n + 1.0))
+        for want, have in zip(model(*args), ep.module()(*args)):
+            np.testing.assert_array_equal(have, want)
+
+
+def test_entry_notes_pick_between_positional_placements():
+    lines = ("x_dim0 = Dim('x_dim0', max=8)",)
+    note = ("    x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]); the fix line for x_dim0 below replaces that "
+            "Dim.DYNAMIC (...), or Dim.STATIC. In a tuple/list dynamic_shapes its input is entry {}.\n")
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    for entry in (0, 1):
+        text = message(*lines).replace("Suggested fixes:", note.format(entry) + "Suggested fixes:")
+        got = refine(text, spec)
+        assert got[entry] == {0: Dim("x_dim0", max=8)} and got[1 - entry] == {0: Dim.DYNAMIC}
+    # a dict spec names its inputs: the entry is not needed and not used
+    text = message(*lines).replace("Suggested fixes:", note.format(1) + "Suggested fixes:")
+    assert refine(text, {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}})["x"] == {0: Dim("x_dim0", max=8)}

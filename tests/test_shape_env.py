@@ -92,3 +92,19 @@ def test_repeated_float_guard_reaches_the_solver_once():
     assert env.stats["queries"] == 1
     [rec] = env.violations
     assert rec.expr == sympy.Le(s / 2, 100)  # rationalized for the solver
+
+
+def test_names_export_makes_skip_the_users_dim_names():
+    env = make()
+    env.reserve_names({"s0", "s1", "u0", "x_dim0"})
+    a = env.auto_symbol(3)
+    b = env.auto_symbol(4, 2, 8)
+    u = env.unbacked_symbol(10, 2, "nonzero", None)
+    assert (a.name, b.name, u.name) == ("s2", "s3", "u1")
+    assert env.ranges[b] == (2, 8)
+    assert env.fresh_name("x_dim0") == "x_dim0_1" and env.fresh_name("y_dim0") == "y_dim0"
+    d = env.create_symbol(env.fresh_name("x_dim0"), 1, None, 5, "dynamic")
+    assert env.fresh_name("x_dim0") == "x_dim0_2" and d.name == "x_dim0_1"
+    # the user's own s0 is still a symbol of its own, not the AUTO one
+    s0 = env.create_symbol("s0", 1, None, 7, "named")
+    assert s0 not in (a, b) and env.kinds[s0] == "named"

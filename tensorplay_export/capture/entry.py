@@ -24,7 +24,7 @@ from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops import sizes as ops_sizes
 from ..ops.registry import has_side_effect
-from ..records import DimInfo, derived_site
+from ..records import DimInfo, derived_site, format_range_brackets
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
@@ -81,10 +81,12 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
             ``specs.normalize.example_range_error``; the bullet names the user's call),
             or two sites of one Dim with different example sizes.
     """
-    from ..specs.dims import Dim, _DerivedDim
-    from ..specs.normalize import OutsideExample, example_range_error, multi_root_mismatch
+    from ..specs.dims import Dim, _DerivedDim, hint_bounds, is_auto, is_dynamic
+    from ..specs.normalize import OutsideExample, collect_dims, example_range_error, multi_root_mismatch
     from .frames import user_source
 
+    # the names export makes (s0, u0, x_dim0) must never take a user Dim's name
+    env.reserve_names(collect_dims(specs))
     dims: dict[str, DimInfo] = {}
     shapes: list = []
     outside: list[OutsideExample] = []
@@ -100,15 +102,21 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
             if d is None or d is Dim.STATIC or isinstance(d, int):
                 shape.append(int(size))
                 continue
-            if d is Dim.AUTO:
-                sym = env.auto_symbol(size)
-                dims[sym.name] = DimInfo(sym.name, 1, math.inf, int(size), [site], "auto")
-                shape.append(sym)
-                continue
-            if d is Dim.DYNAMIC:
-                name = f"{leaf_name(path)}_dim{axis}"
-                sym = env.create_symbol(name, 0 if size == 0 else 1, None, size, "dynamic")
-                dims[name] = DimInfo(name, env.ranges[sym][0], math.inf, int(size), [site], "dynamic")
+            if is_auto(d) or is_dynamic(d):
+                lo, hi = hint_bounds(d, int(size))
+                if size < lo or (hi is not None and size > hi):
+                    raise ConstraintsExceededError(
+                        f"{site} = {int(size)} is outside its {d!r} in {format_range_brackets(lo, hi)}: "
+                        f"the example inputs disagree with the declared dynamic_shapes; pass an example "
+                        f"inside the range or widen it")
+                if is_auto(d):
+                    sym = env.auto_symbol(size, lo, hi)
+                    kind = "auto"
+                else:
+                    sym = env.create_symbol(env.fresh_name(f"{leaf_name(path)}_dim{axis}"), lo, hi, size, "dynamic")
+                    kind = "dynamic"
+                dims[sym.name] = DimInfo(sym.name, lo, math.inf if hi is None else hi, int(size), [site], kind,
+                                         spec.top if kind == "dynamic" else None)
                 shape.append(sym)
                 continue
             if isinstance(d, _DerivedDim) and d.root is None:

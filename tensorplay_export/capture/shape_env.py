@@ -82,6 +82,7 @@ class ShapeEnv:
         self._seen: set = set()
         self._hint_cache: dict = {}
         self._counters = {"auto": 0, "unbacked": 0}
+        self._taken: set[str] = set()                         # user Dim names and every name made
         self._unbacked_by_key: dict = {}                      # same_as key -> unbacked symbol
         # guards: requirements received; folded: decided without the solver (sympy / canonical form);
         # queries: solver.implies calls; solver_seconds: time spent in them
@@ -109,12 +110,31 @@ class ShapeEnv:
             self.hints[sym] = int(hint)
         self.kinds[sym] = kind
         self.names[sym] = name
+        self._taken.add(name)
         return sym
 
-    def auto_symbol(self, hint: int) -> sympy.Symbol:
-        n = self._counters["auto"]
-        self._counters["auto"] += 1
-        return self.create_symbol(f"s{n}", 1, None, hint, "auto")
+    def reserve_names(self, names: Any) -> None:
+        """Keep ``names`` (the user's Dim names) from the symbols export names itself."""
+        self._taken.update(names)
+
+    def fresh_name(self, want: str) -> str:
+        """``want``, or ``want_1``, ``want_2``... when a user Dim or another symbol has it."""
+        name, k = want, 0
+        while name in self._taken:
+            k += 1
+            name = f"{want}_{k}"
+        return name
+
+    def _next_name(self, prefix: str, counter: str) -> str:
+        while True:
+            n = self._counters[counter]
+            self._counters[counter] += 1
+            if f"{prefix}{n}" not in self._taken:
+                return f"{prefix}{n}"
+
+    def auto_symbol(self, hint: int, lower: int = 1, upper: Optional[int] = None) -> sympy.Symbol:
+        """A fresh ``s<n>`` (skipping names taken) in ``[lower, upper]`` for a Dim.AUTO axis."""
+        return self.create_symbol(self._next_name("s", "auto"), lower, upper, hint, "auto")
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
                         lower: int = 0, same_as: Any = None) -> sympy.Symbol:
@@ -136,10 +156,8 @@ class ShapeEnv:
                     raise CaptureError(f"internal error: {op} shares {known} (example {self.hints.get(known)}) "
                                        f"but numpy gives {hint}")
                 return known
-        n = self._counters["unbacked"]
-        self._counters["unbacked"] += 1
         upper_int = self._upper_bound(upper) if upper is not None else None
-        sym = self.create_symbol(f"u{n}", int(lower), upper_int, hint, "unbacked")
+        sym = self.create_symbol(self._next_name("u", "unbacked"), int(lower), upper_int, hint, "unbacked")
         if upper_int is None and upper is not None:
             self.solver.assume(sympy.Le(sym, upper))
         self.unbacked_source[sym] = (op, source)

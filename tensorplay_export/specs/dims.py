@@ -23,7 +23,7 @@ from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
     "Dim", "DerivedDim", "_DerivedDim", "dims", "ShapesCollection", "AdditionalInputs",
-    "Constraint", "EqualityConstraint",
+    "Constraint", "EqualityConstraint", "is_auto", "is_dynamic", "hint_bounds",
 ]
 
 _SUPPORTED_DERIVED = ("derived dims support only integer linear forms over dims: k*dx + c (integer k != 0, "
@@ -39,22 +39,98 @@ def _as_int(value: Any, what: str) -> int:
 
 
 class _DimHint:
-    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC`` (compared by identity)."""
+    """``Dim.AUTO`` / ``Dim.DYNAMIC`` / ``Dim.STATIC``, optionally with a range.
 
-    __slots__ = ("kind",)
+    The plain hints are singletons (compared by identity).  ``Dim.AUTO(min=2, max=8)``
+    and ``Dim.DYNAMIC(max=16)`` (torch's hints take ranges too) are new hint objects of
+    the same kind whose ``min``/``max`` bound the axis: an example outside is refused at
+    export, the range is in ``range_constraints`` and checked at run time.  ``min``
+    None means the usual lower bound (1, or 0 for an empty example); ``max`` None is
+    unbounded.  Test the kind with :func:`is_auto` / :func:`is_dynamic`, never ``is``.
 
-    def __init__(self, kind: str):
+    Raises (on call):
+        TypeError: ``Dim.STATIC(...)``, a non-integer bound.
+        ValueError: ``min < 0`` or ``max < min``.
+    """
+
+    __slots__ = ("kind", "min", "max")
+
+    def __init__(self, kind: str, min: Optional[int] = None, max: Optional[int] = None):
         self.kind = kind
+        self.min = min
+        self.max = max
+
+    def __call__(self, *, min: Optional[int] = None, max: Optional[int] = None) -> "_DimHint":
+        if self.kind == "STATIC":
+            raise TypeError("Dim.STATIC takes no range (a static axis has the example's size); "
+                            "use Dim.AUTO(min=..., max=...) or Dim.DYNAMIC(min=..., max=...)")
+        lo = None if min is None else _as_int(min, f"Dim.{self.kind} min")
+        hi = None if max is None or (isinstance(max, float) and max == math.inf) else \
+            _as_int(max, f"Dim.{self.kind} max")
+        lo = self.min if lo is None else lo
+        hi = self.max if hi is None else hi
+        if lo is not None and lo < 0:
+            raise ValueError(f"Dim.{self.kind}: min={lo} is negative; sizes are >= 0")
+        if hi is not None and hi < (1 if lo is None else lo):
+            raise ValueError(f"Dim.{self.kind}: max={hi} is smaller than min={1 if lo is None else lo}")
+        if lo is None and hi is None:
+            return getattr(Dim, self.kind)
+        return _DimHint(self.kind, lo, hi)
+
+    @property
+    def ranged(self) -> bool:
+        return self.min is not None or self.max is not None
 
     def __repr__(self) -> str:
-        return f"Dim.{self.kind}"
+        if not self.ranged:
+            return f"Dim.{self.kind}"
+        parts = ([f"min={self.min}"] if self.min is not None else []) + \
+            ([f"max={self.max}"] if self.max is not None else [])
+        return f"Dim.{self.kind}({', '.join(parts)})"
+
+    def __eq__(self, other: Any) -> bool:
+        if type(other) is not _DimHint:
+            return NotImplemented
+        return (self.kind, self.min, self.max) == (other.kind, other.min, other.max)
+
+    def __hash__(self) -> int:
+        return hash(("DimHint", self.kind, self.min, self.max))
 
     def __reduce__(self):
-        return (_hint, (self.kind,))
+        if not self.ranged:
+            return (_hint, (self.kind,))
+        return (_ranged_hint, (self.kind, self.min, self.max))
 
 
 def _hint(kind: str) -> _DimHint:
     return getattr(Dim, kind)
+
+
+def _ranged_hint(kind: str, lo: Optional[int], hi: Optional[int]) -> _DimHint:
+    return getattr(Dim, kind)(min=lo, max=hi)
+
+
+def is_auto(d: Any) -> bool:
+    """``Dim.AUTO``, with or without a range."""
+    return type(d) is _DimHint and d.kind == "AUTO"
+
+
+def is_dynamic(d: Any) -> bool:
+    """``Dim.DYNAMIC``, with or without a range."""
+    return type(d) is _DimHint and d.kind == "DYNAMIC"
+
+
+def hint_bounds(d: _DimHint, size: int) -> tuple[int, Optional[int]]:
+    """The inclusive range ``(lower, upper or None)`` of an AUTO/DYNAMIC axis with example ``size``.
+
+    Without ``min`` the lower bound is 1 (0 for an empty example of a DYNAMIC axis:
+    sizes 0 and 1 are reasoned about exactly).
+    """
+    if d.min is not None:
+        lo = d.min
+    else:
+        lo = 0 if (size == 0 and d.kind == "DYNAMIC") else 1
+    return lo, d.max
 
 
 class Dim:
@@ -441,6 +517,16 @@ class ShapesCollection:
         return spec
 
 
+def _same_constant(a: Any, b: Any) -> bool:
+    """Two non-array inputs are the same constant (same type, equal); objects that cannot say are not."""
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - an object whose == does not give a truth value
+        return a is b
+
+
 class AdditionalInputs:
     """Infer dynamic axes from several representative input sets.
 
@@ -449,8 +535,10 @@ class AdditionalInputs:
     whose sizes are equal in every set (``x`` and ``y`` of ``x + y`` growing
     together) share one named ``Dim`` (named after the first such axis, as a
     ``Dim.DYNAMIC`` axis is: ``x_dim0``), so the program may rely on their
-    equality; an axis varying alone is ``Dim.DYNAMIC``.  Only equalities are
-    inferred (never ``dy = 2*dx`` or ranges).  ``verify(ep)`` runs the exported
+    equality; an axis varying alone is ``Dim.DYNAMIC`` (``Dim.DYNAMIC(min=0)``
+    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Only
+    equalities are inferred (never ``dy = 2*dx`` or other ranges).  A non-array
+    input must be the same in every set: it is a constant of the program.  ``verify(ep)`` runs the exported
     program on every recorded set; :attr:`spec` is the explicit spec of the last
     :meth:`dynamic_shapes` call (what ``export`` used, and what
     ``refine_dynamic_shapes_from_suggested_fixes`` refines).
@@ -476,7 +564,8 @@ class AdditionalInputs:
         for an axis varying alone, ``None`` elsewhere (also kept as :attr:`spec`).
 
         Raises:
-            ValueError: no example set was added, or the sets differ in structure or rank.
+            ValueError: no example set was added, the sets differ in structure or rank, or a
+                non-array input differs between sets (the message names it).
         """
         if not self._examples:
             raise ValueError("AdditionalInputs has no example sets; call .add(args, kwargs) first")
@@ -494,6 +583,12 @@ class AdditionalInputs:
             for i, (leaf, base) in enumerate(zip(leaves, base_leaves)):
                 if isinstance(base, np.ndarray) != isinstance(leaf, np.ndarray):
                     raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' is an array in one set only")
+                if not isinstance(base, np.ndarray) and not _same_constant(base, leaf):
+                    raise ValueError(
+                        f"AdditionalInputs set {n}: input '{paths[i]}' is {leaf!r}, but the export example "
+                        f"has {base!r}; a non-array input is a constant of the program (only array sizes "
+                        f"can be dynamic), so export one program per value, or pass it as an array "
+                        f"(np.asarray(...)) and read it inside the model")
                 if isinstance(base, np.ndarray):
                     if leaf.ndim != base.ndim:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
@@ -512,7 +607,9 @@ class AdditionalInputs:
                 i, ax = sites[0]
                 dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
                 shared.update((site, dim) for site in sites)
-        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC) for ax in sorted(v)} or None)
+        # a lone axis that is 0 in some set needs min 0 (a plain Dim.DYNAMIC starts at 1)
+        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
+                        for ax in sorted(v)} or None)
                       if isinstance(leaf, np.ndarray) else None
                       for i, (leaf, v) in enumerate(zip(base_leaves, varies))]
         self.spec = spec_by_argument(model, tuple(args), kwargs, leaf_specs)

@@ -22,6 +22,7 @@ Accepted forms (see DESIGN.md "Conventions for dynamic shapes"):
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import numbers
@@ -32,7 +33,8 @@ import numpy as np
 
 from .. import pytree
 from .dims import (
-    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim,
+    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim, is_auto,
+    is_dynamic,
 )
 from ..errors import ConstraintsExceededError
 from ..records import (
@@ -51,11 +53,14 @@ class LeafSpec:
     """The spec of one array input: its path and its dynamic axes.
 
     ``axes`` maps an axis (non-negative) to a :class:`Dim`, a :class:`DerivedDim`,
-    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.
+    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.  ``top`` is the
+    position of the top-level input holding the array (its entry in a tuple/list
+    spec), None when not known.
     """
 
     path: str
     axes: dict
+    top: Optional[int] = None
 
     def constraints(self) -> list[Constraint]:
         out = []
@@ -114,8 +119,10 @@ def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
 
     per_top = _split_top_level(dynamic_shapes, tops, _param_names(model))
     out: list[Optional[LeafSpec]] = []
-    for top, spec in zip(tops, per_top):
+    for i, (top, spec) in enumerate(zip(tops, per_top)):
+        start = len(out)
         _walk(top.value, spec, top.path, out)
+        out[start:] = [None if leaf is None else dataclasses.replace(leaf, top=i) for leaf in out[start:]]
     _check_dim_names(out)
     return out
 
@@ -263,13 +270,13 @@ def _array_axes(value: np.ndarray, spec: Any, path: str) -> dict:
                 raise ValueError(f"spec for '{path}' pins axis {axis} to {int(d)}, but the example "
                                  f"has size {value.shape[axis]} there")
             continue
-        if isinstance(d, (Dim, _DerivedDim)) or d is Dim.AUTO or d is Dim.DYNAMIC:
+        if isinstance(d, (Dim, _DerivedDim)) or is_auto(d) or is_dynamic(d):
             axes[axis] = d
             continue
         if isinstance(d, type) and issubclass(d, Dim):
             raise ValueError(f"spec for '{path}' axis {axis} is the class Dim; use Dim('name', ...)")
         raise ValueError(f"spec for '{path}' axis {axis} must be a Dim, a derived dim, Dim.AUTO, "
-                         f"Dim.DYNAMIC, Dim.STATIC, an int or None; got {d!r}")
+                         f"Dim.DYNAMIC (each maybe with min=/max=), Dim.STATIC, an int or None; got {d!r}")
     return dict(sorted(axes.items()))
 
 

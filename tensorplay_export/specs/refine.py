@@ -14,8 +14,11 @@ and integer constants joined by ``+``/``-`` (in any order; a leading ``-`` is
 allowed); a name used twice is added up, and a form whose dims cancel out is refused.
 
 A ``Dim.DYNAMIC`` axis has no user name: the error names it after its site
-(``x_dim0`` for ``x.shape[0]``) and a fix line for that name replaces the
-``Dim.DYNAMIC`` at that axis with the named Dim, constant or relation.
+(``x_dim0`` for ``x.shape[0]``; ``x_dim0_1`` when a user Dim is already called
+``x_dim0``) and a fix line for that name replaces the ``Dim.DYNAMIC`` at that
+axis with the named Dim, constant or relation.  A tuple/list spec does not name
+its inputs, so the axis's note in the message says which entry holds its input
+(``errors.DYNAMIC_ENTRY_MARK``); refine reads that to place the fix.
 
 Lines are parsed by a strict grammar (regular expressions, never ``eval``), so
 any Dim name that is an identifier works, keywords included.  Range and new
@@ -30,13 +33,14 @@ from typing import Any, Optional, Union
 
 from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Rel
 
+from .. import pytree
 from .binding import leaf_name
-from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim
+from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_dynamic
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
-from ..errors import FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
+from ..errors import DYNAMIC_ENTRY_MARK, FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
-           "combine_fix_rounds", "RangeFix", "ConstFix", "RelationFix"]
+           "combine_fix_rounds", "dynamic_entry_lines", "RangeFix", "ConstFix", "RelationFix"]
 
 HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1",
@@ -126,7 +130,24 @@ Fix = Union[RangeFix, ConstFix, RelationFix]
 
 
 NO_FIXES = NO_FIXES_HEAD   # starts the closing line when no fix line applies (errors.NO_FIXES_LINE)
-_GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+?)(?: \(.*\))?$")
+_GUARD_RE = re.compile(r"satisfy the guard (?P<guard>.+)$")
+
+
+def _without_reason(text: str) -> str:
+    """The guard of ``<guard> (<reason>)``: drop one trailing parenthesised group opened after a space.
+
+    The group is found by balancing from the last ``)``, so a guard that holds
+    parentheses itself (``dx == (dy + 1) // 2``, ``dx == Max(1, dy)``) stays whole.
+    """
+    text = text.rstrip()
+    if not text.endswith(")"):
+        return text
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[:i - 1] if i > 1 and text[i - 1] == " " else text
+    return text
 
 
 def _nothing_to_apply(lines: list[str]) -> str:
@@ -135,7 +156,7 @@ def _nothing_to_apply(lines: list[str]) -> str:
     for i, line in enumerate(lines):
         m = _GUARD_RE.search(line)
         if m:
-            guards.append(m["guard"])
+            guards.append(_without_reason(m["guard"]))
         text = line.strip()
         if text.startswith(UNFIXABLE_MARK):
             works = text.find(WHAT_WORKS_MARK)
@@ -203,6 +224,25 @@ def parse_fix_line(line: str) -> Fix:
     raise ValueError(f"cannot apply fix line {line!r}; accepted forms: {', '.join(_FORMS)}")
 
 
+_DYNAMIC_ENTRY_RE = re.compile(rf"is Dim\.DYNAMIC \((?P<name>{_NAME}) in .*{re.escape(DYNAMIC_ENTRY_MARK)} "
+                               rf"(?P<entry>\d+)\.\s*$")
+
+
+def dynamic_entry_lines(message: str) -> list[str]:
+    """The lines of ``message`` that say which tuple/list spec entry holds a Dim.DYNAMIC axis."""
+    return [line for line in str(message).splitlines() if _DYNAMIC_ENTRY_RE.search(line)]
+
+
+def _dynamic_entries(message: str) -> dict[str, int]:
+    """``{DYNAMIC axis name: its input's entry in a tuple/list spec}`` from the message's notes."""
+    out: dict[str, int] = {}
+    for line in str(message).splitlines():
+        m = _DYNAMIC_ENTRY_RE.search(line)
+        if m:
+            out.setdefault(m["name"], int(m["entry"]))
+    return out
+
+
 def parse_suggested_fixes(message: str) -> list[Fix]:
     """The fixes in the ``Suggested fixes:`` block of ``message``, in order."""
     return [parse_fix_line(line) for line in _fix_block(message) if line.split("#", 1)[0].strip()]
@@ -226,6 +266,20 @@ def _dims_in(spec: Any, out: dict[str, Dim]) -> None:
     elif isinstance(spec, ShapesCollection):
         for _, v in spec.items():
             _dims_in(v, out)
+    elif _spec_fields(spec) is not None:
+        for f in _spec_fields(spec):
+            _dims_in(getattr(spec, f), out)
+
+
+def _spec_fields(spec: Any) -> Optional[tuple[str, ...]]:
+    """The fields of a registered dataclass instance used as a spec (``Two(a={0: dx}, b=None)``), else None.
+
+    A spec may mirror a dataclass input with an instance of the same class whose
+    fields hold the fields' specs (normalize accepts it); refine walks and rebuilds
+    it field by field, as ``register_dataclass`` flattens the input.
+    """
+    entry = pytree._BY_CLASS.get(type(spec))
+    return None if entry is None else entry.fields
 
 
 def _is_axes(spec: Any) -> bool:
@@ -249,6 +303,7 @@ class _DynamicSite:
 
     loc: tuple
     pattern: Any   # compiled regex over symbol names (the input's name is unknown for positional specs)
+    hint: Any = None   # the Dim.DYNAMIC there (its range, when it has one)
 
 
 def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
@@ -266,7 +321,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
         if _is_axes(node):
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for axis, d in items:
-                if d is not Dim.DYNAMIC:
+                if not is_dynamic(d):
                     continue
                 tail = rf"_dim{axis}" if axis >= 0 else r"_dim\d+"  # a negative axis needs the rank
                 if path is None:
@@ -275,7 +330,8 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
                     head = r"[^\W\d]\w*?" + re.escape(leaf_name(path)[len(unknown):])
                 else:
                     head = re.escape(leaf_name(path))
-                out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}$")))
+                # capture adds _1, _2... when a user Dim already has the site's name
+                out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}(?:_\\d+)?$"), d))
             return
         if isinstance(node, dict):
             for k, v in node.items():
@@ -284,6 +340,9 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
             for i, v in enumerate(node):
                 walk(v, (f"{path}[{i}]" if path is not None else unknown), path is not None and known,
                      loc + (i,))
+        elif _spec_fields(node) is not None and path is not None:  # a dataclass spec: paths ``p.a``
+            for f in _spec_fields(node):
+                walk(getattr(node, f), f"{path}.{f}", known, loc + (f,))
 
     if isinstance(spec, ShapesCollection):
         for i, (_array, v) in enumerate(spec.items()):
@@ -296,7 +355,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
 def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
     """``spec`` with named dims replaced by ``repl`` and the DYNAMIC hints at ``dyn`` locations replaced."""
     dyn = dyn or {}
-    if spec is Dim.DYNAMIC:
+    if is_dynamic(spec):
         return dyn.get(loc, spec)
     if isinstance(spec, Dim):
         return repl.get(spec.name, spec)
@@ -318,6 +377,9 @@ def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = 
         for i, (array, v) in enumerate(spec.items()):
             out[array] = _rebuild(v, repl, memo, dyn, loc + (i,))
         return out
+    fields = _spec_fields(spec)
+    if fields is not None:  # register_dataclass promises an __init__ taking every field by name
+        return type(spec)(**{f: _rebuild(getattr(spec, f), repl, memo, dyn, loc + (f,)) for f in fields})
     return spec
 
 
@@ -395,11 +457,15 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     dyn_sites = _dynamic_sites(dynamic_shapes)
     dyn_hits: dict[str, list[tuple]] = {}
     mentioned = {f.name for f in fixes} | {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}
+    # a tuple/list spec names no input: the message says which entry holds each DYNAMIC axis
+    entries = _dynamic_entries(message) if isinstance(dynamic_shapes, (tuple, list)) else {}
     for name in sorted(mentioned - set(existing)):
-        hits = [site.loc for site in dyn_sites if site.pattern.match(name)]
-        if hits:
-            dyn_hits[name] = hits
-            existing[name] = Dim(name)  # an unbounded named Dim, as the DYNAMIC axis was
+        matched = [site for site in dyn_sites if site.pattern.match(name)
+                   and (name not in entries or site.loc[0] == entries[name])]
+        if matched:
+            dyn_hits[name] = [site.loc for site in matched]
+            hint = matched[0].hint  # a named Dim with the DYNAMIC axis's range (unbounded for a plain one)
+            existing[name] = Dim(name, min=hint.min, max=hint.max)
 
     by_name: dict[str, Fix] = {}
     for fix in fixes:

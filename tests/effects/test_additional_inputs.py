@@ -75,3 +75,34 @@ def test_refine_accepts_the_object_and_returns_the_explicit_spec_dict():
 def test_refine_of_an_unused_object_says_to_export_first():
     with pytest.raises(ValueError, match="export with it first"):
         tpe.refine_dynamic_shapes_from_suggested_fixes("Suggested fixes:\n  n = 4", _sets((2, 2)))
+
+
+def test_a_lone_axis_empty_in_one_set_is_dynamic_from_zero():
+    ai = tpe.AdditionalInputs()
+    ai.add((np.ones((0, 3)), np.ones(4)))
+    ai.add((np.ones((6, 3)), np.ones(4)))
+    ep = tpe.export(lambda x, w: x * w[:3], np.ones((2, 3)), np.ones(4), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim.DYNAMIC(min=0)}, "w": None}
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(0, float("inf"))]
+    ai.verify(ep)
+    np.testing.assert_array_equal(ep.module()(np.ones((0, 3)), np.ones(4)), np.ones((0, 3)))
+    np.testing.assert_array_equal(ep.module()(np.full((5, 3), 2.0), np.ones(4)), np.full((5, 3), 2.0))
+
+
+def test_a_non_array_input_that_differs_between_sets_is_refused_by_name():
+    ai = tpe.AdditionalInputs()
+    ai.add((np.ones((2, 3)),), {"scale": 1.5})
+    ai.add((np.ones((4, 3)),), {"scale": 2.0})
+
+    def model(x, *, scale):
+        return x * scale
+
+    with pytest.raises(ValueError, match=r"input 'scale' is 2.0, but the export example has 1.5"):
+        tpe.export(model, np.ones((3, 3)), scale=1.5, dynamic_shapes=ai)
+    # the same value in every set is fine: a constant of the program
+    same = tpe.AdditionalInputs()
+    same.add((np.ones((2, 3)),), {"scale": 1.5})
+    same.add((np.ones((4, 3)),), {"scale": 1.5})
+    ep = tpe.export(model, np.ones((3, 3)), scale=1.5, dynamic_shapes=same)
+    same.verify(ep)
+    np.testing.assert_array_equal(ep.module()(np.ones((7, 3)), scale=1.5), np.full((7, 3), 1.5))

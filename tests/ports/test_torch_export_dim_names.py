@@ -73,8 +73,6 @@ def test_fix_names_avoid_a_users_dim_of_the_same_name():
         ep.module()(arr(10), arr(5))
 
 
-@pytest.mark.xfail(strict=True, reason="symbol name clash: a user Dim named 's0' is merged with the Dim.AUTO "
-                   "symbol s0 of another input (AUTO guard reported as a violation without fix)")
 def test_user_dim_named_like_an_auto_symbol():
     def model(x, y):
         return x * 2, y + TABLE16[: y.shape[0]]
@@ -85,15 +83,11 @@ def test_user_dim_named_like_an_auto_symbol():
         ep.module()(arr(3), arr(17))
 
 
-@pytest.mark.xfail(strict=True, reason="symbol name clash: Dim.AUTO on an earlier input takes the name s0 of "
-                   "a later user Dim('s0'); export refuses the example as 'both are the dim s0'")
 def test_auto_before_a_user_dim_named_s0():
     ep = tpe.export(_two_outputs, arr(3), arr(4), dynamic_shapes={"x": {0: Dim.AUTO}, "y": {0: Dim("s0")}})
     agrees(ep, _two_outputs, arr(5), arr(6))
 
 
-@pytest.mark.xfail(strict=True, reason="symbol name clash: a user Dim named 'u0' collides with the first "
-                   "unbacked size; capture crashes (CaptureError 'u0' already declared)")
 def test_user_dim_named_like_an_unbacked_size():
     def model(x, y):
         return np.nonzero(x)[0] * 2, y + 1
@@ -104,8 +98,6 @@ def test_user_dim_named_like_an_unbacked_size():
     agrees(roundtrip(ep), model, np.array([0, 0]), arr(7))
 
 
-@pytest.mark.xfail(strict=True, reason="name clash: a Dim.DYNAMIC axis is named x_dim0 and silently tied to "
-                   "the user's Dim('x_dim0') on another input; export refuses the example")
 def test_user_dim_named_like_a_dynamic_axis():
     def model(x, y):
         return x + TABLE8[: x.shape[0]], y * 2

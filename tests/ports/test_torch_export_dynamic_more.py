@@ -100,16 +100,12 @@ def two_model(p):
     return head8_and_shift(p.a, p.b)
 
 
-@pytest.mark.xfail(strict=True, reason="refine: does not descend into a dataclass spec instance; "
-                   "the fix block of export's own error cannot be applied")
 def test_refine_closes_for_a_dataclass_spec():
     spec = {"p": Two(a={0: Dim("a")}, b={0: Dim("b")})}
     err, spec2, ep = refine_once(two_model, Two(arr(4), arr(5)), dynamic_shapes=spec)
     agrees(ep, two_model, Two(arr(8), arr(9)))
 
 
-@pytest.mark.xfail(strict=True, reason="refine: DYNAMIC fix names (x_dim0) cannot be placed in a "
-                   "positional spec; export's own fix block does not close in one step")
 def test_refine_closes_for_dynamic_hints_in_a_tuple_spec():
     spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
     err, spec2, ep = refine_once(head8_and_shift, arr(4), arr(5), dynamic_shapes=spec)
@@ -248,8 +244,6 @@ def test_dim_with_min_equal_max_is_a_fixed_size():
 
 # --- hints with ranges ------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="missing API: torch's Dim.AUTO(min=, max=) / Dim.DYNAMIC(min=, max=) "
-                   "hint ranges; ours hints are not callable")
 def test_auto_and_dynamic_hints_take_ranges():
     def model(x, y):
         return x * 2, y + 1
@@ -652,8 +646,6 @@ def test_additional_inputs_with_an_empty_set_on_shared_axes():
     agrees(ep, lambda x, y: x * y, arr(0), arr(0))
 
 
-@pytest.mark.xfail(strict=True, reason="contract narrower than its examples: an axis varying alone that is 0 in "
-                   "one AdditionalInputs set becomes Dim.DYNAMIC (min 1), so verify() refuses that set")
 def test_additional_inputs_with_an_empty_set_on_a_lone_axis():
     ai = tpe.AdditionalInputs()
     ai.add((arr(0),))
@@ -663,8 +655,6 @@ def test_additional_inputs_with_an_empty_set_on_a_lone_axis():
     agrees(ep, lambda x: x * 2, arr(0))
 
 
-@pytest.mark.xfail(strict=True, reason="silent narrowing: a non-array input that differs between AdditionalInputs "
-                   "sets is baked in as the example's constant; export should refuse it by name")
 def test_additional_inputs_with_a_varying_int_are_refused_at_export():
     ai = tpe.AdditionalInputs()
     ai.add((arr(2, 3), 1))
@@ -927,8 +917,6 @@ def test_strided_slice_against_a_free_dim_gets_the_example_parity_relation():
         agrees(ep, model, arr((n + 1) // 2), arr(n))
 
 
-@pytest.mark.xfail(strict=True, reason="unhelpful error: refine's 'no suggested fixes' text cuts a guard that "
-                   "contains ' (' ('makes dx == hold' for dx == (dy + 1) // 2)")
 def test_refine_without_fixes_quotes_the_whole_guard():
     def model(x, y):
         return x + y[::2]
