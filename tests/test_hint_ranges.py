@@ -70,8 +70,6 @@ def test_a_ranged_dynamic_axis_refines_to_a_dim_inside_its_range():
     assert math.isfinite(next(iter(ep.range_constraints.values())).upper)
 
 
-@pytest.mark.xfail(strict=True, reason="serde (not specs/): the archive writes a hint as {'k': 'DimHint', 'v': kind}, "
-                   "so a loaded program's dynamic_shapes loses Dim.AUTO(min=, max=)'s range")
 def test_a_loaded_programs_dynamic_shapes_keep_the_hint_range():
     ep = tpe.export(lambda x: x * 2, np.ones(4), dynamic_shapes={"x": {0: Dim.AUTO(min=2, max=8)}})
     assert ep.dynamic_shapes == {"x": {0: Dim.AUTO(min=2, max=8)}}
@@ -79,3 +77,16 @@ def test_a_loaded_programs_dynamic_shapes_keep_the_hint_range():
     tpe.save(ep, buf)
     buf.seek(0)
     assert tpe.load(buf).dynamic_shapes == {"x": {0: Dim.AUTO(min=2, max=8)}}
+
+
+def test_a_hostile_ranged_hint_is_refused_at_load():
+    from tensorplay_export.errors import ArchiveError
+    from tensorplay_export.serde.values import Decoder
+
+    dec = Decoder("doc")
+    assert dec.value({"k": "DimHint", "v": "DYNAMIC", "min": None, "max": 16}) == Dim.DYNAMIC(max=16)
+    for bad in ({"k": "DimHint", "v": "AUTO", "min": "2", "max": 8},
+                {"k": "DimHint", "v": "STATIC", "min": 1, "max": 2},
+                {"k": "DimHint", "v": "AUTO", "min": 9, "max": 8}):
+        with pytest.raises((ArchiveError, ValueError)):
+            dec.value(bad)

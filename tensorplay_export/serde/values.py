@@ -29,7 +29,7 @@ Dim                 ``{"k": "Dim", "name": str, "min": int, "max": int | null}``
 DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": int}`` (``k*dx + c``, k >= 1)
                     or (format version 2) ``{"k": "DerivedDim", "terms": [[Dim, int], ...],
                     "offset": int}`` for the other linear forms (``32 - dx``, ``dx + dy``)
-Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``
+Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``, a ranged hint with ``"min"``, ``"max"``
 dataclass           ``{"k": "dataclass", "type": serialized name, "v": [[field, value], ...]}``
                     (only classes registered with ``register_dataclass``, resolved by that name)
 SourceLoc           ``{"k": "source", "file": str, "line": int}``
@@ -182,6 +182,8 @@ def _encode_dim(value: Any) -> dict | None:
         return {"k": "DerivedDim", "terms": [[_encode_dim(r), k] for r, k in value.terms],
                 "offset": value.offset}
     if isinstance(value, ds._DimHint):
+        if value.ranged:  # Dim.AUTO(min=, max=): the range travels with the hint
+            return {"k": "DimHint", "v": value.kind, "min": value.min, "max": value.max}
         return {"k": "DimHint", "v": value.kind}
     return None
 
@@ -364,7 +366,12 @@ def _dec_dim(dec: Decoder, o: dict, d: int) -> Any:
         if kind == "DimHint":
             if o["v"] not in ("AUTO", "DYNAMIC", "STATIC"):
                 fail(dec.member, f"unknown Dim hint {o['v']!r:.40}")
-            return getattr(ds.Dim, o["v"])
+            hint = getattr(ds.Dim, o["v"])
+            if "min" not in o:
+                return hint
+            if o["v"] == "STATIC" or any(v is not None and type(v) is not int for v in (o["min"], o["max"])):
+                fail(dec.member, f"malformed ranged Dim hint {_short(o)}")
+            return hint(min=o["min"], max=o["max"])
         if kind == "Dim":
             if not isinstance(o["name"], str) or any(v is not None and type(v) is not int
                                                      for v in (o["min"], o["max"])):
@@ -479,6 +486,6 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "range": ({"k", "lo", "hi"}, _dec_range),
     "Dim": ({"k", "name", "min", "max"}, _dec_dim),
     "DerivedDim": (({"k", "root", "scale", "offset"}, {"k", "terms", "offset"}), _dec_dim),
-    "DimHint": ({"k", "v"}, _dec_dim),
+    "DimHint": (({"k", "v"}, {"k", "v", "min", "max"}), _dec_dim),
     "dataclass": ({"k", "type", "v"}, _dec_dataclass),
 }
