@@ -354,7 +354,7 @@ def _specialization_reason(record: GuardRecord, name: str, value: Any) -> tuple[
                 f"(x * 2, np.diff(x, axis=0), x[1:] - x[:-1], np.arange(x.shape[0]) for the row index)")
     if record.cause == "len" or re.search(r"\blen\s*\(", text):
         return ("len() of an array is a Python int",
-                f"use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic")
+                "use x.shape[0] instead of len(x); shape entries stay symbolic in size arithmetic")
     if re.search(r"\brange\s*\(", text):
         return ("range() over a size runs a Python loop for the example's size",
                 f"replace the loop by array operations over np.arange(...) of the size, which stays symbolic "

@@ -33,7 +33,7 @@ import sympy
 
 from solver import UnboundSymbolError, canonicalize, evaluate
 
-from ..errors import CaptureError, DataDependentError
+from ..errors import CaptureError
 from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
 from ..violations import data_dependent_error

@@ -59,7 +59,7 @@ import builtins
 import contextvars
 import math
 import operator
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 import sympy

@@ -30,7 +30,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from ..records import is_sympy, sympy
+from ..records import sympy
 from .stored import SizeExpr, symbol_key, sympy_tree
 
 __all__ = ["pyexpr", "tree_text", "format_guard", "UnsupportedExpressionError"]

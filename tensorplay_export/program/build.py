@@ -9,7 +9,6 @@ entries are recorded.
 """
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 

@@ -64,8 +64,8 @@ def _bind_inputs(model: Any, args: tuple, kwargs: dict) -> list[_TopInput]:
             if len(args) == 1 and not kwargs and isinstance(args[0], tuple):
                 try:
                     sig.bind(*args[0])
-                    hint = (f"; export takes the example inputs as positional arguments "
-                            f"(export(model, x, y)), not one tuple (torch.export's export(model, (x, y)))")
+                    hint = ("; export takes the example inputs as positional arguments "
+                            "(export(model, x, y)), not one tuple (torch.export's export(model, (x, y)))")
                 except TypeError:
                     pass
             raise TypeError(f"the example inputs do not match the model's signature {sig}: {err}{hint}") from None

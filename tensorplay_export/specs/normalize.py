@@ -38,7 +38,7 @@ from .dims import (
 )
 from ..errors import ConstraintsExceededError
 from ..records import (
-    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets, sympy,
+    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, sympy,
 )
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
