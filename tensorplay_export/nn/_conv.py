@@ -26,6 +26,12 @@ def _pair(v, name: str) -> tuple[int, int]:
 def _windows(xp, kernel, stride, dilation):
     """Sliding windows of ``xp`` (N, C, Hp, Wp) -> (N, C, H_out, kh, W_out, kw)."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    for size, k, d in ((xp.shape[2], kh, dh), (xp.shape[3], kw, dw)):
+        # torch refuses a window larger than the (padded) input; so does eager here, as the
+        # shape rule does for a program (a traced size is the rule's to check: no branch)
+        if type(size) is int and size < d * (k - 1) + 1:
+            raise ValueError(f"the padded input size {size} is smaller than the window {d * (k - 1) + 1} "
+                             "(kernel size can't be greater than the actual input size)")
     h_out = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
     w_out = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
     rows = np.arange(h_out)[:, None] * sh + np.arange(kh)[None, :] * dh  # (H_out, kh)

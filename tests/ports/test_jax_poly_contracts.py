@@ -195,14 +195,20 @@ def _conv_zero_output(x):
     return F.conv1d(x, KER1, stride=2)
 
 
-@pytest.mark.xfail(strict=True, reason="contract narrower than the model needs: conv1d guards b >= window (8) "
-                   "although eager gives an empty output there (jax's '1d_stride=2_zero_output' harness)")
-def test_conv_zero_output_below_window():
-    """jax: a VALID stride-2 window of 8 over b = 4 has an output of length 0."""
-    ep = tpe.export(_conv_zero_output, rand((1, 3, 12)), dynamic_shapes={"x": {2: Dim("b", max=40)}})
-    for b in (4, 7, 8, 9, 40):
+def test_conv_below_window_is_refused_by_eager_and_program_alike():
+    """jax's zero-output conv harness gives an empty output at b = 4 for a window of 8; our nn
+    follows torch instead (a window larger than the input is an error), so eager and the
+    program agree: both refuse b < 8, both compute the same above it."""
+    with pytest.raises(ConstraintViolationError, match="min=8"):
+        tpe.export(_conv_zero_output, rand((1, 3, 12)), dynamic_shapes={"x": {2: Dim("b", max=40)}})
+    ep = tpe.export(_conv_zero_output, rand((1, 3, 12)), dynamic_shapes={"x": {2: Dim("b", min=8, max=40)}})
+    for b in (8, 9, 40):
         x = rand((1, 3, b))
         assert_same(ep.module()(x), _conv_zero_output(x), exact=False)
+    with pytest.raises(ValueError, match="smaller than the window"):
+        _conv_zero_output(rand((1, 3, 4)))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(rand((1, 3, 4)))
 
 
 # --------------------------------------------------------------------------------------

@@ -39,8 +39,6 @@ def test_conv_stem_fix_gives_the_smallest_image_and_runs_above_it():
     agrees(roundtrip(ep), stem, arr(2, 3, 23, 40))
 
 
-@pytest.mark.xfail(strict=True, reason="eager/rule mismatch: eager nn.Conv2d on an input smaller than its "
-                   "kernel returns an empty array (torch raises); the export rule refuses it")
 def test_eager_conv_refuses_an_input_smaller_than_its_window_like_the_program():
     conv = nn.Conv2d(3, 2, 3)
     ep = tpe.export(conv, arr(1, 3, 8, 8), dynamic_shapes={"x": {2: Dim("h", min=3)}})
