@@ -142,7 +142,11 @@ def _where_impl(condition: Any, *xy: Any) -> Any:
     return np.where(condition, *xy)
 
 
-register_op("numpy.where", _where_impl, _where_rule, numpy_funcs=(np.where,))
+def _where_variant(condition: Any, *xy: Any, **kwargs: Any) -> Any:
+    return "numpy.nonzero" if not xy and not kwargs else None  # np.where(c) is np.nonzero(c)
+
+
+register_op("numpy.where", _where_impl, _where_rule, numpy_funcs=(np.where,), variant=_where_variant)
 
 
 def _clip_rule(ctx: Any, a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> tuple:

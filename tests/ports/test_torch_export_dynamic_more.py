@@ -457,8 +457,6 @@ def test_count_nonzero_used_as_a_size_is_a_data_dependent_size():
         np.testing.assert_array_equal(ep.module()(np.array(v)), model(np.array(v)))
 
 
-@pytest.mark.xfail(strict=True, reason="unsupported op: np.where(cond) with one argument (torch.where(cond)) "
-                   "is refused though it is exactly np.nonzero(cond)")
 def test_where_with_one_argument_is_nonzero():
     def model(x):
         r, c = np.where(x > 0)
