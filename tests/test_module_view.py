@@ -250,3 +250,17 @@ def test_var_positional_and_keyword_items_are_fixed_by_the_export_call():
         m(x, 1, 1, bias=2)
     with pytest.raises(TypeError, match=r"keyword arguments \['bias'\] in \*\*opts, got \['bias', 'c'\]"):
         m(x, 1, bias=2, c=0)
+
+
+def test_module_view_has_the_exported_callables_signature():
+    import inspect
+
+    def f(x, y, *, scale=2.0):
+        return x * scale + y
+
+    dx = tpe.Dim("dx", max=16)
+    ep = tpe.export(f, np.ones(3), np.ones(3), dynamic_shapes={"x": {0: dx}, "y": {0: dx}, "scale": None})
+    m = ep.module()
+    assert str(inspect.signature(m)) == "(x, y, *, scale=2.0)" == str(inspect.signature(m.forward))
+    again = tpe.export(m, np.ones(3), np.ones(3), dynamic_shapes={"x": {0: dx}, "y": {0: dx}, "scale": None})
+    np.testing.assert_array_equal(again.module()(np.ones(5), np.arange(5.0)), f(np.ones(5), np.arange(5.0)))

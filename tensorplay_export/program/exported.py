@@ -11,6 +11,7 @@ rebuilds the output pytree.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
@@ -499,6 +500,8 @@ class ExportedModule(GraphModule):
         two = spec is not None and spec.kind == "tuple" and len(spec.children) == 2
         self._binder = None
         params = getattr(root, "parameters", None)
+        if params is not None:
+            self._expose_signature(params)
         if two and params is not None:
             def example() -> Optional[tuple[tuple, dict]]:
                 ex = program.example_inputs
@@ -620,6 +623,29 @@ class ExportedModule(GraphModule):
         return results[0] if len(results) == 1 else tuple(results)
 
     forward = __call__
+
+    def _expose_signature(self, params: list) -> None:
+        """``inspect.signature(ep.module())`` (and of its ``forward``) is the exported callable's
+        own, ``(x, y, *, mask=None)``, not ``(*args, **kwargs)``: a spec keyed by argument name
+        binds to it, so ``export(ep.module(), ..., dynamic_shapes=spec)`` re-exports with the
+        spec of the first export (torch's retraceability)."""
+        kinds = {k.name.lower(): k for k in inspect._ParameterKind}
+        try:
+            sig = inspect.Signature([
+                inspect.Parameter(p.name, kinds[p.kind],
+                                  default=p.default if p.has_default else inspect.Parameter.empty)
+                for p in params])
+        except (KeyError, ValueError, TypeError):  # an odd stored signature: keep the generic one
+            return
+        module = self
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return module(*args, **kwargs)
+
+        forward.__signature__ = sig
+        forward.__name__ = forward.__qualname__ = "forward"
+        object.__setattr__(self, "__signature__", sig)
+        object.__setattr__(self, "forward", forward)
 
     def __repr__(self) -> str:
         return f"ExportedModule(\n{self.code})"

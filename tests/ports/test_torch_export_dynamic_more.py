@@ -315,8 +315,6 @@ def test_reexport_of_the_module_with_a_positional_spec():
         ep2.module()(arr(21), arr(22))
 
 
-@pytest.mark.xfail(strict=True, reason="signature preservation: ep.module().forward takes (*args, **kwargs), "
-                   "so re-exporting it with the same dict spec (keyed by argument name) is refused")
 def test_reexport_of_the_module_with_the_same_dict_spec():
     dx = Dim("dx", max=20)
     spec = {"x": {0: dx}, "y": {0: dx + 1}}
@@ -325,8 +323,6 @@ def test_reexport_of_the_module_with_the_same_dict_spec():
     agrees(ep2, _shift_model, arr(20), arr(21))
 
 
-@pytest.mark.xfail(strict=True, reason="signature preservation: a loaded program's module() loses argument "
-                   "names too; kwargs-only inputs cannot be named in a re-export spec")
 def test_reexport_of_a_loaded_module_with_kwargs_by_name():
     def model(x, *, y):
         return x + y[1:]
