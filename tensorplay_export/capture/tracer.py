@@ -82,6 +82,7 @@ class Tracer:
         self.pending: list = []                          # weakrefs of traced arrays not computed yet
         self._saw_pending = False                        # views() met a value not computed yet
         self._unguarded_bools = 0                        # > 0: SymBool operands of a ufunc (see call)
+        self._entry_errstate = np.geterr()               # the caller's floating-point error handling
 
     def is_current(self) -> bool:
         """Whether this tracer's capture is running (in this thread and context)."""
@@ -342,6 +343,11 @@ class Tracer:
         if self.module_stack:
             meta["module_path"] = self.module_stack[-1][0]
         meta["module_stack"] = tuple(self.module_stack)
+        errstate = np.geterr()
+        if errstate != self._entry_errstate and set(errstate.values()) <= _PLAIN_ERRSTATES:
+            # the model set it (with np.errstate(divide="ignore"): ...): the program's statement
+            # runs under it too, so warnings (and "raise") follow eager (graph/codegen.py)
+            meta["errstate"] = tuple(sorted(errstate.items()))
         meta.update(extra)
         return meta
 
@@ -673,6 +679,9 @@ def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
     return tuple(ArrayInfo((), a.numpy_type, (a.expr, a.expr)) if isinstance(a, (SymInt, SymFloat)) and a.numpy_type is not None
                  else info for a, info in zip(args, infos))
 
+
+# np.errstate modes a program can restore without a handler (np.seterrcall) of the model's
+_PLAIN_ERRSTATES = frozenset({"ignore", "warn", "raise", "print"})
 
 # reads a SymInt can answer (int() and __index__ must return a real int: CPython checks)
 _INT_READS = frozenset({"item", "slice_bound"})

@@ -206,6 +206,8 @@ class _Emitter:
             if spec is None or i == 0 or len(b.args) != 2 or b.kwargs:
                 continue
             a = nodes[i - 1]
+            if a.meta.get("errstate") != b.meta.get("errstate"):
+                continue  # each runs under its own np.errstate (a statement of its own)
             if (a.op != "call_function" or a.users.keys() != {b} or a.meta.get("bind")
                     or not isinstance(a.meta.get("shape"), tuple) or free_at.get(a) != i
                     or sum(1 for v in b.args if v is a) != 1):
@@ -363,13 +365,18 @@ class _Emitter:
                 pending_dead += dies_at.get(index[n], [])
                 continue
             binds = n.meta.get("bind")
+            errstate = n.meta.get("errstate")
+            indent = ""
+            if errstate:  # the model's np.errstate around this op: warnings and "raise" as in eager
+                body.append(f"with np.errstate({', '.join(f'{k}={v!r}' for k, v in errstate)}):")
+                indent = "    "
             if n.users or binds:
-                body.append(f"{n.name} = {call}")
+                body.append(f"{indent}{n.name} = {call}")
                 self.binds(n, body)
                 if not n.users:
                     body.append(f"del {n.name}")
             else:
-                body.append(call)  # an assertion or another value nobody reads
+                body.append(f"{indent}{call}")  # an assertion or another value nobody reads
             dead = [d for d in pending_dead + dies_at.get(index[n], []) if d not in inlined]
             pending_dead = []
             if dead:

@@ -354,6 +354,10 @@ def integer_valued(e: Any) -> bool:
         return False
 
 
+_ERR_KINDS = frozenset({"divide", "over", "under", "invalid"})
+_ERR_MODES = frozenset({"ignore", "warn", "raise", "print"})
+
+
 def _check_meta(meta: dict, member: str, node: str) -> None:
     """The meta keys codegen and the runtime read must have exactly their documented types.
 
@@ -379,6 +383,14 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
         fail(member, f"meta['module_path'] of node {node!r} must be a string")
+    errstate = meta.get("errstate")
+    if errstate is not None and not (  # codegen writes these into the source: exact words only
+            isinstance(errstate, tuple) and 0 < len(errstate) <= 4
+            and all(isinstance(p, tuple) and len(p) == 2 and p[0] in _ERR_KINDS and p[1] in _ERR_MODES
+                    for p in errstate)
+            and len({p[0] for p in errstate}) == len(errstate)):
+        fail(member, f"meta['errstate'] of node {node!r} must be (kind, mode) pairs with kinds "
+                     f"{sorted(_ERR_KINDS)} and modes {sorted(_ERR_MODES)}")
 
 
 def _check_dict_keys(value: Any, member: str, node: str) -> None:

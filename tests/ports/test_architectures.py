@@ -986,8 +986,6 @@ def test_split_at_data_dependent_offsets_unbacked_or_clear_error():
     check_sizes(ep, split_sums, make, [(1,), (256,)], exact=True)
 
 
-@pytest.mark.xfail(strict=True, reason="behaviour differs from eager: the program ignores the model's "
-                                       "np.errstate and warns where eager is silent")
 def test_errstate_in_model_is_kept_by_the_program():
     import warnings
 
