@@ -54,16 +54,19 @@ def _src_scale(n_in, n_out, factor):
 def _nearest_index(n_in, n_out, factor):
     """Source rows of nearest resizing: ``min(floor(dst * scale), in - 1)``, as torch's ``nearest_idx``.
 
-    With a scale factor the float32 product is torch's (its kernel multiplies in float);
-    with an explicit size the exact rational ``dst * in // out`` is used, which is what the
-    float formula computes except where float rounding lands below an integer.
+    torch's kernel works in float32: ``scale = float(1/scale_factor)``, or ``float(in) / out``
+    for an explicit size, and ``floorf(dst * scale)``. The same float32 steps are taken
+    here, so indices agree with torch also where float rounding lands just below an
+    integer (``in=2, out=82, dst=41`` gives 0, not the exact rational's 1). With an explicit
+    size the scale is a 0-d array made from ``in`` at run time (``np.array`` of a size), so
+    it stays exact for a symbolic ``in``. Its special cases (out == in, out == 2*in) give the
+    same indices as the formula, so they need no branch on the size.
     """
-    dst = np.arange(n_out)
     if factor is None:
-        src = (dst * n_in) // n_out
+        scale = np.array(n_in).astype(np.float32) / np.float32(n_out)
     else:
         scale = np.float32(1.0 / factor)
-        src = np.floor(dst.astype(np.float32) * scale).astype(np.int64)
+    src = np.floor(np.arange(n_out).astype(np.float32) * scale).astype(np.int64)
     return np.minimum(src, n_in - 1)
 
 

@@ -43,11 +43,8 @@ def nearest_ref(x, out_sizes, factors):
     for k, (n_out, f) in enumerate(zip(out_sizes, factors)):
         axis = 2 + k
         n_in = x.shape[axis]
-        if f is None:
-            src = [min(i * n_in // n_out, n_in - 1) for i in range(n_out)]
-        else:
-            scale = np.float32(1.0 / f)
-            src = [min(int(math.floor(np.float32(i) * scale)), n_in - 1) for i in range(n_out)]
+        scale = np.float32(1.0 / f) if f is not None else np.float32(n_in) / np.float32(n_out)
+        src = [min(int(math.floor(np.float32(i) * scale)), n_in - 1) for i in range(n_out)]
         x = np.take(x, src, axis=axis)
     return x
 
@@ -150,6 +147,18 @@ def test_nearest_and_bilinear_hand_values():
     # 1.5x nearest: floor(2 * 1.5) = 3 cells, sources floor(i / 1.5) = 0, 0, 1
     np.testing.assert_array_equal(F.interpolate(line, scale_factor=1.5)[0, 0], [1, 1, 2])
     np.testing.assert_array_equal(F.interpolate(line, size=5)[0, 0], [1, 1, 1, 2, 2])
+    # torch's float32 steps: 41 * float32(2 / 82) = 0.99999994, so cell 41 reads row 0 (the rational says 1)
+    assert F.interpolate(line, size=82)[0, 0, 41] == 1.0
+    assert F.interpolate(line, size=82)[0, 0, 42] == 2.0
+
+
+def test_nearest_size_keeps_torch_float32_indices_after_export():
+    m = nn.Upsample(size=(82, 3))
+    ep = tpe.export(m, randn(1, 1, 5, 4), dynamic_shapes=({2: Dim("h", max=64), 3: Dim("w", max=64)},))
+    x = np.arange(2 * 3, dtype=np.float32).reshape(1, 1, 2, 3)
+    got = ep.module()(x)
+    np.testing.assert_array_equal(got, m(x))
+    assert got[0, 0, 41, 0] == 0.0 and got[0, 0, 42, 0] == 3.0
 
 
 @pytest.mark.parametrize("kwargs", [dict(scale_factor=2), dict(scale_factor=3), dict(scale_factor=(2, 1.5)),
