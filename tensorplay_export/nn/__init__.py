@@ -20,3 +20,14 @@ __all__ = [
     "Softmax", "LogSoftmax", "Flatten", "Identity", "MultiheadAttention", "Conv1d", "Conv2d",
     "BatchNorm1d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "Sequential", "ModuleList", "ModuleDict",
 ]
+
+from tensorplay_export.nn.conv_transpose import ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from tensorplay_export.nn.norms import GroupNorm  # noqa: E402
+from tensorplay_export.nn.recurrent import GRUCell, LSTMCell, RNNCell  # noqa: E402
+from tensorplay_export.nn.resize import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: E402
+                                         AdaptiveMaxPool2d, Upsample, UpsamplingNearest2d)
+
+__all__ += [
+    "Upsample", "UpsamplingNearest2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "ConvTranspose1d", "ConvTranspose2d", "GroupNorm", "RNNCell", "GRUCell", "LSTMCell",
+]

@@ -716,3 +716,14 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     if reduction == "sum":
         return np.sum(loss)
     return np.sum(loss) / np.sum(w_t)
+
+
+# ------------------------------------------------ resizing, transposed conv, group norm
+# Plain numpy functions (no composite): each step already has a shape rule.
+from tensorplay_export.nn._conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from tensorplay_export.nn._norms import group_norm  # noqa: E402
+from tensorplay_export.nn._resize import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,  # noqa: E402
+                                          adaptive_max_pool2d, interpolate)
+
+__all__ += ["interpolate", "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+            "adaptive_max_pool2d", "conv_transpose1d", "conv_transpose2d", "group_norm"]

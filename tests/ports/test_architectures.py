@@ -909,9 +909,7 @@ def check_nn_module(name):
         np.testing.assert_allclose(ep.module()(*args), ref(module, *args), **TOL)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(
-    strict=True, reason=f"missing nn module: nn.{n} (UNet/ResNet/diffusion/recurrent models use it)"))
-    for n in MISSING_MODULES])
+@pytest.mark.parametrize("name", list(MISSING_MODULES))
 def test_nn_module_such_models_need(name):
     check_nn_module(name)
 

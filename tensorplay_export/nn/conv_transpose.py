@@ -1,0 +1,106 @@
+"""Transposed convolution layers: ConvTranspose1d, ConvTranspose2d (see `F.conv_transpose2d`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tensorplay_export.nn import functional as F
+from tensorplay_export.nn import init
+from tensorplay_export.nn.module import Module, Parameter
+
+__all__ = ["ConvTranspose1d", "ConvTranspose2d"]
+
+
+def _tuple(v, n: int) -> tuple[int, ...]:
+    return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * n
+
+
+class _ConvTransposeNd(Module):
+    _dims = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", *, rng=None,
+                 dtype=np.float32) -> None:
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) "
+                             f"must be divisible by groups ({groups})")
+        if padding_mode != "zeros":
+            raise ValueError(f"only 'zeros' padding_mode is supported for {type(self).__name__}, "
+                             f"got {padding_mode!r}")
+        n = self._dims
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)
+        self.padding, self.output_padding = _tuple(padding, n), _tuple(output_padding, n)
+        self.dilation = _tuple(dilation, n)
+        for o, s, d in zip(self.output_padding, self.stride, self.dilation):
+            if not 0 <= o < max(s, d):
+                raise ValueError(f"output_padding {self.output_padding} must be smaller than either stride "
+                                 f"{self.stride} or dilation {self.dilation}")
+        # torch's reset_parameters: kaiming_uniform(a=sqrt(5)) on a (C_in, C_out/g, *k) weight, whose
+        # fan-in is weight.size(1) * prod(k); the bias uses the same bound.
+        fan_in = (out_channels // groups) * math.prod(self.kernel_size)
+        rng = init.get_rng(rng)
+        shape = (in_channels, out_channels // groups) + self.kernel_size
+        self.weight = Parameter(init.fan_in_uniform(shape, fan_in, rng, dtype))
+        if bias:
+            self.bias = Parameter(init.fan_in_uniform((out_channels,), fan_in, rng, dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def _check_output_size(self, output_size) -> None:
+        if output_size is not None:
+            raise NotImplementedError(f"{type(self).__name__}: output_size= is not supported; pass "
+                                      "output_padding to the constructor instead")
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}, padding={self.padding}")
+        if any(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.dilation != (1,) * self._dims:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-D transposed convolution (torch's ``nn.ConvTranspose2d``).
+
+    Shapes: (N, C_in, H, W) or (C_in, H, W) -> (N, C_out, H_out, W_out),
+    ``H_out = (H - 1)*stride[0] - 2*padding[0] + dilation[0]*(kernel_size[0] - 1) + output_padding[0] + 1``.
+    Parameters: weight (C_in, C_out/groups, kh, kw), bias (C_out,), both
+    U(-1/sqrt(C_out/groups*kh*kw), +...) as torch.
+
+    Raises:
+        ValueError: channels not divisible by groups; output_padding not smaller than stride or dilation.
+        NotImplementedError: ``forward(x, output_size=...)``.
+    """
+
+    _dims = 2
+
+    def forward(self, x, output_size=None):
+        self._check_output_size(output_size)
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-D transposed convolution (torch's ``nn.ConvTranspose1d``).
+
+    Shapes: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out),
+    ``L_out = (L - 1)*stride - 2*padding + dilation*(kernel_size - 1) + output_padding + 1``.
+    Parameters: weight (C_in, C_out/groups, k), bias (C_out,).
+    """
+
+    _dims = 1
+
+    def forward(self, x, output_size=None):
+        self._check_output_size(output_size)
+        return F.conv_transpose1d(x, self.weight, self.bias, self.stride[0], self.padding[0],
+                                  self.output_padding[0], self.groups, self.dilation[0])
