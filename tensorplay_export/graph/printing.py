@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..records import sympy
-from .stored import SizeExpr, symbol_key, sympy_tree
+from .stored import SizeExpr, float_value as _float_value, number_value as _num_value, symbol_key, sympy_tree
 
 __all__ = ["pyexpr", "tree_text", "format_guard", "UnsupportedExpressionError"]
 
@@ -72,21 +72,8 @@ def _is_num(t: Any) -> bool:
     return type(t) is int or (type(t) is tuple and t[0] in ("Rational", "Float"))
 
 
-def _num_value(t: Any) -> Any:
-    if type(t) is int:
-        return t
-    if t[0] == "Rational":
-        return t[1] / t[2]
-    return _float_value(t)
 
 
-def _float_value(t: tuple) -> float:
-    _, sign, man, exp, _bc, _prec = t
-    try:
-        v = math.ldexp(float(int(man, 16)), exp)
-    except OverflowError:
-        v = math.inf
-    return -v if sign else v
 
 
 def _negative(t: Any) -> bool:

@@ -25,6 +25,7 @@ here validates a tree: the archive reader does that before a tree becomes a
 """
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any, Callable, Iterator, Optional
 
@@ -372,3 +373,23 @@ def is_number_tree(tree: Any) -> bool:
     if head == "ITE":
         return is_number_tree(tree[2])
     return head in _NUMBER_HEADS or head in EXTRA_HEADS
+
+
+def float_value(t: tuple) -> float:
+    """The Python float of a stored ``["Float", sign, mantissa_hex, exponent, bitcount, precision]``
+    (``inf`` when it does not fit a double)."""
+    _, sign, man, exp, _bc, _prec = t
+    try:
+        v = math.ldexp(float(int(man, 16)), exp)
+    except OverflowError:
+        v = math.inf
+    return -v if sign else v
+
+
+def number_value(t: Any) -> Any:
+    """The value of a stored number: an int, a ``Rational`` (as a float) or a ``Float``."""
+    if type(t) is int:
+        return t
+    if t[0] == "Rational":
+        return t[1] / t[2]
+    return float_value(t)

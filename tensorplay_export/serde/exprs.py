@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, sympy_tree
+from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, float_value as _float_value, number_value as _num_value, sympy_tree
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 from ..errors import ArchiveError
 
@@ -321,21 +321,8 @@ def _exponent_problem(exp: Any) -> str | None:
             f"of at most {MAX_POW} in magnitude, got {_short(_json(exp))}")
 
 
-def _float_value(t: tuple) -> float:
-    _, sign, man, exp, _bc, _prec = t
-    try:
-        v = math.ldexp(float(int(man, 16)), exp)
-    except OverflowError:
-        v = math.inf
-    return -v if sign else v
 
 
-def _num_value(t: Any) -> float:
-    if type(t) is int:
-        return t
-    if t[0] == "Rational":
-        return t[1] / t[2]
-    return _float_value(t)
 
 
 def _limit_problem(tree: Any) -> str | None:
