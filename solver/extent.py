@@ -35,33 +35,31 @@ def value_extent(conds: list, name: str, lower: int, upper: Optional[int], examp
         return not verdict.refuted  # undecided counts as "maybe there": never narrows wrongly
 
     lo = lower
-    if example > lower and not some_value(lower, example - 1):
-        lo = example
-    elif example > lower:
-        good, bad = example, lower - 1  # some value in [lower, good]; none in [lower, bad]
-        while good - bad > 1:
-            mid = (good + bad) // 2
-            if some_value(lower, mid):
-                good = mid
-            else:
-                bad = mid
-        lo = good
+    if example > lower:
+        # the least m with some value in [lower, m]: example has one, lower - 1 has none
+        lo = _boundary(lambda m: some_value(lower, m), example, lower - 1)
     if upper is None:
         if some_value(_FAR, None):
             return lo, None
         top = _FAR
     else:
         top = upper
-    if top <= example or not some_value(example + 1, top):
+    if top <= example:
         return lo, example if upper is None or example < upper else upper
-    good, bad = example, top + 1   # some value in [good, top]; none in [bad, top]
-    while bad - good > 1:
+    # the greatest m with some value in [m, top]: example has one, top + 1 has none
+    return lo, _boundary(lambda m: some_value(m, top), example, top + 1)
+
+
+def _boundary(holds, good: int, bad: int) -> int:
+    """The ``holds`` end next to ``bad``: binary search between a point where ``holds`` is true
+    (``good``) and one where it is false (``bad``), in either direction."""
+    while abs(bad - good) > 1:
         mid = (good + bad) // 2
-        if some_value(mid, top):
+        if holds(mid):
             good = mid
         else:
             bad = mid
-    return lo, good
+    return good
 
 
 def _conjunction(conds: list, sym, name: str):
