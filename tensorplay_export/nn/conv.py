@@ -44,15 +44,7 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
 
     def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}, padding={self.padding}")
-        if self.dilation != (1,) * self._dims:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        return conv_extra_repr(self)
 
 
 class Conv1d(_ConvNd):
@@ -194,3 +186,18 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def conv_extra_repr(m: Module, **extra: str) -> str:
+    """torch's repr of a conv module's settings (``extra``: more ``key=value`` after padding,
+    e.g. a transposed conv's ``output_padding``)."""
+    s = (f"{m.in_channels}, {m.out_channels}, kernel_size={m.kernel_size}, "
+         f"stride={m.stride}, padding={m.padding}")
+    s += "".join(f", {k}={v}" for k, v in extra.items())
+    if m.dilation != (1,) * m._dims:
+        s += f", dilation={m.dilation}"
+    if m.groups != 1:
+        s += f", groups={m.groups}"
+    if m.bias is None:
+        s += ", bias=False"
+    return s

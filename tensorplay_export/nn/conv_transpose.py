@@ -8,6 +8,7 @@ import numpy as np
 
 from tensorplay_export.nn import functional as F
 from tensorplay_export.nn import init
+from tensorplay_export.nn.conv import conv_extra_repr
 from tensorplay_export.nn.module import Module, Parameter
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d"]
@@ -56,17 +57,7 @@ class _ConvTransposeNd(Module):
                                       "output_padding to the constructor instead")
 
     def extra_repr(self) -> str:
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}, padding={self.padding}")
-        if any(self.output_padding):
-            s += f", output_padding={self.output_padding}"
-        if self.dilation != (1,) * self._dims:
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        return conv_extra_repr(self, **({"output_padding": self.output_padding} if any(self.output_padding) else {}))
 
 
 class ConvTranspose2d(_ConvTransposeNd):
