@@ -435,9 +435,16 @@ def _floor_equality(expr, hints: Mapping):
     ``num == k*side - r`` (ceiling, ``r = (-num) mod k``); else None."""
     if not isinstance(expr, sympy.Eq):
         return None
-    for side, other in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
-        if not isinstance(other, (sympy.floor, sympy.ceiling)):
-            continue
+    # ``floor(num/k) + c == side`` (a strided conv's output size against another dim): the
+    # floor alone on one side, the rest moved over
+    diff = expr.lhs - expr.rhs
+    pairs = []
+    for term in sympy.Add.make_args(diff):
+        if isinstance(term, (sympy.floor, sympy.ceiling)):
+            pairs.append((term - diff, term))          # floor == -(diff - floor)
+        elif isinstance(-term, (sympy.floor, sympy.ceiling)):
+            pairs.append((diff - term, -term))         # -floor + rest == 0: floor == rest
+    for side, other in pairs:
         num, den = sympy.fraction(sympy.together(other.args[0]))
         if not den.is_Integer or int(den) < 2 or _linear_form(num) is None:
             continue
@@ -792,12 +799,37 @@ class _Plan:
         if slack < 0:
             return None
         names = sorted(coeffs, key=self.order)
+        # The slack is shared out evenly, but a root never takes more than its declared range
+        # leaves it (q <= 4 beside p + q <= 128 takes 2, and p the rest): water-filling.
+        room = {}
+        for n in names:
+            c = coeffs[n]
+            lo, hi = self.declared.get(n, (1, None))
+            edge = (self.hints[n] - lo) if c > 0 and lo is not None else (
+                (hi - self.hints[n]) if c < 0 and hi is not None else None)
+            room[n] = None if edge is None else max(edge, 0) * abs(c)
+        share = dict.fromkeys(names, 0)
+        left, open_ = slack, list(names)
+        while left > 0 and open_:
+            even = left // len(open_)
+            extra = left % len(open_)
+            full = []
+            for i, n in enumerate(open_):
+                want = even + (1 if i < extra else 0)
+                cap = None if room[n] is None else room[n] - share[n]
+                take = want if cap is None else min(want, cap)
+                share[n] += take
+                left -= take
+                if cap is not None and take >= cap:
+                    full.append(n)
+            if not full:
+                break
+            open_ = [n for n in open_ if n not in full]
         out = []
-        for i, n in enumerate(names):
-            share = slack // len(names) + (1 if i < slack % len(names) else 0)
+        for n in names:
             c = coeffs[n]
             x = self.sym(n)
-            out.append(x >= self.hints[n] - share // c if c > 0 else x <= self.hints[n] + share // -c)
+            out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
         return out
 
     # -- per-symbol decisions ------------------------------------------------------------

@@ -347,3 +347,18 @@ def test_floor_equality_gets_the_relation_the_example_picks():
     assert odd.lines == ["b = 2*a - 1"] and odd.verified
     up = suggest_fixes([sympy.Eq(a, sympy.ceiling(b / 3))], {"a": (1, 64), "b": (1, 128)}, {"a": 4, "b": 11})
     assert up.lines == ["a = Dim('a', max=43)", "b = 3*a - 1"] and up.verified  # 3*a - 1 <= 128
+
+
+def test_a_box_never_gives_a_dim_more_than_its_declared_range():
+    # p + q <= 128 with q <= 4: q's share is capped by its range, p takes the rest
+    p, q = (sympy.Symbol(n, integer=True, positive=True) for n in "pq")
+    fs = suggest_fixes([p + q <= 128], {"p": (1, 200), "q": (1, 4)}, {"p": 10, "q": 2})
+    assert fs.lines == ["p = Dim('p', max=124)"] and fs.verified
+
+
+def test_a_strided_output_size_against_another_dim_gets_a_relation():
+    # conv1d(k=3, stride=2) output + skip: (t - 3) // 2 + 1 == s  ->  t = 2*s + 1 (example t odd)
+    t, s_ = (sympy.Symbol(n, integer=True, positive=True) for n in "ts")
+    guard = sympy.Eq(sympy.floor((t - 3) / 2) + 1, s_)
+    fs = suggest_fixes([guard], {"t": (1, 201), "s": (1, 100)}, {"t": 21, "s": 10})
+    assert fs.lines == ["t = 2*s + 1"] and fs.verified
