@@ -18,7 +18,7 @@ import numpy as np
 import sympy
 
 from .. import pytree
-from ..errors import ConstraintsExceededError
+from ..errors import CaptureError, ConstraintsExceededError
 from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
@@ -287,6 +287,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.
     input_mutations = [(ph.name, t) for ph, t, _before in user_arrays if t.node is not ph]
+    _refuse_constant_writes(tracer)
     # a parameter written in place (np.multiply(self.w, 2, out=self.w), self.w += g) was rebound
     # to the write's node: a PARAMETER_MUTATION output that module() applies, as eager would
     param_mutations = [(fqn, t) for fqn, t, _param in state.params if t.node.op != "placeholder"] \
@@ -438,3 +439,25 @@ def _any_traced(value: Any) -> bool:
                 return True
         return False
     return isinstance(value, (SymInt, SymFloat))
+
+
+def _refuse_constant_writes(tracer: Any) -> None:
+    """A write into an array the program holds as a constant (a module global, a closure or a
+    plain attribute: ``np.multiply(x, 2, out=BUF[:n])``) changes that array in eager numpy, and
+    a program cannot: it would drop the side effect silently, so the export is refused.
+
+    Raises:
+        CaptureError: naming the array and the line of the first write.
+    """
+    for traced in tracer._const_by_id.values():
+        node = traced._node
+        if node is None or node.op == "placeholder":
+            continue
+        name = traced._lazy or next((k for k, v in tracer.constants.items() if v is traced.example), "an array")
+        where = tracer.writes[0][1] if tracer.writes else None
+        raise CaptureError(
+            f"the model writes into {name.removeprefix('c_')!r}, an array it does not own (a module global, "
+            f"a closure or a plain attribute, which the program holds as a constant): eager numpy changes "
+            f"that array, a program cannot. Register it on the module (register_buffer) so the write is a "
+            f"buffer mutation, pass it as an input, or write into a new array (np.empty_like)"
+            + (f"\n  at {where}" if where is not None else ""))

@@ -384,7 +384,8 @@ class _SymbolicMath:
 # math functions of a float that sizes have no symbolic form for here: a size given to one is
 # pinned with the function's name as the reason (not the bare "converted with float()")
 _PINNING_MATH = frozenset({"log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "pow", "sin", "cos",
-                           "tan", "tanh", "atan", "atan2", "erf", "erfc", "gamma", "lgamma", "cbrt"})
+                           "tan", "tanh", "atan", "atan2", "erf", "erfc", "gamma", "lgamma", "cbrt",
+                           "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
 
 
 def _named_pin(name: str, fn: Callable) -> Callable:
@@ -393,7 +394,7 @@ def _named_pin(name: str, fn: Callable) -> Callable:
         values = []
         for a in args:
             if isinstance(a, (SymInt, SymFloat)):
-                reason = f"math.{name}() of a size (only math.sqrt stays symbolic; the result is a float)"
+                reason = f"math.{name}() of a size (it has no symbolic form here; only math.sqrt stays symbolic)"
                 a = a.env.specialize(a.expr, reason)
             values.append(a)
         return fn(*values)

@@ -919,20 +919,16 @@ class SymBool:
     def __rand__(self, o): return self._logic(o, sympy.And, True)
     def __or__(self, o): return self._logic(o, sympy.Or)
     def __ror__(self, o): return self._logic(o, sympy.Or, True)
-    def __xor__(self, o): return self._logic(o, sympy.Xor)
-    def __rxor__(self, o): return self._logic(o, sympy.Xor, True)
-    def __invert__(self): return wrap_bool(sympy.Not(self.expr), self.env)
+    # ==, != and ^ between two bools compare their 0/1 values: the same truth as Equivalent /
+    # Xor, in a form generated code and the solver both read (Eq/Ne of Piecewise sizes)
+    def __xor__(self, o): return self._number(operator.ne, o) if isinstance(o, (SymBool, bool)) else NotImplemented
+    def __rxor__(self, o): return self._number(operator.ne, o, True) if isinstance(o, (SymBool, bool)) else NotImplemented
+    def __invert__(self): return -self.as_int() - 1  # a Python bool is an int: ~True == -2
 
     def __eq__(self, o):
-        if isinstance(o, (SymBool, bool)):
-            other = o.expr if isinstance(o, SymBool) else (sympy.true if o else sympy.false)
-            return wrap_bool(sympy.Equivalent(self.expr, other), self.env)
         return self._number(operator.eq, o)
 
     def __ne__(self, o):
-        if isinstance(o, (SymBool, bool)):
-            other = o.expr if isinstance(o, SymBool) else (sympy.true if o else sympy.false)
-            return wrap_bool(sympy.Xor(self.expr, other), self.env)
         return self._number(operator.ne, o)
 
     # -- as a number: a Python bool is the int 0 or 1 (True + 1 == 2, 2.0 * (n > 3)) ----------
@@ -963,6 +959,13 @@ class SymBool:
     def __mod__(self, o): return self._number(operator.mod, o)
     def __rmod__(self, o): return self._number(operator.mod, o, True)
     def __pow__(self, o): return self._number(operator.pow, o)
+    def __rpow__(self, o): return self._number(operator.pow, o, True)
+    def __lshift__(self, o): return self._number(operator.lshift, o)
+    def __rlshift__(self, o): return self._number(operator.lshift, o, True)
+    def __rshift__(self, o): return self._number(operator.rshift, o)
+    def __rrshift__(self, o): return self._number(operator.rshift, o, True)
+    def __divmod__(self, o): return self._number(divmod, o)
+    def __rdivmod__(self, o): return self._number(divmod, o, True)
     def __lt__(self, o): return self._number(operator.lt, o)
     def __le__(self, o): return self._number(operator.le, o)
     def __gt__(self, o): return self._number(operator.gt, o)

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import CaptureError, UnsupportedOpError
 from ..ops.registry import func_name, get_op, lookup_func, lookup_method
 from .frames import user_source
-from .symbolic import wrap_int
+from .symbolic import SymBool, wrap_int
 
 _UFUNC_REDUCE = {"add": "numpy.sum", "multiply": "numpy.prod", "maximum": "numpy.max",
                  "minimum": "numpy.min", "logical_and": "numpy.all", "logical_or": "numpy.any"}
@@ -403,6 +403,8 @@ def _read_slice_bounds(key: Any) -> Any:
     ``__index__`` (``x[s:s + n]`` with ``n = counts[i]``): a data-dependent read, so export
     raises DataDependentError at the user's line and draft_export assumes the example's value."""
     def read(k: Any) -> Any:
+        if isinstance(k, slice) and any(type(b) is SymBool for b in (k.start, k.stop, k.step)):
+            k = slice(*(b.as_int() if type(b) is SymBool else b for b in (k.start, k.stop, k.step)))  # x[(n > 3):]
         if isinstance(k, slice) and any(isinstance(b, TracedArray) for b in (k.start, k.stop, k.step)):
             return slice(*(b._read("slice_bound", "uses as a slice bound a value") if isinstance(b, TracedArray) else b
                            for b in (k.start, k.stop, k.step)))

@@ -344,10 +344,13 @@ class Tracer:
             meta["module_path"] = self.module_stack[-1][0]
         meta["module_stack"] = tuple(self.module_stack)
         errstate = np.geterr()
-        if errstate != self._entry_errstate and set(errstate.values()) <= _PLAIN_ERRSTATES:
-            # the model set it (with np.errstate(divide="ignore"): ...): the program's statement
-            # runs under it too, so warnings (and "raise") follow eager (graph/codegen.py)
-            meta["errstate"] = tuple(sorted(errstate.items()))
+        if errstate != self._entry_errstate:
+            # the kinds the model set (with np.errstate(divide="ignore"): ...): the program's
+            # statement runs under them too (graph/codegen.py); the other kinds follow the
+            # caller's state at run time, as in eager
+            changed = tuple(sorted((k, v) for k, v in errstate.items() if self._entry_errstate.get(k) != v))
+            if changed and all(v in _PLAIN_ERRSTATES for _k, v in changed):
+                meta["errstate"] = changed
         meta.update(extra)
         return meta
 

@@ -630,10 +630,17 @@ class ExportedModule(GraphModule):
         binds to it, so ``export(ep.module(), ..., dynamic_shapes=spec)`` re-exports with the
         spec of the first export (torch's retraceability)."""
         kinds = {k.name.lower(): k for k in inspect._ParameterKind}
+        # an argument the export call passed must be passed again (its exported value): no default
+        spec = self._in_spec
+        given: set = set()
+        if spec is not None and spec.kind == "tuple" and len(spec.children) == 2:
+            positional = [p.name for p in params if p.kind in ("positional_only", "positional_or_keyword")]
+            given = set(positional[:len(spec.children[0].children)]) | set(spec.children[1].context or ())
         try:
             sig = inspect.Signature([
                 inspect.Parameter(p.name, kinds[p.kind],
-                                  default=p.default if p.has_default else inspect.Parameter.empty)
+                                  default=p.default if p.has_default and p.name not in given
+                                  else inspect.Parameter.empty)
                 for p in params])
         except (KeyError, ValueError, TypeError):  # an odd stored signature: keep the generic one
             return

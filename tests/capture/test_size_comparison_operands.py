@@ -92,3 +92,18 @@ def test_a_branch_on_comparison_arithmetic_guards_with_a_fix():
     for n in (4, 9, 11, 64):
         x = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
         np.testing.assert_array_equal(ep.module()(x), model(x))
+
+
+def _bool_ops(x):
+    n = x.shape[0]
+    a, b = n > 3, n > 5
+    return (x[a:] .sum() + (a != b) + (a == b) + (a ^ b) + (~a) + (a << 2) + divmod(a, 1)[0]
+            + x * (a & (n < 9)))
+
+
+def test_every_int_operation_on_a_comparison_is_pythons():
+    ep = tpe.export(_bool_ops, np.arange(6, dtype=np.float32), dynamic_shapes=_dim_spec())
+    assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [(1, 64)]
+    for n in range(1, 12):
+        x = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(ep.module()(x), _bool_ops(x))

@@ -131,3 +131,16 @@ def test_every_followed_view_op_writes_back_to_its_base(make):
         b = a.copy()
         np.testing.assert_allclose(ep.module()(a), model(b))
         np.testing.assert_allclose(a, b)
+
+
+_SCRATCH = np.zeros((6, 4), np.float32)
+
+
+def test_a_write_into_an_array_the_model_does_not_own_is_refused():
+    # eager numpy changes the module global; a program cannot, so export refuses (no silent drop)
+    def model(x):
+        np.multiply(x, 2, out=_SCRATCH[: x.shape[0]])
+        return x + 1
+
+    with pytest.raises(tpe.CaptureError, match=r"writes into '_SCRATCH'.*register_buffer"):
+        tpe.export(model, np.ones((6, 4), np.float32), dynamic_shapes={"x": {0: tpe.Dim("r", max=6)}})

@@ -63,3 +63,17 @@ def _pair(k, v):
 def test_a_hostile_errstate_is_refused_at_load(good, value):
     with pytest.raises(ArchiveError, match="errstate"):
         tpe.load(io.BytesIO(_edit(good, value)))
+
+
+def test_only_the_kinds_the_model_set_are_fixed_the_rest_follow_the_caller():
+    def model(x):
+        with np.errstate(over="raise"):
+            return 1.0 / x
+
+    ep = tpe.export(model, np.arange(1, 7, dtype=np.float32), dynamic_shapes={"x": {0: tpe.Dim("n", max=20)}})
+    assert [ln.strip() for ln in ep.module().code.splitlines() if "errstate" in ln] == ["with np.errstate(over='raise'):"]
+    with np.errstate(divide="raise"):  # the caller's divide="raise" applies, as in eager
+        with pytest.raises(FloatingPointError):
+            model(np.arange(4.0, dtype=np.float32))
+        with pytest.raises(FloatingPointError):
+            ep.module()(np.arange(4.0, dtype=np.float32))
