@@ -168,3 +168,15 @@ def test_first_difference_orders_structure_outputs_buffers_inputs():
     assert first_difference(a, RunRecord((np.ones(2), np.ones(2)), {"b": np.zeros(1)},
                                          [("args[0]", np.zeros(1))])).path == \
         "args[0] after the call (written by the model)"
+
+
+def test_an_all_zeros_example_does_not_hide_a_path_eager_does_not_take():
+    # zeros make x * 2 and x * 1 equal; the net runs again on seeded values and sees the difference
+    def model(x):
+        return x * (2 if type(x.shape[0]) is int else 1)
+
+    with pytest.raises(tpe.EagerMismatchError, match="values differ"):
+        tpe.export(model, np.zeros((8, 4), np.float32), dynamic_shapes={"x": {0: tpe.Dim("n", max=20)}})
+    # a model that is right exports from zeros as before
+    ep = tpe.export(lambda x: x * 2.0, np.zeros((8, 4), np.float32), dynamic_shapes={"x": {0: tpe.Dim("n", max=20)}})
+    np.testing.assert_array_equal(ep.module()(np.ones((3, 4), np.float32)), np.full((3, 4), 2.0, np.float32))

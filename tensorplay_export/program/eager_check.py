@@ -352,10 +352,43 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             err = first_difference(expected, got)
             if err is not None:
                 raise err
+            _check_on_varied_values(ep, model, s_args, s_kwargs)
             return NetReport(sizes)
     _LOG.info("eager check on the user's example: %s", reason)
     expected = run_eager(model, args, kwargs)
     err = first_difference(expected, run_program(ep, args, kwargs))
     if err is not None:
         raise err
+    _check_on_varied_values(ep, model, args, kwargs)
     return NetReport(None, reason)
+
+
+def _check_on_varied_values(ep: Any, model: Any, args: tuple, kwargs: dict) -> None:
+    """The net again with the example's constant float inputs (``np.zeros``, ``np.ones``) given
+    seeded values in ``[0.5, 1.5)``: zeros hide a program that scales by the wrong factor
+    (``x * (2 if type(n) is int else 1)``).  Int and bool inputs (ids, masks) are kept.  A run
+    that raises on the new values proves nothing either way and is let go.
+
+    Raises:
+        EagerMismatchError: the runs differ on the varied values.
+    """
+    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    rng = np.random.default_rng(0)
+    varied, changed = [], False
+    for leaf in leaves:
+        if (isinstance(leaf, np.ndarray) and leaf.dtype.kind in "fc" and leaf.size > 1
+                and bool(np.all(leaf == leaf.flat[0]))):
+            varied.append(rng.uniform(0.5, 1.5, leaf.shape).astype(leaf.dtype))
+            changed = True
+        else:
+            varied.append(leaf)
+    if not changed:
+        return
+    v_args, v_kwargs = pytree.tree_unflatten(varied, spec)
+    try:
+        expected, got = run_eager(model, tuple(v_args), dict(v_kwargs)), run_program(ep, tuple(v_args), dict(v_kwargs))
+    except EagerMismatchError:
+        return
+    err = first_difference(expected, got)
+    if err is not None:
+        raise err
