@@ -435,3 +435,25 @@ def test_console_script_is_never_the_reported_source(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "is outside b in [1, 8]" in proc.stdout
     assert "tensorplay-export" not in proc.stdout.split("draft_export")[0]  # no annotation names the script
+
+
+def test_a_reader_closing_the_pipe_is_not_a_broken_contract(tmp_path):
+    # `tensorplay-export show big.pt2 | head -1`: 141 (SIGPIPE, as shells report it), never 1
+    import numpy as np
+
+    import tensorplay_export as tpe
+
+    def long_program(x):
+        for _ in range(400):
+            x = x * 1.0001 + 0.5
+        return x
+
+    path = tmp_path / "big.pt2"
+    tpe.save(tpe.export(long_program, np.ones((3, 4)), dynamic_shapes={"x": {0: tpe.Dim("n")}}), path)
+    proc = subprocess.Popen([sys.executable, "-m", "tensorplay_export", "show", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141), err
+    assert "Traceback" not in err

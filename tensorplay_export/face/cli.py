@@ -54,7 +54,13 @@ def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     # soft_wrap: never insert line breaks (fix lines must stay one per line for refine)
-    return Console(stderr=stderr, soft_wrap=True, highlight=False)
+    console = Console(stderr=stderr, soft_wrap=True, highlight=False)
+
+    def closed() -> None:  # rich's own handler exits with 1, this CLI's "contract does not hold"
+        raise BrokenPipeError
+
+    console.on_broken_pipe = closed
+    return console
 
 
 def load_target(target: str) -> tuple[Any, tuple, dict, Any]:
@@ -555,8 +561,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_PIPE_CLOSED = 141  # stdout's reader closed the pipe (128 + SIGPIPE, as shells report it)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point; returns the exit status (0 ok, 1 contract does not hold / narrowed, 2 usage error).
+    """Entry point; returns the exit status (0 ok, 1 contract does not hold / narrowed, 2 usage
+    error, 141 the reader of stdout closed the pipe).
 
     With ``--debug`` an error also prints its traceback; the status does not change.
     """
@@ -574,7 +584,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = getattr(opts, "debug", False)
     # --debug only adds the traceback: the exit status is the same with and without it
     try:
-        return opts.run(opts)
+        status = opts.run(opts)
+        sys.stdout.flush()  # a closed pipe fails here, inside the handler below, not at exit
+        return status
+    except BrokenPipeError:
+        # the reader went away (`... | head -1`): no verdict was lost, only text; say so the way
+        # a shell reports a writer stopped by SIGPIPE (128 + 13), never as "contract broken"
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_PIPE_CLOSED
     except UsageError as err:
         if debug:
             traceback.print_exc(file=sys.stderr)
