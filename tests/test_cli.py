@@ -219,7 +219,7 @@ def test_contract_names_the_axis_of_auto_dims(ci, capsys):
     (line,) = [ln for ln in out.splitlines() if "Dim.AUTO" in ln]
     sym = line.split()[0]
     assert f"({sym} = x.shape[0], Dim.AUTO)" in line and "in [1, 512]" in line
-    assert "Outputs:" in out and f"[0]: ({sym}, 4) float32" in out  # the output's shape over the input dims
+    assert "Outputs:" in out and f"out: ({sym}, 4) float32" in out  # the output's shape over the input dims
     data = json.loads(run(capsys, "contract", "auto.pt2", "--format", "json")[1])
     assert data["dims"] == [dict(data["dims"][0], axis="x.shape[0]", auto=True)]
     (output,) = data["outputs"]

@@ -195,3 +195,17 @@ def test_auto_bound_narrows_range_constraints_and_the_runtime_check():
     assert ep.module()(np.ones((512, 4), np.float32)).shape == (512, 4)
     with pytest.raises(tpe.ConstraintsExceededError, match=rf"^x\.shape\[0\] = 600 is outside {root} in \[1, 512\]"):
         ep.module()(np.ones((600, 4), np.float32))
+
+
+def test_contract_outputs_are_named_by_where_the_model_returns_them():
+    import numpy as np
+
+    import tensorplay_export as tpe
+    from tensorplay_export.face.contract import Contract, contract_of
+
+    ep = tpe.export(lambda x: {"h": x * 2, "pooled": x.sum(0)}, np.ones((3, 4)),
+                    dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    c = contract_of(ep)
+    assert c.output_paths == ["out['h']", "out['pooled']"]
+    assert "out['h']: (n, 4) float64" in c.describe() and "out['pooled']: (4,) float64" in c.describe()
+    assert Contract.from_json(c.to_json()).output_paths == c.output_paths

@@ -79,6 +79,8 @@ class Contract:
         auto_dims: names of the root symbols no user ``Dim`` names (``Dim.AUTO`` / ``Dim.DYNAMIC``
             axes, ``s0``...): the text names the input axis of each (``s0 = x.shape[1]``).
         output_values: output index -> size expression, for outputs that are sizes.
+        output_paths: per output its place in what the model returns (``out['h']``,
+            ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
     """
 
     inputs: list = field(default_factory=list)
@@ -88,6 +90,7 @@ class Contract:
     runtime_checks: list = field(default_factory=list)
     auto_dims: set = field(default_factory=set)
     output_values: dict = field(default_factory=dict)
+    output_paths: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -178,12 +181,13 @@ class Contract:
                 out += [f"  {t}" for t in items]
         out.append("Outputs:")
         for i, (shape, dtype) in enumerate(self.outputs):
+            where = self.output_paths[i] if i < len(self.output_paths) else f"[{i}]"
             if i in self.output_values:
                 value = self.output_values[i]
-                out.append(f"  [{i}]: {dtype} = {value if isinstance(value, str) else _text(value)}")
+                out.append(f"  {where}: {dtype} = {value if isinstance(value, str) else _text(value)}")
                 continue
             shown = _shape_text(shape) if shape is not None else "(not an array)"
-            out.append(f"  [{i}]: {shown} {dtype or ''}".rstrip())
+            out.append(f"  {where}: {shown} {dtype or ''}".rstrip())
         return "\n".join(out)
 
     def to_json(self) -> dict:
@@ -207,7 +211,8 @@ class Contract:
             "guards": [{"text": _text(g), "tree": encode_expr(g)} for g in self.guards],
             "outputs": [dict({"shape": None if s is None else [d if isinstance(d, str) else _text(d) for d in s],
                               "shape_tree": None if s is None or any(isinstance(d, str) for d in s)
-                              else [tree(d) for d in s], "dtype": dt}, **self._value_json(i))
+                              else [tree(d) for d in s], "dtype": dt}, **self._value_json(i),
+                             **({"path": self.output_paths[i]} if i < len(self.output_paths) else {}))
                         for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
         }
@@ -257,9 +262,10 @@ class Contract:
                 outputs.append((shape, o.get("dtype")))
             values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
                       for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
+            paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values)
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths)
 
 
 def _shape_text(shape: Any) -> str:
@@ -280,7 +286,23 @@ def contract_of(ep: Any) -> Contract:
     values = {i: o.value for i, o in enumerate(sizes.outputs) if o.value is not None}
     named = _spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
-    return Contract(inputs, ranges, guards, outputs, runtime, auto, values)
+    return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)))
+
+
+def _output_paths(ep: Any, n: int) -> list:
+    """``["out['h']", "out['pooled']"]``: where each output sits in what the model returns
+    (its output treespec, as ``run`` prints them); empty when the structure is unknown."""
+    from ..pytree import tree_leaves_with_path, tree_unflatten
+
+    entries = getattr(ep, "module_call_graph", None) or []
+    spec = getattr(entries[0].signature, "out_spec", None) if entries and entries[0].signature else None
+    if spec is None:
+        return []
+    try:
+        paths = [p for p, _leaf in tree_leaves_with_path(tree_unflatten(list(range(n)), spec), "out")]
+    except Exception:  # noqa: BLE001 - a dataclass whose class is not registered here: indices only
+        return []
+    return paths if len(paths) == n else []
 
 
 def _spec_dim_names(spec: Any) -> Optional[set]:
