@@ -288,17 +288,20 @@ class EagerMismatchError(CaptureError):
             or the value of a non-array output).
         max_abs_diff: the largest absolute difference (None when shapes or dtypes differ).
         detail: what differed, in words (``dtype float32 vs float64``, ``the model raised ...``).
+        ran_on: what both ran on (the example inputs, a small example cut from them, or
+            those with their constant float inputs given seeded values).
     """
 
     def __init__(self, path: Optional[str], expected: str, got: str, detail: str,
-                 max_abs_diff: Optional[float] = None) -> None:
+                 max_abs_diff: Optional[float] = None, ran_on: str = "the example inputs") -> None:
         self.path, self.expected, self.got, self.detail = path, expected, got, detail
         self.max_abs_diff = max_abs_diff
+        self.ran_on = ran_on
         where = f" at {path}" if path is not None else ""
         diff = f", max abs diff {max_abs_diff:.4g}" if max_abs_diff is not None else ""
         super().__init__(
-            f"the exported program differs from the model run eagerly (plain numpy, untraced) on the example "
-            f"inputs{where}: {detail}; expected {expected}, got {got}{diff}.\n"
+            f"the exported program differs from the model run eagerly (plain numpy, untraced) on "
+            f"{ran_on}{where}: {detail}; expected {expected}, got {got}{diff}.\n"
             f"The traced run took another path than eager numpy. That usually comes from {EAGER_MISMATCH_CAUSES}. "
             "Compare sizes (`n == 4`) instead of testing their type or hashing them, and pass values the model "
             "reads as inputs.")

@@ -349,21 +349,27 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             expected = None
             reason = f"a run raised on the small example {sizes}: {err.__cause__!r}"
         if expected is not None:
+            on = f"a small example cut from yours ({', '.join(f'{k} = {v}' for k, v in sorted(sizes.items()))})"
             err = first_difference(expected, got)
             if err is not None:
-                raise err
-            _check_on_varied_values(ep, model, s_args, s_kwargs)
+                raise _ran_on(err, on)
+            _check_on_varied_values(ep, model, s_args, s_kwargs, on)
             return NetReport(sizes)
     _LOG.info("eager check on the user's example: %s", reason)
     expected = run_eager(model, args, kwargs)
     err = first_difference(expected, run_program(ep, args, kwargs))
     if err is not None:
         raise err
-    _check_on_varied_values(ep, model, args, kwargs)
+    _check_on_varied_values(ep, model, args, kwargs, "the example inputs")
     return NetReport(None, reason)
 
 
-def _check_on_varied_values(ep: Any, model: Any, args: tuple, kwargs: dict) -> None:
+def _ran_on(err: EagerMismatchError, on: str) -> EagerMismatchError:
+    """``err`` saying what both runs ran on."""
+    return EagerMismatchError(err.path, err.expected, err.got, err.detail, err.max_abs_diff, ran_on=on)
+
+
+def _check_on_varied_values(ep: Any, model: Any, args: tuple, kwargs: dict, on: str) -> None:
     """The net again with the example's constant float inputs (``np.zeros``, ``np.ones``) given
     seeded values in ``[0.5, 1.5)``: zeros hide a program that scales by the wrong factor
     (``x * (2 if type(n) is int else 1)``).  Int and bool inputs (ids, masks) are kept.  A run
@@ -391,4 +397,4 @@ def _check_on_varied_values(ep: Any, model: Any, args: tuple, kwargs: dict) -> N
         return
     err = first_difference(expected, got)
     if err is not None:
-        raise err
+        raise _ran_on(err, f"{on}, its constant float inputs given seeded values in [0.5, 1.5)")
