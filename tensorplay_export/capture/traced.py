@@ -228,9 +228,14 @@ class TracedArray:
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        asker = _numpy_caller()
+        who = f"numpy's {asker} asked" if asker else "numpy asked"
+        advice = (" (it runs Python per element or slice: no shape rule describes an arbitrary "
+                  "callback; write it with vectorized numpy, np.where and broadcasting)"
+                  if asker and asker.split(".")[0] in _CALLBACK_FUNCS else "")
         raise CaptureError(
-            "numpy asked for the concrete data of a traced array (np.asarray/np.array/an unsupported "
-            "path); that would bake the example values into the program.\n"
+            f"{who} for the concrete data of a traced array (np.asarray/np.array/an unsupported "
+            f"path){advice}; that would bake the example values into the program.\n"
             f"  at {user_source(2)}")
 
     # -- concretization of values: data-dependent --------------------------------
@@ -411,3 +416,22 @@ def _read_slice_bounds(key: Any) -> Any:
         return k
 
     return tuple(read(k) for k in key) if type(key) is tuple else read(key)
+
+
+# numpy functions that run a Python callback (the README's "left out on purpose" table)
+_CALLBACK_FUNCS = frozenset({"vectorize", "frompyfunc", "apply_along_axis", "apply_over_axes", "piecewise"})
+
+
+def _numpy_caller() -> Optional[str]:
+    """The outermost numpy function on the stack above this call (``vectorize.__call__``), or None."""
+    import sys
+
+    frame, found = sys._getframe(2), None
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module == "numpy" or module.startswith("numpy."):
+            found = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        elif found is not None:
+            break
+        frame = frame.f_back
+    return found

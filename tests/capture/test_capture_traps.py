@@ -251,3 +251,10 @@ def test_values_a_module_stores_during_capture_do_not_leak():
     m.last = np.zeros(1)
     tpe.export(m, x_of(3), dynamic_shapes=SPEC)
     assert type(m.last) is np.ndarray and m.last.shape == (1,)
+
+
+def test_a_callback_function_of_numpy_is_named_in_the_refusal():
+    import tensorplay_export as tpe
+
+    with pytest.raises(tpe.CaptureError, match=r"numpy's vectorize.*callback"):
+        tpe.export(lambda x: np.vectorize(lambda v: v + 1)(x), np.ones(4), dynamic_shapes={"x": {0: tpe.Dim("n")}})
