@@ -457,3 +457,23 @@ def test_a_reader_closing_the_pipe_is_not_a_broken_contract(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) in (0, 141), err
     assert "Traceback" not in err
+
+
+def test_model_picks_one_program_of_a_multi_model_archive(tmp_path, capsys):
+    import numpy as np
+
+    import tensorplay_export as tpe
+
+    a = tpe.export(lambda x: x * 2, np.ones((3, 4)), dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    b = tpe.export(lambda x: x.sum(0), np.ones((3, 4)), dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    path = str(tmp_path / "pkg.pt2")
+    tpe.package_pt2(path, exported_programs={"enc": a, "step": b})
+    assert main(["contract", path]) == 2
+    assert "holds 2 programs ['enc', 'step']: pass --model NAME" in capsys.readouterr().err
+    assert main(["contract", path, "--model", "step"]) == 0
+    assert "out: (4,) float64" in capsys.readouterr().out
+    assert main(["run", path, "--model", "enc"]) == 0
+    assert "out: (3, 4) float64" in capsys.readouterr().out
+    assert main(["diff", path, path, "--model", "enc"]) == 0
+    assert main(["show", path, "--model", "nope"]) == 2
+    assert "none named 'nope'" in capsys.readouterr().err

@@ -207,23 +207,64 @@ def import_modules(names: Sequence[str]) -> None:
             sys.path.remove(os.getcwd())
 
 
-def read_program(path: str) -> Any:
+def read_program(path: str, model: Optional[str] = None) -> Any:
     """Load an archive as data: registered dataclasses resolve, unregistered ones keep their names.
 
     The program's contract, code and graph are all there; calling it with a
-    dataclass input needs the class registered (``--import``).
+    dataclass input needs the class registered (``--import``).  ``model``: the
+    program of that name in a multi-model archive (``--model``).
     """
     from .. import pytree
-    from ..serde import load
 
     with pytree.unregistered_dataclasses_as_names():
+        return load_program(path, model)
+
+
+def load_program(path: str, model: Optional[str] = None) -> Any:
+    """The archive's program (``model``: which one of several); a multi-model archive without
+    ``--model`` is a usage error listing its programs."""
+    from ..errors import ArchiveError
+    from ..serde import load
+    from .contract import program_named
+
+    if model is not None:
+        try:
+            return program_named(_file(path), model)
+        except KeyError as err:
+            raise UsageError(f"{err.args[0]}; pass --model with one of them") from None
+    try:
         return load(_file(path))
+    except ArchiveError:
+        _refuse_several_programs(path)
+        raise
 
 
-def read_contract(path: str) -> Any:
+def _refuse_several_programs(path: str) -> None:
+    """After a load without ``--model`` failed: a usage error naming the programs when the
+    archive holds several (``package_pt2``); nothing otherwise (the load's own error stands)."""
+    from ..errors import ArchiveError
+    from ..serde import load_pt2
+
+    try:
+        names = sorted(load_pt2(_file(path)).exported_programs)
+    except (ArchiveError, OSError, ValueError):
+        return
+    if len(names) > 1:
+        raise UsageError(f"{path} holds {len(names)} programs {names}: pass --model NAME") from None
+
+
+def read_contract(path: str, model: Optional[str] = None) -> Any:
+    from ..errors import ArchiveError
     from .contract import load_contract
 
-    return load_contract(_file(path))
+    try:
+        return load_contract(_file(path), model)
+    except KeyError as err:
+        raise UsageError(f"{err.args[0]}; pass --model with one of them") from None
+    except ArchiveError:
+        if model is None:
+            _refuse_several_programs(path)
+        raise
 
 
 # -- subcommands -------------------------------------------------------------------------------------
@@ -323,7 +364,7 @@ def _writable_output(path: str) -> None:
 
 def cmd_contract(opts: argparse.Namespace) -> int:
     import_modules(opts.imports)
-    c = read_contract(opts.archive)
+    c = read_contract(opts.archive, opts.model)
     if opts.format == "json":
         _emit_json(c.to_json())
     else:
@@ -335,7 +376,7 @@ def cmd_diff(opts: argparse.Namespace) -> int:
     from .contract import diff_contracts
 
     import_modules(opts.imports)
-    old, new = read_contract(opts.old), read_contract(opts.new)
+    old, new = read_contract(opts.old, opts.model), read_contract(opts.new, opts.model)
     d = diff_contracts(old, new)
     status = EXIT_OK if d.narrowed is False else EXIT_FAIL
     if opts.format == "json":
@@ -351,7 +392,7 @@ def cmd_diff(opts: argparse.Namespace) -> int:
 
 def cmd_show(opts: argparse.Namespace) -> int:
     import_modules(opts.imports)
-    ep = read_program(opts.archive)
+    ep = read_program(opts.archive, opts.model)
     con = _console()
     con.print("Code:", style="bold", markup=False)
     con.print(ep.code.rstrip(), markup=False)
@@ -365,14 +406,13 @@ def cmd_run(opts: argparse.Namespace) -> int:
     """Run the program on its stored sample inputs (the class of a dataclass input must be registered)."""
     from ..errors import ArchiveError, ConstraintsExceededError
     from ..pytree import tree_leaves_with_path
-    from ..serde import load
 
     import_modules(opts.imports)
     try:
-        ep = load(_file(opts.archive))
+        ep = load_program(opts.archive, opts.model)
     except ArchiveError as err:
         try:
-            read_program(opts.archive)  # loads when class names may stay names: a class is missing
+            read_program(opts.archive, opts.model)  # loads when class names may stay names: a class is missing
         except ArchiveError:
             raise err from None
         raise UsageError(f"{err}; pass --import MODULE naming the module that registers it") from err
@@ -555,6 +595,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a loop's first call: narrow a dim (e.g. past=0); repeatable")
     _add_format(m, ("text", "json", "github"))
     m.set_defaults(run=cmd_compose)
+    for parser in (k, d, s, r):
+        parser.add_argument("--model", metavar="NAME", default=None,
+                            help="the program of that name in an archive holding several (package_pt2)")
     for parser in (c, e, k, d, s, r, m):
         _add_import(parser)
         parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks")

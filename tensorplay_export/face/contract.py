@@ -331,8 +331,9 @@ def _spec_dim_names(spec: Any) -> Optional[set]:
     return names
 
 
-def load_contract(path: str) -> Contract:
-    """A contract from an archive (``.pt2`` zip) or a JSON file written by ``contract --json``.
+def load_contract(path: str, model: Optional[str] = None) -> Contract:
+    """A contract from an archive (``.pt2`` zip) or a JSON file written by ``contract --json``;
+    ``model``: which program of a multi-model archive (``package_pt2``), else its ``"model"``.
 
     The contract is data: an archive of a program with dataclass inputs opens
     without the class registered (its name is kept, see
@@ -348,7 +349,7 @@ def load_contract(path: str) -> Contract:
         from ..serde import load
 
         with unregistered_dataclasses_as_names():
-            return contract_of(load(path))
+            return contract_of(load(path) if model is None else program_named(path, model))
     with open(path, "rb") as fh:
         try:
             data = json.loads(fh.read().decode("utf-8"))
@@ -755,3 +756,17 @@ def _admits_all(a: Contract, b: Contract, var: dict, timeout_ms: int) -> bool:
         return s.implies(_admits(b, sites)).status == "proved"
     except Exception:  # noqa: BLE001 - undecided means "not proved the same"; the changes stay listed
         return False
+
+
+def program_named(path: str, model: str) -> Any:
+    """The program called ``model`` in the archive at ``path`` (``package_pt2`` writes several).
+
+    Raises:
+        KeyError: no program of that name (the message lists the archive's).
+    """
+    from ..serde import load_pt2
+
+    programs = load_pt2(path).exported_programs
+    if model not in programs:
+        raise KeyError(f"{path} holds the programs {sorted(programs)}, none named {model!r}")
+    return programs[model]
