@@ -448,7 +448,7 @@ def _floor_equality(expr, hints: Mapping):
         num, den = sympy.fraction(sympy.together(other.args[0]))
         if not den.is_Integer or int(den) < 2 or _linear_form(num) is None:
             continue
-        if side.free_symbols and _linear_form(side) is None and not side.is_Symbol:
+        if side.free_symbols and _linear_form(side) is None:
             continue
         if not side.free_symbols and not side.is_Integer:
             continue

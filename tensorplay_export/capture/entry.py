@@ -454,7 +454,7 @@ def _refuse_constant_writes(tracer: Any) -> None:
         if node is None or node.op == "placeholder":
             continue
         name = traced._lazy or next((k for k, v in tracer.constants.items() if v is traced.example), "an array")
-        where = tracer.writes[0][1] if tracer.writes else None
+        where = node.meta.get("source")  # the write that rebound it
         raise CaptureError(
             f"the model writes into {name.removeprefix('c_')!r}, an array it does not own (a module global, "
             f"a closure or a plain attribute, which the program holds as a constant): eager numpy changes "

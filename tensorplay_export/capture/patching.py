@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .frames import is_user_function
-from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_len, sym_max, sym_min, sym_sqrt
+from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -337,6 +337,19 @@ class GlobalsView(dict):
 
     def __contains__(self, key: object) -> bool:
         return dict.__contains__(self, key) or key in self._real
+
+
+def sym_len(value: Any) -> Any:
+    """``len`` for model code: a traced array's first axis stays symbolic (``x[: len(x) - 1]``).
+
+    CPython's own ``len()`` must return a Python int, which pins the size; this one returns
+    the axis's size (a SymInt), which pins only where an int is needed (``[0] * len(x)``).
+    """
+    if isinstance(value, TracedArray):
+        if not value._shape:
+            raise TypeError("len() of unsized object")
+        return value.shape[0]
+    return builtins.len(value)
 
 
 def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:

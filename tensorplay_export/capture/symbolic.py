@@ -939,10 +939,10 @@ class SymBool:
     def _number(self, fn: Callable, other: Any, reflected: bool = False) -> Any:
         if isinstance(other, SymBool):
             other = other.as_int()
-        elif not isinstance(other, (int, float, SymInt, SymFloat)) or isinstance(other, bool):
-            if not isinstance(other, bool):
-                return NotImplemented  # arrays and the rest: their reflected method decides
+        elif isinstance(other, bool):
             other = int(other)
+        elif not isinstance(other, (int, float, SymInt, SymFloat)):
+            return NotImplemented  # arrays and the rest: their reflected method decides
         a, b = (other, self.as_int()) if reflected else (self.as_int(), other)
         return fn(a, b)
 
@@ -1016,20 +1016,6 @@ def sym_min(*args: Any, **kwargs: Any) -> Any:
 def sym_max(*args: Any, **kwargs: Any) -> Any:
     """``max`` that stays symbolic on sizes (``Max(8, b)``) instead of recording a guard."""
     return _minmax(builtins.max, sympy.Max, args, kwargs)
-
-
-def sym_len(value: Any) -> Any:
-    """``len`` for model code: a traced array's first axis stays symbolic (``x[: len(x) - 1]``).
-
-    CPython's own ``len()`` must return a Python int, which pins the size; this one returns
-    the axis's size (a SymInt), which pins only where an int is needed (``[0] * len(x)``).
-    """
-    shape = getattr(value, "_shape", None)
-    if shape is not None and type(value).__name__ == "TracedArray":
-        if not shape:
-            raise TypeError("len() of unsized object")
-        return value.shape[0]
-    return builtins.len(value)
 
 
 def sym_sqrt(value: Any) -> Any:

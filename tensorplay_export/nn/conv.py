@@ -22,11 +22,7 @@ class _ConvNd(Module):
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", *, rng=None,
                  dtype=np.float32) -> None:
         super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) "
-                             f"must be divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"padding_mode={padding_mode!r} (only 'zeros' is supported)")
+        check_conv_args(in_channels, out_channels, groups, padding_mode)
         n = self._dims
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _tuple(kernel_size, n)
@@ -186,6 +182,16 @@ class AvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+def check_conv_args(in_channels: int, out_channels: int, groups: int, padding_mode: str) -> None:
+    """Raises ValueError: channels not divisible by ``groups``; NotImplementedError: a
+    ``padding_mode`` other than ``"zeros"`` (torch's others are not implemented here)."""
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) "
+                         f"must be divisible by groups ({groups})")
+    if padding_mode != "zeros":
+        raise NotImplementedError(f"padding_mode={padding_mode!r} (only 'zeros' is supported)")
 
 
 def conv_extra_repr(m: Module, **extra: str) -> str:

@@ -8,14 +8,10 @@ import numpy as np
 
 from tensorplay_export.nn import functional as F
 from tensorplay_export.nn import init
-from tensorplay_export.nn.conv import conv_extra_repr
+from tensorplay_export.nn.conv import _tuple, check_conv_args, conv_extra_repr
 from tensorplay_export.nn.module import Module, Parameter
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d"]
-
-
-def _tuple(v, n: int) -> tuple[int, ...]:
-    return tuple(int(a) for a in v) if isinstance(v, (tuple, list)) else (int(v),) * n
 
 
 class _ConvTransposeNd(Module):
@@ -25,12 +21,7 @@ class _ConvTransposeNd(Module):
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", *, rng=None,
                  dtype=np.float32) -> None:
         super().__init__()
-        if in_channels % groups or out_channels % groups:
-            raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) "
-                             f"must be divisible by groups ({groups})")
-        if padding_mode != "zeros":
-            raise ValueError(f"only 'zeros' padding_mode is supported for {type(self).__name__}, "
-                             f"got {padding_mode!r}")
+        check_conv_args(in_channels, out_channels, groups, padding_mode)
         n = self._dims
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size, self.stride = _tuple(kernel_size, n), _tuple(stride, n)

@@ -22,7 +22,7 @@ from ..ops.registry import OPAQUE_PREFIX
 from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph, Namespace, Node
 from ..graph.stored import SizeExpr, holds_stored, mark_stored
-from .call_binding import CallBinder, same_constant
+from .call_binding import _KINDS, CallBinder, same_constant
 from .signature import (
     ConstantArgument, ExportGraphSignature, GraphSignature, InputKind, InputSpec, ModuleCallEntry,
     OutputKind, OutputSpec, TensorArgument,
@@ -629,7 +629,6 @@ class ExportedModule(GraphModule):
         own, ``(x, y, *, mask=None)``, not ``(*args, **kwargs)``: a spec keyed by argument name
         binds to it, so ``export(ep.module(), ..., dynamic_shapes=spec)`` re-exports with the
         spec of the first export (torch's retraceability)."""
-        kinds = {k.name.lower(): k for k in inspect._ParameterKind}
         # an argument the export call passed must be passed again (its exported value): no default
         spec = self._in_spec
         given: set = set()
@@ -638,7 +637,7 @@ class ExportedModule(GraphModule):
             given = set(positional[:len(spec.children[0].children)]) | set(spec.children[1].context or ())
         try:
             sig = inspect.Signature([
-                inspect.Parameter(p.name, kinds[p.kind],
+                inspect.Parameter(p.name, _KINDS[p.kind],
                                   default=p.default if p.has_default and p.name not in given
                                   else inspect.Parameter.empty)
                 for p in params])

@@ -139,8 +139,11 @@ _SCRATCH = np.zeros((6, 4), np.float32)
 def test_a_write_into_an_array_the_model_does_not_own_is_refused():
     # eager numpy changes the module global; a program cannot, so export refuses (no silent drop)
     def model(x):
-        np.multiply(x, 2, out=_SCRATCH[: x.shape[0]])
-        return x + 1
+        y = x.copy()
+        y[0] = 0.0                                      # a write into its own array: fine
+        np.multiply(x, 2, out=_SCRATCH[: x.shape[0]])   # L_scratch
+        return y + 1
 
-    with pytest.raises(tpe.CaptureError, match=r"writes into '_SCRATCH'.*register_buffer"):
+    with pytest.raises(tpe.CaptureError, match=r"writes into '_SCRATCH'.*register_buffer") as info:
         tpe.export(model, np.ones((6, 4), np.float32), dynamic_shapes={"x": {0: tpe.Dim("r", max=6)}})
+    assert "L_scratch" in str(info.value)  # the line of that write, not of the model's first write
