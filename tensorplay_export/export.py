@@ -11,6 +11,7 @@ import dataclasses
 import time
 from typing import Any
 
+from .capture.exclusive import exclusive
 from .capture.entry import CaptureResult, capture
 from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, ConstraintViolationError, \
     DataDependentError, UnsupportedOpError
@@ -29,6 +30,7 @@ MAX_PROOF_SECONDS = 10.0
 __all__ = ["export", "export_for_training"]
 
 
+@exclusive
 def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = False,
            preserve_module_call_signature: Any = (), **kwargs: Any) -> Any:
     """Capture ``model`` on the example inputs into an ExportedProgram.

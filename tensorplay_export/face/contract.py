@@ -34,6 +34,7 @@ from typing import Any, Optional
 
 import sympy
 
+from ..capture.exclusive import exclusive
 from ..graph.printing import format_guard
 from ..program.input_checks import one_root as _affine  # k*r + c over one root, any k != 0 (32 - r)
 from ..program.build import fold_simple_bounds
@@ -705,6 +706,7 @@ def _lt(a: Optional[int], b: Optional[int]) -> bool:
     return b is None or a < b
 
 
+@exclusive
 def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> ContractDiff:
     """Does NEW admit fewer input sizes than OLD?  Decided by the solver (``OLD and not NEW`` satisfiable?).
 

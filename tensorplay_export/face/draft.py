@@ -40,6 +40,7 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
+from ..capture.exclusive import exclusive
 from .. import pytree
 from ..capture.draft_log import DraftLog
 from ..capture.frames import error_source
@@ -411,6 +412,7 @@ def _model_name(model: Any) -> str:
     return getattr(model, "__qualname__", None) or type(model).__name__
 
 
+@exclusive
 def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> DraftExportReport:
     """Capture a program, reporting failures instead of raising them.
 

@@ -45,6 +45,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from ..capture.exclusive import exclusive
 from ..errors import NO_FIXES_LINE, ConstraintViolationError, render_violations
 from ..graph.printing import format_guard
 from ..records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets, sympy
@@ -697,6 +698,7 @@ def _loop_start(fixes: list, ranges: dict) -> Optional[dict]:
 
 
 # -- entry point ---------------------------------------------------------------------------------------
+@exclusive
 def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, steps: Optional[int] = None,
             initial: Optional[Mapping] = None, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> ComposedContract:
     """Decide whether ``producer``'s outputs always fit ``consumer``'s inputs (see the module docstring).

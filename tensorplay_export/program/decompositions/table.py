@@ -31,6 +31,7 @@ import copy
 from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any, Callable, Iterator, Optional
 
+from ...capture.exclusive import exclusive
 from ...graph.ir import Node
 from ..build import compile_module
 
@@ -448,6 +449,7 @@ def _splice(graph: Any, old: Node, new: Node, renames: dict) -> None:
     graph.erase_node(old)
 
 
+@exclusive
 def run_decompositions(ep: Any, decomp_table: Any = None) -> Any:
     """``ExportedProgram.run_decompositions`` (program.py delegates here)."""
     return apply_decompositions(ep, decomp_table)
