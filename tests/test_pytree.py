@@ -41,13 +41,15 @@ def test_flatten_order_and_roundtrip():
     assert type(back[0]) is tuple and type(back[0][1]) is list
 
 
-def test_none_has_no_leaves_and_namedtuple_is_a_leaf():
+def test_none_has_no_leaves_and_namedtuple_is_a_node():
     from collections import namedtuple
 
     P = namedtuple("P", "a b")
-    leaves, spec = pytree.tree_flatten([None, P(1, 2)])
-    assert leaves == [P(1, 2)]
-    assert pytree.tree_unflatten(leaves, spec) == [None, P(1, 2)]
+    leaves, spec = pytree.tree_flatten([None, P(1, [2])])
+    assert leaves == [1, 2]
+    back = pytree.tree_unflatten(leaves, spec)
+    assert back == [None, P(1, [2])] and type(back[1]) is P
+    assert pytree.tree_map(lambda v: v * 10, P(1, 2)) == P(10, 20)
 
 
 def test_unflatten_wrong_leaf_count():
