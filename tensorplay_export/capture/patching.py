@@ -15,8 +15,8 @@ the capturing thread:
   modified, so other threads never see traced values.  (Assigning a global
   inside the model writes to the view, not the module.)  Closure cells and
   ``__defaults__`` get the same translation in the clone.
-- **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` are
-  replaced by wrappers for the duration of any capture (reference-counted,
+- **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` (and
+  ``numpy.fft.fftfreq/rfftfreq``, functions of a length only) are replaced by wrappers for the duration of any capture (reference-counted,
   restored with an ``is`` check).  A wrapper does nothing unless this
   thread's tracer is set and is not inside an op's numpy impl, so numpy's own
   Python code and other threads get the original behaviour.
@@ -43,8 +43,18 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
             "array", "asarray", "asanyarray", "ascontiguousarray", "prod",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
-            "hanning", "hamming", "blackman", "bartlett", "kaiser")
-_ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
+            "hanning", "hamming", "blackman", "bartlett", "kaiser",
+            # in numpy's submodules: "fft.fftfreq" is numpy.fft.fftfreq, registered as "numpy.fft.fftfreq"
+            "fft.fftfreq", "fft.rfftfreq")
+
+
+def _owner(name: str) -> tuple[Any, str]:
+    """The module a CREATION name is an attribute of, and the attribute (``np.fft``, ``"fftfreq"``)."""
+    module, _, attr = name.rpartition(".")
+    return (getattr(np, module) if module else np), attr
+
+
+_ORIGINALS: dict[str, Callable] = {name: getattr(*_owner(name)) for name in CREATION}
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
 _OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.program.decompositions")  # never caches arrays
@@ -183,8 +193,8 @@ def patch_numpy() -> None:
     with _LOCK:
         if _ACTIVE == 0:
             for name, wrapper in _WRAPPERS.items():
-                if getattr(np, name) is _ORIGINALS[name]:
-                    setattr(np, name, wrapper)
+                if getattr(*_owner(name)) is _ORIGINALS[name]:
+                    setattr(*_owner(name), wrapper)
             _patch_random()
         _ACTIVE += 1
 
@@ -196,8 +206,8 @@ def unpatch_numpy() -> None:
         _ACTIVE -= 1
         if _ACTIVE == 0:
             for name, wrapper in _WRAPPERS.items():
-                if getattr(np, name) is wrapper:
-                    setattr(np, name, _ORIGINALS[name])
+                if getattr(*_owner(name)) is wrapper:
+                    setattr(*_owner(name), _ORIGINALS[name])
             _unpatch_random()
 
 
