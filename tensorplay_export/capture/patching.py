@@ -16,7 +16,8 @@ the capturing thread:
   inside the model writes to the view, not the module.)  Closure cells and
   ``__defaults__`` get the same translation in the clone.
 - **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` (and
-  ``numpy.fft.fftfreq/rfftfreq``, functions of a length only) are replaced by wrappers for the duration of any capture (reference-counted,
+  ``numpy.fft.fftfreq/rfftfreq``, functions of a length only; and ``numpy.errstate``,
+  which tells the tracer the kinds it sets) are replaced by wrappers for the duration of any capture (reference-counted,
   restored with an ``is`` check).  A wrapper does nothing unless this
   thread's tracer is set and is not inside an op's numpy impl, so numpy's own
   Python code and other threads get the original behaviour.
@@ -33,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .frames import is_user_function
+from .frames import is_library_file, is_user_function
 from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
@@ -55,6 +56,7 @@ def _owner(name: str) -> tuple[Any, str]:
 
 
 _ORIGINALS: dict[str, Callable] = {name: getattr(*_owner(name)) for name in CREATION}
+_ORIGINALS["errstate"] = np.errstate  # replaced by ModelErrstate (below), which records the kinds it sets
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
 _OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.program.decompositions")  # never caches arrays
@@ -185,6 +187,66 @@ def _make_wrapper(name: str) -> Callable:
 
 for _name in CREATION:
     _WRAPPERS[_name] = _make_wrapper(_name)
+
+_ERRSTATE_KINDS = ("divide", "over", "under", "invalid")
+_NO_CALL = np.errstate()._call  # numpy's "call= not given" marker
+
+
+class ModelErrstate(np.errstate):
+    """``np.errstate`` as code sees it during a capture: numpy's context manager (and
+    decorator), which also tells this thread's tracer which kinds the model's code sets.
+
+    A node records the errstate kinds the model set around it (node meta ``"errstate"``,
+    capture/tracer.py).  Comparing ``np.geterr()`` with the caller's state misses a kind set
+    to the value it already had (``divide="warn"`` under a caller's ``"warn"``), which a
+    later caller's ``"raise"`` would then override; so the kinds come from here.  ``all=``
+    sets every kind; ``call=`` alone sets none.  Entered from library code (this package,
+    numpy) it records nothing.
+    """
+
+    __slots__ = ("_tpe_tracer", "_tpe_model")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._tpe_tracer = None
+        self._tpe_model = False  # set by the decorator form: entered for the model's function
+
+    def _kinds(self) -> frozenset:
+        if self._all is not None:
+            return frozenset(_ERRSTATE_KINDS)
+        return frozenset(k for k in _ERRSTATE_KINDS if getattr(self, f"_{k}") is not None)
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        tracer = CURRENT.get()
+        if tracer is None or tracer.in_impl:
+            return
+        if self._tpe_model or not is_library_file(sys._getframe(1).f_code.co_filename):
+            tracer.model_errstate.append(self._kinds())
+            self._tpe_tracer = tracer
+
+    def __exit__(self, *exc_info: Any) -> None:
+        tracer, self._tpe_tracer = self._tpe_tracer, None
+        if tracer is not None and tracer.model_errstate:
+            tracer.model_errstate.pop()
+        super().__exit__(*exc_info)
+
+    def __call__(self, func: Callable) -> Callable:
+        settings = {k: getattr(self, f"_{k}") for k in ("all",) + _ERRSTATE_KINDS}
+        if self._call is not _NO_CALL:
+            settings["call"] = self._call
+        from_model = not is_library_file(sys._getframe(1).f_code.co_filename)
+
+        @functools.wraps(func)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            ctx = ModelErrstate(**settings)  # one per call: numpy keeps the token per call too
+            ctx._tpe_model = from_model
+            with ctx:
+                return func(*args, **kwargs)
+        return inner
+
+
+_WRAPPERS["errstate"] = ModelErrstate
 
 
 def patch_numpy() -> None:
