@@ -28,6 +28,8 @@ import contextvars
 import dataclasses
 import functools
 import keyword
+import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -45,6 +47,8 @@ __all__ = [
     "is_registered_dataclass",
     "register_namedtuple",
     "is_namedtuple",
+    "default_type_name",
+    "accept_main_names",
     "treespec_to_json",
     "treespec_from_json",
     "key_str",
@@ -112,6 +116,38 @@ class UnresolvedDataclass:
         return f"<unregistered {self.name}({inner})>"
 
 
+def main_module_name() -> str | None:
+    """The name importing the running script gives it: ``train`` for ``python train.py``,
+    ``pkg.train`` for ``python -m pkg.train``; None when ``__main__`` is no file (a notebook, a REPL)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return spec.name
+    path = getattr(main, "__file__", None)
+    stem = os.path.splitext(os.path.basename(path))[0] if isinstance(path, str) else ""
+    return stem if stem.isidentifier() and not keyword.iskeyword(stem) else None
+
+
+def default_type_name(cls: type) -> str:
+    """``module.qualname`` of a class, naming a class of the running script by the module
+    importing that script gives (``train.Batch``, not ``__main__.Batch``).
+
+    So an archive saved by ``python train.py`` names the class as one saved after
+    ``import train`` does, and ``tensorplay-export run a.pt2 --import train.py`` (which
+    imports the file as ``train``) finds it.  In a notebook it stays ``__main__.Batch``.
+    """
+    module = cls.__module__
+    if module == "__main__":
+        module = main_module_name() or module
+    return f"{module}.{cls.__qualname__}"
+
+
+def _same_class_imported_twice(a: type, b: type) -> bool:
+    """``a`` and ``b`` are one script's class, once run as ``__main__`` and once imported by name."""
+    mods = {a.__module__, b.__module__}
+    return a.__qualname__ == b.__qualname__ and "__main__" in mods and mods - {"__main__"} == {main_module_name()}
+
+
 def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
                        return_none_fields: bool = True) -> type:
     """Register a dataclass as a pytree container (flattened field by field).
@@ -119,7 +155,8 @@ def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
     Args:
         cls: a ``@dataclass`` class; its ``__init__`` must accept every field by name.
         serialized_type_name: the name written into serialized TreeSpecs; it must
-            resolve back to ``cls`` when loading.  Defaults to ``module.qualname``.
+            resolve back to ``cls`` when loading.  Defaults to ``module.qualname``
+            (:func:`default_type_name`: a script's ``__main__`` is named as importing it names it).
         return_none_fields: when True a field holding ``None`` stays one leaf whose
             value is ``None`` (the leaf count does not depend on which fields are
             set); when False a ``None`` field is an empty container (no leaves).
@@ -133,11 +170,11 @@ def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
     """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
-    name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
+    name = serialized_type_name or default_type_name(cls)
     if name in _BUILTIN_KINDS:
         raise ValueError(f"serialized_type_name {name!r} is reserved")
     taken = _BY_NAME.get(name)
-    if taken is not None and taken.cls is not cls:
+    if taken is not None and taken.cls is not cls and not _same_class_imported_twice(taken.cls, cls):
         raise ValueError(f"serialized_type_name {name!r} is already registered for {taken.cls!r}")
     old = _BY_CLASS.get(cls)
     if old is not None and old.name != name:
@@ -187,7 +224,7 @@ def register_namedtuple(cls: type, *, serialized_type_name: str | None = None) -
     Args:
         cls: a namedtuple class.
         serialized_type_name: the name written into serialized TreeSpecs; defaults
-            to ``module.qualname``.
+            to ``module.qualname`` (:func:`default_type_name`).
 
     Returns:
         ``cls`` itself, so this can be used as a decorator.
@@ -199,9 +236,9 @@ def register_namedtuple(cls: type, *, serialized_type_name: str | None = None) -
     if not is_namedtuple(cls):
         raise TypeError(f"register_namedtuple expects a namedtuple type, got {cls!r}")
     _register_numpy_namedtuples()
-    name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
+    name = serialized_type_name or default_type_name(cls)
     taken = _NT_BY_NAME.get(name)
-    if taken is not None and taken is not cls:
+    if taken is not None and taken is not cls and not _same_class_imported_twice(taken, cls):
         raise ValueError(f"serialized_type_name {name!r} is already registered for {taken!r}")
     old = _NT_NAME_OF.get(cls)
     if old is not None and _NT_BY_NAME.get(old) is cls:
@@ -235,7 +272,7 @@ def _namedtuple_name(cls: type) -> str:
     name = _NT_NAME_OF.get(cls)
     if name is None:
         _register_numpy_namedtuples()
-        name = _NT_NAME_OF.get(cls) or f"{cls.__module__}.{cls.__qualname__}"
+        name = _NT_NAME_OF.get(cls) or default_type_name(cls)
     return name
 
 
@@ -273,6 +310,23 @@ def _built_namedtuple(name: str, fields: tuple) -> type:
     cls = collections.namedtuple(short, fields, module=__name__)
     _NT_NAME_OF[cls] = name
     return cls
+
+
+def accept_main_names(module_name: str) -> None:
+    """Let ``__main__.<qualname>`` stored in an archive resolve to the classes ``module_name``
+    registered under their default names (the CLI's ``--import train.py``).
+
+    An archive saved before :func:`default_type_name` named a script's classes as
+    ``train.Batch`` stores ``__main__.Batch``; after ``--import train.py`` both names
+    load as ``train.Batch``.  A name registered for a class of its own is left alone.
+    """
+    for entry in list(_BY_NAME.values()):
+        cls = entry.cls
+        if cls.__module__ == module_name and entry.name == f"{module_name}.{cls.__qualname__}":
+            _BY_NAME.setdefault(f"__main__.{cls.__qualname__}", entry)
+    for name, cls in list(_NT_BY_NAME.items()):
+        if cls.__module__ == module_name and name == f"{module_name}.{cls.__qualname__}":
+            _NT_BY_NAME.setdefault(f"__main__.{cls.__qualname__}", cls)
 
 
 @dataclass(frozen=True)
@@ -561,7 +615,8 @@ def treespec_from_json(data: Any) -> TreeSpec:
         if not isinstance(name, str) or not isinstance(fields, list) or len(fields) != len(children):
             raise ArchiveError("treespec namedtuple: needs a string 'name' and 'fields' as long as 'children'")
         cls = resolve_namedtuple(name, tuple(fields))
-        return TreeSpec(_NAMEDTUPLE, cls._fields, children, (), name, cls)
+        # a registered class under its own name (an accepted __main__ name is an alias)
+        return TreeSpec(_NAMEDTUPLE, cls._fields, children, (), _NT_NAME_OF.get(cls, name), cls)
     entry = _BY_NAME.get(kind)
     if entry is None and not _KEEP_NAMES.get():
         raise ArchiveError(f"treespec: unknown type {kind!r}; register the dataclass with "
@@ -578,4 +633,4 @@ def treespec_from_json(data: Any) -> TreeSpec:
     unknown -= set(entry.fields)
     if unknown:
         raise ArchiveError(f"treespec {kind!r}: fields {sorted(unknown)} do not exist on {entry.cls.__name__}")
-    return TreeSpec(kind, tuple(fields), children, tuple(nones))
+    return TreeSpec(entry.name, tuple(fields), children, tuple(nones))  # an accepted alias: the class's name
