@@ -30,7 +30,7 @@ import math
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -231,11 +231,12 @@ class ModelErrstate(np.errstate):
             tracer.model_errstate.pop()
         super().__exit__(*exc_info)
 
-    def __call__(self, func: Callable) -> Callable:
+    def __call__(self, func: Callable, from_model: Optional[bool] = None) -> Callable:
         settings = {k: getattr(self, f"_{k}") for k in ("all",) + _ERRSTATE_KINDS}
         if self._call is not _NO_CALL:
             settings["call"] = self._call
-        from_model = not is_library_file(sys._getframe(1).f_code.co_filename)
+        if from_model is None:
+            from_model = not is_library_file(sys._getframe(1).f_code.co_filename)
 
         @functools.wraps(func)
         def inner(*args: Any, **kwargs: Any) -> Any:
@@ -502,7 +503,31 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _WRAPPERS[orig_name]
     if is_user_function(value):  # False for anything but a plain Python function
         return clone_function(tracer, value)
+    decorated = _errstate_decorated(value)
+    if decorated is not None:  # @np.errstate(...) applied before the capture: the kinds still count
+        settings, func = decorated
+        return ModelErrstate(**settings)(translate(tracer, name, func), from_model=True)
     return value
+
+
+# the code object of the function numpy's errstate decorator returns (np.errstate(...)(f))
+_ERRSTATE_INNER_CODE = _ORIGINALS["errstate"]()(lambda: None).__code__
+
+
+def _errstate_decorated(value: Any) -> Any:
+    """``(errstate settings, the decorated function)`` of a function made by numpy's
+    ``@np.errstate(...)``, else None."""
+    if type(value) is not types.FunctionType or value.__code__ is not _ERRSTATE_INNER_CODE:
+        return None
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        state, func = cells["self"].cell_contents, cells["func"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    settings = {k: getattr(state, f"_{k}") for k in ("all",) + _ERRSTATE_KINDS}
+    if state._call is not _NO_CALL:
+        settings["call"] = state._call
+    return settings, func
 
 
 def clone_function(tracer: Any, fn: types.FunctionType) -> types.FunctionType:

@@ -166,3 +166,18 @@ def test_module_forward_and_its_helper_method():
     ep = _export(m, divide="warn")
     got, warned = _same_as_eager(ep, m, divide="raise")
     assert got is not FloatingPointError and warned == [RuntimeWarning]
+
+
+@np.errstate(divide="warn")
+def _recip_warned(v):
+    return 1.0 / v
+
+
+def test_a_helper_decorated_before_the_capture():
+    def model(x):
+        return _recip_warned(x) * 2.0
+
+    ep = _export(model, divide="warn")
+    assert "with np.errstate(divide='warn'):" in ep.module().code
+    got, warned = _same_as_eager(ep, model, divide="raise")
+    assert got is not FloatingPointError and warned == [RuntimeWarning]
