@@ -1,14 +1,20 @@
 """Flatten nested inputs/outputs into leaves and back, with printable leaf paths.
 
 Containers are ``tuple``, ``list``, ``dict`` (insertion order), ``None`` (a
-container with no leaves) and dataclasses registered with
-:func:`register_dataclass`.  Everything else -- arrays, numbers, strings,
-namedtuples, unregistered objects -- is a leaf.
+container with no leaves), namedtuples (``collections.namedtuple``,
+``typing.NamedTuple``, numpy's ``SVDResult``, ...: flattened field by field and
+rebuilt as the same type, as torch's and jax's pytrees do) and dataclasses
+registered with :func:`register_dataclass`.  Everything else -- arrays, numbers,
+strings, unregistered objects -- is a leaf.
 
 A :class:`TreeSpec` records the container skeleton.  It round-trips through a
 JSON-able dict (:func:`treespec_to_json` / :func:`treespec_from_json`); loading
 resolves dataclasses only through the names registered here, never by
-importing a dotted path, so an archive cannot make us import code.
+importing a dotted path, so an archive cannot make us import code.  A stored
+namedtuple keeps its type name and field names: loading gives the type
+registered under that name (:func:`register_namedtuple`; numpy's result types
+are registered here) when its fields match, else a namedtuple type built from
+the stored name and fields -- never an import.
 
 Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
 ``.field``; :func:`tree_leaves_with_path` prepends a caller-chosen root such as
@@ -16,10 +22,15 @@ Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
 import dataclasses
-from dataclasses import dataclass
+import functools
+import keyword
+import os
+import sys
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from .errors import ArchiveError
@@ -34,6 +45,10 @@ __all__ = [
     "tree_map",
     "register_dataclass",
     "is_registered_dataclass",
+    "register_namedtuple",
+    "is_namedtuple",
+    "default_type_name",
+    "accept_main_names",
     "treespec_to_json",
     "treespec_from_json",
     "key_str",
@@ -43,7 +58,8 @@ __all__ = [
 
 # Built-in container kinds as they appear in TreeSpec.kind and in JSON.
 _TUPLE, _LIST, _DICT, _NONE, _LEAF = "tuple", "list", "dict", "None", "leaf"
-_BUILTIN_KINDS = (_TUPLE, _LIST, _DICT, _NONE, _LEAF)
+_NAMEDTUPLE = "namedtuple"
+_BUILTIN_KINDS = (_TUPLE, _LIST, _DICT, _NONE, _LEAF, _NAMEDTUPLE)
 # JSON may carry these dict-key types; anything else is refused on save.
 _KEY_TYPES = (str, int, bool, float, type(None))
 
@@ -100,6 +116,38 @@ class UnresolvedDataclass:
         return f"<unregistered {self.name}({inner})>"
 
 
+def main_module_name() -> str | None:
+    """The name importing the running script gives it: ``train`` for ``python train.py``,
+    ``pkg.train`` for ``python -m pkg.train``; None when ``__main__`` is no file (a notebook, a REPL)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return spec.name
+    path = getattr(main, "__file__", None)
+    stem = os.path.splitext(os.path.basename(path))[0] if isinstance(path, str) else ""
+    return stem if stem.isidentifier() and not keyword.iskeyword(stem) else None
+
+
+def default_type_name(cls: type) -> str:
+    """``module.qualname`` of a class, naming a class of the running script by the module
+    importing that script gives (``train.Batch``, not ``__main__.Batch``).
+
+    So an archive saved by ``python train.py`` names the class as one saved after
+    ``import train`` does, and ``tensorplay-export run a.pt2 --import train.py`` (which
+    imports the file as ``train``) finds it.  In a notebook it stays ``__main__.Batch``.
+    """
+    module = cls.__module__
+    if module == "__main__":
+        module = main_module_name() or module
+    return f"{module}.{cls.__qualname__}"
+
+
+def _same_class_imported_twice(a: type, b: type) -> bool:
+    """``a`` and ``b`` are one script's class, once run as ``__main__`` and once imported by name."""
+    mods = {a.__module__, b.__module__}
+    return a.__qualname__ == b.__qualname__ and "__main__" in mods and mods - {"__main__"} == {main_module_name()}
+
+
 def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
                        return_none_fields: bool = True) -> type:
     """Register a dataclass as a pytree container (flattened field by field).
@@ -107,7 +155,8 @@ def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
     Args:
         cls: a ``@dataclass`` class; its ``__init__`` must accept every field by name.
         serialized_type_name: the name written into serialized TreeSpecs; it must
-            resolve back to ``cls`` when loading.  Defaults to ``module.qualname``.
+            resolve back to ``cls`` when loading.  Defaults to ``module.qualname``
+            (:func:`default_type_name`: a script's ``__main__`` is named as importing it names it).
         return_none_fields: when True a field holding ``None`` stays one leaf whose
             value is ``None`` (the leaf count does not depend on which fields are
             set); when False a ``None`` field is an empty container (no leaves).
@@ -121,11 +170,11 @@ def register_dataclass(cls: type, *, serialized_type_name: str | None = None,
     """
     if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
         raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
-    name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
+    name = serialized_type_name or default_type_name(cls)
     if name in _BUILTIN_KINDS:
         raise ValueError(f"serialized_type_name {name!r} is reserved")
     taken = _BY_NAME.get(name)
-    if taken is not None and taken.cls is not cls:
+    if taken is not None and taken.cls is not cls and not _same_class_imported_twice(taken.cls, cls):
         raise ValueError(f"serialized_type_name {name!r} is already registered for {taken.cls!r}")
     old = _BY_CLASS.get(cls)
     if old is not None and old.name != name:
@@ -142,20 +191,165 @@ def is_registered_dataclass(obj_or_cls: Any) -> bool:
     return cls in _BY_CLASS
 
 
+# --- namedtuples ----------------------------------------------------------------------
+
+_NT_BY_NAME: dict[str, type] = {}   # serialized name -> registered namedtuple class
+_NT_NAME_OF: dict[type, str] = {}   # registered or built class -> serialized name
+# numpy's result types, under the names of the public functions returning them (their
+# defining modules are private and move between numpy versions).
+_NUMPY_NAMEDTUPLES = (
+    ("numpy.linalg._linalg", "numpy.linalg", ("SVDResult", "EighResult", "EigResult", "SlogdetResult", "QRResult")),
+    ("numpy.lib._arraysetops_impl", "numpy", ("UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult")),
+)
+_numpy_registered = False
+MAX_NAMEDTUPLE_NAME = 200  # characters of a stored namedtuple type name
+
+
+def is_namedtuple(cls: Any) -> bool:
+    """True for a namedtuple class (``collections.namedtuple``, ``typing.NamedTuple``, numpy's results)."""
+    if not (isinstance(cls, type) and issubclass(cls, tuple)):
+        return False
+    fields = getattr(cls, "_fields", None)
+    return isinstance(fields, tuple) and all(type(f) is str for f in fields) and callable(getattr(cls, "_make", None))
+
+
+def register_namedtuple(cls: type, *, serialized_type_name: str | None = None) -> type:
+    """Name a namedtuple type so a loaded program rebuilds it (rather than a look-alike type).
+
+    Every namedtuple flattens field by field without registration; registering
+    only decides what loading an archive gives back: the stored name resolves
+    to ``cls`` when the stored fields equal ``cls._fields``.  Without it, a
+    load builds a namedtuple type of the stored name and fields.
+
+    Args:
+        cls: a namedtuple class.
+        serialized_type_name: the name written into serialized TreeSpecs; defaults
+            to ``module.qualname`` (:func:`default_type_name`).
+
+    Returns:
+        ``cls`` itself, so this can be used as a decorator.
+
+    Raises:
+        TypeError: ``cls`` is not a namedtuple class.
+        ValueError: the name is already registered for another class.
+    """
+    if not is_namedtuple(cls):
+        raise TypeError(f"register_namedtuple expects a namedtuple type, got {cls!r}")
+    _register_numpy_namedtuples()
+    name = serialized_type_name or default_type_name(cls)
+    taken = _NT_BY_NAME.get(name)
+    if taken is not None and taken is not cls and not _same_class_imported_twice(taken, cls):
+        raise ValueError(f"serialized_type_name {name!r} is already registered for {taken!r}")
+    old = _NT_NAME_OF.get(cls)
+    if old is not None and _NT_BY_NAME.get(old) is cls:
+        del _NT_BY_NAME[old]
+    _NT_BY_NAME[name] = cls
+    _NT_NAME_OF[cls] = name
+    return cls
+
+
+def _register_numpy_namedtuples() -> None:
+    global _numpy_registered
+    if _numpy_registered:
+        return
+    _numpy_registered = True
+    import importlib
+
+    for module, public, names in _NUMPY_NAMEDTUPLES:
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:  # another numpy layout: these load as built types of the same name and fields
+            continue
+        for n in names:
+            cls = getattr(mod, n, None)
+            if is_namedtuple(cls):
+                _NT_BY_NAME[f"{public}.{n}"] = cls
+                _NT_NAME_OF[cls] = f"{public}.{n}"
+
+
+def _namedtuple_name(cls: type) -> str:
+    """The serialized name of a namedtuple class: registered (or built on load) name, else module.qualname."""
+    name = _NT_NAME_OF.get(cls)
+    if name is None:
+        _register_numpy_namedtuples()
+        name = _NT_NAME_OF.get(cls) or default_type_name(cls)
+    return name
+
+
+def resolve_namedtuple(name: str, fields: tuple) -> type:
+    """The namedtuple class for a stored type name and field names; no import happens.
+
+    The class registered under ``name`` (:func:`register_namedtuple`; numpy's
+    result types are registered) if its fields are ``fields``; else a
+    namedtuple type named after the last dotted part of ``name`` with those
+    fields, one per (name, fields) per process.
+
+    Raises:
+        ArchiveError: the name or a field name is not a valid identifier (a
+            namedtuple cannot have it), or field names repeat.
+    """
+    _register_numpy_namedtuples()
+    fields = tuple(fields)
+    cls = _NT_BY_NAME.get(name)
+    if cls is not None and cls._fields == fields:
+        return cls
+    return _built_namedtuple(name, fields)
+
+
+@functools.lru_cache(maxsize=512)
+def _built_namedtuple(name: str, fields: tuple) -> type:
+    short = name.rpartition(".")[2]
+    if len(name) > MAX_NAMEDTUPLE_NAME or not short.isidentifier() or keyword.iskeyword(short):
+        raise ArchiveError(f"treespec namedtuple: {name!r:.80} is not a type name (its last part must be "
+                           f"an identifier)")
+    for f in fields:
+        if not isinstance(f, str) or not f.isidentifier() or keyword.iskeyword(f) or f.startswith("_"):
+            raise ArchiveError(f"treespec namedtuple {name!r}: field {f!r:.80} is not a namedtuple field name")
+    if len(set(fields)) != len(fields):
+        raise ArchiveError(f"treespec namedtuple {name!r}: repeated field names {list(fields)}")
+    cls = collections.namedtuple(short, fields, module=__name__)
+    _NT_NAME_OF[cls] = name
+    return cls
+
+
+def accept_main_names(module_name: str) -> None:
+    """Let ``__main__.<qualname>`` stored in an archive resolve to the classes ``module_name``
+    registered under their default names (the CLI's ``--import train.py``).
+
+    An archive saved before :func:`default_type_name` named a script's classes as
+    ``train.Batch`` stores ``__main__.Batch``; after ``--import train.py`` both names
+    load as ``train.Batch``.  A name registered for a class of its own is left alone.
+    """
+    for entry in list(_BY_NAME.values()):
+        cls = entry.cls
+        if cls.__module__ == module_name and entry.name == f"{module_name}.{cls.__qualname__}":
+            _BY_NAME.setdefault(f"__main__.{cls.__qualname__}", entry)
+    for name, cls in list(_NT_BY_NAME.items()):
+        if cls.__module__ == module_name and name == f"{module_name}.{cls.__qualname__}":
+            _NT_BY_NAME.setdefault(f"__main__.{cls.__qualname__}", cls)
+
+
 @dataclass(frozen=True)
 class TreeSpec:
     """The container skeleton of a pytree.
 
-    ``kind`` is ``"tuple"``, ``"list"``, ``"dict"``, ``"None"``, ``"leaf"`` or a
-    registered dataclass's serialized name.  ``context`` is the dict keys (in
-    order) or the dataclass field names; for a dataclass registered with
-    ``return_none_fields=False`` it also lists the fields that were ``None``.
+    ``kind`` is ``"tuple"``, ``"list"``, ``"dict"``, ``"None"``, ``"leaf"``,
+    ``"namedtuple"`` or a registered dataclass's serialized name.  ``context`` is
+    the dict keys (in order) or the namedtuple's / dataclass's field names;
+    ``none_fields`` lists the fields that were ``None`` of a dataclass registered
+    with ``return_none_fields=False``.  A namedtuple's ``type_name`` is its
+    serialized name (``"module.QualName"`` unless registered otherwise) and
+    ``node_type`` the class rebuilt on unflatten; two specs are equal when their
+    names, fields and children are, whichever class object they hold (a loaded
+    program accepts the caller's own namedtuple of that name and fields).
     """
 
     kind: str
     context: tuple = ()
     children: tuple["TreeSpec", ...] = ()
     none_fields: tuple[str, ...] = ()
+    type_name: str = ""
+    node_type: Any = field(default=None, compare=False, repr=False)
 
     @property
     def num_leaves(self) -> int:
@@ -178,6 +372,8 @@ class TreeSpec:
             return f"[{inner}]"
         if self.kind == _DICT:
             return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.context, self.children)) + "}"
+        if self.kind == _NAMEDTUPLE:
+            return f"{self.type_name}(" + ", ".join(f"{k}={c!r}" for k, c in zip(self.context, self.children)) + ")"
         return f"{self.kind}(" + ", ".join(f"{k}={c!r}" for k, c in zip(self.context, self.children)) + ")"
 
 
@@ -197,6 +393,8 @@ def _children(obj: Any) -> tuple[str, tuple, list, tuple] | None:
         return _LIST, (), list(obj), ()
     if t is dict:
         return _DICT, tuple(obj.keys()), list(obj.values()), ()
+    if isinstance(obj, tuple) and is_namedtuple(t):
+        return _NAMEDTUPLE, t._fields, list(obj), ()
     entry = _BY_CLASS.get(t)
     if entry is None:
         return None
@@ -231,7 +429,8 @@ def _flatten(obj: Any, leaves: list) -> TreeSpec:
     if t in _CONTAINERS:
         children = []
         for v in (obj.values() if t is dict else obj):
-            if type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS:
+            if (type(v) in _CONTAINERS or v is None or v is _NONE_LEAF or type(v) in _BY_CLASS
+                    or isinstance(v, tuple)):
                 children.append(_flatten(v, leaves))
             else:
                 leaves.append(v)
@@ -250,6 +449,8 @@ def _flatten(obj: Any, leaves: list) -> TreeSpec:
         return _LEAF_SPEC
     kind, context, values, nones = parts
     children = tuple(_flatten(v, leaves) for v in values)
+    if kind == _NAMEDTUPLE:
+        return TreeSpec(kind, context, children, (), _namedtuple_name(t), t)
     return TreeSpec(kind, context, children, nones)
 
 
@@ -259,7 +460,8 @@ _CONTAINERS = frozenset({tuple, list, dict})
 def _spec(kind: str, context: tuple, children: tuple, nones: tuple) -> TreeSpec:
     """TreeSpec(...) without the frozen dataclass __init__ (four object.__setattr__ calls)."""
     spec = object.__new__(TreeSpec)
-    spec.__dict__.update(kind=kind, context=context, children=children, none_fields=nones)
+    spec.__dict__.update(kind=kind, context=context, children=children, none_fields=nones, type_name="",
+                         node_type=None)
     return spec
 
 
@@ -289,6 +491,9 @@ def _unflatten(it: Iterator, spec: TreeSpec) -> Any:
         return values
     if kind == _DICT:
         return dict(zip(spec.context, values))
+    if kind == _NAMEDTUPLE:
+        cls = spec.node_type or resolve_namedtuple(spec.type_name, spec.context)
+        return cls(*values)
     entry = _BY_NAME.get(kind)
     if entry is None and not _KEEP_NAMES.get():
         raise ArchiveError(f"tree_unflatten: dataclass {kind!r} is not registered (use register_dataclass)")
@@ -310,7 +515,8 @@ def tree_map(fn: Callable[[Any], Any], obj: Any) -> Any:
 
 
 def key_str(kind: str, key: Any) -> str:
-    """The path piece for one child: ``[0]`` for sequences, ``['k']`` for dicts, ``.f`` for dataclasses."""
+    """The path piece for one child: ``[0]`` for sequences, ``['k']`` for dicts, ``.f`` for namedtuples
+    and dataclasses."""
     if kind in (_TUPLE, _LIST):
         return f"[{key}]"
     if kind == _DICT:
@@ -359,6 +565,9 @@ def treespec_to_json(spec: TreeSpec) -> dict:
                 raise ValueError(f"cannot serialize dict key {key!r} of type {type(key).__name__}")
             keys.append({"t": type(key).__name__, "v": key})
         node["keys"] = keys
+    elif spec.kind == _NAMEDTUPLE:
+        node["name"] = spec.type_name
+        node["fields"] = list(spec.context)
     elif spec.kind not in _BUILTIN_KINDS:
         node["fields"] = list(spec.context)
         if spec.none_fields:
@@ -401,6 +610,13 @@ def treespec_from_json(data: Any) -> TreeSpec:
                 raise ArchiveError(f"treespec dict: bad key entry {item!r}")
             keys.append(decode(item.get("v")))
         return TreeSpec(_DICT, tuple(keys), children)
+    if kind == _NAMEDTUPLE:
+        name, fields = data.get("name"), data.get("fields")
+        if not isinstance(name, str) or not isinstance(fields, list) or len(fields) != len(children):
+            raise ArchiveError("treespec namedtuple: needs a string 'name' and 'fields' as long as 'children'")
+        cls = resolve_namedtuple(name, tuple(fields))
+        # a registered class under its own name (an accepted __main__ name is an alias)
+        return TreeSpec(_NAMEDTUPLE, cls._fields, children, (), _NT_NAME_OF.get(cls, name), cls)
     entry = _BY_NAME.get(kind)
     if entry is None and not _KEEP_NAMES.get():
         raise ArchiveError(f"treespec: unknown type {kind!r}; register the dataclass with "
@@ -417,4 +633,4 @@ def treespec_from_json(data: Any) -> TreeSpec:
     unknown -= set(entry.fields)
     if unknown:
         raise ArchiveError(f"treespec {kind!r}: fields {sorted(unknown)} do not exist on {entry.cls.__name__}")
-    return TreeSpec(kind, tuple(fields), children, tuple(nones))
+    return TreeSpec(entry.name, tuple(fields), children, tuple(nones))  # an accepted alias: the class's name

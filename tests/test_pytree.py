@@ -1,7 +1,9 @@
 """tensorplay_export.pytree: flatten/unflatten, leaf paths, dataclasses, JSON TreeSpecs."""
 from __future__ import annotations
 
+import collections
 import json
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -10,6 +12,8 @@ import pytest
 
 from tensorplay_export import pytree
 from tensorplay_export.errors import ArchiveError
+
+Point = collections.namedtuple("Point", "x y")
 
 
 @dataclass
@@ -41,13 +45,15 @@ def test_flatten_order_and_roundtrip():
     assert type(back[0]) is tuple and type(back[0][1]) is list
 
 
-def test_none_has_no_leaves_and_namedtuple_is_a_leaf():
+def test_none_has_no_leaves_and_namedtuple_is_a_node():
     from collections import namedtuple
 
     P = namedtuple("P", "a b")
-    leaves, spec = pytree.tree_flatten([None, P(1, 2)])
-    assert leaves == [P(1, 2)]
-    assert pytree.tree_unflatten(leaves, spec) == [None, P(1, 2)]
+    leaves, spec = pytree.tree_flatten([None, P(1, [2])])
+    assert leaves == [1, 2]
+    back = pytree.tree_unflatten(leaves, spec)
+    assert back == [None, P(1, [2])] and type(back[1]) is P
+    assert pytree.tree_map(lambda v: v * 10, P(1, 2)) == P(10, 20)
 
 
 def test_unflatten_wrong_leaf_count():
@@ -166,3 +172,51 @@ def test_property_flatten_unflatten_and_json_roundtrip():
         assert len(pytree.tree_leaves_with_path(tree)) == len(leaves)
 
     check()
+
+
+def _fake_main(monkeypatch, file=None, spec_name=None):
+    import types
+
+    main = types.ModuleType("__main__")
+    if file is not None:
+        main.__file__ = file
+    main.__spec__ = types.SimpleNamespace(name=spec_name) if spec_name else None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+
+
+def _main_class(name="Batch"):
+    import dataclasses
+
+    cls = dataclasses.make_dataclass(name, [("a", int)])
+    cls.__module__ = "__main__"
+    return cls
+
+
+def test_default_type_name_names_a_script_as_importing_it_does(monkeypatch):
+    cls = _main_class()
+    _fake_main(monkeypatch, file="/somewhere/train.py")
+    assert pytree.default_type_name(cls) == "train.Batch"
+    _fake_main(monkeypatch, file="/somewhere/run.py", spec_name="pkg.train")  # python -m pkg.train
+    assert pytree.default_type_name(cls) == "pkg.train.Batch"
+    _fake_main(monkeypatch)  # a notebook or a REPL: no file
+    assert pytree.default_type_name(cls) == "__main__.Batch"
+    _fake_main(monkeypatch, file="/somewhere/my-script.py")  # no module name imports it
+    assert pytree.default_type_name(cls) == "__main__.Batch"
+    assert pytree.default_type_name(Point) == f"{__name__}.Point"
+
+
+def test_a_script_class_imported_again_by_name_registers_under_the_same_name(monkeypatch):
+    import dataclasses
+
+    _fake_main(monkeypatch, file="/somewhere/tpe_test_script.py")
+    as_main = pytree.register_dataclass(_main_class("Twice"))
+    again = dataclasses.make_dataclass("Twice", [("a", int)])
+    again.__module__ = "tpe_test_script"
+    pytree.register_dataclass(again)  # no clash: the same class, once as __main__ and once imported
+    _, spec = pytree.tree_flatten(as_main(1))
+    assert spec.kind == "tpe_test_script.Twice"
+    assert type(pytree.tree_unflatten([2], spec)) is again
+    other = dataclasses.make_dataclass("Twice", [("a", int)])
+    other.__module__ = "elsewhere"
+    with pytest.raises(ValueError, match="already registered"):
+        pytree.register_dataclass(other, serialized_type_name="tpe_test_script.Twice")

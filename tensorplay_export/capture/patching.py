@@ -15,8 +15,9 @@ the capturing thread:
   modified, so other threads never see traced values.  (Assigning a global
   inside the model writes to the view, not the module.)  Closure cells and
   ``__defaults__`` get the same translation in the clone.
-- **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` are
-  replaced by wrappers for the duration of any capture (reference-counted,
+- **Patched numpy creation attributes.**  ``numpy.arange/zeros/ones/...`` (and
+  ``numpy.fft.fftfreq/rfftfreq``, functions of a length only; and ``numpy.errstate``,
+  which tells the tracer the kinds it sets) are replaced by wrappers for the duration of any capture (reference-counted,
   restored with an ``is`` check).  A wrapper does nothing unless this
   thread's tracer is set and is not inside an op's numpy impl, so numpy's own
   Python code and other threads get the original behaviour.
@@ -29,11 +30,11 @@ import math
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .frames import is_user_function
+from .frames import is_library_file, is_user_function
 from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
@@ -43,8 +44,19 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
             "array", "asarray", "asanyarray", "ascontiguousarray", "prod",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
-            "hanning", "hamming", "blackman", "bartlett", "kaiser")
-_ORIGINALS: dict[str, Callable] = {name: getattr(np, name) for name in CREATION}
+            "hanning", "hamming", "blackman", "bartlett", "kaiser",
+            # in numpy's submodules: "fft.fftfreq" is numpy.fft.fftfreq, registered as "numpy.fft.fftfreq"
+            "fft.fftfreq", "fft.rfftfreq")
+
+
+def _owner(name: str) -> tuple[Any, str]:
+    """The module a CREATION name is an attribute of, and the attribute (``np.fft``, ``"fftfreq"``)."""
+    module, _, attr = name.rpartition(".")
+    return (getattr(np, module) if module else np), attr
+
+
+_ORIGINALS: dict[str, Callable] = {name: getattr(*_owner(name)) for name in CREATION}
+_ORIGINALS["errstate"] = np.errstate  # replaced by ModelErrstate (below), which records the kinds it sets
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
 _WRAPPERS: dict[str, Callable] = {}
 _OWN_MODEL_CODE = ("tensorplay_export.nn", "tensorplay_export.program.decompositions")  # never caches arrays
@@ -176,6 +188,67 @@ def _make_wrapper(name: str) -> Callable:
 for _name in CREATION:
     _WRAPPERS[_name] = _make_wrapper(_name)
 
+_ERRSTATE_KINDS = ("divide", "over", "under", "invalid")
+_NO_CALL = np.errstate()._call  # numpy's "call= not given" marker
+
+
+class ModelErrstate(np.errstate):
+    """``np.errstate`` as code sees it during a capture: numpy's context manager (and
+    decorator), which also tells this thread's tracer which kinds the model's code sets.
+
+    A node records the errstate kinds the model set around it (node meta ``"errstate"``,
+    capture/tracer.py).  Comparing ``np.geterr()`` with the caller's state misses a kind set
+    to the value it already had (``divide="warn"`` under a caller's ``"warn"``), which a
+    later caller's ``"raise"`` would then override; so the kinds come from here.  ``all=``
+    sets every kind; ``call=`` alone sets none.  Entered from library code (this package,
+    numpy) it records nothing.
+    """
+
+    __slots__ = ("_tpe_tracer", "_tpe_model")
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._tpe_tracer = None
+        self._tpe_model = False  # set by the decorator form: entered for the model's function
+
+    def _kinds(self) -> frozenset:
+        if self._all is not None:
+            return frozenset(_ERRSTATE_KINDS)
+        return frozenset(k for k in _ERRSTATE_KINDS if getattr(self, f"_{k}") is not None)
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        tracer = CURRENT.get()
+        if tracer is None or tracer.in_impl:
+            return
+        if self._tpe_model or not is_library_file(sys._getframe(1).f_code.co_filename):
+            tracer.model_errstate.append(self._kinds())
+            self._tpe_tracer = tracer
+
+    def __exit__(self, *exc_info: Any) -> None:
+        tracer, self._tpe_tracer = self._tpe_tracer, None
+        if tracer is not None and tracer.model_errstate:
+            tracer.model_errstate.pop()
+        super().__exit__(*exc_info)
+
+    def __call__(self, func: Callable, from_model: Optional[bool] = None) -> Callable:
+        settings = {k: getattr(self, f"_{k}") for k in ("all",) + _ERRSTATE_KINDS}
+        if self._call is not _NO_CALL:
+            settings["call"] = self._call
+        if from_model is None:
+            from_model = not is_library_file(sys._getframe(1).f_code.co_filename)
+
+        @functools.wraps(func)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            ctx = ModelErrstate(**settings)  # one per call: numpy keeps the token per call too
+            ctx._tpe_model = from_model
+            with ctx:
+                return func(*args, **kwargs)
+        return inner
+
+
+_WRAPPERS["errstate"] = ModelErrstate
+
 
 def patch_numpy() -> None:
     """Install the creation wrappers on ``numpy`` (reference-counted across captures)."""
@@ -183,8 +256,8 @@ def patch_numpy() -> None:
     with _LOCK:
         if _ACTIVE == 0:
             for name, wrapper in _WRAPPERS.items():
-                if getattr(np, name) is _ORIGINALS[name]:
-                    setattr(np, name, wrapper)
+                if getattr(*_owner(name)) is _ORIGINALS[name]:
+                    setattr(*_owner(name), wrapper)
             _patch_random()
         _ACTIVE += 1
 
@@ -196,8 +269,8 @@ def unpatch_numpy() -> None:
         _ACTIVE -= 1
         if _ACTIVE == 0:
             for name, wrapper in _WRAPPERS.items():
-                if getattr(np, name) is wrapper:
-                    setattr(np, name, _ORIGINALS[name])
+                if getattr(*_owner(name)) is wrapper:
+                    setattr(*_owner(name), _ORIGINALS[name])
             _unpatch_random()
 
 
@@ -430,7 +503,31 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _WRAPPERS[orig_name]
     if is_user_function(value):  # False for anything but a plain Python function
         return clone_function(tracer, value)
+    decorated = _errstate_decorated(value)
+    if decorated is not None:  # @np.errstate(...) applied before the capture: the kinds still count
+        settings, func = decorated
+        return ModelErrstate(**settings)(translate(tracer, name, func), from_model=True)
     return value
+
+
+# the code object of the function numpy's errstate decorator returns (np.errstate(...)(f))
+_ERRSTATE_INNER_CODE = _ORIGINALS["errstate"]()(lambda: None).__code__
+
+
+def _errstate_decorated(value: Any) -> Any:
+    """``(errstate settings, the decorated function)`` of a function made by numpy's
+    ``@np.errstate(...)``, else None."""
+    if type(value) is not types.FunctionType or value.__code__ is not _ERRSTATE_INNER_CODE:
+        return None
+    cells = dict(zip(value.__code__.co_freevars, value.__closure__ or ()))
+    try:
+        state, func = cells["self"].cell_contents, cells["func"].cell_contents
+    except (KeyError, ValueError):
+        return None
+    settings = {k: getattr(state, f"_{k}") for k in ("all",) + _ERRSTATE_KINDS}
+    if state._call is not _NO_CALL:
+        settings["call"] = state._call
+    return settings, func
 
 
 def clone_function(tracer: Any, fn: types.FunctionType) -> types.FunctionType:

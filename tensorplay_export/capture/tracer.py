@@ -83,6 +83,7 @@ class Tracer:
         self._saw_pending = False                        # views() met a value not computed yet
         self._unguarded_bools = 0                        # > 0: SymBool operands of a ufunc (see call)
         self._entry_errstate = np.geterr()               # the caller's floating-point error handling
+        self.model_errstate: list = []                   # kinds set by each np.errstate the model is inside
 
     def is_current(self) -> bool:
         """Whether this tracer's capture is running (in this thread and context)."""
@@ -344,11 +345,14 @@ class Tracer:
             meta["module_path"] = self.module_stack[-1][0]
         meta["module_stack"] = tuple(self.module_stack)
         errstate = np.geterr()
-        if errstate != self._entry_errstate:
-            # the kinds the model set (with np.errstate(divide="ignore"): ...): the program's
-            # statement runs under them too (graph/codegen.py); the other kinds follow the
-            # caller's state at run time, as in eager
-            changed = tuple(sorted((k, v) for k, v in errstate.items() if self._entry_errstate.get(k) != v))
+        if errstate != self._entry_errstate or self.model_errstate:
+            # the kinds the model set (with np.errstate(divide="ignore"): ...), whatever their value
+            # (divide="warn" while the caller's is "warn" too: a later caller's "raise" must not
+            # apply): the program's statement runs under them too (graph/codegen.py); the other
+            # kinds follow the caller's state at run time, as in eager
+            set_here = frozenset().union(*self.model_errstate)
+            changed = tuple(sorted((k, v) for k, v in errstate.items()
+                                   if k in set_here or self._entry_errstate.get(k) != v))
             if changed and all(v in _PLAIN_ERRSTATES for _k, v in changed):
                 meta["errstate"] = changed
         meta.update(extra)

@@ -23,7 +23,8 @@ specifies), one per failure at the model's source line, then the plain fix block
 whose inputs or outputs are registered dataclasses opens without the class
 (its name is kept).  ``run`` builds instances, so it needs the class:
 ``--import MODULE`` (a module name or a ``.py`` file, repeatable) imports what
-registers it first.
+registers it first.  A class of a script saved by ``python train.py`` is stored as
+``train.Batch`` (the name ``import train`` gives), so ``--import train.py`` finds it.
 
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
 target function that raises, an output path that cannot be written).
@@ -187,18 +188,24 @@ def import_file(path: str, what: str) -> Any:
 def import_modules(names: Sequence[str]) -> None:
     """Import each ``--import`` value: a ``.py`` file path or a module name (the working directory on sys.path).
 
+    A script's classes register under the name importing it gives (``train.Batch``,
+    also when the script ran as ``python train.py``: :func:`..pytree.default_type_name`);
+    an archive naming them ``__main__.Batch`` (saved before that rule) loads too.
+
     Raises:
         UsageError: the file or module does not exist, or importing it raised (named).
     """
+    from .. import pytree
+
     for name in names or ():
         if name.endswith(".py") or os.sep in name:
             if not os.path.isfile(name):
                 raise UsageError(f"--import {name}: no such file")
-            import_file(name, what=f"--import {name}")
+            pytree.accept_main_names(import_file(name, what=f"--import {name}").__name__)
             continue
         sys.path.insert(0, os.getcwd())
         try:
-            importlib.import_module(name)
+            pytree.accept_main_names(importlib.import_module(name).__name__)
         except ModuleNotFoundError as err:
             raise UsageError(f"--import {name}: no module named {err.name!r}") from err
         except Exception as err:  # noqa: BLE001

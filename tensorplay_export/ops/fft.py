@@ -6,6 +6,11 @@ argument, else the axis's size) crops or zero-pads its axis to ``n`` and needs `
 to ``2 * (m - 1)`` for ``m`` input frequencies.  The ``*2``/``*n`` forms apply the same rule
 on each axis of ``axes`` (default: the last ``len(s)`` axes, or all), the real forms only on
 the last of them.  Values are numpy's own at run time (the impl is numpy's function).
+
+``fftfreq(n, d)`` / ``rfftfreq(n, d)`` (``numpy/fft/_helper.py``) take a length, no array:
+``n`` and ``n // 2 + 1`` sample frequencies of ``1 / (n * d)`` each (float64 for a
+Python ``d``); ``n = 0`` divides by zero there.  During capture they are creation
+functions (``capture/patching.py``), so ``fftfreq(x.shape[0])`` keeps the size symbolic.
 """
 from __future__ import annotations
 
@@ -100,6 +105,28 @@ for _fn, _kind, _axes in ((np.fft.fft2, "c", (-2, -1)), (np.fft.ifft2, "c", (-2,
 
 def _shift_rule(ctx: Any, x: Any, axes: Any = None) -> tuple:
     return tuple(shape_of(x))
+
+
+def _freq_rule(kind: str, name: str):
+    def rule(ctx: Any, n: Any, d: Any = 1.0, device: Any = None) -> tuple:
+        if not (is_static(n) or (isinstance(n, sympy.Basic) and n.is_integer)):
+            raise ValueError(f"{name}: n should be an integer, got {n!r}")
+        if is_static(n):
+            if int(n) < 1:  # numpy: ZeroDivisionError for 0, a negative dimension below it
+                raise ValueError(f"{name}: n must be at least 1, got {int(n)}")
+            length = int(n)
+        else:
+            ctx.require(sympy.Ge(n, 1), f"{name}: the length {n} must be at least 1 (numpy divides by n * d)")
+            length = n
+        out = (_half_plus_one(ctx, length),) if kind == "rfft" else (length,)
+        return tuple(ctx.broadcast(out, tuple(shape_of(d))))  # an array d broadcasts against the frequencies
+    return rule
+
+
+register_op("numpy.fft.fftfreq", np.fft.fftfreq, _freq_rule("c", "numpy.fft.fftfreq"),
+            numpy_funcs=(np.fft.fftfreq,), doc="numpy.fft.fftfreq(n, d): n sample frequencies")
+register_op("numpy.fft.rfftfreq", np.fft.rfftfreq, _freq_rule("rfft", "numpy.fft.rfftfreq"),
+            numpy_funcs=(np.fft.rfftfreq,), doc="numpy.fft.rfftfreq(n, d): n // 2 + 1 sample frequencies")
 
 
 # fftshift/ifftshift roll by n // 2 along each axis: numpy's own code computes that at run time

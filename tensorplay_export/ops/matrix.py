@@ -1,5 +1,5 @@
-"""Functions of (stacks of) matrices (``numpy.linalg``): inv, solve, det, cholesky, pinv,
-eigvalsh, matrix_power, qr, svd, svdvals (``numpy.trace`` is in misc).
+"""Functions of (stacks of) matrices (``numpy.linalg``): inv, solve, det, slogdet, cholesky, pinv,
+eigvalsh, eigh, matrix_power, qr, svd, svdvals (``numpy.trace`` is in misc).
 
 numpy's linalg rules (``numpy/linalg/_linalg.py``): the last two axes are the matrix, the
 leading axes a batch; square-matrix functions need ``m == n`` (``LinAlgError: Last 2
@@ -69,6 +69,25 @@ register_op("numpy.linalg.det", np.linalg.det, _det_rule, numpy_funcs=(np.linalg
 register_op("numpy.linalg.eigvalsh", np.linalg.eigvalsh, _eigvalsh_rule, numpy_funcs=(np.linalg.eigvalsh,))
 register_op("numpy.linalg.pinv", np.linalg.pinv, _pinv_rule, numpy_funcs=(np.linalg.pinv,))
 register_op("numpy.linalg.solve", np.linalg.solve, _solve_rule, numpy_funcs=(np.linalg.solve,))
+
+
+def _slogdet_rule(ctx: Any, a: Any) -> list:
+    """numpy.linalg.slogdet of ``(..., M, M)``: SlogdetResult(sign ``(...)``, logabsdet ``(...)``)."""
+    lead = _matrix(ctx, a, "numpy.linalg.slogdet")[:-2]
+    return [lead, lead]
+
+
+def _eigh_rule(ctx: Any, a: Any, UPLO: str = "L") -> list:  # noqa: N803 - numpy's name
+    """numpy.linalg.eigh of ``(..., M, M)``: EighResult(eigenvalues ``(..., M)``, eigenvectors ``(..., M, M)``)."""
+    shape = _matrix(ctx, a, "numpy.linalg.eigh")
+    return [shape[:-1], shape]
+
+
+# (numpy.linalg.eig is left out: its dtype is complex or real depending on the values.)
+register_op("numpy.linalg.slogdet", np.linalg.slogdet, _slogdet_rule, numpy_funcs=(np.linalg.slogdet,),
+            multi_output=True, doc="numpy.linalg.slogdet: SlogdetResult(sign, logabsdet)")
+register_op("numpy.linalg.eigh", np.linalg.eigh, _eigh_rule, numpy_funcs=(np.linalg.eigh,),
+            multi_output=True, doc="numpy.linalg.eigh: EighResult(eigenvalues, eigenvectors)")
 
 
 # -- factorizations: qr and svd (K = min(M, N)) ----------------------------------------------------------

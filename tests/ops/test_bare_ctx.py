@@ -381,11 +381,15 @@ CASES.update({
        for f in ("fft2", "ifft2", "rfft2", "fftn", "ifftn", "rfftn")},
     **{f"numpy.fft.{f}": [c(A(n, m, dtype=np.complex128)), c(A(n, m, dtype=np.complex128), (n, 5), (0, 1))]
        for f in ("irfft2", "irfftn")},
+    "numpy.fft.fftfreq": [c(n), c(2 * n + 1, 0.25), c(7, 0.1), c(n, A(n)), c(m, d=A(1))],
+    "numpy.fft.rfftfreq": [c(n), c(2 * n + 1, 0.25), c(7, 0.1), c(n, A(n // 2 + 1))],
     "numpy.fft.fftshift": [c(x2()), c(x2(), axes=0)], "numpy.fft.ifftshift": [c(x2()), c(x2(), axes=1)],
     # -- numpy.linalg matrix functions: square matrices (cholesky: 1x1 positive ones are SPD)
     "numpy.linalg.inv": [c(A(n, n)), c(A(2, n, n))], "numpy.linalg.det": [c(A(n, n)), c(A(m, n, n))],
     "numpy.linalg.cholesky": [c(A(k, k)), c(A(n, k, k))], "numpy.linalg.matrix_power": [c(A(n, n), 3)],
-    "numpy.linalg.eigvalsh": [c(A(n, n)), c(A(2, m, m))], "numpy.linalg.pinv": [c(x2()), c(A(2, n, m))],
+    "numpy.linalg.eigvalsh": [c(A(n, n)), c(A(2, m, m))],
+    "numpy.linalg.eigh": [c(A(n, n)), c(A(2, m, m), "U")], "numpy.linalg.slogdet": [c(A(n, n)), c(A(m, n, n))],
+    "numpy.linalg.pinv": [c(x2()), c(A(2, n, m))],
     "numpy.linalg.solve": [c(A(n, n), A(n)), c(A(n, n), A(n, m)), c(A(2, n, n), A(1, n, m))],
     "numpy.linalg.qr": [c(x2()), c(A(2, n, m), "complete"), c(A(m, n), mode="raw"), c(A(e, 3))],
     "tpe.linalg.qr_r": [c(x2()), c(A(2, m, n), "r")],

@@ -1,4 +1,5 @@
-"""numpy.fft transforms and numpy.linalg matrix functions: output sizes on the transformed /
+"""numpy.fft transforms and numpy.linalg matrix functions (eigh and slogdet returned whole are in
+tests/test_namedtuple_io.py): output sizes on the transformed /
 matrix axes, their requirements (a transform of at least one point, square matrices, solve's
 row count), and numpy's values at sizes other than the example, through save and load."""
 from __future__ import annotations
@@ -41,6 +42,10 @@ MODELS = {
     "cholesky": lambda x: np.linalg.cholesky(_gram(x)),
     "pinv": lambda x: np.linalg.pinv(x),
     "eigvalsh": lambda x: np.linalg.eigvalsh(x.T @ x),
+    "eigh": lambda x: (lambda r: r.eigenvalues + np.abs(r.eigenvectors).sum(axis=0))(np.linalg.eigh(_gram(x))),
+    "eigh_upper": lambda x: np.abs(np.linalg.eigh(_gram(x), UPLO="U")[1]),
+    "slogdet": lambda x: (lambda r: r.sign * r.logabsdet)(np.linalg.slogdet(_gram(x))),
+    "slogdet_batched": lambda x: np.stack(np.linalg.slogdet(np.stack([_gram(x), -_gram(x)]))),
     "matrix_power": lambda x: np.linalg.matrix_power(x.T @ x / 1000, 3),
     # factorizations of a dynamic (n, m) matrix: K = min(n, m) sizes stay symbolic
     "qr_reduced": lambda x: (lambda q, r: (q @ r)[:, :1] + np.abs(r).sum(axis=0))(*np.linalg.qr(x)),
