@@ -104,6 +104,14 @@ def test_export_to_a_missing_folder_names_the_path(target, tmp_path, capsys):
     assert code == 2 and err.strip() == f"error: cannot write {tmp_path}: it is a directory"
 
 
+def test_a_directory_where_a_file_is_expected_is_named_as_such(target, tmp_path, capsys):
+    for argv in (["contract", str(tmp_path)], ["show", str(tmp_path)], ["check", f"{tmp_path}:ok"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and err.strip() == f"error: {tmp_path} is a directory: give the path of a file", argv
+    code, out, err = run(capsys, "contract", str(tmp_path / "gone.pt2"))
+    assert code == 2 and err.strip() == f"error: no such file: {tmp_path / 'gone.pt2'}"
+
+
 def test_export_contract_diff_show(target, tmp_path, capsys):
     code, out, _ = run(capsys, "export", f"{target}:ok", "-o", "old.pt2")
     assert code == 0 and (tmp_path / "old.pt2").exists()

@@ -73,8 +73,7 @@ def load_target(target: str) -> tuple[Any, tuple, dict, Any]:
     path, sep, func = target.rpartition(":")
     if not sep or not path or not func.isidentifier():
         raise UsageError(f"TARGET must be path/to/file.py:function, got {target!r}")
-    if not os.path.isfile(path):
-        raise UsageError(f"no such file: {path}")
+    _file(path)
     module = import_file(path, what=target)
     fn = getattr(module, func, None)
     if not callable(fn):
@@ -101,6 +100,9 @@ def _emit_json(obj: Any) -> None:
 
 
 def _file(path: str) -> str:
+    """``path`` when it names a file; a directory or a missing path is a usage error saying which."""
+    if os.path.isdir(path):
+        raise UsageError(f"{path} is a directory: give the path of a file")
     if not os.path.isfile(path):
         raise UsageError(f"no such file: {path}")
     return path
