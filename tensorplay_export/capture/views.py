@@ -16,7 +16,7 @@ others' values from the written one:
 
 Basic indexing, transposes, swapaxes and flips always return views (numpy says so
 on the example: memory shared).  The maybe-view ops -- ``reshape``, ``ravel``,
-``squeeze``, ``expand_dims``, ``atleast_1d``/``atleast_2d``, ``ascontiguousarray``,
+``squeeze``, ``expand_dims``, ``atleast_1d``/``atleast_2d``, ``ascontiguousarray``, ``asfortranarray``,
 ``real`` of a real array, ``astype(copy=False)`` -- return a view or a copy depending
 on the sizes and the memory layout of their argument (``h[::8].reshape(-1)`` is a
 view while ``h[::8]`` has one row; ``x.reshape(-1)`` copies a strided or
@@ -77,7 +77,8 @@ VIEW_OPS = {
     "numpy.flipud": _SELF_INVERSE,
     "numpy.reshape": _RESHAPE, "numpy.ndarray.reshape": _RESHAPE, "numpy.ravel": _RESHAPE,
     "numpy.squeeze": _RESHAPE, "numpy.expand_dims": _RESHAPE, "numpy.atleast_1d": _RESHAPE,
-    "numpy.atleast_2d": _RESHAPE, "numpy.ascontiguousarray": _RESHAPE, "numpy.real": _RESHAPE,
+    "numpy.atleast_2d": _RESHAPE, "numpy.ascontiguousarray": _RESHAPE, "numpy.asfortranarray": _RESHAPE,
+    "numpy.real": _RESHAPE,
     "numpy.ndarray.astype": _RESHAPE, "numpy.astype": _RESHAPE,
 }
 # where an op takes ``order`` positionally (after its array): numpy's signatures

@@ -8,6 +8,9 @@ write through such a result reaches the argument only in the first case, so a
 captured program asks numpy at run time, on its own arrays
 (:mod:`tensorplay_export.capture.views` emits these ops):
 
+``numpy.asfortranarray`` is here too: it is one of those ops (a view of an
+argument that is Fortran-contiguous already).
+
 - ``tpe.is_view(view, base)``: a 0-d bool, ``np.may_share_memory(view, base)``
   (exact here: numpy's copy has a buffer of its own, its view lies inside the
   base's);
@@ -60,6 +63,13 @@ def _where_view_rule(ctx: Any, new: Any, old: Any, *flags: Any) -> tuple:
     return tuple(b)
 
 
+def _asfortranarray_rule(ctx: Any, a: Any, dtype: Any = None) -> tuple:
+    """numpy's shape: the argument's, a 0-d one made 1-d (``np.asfortranarray(2.0).shape == (1,)``)."""
+    return tuple(shape_of(a)) or (1,)
+
+
+# a view when the argument already is Fortran-contiguous, else a copy (capture/views.py follows writes)
+register_op("numpy.asfortranarray", np.asfortranarray, _asfortranarray_rule, numpy_funcs=(np.asfortranarray,))
 register_op("tpe.is_view", _is_view, _is_view_rule,
             doc="whether numpy made `view` a view of `base` (memory shared), on the run's own arrays")
 register_op("tpe.where_view", _where_view, _where_view_rule,
