@@ -92,8 +92,8 @@ class _View:
     """``array`` was made by ``op(*args, **kwargs)`` and may share ``args[0]``'s memory (its base).
 
     ``node``/``base_node``: the view's and the base's nodes when it was made; ``maybe``:
-    numpy decides at run time whether it is a view (``order``: the C/F order its
-    elements follow the base's in; None: one that depends on the layout, not followed);
+    numpy decides at run time whether it is a view (``order``: the order its elements
+    follow the base's in, ``"C"``/``"F"``; another one depends on the layout: not followed);
     ``flag``: the ``tpe.is_view`` value, once a write needed it.
     """
 
@@ -285,15 +285,13 @@ def _before_write(node: Any, op_table: Any) -> Any:
 
 
 def _order(op: str, args: tuple, kwargs: dict) -> Optional[str]:
-    """The element order of a maybe-view op: ``"C"``, ``"F"``, or None (``"A"``/``"K"``: the
-    layout decides, not followed); ops without an ``order`` read their base in C order."""
+    """The element order of a maybe-view op: ``"C"``, ``"F"`` (followed), ``"A"``/``"K"`` (the
+    layout decides: not followed); ops without an ``order`` read their base in C order."""
     at = _ORDER_AT.get(op)
     order = args[at] if at is not None and len(args) > at else kwargs.get("order", "C")
-    if op in ("numpy.ndarray.astype", "numpy.astype"):
-        return "C"  # the same shape, element for element, whatever order its memory has
-    if order is None:
-        return "C"
-    return order if order in ("C", "F") else None
+    if op in ("numpy.ndarray.astype", "numpy.astype") or order is None:
+        return "C"  # astype: the same shape, element for element, whatever order its memory has
+    return order
 
 
 def _copy_arg(op: str, args: tuple, kwargs: dict) -> Any:
