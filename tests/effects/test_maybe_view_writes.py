@@ -186,6 +186,12 @@ def test_saved_and_loaded_program_decides_at_run_time(model, programs, tmp_path)
     check_everywhere(model, loaded.module(), sizes=(1, 2, 8, 9, 64))
 
 
+def test_decomposed_program_decides_at_run_time(programs):
+    decomposed = programs["input_reshaped"].run_decompositions()
+    assert "tpe_is_view(" in decomposed.graph_module.code
+    check_everywhere(input_reshaped, decomposed.module(), sizes=(1, 2, 8, 64))
+
+
 @pytest.mark.parametrize("model", [strided_rows_reshaped, input_rows_reshaped, input_reshaped],
                          ids=lambda m: m.__name__)
 def test_draft_export_program_decides_at_run_time(model):
