@@ -169,11 +169,7 @@ class Aliases:
             view = self._views[id(chain[-1])]
             if not self._invertible(view):
                 if view.maybe:
-                    raise UnsupportedOpError(
-                        f"a write through the result of {view.op.name} with order={view.order!r}: numpy makes it "
-                        f"a view or a copy depending on the memory layout at run time, and the program cannot "
-                        f"follow such a write. Write into an explicit copy (.copy()) or use order='C'\n"
-                        f"  at {user_source(2)}")
+                    raise _layout_ordered(view, "through")
                 return  # cannot follow this write: the replay check reports it
             chain.append(view.base)
         self._busy = True
@@ -191,6 +187,8 @@ class Aliases:
             for view_array in self._descendants(chain[-1]):
                 if id(view_array) not in on_chain:
                     view = self._views[id(view_array)]
+                    if view.maybe and not self._invertible(view):
+                        raise _layout_ordered(view, "into the base of")
                     new = self._tracer.call(view.op, view.args, view.kwargs)
                     if view.maybe:
                         new = self._tracer.call("tpe.where_view", (new, view_array, self._flag(view)))
@@ -261,6 +259,16 @@ class Aliases:
         perm = _permutation(view.op.name, view.base.ndim, tracer.example(tuple(view.args[1:])),
                             tracer.example(view.kwargs))
         return tracer.call("numpy.transpose", (view.array, tuple(int(i) for i in np.argsort(perm))))
+
+
+def _layout_ordered(view: _View, where: str) -> UnsupportedOpError:
+    """The refusal of a write through (or into the base of) a possible view whose element order
+    is the memory layout's (``ravel(order="K")``): which elements it holds is decided at run time."""
+    return UnsupportedOpError(
+        f"a write {where} the result of {view.op.name} with order={view.order!r}: numpy makes it a view or a "
+        f"copy, in an element order that depends on the memory layout at run time, and the program cannot "
+        f"follow such a write. Use order='C' (or 'F'), or write into an explicit copy (.copy())\n"
+        f"  at {user_source(3)}")
 
 
 def _shadow(node: Any, array: Any) -> Any:

@@ -233,8 +233,18 @@ def test_write_through_a_layout_ordered_ravel_is_refused():
         y[0] = 1.0
         return x * 1.0
 
-    with pytest.raises(tpe.UnsupportedOpError, match=r"order='K'.*view or a copy"):
+    with pytest.raises(tpe.UnsupportedOpError, match=r"write through the result of numpy.ravel with "
+                                                     r"order='K'.*view or a copy.*\n  at .*`y\[0\] = 1.0`"):
         tpe.export(model, EXAMPLE.copy(), dynamic_shapes=SPEC)
+
+    def into_base(x):
+        y = x.ravel(order="A")   # y's elements would follow x's layout: not followed
+        x[0, 0] = 1.0
+        return y * 1.0
+
+    with pytest.raises(tpe.UnsupportedOpError, match=r"write into the base of the result of numpy.ravel with "
+                                                     r"order='A'.*\n  at .*`x\[0, 0\] = 1.0`"):
+        tpe.export(into_base, EXAMPLE.copy(), dynamic_shapes=SPEC)
 
 
 def test_reading_a_possible_view_adds_no_node():
