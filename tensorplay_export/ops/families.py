@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks", "scatter",
-            "select", "grids", "signal", "stats", "random", "sizes", "fft", "matrix", "lib")
+            "select", "grids", "signal", "stats", "random", "sizes", "fft", "matrix", "lib", "aliasing")
 
 for _name in FAMILIES:
     importlib.import_module(f"{__package__}.{_name}")

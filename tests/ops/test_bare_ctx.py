@@ -176,6 +176,10 @@ CASES = {
         c(A(n, m, 2), (I(3, hi=3), slice(None), I(3, hi=2))), c(x2(), (slice(None), M(m))),
     ],
     "tpe.setitem": [c(x2(), (slice(None), 0), A(n)), c(x2(), M(n, m), 0.0), c(x2(), slice(1, None), A(1, m))],
+    # -- run-time aliasing (ops/aliasing.py)
+    "numpy.asfortranarray": [c(x2()), c(A(n)), c(A())],
+    "tpe.is_view": [c(x2(), x2()), c(A(n * m), x2())],
+    "tpe.where_view": [c(x2(), x2(), A(mask=True)), c(A(n), A(n), A(mask=True), A(mask=True))],
     "numpy.take": [c(x2(), I(3, hi=m, vrange=(0, m - 1)), axis=1), c(x2(), I(2, 2, hi=n * m)),
                    c(x2(), [0, n - 1], axis=0)],
     "numpy.take_along_axis": [c(x2(), I(n, 1, hi=m, vrange=(0, m - 1)), axis=1),
