@@ -41,7 +41,7 @@ from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
-            "array", "asarray", "asanyarray", "ascontiguousarray", "prod",
+            "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "prod",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
             "hanning", "hamming", "blackman", "bartlett", "kaiser",
@@ -55,6 +55,7 @@ def _owner(name: str) -> tuple[Any, str]:
     return (getattr(np, module) if module else np), attr
 
 
+_AS_ARRAY = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray")
 _ORIGINALS: dict[str, Callable] = {name: getattr(*_owner(name)) for name in CREATION}
 _ORIGINALS["errstate"] = np.errstate  # replaced by ModelErrstate (below), which records the kinds it sets
 _BY_ORIGINAL = {id(fn): name for name, fn in _ORIGINALS.items()}
@@ -98,7 +99,7 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     kwargs = dict(kwargs)
     kwargs.pop("like", None)
     original = _ORIGINALS[name]
-    if name in ("array", "asarray", "asanyarray", "ascontiguousarray"):
+    if name in _AS_ARRAY:
         data = args[0] if args else kwargs.pop("object", None)
         dtype = args[1] if len(args) > 1 else kwargs.get("dtype")
 
@@ -108,6 +109,16 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if _is_traced(data):
             if name == "array" and kwargs.get("copy", True) is not False:
                 return cast(tracer.call(get_op("numpy.copy"), (data,), {}))
+            # An order makes a view when data already has that layout and a copy otherwise, as
+            # numpy decides at run time: the op (capture/views.py follows a write through it),
+            # never data itself.
+            order = {"ascontiguousarray": "C", "asfortranarray": "F"}.get(name) or (
+                args[2] if name in ("asarray", "asanyarray") and len(args) > 2 else kwargs.get("order"))
+            if order in ("C", "F") and data.ndim >= 1:
+                data = tracer.call(get_op("numpy.ascontiguousarray" if order == "C" else "numpy.asfortranarray"),
+                                   (data,), {})
+            elif name in ("ascontiguousarray", "asfortranarray") and data.ndim == 0:
+                data = tracer.call(get_op("numpy.reshape"), (data, (1,)), {})  # numpy's 1-d view of a 0-d array
             if dtype is None or np.dtype(dtype) == data.dtype:
                 return data
             return cast(data)
@@ -127,7 +138,7 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if isinstance(value, np.ndarray):
             return tracer.lift_constant("c_array", value)
         return value
-    if name not in ("array", "asarray", "asanyarray", "ascontiguousarray"):
+    if name not in _AS_ARRAY:
         # a size argument computed from data (np.zeros(np.count_nonzero(x))): numpy reads it
         # with __index__; here it is a data-dependent size, as an int .item() is
         args = tuple(_as_size(v) for v in args)

@@ -12,7 +12,6 @@ import pytest
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
-from tensorplay_export.capture import patching
 from tensorplay_export.program.signature import OutputKind
 
 SIZES = (1, 2, 3, 8, 9, 12, 64)
@@ -257,12 +256,8 @@ def test_reading_a_possible_view_adds_no_node():
 
 
 # -- np.ascontiguousarray / np.asarray(order=...) / np.asfortranarray --------------------------------
-# capture/patching.py must hand these to the registered ops (numpy.ascontiguousarray,
-# numpy.asfortranarray) instead of returning the traced argument itself.
-_DISPATCHED = "asfortranarray" in patching.CREATION
-needs_dispatch = pytest.mark.xfail(not _DISPATCHED, strict=True,
-                                   reason="capture/patching.py returns the argument itself for "
-                                          "np.ascontiguousarray (a view in every program)")
+# capture hands these to the registered ops (numpy.ascontiguousarray, numpy.asfortranarray),
+# never the traced argument itself: numpy makes a view or a copy by the argument's layout.
 
 
 def ascontiguous_transpose(x):
@@ -289,7 +284,6 @@ def asfortran(x):
     return y
 
 
-@needs_dispatch
 @pytest.mark.parametrize("model", [ascontiguous_transpose, ascontiguous_written_through_transpose,
                                    asarray_order_c, asfortran], ids=lambda m: m.__name__)
 def test_layout_conversions_decide_at_run_time(model):
@@ -297,7 +291,6 @@ def test_layout_conversions_decide_at_run_time(model):
     check_everywhere(model, ep.module(), sizes=(1, 2, 8, 64))
 
 
-@needs_dispatch
 def test_draft_export_of_ascontiguousarray_leaves_the_input_alone():
     report = tpe.draft_export(ascontiguous_transpose, EXAMPLE.copy(), dynamic_shapes=SPEC)
     assert report.successful(), str(report)
