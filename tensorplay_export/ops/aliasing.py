@@ -19,10 +19,10 @@ argument that is Fortran-contiguous already).
   caller's array is then no write, ``np.copyto`` skips an array onto its own
   memory).
 
-:data:`OBSERVES_LAYOUT` names the ops whose result depends on the memory layout
-(strides) of their operands, not only on their values: generated code must give
-their operands the layout eager numpy gives them (no result written into a
-reused buffer ``out=`` whose layout could differ, see ``graph/codegen.py``).
+``tpe.is_view`` is registered with ``observes_layout=True``: its result depends on
+the memory layout (strides) of its operands, not only on their values, so generated
+code gives every value that reaches it the layout eager numpy gives it (no result
+written into a reused buffer ``out=``, no elided temporary: ``graph/codegen.py``).
 """
 from __future__ import annotations
 
@@ -33,9 +33,7 @@ import numpy as np
 from .elementwise import shape_of
 from .registry import register_op
 
-__all__ = ["OBSERVES_LAYOUT"]
-
-OBSERVES_LAYOUT = frozenset({"tpe.is_view"})
+__all__: list[str] = []
 
 
 def _is_view(view: Any, base: Any) -> np.bool_:
@@ -70,7 +68,7 @@ def _asfortranarray_rule(ctx: Any, a: Any, dtype: Any = None) -> tuple:
 
 # a view when the argument already is Fortran-contiguous, else a copy (capture/views.py follows writes)
 register_op("numpy.asfortranarray", np.asfortranarray, _asfortranarray_rule, numpy_funcs=(np.asfortranarray,))
-register_op("tpe.is_view", _is_view, _is_view_rule,
+register_op("tpe.is_view", _is_view, _is_view_rule, observes_layout=True,
             doc="whether numpy made `view` a view of `base` (memory shared), on the run's own arrays")
 register_op("tpe.where_view", _where_view, _where_view_rule,
             doc="`new` when every flag is true (numpy made the views a write went through), else `old` itself")

@@ -120,6 +120,9 @@ class OpDef:
     lazy: str = ""  # capture may defer the example run: "same"/"proxy"/"ufunc" (capture/lazy.py); "" = its table
     variant: Optional[Callable[..., Optional[str]]] = None  # (call's args) -> the op this call runs as, or None
     out_impl: Optional[Callable[..., Any]] = None  # the impl writing into a dead buffer ``out=`` (see above)
+    # the result depends on the operands' memory layout, not only their values (tpe.is_view):
+    # generated code gives every value that reaches it the layout eager numpy gives it
+    observes_layout: bool = False
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -142,7 +145,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
                 side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "",
                 variant: Optional[Callable[..., Optional[str]]] = None,
-                out_impl: Optional[Callable[..., Any]] = None) -> OpDef:
+                out_impl: Optional[Callable[..., Any]] = None, observes_layout: bool = False) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
@@ -156,7 +159,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl)
+               multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl, observes_layout)
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op

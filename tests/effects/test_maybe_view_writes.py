@@ -304,7 +304,7 @@ def test_draft_export_of_ascontiguousarray_leaves_the_input_alone():
 # where eager's ``np.add(b, a)`` of mixed operands is C order), and an operator expression whose
 # temporary numpy reuses (``a + np.exp(x)``: elided into the Fortran-order temporary; eager's
 # named operands give C order).  Neither may touch a node whose value reaches a layout-observing
-# op (ops.aliasing.OBSERVES_LAYOUT).
+# op (``OpDef.observes_layout``).
 def mixed_layout_reused_buffer(x, y):
     b = np.exp(x)              # Fortran order for a Fortran-order x
     a = np.exp(y)              # C order
