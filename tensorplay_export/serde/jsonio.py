@@ -14,6 +14,7 @@ hostile document cannot exhaust the interpreter stack).  Every failure is an
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 from typing import Any, NoReturn
 
@@ -135,22 +136,20 @@ def _keys_and_depth(obj: Any) -> tuple[int, int]:
     """(keys of all objects together, nesting depth) of a value ``json`` built (dicts and lists).
 
     Level by level, no recursion; ``gc.get_referents`` lists the items of every list and
-    the values of every dict of a level in one call, and the type filters run in C, so
-    no Python code runs per value.
+    the values of every dict of a level in one call, and the type filters run in C
+    (``map``/``filter``/``compress``), so no Python code runs per value.
     """
     level = [obj] if type(obj) in _CONTAINERS else []
     keys = depth = 0
     while level:
         depth += 1
+        keys += sum(map(len, filter(_IS_DICT, level)))
         below = gc.get_referents(*level)
-        dicts = list(filter(_IS_DICT, below))
-        keys += sum(map(len, dicts))
-        level = dicts + list(filter(_IS_LIST, below))
-    return keys + (len(obj) if type(obj) is dict else 0), depth
+        level = list(itertools.compress(below, map(_CONTAINERS.__contains__, map(type, below))))
+    return keys, depth
 
 
 _IS_DICT = dict.__instancecheck__  # json builds exact dicts and lists, nothing derived
-_IS_LIST = list.__instancecheck__
 
 
 def _member_count(raw: bytes) -> int:

@@ -40,6 +40,9 @@ _PLAIN_HEADER = re.compile(
     rb"'shape': \(((?:[0-9]{1,20}, )*[0-9]{1,20},?|)\), \} *\n")
 
 
+_DESCRS: dict[bytes, np.dtype] = {}  # descr -> dtype (immutable): an archive's few dtypes, parsed once
+
+
 def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
     """(shape, fortran, dtype, header_bytes) of a version 1.0 header in numpy's own layout, else None."""
     if raw[:8] != b"\x93NUMPY\x01\x00" or len(raw) < 10:
@@ -48,10 +51,14 @@ def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | N
     m = _PLAIN_HEADER.fullmatch(raw, 10, end) if end <= len(raw) else None
     if m is None:
         return None
-    try:
-        dtype = np.dtype(m.group(1).decode("ascii"))
-    except (TypeError, ValueError):
-        return None
+    dtype = _DESCRS.get(m.group(1))
+    if dtype is None:
+        try:
+            dtype = np.dtype(m.group(1).decode("ascii"))
+        except (TypeError, ValueError):
+            return None
+        if len(_DESCRS) < 256:  # bounded: a hostile archive cannot grow it
+            _DESCRS[m.group(1)] = dtype
     shape = tuple(int(n) for n in m.group(3).replace(b",", b" ").split())
     return shape, m.group(2) == b"True", dtype, end
 
@@ -116,7 +123,7 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
     whole = zr.mapping() if mmap else None
     offset = zr.data_offset(member)
     if whole is not None and offset is not None and size > 0:
-        return _mapped(whole, member, offset, size)
+        return _mapped(zr, whole, member, offset, size)
     with zr.open(member) as stream:
         try:
             return _read_opened(zr, member, stream, size, mmap)
@@ -124,12 +131,12 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
             fail(member, f"corrupt data ({type(err).__name__}: {err})")
 
 
-def _mapped(whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
+def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
     """The member's array as a view into the archive's one mapping (header checked as when read).
 
     The reader checked, before anything was read, that the member's bytes lie inside the file.
     """
-    head = io.BytesIO(bytes(whole[offset:offset + min(size, MAX_HEADER_BYTES + 16)]))
+    head = io.BytesIO(zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16)))
     shape, fortran, dtype, header_len = _parse_header(head, member)
     if fortran:
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
@@ -140,7 +147,11 @@ def _mapped(whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray
     start = offset + header_len
     if nbytes == 0 or start % dtype.alignment:  # an empty or misaligned array is read instead
         return np.frombuffer(bytes(whole[start:start + nbytes]), dtype=dtype).reshape(shape).copy()
-    return whole[start:start + nbytes].view(dtype).reshape(shape)
+    # one memmap view made directly (slicing, view and reshape would make three), given the
+    # attributes (file name, mode) a slice of the mapping has
+    array = np.ndarray.__new__(np.memmap, shape, dtype, buffer=whole, offset=start)
+    array.__array_finalize__(whole)
+    return array
 
 
 def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:

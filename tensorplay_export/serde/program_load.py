@@ -233,6 +233,10 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
                      f"array (it would write into the caller's input or the program's state)")
 
 
+_NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
+_UNRESOLVED = object()
+
+
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
     get_dict(data, member, "graph", {"nodes"})
     nodes = get_list(data["nodes"], member, "graph.nodes")
@@ -248,26 +252,46 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     # Size expressions stay stored trees (SizeExpr): checked now, printed by codegen, turned
     # into sympy only when something reads the graph (ep.graph: stored.materialize_graph).
     dec = Decoder(member, resolve, arrays, budget, stored=True)
+    value = dec.value
+    signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     for raw in nodes:
-        get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
-        op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
-        target = get_str(raw["target"], member, f"target of node {name!r}", 256)
+        # exact types first (json.loads builds only these); the checks that name the problem
+        # run when a fast test fails
+        if type(raw) is not dict or raw.keys() != _NODE_KEYS:
+            get_dict(raw, member, "graph node", _NODE_KEYS)
+        op, name, target = raw["op"], raw["name"], raw["target"]
+        if type(name) is not str or len(name) > 256:
+            get_str(name, member, "node name", 256)
+        if type(target) is not str or len(target) > 256:
+            get_str(target, member, f"target of node {name!r}", 256)
         expect(op in FUNCTIONAL_OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
-        call_sig = _resolve_target(target, member, name) if op == "call_function" else None
-        args = get_list(raw["args"], member, f"args of node {name!r}")
-        kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
-        if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
-            fail(member, f"kwargs of node {name!r} must be [name, value] pairs")
-        expect(len({k for k, _ in kwargs_raw}) == len(kwargs_raw), member, f"node {name!r} repeats a kwarg")
-        if not isinstance(raw["meta"], dict):
+        call_sig = None
+        if op == "call_function":
+            call_sig = signatures.get(target, _UNRESOLVED)
+            if call_sig is _UNRESOLVED:
+                call_sig = signatures[target] = _resolve_target(target, member, name)
+        args, kwargs_raw, meta_raw = raw["args"], raw["kwargs"], raw["meta"]
+        if type(args) is not list:
+            get_list(args, member, f"args of node {name!r}")
+        if type(kwargs_raw) is not list:
+            get_list(kwargs_raw, member, f"kwargs of node {name!r}")
+        if kwargs_raw:
+            if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
+                fail(member, f"kwargs of node {name!r} must be [name, value] pairs")
+            expect(len({k for k, _ in kwargs_raw}) == len(kwargs_raw), member, f"node {name!r} repeats a kwarg")
+        if not isinstance(meta_raw, dict):
             fail(member, f"meta of node {name!r} must be an object")
-        arg_values = tuple(dec.value(a) for a in args)
-        kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
-        _check_dict_keys((arg_values, kwarg_values), member, name)
+        exprs, dicts = dec.exprs, dec.dicts
+        arg_values = tuple([value(a) for a in args]) if args else ()
+        kwarg_values = {k: value(v) for k, v in kwargs_raw} if kwargs_raw else {}
+        # the walks below look for dicts and size expressions only: skipped when none was built
+        if dec.dicts != dicts:
+            _check_dict_keys((arg_values, kwarg_values), member, name)
         if op == "call_function":
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
-            _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: dec.value(v) for k, v in raw["meta"].items()}
+            if dec.exprs != exprs:
+                _check_integer_sizes(target, arg_values, kwarg_values, member, name)
+        meta = {k: value(v) for k, v in meta_raw.items()}
         _check_meta(meta, member, name)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
