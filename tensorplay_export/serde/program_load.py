@@ -254,6 +254,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     dec = Decoder(member, resolve, arrays, budget, stored=True)
     value = dec.value
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
+    dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
     for raw in nodes:
         # exact types first (json.loads builds only these); the checks that name the problem
         # run when a fast test fails
@@ -264,7 +265,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             get_str(name, member, "node name", 256)
         if type(target) is not str or len(target) > 256:
             get_str(target, member, f"target of node {name!r}", 256)
-        expect(op in FUNCTIONAL_OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
+        if op not in FUNCTIONAL_OPCODES:
+            fail(member, f"node {name!r} has unknown opcode {op!r:.40}")
         call_sig = None
         if op == "call_function":
             call_sig = signatures.get(target, _UNRESOLVED)
@@ -292,7 +294,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             if dec.exprs != exprs:
                 _check_integer_sizes(target, arg_values, kwarg_values, member, name)
         meta = {k: value(v) for k, v in meta_raw.items()}
-        _check_meta(meta, member, name)
+        _check_meta(meta, member, name, dims_ok)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
         except (ValueError, TypeError) as err:
@@ -382,11 +384,13 @@ _ERR_KINDS = frozenset({"divide", "over", "under", "invalid"})
 _ERR_MODES = frozenset({"ignore", "warn", "raise", "print"})
 
 
-def _check_meta(meta: dict, member: str, node: str) -> None:
+def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None) -> None:
     """The meta keys codegen and the runtime read must have exactly their documented types.
 
     ``bind`` matters most: codegen writes its axes into the generated source, so an
-    axis must be a small int (or None), never text.
+    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr``,
+    one per document) holds the shape entries that passed already: the decoder hands
+    out one SizeExpr per distinct expression, so most entries are looked up, not checked.
     """
     bind = meta.get("bind")
     if bind is not None:
@@ -397,12 +401,19 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
                 fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
                              f"got {axis!r:.60}: {sym!r:.60}")
     shape = meta.get("shape")
-    if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
-            type(d) is not int and not (type(d) is SizeExpr and is_number_tree(d.tree)) for d in shape)):
-        fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
-    for d in shape or ():
-        if type(d) is SizeExpr and not integer_valued(d):
-            fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
+    if shape is not None:
+        if not isinstance(shape, tuple) or len(shape) > 64:
+            fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+        if dims_ok is None:
+            dims_ok = {}
+        unchecked = [d for d in shape if type(d) is not int and dims_ok.get(id(d)) is not d]
+        if any(type(d) is not SizeExpr or not is_number_tree(d.tree) for d in unchecked):
+            fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+        for d in unchecked:
+            if not integer_valued(d):
+                fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
+        for d in unchecked:
+            dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
@@ -465,24 +476,48 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
 
     get_dict(data, member, "signature", {"inputs", "outputs"})
     inputs, outputs = [], []
+    input_kinds, output_kinds = dict(S.InputKind.__members__), dict(S.OutputKind.__members__)
     for raw in get_list(data["inputs"], member, "signature.inputs"):
-        get_dict(raw, member, "input spec", {"kind", "arg", "target", "persistent"})
-        kind = _enum(S.InputKind, raw["kind"], member, "input kind")
+        # exact JSON types first; the checks that word the problem run when one fails
+        if type(raw) is not dict or raw.keys() != _INPUT_SPEC_KEYS:
+            get_dict(raw, member, "input spec", _INPUT_SPEC_KEYS)
+        kind = input_kinds.get(raw["kind"]) if type(raw["kind"]) is str else None
+        if kind is None:
+            kind = _enum(S.InputKind, raw["kind"], member, "input kind")
         target = raw["target"]
         expect(target is None or isinstance(target, str), member, "input spec target must be a string or null")
         expect(raw["persistent"] in (None, True, False), member, "input spec persistent must be a bool or null")
         if kind == S.InputKind.CUSTOM_OBJ:
             fail(member, f"custom object input {target!r} cannot be loaded: archives hold arrays only")
         try:
-            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member, budget), target, raw["persistent"]))
+            inputs.append(S.InputSpec(kind, _tensor_argument(raw["arg"], S) or _argument(raw["arg"], member, budget),
+                                      target, raw["persistent"]))
         except ValueError as err:
             fail(member, f"bad input spec: {err}")
     for raw in get_list(data["outputs"], member, "signature.outputs"):
-        get_dict(raw, member, "output spec", {"kind", "arg", "target"})
-        kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
+        if type(raw) is not dict or raw.keys() != _OUTPUT_SPEC_KEYS:
+            get_dict(raw, member, "output spec", _OUTPUT_SPEC_KEYS)
+        kind = output_kinds.get(raw["kind"]) if type(raw["kind"]) is str else None
+        if kind is None:
+            kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
         expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
-        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member, budget), raw["target"]))
+        outputs.append(S.OutputSpec(kind, _tensor_argument(raw["arg"], S) or _argument(raw["arg"], member, budget),
+                                    raw["target"]))
     return S.ExportGraphSignature(inputs, outputs)
+
+
+_INPUT_SPEC_KEYS = frozenset({"kind", "arg", "target", "persistent"})
+_OUTPUT_SPEC_KEYS = frozenset({"kind", "arg", "target"})
+_NAME_RECORD_KEYS = frozenset({"k", "name"})
+
+
+def _tensor_argument(data: Any, S: Any) -> Any:
+    """The TensorArgument ``data`` records when it is exactly a well-formed one, else None
+    (then :func:`_argument` reads it, with its checks and messages)."""
+    if (type(data) is dict and data.keys() == _NAME_RECORD_KEYS and data["k"] == "TensorArgument"
+            and type(data["name"]) is str and len(data["name"]) <= 4096):
+        return S.TensorArgument(data["name"])
+    return None
 
 
 # What capture emits, and so all a loaded program may hold.  A kind joins these tables together
@@ -847,18 +882,27 @@ def _table(data: Any, member: str, what: str, roles: set[str]) -> list[dict]:
     out = []
     seen: set[str] = set()
     for raw in get_list(data, member, what):
-        get_dict(raw, member, f"{what} entry", {"fqn", "role", "dtype", "shape"})
-        fqn = get_str(raw["fqn"], member, f"{what} fqn", 1024)
-        expect(fqn not in seen, member, f"{what} lists {fqn!r} twice")
+        # exact JSON types first; the checks that word the problem run when one fails
+        if type(raw) is not dict or raw.keys() != _TABLE_KEYS:
+            get_dict(raw, member, f"{what} entry", _TABLE_KEYS)
+        fqn, role, shape = raw["fqn"], raw["role"], raw["shape"]
+        if type(fqn) is not str or len(fqn) > 1024:
+            get_str(fqn, member, f"{what} fqn", 1024)
+        if fqn in seen:
+            fail(member, f"{what} lists {fqn!r} twice")
         seen.add(fqn)
-        expect(isinstance(raw["role"], str) and raw["role"] in roles, member, f"{what} entry {fqn!r} has role {raw['role']!r:.40}, "
-                                             f"expected one of {sorted(roles)}")
-        shape = get_list(raw["shape"], member, f"shape of {fqn!r}")
+        if not (isinstance(role, str) and role in roles):
+            fail(member, f"{what} entry {fqn!r} has role {role!r:.40}, expected one of {sorted(roles)}")
+        if type(shape) is not list:
+            get_list(shape, member, f"shape of {fqn!r}")
         if len(shape) > 64 or any(type(n) is not int or n < 0 for n in shape):
             fail(member, f"{what} entry {fqn!r} has an invalid shape {shape!r:.80}")
-        out.append({"fqn": fqn, "role": raw["role"], "dtype": decode_dtype(raw["dtype"], member),
+        out.append({"fqn": fqn, "role": role, "dtype": decode_dtype(raw["dtype"], member),
                     "shape": tuple(shape)})
     return out
+
+
+_TABLE_KEYS = frozenset({"fqn", "role", "dtype", "shape"})
 
 
 def _array(entry: dict, index: int, table: str, fetch: ArrayFetch, overrides: Any, member: str) -> np.ndarray:

@@ -368,9 +368,13 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
     if not isinstance(items, list):
         fail(dec.member, "tuple value must hold a list")
     out = []
-    for v in items:  # shapes and indices: the plain items need no call of their own
+    for v in items:  # shapes, indices, module stacks: the common items need no value() call
         t = type(v)
-        if t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
+        if t is dict and d <= MAX_JSON_DEPTH:
+            kind = v.get("k")
+            one = _ONE_FORM.get(kind) if type(kind) is str else None
+            out.append(one[1](dec, v, d + 1) if one is not None and v.keys() == one[0] else dec.value(v, d))
+        elif t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
             out.append(v)
         else:
             out.append(dec.value(v, d))
@@ -389,13 +393,21 @@ def _dec_sym(dec: Decoder, o: dict, d: int) -> Any:
         found = dec._symbols.get(key)
         if found is None:
             found = dec._symbols[key] = decode_stored(tree, dec.member, dec.budget)
-        else:
-            dec.budget.take(1, dec.member)  # what decode_stored takes for a symbol
+        else:  # what decode_stored takes for a symbol
+            budget = dec.budget
+            budget.left -= 1
+            if budget.left < 0:
+                budget.take(0, dec.member)
         return found
     return decode_stored(tree, dec.member, dec.budget)
 
 
 _IS_BOOL = bool.__instancecheck__  # bool has no subclasses: exactly True and False
+
+
+def _dec_dtype(dec: Decoder, o: dict, d: int) -> np.dtype:
+    known = _DTYPES.get(o["v"]) if type(o["v"]) is str else None
+    return known if known is not None else decode_dtype(o["v"], dec.member)
 
 
 def _dec_node(dec: Decoder, o: dict, d: int) -> Any:
@@ -530,7 +542,7 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "node": ({"k", "v"}, _dec_node),
     "array": ({"k", "v"}, _dec_array),
     "np": ({"k", "dtype", "v"}, _dec_np),
-    "dtype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member)),
+    "dtype": ({"k", "v"}, _dec_dtype),
     "nptype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member).type),
     "pytype": ({"k", "v"}, _dec_pytype),
     "slice": ({"k", "v"}, _dec_slice),
