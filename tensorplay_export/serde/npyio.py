@@ -136,8 +136,11 @@ def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int
 
     The reader checked, before anything was read, that the member's bytes lie inside the file.
     """
-    head = io.BytesIO(zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16)))
-    shape, fortran, dtype, header_len = _parse_header(head, member)
+    head = zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16))
+    plain = _plain_header(head)  # numpy's own layout: no stream needed
+    if plain is not None:
+        _check_header(plain[0], plain[2], member)
+    shape, fortran, dtype, header_len = plain or _parse_header(io.BytesIO(head), member)
     if fortran:
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
     nbytes = math.prod(shape) * dtype.itemsize

@@ -293,7 +293,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
             if dec.exprs != exprs:
                 _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: value(v) for k, v in meta_raw.items()}
+        meta = {k: v if type(v) is str or v is None else value(v) for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
