@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import marshal
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -22,7 +23,7 @@ from ..errors import ArchiveError, UnsupportedOpError
 from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from ..graph import stored
 from ..graph.stored import SizeExpr, is_number_tree, is_symbol, mark_stored
-from ..records import is_sympy
+from ..records import SourceLoc, is_sympy
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -255,6 +256,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     value = dec.value
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
+    repeated = _Repeats(dec).value
     for raw in nodes:
         # exact types first (json.loads builds only these); the checks that name the problem
         # run when a fast test fails
@@ -293,7 +295,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
             if dec.exprs != exprs:
                 _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: v if type(v) is str or v is None else value(v) for k, v in meta_raw.items()}
+        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META else value(v)
+                for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
@@ -308,6 +311,57 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     mark_stored(graph)
     return graph
+
+
+# meta entries most nodes share with many others and that cost most to decode (a model has a
+# few shapes; dtypes and source lines have fast decoders of their own)
+_REPEATED_META = frozenset({"shape"})
+
+
+class _Repeats:
+    """Decodes values that recur in a document once each (``dec.value`` for the rest).
+
+    A value's key is its ``marshal`` bytes, which carry every type exactly (``true``,
+    ``1`` and ``1.0`` differ, as Python's ``==`` would not have them), so equal keys mean
+    equal JSON.  Only results that cannot change are shared (ints, strings, dtypes,
+    size expressions, source records and tuples of them); a repeat takes from the
+    document's expression budget, and counts in the decoder's tallies, what decoding it
+    again would have.
+    """
+
+    def __init__(self, dec: Decoder) -> None:
+        self.dec = dec
+        self.seen: dict[bytes, tuple] = {}
+
+    def value(self, raw: Any) -> Any:
+        dec = self.dec
+        try:
+            key = marshal.dumps(raw)
+        except ValueError:  # not plain JSON values (a hand-built document): decode as usual
+            return dec.value(raw)
+        hit = self.seen.get(key)
+        if hit is not None:
+            value, nodes, exprs, dicts = hit
+            if nodes:
+                dec.budget.take(nodes, dec.member)
+            dec.exprs += exprs
+            dec.dicts += dicts
+            return value
+        left, exprs, dicts = dec.budget.left, dec.exprs, dec.dicts
+        value = dec.value(raw)
+        if _unchanging(value) and len(self.seen) < 4096:
+            self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts)
+        return value
+
+
+def _unchanging(v: Any, depth: int = 0) -> bool:
+    t = type(v)
+    if t in _UNCHANGING or isinstance(v, np.dtype):
+        return True
+    return t is tuple and depth < 4 and all(_unchanging(x, depth + 1) for x in v)
+
+
+_UNCHANGING = frozenset({int, str, bool, float, type(None), SizeExpr, SourceLoc})
 
 
 # ops whose arguments past the first (the array) are sizes, shapes, axes or indices; keyword
