@@ -26,6 +26,7 @@ from .jsonio import fail
 from .zipio import ZipReader, zip_bytes
 
 MAX_HEADER_BYTES = 10_000
+_FIRST_READ = 256  # bytes of a mapped member read for its header before reading up to the limit
 MAX_NDIM = 64
 MAX_NPZ_BYTES = 1 << 34  # sample inputs are read into memory: 16 GiB cap
 _CORRUPT = (zipfile.BadZipFile, zlib.error, OSError, EOFError)
@@ -48,7 +49,23 @@ def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | N
     if raw[:8] != b"\x93NUMPY\x01\x00" or len(raw) < 10:
         return None
     end = 10 + int.from_bytes(raw[8:10], "little")
-    m = _PLAIN_HEADER.fullmatch(raw, 10, end) if end <= len(raw) else None
+    if end > len(raw):
+        return None
+    # the layers of a model repeat a few shapes: each distinct header text is parsed once
+    text = raw[:end]
+    known = _HEADERS.get(text)
+    if known is None:
+        known = _parse_plain(raw, end)
+        if known is not None and len(_HEADERS) < 1024:  # bounded: a hostile archive cannot grow it
+            _HEADERS[text] = known
+    return known
+
+
+_HEADERS: dict[bytes, tuple] = {}  # header bytes -> what _parse_plain makes of them
+
+
+def _parse_plain(raw: bytes, end: int) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    m = _PLAIN_HEADER.fullmatch(raw, 10, end)
     if m is None:
         return None
     dtype = _DESCRS.get(m.group(1))
@@ -136,10 +153,13 @@ def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int
 
     The reader checked, before anything was read, that the member's bytes lie inside the file.
     """
-    head = zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16))
+    # numpy writes a 128-byte header for all but the longest shapes: read that much first
+    head = zr.mapped_bytes(offset, offset + min(size, _FIRST_READ))
     plain = _plain_header(head)  # numpy's own layout: no stream needed
     if plain is not None:
         _check_header(plain[0], plain[2], member)
+    else:
+        head = zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16))
     shape, fortran, dtype, header_len = plain or _parse_header(io.BytesIO(head), member)
     if fortran:
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
