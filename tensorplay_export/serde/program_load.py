@@ -257,6 +257,9 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
     repeated = _Repeats(dec).value
+    # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
+    # node may break a rule; then lint runs and words the problem as it always has.
+    doubt, saw_compute, outputs = False, False, 0
     for raw in nodes:
         # exact types first (json.loads builds only these); the checks that name the problem
         # run when a fast test fails
@@ -305,12 +308,50 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         if node.name != name:
             fail(member, f"node name {name!r:.80} is not a fresh Python identifier (duplicate or reserved)")
         by_name[name] = node
-    try:
-        graph.lint()
-    except RuntimeError as err:
-        fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
+        if outputs:
+            doubt = True  # a node after the output
+        if op == "placeholder":
+            doubt = doubt or saw_compute or bool(arg_values) or bool(kwarg_values)
+        elif op == "call_function":
+            saw_compute = True
+            doubt = doubt or not target
+        else:
+            outputs += 1
+            doubt = doubt or len(arg_values) != 1 or not isinstance(arg_values[0], (list, tuple))
+        if op != "output" and "shape" not in meta:
+            doubt = True
+    if doubt or outputs != 1:
+        try:
+            graph.lint()
+        except RuntimeError as err:
+            fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     mark_stored(graph)
     return graph
+
+
+# Graph.lint's rules (its docstring), and why a graph _build_graph made without doubt keeps
+# each one; the graph is linted whenever one is in doubt (tests/serde/test_lint_proof.py keeps
+# this list and lint's rules in step).
+_LINT_RULES = {
+    "belongs to another graph or was erased": "every node is made by graph.create_node; none is erased",
+    "unknown opcode": "op is one of FUNCTIONAL_OPCODES, a subset of OPCODES",
+    "name is not a usable Python identifier": "Namespace.create keeps a name only if it is identifier "
+                                              "characters, not a keyword, builtin or reserved word",
+    "duplicate name": "Namespace.create keeps a name only if it is unused; a changed name fails",
+    "node after the output node": "doubt",
+    "recorded input nodes differ": "create_node computes them from the arguments (no input_nodes given)",
+    "is not defined before this node": "every Node in the arguments comes from resolve(): an earlier node",
+    "missing from the users of": "create_node records each user",
+    "as a user, but that node does not read it": "create_node records each user",
+    "placeholder after a call_function node": "doubt",
+    "placeholder with arguments": "doubt",
+    "get_attr": "not among FUNCTIONAL_OPCODES",
+    "call_function target must be a registry name string": "target is a str (checked); empty: doubt",
+    "output must have args == (list_of_values,)": "doubt",
+    "meta['shape'] is missing": "doubt",
+    "is not a sympy.Symbol": "_check_meta refuses a bind that is not a symbol first",
+    "exactly one output node": "doubt (outputs != 1)",
+}
 
 
 # meta entries most nodes share with many others and that cost most to decode (a model has a
