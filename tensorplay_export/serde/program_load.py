@@ -236,6 +236,7 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
 
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
 _UNRESOLVED = object()
+_REF_KEYS = frozenset({"k", "v"})
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
@@ -289,7 +290,15 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         if not isinstance(meta_raw, dict):
             fail(member, f"meta of node {name!r} must be an object")
         exprs, dicts = dec.exprs, dec.dicts
-        arg_values = tuple([value(a) for a in args]) if args else ()
+        arg_values = []
+        for a in args:  # most arguments are references to earlier nodes: looked up here
+            if type(a) is dict and a.get("k") == "node" and a.keys() == _REF_KEYS and type(a["v"]) is str:
+                ref = by_name.get(a["v"])
+                if ref is not None:
+                    arg_values.append(ref)
+                    continue
+            arg_values.append(value(a))  # anything else, and the message for an unknown name
+        arg_values = tuple(arg_values)
         kwarg_values = {k: value(v) for k, v in kwargs_raw} if kwargs_raw else {}
         # the walks below look for dicts and size expressions only: skipped when none was built
         if dec.dicts != dicts:
