@@ -132,15 +132,15 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
         ArchiveError: a compressed member, bad header, object/structured dtype,
             size mismatch, corrupt data.
     """
-    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+    info = zr.info(member)
+    if info.compress_type != zipfile.ZIP_STORED:
         fail(member, "array members must be stored uncompressed")
-    size = zr.size(member)
+    size = info.file_size
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
     whole = zr.mapping() if mmap else None
-    offset = zr.data_offset(member)
-    if whole is not None and offset is not None and size > 0:
-        return _mapped(zr, whole, member, offset, size)
+    if whole is not None and size > 0:
+        return _mapped(zr, whole, member, zr.data_offset(member), size)
     with zr.open(member) as stream:
         try:
             return _read_opened(zr, member, stream, size, mmap)

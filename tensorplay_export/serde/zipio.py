@@ -262,6 +262,7 @@ def zip_bytes(members: Mapping[str, Any]) -> bytes:
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f]")
+_BAD_SEGMENT = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # a segment that is empty, "." or ".."
 
 
 def check_member_name(name: Any, where: str = "archive") -> str:
@@ -274,9 +275,8 @@ def check_member_name(name: Any, where: str = "archive") -> str:
         fail(name, "absolute or non-POSIX member path")
     if _CONTROL.search(name):
         fail(name, "control character in member name")
-    for part in name.split("/"):
-        if part in ("", ".", ".."):
-            fail(name, "member path has an empty, '.' or '..' segment")
+    if _BAD_SEGMENT.search(name):
+        fail(name, "member path has an empty, '.' or '..' segment")
     return name
 
 

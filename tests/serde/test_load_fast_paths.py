@@ -212,3 +212,22 @@ def test_mapped_weights_are_memmaps_of_the_archive(small_program, tmp_path):
         assert isinstance(value, np.memmap) and value.filename == str(path) and not value.flags.writeable
         assert value.ctypes.data % 64 == 0
         np.testing.assert_array_equal(value, small_program.state_dict[name])
+
+
+def test_segment_rule_matches_its_definition():
+    """A name is refused for its segments exactly when splitting on '/' gives '', '.' or '..'."""
+    import itertools
+
+    pieces = ["a", ".", "/", "..", "...", "b/", ".a"]
+    for k in range(1, 6):
+        for parts in itertools.product(pieces, repeat=k):
+            name = "".join(parts)
+            bad = any(p in ("", ".", "..") for p in name.split("/"))
+            if name.startswith("/"):
+                continue  # refused earlier, as an absolute path
+            try:
+                check_member_name(name)
+                refused = False
+            except ArchiveError as err:
+                refused = "segment" in str(err)
+            assert refused == bad, name
