@@ -511,13 +511,15 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
         if dims_ok is None:
             dims_ok = {}
         unchecked = [d for d in shape if type(d) is not int and dims_ok.get(id(d)) is not d]
-        if any(type(d) is not SizeExpr or not is_number_tree(d.tree) for d in unchecked):
-            fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
-        for d in unchecked:
-            if not integer_valued(d):
-                fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
-        for d in unchecked:
-            dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
+        if unchecked:
+            if any(type(d) is not SizeExpr or not is_number_tree(d.tree) for d in unchecked):
+                fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+            for d in unchecked:
+                if not integer_valued(d):
+                    fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not "
+                                 "an integer")
+            for d in unchecked:
+                dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
@@ -1031,7 +1033,7 @@ def _check_against_placeholder(entry: dict, array: np.ndarray, specs: Any, place
             continue
         meta = placeholders[spec.arg.name].meta
         shape, dtype = meta.get("shape"), meta.get("dtype")
-        if isinstance(shape, tuple) and all(type(d) is int for d in shape) and shape != tuple(array.shape):
+        if shape != array.shape and isinstance(shape, tuple) and all(type(d) is int for d in shape):
             fail(member, f"{entry['fqn']!r} has shape {tuple(array.shape)}, but its placeholder "
                          f"{spec.arg.name!r} expects {shape}")
         if isinstance(dtype, np.dtype) and dtype != array.dtype:
