@@ -56,7 +56,7 @@ def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | N
     known = _HEADERS.get(text)
     if known is None:
         known = _parse_plain(raw, end)
-        if known is not None and len(_HEADERS) < 1024:  # bounded: a hostile archive cannot grow it
+        if known is not None and end <= _FIRST_READ and len(_HEADERS) < 1024:  # bounded, whatever an archive holds
             _HEADERS[text] = known
     return known
 

@@ -4,7 +4,8 @@ Order of checks: the document's exact key set, format marker, schema version
 (newer -> error), opset versions (against ``expected_opset_version``),
 ``pickle_protocol``; then the graph node by node (opcode, unique identifier
 name, op resolved by registry name, references only to earlier nodes, dict
-keys of plain types), ``Graph.lint()``; then signature, ranges, constraints,
+keys of plain types), ``Graph.lint()``'s rules (lint runs when the build leaves one in
+doubt, see ``_LINT_RULES``); then signature, ranges, constraints,
 module call graph, specs; finally each array against its table entry and its
 placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 ``member`` (the JSON member, or the array member it came from).
