@@ -328,32 +328,34 @@ class ZipReader:
         self.file_size = file_size
         inflate_limit = MAX_INFLATE_RATIO * file_size + INFLATE_SLACK
         dir_start = getattr(self._zf, "start_dir", file_size)
+        by_name, data_start = self._infos, self._data_start
+        stored, deflated = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED
         for info in infos:
             name = check_member_name(info.filename)
-            if name in self._infos:
+            if name in by_name:
                 fail(name, "duplicate member name")
             if info.flag_bits & 0x1:
                 fail(name, "encrypted members are not supported")
-            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                fail(name, f"unsupported compression method {info.compress_type}")
-            if info.file_size > MAX_MEMBER_BYTES:
-                fail(name, f"declared size {info.file_size} bytes exceeds the limit of {MAX_MEMBER_BYTES}")
-            if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-                fail(name, f"stored member declares {info.file_size} bytes but occupies {info.compress_size}")
-            if (info.compress_type == zipfile.ZIP_DEFLATED
-                    and info.file_size > MAX_DEFLATE_RATIO * max(info.compress_size, 1) + 1024):
-                fail(name, f"compression ratio {info.file_size}/{info.compress_size} looks like a zip bomb")
-            total += info.file_size
+            method, size = info.compress_type, info.file_size
+            if method != stored and method != deflated:
+                fail(name, f"unsupported compression method {method}")
+            if size > MAX_MEMBER_BYTES:
+                fail(name, f"declared size {size} bytes exceeds the limit of {MAX_MEMBER_BYTES}")
+            if method == stored and size != info.compress_size:
+                fail(name, f"stored member declares {size} bytes but occupies {info.compress_size}")
+            if method == deflated and size > MAX_DEFLATE_RATIO * max(info.compress_size, 1) + 1024:
+                fail(name, f"compression ratio {size}/{info.compress_size} looks like a zip bomb")
+            total += size
             if total > max_total:
                 fail(name, f"declared total size exceeds the limit of {max_total} bytes")
-            if info.compress_type == zipfile.ZIP_DEFLATED:
-                inflated += info.file_size
+            if method == deflated:
+                inflated += size
                 if inflated > inflate_limit:
                     fail(name, f"deflated members would decompress to more than {inflate_limit} bytes, "
                                f"{MAX_INFLATE_RATIO}x the archive's {file_size} bytes plus {INFLATE_SLACK}: "
                                "looks like a zip bomb")
-            self._infos[name] = info
-            self._data_start[name] = self._local_data_start(info, dir_start)
+            by_name[name] = info
+            data_start[name] = self._local_data_start(info, dir_start)
         spans = sorted((i.header_offset, self._data_start[n] + i.compress_size, n)
                        for n, i in self._infos.items())
         for (_, end, name), (start, _, other) in zip(spans, spans[1:]):
