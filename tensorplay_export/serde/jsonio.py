@@ -13,6 +13,8 @@ hostile document cannot exhaust the interpreter stack).  Every failure is an
 """
 from __future__ import annotations
 
+import gc
+import itertools
 import json
 from typing import Any, NoReturn
 
@@ -88,10 +90,86 @@ def loads(data: bytes, member: str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
     """
     if len(data) > max_bytes:
         fail(member, f"JSON document of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
+    raw = bytes(data)
     try:
-        text = bytes(data).decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         fail(member, f"not UTF-8 text ({err.reason} at byte {err.start})")
+    obj = _loads_fast(raw, text)
+    if obj is _UNPROVEN:
+        obj = _loads_checked(text, member)
+    return obj
+
+
+_UNPROVEN = object()
+
+
+def _loads_fast(raw: bytes, text: str) -> Any:
+    """The parsed document when it provably has no duplicate key and no nesting deeper than
+    :data:`MAX_JSON_DEPTH`, else ``_UNPROVEN`` (then :func:`_loads_checked` decides, and words
+    any error exactly as it always has).
+
+    Calling a Python hook for every JSON object costs more than parsing (issue 19), so
+    ``json`` parses without one and duplicates are found by counting.  Why the count is
+    exact: in text ``json`` accepts, a ``:`` outside strings occurs once per object member
+    and nowhere else (numbers, literals and whitespace hold none), so the number of such
+    colons is the number of key/value pairs parsed; without a hook a repeated key
+    overwrites its earlier value, so the dicts built hold fewer keys than that in total
+    exactly when some object repeats a key (json never shares one dict between two
+    places, so each is counted once).  ``raw.count(b":")`` is at least the structural
+    count (strings may hold colons), so equality with the parsed keys proves there is no
+    duplicate; otherwise the structural colons are counted exactly (:func:`_member_count`).
+    """
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (RecursionError, ValueError):
+        return _UNPROVEN
+    keys, depth = _keys_and_depth(obj)
+    if depth > MAX_JSON_DEPTH:
+        return _UNPROVEN
+    if keys != raw.count(b":") and keys != _member_count(raw):
+        return _UNPROVEN
+    return obj
+
+
+def _keys_and_depth(obj: Any) -> tuple[int, int]:
+    """(keys of all objects together, nesting depth) of a value ``json`` built (dicts and lists).
+
+    Level by level, no recursion; ``gc.get_referents`` lists the items of every list and
+    the values of every dict of a level in one call, and the type filters run in C
+    (``map``/``filter``/``compress``), so no Python code runs per value.
+    """
+    level = [obj] if type(obj) in _CONTAINERS else []
+    keys = depth = 0
+    while level:
+        depth += 1
+        keys += sum(map(len, filter(_IS_DICT, level)))
+        below = gc.get_referents(*level)
+        level = list(itertools.compress(below, map(_CONTAINERS.__contains__, map(type, below))))
+    return keys, depth
+
+
+_IS_DICT = dict.__instancecheck__  # json builds exact dicts and lists, nothing derived
+
+
+def _member_count(raw: bytes) -> int:
+    """Colons outside strings in JSON text ``raw`` (valid JSON: ``json`` parsed it).
+
+    Backslashes occur only inside strings, where each starts a two-character escape
+    read left to right; dropping ``\\\\`` pairs first (left to right, as the lexer pairs
+    a run of backslashes) leaves every remaining backslash as the start of an escape, so
+    dropping ``\\"`` then removes exactly the escaped quotes (``\\u0022`` is no quote in
+    the text).  Every remaining ``"`` opens or closes a string, so the even pieces of a
+    split on ``"`` are the text outside strings.  UTF-8 multi-byte sequences hold no
+    ASCII bytes, so bytes and characters agree here.
+    """
+    body = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(body.split(b'"')[0::2]).count(b":")
+
+
+def _loads_checked(text: str, member: str) -> Any:
+    """The reference parse: a hook refuses duplicate keys as each object closes, then
+    :func:`check_depth`.  Every error ``loads`` reports comes from here."""
     try:
         obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
     except RecursionError:

@@ -26,6 +26,7 @@ from .jsonio import fail
 from .zipio import ZipReader, zip_bytes
 
 MAX_HEADER_BYTES = 10_000
+_FIRST_READ = 256  # bytes of a mapped member read for its header before reading up to the limit
 MAX_NDIM = 64
 MAX_NPZ_BYTES = 1 << 34  # sample inputs are read into memory: 16 GiB cap
 _CORRUPT = (zipfile.BadZipFile, zlib.error, OSError, EOFError)
@@ -40,18 +41,41 @@ _PLAIN_HEADER = re.compile(
     rb"'shape': \(((?:[0-9]{1,20}, )*[0-9]{1,20},?|)\), \} *\n")
 
 
+_DESCRS: dict[bytes, np.dtype] = {}  # descr -> dtype (immutable): an archive's few dtypes, parsed once
+
+
 def _plain_header(raw: bytes) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
     """(shape, fortran, dtype, header_bytes) of a version 1.0 header in numpy's own layout, else None."""
     if raw[:8] != b"\x93NUMPY\x01\x00" or len(raw) < 10:
         return None
     end = 10 + int.from_bytes(raw[8:10], "little")
-    m = _PLAIN_HEADER.fullmatch(raw, 10, end) if end <= len(raw) else None
+    if end > len(raw):
+        return None
+    # the layers of a model repeat a few shapes: each distinct header text is parsed once
+    text = raw[:end]
+    known = _HEADERS.get(text)
+    if known is None:
+        known = _parse_plain(raw, end)
+        if known is not None and end <= _FIRST_READ and len(_HEADERS) < 1024:  # bounded, whatever an archive holds
+            _HEADERS[text] = known
+    return known
+
+
+_HEADERS: dict[bytes, tuple] = {}  # header bytes -> what _parse_plain makes of them
+
+
+def _parse_plain(raw: bytes, end: int) -> tuple[tuple[int, ...], bool, np.dtype, int] | None:
+    m = _PLAIN_HEADER.fullmatch(raw, 10, end)
     if m is None:
         return None
-    try:
-        dtype = np.dtype(m.group(1).decode("ascii"))
-    except (TypeError, ValueError):
-        return None
+    dtype = _DESCRS.get(m.group(1))
+    if dtype is None:
+        try:
+            dtype = np.dtype(m.group(1).decode("ascii"))
+        except (TypeError, ValueError):
+            return None
+        if len(_DESCRS) < 256:  # bounded: a hostile archive cannot grow it
+            _DESCRS[m.group(1)] = dtype
     shape = tuple(int(n) for n in m.group(3).replace(b",", b" ").split())
     return shape, m.group(2) == b"True", dtype, end
 
@@ -108,15 +132,15 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
         ArchiveError: a compressed member, bad header, object/structured dtype,
             size mismatch, corrupt data.
     """
-    if zr.info(member).compress_type != zipfile.ZIP_STORED:
+    info = zr.info(member)
+    if info.compress_type != zipfile.ZIP_STORED:
         fail(member, "array members must be stored uncompressed")
-    size = zr.size(member)
+    size = info.file_size
     if max_bytes is not None and size > max_bytes:
         fail(member, f"array member of {size} bytes exceeds the limit of {max_bytes} bytes")
     whole = zr.mapping() if mmap else None
-    offset = zr.data_offset(member)
-    if whole is not None and offset is not None and size > 0:
-        return _mapped(whole, member, offset, size)
+    if whole is not None and size > 0:
+        return _mapped(zr, whole, member, zr.data_offset(member), size)
     with zr.open(member) as stream:
         try:
             return _read_opened(zr, member, stream, size, mmap)
@@ -124,13 +148,19 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
             fail(member, f"corrupt data ({type(err).__name__}: {err})")
 
 
-def _mapped(whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
+def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
     """The member's array as a view into the archive's one mapping (header checked as when read).
 
     The reader checked, before anything was read, that the member's bytes lie inside the file.
     """
-    head = io.BytesIO(bytes(whole[offset:offset + min(size, MAX_HEADER_BYTES + 16)]))
-    shape, fortran, dtype, header_len = _parse_header(head, member)
+    # numpy writes a 128-byte header for all but the longest shapes: read that much first
+    head = zr.mapped_bytes(offset, offset + min(size, _FIRST_READ))
+    plain = _plain_header(head)  # numpy's own layout: no stream needed
+    if plain is not None:
+        _check_header(plain[0], plain[2], member)
+    else:
+        head = zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16))
+    shape, fortran, dtype, header_len = plain or _parse_header(io.BytesIO(head), member)
     if fortran:
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
     nbytes = math.prod(shape) * dtype.itemsize
@@ -140,7 +170,11 @@ def _mapped(whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray
     start = offset + header_len
     if nbytes == 0 or start % dtype.alignment:  # an empty or misaligned array is read instead
         return np.frombuffer(bytes(whole[start:start + nbytes]), dtype=dtype).reshape(shape).copy()
-    return whole[start:start + nbytes].view(dtype).reshape(shape)
+    # one memmap view made directly (slicing, view and reshape would make three), given the
+    # attributes (file name, mode) a slice of the mapping has
+    array = np.ndarray.__new__(np.memmap, shape, dtype, buffer=whole, offset=start)
+    array.__array_finalize__(whole)
+    return array
 
 
 def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:

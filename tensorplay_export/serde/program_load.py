@@ -4,7 +4,8 @@ Order of checks: the document's exact key set, format marker, schema version
 (newer -> error), opset versions (against ``expected_opset_version``),
 ``pickle_protocol``; then the graph node by node (opcode, unique identifier
 name, op resolved by registry name, references only to earlier nodes, dict
-keys of plain types), ``Graph.lint()``; then signature, ranges, constraints,
+keys of plain types), ``Graph.lint()``'s rules (lint runs when the build leaves one in
+doubt, see ``_LINT_RULES``); then signature, ranges, constraints,
 module call graph, specs; finally each array against its table entry and its
 placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 ``member`` (the JSON member, or the array member it came from).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import marshal
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -22,7 +24,7 @@ from ..errors import ArchiveError, UnsupportedOpError
 from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from ..graph import stored
 from ..graph.stored import SizeExpr, is_number_tree, is_symbol, mark_stored
-from ..records import is_sympy
+from ..records import SourceLoc, is_sympy
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -233,6 +235,11 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
                      f"array (it would write into the caller's input or the program's state)")
 
 
+_NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
+_UNRESOLVED = object()
+_REF_KEYS = frozenset({"k", "v"})
+
+
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
     get_dict(data, member, "graph", {"nodes"})
     nodes = get_list(data["nodes"], member, "graph.nodes")
@@ -248,27 +255,62 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     # Size expressions stay stored trees (SizeExpr): checked now, printed by codegen, turned
     # into sympy only when something reads the graph (ep.graph: stored.materialize_graph).
     dec = Decoder(member, resolve, arrays, budget, stored=True)
+    value = dec.value
+    signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
+    dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
+    repeated = _Repeats(dec).value
+    # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
+    # node may break a rule; then lint runs and words the problem as it always has.
+    doubt, saw_compute, outputs = False, False, 0
     for raw in nodes:
-        get_dict(raw, member, "graph node", {"op", "name", "target", "args", "kwargs", "meta"})
-        op, name = raw["op"], get_str(raw["name"], member, "node name", 256)
-        target = get_str(raw["target"], member, f"target of node {name!r}", 256)
-        expect(op in FUNCTIONAL_OPCODES, member, f"node {name!r} has unknown opcode {op!r:.40}")
-        call_sig = _resolve_target(target, member, name) if op == "call_function" else None
-        args = get_list(raw["args"], member, f"args of node {name!r}")
-        kwargs_raw = get_list(raw["kwargs"], member, f"kwargs of node {name!r}")
-        if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
-            fail(member, f"kwargs of node {name!r} must be [name, value] pairs")
-        expect(len({k for k, _ in kwargs_raw}) == len(kwargs_raw), member, f"node {name!r} repeats a kwarg")
-        if not isinstance(raw["meta"], dict):
+        # exact types first (json.loads builds only these); the checks that name the problem
+        # run when a fast test fails
+        if type(raw) is not dict or raw.keys() != _NODE_KEYS:
+            get_dict(raw, member, "graph node", _NODE_KEYS)
+        op, name, target = raw["op"], raw["name"], raw["target"]
+        if type(name) is not str or len(name) > 256:
+            get_str(name, member, "node name", 256)
+        if type(target) is not str or len(target) > 256:
+            get_str(target, member, f"target of node {name!r}", 256)
+        if op not in FUNCTIONAL_OPCODES:
+            fail(member, f"node {name!r} has unknown opcode {op!r:.40}")
+        call_sig = None
+        if op == "call_function":
+            call_sig = signatures.get(target, _UNRESOLVED)
+            if call_sig is _UNRESOLVED:
+                call_sig = signatures[target] = _resolve_target(target, member, name)
+        args, kwargs_raw, meta_raw = raw["args"], raw["kwargs"], raw["meta"]
+        if type(args) is not list:
+            get_list(args, member, f"args of node {name!r}")
+        if type(kwargs_raw) is not list:
+            get_list(kwargs_raw, member, f"kwargs of node {name!r}")
+        if kwargs_raw:
+            if any(not isinstance(p, list) or len(p) != 2 or not isinstance(p[0], str) for p in kwargs_raw):
+                fail(member, f"kwargs of node {name!r} must be [name, value] pairs")
+            expect(len({k for k, _ in kwargs_raw}) == len(kwargs_raw), member, f"node {name!r} repeats a kwarg")
+        if not isinstance(meta_raw, dict):
             fail(member, f"meta of node {name!r} must be an object")
-        arg_values = tuple(dec.value(a) for a in args)
-        kwarg_values = {k: dec.value(v) for k, v in kwargs_raw}
-        _check_dict_keys((arg_values, kwarg_values), member, name)
+        exprs, dicts = dec.exprs, dec.dicts
+        arg_values = []
+        for a in args:  # most arguments are references to earlier nodes: looked up here
+            if type(a) is dict and a.get("k") == "node" and a.keys() == _REF_KEYS and type(a["v"]) is str:
+                ref = by_name.get(a["v"])
+                if ref is not None:
+                    arg_values.append(ref)
+                    continue
+            arg_values.append(value(a))  # anything else, and the message for an unknown name
+        arg_values = tuple(arg_values)
+        kwarg_values = {k: value(v) for k, v in kwargs_raw} if kwargs_raw else {}
+        # the walks below look for dicts and size expressions only: skipped when none was built
+        if dec.dicts != dicts:
+            _check_dict_keys((arg_values, kwarg_values), member, name)
         if op == "call_function":
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
-            _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: dec.value(v) for k, v in raw["meta"].items()}
-        _check_meta(meta, member, name)
+            if dec.exprs != exprs:
+                _check_integer_sizes(target, arg_values, kwarg_values, member, name)
+        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META else value(v)
+                for k, v in meta_raw.items()}
+        _check_meta(meta, member, name, dims_ok)
         try:
             node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
         except (ValueError, TypeError) as err:
@@ -276,12 +318,101 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         if node.name != name:
             fail(member, f"node name {name!r:.80} is not a fresh Python identifier (duplicate or reserved)")
         by_name[name] = node
-    try:
-        graph.lint()
-    except RuntimeError as err:
-        fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
+        if outputs:
+            doubt = True  # a node after the output
+        if op == "placeholder":
+            doubt = doubt or saw_compute or bool(arg_values) or bool(kwarg_values)
+        elif op == "call_function":
+            saw_compute = True
+            doubt = doubt or not target
+        else:
+            outputs += 1
+            doubt = doubt or len(arg_values) != 1 or not isinstance(arg_values[0], (list, tuple))
+        if op != "output" and "shape" not in meta:
+            doubt = True
+    if doubt or outputs != 1:
+        try:
+            graph.lint()
+        except RuntimeError as err:
+            fail(member, f"graph is malformed: {str(err).splitlines()[0]}")
     mark_stored(graph)
     return graph
+
+
+# Graph.lint's rules (its docstring), and why a graph _build_graph made without doubt keeps
+# each one; the graph is linted whenever one is in doubt (tests/serde/test_lint_proof.py keeps
+# this list and lint's rules in step).
+_LINT_RULES = {
+    "belongs to another graph or was erased": "every node is made by graph.create_node; none is erased",
+    "unknown opcode": "op is one of FUNCTIONAL_OPCODES, a subset of OPCODES",
+    "name is not a usable Python identifier": "Namespace.create keeps a name only if it is identifier "
+                                              "characters, not a keyword, builtin or reserved word",
+    "duplicate name": "Namespace.create keeps a name only if it is unused; a changed name fails",
+    "node after the output node": "doubt",
+    "recorded input nodes differ": "create_node computes them from the arguments (no input_nodes given)",
+    "is not defined before this node": "every Node in the arguments comes from resolve(): an earlier node",
+    "missing from the users of": "create_node records each user",
+    "as a user, but that node does not read it": "create_node records each user",
+    "placeholder after a call_function node": "doubt",
+    "placeholder with arguments": "doubt",
+    "get_attr": "not among FUNCTIONAL_OPCODES",
+    "call_function target must be a registry name string": "target is a str (checked); empty: doubt",
+    "output must have args == (list_of_values,)": "doubt",
+    "meta['shape'] is missing": "doubt",
+    "is not a sympy.Symbol": "_check_meta refuses a bind that is not a symbol first",
+    "exactly one output node": "doubt (outputs != 1)",
+}
+
+
+# meta entries most nodes share with many others and that cost most to decode (a model has a
+# few shapes; dtypes and source lines have fast decoders of their own)
+_REPEATED_META = frozenset({"shape"})
+
+
+class _Repeats:
+    """Decodes values that recur in a document once each (``dec.value`` for the rest).
+
+    A value's key is its ``marshal`` bytes, which carry every type exactly (``true``,
+    ``1`` and ``1.0`` differ, as Python's ``==`` would not have them), so equal keys mean
+    equal JSON.  Only results that cannot change are shared (ints, strings, dtypes,
+    size expressions, source records and tuples of them); a repeat takes from the
+    document's expression budget, and counts in the decoder's tallies, what decoding it
+    again would have.
+    """
+
+    def __init__(self, dec: Decoder) -> None:
+        self.dec = dec
+        self.seen: dict[bytes, tuple] = {}
+
+    def value(self, raw: Any) -> Any:
+        dec = self.dec
+        try:
+            key = marshal.dumps(raw)
+        except ValueError:  # not plain JSON values (a hand-built document): decode as usual
+            return dec.value(raw)
+        hit = self.seen.get(key)
+        if hit is not None:
+            value, nodes, exprs, dicts = hit
+            if nodes:
+                dec.budget.take(nodes, dec.member)
+            dec.exprs += exprs
+            dec.dicts += dicts
+            return value
+        left, exprs, dicts = dec.budget.left, dec.exprs, dec.dicts
+        value = dec.value(raw)
+        if _unchanging(value) and len(self.seen) < 4096:
+            self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts)
+        return value
+
+
+def _unchanging(v: Any, depth: int = 0) -> bool:
+    t = type(v)
+    if t in _UNCHANGING or isinstance(v, np.dtype):
+        return True
+    return t is tuple and depth < 4 and all(_unchanging(x, depth + 1) for x in v)
+
+
+_UNCHANGING = frozenset({int, str, bool, float, type(None), SizeExpr, SourceLoc})
 
 
 # ops whose arguments past the first (the array) are sizes, shapes, axes or indices; keyword
@@ -358,11 +489,13 @@ _ERR_KINDS = frozenset({"divide", "over", "under", "invalid"})
 _ERR_MODES = frozenset({"ignore", "warn", "raise", "print"})
 
 
-def _check_meta(meta: dict, member: str, node: str) -> None:
+def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None) -> None:
     """The meta keys codegen and the runtime read must have exactly their documented types.
 
     ``bind`` matters most: codegen writes its axes into the generated source, so an
-    axis must be a small int (or None), never text.
+    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr``,
+    one per document) holds the shape entries that passed already: the decoder hands
+    out one SizeExpr per distinct expression, so most entries are looked up, not checked.
     """
     bind = meta.get("bind")
     if bind is not None:
@@ -373,12 +506,21 @@ def _check_meta(meta: dict, member: str, node: str) -> None:
                 fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
                              f"got {axis!r:.60}: {sym!r:.60}")
     shape = meta.get("shape")
-    if shape is not None and (not isinstance(shape, tuple) or len(shape) > 64 or any(
-            type(d) is not int and not (type(d) is SizeExpr and is_number_tree(d.tree)) for d in shape)):
-        fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
-    for d in shape or ():
-        if type(d) is SizeExpr and not integer_valued(d):
-            fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not an integer")
+    if shape is not None:
+        if not isinstance(shape, tuple) or len(shape) > 64:
+            fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+        if dims_ok is None:
+            dims_ok = {}
+        unchecked = [d for d in shape if type(d) is not int and dims_ok.get(id(d)) is not d]
+        if unchecked:
+            if any(type(d) is not SizeExpr or not is_number_tree(d.tree) for d in unchecked):
+                fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
+            for d in unchecked:
+                if not integer_valued(d):
+                    fail(member, f"meta['shape'] of node {node!r} holds {_expr_text(d)}, whose value is not "
+                                 "an integer")
+            for d in unchecked:
+                dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
@@ -441,24 +583,48 @@ def _signature(data: Any, member: str, budget: ExprBudget) -> Any:
 
     get_dict(data, member, "signature", {"inputs", "outputs"})
     inputs, outputs = [], []
+    input_kinds, output_kinds = dict(S.InputKind.__members__), dict(S.OutputKind.__members__)
     for raw in get_list(data["inputs"], member, "signature.inputs"):
-        get_dict(raw, member, "input spec", {"kind", "arg", "target", "persistent"})
-        kind = _enum(S.InputKind, raw["kind"], member, "input kind")
+        # exact JSON types first; the checks that word the problem run when one fails
+        if type(raw) is not dict or raw.keys() != _INPUT_SPEC_KEYS:
+            get_dict(raw, member, "input spec", _INPUT_SPEC_KEYS)
+        kind = input_kinds.get(raw["kind"]) if type(raw["kind"]) is str else None
+        if kind is None:
+            kind = _enum(S.InputKind, raw["kind"], member, "input kind")
         target = raw["target"]
         expect(target is None or isinstance(target, str), member, "input spec target must be a string or null")
         expect(raw["persistent"] in (None, True, False), member, "input spec persistent must be a bool or null")
         if kind == S.InputKind.CUSTOM_OBJ:
             fail(member, f"custom object input {target!r} cannot be loaded: archives hold arrays only")
         try:
-            inputs.append(S.InputSpec(kind, _argument(raw["arg"], member, budget), target, raw["persistent"]))
+            inputs.append(S.InputSpec(kind, _tensor_argument(raw["arg"], S) or _argument(raw["arg"], member, budget),
+                                      target, raw["persistent"]))
         except ValueError as err:
             fail(member, f"bad input spec: {err}")
     for raw in get_list(data["outputs"], member, "signature.outputs"):
-        get_dict(raw, member, "output spec", {"kind", "arg", "target"})
-        kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
+        if type(raw) is not dict or raw.keys() != _OUTPUT_SPEC_KEYS:
+            get_dict(raw, member, "output spec", _OUTPUT_SPEC_KEYS)
+        kind = output_kinds.get(raw["kind"]) if type(raw["kind"]) is str else None
+        if kind is None:
+            kind = _enum(S.OutputKind, raw["kind"], member, "output kind")
         expect(raw["target"] is None or isinstance(raw["target"], str), member, "output spec target must be a string or null")
-        outputs.append(S.OutputSpec(kind, _argument(raw["arg"], member, budget), raw["target"]))
+        outputs.append(S.OutputSpec(kind, _tensor_argument(raw["arg"], S) or _argument(raw["arg"], member, budget),
+                                    raw["target"]))
     return S.ExportGraphSignature(inputs, outputs)
+
+
+_INPUT_SPEC_KEYS = frozenset({"kind", "arg", "target", "persistent"})
+_OUTPUT_SPEC_KEYS = frozenset({"kind", "arg", "target"})
+_NAME_RECORD_KEYS = frozenset({"k", "name"})
+
+
+def _tensor_argument(data: Any, S: Any) -> Any:
+    """The TensorArgument ``data`` records when it is exactly a well-formed one, else None
+    (then :func:`_argument` reads it, with its checks and messages)."""
+    if (type(data) is dict and data.keys() == _NAME_RECORD_KEYS and data["k"] == "TensorArgument"
+            and type(data["name"]) is str and len(data["name"]) <= 4096):
+        return S.TensorArgument(data["name"])
+    return None
 
 
 # What capture emits, and so all a loaded program may hold.  A kind joins these tables together
@@ -823,18 +989,27 @@ def _table(data: Any, member: str, what: str, roles: set[str]) -> list[dict]:
     out = []
     seen: set[str] = set()
     for raw in get_list(data, member, what):
-        get_dict(raw, member, f"{what} entry", {"fqn", "role", "dtype", "shape"})
-        fqn = get_str(raw["fqn"], member, f"{what} fqn", 1024)
-        expect(fqn not in seen, member, f"{what} lists {fqn!r} twice")
+        # exact JSON types first; the checks that word the problem run when one fails
+        if type(raw) is not dict or raw.keys() != _TABLE_KEYS:
+            get_dict(raw, member, f"{what} entry", _TABLE_KEYS)
+        fqn, role, shape = raw["fqn"], raw["role"], raw["shape"]
+        if type(fqn) is not str or len(fqn) > 1024:
+            get_str(fqn, member, f"{what} fqn", 1024)
+        if fqn in seen:
+            fail(member, f"{what} lists {fqn!r} twice")
         seen.add(fqn)
-        expect(isinstance(raw["role"], str) and raw["role"] in roles, member, f"{what} entry {fqn!r} has role {raw['role']!r:.40}, "
-                                             f"expected one of {sorted(roles)}")
-        shape = get_list(raw["shape"], member, f"shape of {fqn!r}")
+        if not (isinstance(role, str) and role in roles):
+            fail(member, f"{what} entry {fqn!r} has role {role!r:.40}, expected one of {sorted(roles)}")
+        if type(shape) is not list:
+            get_list(shape, member, f"shape of {fqn!r}")
         if len(shape) > 64 or any(type(n) is not int or n < 0 for n in shape):
             fail(member, f"{what} entry {fqn!r} has an invalid shape {shape!r:.80}")
-        out.append({"fqn": fqn, "role": raw["role"], "dtype": decode_dtype(raw["dtype"], member),
+        out.append({"fqn": fqn, "role": role, "dtype": decode_dtype(raw["dtype"], member),
                     "shape": tuple(shape)})
     return out
+
+
+_TABLE_KEYS = frozenset({"fqn", "role", "dtype", "shape"})
 
 
 def _array(entry: dict, index: int, table: str, fetch: ArrayFetch, overrides: Any, member: str) -> np.ndarray:
@@ -859,7 +1034,7 @@ def _check_against_placeholder(entry: dict, array: np.ndarray, specs: Any, place
             continue
         meta = placeholders[spec.arg.name].meta
         shape, dtype = meta.get("shape"), meta.get("dtype")
-        if isinstance(shape, tuple) and all(type(d) is int for d in shape) and shape != tuple(array.shape):
+        if shape != array.shape and isinstance(shape, tuple) and all(type(d) is int for d in shape):
             fail(member, f"{entry['fqn']!r} has shape {tuple(array.shape)}, but its placeholder "
                          f"{spec.arg.name!r} expects {shape}")
         if isinstance(dtype, np.dtype) and dtype != array.dtype:

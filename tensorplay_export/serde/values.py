@@ -74,6 +74,20 @@ def encode_dtype(dtype: np.dtype) -> str:
 
 def decode_dtype(text: Any, member: str) -> np.dtype:
     """Parse a stored dtype string; only the plain forms :func:`encode_dtype` writes."""
+    if type(text) is str:  # every node's meta names one of a few dtypes: each parsed once
+        known = _DTYPES.get(text)
+        if known is not None:
+            return known
+    dtype = _parse_dtype(text, member)
+    if type(text) is str and len(_DTYPES) < 1024:
+        _DTYPES[text] = dtype  # dtypes are immutable values: one instance serves every node
+    return dtype
+
+
+_DTYPES: dict[str, np.dtype] = {}
+
+
+def _parse_dtype(text: Any, member: str) -> np.dtype:
     if not isinstance(text, str) or not _DTYPE_RE.match(text):
         fail(member, f"invalid dtype {text!r:.60} (expected a plain dtype string like '<f8')")
     try:
@@ -225,21 +239,37 @@ class Decoder:
         self.arrays = arrays or {}
         self.budget = budget if budget is not None else ExprBudget()
         self.stored = stored
+        # How many size expressions and dicts this decoder has built: a caller skips a walk
+        # that looks only for those when a value added none (program_load's node checks).
+        self.exprs = 0
+        self.dicts = 0
+        # (name, assumption items) -> the SizeExpr of a stored symbol already checked: the
+        # same few symbols recur in every shape of a document
+        self._symbols: dict[tuple, Any] = {}
+        self._sources: dict[tuple, SourceLoc] = {}
 
     def value(self, obj: Any, _depth: int = 0) -> Any:
         member = self.member
         if _depth > MAX_JSON_DEPTH:
             fail(member, f"value nested deeper than {MAX_JSON_DEPTH} levels")
         # exact JSON types first (json.loads yields only these): the decoder runs for every
-        # argument and meta entry of every node, so the common cases cost one type test
+        # argument and meta entry of every node, so the common cases cost one type test;
+        # a tagged object of a one-form kind with exactly its keys goes straight to its
+        # decoder (anything else reaches the checks below, which name the problem)
         t = type(obj)
-        if t is str or obj is None or t is bool:
+        if t is dict:
+            kind = obj.get("k")
+            if type(kind) is str:
+                one = _ONE_FORM.get(kind)
+                if one is not None and obj.keys() == one[0]:
+                    return one[1](self, obj, _depth + 1)
+        elif t is str or obj is None or t is bool:
             return obj
-        if t is int:
+        elif t is int:
             if obj.bit_length() >= MAX_INT_BITS:  # bit_length ignores the sign
                 fail(member, f"integer has more than {MAX_INT_BITS} bits")
             return obj
-        if t is list:
+        elif t is list:
             return [self.value(v, _depth + 1) for v in obj]
         if t is not dict or type(obj.get("k")) is not str:
             if isinstance(obj, (bool, str)):  # subclasses from a hand-built document
@@ -308,6 +338,7 @@ def _dec_ndarray(dec: Decoder, o: dict, d: int) -> np.ndarray:
 
 
 def _dec_dict(dec: Decoder, o: dict, d: int) -> dict:
+    dec.dicts += 1
     member = dec.member
     items = o["v"]
     if not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 for p in items):
@@ -337,13 +368,60 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
     if not isinstance(items, list):
         fail(dec.member, "tuple value must hold a list")
     out = []
-    for v in items:  # shapes and indices: the plain items need no call of their own
+    for v in items:  # shapes, indices, module stacks: the common items need no value() call
         t = type(v)
-        if t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
+        if t is dict and d <= MAX_JSON_DEPTH:
+            kind = v.get("k")
+            if kind == "tuple" and v.keys() == _TAGGED_KEYS and type(v["v"]) is list:
+                # a tuple of plain items inside a tuple (a module stack's entries): built here
+                inner = v["v"]
+                for x in inner:
+                    tx = type(x)
+                    if not (tx is str or x is None or tx is bool or (tx is int and x.bit_length() < MAX_INT_BITS)):
+                        out.append(_dec_tuple(dec, v, d + 1))
+                        break
+                else:
+                    out.append(tuple(inner))
+                continue
+            one = _ONE_FORM.get(kind) if type(kind) is str else None
+            out.append(one[1](dec, v, d + 1) if one is not None and v.keys() == one[0] else dec.value(v, d))
+        elif t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
             out.append(v)
         else:
             out.append(dec.value(v, d))
     return tuple(out)
+
+
+_TAGGED_KEYS = frozenset({"k", "v"})
+
+
+def _dec_sym(dec: Decoder, o: dict, d: int) -> Any:
+    dec.exprs += 1
+    tree = o["v"]
+    if not dec.stored:
+        return decode_expr(tree, dec.member, dec.budget)
+    if type(tree) is list and len(tree) == 3 and tree[0] == "Symbol" and type(tree[1]) is str \
+            and type(tree[2]) is dict and all(map(_IS_BOOL, tree[2].values())):
+        # exact bools in the key: 1 == True would otherwise find the entry of a checked symbol
+        key = (tree[1], tuple(tree[2].items()))
+        found = dec._symbols.get(key)
+        if found is None:
+            found = dec._symbols[key] = decode_stored(tree, dec.member, dec.budget)
+        else:  # what decode_stored takes for a symbol
+            budget = dec.budget
+            budget.left -= 1
+            if budget.left < 0:
+                budget.take(0, dec.member)
+        return found
+    return decode_stored(tree, dec.member, dec.budget)
+
+
+_IS_BOOL = bool.__instancecheck__  # bool has no subclasses: exactly True and False
+
+
+def _dec_dtype(dec: Decoder, o: dict, d: int) -> np.dtype:
+    known = _DTYPES.get(o["v"]) if type(o["v"]) is str else None
+    return known if known is not None else decode_dtype(o["v"], dec.member)
 
 
 def _dec_node(dec: Decoder, o: dict, d: int) -> Any:
@@ -437,7 +515,11 @@ def _dec_pytype(dec: Decoder, o: dict, d: int) -> type:
 def _dec_source(dec: Decoder, o: dict, d: int) -> SourceLoc:
     if not isinstance(o["file"], str) or type(o["line"]) is not int:
         fail(dec.member, "source location needs a file name and an integer line")
-    return SourceLoc(o["file"], o["line"])
+    key = (o["file"], o["line"])
+    found = dec._sources.get(key)  # frozen records: one per source line of a document
+    if found is None:
+        found = dec._sources[key] = SourceLoc(o["file"], o["line"])
+    return found
 
 
 def _dec_range(dec: Decoder, o: dict, d: int) -> ValueRange:
@@ -474,13 +556,12 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "node": ({"k", "v"}, _dec_node),
     "array": ({"k", "v"}, _dec_array),
     "np": ({"k", "dtype", "v"}, _dec_np),
-    "dtype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member)),
+    "dtype": ({"k", "v"}, _dec_dtype),
     "nptype": ({"k", "v"}, lambda dec, o, d: decode_dtype(o["v"], dec.member).type),
     "pytype": ({"k", "v"}, _dec_pytype),
     "slice": ({"k", "v"}, _dec_slice),
     "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
-    "sym": ({"k", "v"}, lambda dec, o, d: (decode_stored if dec.stored else decode_expr)(o["v"], dec.member,
-                                                                                        dec.budget)),
+    "sym": ({"k", "v"}, _dec_sym),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
     "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
@@ -489,3 +570,6 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "DimHint": (({"k", "v"}, {"k", "v", "min", "max"}), _dec_dim),
     "dataclass": ({"k", "type", "v"}, _dec_dataclass),
 }
+
+# kinds with one key set (all but DerivedDim and DimHint): the decoder's fast path
+_ONE_FORM = {kind: (frozenset(keys), fn) for kind, (keys, fn) in _DECODERS.items() if not isinstance(keys, tuple)}

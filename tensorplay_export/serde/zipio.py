@@ -261,6 +261,10 @@ def zip_bytes(members: Mapping[str, Any]) -> bytes:
     return buf.getvalue()
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+_BAD_SEGMENT = re.compile(r"(?:^|/)\.{0,2}(?:/|$)")  # a segment that is empty, "." or ".."
+
+
 def check_member_name(name: Any, where: str = "archive") -> str:
     """Refuse names that could escape an extraction folder or alias another member."""
     if not isinstance(name, str) or not name:
@@ -269,11 +273,10 @@ def check_member_name(name: Any, where: str = "archive") -> str:
         fail(name[:80], f"member name longer than {MAX_NAME_BYTES} bytes")
     if name.startswith("/") or "\\" in name or (len(name) > 1 and name[1] == ":"):
         fail(name, "absolute or non-POSIX member path")
-    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+    if _CONTROL.search(name):
         fail(name, "control character in member name")
-    for part in name.split("/"):
-        if part in ("", ".", ".."):
-            fail(name, "member path has an empty, '.' or '..' segment")
+    if _BAD_SEGMENT.search(name):
+        fail(name, "member path has an empty, '.' or '..' segment")
     return name
 
 
@@ -325,32 +328,34 @@ class ZipReader:
         self.file_size = file_size
         inflate_limit = MAX_INFLATE_RATIO * file_size + INFLATE_SLACK
         dir_start = getattr(self._zf, "start_dir", file_size)
+        by_name, data_start = self._infos, self._data_start
+        stored, deflated = zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED
         for info in infos:
             name = check_member_name(info.filename)
-            if name in self._infos:
+            if name in by_name:
                 fail(name, "duplicate member name")
             if info.flag_bits & 0x1:
                 fail(name, "encrypted members are not supported")
-            if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-                fail(name, f"unsupported compression method {info.compress_type}")
-            if info.file_size > MAX_MEMBER_BYTES:
-                fail(name, f"declared size {info.file_size} bytes exceeds the limit of {MAX_MEMBER_BYTES}")
-            if info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
-                fail(name, f"stored member declares {info.file_size} bytes but occupies {info.compress_size}")
-            if (info.compress_type == zipfile.ZIP_DEFLATED
-                    and info.file_size > MAX_DEFLATE_RATIO * max(info.compress_size, 1) + 1024):
-                fail(name, f"compression ratio {info.file_size}/{info.compress_size} looks like a zip bomb")
-            total += info.file_size
+            method, size = info.compress_type, info.file_size
+            if method != stored and method != deflated:
+                fail(name, f"unsupported compression method {method}")
+            if size > MAX_MEMBER_BYTES:
+                fail(name, f"declared size {size} bytes exceeds the limit of {MAX_MEMBER_BYTES}")
+            if method == stored and size != info.compress_size:
+                fail(name, f"stored member declares {size} bytes but occupies {info.compress_size}")
+            if method == deflated and size > MAX_DEFLATE_RATIO * max(info.compress_size, 1) + 1024:
+                fail(name, f"compression ratio {size}/{info.compress_size} looks like a zip bomb")
+            total += size
             if total > max_total:
                 fail(name, f"declared total size exceeds the limit of {max_total} bytes")
-            if info.compress_type == zipfile.ZIP_DEFLATED:
-                inflated += info.file_size
+            if method == deflated:
+                inflated += size
                 if inflated > inflate_limit:
                     fail(name, f"deflated members would decompress to more than {inflate_limit} bytes, "
                                f"{MAX_INFLATE_RATIO}x the archive's {file_size} bytes plus {INFLATE_SLACK}: "
                                "looks like a zip bomb")
-            self._infos[name] = info
-            self._data_start[name] = self._local_data_start(info, dir_start)
+            by_name[name] = info
+            data_start[name] = self._local_data_start(info, dir_start)
         spans = sorted((i.header_offset, self._data_start[n] + i.compress_size, n)
                        for n, i in self._infos.items())
         for (_, end, name), (start, _, other) in zip(spans, spans[1:]):
@@ -364,19 +369,32 @@ class ZipReader:
         name = info.filename
         if info.header_offset < 0 or info.header_offset + _LOCAL_HEADER.size > dir_start:
             fail(name, "local header offset is outside the archive")
-        self._fh.seek(info.header_offset)
-        raw = self._fh.read(_LOCAL_HEADER.size)
-        if len(raw) != _LOCAL_HEADER.size:
+        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        try:
+            expected = name.encode(encoding)
+        except UnicodeEncodeError:
+            expected = b""
+        # the header and the name the central directory gives, in one read
+        raw = self._read_at(info.header_offset, _LOCAL_HEADER.size + len(expected))
+        if len(raw) < _LOCAL_HEADER.size:
             fail(name, "truncated local header")
-        fields = _LOCAL_HEADER.unpack(raw)
+        fields = _LOCAL_HEADER.unpack(raw[:_LOCAL_HEADER.size])
         if fields[0] != b"PK\x03\x04":
             fail(name, "bad local header signature")
         name_len, extra_len = fields[-2], fields[-1]
-        local_name = self._fh.read(name_len)
-        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-        if local_name.decode(encoding, "replace") != name:
-            fail(name, "local header name differs from the central directory")
+        if name_len != len(expected) or raw[_LOCAL_HEADER.size:] != expected:
+            # not the same bytes: compare as text, as zipfile decodes names
+            local_name = self._read_at(info.header_offset + _LOCAL_HEADER.size, name_len)
+            if local_name.decode(encoding, "replace") != name:
+                fail(name, "local header name differs from the central directory")
         return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+
+    def _read_at(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``offset`` (one ``pread`` for a file opened by path)."""
+        if self._own and _PREAD is not None:
+            return _PREAD(self._fh.fileno(), size, offset)
+        self._fh.seek(offset)
+        return self._fh.read(size)
 
     # -- access -----------------------------------------------------------------------
     def __contains__(self, name: str) -> bool:
@@ -445,10 +463,18 @@ class ZipReader:
             if self.identity is not None and self.identity[2] == 0:
                 return None
             self._mapping = np.memmap(self._fh, dtype=np.uint8, mode="r")
+            self._mapped_bytes = memoryview(self._mapping)
         return self._mapping
+
+    def mapped_bytes(self, start: int, stop: int) -> bytes:
+        """``bytes(self.mapping()[start:stop])`` without an intermediate array (headers)."""
+        if self.mapping() is None:
+            raise ValueError("the archive is not memory-mapped")
+        return self._mapped_bytes[start:stop].tobytes()
 
     def close(self) -> None:
         self._mapping = None  # views keep the map alive; the reader lets go of it
+        self._mapped_bytes = None
         zf = getattr(self, "_zf", None)
         if zf is not None:
             zf.close()
@@ -518,6 +544,9 @@ class MemberSource:
                 fail(name, f"cannot read it: the archive at {self.path!r} changed since it was loaded; "
                            "load it again")
             return zr.read(name, limit)
+
+
+_PREAD = getattr(os, "pread", None)
 
 
 def _seekable(f: Any) -> bool:
