@@ -67,9 +67,11 @@ class _Emitter:
         # one registry look-up per op name, however many nodes call it
         self.resolve = functools.cache(resolve)
         self.resolve_out = functools.cache(resolve_out) if resolve_out is not None else (lambda target: None)
-        self.attrs = attrs or {}
         nodes = graph.nodes
         self.nodes = nodes
+        # node -> attribute path it reads on ``self``: get_attr nodes and the placeholders of ``attrs``
+        self.attrs = {n: n.target for n in nodes if n.op == "get_attr"}
+        self.attrs.update(attrs or {})
         # Global/variable names must not collide with node names either.
         self.ns = Namespace(_RESERVED | {n.name for n in nodes})
         self.globals: dict[str, Any] = {"np": np, "math_floor": math.floor}
@@ -82,12 +84,6 @@ class _Emitter:
         self.sym_names: dict[tuple, str] = {}
         self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
         self.into: set[Node] = set()  # composite calls that have an out-variant (:meth:`writes_into`)
-
-    def attr_path(self, n: Node) -> Optional[str]:
-        """The attribute path ``n`` reads on ``self`` (a get_attr node, or a placeholder of ``attrs``)."""
-        if n.op == "get_attr":
-            return n.target
-        return self.attrs.get(n) if n.op == "placeholder" else None
 
     # values ---------------------------------------------------------------
     def glob(self, hint: str, value: Any) -> str:
@@ -186,7 +182,7 @@ class _Emitter:
                 self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
         elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
-        call_args = [self.arg(a, n) for a in n.args]
+        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n.args]
         for k, v in n.kwargs.items():
             if type(k) is not str:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
@@ -337,11 +333,11 @@ class _Emitter:
         statements (GPT-24's 292 weights, issue 19)."""
         reads = [n for n in reads if n.users or n.meta.get("bind")]
         if len(reads) == 1:
-            body.append(f"{reads[0].name} = {attr_text(self.attr_path(reads[0]))}")
+            body.append(f"{reads[0].name} = {attr_text(self.attrs[reads[0]])}")
         elif reads:
-            getter = self.glob("read_attrs", operator.attrgetter(*(self.attr_path(n) for n in reads)))
+            getter = self.glob("read_attrs", operator.attrgetter(*(self.attrs[n] for n in reads)))
             body.append("(")
-            body.extend(f"    {n.name},  # {attr_text(self.attr_path(n))}" for n in reads)
+            body.extend(f"    {n.name},  # {attr_text(self.attrs[n])}" for n in reads)
             body.append(f") = {getter}(self)")
         for n in reads:
             self.binds(n, body)
@@ -349,9 +345,10 @@ class _Emitter:
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
         index = {n: i for i, n in enumerate(nodes)}
-        last_use = {n: max(index[u] for u in n.users) for n in nodes if n.users}
-        fresh = {n for n in nodes if self.fresh_ufunc(n) is not None}
-        self.into = {n for n in nodes if self.writes_into(n) is not None}
+        last_use = {n: max(map(index.__getitem__, n.users)) for n in nodes if n.users}
+        calls = [n for n in nodes if n.op == "call_function"]
+        fresh = {n for n in calls if self.fresh_ufunc(n) is not None}
+        self.into = {n for n in calls if self.writes_into(n) is not None}
         free_at = _free_points(nodes, last_use)
         dies_at: dict[int, list[Node]] = {}
         for n, i in free_at.items():
@@ -366,18 +363,21 @@ class _Emitter:
         pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
         pending_dead: list[Node] = []
 
-        params = [n.name for n in nodes if n.op == "placeholder" and n not in self.attrs]
+        attrs = self.attrs
+        params = [n.name for n in nodes if n.op == "placeholder" and n not in attrs]
         body: list[str] = []
         reads: list[Node] = []  # a run of attribute reads, one statement when the run ends
-        for n in nodes:
-            if self.attr_path(n) is not None:
+        for i, n in enumerate(nodes):
+            if n in attrs:
                 reads.append(n)
                 continue
             if reads:
                 self.attribute_reads(reads, body)
                 reads = []
+            binds = n.meta.get("bind")
             if n.op == "placeholder":
-                self.binds(n, body)
+                if binds:
+                    self.binds(n, body)
                 continue
             if n.op == "output":
                 values = n.args[0]
@@ -392,11 +392,11 @@ class _Emitter:
                     call = f"({call})"
             else:
                 call = self.call_text(n, reuse.get(n))
+            dead = dies_at.get(i, ())
             if n in inlined:
                 pending[inlined[n]] = call
-                pending_dead += dies_at.get(index[n], [])
+                pending_dead += dead
                 continue
-            binds = n.meta.get("bind")
             errstate = n.meta.get("errstate")
             indent = ""
             if errstate:  # the model's np.errstate around this op: warnings and "raise" as in eager
@@ -404,15 +404,19 @@ class _Emitter:
                 indent = "    "
             if n.users or binds:
                 body.append(f"{indent}{n.name} = {call}")
-                self.binds(n, body)
+                if binds:
+                    self.binds(n, body)
                 if not n.users:
                     body.append(f"del {n.name}")
             else:
                 body.append(f"{indent}{call}")  # an assertion or another value nobody reads
-            dead = [d for d in pending_dead + dies_at.get(index[n], []) if d not in inlined]
-            pending_dead = []
+            if pending_dead:
+                dead = pending_dead + list(dead)
+                pending_dead = []
             if dead:
-                body.append(f"del {', '.join(d.name for d in dead)}")
+                names = [d.name for d in dead if d not in inlined]
+                if names:
+                    body.append(f"del {', '.join(names)}")
         else:
             if reads:
                 self.attribute_reads(reads, body)
@@ -440,15 +444,17 @@ _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the p
 
 def _mentions(n: Node, value: Node) -> int:
     """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
-    def count(v: Any) -> int:
-        if v is value:
-            return 1
-        if isinstance(v, (tuple, list)):
-            return sum(count(a) for a in v)
-        if isinstance(v, dict):
-            return sum(count(a) for a in v.values())
-        return 0
-    return count(tuple(n.args)) + count(dict(n.kwargs))
+    count = 0
+    todo = [n.args, n.kwargs.values()]
+    while todo:
+        for v in todo.pop():
+            if v is value:
+                count += 1
+            elif isinstance(v, (tuple, list)):
+                todo.append(v)
+            elif isinstance(v, dict):
+                todo.append(v.values())
+    return count
 
 
 def attr_text(path: str, receiver: str = "self") -> str:
