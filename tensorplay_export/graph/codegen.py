@@ -1,24 +1,33 @@
 """Python source generation for graphs, and :class:`GraphModule`, which runs it.
 
-Generated code is meant to be read::
+Generated code is meant to be read (here ``ep.module()``'s forward of a linear layer and
+a tanh)::
 
-    def forward(self, p_weight, x):
+    def forward(self, x):
+        (
+            p_fc_weight,  # self.fc.weight
+            p_fc_bias,  # self.fc.bias
+        ) = read_attrs(self)
         check_x = tpe_check_input(x, 'x', (None, 8), float32, '(seq, 8)')
         seq = check_x.shape[0]
         del check_x
         tpe_assert_range(seq, 2, 512, 'x.shape[0]', 'seq')
-        matmul = numpy_matmul(x, p_weight)
-        del x, p_weight
-        reshape = numpy_ndarray_reshape(matmul, (seq // 2, 16))
-        del matmul
+        linear = tpe_nn_linear_out(x, p_fc_weight, p_fc_bias, out=None)
+        tanh = numpy_tanh(linear, out=linear)
+        del linear
+        reshape = numpy_ndarray_reshape(tanh, -1)
+        del tanh
         return [reshape]
 
-One statement per node; symbols are bound from ``meta["bind"]`` right after
-the node that provides them; each value is deleted after its last use (the
-capture-traps study measured 1.8x eager for an interpreter that keeps every
-value, 0.98x for this); op callables, dtypes and numpy scalar constants are
-globals of the compiled function, bound by name, so constants keep their exact
-numpy type (``np.float64(2.0)`` is not ``2.0``).
+One statement per node, except that a run of attribute reads (``get_attr`` nodes: the
+module's weights) is one statement through an ``operator.attrgetter`` global, each path
+beside its name (:meth:`_Emitter.attribute_reads`); symbols are bound from ``meta["bind"]``
+right after the node that provides them; each computed value is deleted after its last use
+(the capture-traps study measured 1.8x eager for an interpreter that keeps every value,
+0.98x for this), while inputs and attributes, which the caller and the module hold for the
+whole call anyway, are not; op callables, dtypes and numpy scalar constants are globals of
+the compiled function, bound by name, so constants keep their exact numpy type
+(``np.float64(2.0)`` is not ``2.0``).
 
 Generated code also knows what eager Python cannot: when a value is read for the last
 time.  A ufunc result or a composite's result is written into a dead buffer of the same
@@ -31,8 +40,8 @@ from __future__ import annotations
 import functools
 import keyword
 import linecache
-import operator
 import math
+import operator
 import re
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
