@@ -514,17 +514,16 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
         if stack and (i + 1 == len(stacks) or stacks[i + 1] != stack):
             for call in stack:
                 ends[call] = i
-    next_same: dict[Node, int] = {}
-    last_at: dict[tuple, Node] = {}
+    lines: dict[tuple, list[int]] = {}  # (module call, source line) -> indices of its nodes
     for i, n in enumerate(nodes):
         stack = stacks[i]
         src = n.meta.get("source")
         if stack and src is not None:
-            key = (stack[-1], src)
-            prev = last_at.get(key)
-            if prev is not None and prev not in next_same:
-                next_same[prev] = i
-            last_at[key] = n
+            lines.setdefault((stack[-1], src), []).append(i)
+    next_same: dict[Node, int] = {}  # node -> index of the next node of its line in its call
+    for at in lines.values():
+        for i, j in zip(at, at[1:]):
+            next_same[nodes[i]] = j
     free_at: dict[Node, int] = {}
     for n, at in last_use.items():
         if n.op != "call_function":
@@ -534,17 +533,18 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
             src = n.meta.get("source")
             for u in n.users:
                 ustack = u.meta.get("module_stack") or ()
-                if ustack == stack:  # the common case: read in the same call
-                    k = len(stack)
-                else:
+                if ustack != stack:
                     k = 0
                     while k < len(stack) and k < len(ustack) and stack[k] == ustack[k]:
                         k += 1
-                if 0 < k < len(ustack) and ustack[k] in ends:
-                    at = max(at, ends[ustack[k]])  # an argument of the call ustack[k]
-                elif (src is not None and ustack and ustack[-1] == stack[-1]
-                      and u.meta.get("source") not in (None, src)):
-                    at = max(at, min(ends.get(stack[-1], at), next_same.get(n, len(nodes))))
+                    if 0 < k < len(ustack) and ustack[k] in ends:
+                        at = max(at, ends[ustack[k]])  # an argument of the call ustack[k]
+                        continue
+                    if not ustack or ustack[-1] != stack[-1]:
+                        continue
+                # read in the same call on another line: a local variable of that call
+                if src is not None and u.meta.get("source") not in (None, src):
+                    at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at
 
