@@ -92,6 +92,7 @@ class _Emitter:
         # program's stored symbols and a captured program's sympy ones name alike
         self.sym_names: dict[tuple, str] = {}
         self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
+        self.texts: dict[Any, str] = {}  # tree -> its Python text
         self.into: set[Node] = set()  # composite calls that have an out-variant (:meth:`writes_into`)
 
     # values ---------------------------------------------------------------
@@ -156,13 +157,17 @@ class _Emitter:
                 tree = self.trees[v] = python_tree(v)
         if type(tree) is int:
             return repr(tree)
-        names = self.sym_names
-        missing = {t[1] for t in tree_symbols(tree) if t not in names}
-        if missing:
-            raise RuntimeError(
-                f"codegen: node {node.name!r} uses symbol(s) "
-                f"{', '.join(sorted(missing))} before any node binds them (meta['bind'])")
-        return tree_text(tree, names)
+        text = self.texts.get(tree)
+        if text is None:
+            names = self.sym_names
+            missing = {t[1] for t in tree_symbols(tree) if t not in names}
+            if missing:
+                raise RuntimeError(
+                    f"codegen: node {node.name!r} uses symbol(s) "
+                    f"{', '.join(sorted(missing))} before any node binds them (meta['bind'])")
+            # a symbol keeps its first variable: the text of a tree printed once stays right
+            text = self.texts[tree] = tree_text(tree, names)
+        return text
 
     # statements -------------------------------------------------------------
     def binds(self, node: Node, lines: list[str]) -> None:
