@@ -343,8 +343,9 @@ class _Emitter:
         Two or more go through one ``operator.attrgetter`` global (the same getattr chain,
         the same AttributeError, read on every call, so an array assigned to the module's
         attribute is the one the next call uses), with each path as a comment: Python
-        compiles one statement of a few hundred names in half the time of as many
-        statements (GPT-24's 292 weights, issue 19)."""
+        compiles one statement of a few hundred names far faster than as many statements
+        (GPT-24, 292 weights: its forward compiled in 5.8 ms instead of 8.4, medians of
+        one run, issue 19)."""
         reads = [n for n in reads if n.users or n.meta.get("bind")]
         if len(reads) == 1:
             body.append(f"{reads[0].name} = {attr_text(self.attrs[reads[0]])}")
