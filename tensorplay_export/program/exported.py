@@ -427,11 +427,11 @@ class ExportedModule(GraphModule):
     state as attributes, taking the user's arguments only.
 
     The program's state placeholders become ``get_attr`` nodes, so the generated
-    code reads ``self.fc.weight`` (``m.graph`` is that copy of the program's graph,
-    made when first read: the forward is generated from the program's graph with
-    the state placeholders read as attributes, the same source without the copy,
-    and every view of one program shares it); the state hierarchy hangs off the module as
-    :class:`StateModule` attributes (``m.fc.weight`` is an array, ``m.fc`` a
+    code reads ``self.fc.weight``.  ``m.graph`` is that graph, a copy of the
+    program's made when first read; the forward itself is generated from the
+    program's graph with the state placeholders read as attributes (the same
+    source, without the copy) and shared by every view of the program.  The state
+    hierarchy hangs off the module as :class:`StateModule` attributes (``m.fc.weight`` is an array, ``m.fc`` a
     StateModule).  ``m(*args, **kwargs)`` takes the user arguments as the
     original model did (defaults and keywords bound as eager Python binds them,
     :mod:`.call_binding`), runs the generated code (whose first statements are
