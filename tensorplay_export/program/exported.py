@@ -431,8 +431,9 @@ class ExportedModule(GraphModule):
     program's made when first read; the forward itself is generated from the
     program's graph with the state placeholders read as attributes (the same
     source, without the copy) and shared by every view of the program.  The state
-    hierarchy hangs off the module as :class:`StateModule` attributes (``m.fc.weight`` is an array, ``m.fc`` a
-    StateModule).  ``m(*args, **kwargs)`` takes the user arguments as the
+    hierarchy hangs off the module as :class:`StateModule` attributes
+    (``m.fc.weight`` is an array, ``m.fc`` a StateModule).
+    ``m(*args, **kwargs)`` takes the user arguments as the
     original model did (defaults and keywords bound as eager Python binds them,
     :mod:`.call_binding`), runs the generated code (whose first statements are
     the runtime input checks), writes mutated buffers back into its own
