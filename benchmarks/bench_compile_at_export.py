@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def compile_again() -> None:
         ep.graph_module.derived_code = None  # as on a fresh program
+        ep.invalidate_unlifted()  # else module() returns the cached view and generates nothing
         compile_module(ep)
 
     times = C.interleaved({"export": lambda: tpe.export(model, ids, dynamic_shapes=spec),

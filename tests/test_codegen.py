@@ -42,8 +42,7 @@ def test_codegen_readable_and_runs():
         "    del add\n"
         "    reshape = numpy_ndarray_reshape(exp, (b * s,))\n"
         "    del exp\n"
-        "    multiply = numpy_multiply(x, float64_c)\n"
-        "    del x\n"
+        "    multiply = numpy_multiply(x, float64_c)\n"  # no del of x: the caller holds it
         "    return [reshape, multiply]\n"
     )
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -59,7 +58,9 @@ def test_codegen_readable_and_runs():
 def test_del_after_last_use_every_value():
     gm = GraphModule(build_graph(), OPS)
     lines = [l.strip() for l in gm.code.splitlines()]
-    for name in ("add", "exp", "x"):
+    # an input is never deleted: the caller's argument holds it for the whole call
+    assert not [l for l in lines if l.startswith("del ") and "x" in l[4:].split(", ")]
+    for name in ("add", "exp"):
         assigned_or_param = [i for i, l in enumerate(lines) if l.startswith(f"{name} =") or f"({name})" in l]
         dels = [i for i, l in enumerate(lines) if l.startswith("del ") and name in l[4:].split(", ")]
         assert len(dels) == 1
@@ -335,3 +336,75 @@ def test_loop_reassignment_frees_previous_value():
     # the first h dies when line 5 runs again (the second h), not at the end of the frame
     second_h = next(i for i, ln in enumerate(lines) if ln.startswith(f"{made[1].name} ="))
     assert any(ln.startswith("del ") and made[0].name in ln[4:].split(", ") for ln in lines[second_h:second_h + 2])
+
+
+class _Holder:
+    """A level of attributes (``gm.fc.weight``, ``getattr(gm.layers, '0').bias``)."""
+
+
+def _attr_graph():
+    """y = (x @ fc.weight + layers.0.bias), the weights read as attributes (get_attr)."""
+    g = Graph()
+    w = g.get_attr("fc.weight", meta={"shape": (3, 2), "dtype": F32})
+    bias = g.get_attr("layers.0.bias", meta={"shape": (2,), "dtype": F32})
+    x = g.placeholder("x", meta={"shape": (b, 3), "dtype": F32, "bind": {0: b}})
+    mm = g.call_function("numpy.matmul", (x, w), meta={"shape": (b, 2), "dtype": F32})
+    y = g.call_function("numpy.add", (mm, bias), meta={"shape": (b, 2), "dtype": F32})
+    g.output([y])
+    return g
+
+
+def test_attribute_reads_are_one_statement_read_on_every_call():
+    ops = {**OPS, "numpy.matmul": np.matmul}
+    gm = GraphModule(_attr_graph(), ops)
+    code = gm.code
+    assert code.startswith(
+        "def forward(self, x):\n"
+        "    (\n"
+        "        fc_weight,  # self.fc.weight\n"
+        "        layers_0_bias,  # getattr(self.layers, '0').bias\n"
+        "    ) = read_attrs(self)\n")
+    # attributes and inputs are held by the module and the caller: never deleted
+    assert not [ln for ln in code.splitlines() if ln.strip().startswith("del ")
+                and {"fc_weight", "layers_0_bias", "x"} & set(ln.strip()[4:].split(", "))]
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w, bias = np.ones((3, 2), np.float32), np.array([1.0, -1.0], np.float32)
+    gm.fc, gm.layers = _Holder(), _Holder()   # the attributes the generated code reads on self
+    gm.fc.weight = w
+    setattr(gm.layers, "0", _Holder())
+    getattr(gm.layers, "0").bias = bias
+    np.testing.assert_array_equal(gm(x)[0], x @ w + bias)
+    gm.fc.weight = np.full((3, 2), 2.0, np.float32)   # read again on the next call
+    np.testing.assert_array_equal(gm(x)[0], x @ gm.fc.weight + bias)
+    del getattr(gm.layers, "0").bias                  # a missing attribute: getattr's own error
+    with pytest.raises(AttributeError, match="bias"):
+        gm(x)
+
+
+def test_single_attribute_read_is_a_plain_statement():
+    g = Graph()
+    w = g.get_attr("fc.weight", meta={"shape": (3,), "dtype": F32})
+    x = g.placeholder("x", meta={"shape": (3,), "dtype": F32})
+    y = g.call_function("numpy.add", (x, w), meta={"shape": (3,), "dtype": F32})
+    g.output([y])
+    assert "    fc_weight = self.fc.weight\n" in GraphModule(g, OPS).code
+
+
+def test_placeholders_read_as_attributes_generate_the_get_attr_graph_source():
+    """python_code(graph, attrs=...) is the source of a copy with those placeholders as get_attr nodes."""
+    from tensorplay_export.graph.codegen import python_code
+
+    ops = {**OPS, "numpy.matmul": np.matmul}
+    with_attrs = _attr_graph()
+    g = Graph()   # the functional form: the same values as placeholders, in the same order
+    w = g.placeholder("fc_weight", meta={"shape": (3, 2), "dtype": F32})
+    bias = g.placeholder("layers_0_bias", meta={"shape": (2,), "dtype": F32})
+    x = g.placeholder("x", meta={"shape": (b, 3), "dtype": F32, "bind": {0: b}})
+    mm = g.call_function("numpy.matmul", (x, w), meta={"shape": (b, 2), "dtype": F32})
+    y = g.call_function("numpy.add", (mm, bias), meta={"shape": (b, 2), "dtype": F32})
+    g.output([y])
+    before = str(g)
+    code = python_code(g, ops.__getitem__, attrs={w: "fc.weight", bias: "layers.0.bias"})
+    assert code.src == GraphModule(with_attrs, ops).code
+    assert str(g) == before   # the graph is not changed
+    assert python_code(g, ops.__getitem__).src.startswith("def forward(self, fc_weight, layers_0_bias, x):")

@@ -61,7 +61,10 @@ def test_module_reads_state_as_attributes():
     code = m.code
     header = code.splitlines()[0]
     assert header == "def forward(self, x):"           # the user arguments only
-    assert "self.block.fc.weight" in code and "getattr(self.layers, '0').weight" in code
+    # one statement reads the state (an attrgetter global), each name beside its attribute
+    assert code.count(") = read_attrs(self)\n") == 1
+    assert "        p_block_fc_weight,  # self.block.fc.weight\n" in code
+    assert "        p_layers_0_weight,  # getattr(self.layers, '0').weight\n" in code
     assert [n.op for n in m.graph.nodes].count("get_attr") == len(ep.graph_signature.input_specs) - 1
     assert ep.code.splitlines()[0].startswith("def forward(self, p_block_fc_weight")  # the program stays functional
     for n in (1, 4, 37):
@@ -79,6 +82,29 @@ def test_assigned_attribute_is_what_the_module_runs():
     np.testing.assert_allclose(after, model(x), rtol=1e-5, atol=1e-6)
     assert not np.allclose(before, after)
     assert not np.any(ep.state_dict["block.fc.weight"] == 0)  # the program keeps its values
+
+
+def test_view_graph_is_its_own_copy_made_when_read():
+    """module()'s forward is generated from the program's graph; its own graph (get_attr nodes)
+    is a copy made on first read, and recompiling from it gives the same source."""
+    model, ep = _export()
+    m = ep.module()
+    code = m.code
+    graph = m.graph
+    assert graph is not ep.graph and m.graph is graph
+    assert {n.name for n in graph.nodes} == {n.name for n in ep.graph.nodes}
+    state = {s.arg.name: s.target for s in ep.graph_signature.input_specs if s.target}
+    reads = {n.name: n.target for n in graph.nodes if n.op == "get_attr"}
+    assert reads == state                                # every state placeholder, as its path
+    assert all(n.op == "placeholder" for n in ep.graph.nodes if n.name in state)  # the program's stay
+    graph.output_node.prev.meta["note"] = "the view's own"   # nodes and meta are the view's
+    assert "note" not in ep.graph.output_node.prev.meta
+    m.recompile()
+    assert m.code == code
+    x = _x(6)
+    np.testing.assert_allclose(m(x), Net.forward(model, x), rtol=1e-5, atol=1e-6)
+    other = ExportedModule(ep)                           # another view shares the compiled forward
+    assert other.code == code and other.graph is not graph
 
 
 def test_state_named_like_the_module_api_is_kept_apart():

@@ -78,8 +78,9 @@ def test_members():
     assert ep.module_call_graph[0].fqn == ""
     assert ep.code.startswith("def forward(self, p_lin_weight, b_count, c_table, x, scale):")
     code = ep.module().code
-    assert code.startswith("def forward(self, x, scale):\n    p_lin_weight = getattr(self.lin, 'weight')") \
-        or code.startswith("def forward(self, x, scale):\n    p_lin_weight = self.lin.weight")
+    # the state is read as attributes, in one statement (an attrgetter global), each path beside its name
+    assert code.startswith("def forward(self, x, scale):\n    (\n        p_lin_weight,  # self.lin.weight\n"
+                           "        b_count,  # self.count\n        c_table,  # self.table\n    ) = read_attrs(self)\n")
     text = str(ep)
     assert "def forward" in text and "Range constraints: {batch: [1, 64]}" in text
     assert "p_lin_weight: PARAMETER lin.weight" in text

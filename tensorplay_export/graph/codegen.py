@@ -1,24 +1,33 @@
 """Python source generation for graphs, and :class:`GraphModule`, which runs it.
 
-Generated code is meant to be read::
+Generated code is meant to be read (here ``ep.module()``'s forward of a linear layer and
+a tanh)::
 
-    def forward(self, p_weight, x):
+    def forward(self, x):
+        (
+            p_fc_weight,  # self.fc.weight
+            p_fc_bias,  # self.fc.bias
+        ) = read_attrs(self)
         check_x = tpe_check_input(x, 'x', (None, 8), float32, '(seq, 8)')
         seq = check_x.shape[0]
         del check_x
         tpe_assert_range(seq, 2, 512, 'x.shape[0]', 'seq')
-        matmul = numpy_matmul(x, p_weight)
-        del x, p_weight
-        reshape = numpy_ndarray_reshape(matmul, (seq // 2, 16))
-        del matmul
+        linear = tpe_nn_linear_out(x, p_fc_weight, p_fc_bias, out=None)
+        tanh = numpy_tanh(linear, out=linear)
+        del linear
+        reshape = numpy_ndarray_reshape(tanh, -1)
+        del tanh
         return [reshape]
 
-One statement per node; symbols are bound from ``meta["bind"]`` right after
-the node that provides them; each value is deleted after its last use (the
-capture-traps study measured 1.8x eager for an interpreter that keeps every
-value, 0.98x for this); op callables, dtypes and numpy scalar constants are
-globals of the compiled function, bound by name, so constants keep their exact
-numpy type (``np.float64(2.0)`` is not ``2.0``).
+One statement per node, except that a run of attribute reads (``get_attr`` nodes: the
+module's weights) is one statement through an ``operator.attrgetter`` global, each path
+beside its name (:meth:`_Emitter.attribute_reads`); symbols are bound from ``meta["bind"]``
+right after the node that provides them; each computed value is deleted after its last use
+(the capture-traps study measured 1.8x eager for an interpreter that keeps every value,
+0.98x for this), while inputs and attributes, which the caller and the module hold for the
+whole call anyway, are not; op callables, dtypes and numpy scalar constants are globals of
+the compiled function, bound by name, so constants keep their exact numpy type
+(``np.float64(2.0)`` is not ``2.0``).
 
 Generated code also knows what eager Python cannot: when a value is read for the last
 time.  A ufunc result or a composite's result is written into a dead buffer of the same
@@ -28,9 +37,11 @@ same operations, each pass after the first in place), bit-identical to eager (is
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import linecache
 import math
+import operator
 import re
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
@@ -59,23 +70,30 @@ class PythonCode:
 
 class _Emitter:
     def __init__(self, graph: Graph, resolve: Callable[[str], Callable],
-                 resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> None:
+                 resolve_out: Optional[Callable[[str], Optional[Callable]]] = None,
+                 attrs: Optional[Mapping[Node, str]] = None) -> None:
         self.graph = graph
-        self.resolve = resolve
-        self.resolve_out = resolve_out or (lambda target: None)
+        # one registry look-up per op name, however many nodes call it
+        self.resolve = functools.cache(resolve)
+        self.resolve_out = functools.cache(resolve_out) if resolve_out is not None else (lambda target: None)
         nodes = graph.nodes
         self.nodes = nodes
+        # node -> attribute path it reads on ``self``: get_attr nodes and the placeholders of ``attrs``
+        self.attrs = {n: n.target for n in nodes if n.op == "get_attr"}
+        self.attrs.update(attrs or {})
         # Global/variable names must not collide with node names either.
         self.ns = Namespace(_RESERVED | {n.name for n in nodes})
         self.globals: dict[str, Any] = {"np": np, "math_floor": math.floor}
         self.ns.add("math_floor")
-        self.op_names: dict[str, str] = {}
+        self.op_names: dict[Any, str] = {}
         self.dtype_names: dict[np.dtype, str] = {}
         self.const_ids: dict[int, str] = {}
         # symbol key (its tree, :func:`~.stored.symbol_key`) -> variable name: a loaded
         # program's stored symbols and a captured program's sympy ones name alike
         self.sym_names: dict[tuple, str] = {}
         self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
+        self.texts: dict[Any, str] = {}  # tree -> its Python text
+        self.into: set[Node] = set()  # composite calls that have an out-variant (:meth:`writes_into`)
 
     # values ---------------------------------------------------------------
     def glob(self, hint: str, value: Any) -> str:
@@ -139,13 +157,17 @@ class _Emitter:
                 tree = self.trees[v] = python_tree(v)
         if type(tree) is int:
             return repr(tree)
-        names = self.sym_names
-        missing = {t[1] for t in tree_symbols(tree) if t not in names}
-        if missing:
-            raise RuntimeError(
-                f"codegen: node {node.name!r} uses symbol(s) "
-                f"{', '.join(sorted(missing))} before any node binds them (meta['bind'])")
-        return tree_text(tree, names)
+        text = self.texts.get(tree)
+        if text is None:
+            names = self.sym_names
+            missing = {t[1] for t in tree_symbols(tree) if t not in names}
+            if missing:
+                raise RuntimeError(
+                    f"codegen: node {node.name!r} uses symbol(s) "
+                    f"{', '.join(sorted(missing))} before any node binds them (meta['bind'])")
+            # a symbol keeps its first variable: the text of a tree printed once stays right
+            text = self.texts[tree] = tree_text(tree, names)
+        return text
 
     # statements -------------------------------------------------------------
     def binds(self, node: Node, lines: list[str]) -> None:
@@ -167,14 +189,14 @@ class _Emitter:
         without a dead buffer (:data:`OUT_VARIANTS`): its passes write into the arrays it made.
         """
         key: Any = n.target
-        variant = out is not None or (OUT_VARIANTS and self.writes_into(n) is not None)
+        variant = out is not None or (OUT_VARIANTS and n in self.into)
         if variant and not isinstance(self.resolve(n.target), np.ufunc):
             key = (n.target, "out")
             if key not in self.op_names:
                 self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
         elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
-        call_args = [self.arg(a, n) for a in n.args]
+        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n.args]
         for k, v in n.kwargs.items():
             if type(k) is not str:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
@@ -244,24 +266,21 @@ class _Emitter:
             return None
         return self.resolve_out(n.target)
 
-    def owns_buffer(self, n: Node) -> bool:
-        """n's result is a new array nobody else refers to: a plain ufunc call or a call of an op
-        with an out-variant (whose results are never views: ``OpDef.out_impl``)."""
-        return self.fresh_ufunc(n) is not None or self.writes_into(n) is not None
-
-    def reused_buffers(self, nodes: list[Node], index: dict[Node, int], inlined: dict[Node, Node]) -> dict[Node, Node]:
+    def reused_buffers(self, nodes: list[Node], index: dict[Node, int], last_use: dict[Node, int],
+                       inlined: dict[Node, Node], fresh: set[Node]) -> dict[Node, Node]:
         """``{B: A}``: B's result is written into A's buffer (``B = np.add(A, x, out=A)``,
         ``B = tpe_nn_gelu_out(A, 'tanh', out=A)``).
 
         Eager numpy allocates a new array for every result; generated code knows each
-        value's last use.  A is reused only where numpy semantics cannot tell:
+        value's last use (``last_use``: index of its last reader).  A is reused only where
+        numpy semantics cannot tell:
 
-        - B is a plain ufunc call (:meth:`fresh_ufunc`), or a composite with an out-variant
-          (:meth:`writes_into`) whose first argument is A, appearing once among its arguments;
-          B's result has A's shape and dtype (meta), so ``out=A`` computes the same loops into
-          the same dtype: bit-identical;
-        - A owns its data (:meth:`owns_buffer`): never an input, a weight, a constant or a
-          view of another value;
+        - B is a plain ufunc call (``fresh``, :meth:`fresh_ufunc`), or a composite with an
+          out-variant (``self.into``, :meth:`writes_into`) whose first argument is A, appearing
+          once among its arguments; B's result has A's shape and dtype (meta), so ``out=A``
+          computes the same loops into the same dtype: bit-identical;
+        - A owns its data (one of those two kinds of call, whose results are new arrays nobody
+          else refers to): never an input, a weight, a constant or a view of another value;
         - every reader of A owns its result too (none can hold a view of A), and B is the
           last of them, so no later statement reads A's old values, and nothing returned
           or bound (``meta['bind']``) is A;
@@ -278,56 +297,79 @@ class _Emitter:
         out: dict[Node, Node] = {}
         if not REUSE_BUFFERS:
             return out
-        taken: set[Node] = set()
+        into = self.into
+        owns = fresh | into
         targets = set(inlined.values())
-        last_use = {n: max(index[u] for u in n.users) for n in nodes if n.users}
+        # values whose buffer may be taken (once): owned, read only by owners, bound to nothing
+        free = {a for a in owns if a not in inlined and not a.meta.get("bind") and a.users.keys() <= owns}
         dying: dict[int, list[Node]] = {}
         for n, i in last_use.items():
-            dying.setdefault(i, []).append(n)
+            if n in free and isinstance(n.meta.get("shape"), tuple):
+                dying.setdefault(i, []).append(n)
         pool: dict[tuple, list[Node]] = {}  # (shape, dtype) -> dead buffers, the most recently dead last
-
-        def reusable(a: Any) -> bool:
-            return (isinstance(a, Node) and a not in taken and a not in inlined and not a.meta.get("bind")
-                    and self.owns_buffer(a) and all(self.owns_buffer(u) for u in a.users))
 
         for i, b in enumerate(nodes):
             pick = None
-            if not (b in inlined or b in targets or b.meta.get("bind")):
-                if self.fresh_ufunc(b) is not None:
+            if (b in fresh or b in into) and not (b in inlined or b in targets or b.meta.get("bind")):
+                if b in fresh:
                     candidates = b.args
-                elif self.writes_into(b) is not None and b.args and _mentions(b, b.args[0]) == 1:
+                elif b.args and _mentions(b, b.args[0]) == 1:
                     candidates = b.args[:1]
                 else:
                     candidates = ()
                 key = (b.meta.get("shape"), b.meta.get("dtype"))
                 for a in candidates:
-                    if (reusable(a) and (a.meta.get("shape"), a.meta.get("dtype")) == key
-                            and last_use[a] == i):
+                    if (isinstance(a, Node) and a in free and last_use[a] == i
+                            and (a.meta.get("shape"), a.meta.get("dtype")) == key):
                         pick = a
                         break
-                if pick is None and self.writes_into(b) is not None and POOL_BUFFERS:
+                if pick is None and b in into and POOL_BUFFERS:
                     dead = pool.get(key)
                     while dead and pick is None:
                         d = dead.pop()
-                        if d not in taken:
+                        if d in free:
                             pick = d
             if pick is not None:
                 out[b] = pick
-                taken.add(pick)
+                free.discard(pick)  # taken
             for d in dying.get(i, ()):
-                if reusable(d) and isinstance(d.meta.get("shape"), tuple):
+                if d in free:
                     pool.setdefault((d.meta.get("shape"), d.meta.get("dtype")), []).append(d)
         return out
+
+    def attribute_reads(self, reads: list[Node], body: list[str]) -> None:
+        """One statement reading a run of attributes, then the symbols they bind.
+
+        Two or more go through one ``operator.attrgetter`` global (the same getattr chain,
+        the same AttributeError, read on every call, so an array assigned to the module's
+        attribute is the one the next call uses), with each path as a comment: Python
+        compiles one statement of a few hundred names far faster than as many statements
+        (GPT-24, 292 weights: its forward compiled in 5.8 ms instead of 8.4, medians of
+        one run, issue 19)."""
+        reads = [n for n in reads if n.users or n.meta.get("bind")]
+        if len(reads) == 1:
+            body.append(f"{reads[0].name} = {attr_text(self.attrs[reads[0]])}")
+        elif reads:
+            getter = self.glob("read_attrs", operator.attrgetter(*(self.attrs[n] for n in reads)))
+            body.append("(")
+            body.extend(f"    {n.name},  # {attr_text(self.attrs[n])}" for n in reads)
+            body.append(f") = {getter}(self)")
+        for n in reads:
+            self.binds(n, body)
 
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
         index = {n: i for i, n in enumerate(nodes)}
-        free_at = _free_points(nodes, index)
+        last_use = {n: max(map(index.__getitem__, n.users)) for n in nodes if n.users}
+        calls = [n for n in nodes if n.op == "call_function"]
+        fresh = {n for n in calls if self.fresh_ufunc(n) is not None}
+        self.into = {n for n in calls if self.writes_into(n) is not None}
+        free_at = _free_points(nodes, last_use)
         dies_at: dict[int, list[Node]] = {}
         for n, i in free_at.items():
             dies_at.setdefault(i, []).append(n)
         inlined = self.inlined_operands(nodes, index, free_at)
-        reuse = self.reused_buffers(nodes, index, inlined)
+        reuse = self.reused_buffers(nodes, index, last_use, inlined, fresh)
         for b, a in reuse.items():
             if free_at[a] < index[b]:  # a buffer that died earlier: its name lives until b has it
                 dies_at[free_at[a]].remove(a)
@@ -336,15 +378,20 @@ class _Emitter:
         pending: dict[Node, str] = {}   # B -> text of its inlined operand A's call
         pending_dead: list[Node] = []
 
-        params = [n.name for n in nodes if n.op == "placeholder"]
+        attrs = self.attrs
+        params = [n.name for n in nodes if n.op == "placeholder" and n not in attrs]
         body: list[str] = []
-        for n in nodes:
-            if n.op == "placeholder":
-                self.binds(n, body)
+        reads: list[Node] = []  # a run of attribute reads, one statement when the run ends
+        for i, n in enumerate(nodes):
+            if n in attrs:
+                reads.append(n)
                 continue
-            if n.op == "get_attr":
-                if n.users or n.meta.get("bind"):
-                    body.append(f"{n.name} = {attr_text(n.target)}")
+            if reads:
+                self.attribute_reads(reads, body)
+                reads = []
+            binds = n.meta.get("bind")
+            if n.op == "placeholder":
+                if binds:
                     self.binds(n, body)
                 continue
             if n.op == "output":
@@ -360,11 +407,11 @@ class _Emitter:
                     call = f"({call})"
             else:
                 call = self.call_text(n, reuse.get(n))
+            dead = dies_at.get(i, ())
             if n in inlined:
                 pending[inlined[n]] = call
-                pending_dead += dies_at.get(index[n], [])
+                pending_dead += dead
                 continue
-            binds = n.meta.get("bind")
             errstate = n.meta.get("errstate")
             indent = ""
             if errstate:  # the model's np.errstate around this op: warnings and "raise" as in eager
@@ -372,16 +419,22 @@ class _Emitter:
                 indent = "    "
             if n.users or binds:
                 body.append(f"{indent}{n.name} = {call}")
-                self.binds(n, body)
+                if binds:
+                    self.binds(n, body)
                 if not n.users:
                     body.append(f"del {n.name}")
             else:
                 body.append(f"{indent}{call}")  # an assertion or another value nobody reads
-            dead = [d for d in pending_dead + dies_at.get(index[n], []) if d not in inlined]
-            pending_dead = []
+            if pending_dead:
+                dead = pending_dead + list(dead)
+                pending_dead = []
             if dead:
-                body.append(f"del {', '.join(d.name for d in dead)}")
+                names = [d.name for d in dead if d not in inlined]
+                if names:
+                    body.append(f"del {', '.join(names)}")
         else:
+            if reads:
+                self.attribute_reads(reads, body)
             body.append("return []")
         header = f"def {fn_name}({', '.join(['self'] + params)}):"
         src = header + "\n" + "\n".join(f"    {line}" for line in body) + "\n"
@@ -406,15 +459,17 @@ _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the p
 
 def _mentions(n: Node, value: Node) -> int:
     """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
-    def count(v: Any) -> int:
-        if v is value:
-            return 1
-        if isinstance(v, (tuple, list)):
-            return sum(count(a) for a in v)
-        if isinstance(v, dict):
-            return sum(count(a) for a in v.values())
-        return 0
-    return count(tuple(n.args)) + count(dict(n.kwargs))
+    count = 0
+    todo = [n.args, n.kwargs.values()]
+    while todo:
+        for v in todo.pop():
+            if v is value:
+                count += 1
+            elif isinstance(v, (tuple, list)):
+                todo.append(v)
+            elif isinstance(v, dict):
+                todo.append(v.values())
+    return count
 
 
 def attr_text(path: str, receiver: str = "self") -> str:
@@ -436,10 +491,13 @@ def _paren(text: str) -> str:
 _NUMBER = re.compile(r"[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?")
 
 
-def _free_points(nodes: list[Node], index: dict[Node, int]) -> dict[Node, int]:
-    """Index of the statement after which each value is deleted (values nobody reads are absent).
+def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int]:
+    """Index of the statement after which each call's value is deleted (``last_use``: index of
+    each value's last reader; values nobody reads are absent).
 
-    At the latest, a value dies at its last use.  Captured nodes carry
+    Inputs and attribute reads are never deleted: the caller's arguments and the
+    module's attributes hold them for the whole call, so a ``del`` would free
+    nothing.  At the latest, a call's value dies at its last use.  Captured nodes carry
     ``meta["module_stack"]`` (the module calls they ran in) and ``meta["source"]``
     (the user's line); with them a value lives as long as eager Python keeps it:
 
@@ -455,45 +513,51 @@ def _free_points(nodes: list[Node], index: dict[Node, int]) -> dict[Node, int]:
     pattern, and so the page faults, of the eager model (bench_runtime GPT:
     109k -> 48k minor faults per call, eager 48k).  Peak memory is eager's.
     """
-    ends: dict[Any, int] = {}
+    stacks = [n.meta.get("module_stack") for n in nodes]
+    ends: dict[Any, int] = {}  # module call -> index of its last node
+    for i, stack in enumerate(stacks):
+        # the last node of a run in the same calls (a run is usually a whole layer)
+        if stack and (i + 1 == len(stacks) or stacks[i + 1] != stack):
+            for call in stack:
+                ends[call] = i
+    lines: dict[tuple, list[int]] = {}  # (module call, source line) -> indices of its nodes
     for i, n in enumerate(nodes):
-        for call in n.meta.get("module_stack") or ():
-            ends[call] = i
-    free_at: dict[Node, int] = {}
-    next_same: dict[Node, int] = {}
-    last_at: dict[tuple, Node] = {}
-    for i, n in enumerate(nodes):
-        stack = n.meta.get("module_stack")
+        stack = stacks[i]
         src = n.meta.get("source")
         if stack and src is not None:
-            key = (stack[-1], src)
-            prev = last_at.get(key)
-            if prev is not None and prev not in next_same:
-                next_same[prev] = i
-            last_at[key] = n
-    for n in nodes:
-        if not n.users:
+            lines.setdefault((stack[-1], src), []).append(i)
+    next_same: dict[Node, int] = {}  # node -> index of the next node of its line in its call
+    for at in lines.values():
+        for i, j in zip(at, at[1:]):
+            next_same[nodes[i]] = j
+    free_at: dict[Node, int] = {}
+    for n, at in last_use.items():
+        if n.op != "call_function":
             continue
-        at = max(index[u] for u in n.users)
-        stack = n.meta.get("module_stack") if n.op == "call_function" else None
+        stack = n.meta.get("module_stack")
         if stack:
             src = n.meta.get("source")
             for u in n.users:
                 ustack = u.meta.get("module_stack") or ()
-                k = 0
-                while k < len(stack) and k < len(ustack) and stack[k] == ustack[k]:
-                    k += 1
-                if 0 < k < len(ustack) and ustack[k] in ends:
-                    at = max(at, ends[ustack[k]])  # an argument of the call ustack[k]
-                elif (src is not None and ustack and ustack[-1] == stack[-1]
-                      and u.meta.get("source") not in (None, src)):
-                    at = max(at, min(ends.get(stack[-1], at), next_same.get(n, len(nodes))))
+                if ustack != stack:
+                    k = 0
+                    while k < len(stack) and k < len(ustack) and stack[k] == ustack[k]:
+                        k += 1
+                    if 0 < k < len(ustack) and ustack[k] in ends:
+                        at = max(at, ends[ustack[k]])  # an argument of the call ustack[k]
+                        continue
+                    if not ustack or ustack[-1] != stack[-1]:
+                        continue
+                # read in the same call on another line: a local variable of that call
+                if src is not None and u.meta.get("source") not in (None, src):
+                    at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at
 
 
 def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward",
-                resolve_out: Optional[Callable[[str], Optional[Callable]]] = None) -> PythonCode:
+                resolve_out: Optional[Callable[[str], Optional[Callable]]] = None,
+                attrs: Optional[Mapping[Node, str]] = None) -> PythonCode:
     """Generate the source of ``graph`` as ``def forward(self, <placeholders>): ...``.
 
     Args:
@@ -502,13 +566,17 @@ def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str =
         fn_name: name of the generated function.
         resolve_out: registry name -> the op's out-variant (``OpDef.out_impl``) or None; without
             it only plain ufunc calls write into dead buffers.
+        attrs: placeholder -> attribute path (``"fc.weight"``): that placeholder is read from
+            ``self`` as a ``get_attr`` node with this target would be, and is no parameter.  The
+            source is the one generated for a copy of ``graph`` with those placeholders turned
+            into get_attr nodes, without the copy (``ExportedProgram.module()``).
 
     Raises:
         RuntimeError: a symbol is used before a node binds it.
         solver.UnsupportedExpressionError: a symbolic expression codegen cannot print
             (:func:`~tensorplay_export.graph.printing.tree_text`).
     """
-    return _Emitter(graph, resolve, resolve_out).emit(fn_name)
+    return _Emitter(graph, resolve, resolve_out, attrs).emit(fn_name)
 
 
 _COUNTER = [0]
@@ -583,10 +651,14 @@ class GraphModule:
 
     def _generate(self) -> PythonCode:
         if self._pycode is None:
-            table = self.op_table
-            self._pycode = python_code(self._graph, lambda t: resolve_op(t, table).impl,
-                                       resolve_out=lambda t: resolve_op(t, table).out_impl)
+            self._pycode = self._python_code(self._graph)
         return self._pycode
+
+    def _python_code(self, graph: Graph, attrs: Optional[Mapping[Node, str]] = None) -> PythonCode:
+        """:func:`python_code` of ``graph`` with this module's ops (``op_table`` over the registry)."""
+        table = self.op_table
+        return python_code(graph, lambda t: resolve_op(t, table).impl,
+                           resolve_out=lambda t: resolve_op(t, table).out_impl, attrs=attrs)
 
     def _compile(self) -> Callable:
         code = self._generate()

@@ -495,13 +495,14 @@ class Graph:
         """
         from .stored import is_symbol
 
-        seen: dict[Node, int] = {}
+        seen: set[Node] = set()
         names: set[str] = set()
         saw_compute = False
         outputs = 0
-        for index, node in enumerate(self.nodes):
-            def fail(msg: str) -> None:
-                raise RuntimeError(f"lint: node {node.name!r}: {msg}\n{self}")
+
+        def fail(msg: str) -> None:
+            raise RuntimeError(f"lint: node {node.name!r}: {msg}\n{self}")
+        for node in self.nodes:
             if node.graph is not self or node._erased:
                 fail("belongs to another graph or was erased")
             if node.op not in OPCODES:
@@ -515,13 +516,13 @@ class Graph:
                 fail("node after the output node")
             if node._inputs != _input_nodes(node._args, node._kwargs):
                 fail("its recorded input nodes differ from the Nodes in its arguments")
-            for inp in node.all_input_nodes:
+            for inp in node._inputs:
                 if inp not in seen:
                     fail(f"input %{inp.name} is not defined before this node in this graph")
                 if node not in inp.users:
                     fail(f"missing from the users of %{inp.name}")
             for user in node.users:
-                if node not in user.all_input_nodes:
+                if node not in user._inputs:
                     fail(f"lists %{user.name} as a user, but that node does not read it")
             if node.op == "placeholder":
                 if saw_compute:
@@ -548,7 +549,7 @@ class Graph:
                 for key, sym in (node.meta.get("bind") or {}).items():
                     if not is_symbol(sym):  # a sympy Symbol, or a loaded program's stored one
                         fail(f"meta['bind'][{key!r}] = {sym!r} is not a sympy.Symbol")
-            seen[node] = index
+            seen.add(node)
         if outputs != 1:
             raise RuntimeError(f"lint: graph must end with exactly one output node, found {outputs}\n{self}")
 

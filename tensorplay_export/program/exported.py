@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ..graph.codegen import GraphModule
+from ..graph.codegen import GraphModule, PythonCode
 from ..ops.registry import OPAQUE_PREFIX
 from ..errors import ConstraintsExceededError
 from ..graph.ir import Graph, Namespace, Node
@@ -427,9 +427,13 @@ class ExportedModule(GraphModule):
     state as attributes, taking the user's arguments only.
 
     The program's state placeholders become ``get_attr`` nodes, so the generated
-    code reads ``self.fc.weight``; the state hierarchy hangs off the module as
-    :class:`StateModule` attributes (``m.fc.weight`` is an array, ``m.fc`` a
-    StateModule).  ``m(*args, **kwargs)`` takes the user arguments as the
+    code reads ``self.fc.weight``.  ``m.graph`` is that graph, a copy of the
+    program's made when first read; the forward itself is generated from the
+    program's graph with the state placeholders read as attributes (the same
+    source, without the copy) and shared by every view of the program.  The state
+    hierarchy hangs off the module as :class:`StateModule` attributes
+    (``m.fc.weight`` is an array, ``m.fc`` a StateModule).
+    ``m(*args, **kwargs)`` takes the user arguments as the
     original model did (defaults and keywords bound as eager Python binds them,
     :mod:`.call_binding`), runs the generated code (whose first statements are
     the runtime input checks), writes mutated buffers back into its own
@@ -453,25 +457,19 @@ class ExportedModule(GraphModule):
         state_specs = [s for s in specs if s.kind in _STATE_KINDS]
         paths = {s.target: _attr_path(s.target) for s in state_specs}
         # the program's graph as it is (a loaded one keeps its stored expressions: codegen
-        # prints them; this module's .graph turns its copy into sympy when read)
-        source = _raw_graph(program.graph_module)
-        graph, _ = source.copy()
-        if holds_stored(source):
-            mark_stored(graph)
-        by_name = {s.arg.name: s for s in state_specs}
-        for node in graph.placeholders():
-            spec = by_name.get(node.name)
-            if spec is not None:  # the state placeholder becomes an attribute read, in place
-                node.op, node.target = "get_attr", paths[spec.target]
+        # prints them); this view's own graph is a copy made when first read (:attr:`_graph`)
+        self._source = _raw_graph(program.graph_module)
+        by_name = {s.arg.name: paths[s.target] for s in state_specs}
+        self._reads = {n: by_name[n.name] for n in self._source.placeholders() if n.name in by_name}
         owner = program.graph_module
         if owner.derived_code is None:
             # The first view of this program generates and compiles its forward; the
             # others (module() after invalidate_unlifted, runners, the eager check)
-            # copy the graph but share that code: their graphs are identical copies.
-            super().__init__(graph, owner.op_table, lint=False, generate=True)  # a copy of a linted graph
+            # share that code: their graphs would be identical copies.
+            super().__init__(None, owner.op_table, lint=False, generate=True)  # a view of a linted graph
             owner.derived_code = (self._pycode, self._fn)
         else:
-            super().__init__(graph, owner.op_table, lint=False)
+            super().__init__(None, owner.op_table, lint=False)
             self._pycode, self._fn = owner.derived_code
         self._program = program
         self._specs = specs
@@ -514,6 +512,32 @@ class ExportedModule(GraphModule):
         if (two and all(c.is_leaf() for c in spec.children[0].children)
                 and all(c.is_leaf() for c in spec.children[1].children)):
             self._fast = (len(spec.children[0].children), tuple(spec.children[1].context))
+
+    # -- the view's graph ---------------------------------------------------------
+    @property
+    def _graph(self) -> Graph:
+        """This view's own graph: a copy of the program's where each state placeholder is an
+        attribute read (``get_attr``), made when first read; loading and running never read
+        it (the forward is generated from the program's graph, :meth:`_generate`)."""
+        graph = self._own_graph
+        if graph is None:
+            graph, mapping = self._source.copy()
+            if holds_stored(self._source):
+                mark_stored(graph)
+            for node, path in self._reads.items():  # the state placeholder becomes an attribute read
+                mapping[node].op, mapping[node].target = "get_attr", path
+            self._own_graph = graph
+        return graph
+
+    @_graph.setter
+    def _graph(self, graph: Optional[Graph]) -> None:
+        self._own_graph = graph
+
+    def _generate(self) -> PythonCode:
+        if self._pycode is None and self._own_graph is None:
+            # the source of the copy :attr:`_graph` would be, generated without making it
+            self._pycode = self._python_code(self._source, self._reads)
+        return super()._generate()
 
     # -- state -----------------------------------------------------------------
     def _set_path(self, path: str, value: Any) -> None:
