@@ -48,6 +48,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from ..errors import UnsupportedOpError
 from ..ops.registry import resolve_op
 from ..records import is_sympy
 from .ir import _RESERVED, Graph, Namespace, Node
@@ -368,8 +369,13 @@ class _Emitter:
         dies_at: dict[int, list[Node]] = {}
         for n, i in free_at.items():
             dies_at.setdefault(i, []).append(n)
-        inlined = self.inlined_operands(nodes, index, free_at)
-        reuse = self.reused_buffers(nodes, index, last_use, inlined, fresh)
+        # A value whose memory layout an op reads (tpe.is_view: did numpy make a view?) must get
+        # eager's layout: it is never written into another value's buffer (out=) nor into an
+        # elided operand's temporary, either of which may be laid out otherwise.
+        observed = _layout_observed(calls)
+        inlined = {a: b for a, b in self.inlined_operands(nodes, index, free_at).items() if b not in observed}
+        reuse = {b: a for b, a in self.reused_buffers(nodes, index, last_use, inlined, fresh).items()
+                 if b not in observed}
         for b, a in reuse.items():
             if free_at[a] < index[b]:  # a buffer that died earlier: its name lives until b has it
                 dies_at[free_at[a]].remove(a)
@@ -553,6 +559,26 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
                     at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at
+
+
+def _observes_layout(target: Any) -> bool:
+    try:
+        return resolve_op(target).observes_layout
+    except UnsupportedOpError:  # a name only an op_table overlay knows
+        return False
+
+
+def _layout_observed(calls: list[Node]) -> set[Node]:
+    """Every node whose value reaches an op that reads its operands' memory layout
+    (``OpDef.observes_layout``), through any chain of arguments."""
+    out: set[Node] = set()
+    stack = [n for n in calls if _observes_layout(n.target)]
+    while stack:
+        for a in stack.pop().all_input_nodes:
+            if a not in out:
+                out.add(a)
+                stack.append(a)
+    return out
 
 
 def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str = "forward",

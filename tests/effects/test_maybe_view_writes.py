@@ -324,8 +324,6 @@ def mixed_layout_operator_expression(x, y):
     return c * 1.0
 
 
-@pytest.mark.xfail(strict=True, reason="graph/codegen.py writes a layout-observed value into a dead buffer "
-                                       "or an elided temporary (out=): its layout is not eager's")
 @pytest.mark.parametrize("model,rows", [(mixed_layout_reused_buffer, 8), (mixed_layout_operator_expression, 1000)],
                          ids=["reused-buffer", "operator-expression"])
 def test_generated_code_keeps_the_layout_the_runtime_check_observes(model, rows):
