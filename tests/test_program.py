@@ -242,7 +242,8 @@ def test_fast_path_for_plain_array_arguments():
     (out,) = m(a, y=a)                          # fast path
     (out2,) = m(x=a, y=a)                       # general path (positional given by keyword)
     np.testing.assert_array_equal(out, out2)
-    with pytest.raises(TypeError, match="structured as"):
+    with pytest.raises(TypeError, match=re.escape("x must be a numpy array (the program was exported with an array "
+                                                  "there), got a tuple: pass np.asarray(x)")):
         m((a,), y=a)                            # a tuple where an array was: general path, clear error
     with pytest.raises(ConstraintsExceededError, match=re.escape("y.shape[0] = 4 must equal x.shape[0] = 3")):
         m(a, y=np.ones(4, np.float32))
@@ -263,3 +264,24 @@ def test_serialize_roundtrip_or_placeholder():
     np.testing.assert_array_equal(ep2.module()(x, scale=2)["y"], ep.module()(x, scale=2)["y"])
     with pytest.raises(ConstraintsExceededError, match=re.escape("x.shape[0] = 65 is outside batch in [1, 64]")):
         ep2.module()(np.ones((65, 3), np.float32), scale=2)
+
+
+def test_a_list_where_the_program_takes_an_array_says_to_pass_an_array():
+    def model(x, d):
+        return x * 2 + d["a"]
+
+    import tensorplay_export as tpe
+
+    ep = tpe.export(model, np.ones((4, 3), np.float32), {"a": np.ones(3, np.float32)},
+                    dynamic_shapes={"x": {0: tpe.Dim("n")}, "d": None})
+    m = ep.module()
+    with pytest.raises(TypeError, match=r"^x must be a numpy array \(the program was exported with an array "
+                                        r"there\), got a list: pass np.asarray\(x\)$"):
+        m([[1.0, 2.0, 3.0]], {"a": np.ones(3, np.float32)})
+    with pytest.raises(TypeError, match=r"^d\['a'\] must be a numpy array .* got a tuple: pass np.asarray\(\.\.\.\)$"):
+        m(np.ones((2, 3), np.float32), {"a": (1.0, 2.0, 3.0)})
+    with pytest.raises(TypeError, match="structured as"):  # a missing key is a structure difference
+        m(np.ones((2, 3), np.float32), {"b": np.ones(3, np.float32)})
+    x = np.ones((5, 3), np.float32)
+    np.testing.assert_array_equal(m(x, {"a": np.arange(3, dtype=np.float32)}),
+                                  model(x, {"a": np.arange(3, dtype=np.float32)}))

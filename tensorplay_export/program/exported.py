@@ -422,6 +422,31 @@ class StateModule:
 _OWN_ATTRS = frozenset({"graph", "op_table", "input_names"})
 
 
+def _container_for_leaf(call: tuple, spec: Any, arg_names: list) -> Optional[tuple[str, Any]]:
+    """The first input (its text and value) where ``spec`` has an array leaf but the call passed a
+    list, tuple or dict (``[[1.0, 2.0]]`` for an array input), else None.
+
+    ``call`` is ``(args, kwargs)``; ``spec`` the exported ``(args, kwargs)`` tree spec."""
+    args, kwargs = call
+    arg_specs, kw_specs = spec.children
+    stack: list = []
+    if kw_specs.kind == "dict":
+        stack += [(kwargs[k], c, str(k)) for k, c in zip(kw_specs.context, kw_specs.children) if k in kwargs]
+    if arg_specs.kind == "tuple" and len(args) == len(arg_specs.children):
+        stack += [(a, c, arg_names[i] if i < len(arg_names) else f"args[{i}]")
+                  for i, (a, c) in reversed(list(enumerate(zip(args, arg_specs.children))))]
+    while stack:
+        v, sp, where = stack.pop()
+        if sp.is_leaf():
+            if isinstance(v, (list, tuple, dict)):
+                return where, v
+        elif sp.kind in ("tuple", "list") and isinstance(v, (list, tuple)) and len(v) == len(sp.children):
+            stack += [(v[i], sp.children[i], f"{where}[{i}]") for i in reversed(range(len(v)))]
+        elif sp.kind == "dict" and isinstance(v, dict):
+            stack += [(v[k], c, f"{where}[{k!r}]") for k, c in zip(sp.context, sp.children) if k in v]
+    return None
+
+
 class ExportedModule(GraphModule):
     """:meth:`ExportedProgram.module`: a :class:`GraphModule` whose forward reads the lifted
     state as attributes, taking the user's arguments only.
@@ -594,6 +619,11 @@ class ExportedModule(GraphModule):
             # Dicts built in another key order are the same input to the model.
             leaves, got = tree_flatten(_conform((tuple(args), dict(kwargs)), spec))
         if spec is not None and got != spec:
+            container = _container_for_leaf((tuple(args), dict(kwargs)), spec, self._arg_names)
+            if container is not None:
+                where, value = container
+                raise TypeError(f"{where} must be a numpy array (the program was exported with an array there), "
+                                f"got a {type(value).__name__}: pass np.asarray({where if where.isidentifier() else '...'})")
             raise TypeError(f"the exported program was called with inputs structured as {got!r}, "
                             f"but it was exported for {spec!r}")
         return leaves
