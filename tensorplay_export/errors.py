@@ -136,12 +136,16 @@ def render_violations(violations: Sequence[Violation], fixes: Sequence[str], not
     be enough, and why, when ``note`` does not say so already.
 
     The one renderer of that layout (``ConstraintViolationError`` and an example outside
-    its declared range, ``ConstraintsExceededError``, both print it).
+    its declared range, ``ConstraintsExceededError``, both print it).  What a ``Dim.DYNAMIC``
+    axis's note says is the same in every violation it is part of: it is printed once.
     """
     names = sorted({n for v in violations for n in v.names})
     out = [f"Constraints violated ({', '.join(names)})!"]
+    shown: set[str] = set()  # a Dim.DYNAMIC axis's note is said once, at its first violation
     for v in violations:
-        head, *rest = violation_lines(v)
+        repeated = shown.intersection(v.dynamic_notes)
+        shown.update(v.dynamic_notes)
+        head, *rest = [ln for ln in violation_lines(v) if ln not in repeated]
         out.append(f"  - {head}")
         out += [f"    {ln}" for ln in rest]
     if fixes:

@@ -141,3 +141,27 @@ def test_a_pinned_compound_size_reads_as_its_guard_not_as_the_size():
     text = str(err.value)
     assert "satisfy the guard n % 4 == 0 (shift count of `<<`" in text and "specialized to 8" not in text
     assert "n = 4*_n" in text
+
+
+def test_a_dynamic_axis_note_is_said_once_per_message():
+    # two violations over the same Dim.DYNAMIC axes: each axis's note once, refine still places the fixes
+    table = np.ones((64, 2), np.float32)
+
+    def model(a, b, c):
+        ab = np.concatenate([a, b], axis=0)
+        return ab * c + table[: ab.shape[0]]
+
+    args = np.ones((3, 2), np.float32), np.ones((5, 2), np.float32), np.ones((8, 2), np.float32)
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, *args, dynamic_shapes=spec)
+    text = str(info.value)
+    assert text.count("  - Not all values of") == 2
+    for name, entry in (("a", 0), ("b", 1), ("c", 2)):
+        assert text.count(f"{name}.shape[0] is Dim.DYNAMIC") == 1
+        assert f"its input is entry {entry}." in text
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    ep = tpe.export(model, *args, dynamic_shapes=refined)
+    for p, q in ((1, 1), (31, 33), (2, 7)):
+        a, b, c = np.ones((p, 2), np.float32), np.full((q, 2), 2.0, np.float32), np.ones((p + q, 2), np.float32)
+        np.testing.assert_array_equal(ep.module()(a, b, c), model(a, b, c))
