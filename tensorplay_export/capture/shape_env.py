@@ -207,10 +207,12 @@ class ShapeEnv:
 
     # -- guards ---------------------------------------------------------------
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None, cause: Optional[str] = None) -> None:
+              op: Optional[str] = None, cause: Optional[str] = None, eager: Any = None) -> None:
         """Require ``expr`` (a sympy boolean that holds at the hints); see the module docstring.
 
         ``cause``: why (one of ``records.CAUSES``); None for the one ``kind`` implies.
+        ``eager``: the weaker condition eager numpy runs under (``GuardRecord.eager``; or a
+        function returning it, called only when a record is made), or None.
 
         Raises:
             DataDependentError: in export mode, for a guard on a data-dependent size.
@@ -255,6 +257,9 @@ class ShapeEnv:
         if verdict.status == "proved":
             return
         record = GuardRecord(expr, kind, reason, source, op, cause=cause or "")
+        if eager is not None:
+            eager = sympy.sympify(eager() if callable(eager) else eager)
+            record.eager = self._substitute(eager) if self.replacements else eager
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")
         syms = expr.free_symbols
