@@ -501,6 +501,19 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
             hint = hint_by_name[name].hint if name in hint_by_name else matched[0].hint
             existing[name] = Dim(name, min=hint.min, max=hint.max)
 
+    # A positional spec matches any argument name, so a new root (``_y_dim0`` of
+    # ``y_dim0 = 4*_y_dim0``) also looks like a site.  A name that a range line defines and a
+    # relation uses is that new root when the message places the DYNAMIC axes (entry notes)
+    # but not this name, or when the sites cannot take every name.
+    new_roots = ({f.name for f in fixes if isinstance(f, RangeFix)}
+                 & {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}) & set(dyn_hits)
+    if entries:
+        new_roots -= set(entries)
+    elif _placements(dyn_hits):
+        new_roots = set()
+    for name in new_roots:
+        del dyn_hits[name]
+        del existing[name]
     by_name: dict[str, Fix] = {}
     for fix in fixes:
         prev = by_name.get(fix.name)
