@@ -402,6 +402,8 @@ class Tracer:
             self.force_args((args, kwargs))
             ex_args, ex_kwargs = self.example(args), self.example(kwargs)
         result = self._run_impl(op, ex_args, ex_kwargs, src)
+        if not op.multi_output and isinstance(result, (tuple, list)) and op.name in self.op_table:
+            op = self._opaque_items(op)
         outs = list(result) if op.multi_output else [result]
         concrete = [tuple(np.shape(o)) for o in outs]
         ctx, shapes, pinned = self._rule(op, src, concrete, args, kwargs, info_args, info_kwargs)
@@ -442,6 +444,16 @@ class Tracer:
         if isinstance(result, tuple):  # numpy's namedtuples (QRResult, SVDResult) keep their fields
             return type(result)(*traced) if hasattr(type(result), "_fields") else tuple(traced)
         return traced
+
+    def _opaque_items(self, op: OpDef) -> OpDef:
+        """The multi-output form of a draft opaque op whose call returned a tuple or list
+        (``np.linalg.eig``'s ``(w, v)``): an output per item, as numpy gave them.
+
+        Per call, not per op: one numpy function may return an array or a tuple depending on
+        its arguments (``np.gradient``).  Same name and impl (the program runs the same call)."""
+        from ..ops.registry import OPAQUE_PREFIX, make_opaque_op
+
+        return make_opaque_op(op.name[len(OPAQUE_PREFIX):], op.impl, multi_output=True)
 
     def _rule(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple, kwargs: dict,
               info_args: Any, info_kwargs: Any) -> tuple:
