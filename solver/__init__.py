@@ -12,11 +12,12 @@ from .fixes import (RELATION_FORMS, SEARCHED_FORMS, ConstantFix, FixSuggestion, 
 from .intervals import bounds
 from .intervals import decide as decide_by_intervals  # `solver.decide` stays the module
 from .translate import Translator, UnsupportedExpressionError, to_z3
+from .witnesses import witness
 
 __all__ = [
     "ShapeSolver", "Verdict", "suggest_fixes", "FixSuggestion", "canonicalize",
     "UnsupportedExpressionError", "evaluate", "UnboundSymbolError", "make_symbol", "RangeFix", "ConstantFix",
     "RelationFix", "Unfixable", "RELATION_FORMS", "SEARCHED_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
-    "decide_by_intervals", "value_extent",
+    "decide_by_intervals", "value_extent", "witness",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

@@ -196,6 +196,27 @@ class ShapeSolver:
                 self._residual.append(part)
         self._update_state()
 
+    def checkpoint(self) -> tuple:
+        """A token of the current assumptions, for :meth:`rollback` (declarations are kept).
+
+        A caller that tries something which may fail half-way (a shape rule run with a
+        symbolic argument it may not take) takes one first and rolls back on failure, so
+        the assumptions of the failed try do not stay.
+        """
+        return (len(self._assumptions), len(self._residual), dict(self._bounds))
+
+    def rollback(self, token: tuple) -> None:
+        """Forget every assumption made since :meth:`checkpoint` gave ``token``.
+
+        Symbols declared since then stay declared (with their declared range).
+        """
+        n_assumed, n_residual, bounds = token
+        del self._assumptions[n_assumed:]
+        del self._residual[n_residual:]
+        for name, declared in self._declared.items():
+            self._bounds[name] = bounds.get(name, declared)
+        self._update_state()
+
     def _absorb_bound(self, rel) -> bool:
         """Tighten ``_bounds`` from a bound on one declared symbol (``s <= 512``, ``2*s >= 4``); True if captured."""
         bound = linear_bound(rel)

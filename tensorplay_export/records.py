@@ -181,7 +181,11 @@ class GuardRecord:
     finer why, one of :data:`CAUSES` (``"broadcast"``, ``"reshape"``, ``"len"``,
     ...), set where the guard is emitted; left empty it is the one ``kind``
     implies (``"branch"`` for ``"guard"``, else ``kind`` itself).  ``reason`` is
-    text for people, never read by code.
+    text for people, never read by code.  ``eager``: when the guard is stricter than
+    what eager numpy needs to run the op at all (broadcasting ``a == b`` taken at an
+    example where they were equal; numpy also runs with either size 1), that weaker
+    condition; a counterexample is then chosen where it fails too, so eager really
+    behaves differently there.  None: the guard itself is eager's condition.
     """
 
     expr: sympy.Basic
@@ -191,6 +195,7 @@ class GuardRecord:
     op: Optional[str] = None
     notes: list[str] = field(default_factory=list)
     cause: str = ""
+    eager: Optional[sympy.Basic] = None
 
     def __post_init__(self) -> None:
         if not self.cause:
@@ -279,8 +284,10 @@ class Violation:
             its source line explains); for a pinned size, which construct pinned it.
         specialized_to: for a guard pinning one size: the value it was pinned to
             (the bullet then reads "was specialized to"), else None.
-        counterexample: sizes inside the declared ranges where the guard fails
-            (from the fix search's verdicts, moved toward the example sizes), or None.
+        counterexample: sizes inside the declared ranges where the guard fails and eager
+            numpy really behaves differently (``GuardRecord.eager`` fails too): every size of
+            the guard and of that condition, each >= 2 where the ranges allow (sizes 0 and 1
+            are where numpy broadcasts and specializes), moved toward the example sizes; or None.
         undecided: when there is no counterexample because the solver could not
             decide the guard: its reason; else None.
         keep_dynamic: for a pinned size: how to write the model so it stays dynamic.

@@ -31,8 +31,6 @@ from typing import Any, Iterable, Mapping, Optional
 
 import sympy
 
-from solver import evaluate
-
 from .errors import (  # noqa: F401
     DYNAMIC_ENTRY_MARK, NO_FIXES_LINE, UNFIXABLE_MARK, ConstraintViolationError, DataDependentError,
 )
@@ -89,70 +87,35 @@ def _verdicts(fs: Any, count: int, failure: Optional[_SolverFailure]) -> list:
     return [checks[i].verdict if i < len(checks) else missing for i in range(count)]
 
 
-def _holds(expr: Any, values: Mapping[str, int]) -> Optional[bool]:
-    """The guard's truth at concrete sizes; None if it does not evaluate to a boolean."""
-    try:
-        result = evaluate(expr, values)
-    except Exception:  # noqa: BLE001 - a size without a value or an odd construct keeps the solver's counterexample
-        return None
-    return result if type(result) is bool else None
+def _counterexample(record: GuardRecord, cex: dict, dims: Mapping[str, DimInfo]) -> dict:
+    """The sizes a violation shows: a point where the guard fails and eager really differs.
 
-
-def _bisect_fail(holds, steps: int) -> int:
-    """Smallest ``i`` in ``(0, steps]`` with ``holds(i)`` False, given ``holds(0)`` and not ``holds(steps)``.
-
-    Only ever returns an index known to fail (the answer is a boundary when the
-    guard is monotone along the path, and still a failing point otherwise).
+    ``solver.witness`` chooses it (every size >= 2 where the ranges allow, moved toward
+    the example sizes): under the guard's negation, and where the guard is stricter than
+    what eager numpy needs (``record.eager``, broadcasting's ``a == b or a == 1 or b == 1``)
+    under that condition's negation too, which names every size the failure depends on.
+    ``cex`` (the fix search's counterexample) is the starting point; it is kept when no
+    witness is found.
     """
-    good, bad = 0, steps
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        verdict = holds(mid)
-        if verdict is None:
-            break
-        good, bad = (mid, bad) if verdict else (good, mid)
-    return bad
-
-
-def _nearest_counterexample(expr: Any, cex: dict, dims: Mapping[str, DimInfo]) -> dict:
-    """Move a counterexample toward the example sizes while the guard still fails.
-
-    A boundary value (``seq = 513`` for ``seq <= 512``) says more than a corner
-    (``seq = 1024``), and ``dx = 8, dy = 8`` shows ``dx - 1 == dy`` failing more
-    plainly than ``dx = 1, dy = 1``.  Starting from the example sizes (where the
-    guard holds), the search moves one size toward its counterexample value if
-    that alone breaks the guard, else all sizes together, then tightens each size
-    alone.  Bisection always keeps a failing end, so the result is a verified
-    counterexample inside the declared ranges.
-    """
-    hints = {n: int(dims[n].hint) for n in cex if n in dims and dims[n].hint is not None}
-    best = dict(cex)
-    if len(hints) == len(cex) and _holds(expr, hints) is True and _holds(expr, best) is False:
-        # Prefer changing one size of the example (shows a relation most plainly), else all together.
-        paths = [{**hints, name: cex[name]} for name in sorted(cex) if cex[name] != hints[name]] + [dict(cex)]
-        for target in paths:
-            if _holds(expr, target) is not False:
-                continue
-            steps = max(abs(target[n] - hints[n]) for n in target)
-
-            def along(i: int, target=target, steps=steps) -> dict:
-                return {n: hints[n] + (i * (target[n] - hints[n])) // steps for n in target}
-
-            best = along(_bisect_fail(lambda i: _holds(expr, along(i)), steps))
-            break
-    for name in sorted(best):
-        if name not in hints or hints[name] == best[name]:
-            continue
-        start, end = hints[name], best[name]
-        if _holds(expr, dict(best, **{name: start})) is not True:
-            continue
-        sign = 1 if end > start else -1
-
-        def moved(i: int, name=name, start=start, sign=sign) -> Optional[bool]:
-            return _holds(expr, dict(best, **{name: start + sign * i}))
-
-        best[name] = start + sign * _bisect_fail(moved, abs(end - start))
-    return best
+    find = getattr(_solver_api(), "witness", None)
+    if find is None:
+        return cex
+    conditions = [sympy.Not(record.expr)]
+    if record.eager is not None and set(_names(record.eager)) <= set(dims):
+        conditions.append(sympy.Not(record.eager))
+    names = {n for c in conditions for n in _names(c)}
+    if not names <= set(dims) or not set(cex) <= names:
+        return cex
+    ranges = {n: (dims[n].lower, _upper_or_none(dims[n].upper)) for n in names}
+    hints = {n: int(dims[n].hint) for n in names if dims[n].hint is not None}
+    for condition in (sympy.And(*conditions), conditions[0]) if len(conditions) > 1 else (conditions[0],):
+        try:
+            got = find(condition, ranges, hints, start=cex)
+        except Exception:  # noqa: BLE001 - an odd construct: the fix search's counterexample stays
+            got = None
+        if got:
+            return got
+    return cex
 
 
 def _unfixable_entries(fs: Any) -> list[tuple[Any, dict, str]]:
@@ -206,7 +169,7 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         cex = unfixable[0]
     undecided = None
     if cex:
-        cex = _nearest_counterexample(record.expr, cex, dims)
+        cex = _counterexample(record, cex, dims)
     elif verdict is not None and verdict.status == "unknown":
         undecided = str(verdict.reason)
     # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it

@@ -90,3 +90,83 @@ def test_a_hostile_ranged_hint_is_refused_at_load():
                 {"k": "DimHint", "v": "AUTO", "min": 9, "max": 8}):
         with pytest.raises((ArchiveError, ValueError)):
             dec.value(bad)
+
+
+# -- an example outside a ranged hint gets a fix, as a named Dim's does ------------------------------
+def _branchy(x):
+    return x * 2.0 if x.shape[0] > 11 else x[:-1] + 1.0
+
+
+@pytest.mark.parametrize("hint, line", [(Dim.AUTO(min=12), "x_dim0 = Dim.AUTO(min=10)"),
+                                        (Dim.DYNAMIC(min=12), "x_dim0 = Dim.DYNAMIC(min=10)"),
+                                        (Dim.AUTO(min=12, max=20), "x_dim0 = Dim.AUTO(min=10, max=20)"),
+                                        (Dim.DYNAMIC(max=8), "x_dim0 = Dim.DYNAMIC(max=10)")],
+                         ids=["auto-min", "dynamic-min", "auto-min-max", "dynamic-max"])
+@pytest.mark.parametrize("positional", [False, True], ids=["dict", "tuple"])
+def test_an_example_outside_a_ranged_hint_gets_a_fix_applied_in_one_step(hint, line, positional):
+    model = lambda x: x * 2.0  # noqa: E731
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    spec = ({0: hint},) if positional else {"x": {0: hint}}
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(model, x, dynamic_shapes=spec)
+    text = str(info.value)
+    assert f"x.shape[0] = 10 is outside its {hint!r}" in text
+    assert text.rstrip().endswith(f"Suggested fixes:\n  {line}"), text
+    [v] = info.value.violations
+    assert v.fix_lines == (line,) and v.example is not None
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    widened = (refined[0] if positional else refined["x"])[0]
+    assert type(widened) is type(hint) and widened.kind == hint.kind  # an AUTO axis stays AUTO
+    ep = tpe.export(model, x, dynamic_shapes=refined)
+    [r] = ep.range_constraints.values()
+    assert (r.lower, r.upper) == ((widened.min or 1), widened.max or math.inf)
+    for n in (10, 11, 13):
+        if widened.max is not None and n > widened.max:
+            continue
+        xn = np.ones((n, 2), np.float32)
+        np.testing.assert_array_equal(ep.module()(xn), model(xn))
+
+
+@pytest.mark.parametrize("hint", [Dim.AUTO(min=12), Dim.DYNAMIC(min=12)], ids=["auto", "dynamic"])
+def test_a_widened_hint_range_that_lets_in_a_branch_is_fixed_in_the_same_step(hint):
+    x = np.ones((10, 2), np.float32)
+    spec = {"x": {0: hint}}
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(_branchy, x, dynamic_shapes=spec)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(_branchy, x, dynamic_shapes=refined)
+    [r] = ep.range_constraints.values()
+    assert (r.lower, r.upper) == (10, 11)  # the example's branch (n <= 11), from 10 up
+    for n in (10, 11):
+        xn = np.arange(2 * n, dtype=np.float32).reshape(n, 2)
+        np.testing.assert_array_equal(ep.module()(xn), _branchy(xn))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((12, 2), np.float32))
+
+
+def test_hints_and_named_dims_outside_are_reported_and_fixed_together():
+    def pair(x, y):
+        return x + y
+
+    x = np.ones((10, 2), np.float32)
+    spec = ({0: Dim.AUTO(min=12)}, {0: Dim.DYNAMIC(min=11)})
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(pair, x, x, dynamic_shapes=spec)
+    assert len([v for v in info.value.violations if v.example is not None]) == 2
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(pair, x, x, dynamic_shapes=refined)
+    for n in (10, 17):
+        xn = np.full((n, 2), 3.0, np.float32)
+        np.testing.assert_array_equal(ep.module()(xn, xn), pair(xn, xn))
+
+
+def test_a_hint_line_must_name_a_hint_of_its_kind():
+    from tensorplay_export.specs.refine import HintFix, parse_fix_line
+
+    assert parse_fix_line("x_dim0 = Dim.AUTO(min=10, max=None)") == HintFix("x_dim0", "AUTO", 10, None,
+                                                                              "x_dim0 = Dim.AUTO(min=10, max=None)")
+    text = "Suggested fixes:\n  x_dim0 = Dim.DYNAMIC(min=3)"
+    with pytest.raises(ValueError, match="no Dim.DYNAMIC at a site of that name"):
+        tpe.refine_dynamic_shapes_from_suggested_fixes(text, {"x": {0: Dim.AUTO}})
+    assert tpe.refine_dynamic_shapes_from_suggested_fixes(text, {"x": {0: Dim.DYNAMIC(min=5)}}) == \
+        {"x": {0: Dim.DYNAMIC(min=3)}}

@@ -20,6 +20,7 @@ import sympy
 import solver
 import solver.decide
 import solver.evaluation
+import solver.witnesses
 import tensorplay_export.capture.shape_env as shape_env
 import tensorplay_export.violations as violations
 from solver import UnboundSymbolError, evaluate
@@ -143,7 +144,7 @@ def _calls(fn) -> set:
 
 def test_every_size_evaluation_goes_through_solver_evaluate():
     assert solver.evaluate is solver.evaluation.evaluate is solver.decide.evaluate
-    for fn in (shape_env.ShapeEnv.hint, violations._holds, Interpreter.eval_expr, _CallInterpreter.eval_expr):
+    for fn in (shape_env.ShapeEnv.hint, solver.witnesses._value, Interpreter.eval_expr, _CallInterpreter.eval_expr):
         calls = _calls(fn)
         assert "evaluate" in calls, fn.__qualname__
         assert not {"xreplace", "subs"} & calls, f"{fn.__qualname__} substitutes sizes itself"

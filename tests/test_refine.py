@@ -392,3 +392,39 @@ def test_entry_notes_pick_between_positional_placements():
     # a dict spec names its inputs: the entry is not needed and not used
     text = message(*lines).replace("Suggested fixes:", note.format(1) + "Suggested fixes:")
     assert refine(text, {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}})["x"] == {0: Dim("x_dim0", max=8)}
+
+
+# -- a positional spec: a new root is not a Dim.DYNAMIC site -------------------------------------------
+@pytest.mark.parametrize("spec", [({0: Dim.DYNAMIC},), {"y": {0: Dim.DYNAMIC}}], ids=["tuple", "dict"])
+def test_divisibility_of_a_dynamic_axis_refines_in_one_step_for_tuple_and_dict_specs(spec):
+    def model(y):
+        return y.reshape(-1, 4).sum(1)
+
+    y = np.ones((8,), np.float32)
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, y, dynamic_shapes=spec)
+    assert "one refine step will not be enough" not in str(info.value)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, y, dynamic_shapes=refined)
+    for n in (4, 12, 40):
+        yn = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(ep.module()(yn), model(yn))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((6,), np.float32))
+
+
+def test_two_positional_dynamic_axes_each_get_their_own_new_root():
+    def model(x, y):
+        return x.reshape(-1, 4).sum(1) + y.reshape(-1, 2).sum()
+
+    x, y = np.ones((8,), np.float32), np.ones((12,), np.float32)
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, x, y, dynamic_shapes=spec)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, x, y, dynamic_shapes=refined)
+    for n, m in ((8, 12), (16, 4), (4, 2)):
+        a, b = np.arange(n, dtype=np.float32), np.arange(m, dtype=np.float32)
+        np.testing.assert_array_equal(ep.module()(a, b), model(a, b))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((6,), np.float32), np.ones((4,), np.float32))

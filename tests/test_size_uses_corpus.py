@@ -270,7 +270,15 @@ CASES = [
     ("size_in_list_index", lambda x: x * [1, 2, 3, 4, 5, 6, 7, 8][x.shape[1]], GUARDED),
     ("shape_times_two", lambda x: np.zeros(x.shape * 2), EXACT),
     # -- sizes as op arguments ----------------------------------------------------------------------
-    ("size_as_axis", lambda x: x.sum(axis=x.shape[0] % 2), REFUSED, (CaptureError, "int(size) pins it")),
+    # an argument a rule takes only as a constant: pinned (a guard), never an internal error
+    ("size_as_axis", lambda x: x.sum(axis=x.shape[0] % 2), GUARDED),
+    ("size_as_split_count", lambda x: np.array_split(x, x.shape[0] // 2 + 1)[-1], GUARDED),
+    ("size_as_moveaxis_source", lambda x: np.moveaxis(x[None], x.shape[0] % 2, 2), GUARDED),
+    ("size_comparison_as_index", lambda x: x[x.shape[0] > 4], GUARDED),
+    ("size_comparison_beside_index", lambda x: x[x.shape[0] > 4, :2, [0]], GUARDED),
+    ("size_as_diff_order", lambda x: np.diff(x, n=x.shape[1] % 3 + 1, axis=0), EXACT),
+    ("size_as_diagonal_offset", lambda x: np.diagonal(x, offset=x.shape[0] // 2 - x.shape[1]), EXACT),
+    ("size_as_diag_offset", lambda x: np.diag(x[0], k=x.shape[0] - 5), EXACT),
     ("size_as_repeat_count", lambda x: np.repeat(x, x.shape[1] % 3 + 1, axis=0), EXACT),
     ("size_as_roll_shift", lambda x: np.roll(x, x.shape[0] // 2, axis=0), EXACT),
     ("size_as_pad_width", lambda x: np.pad(x, ((0, x.shape[0] % 3), (0, 0))), EXACT),

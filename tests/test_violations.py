@@ -482,23 +482,50 @@ def test_violation_case_spec_round_trip(case_name):
             (sizes, text, refined)
 
 
+def _cex(guard, start, dims, eager=None):
+    return violations._counterexample(GuardRecord(guard, "shape", "test", eager=eager), start, dims)
+
+
 def test_nearest_counterexample():
     seq, dx, dy = sym("seq"), sym("dx"), sym("dy")
     dims = {"seq": info("seq", 1, 1024, 16), "dx": info("dx", 1, 100, 8), "dy": info("dy", 1, 100, 8)}
-    assert violations._nearest_counterexample(seq <= 512, {"seq": 1024}, dims) == {"seq": 513}
-    assert violations._nearest_counterexample(sympy.Ne(seq, 512), {"seq": 512}, dims) == {"seq": 512}
+    assert _cex(seq <= 512, {"seq": 1024}, dims) == {"seq": 513}
+    assert _cex(sympy.Ne(seq, 512), {"seq": 512}, dims) == {"seq": 512}
     # relations: change one size of the example when that alone breaks the guard
     guard = sympy.Or(sympy.Eq(dx, dy), sympy.Eq(dx, 1), sympy.Eq(dy, 1))
-    assert violations._nearest_counterexample(guard, {"dx": 2, "dy": 3}, dims) == {"dx": 7, "dy": 8}
+    assert _cex(guard, {"dx": 2, "dy": 3}, dims) == {"dx": 7, "dy": 8}
     dims9 = dict(dims, dx=info("dx", 1, 100, 9))
-    assert violations._nearest_counterexample(sympy.Eq(dx - 1, dy), {"dx": 1, "dy": 1}, dims9) == {"dx": 8, "dy": 8}
+    # sizes >= 2 where the ranges allow (the solver's dx = dy = 1 is lifted first)
+    assert _cex(sympy.Eq(dx - 1, dy), {"dx": 1, "dy": 1}, dims9) == {"dx": 8, "dy": 8}
     # every result still refutes the guard
-    got = violations._nearest_counterexample(dx * dy <= 100, {"dx": 100, "dy": 100}, dims)
+    got = _cex(dx * dy <= 100, {"dx": 100, "dy": 100}, dims)
     assert not bool((dx * dy <= 100).subs({dx: got["dx"], dy: got["dy"]}))
     assert got == {"dx": 13, "dy": 8}
     # a guard that does not evaluate at concrete sizes keeps the solver's counterexample
     f = sympy.Function("f")
-    assert violations._nearest_counterexample(f(seq) <= 3, {"seq": 900}, dims) == {"seq": 900}
+    assert _cex(f(seq) <= 3, {"seq": 900}, dims) == {"seq": 900}
+
+
+def test_counterexample_avoids_sizes_that_broadcast():
+    b, b2, m, n = sym("b"), sym("b2"), sym("m"), sym("n")
+    dims = {"b": info("b", 1, 8, 2), "b2": info("b2", 1, 8, 2), "m": info("m", 1, 10, 1), "n": info("n", 1, 10, 5)}
+    runs = sympy.Or(sympy.Eq(b, b2), sympy.Eq(b, 1), sympy.Eq(b2, 1))
+    # b = 1, b2 = 2 violates b == b2, but numpy broadcasts there: never the witness; the one
+    # shown is the example (2, 2) with one size one step away
+    for eager in (None, runs):
+        got = _cex(sympy.Eq(b, b2), {"b": 1, "b2": 2}, dims, eager=eager)
+        assert got in ({"b": 3, "b2": 2}, {"b": 2, "b2": 3}), got
+    # m == 1 taken against n: the witness names n too, at a size where numpy fails
+    runs = sympy.Or(sympy.Eq(m, n), sympy.Eq(m, 1), sympy.Eq(n, 1))
+    assert _cex(sympy.Eq(m, 1), {"m": 2}, dims, eager=runs) == {"m": 2, "n": 5}
+    at_two = dict(dims, n=info("n", 1, 10, 2))  # example n = 2: m = 2 would broadcast fine
+    assert _cex(sympy.Eq(m, 1), {"m": 2}, at_two, eager=runs) == {"m": 3, "n": 2}
+    # ranges that allow only 1 or 2: fall back to what exists
+    tight = dict(dims, b=info("b", 1, 1, 1), b2=info("b2", 1, 2, 1))
+    assert _cex(sympy.Eq(b, b2), {"b": 1, "b2": 2}, tight) == {"b": 1, "b2": 2}
+    # no point outside eager's condition in the ranges: the guard's own witness
+    runs_b = sympy.Or(sympy.Eq(b, b2), sympy.Eq(b, 1), sympy.Eq(b2, 1))
+    assert _cex(sympy.Eq(b, b2), {"b": 1, "b2": 2}, tight, eager=runs_b) == {"b": 1, "b2": 2}
 
 
 # --- end to end through export: DYNAMIC fixes and unfixable relations ------------------------

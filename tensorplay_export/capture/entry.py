@@ -24,7 +24,7 @@ from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
 from ..ops import sizes as ops_sizes
 from ..ops.registry import has_side_effect
-from ..records import DimInfo, derived_site, format_range_brackets
+from ..records import DimInfo, derived_site
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
 from .patching import clone_function, patch_numpy, unpatch_numpy
@@ -104,11 +104,11 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                 continue
             if is_auto(d) or is_dynamic(d):
                 lo, hi = hint_bounds(d, int(size))
-                if size < lo or (hi is not None and size > hi):
-                    raise ConstraintsExceededError(
-                        f"{site} = {int(size)} is outside its {d!r} in {format_range_brackets(lo, hi)}: "
-                        f"the example inputs disagree with the declared dynamic_shapes; pass an example "
-                        f"inside the range or widen it")
+                if size < lo or (hi is not None and size > hi):  # reported with the others, with a fix
+                    outside.append(OutsideExample(site, int(size), d, env.fresh_name(f"{leaf_name(path)}_dim{axis}"),
+                                                  spec.top))
+                    shape.append(int(size))
+                    continue
                 if is_auto(d):
                     sym = env.auto_symbol(size, lo, hi)
                     kind = "auto"

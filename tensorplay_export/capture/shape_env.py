@@ -79,7 +79,7 @@ class ShapeEnv:
         self.accepted: list[GuardRecord] = []
         self.data_dependent: list[GuardRecord] = []
         self.tracer: Any = None                               # set by capture (for SymInt ufuncs)
-        self._seen: set = set()
+        self._seen: dict = {}                                 # canonical guards met (ordered: rollback)
         self._hint_cache: dict = {}
         self._counters = {"auto": 0, "unbacked": 0}
         self._taken: set[str] = set()                         # user Dim names and every name made
@@ -207,10 +207,12 @@ class ShapeEnv:
 
     # -- guards ---------------------------------------------------------------
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None, cause: Optional[str] = None) -> None:
+              op: Optional[str] = None, cause: Optional[str] = None, eager: Any = None) -> None:
         """Require ``expr`` (a sympy boolean that holds at the hints); see the module docstring.
 
         ``cause``: why (one of ``records.CAUSES``); None for the one ``kind`` implies.
+        ``eager``: the weaker condition eager numpy runs under (``GuardRecord.eager``; or a
+        function returning it, called only when a record is made), or None.
 
         Raises:
             DataDependentError: in export mode, for a guard on a data-dependent size.
@@ -236,7 +238,7 @@ class ShapeEnv:
             return
         # seen under the form it arrives in: a float guard is rationalized below, and its next
         # arrival must not reach the solver again
-        self._seen.add(expr)
+        self._seen[expr] = None
         if expr.has(sympy.Float):
             expr = sympy.nsimplify(expr, rational=True)
         started = time.perf_counter()
@@ -255,6 +257,9 @@ class ShapeEnv:
         if verdict.status == "proved":
             return
         record = GuardRecord(expr, kind, reason, source, op, cause=cause or "")
+        if eager is not None:
+            eager = sympy.sympify(eager() if callable(eager) else eager)
+            record.eager = self._substitute(eager) if self.replacements else eager
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")
         syms = expr.free_symbols
@@ -288,11 +293,12 @@ class ShapeEnv:
         return taken
 
     def specialize(self, expr: Any, reason: str, source: Optional[SourceLoc] = None,
-                   cause: str = "specialization") -> Any:
+                   cause: str = "specialization", op: Optional[str] = None) -> Any:
         """Pin ``expr`` to its example value (``int(s)``); records ``Eq(expr, value)``.
 
         ``cause``: which construct pinned it (``"python_int"``, ``"len"``, ``"iteration"``, or
         ``"specialization"`` for any other); the violation report's hint depends on it.
+        ``op``: the op whose argument needed the constant (capture's pins of rule arguments).
         """
         value = self.hint(expr)
         if source is None:
@@ -301,10 +307,35 @@ class ShapeEnv:
         if isinstance(value, float) or e.has(sympy.Float):
             # a float of sizes: pin the sizes themselves (the solver reasons over integers)
             for sym in sorted(e.free_symbols, key=lambda v: v.name):
-                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source, cause=cause)
+                self.guard(sympy.Eq(sym, self.hints[sym]), "specialization", reason, source, op, cause=cause)
             return value
-        self.guard(sympy.Eq(expr, value), "specialization", reason, source, cause=cause)
+        self.guard(sympy.Eq(expr, value), "specialization", reason, source, op, cause=cause)
         return value
+
+    # -- trying a rule ------------------------------------------------------------
+    def checkpoint(self) -> tuple:
+        """A token of the guard log and the solver's assumptions, for :meth:`rollback`.
+
+        Capture takes one before a shape rule that gets a symbolic size argument: if the rule
+        fails half-way (it needs a constant there), the guards it emitted before failing are
+        forgotten and the rule runs again with that argument pinned (``capture.tracer``).
+        """
+        return (len(self.violations), len(self.accepted), len(self.data_dependent), len(self._seen),
+                self.replacements, self.solver.checkpoint())
+
+    def rollback(self, token: tuple) -> None:
+        """Forget the guards recorded since :meth:`checkpoint` gave ``token``.
+
+        Symbols made since then (a data-dependent size of the failed rule) stay, unused.
+        """
+        n_viol, n_acc, n_dd, n_seen, replacements, solver_token = token
+        del self.violations[n_viol:]
+        del self.accepted[n_acc:]
+        del self.data_dependent[n_dd:]
+        for expr in list(self._seen)[n_seen:]:
+            del self._seen[expr]
+        self.replacements = replacements  # _maybe_replace builds a new dict, never mutates this one
+        self.solver.rollback(solver_token)
 
     # -- helpers --------------------------------------------------------------
     def _maybe_replace(self, expr: sympy.Basic, source: Optional[SourceLoc] = None,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import sys
 import warnings
 import weakref
@@ -405,9 +406,14 @@ class Tracer:
             self.force_args((args, kwargs))
             ex_args, ex_kwargs = self.example(args), self.example(kwargs)
         result = self._run_impl(op, ex_args, ex_kwargs, src)
+        if not op.multi_output and isinstance(result, (tuple, list)) and op.name in self.op_table:
+            op = self._opaque_items(op)
         outs = list(result) if op.multi_output else [result]
         concrete = [tuple(np.shape(o)) for o in outs]
-        ctx, shapes = self._rule(op, src, concrete, args, kwargs, info_args, info_kwargs)
+        ctx, shapes, pinned = self._rule(op, src, concrete, args, kwargs, info_args, info_kwargs)
+        if pinned is not None:  # the node computes with the pinned constants the rule took
+            node_args, node_kwargs = self.node_arg(pinned[0]), self.node_arg(pinned[1])
+            defer_args = defer_kwargs = False
         if len(shapes) != len(outs):
             raise CaptureError(f"internal error: shape rule of {op.name} gave {len(shapes)} outputs, "
                                f"numpy gave {len(outs)}")
@@ -443,32 +449,114 @@ class Tracer:
             return type(result)(*traced) if hasattr(type(result), "_fields") else tuple(traced)
         return traced
 
+    def _opaque_items(self, op: OpDef) -> OpDef:
+        """The multi-output form of a draft opaque op whose call returned a tuple or list
+        (``np.linalg.eig``'s ``(w, v)``): an output per item, as numpy gave them.
+
+        Per call, not per op: one numpy function may return an array or a tuple depending on
+        its arguments (``np.gradient``).  Same name and impl (the program runs the same call)."""
+        from ..ops.registry import OPAQUE_PREFIX, make_opaque_op
+
+        return make_opaque_op(op.name[len(OPAQUE_PREFIX):], op.impl, multi_output=True)
+
     def _rule(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple, kwargs: dict,
               info_args: Any, info_kwargs: Any) -> tuple:
-        """Run ``op``'s shape rule: ``(ctx, list of output shapes)``; ``concrete`` is numpy's
-        output shapes (None for a deferred op: unbacked sizes never come from those)."""
-        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        """Run ``op``'s shape rule: ``(ctx, list of output shapes, pinned)``; ``concrete`` is numpy's
+        output shapes (None for a deferred op: unbacked sizes never come from those).
+
+        A rule that fails on a symbolic size argument (``np.diff(x, n=k)`` where the rule needs
+        an int, ``x[n > 4]`` where it needs a bool) is run again with that argument pinned to
+        its example value (:meth:`_rule_with_pins`); ``pinned`` is then ``(args, kwargs)`` with
+        the pinned sizes as constants (the node must hold those), else None.  The guards the
+        failed run emitted are forgotten (``ShapeEnv.rollback``).
+        """
+        token = self.env.checkpoint() if _size_leaves((args, kwargs)) else None
         try:
-            shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
+            return (*self._run_rule(op, src, concrete, info_args, info_kwargs), None)
         except UnsupportedOpError as err:
             _at_source(err, src)
             raise
         except (CaptureError, DataDependentError):
             raise
         except Exception as err:
-            hint = ""
-            if isinstance(err, TypeError) and _has_size_arg((args, kwargs)):
-                hint = ("\n  (a size is passed where this op may need a constant, such as an axis or a "
-                        "count: int(size) pins it to the example's value)")
-            elif isinstance(err, (TypeError, ValueError, sympy.SympifyError)) and _has_int_array_arg(args[1:]):
+            tried = token is not None
+            if tried:
+                self.env.rollback(token)
+                done = self._rule_with_pins(op, src, concrete, args, kwargs)
+                if done is not None:
+                    return done
+            if isinstance(err, (TypeError, ValueError, sympy.SympifyError)) and _has_int_array_arg(args[1:]):
                 raise DataDependentError(
                     f"data-dependent: {op.name} needs Python ints here (split points, sizes, counts) and the "
                     f"model passes the values of an array, which the program cannot know ahead of time: "
                     f"compute the result with masks or np.where, or pass the values as static arguments\n"
                     f"  at {src}") from err
-            raise CaptureError(f"shape rule of {op.name} failed: {type(err).__name__}: {err}{hint}\n"
-                               f"  at {src}") from err
+            also = " (also with its size arguments pinned to the example's values)" if tried else ""
+            raise CaptureError(f"internal error: shape rule of {op.name} failed{also}: {type(err).__name__}: "
+                               f"{err}\n  at {src}") from err
+
+    def _run_rule(self, op: OpDef, src: Any, concrete: Optional[list], info_args: Any,
+                  info_kwargs: Any) -> tuple:
+        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
         return ctx, (list(shapes) if op.multi_output else [shapes])
+
+    def _rule_with_pins(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple,
+                        kwargs: dict) -> Optional[tuple]:
+        """``op``'s rule run with symbolic size arguments pinned: ``(ctx, shapes, (args, kwargs))``
+        or None when it fails even with every one pinned.
+
+        The rule cannot take a size there (a count, an offset, a number of parts, a bool
+        index): the size is specialized to its example value with a reason naming the op and
+        the argument, as ``int(size)`` or ``math.log(size)`` pin one, and capture goes on
+        (``draft_export`` still builds a program).  Each argument holding sizes is tried
+        alone first, in order, so only the ones the rule cannot take are pinned; a size
+        comparison (SymBool) is decided by a guard on the example's branch and passed as
+        that Python bool, as eager passes it.
+        """
+        keys = [i for i, a in enumerate(args) if _size_leaves(a)]
+        keys += [k for k, v in kwargs.items() if _size_leaves(v)]
+        trials = [[k] for k in keys] + ([keys] if len(keys) > 1 else [])
+        for trial in trials:
+            token = self.env.checkpoint()
+            pargs, pkwargs = list(args), dict(kwargs)
+            for key in trial:
+                reason = (f"{_arg_text(op, key)} of {op.name} must be a constant (its shape rule has no "
+                          f"symbolic form for a size there)")
+                if isinstance(key, int):
+                    pargs[key] = self._pinned(args[key], op.name, reason, src)
+                else:
+                    pkwargs[key] = self._pinned(kwargs[key], op.name, reason, src)
+            pargs = tuple(pargs)
+            try:
+                ctx, shapes = self._run_rule(op, src, concrete, self.info(pargs), self.info(pkwargs))
+            except (CaptureError, DataDependentError, UnsupportedOpError):
+                raise
+            except Exception:  # noqa: BLE001 - not this argument: forget its pin, try the next
+                self.env.rollback(token)
+                continue
+            return ctx, shapes, (pargs, pkwargs)
+        return None
+
+    def _pinned(self, value: Any, op: str, reason: str, src: Any) -> Any:
+        """``value`` with each symbolic size in it specialized to its example value."""
+        if isinstance(value, SymBool):
+            taken = bool(self.env.hint(value.expr))
+            self.env.guard(value.expr if taken else sympy.Not(value.expr), "guard",
+                           f"{reason}: a size comparison there is a Python bool", src, op, cause="branch")
+            return taken
+        if isinstance(value, (SymInt, SymFloat)):
+            pinned = self.env.specialize(value.expr, reason, src, op=op)
+            return value.numpy_type.type(pinned) if value.numpy_type is not None else pinned
+        if isinstance(value, tuple):
+            return tuple(self._pinned(v, op, reason, src) for v in value)
+        if isinstance(value, list):
+            return [self._pinned(v, op, reason, src) for v in value]
+        if isinstance(value, dict):
+            return {k: self._pinned(v, op, reason, src) for k, v in value.items()}
+        if isinstance(value, slice):
+            return slice(*(self._pinned(v, op, reason, src) for v in (value.start, value.stop, value.step)))
+        return value
 
     def _proxy_run(self, op: OpDef, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
         """``(dtype, shape or None)`` of ``op`` from its impl run on proxies (:func:`.lazy.proxy_args`),
@@ -497,8 +585,11 @@ class Tracer:
         is computed by :meth:`force` when something reads it.  ``proxy``: (dtype, numpy's shape
         on zero-strided views of the example shapes or None), from :meth:`_proxy_run`."""
         dtype, concrete = proxy
-        ctx, shapes = self._rule(op, src, None if concrete is None else [concrete], args, kwargs, info_args,
-                                 info_kwargs)
+        ctx, shapes, pinned = self._rule(op, src, None if concrete is None else [concrete], args, kwargs,
+                                         info_args, info_kwargs)
+        if pinned is not None:  # the node computes with the pinned constants the rule took
+            node_args, node_kwargs = self.node_arg(pinned[0]), self.node_arg(pinned[1])
+            defer_args = defer_kwargs = False
         shape = self._checked_shape(shapes[0], concrete, op, src)
         if ctx.unbacked:
             raise CaptureError(f"internal error: {op.name} is deferred but its rule made a data-dependent size"
@@ -707,15 +798,36 @@ def _has_int_array_arg(value: Any) -> bool:
     return False
 
 
-def _has_size_arg(value: Any) -> bool:
-    """Whether a symbolic size is among an op's arguments (top level or in tuples, lists, dicts)."""
-    if isinstance(value, (SymInt, SymFloat)):
+def _size_leaves(value: Any) -> bool:
+    """Whether a symbolic size or size comparison is among an op's arguments (top level or in
+    tuples, lists, dicts, slices)."""
+    t = type(value)
+    if t in _PLAIN or t is TracedArray:
+        return False
+    if isinstance(value, (SymInt, SymFloat, SymBool)):
         return True
     if isinstance(value, (tuple, list)):
-        return any(_has_size_arg(v) for v in value)
+        return any(_size_leaves(v) for v in value)
     if isinstance(value, dict):
-        return any(_has_size_arg(v) for v in value.values())
+        return any(_size_leaves(v) for v in value.values())
+    if isinstance(value, slice):
+        return any(_size_leaves(v) for v in (value.start, value.stop, value.step))
     return False
+
+
+def _arg_text(op: OpDef, key: Any) -> str:
+    """How a reason names an op's argument: ``argument `n```, from the shape rule's signature
+    (its first parameter is the ctx); ``argument 2`` where the signature does not say."""
+    if isinstance(key, str):
+        return f"argument `{key}`"
+    try:
+        params = list(inspect.signature(op.shape_rule).parameters.values())[1:]
+    except (TypeError, ValueError):
+        params = []
+    if key < len(params) and params[key].kind in (inspect.Parameter.POSITIONAL_ONLY,
+                                                  inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return f"argument `{params[key].name}`"
+    return f"argument {key + 1}"
 
 
 def _frozen(value: Any, key: Any) -> Any:

@@ -88,8 +88,9 @@ class SizeEnv(Protocol):
         """Range-aware canonical form of a size expression."""
 
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None, cause: Optional[str] = None) -> None:
-        """Require ``expr`` (a sympy boolean true at the example sizes); ``cause`` says why (records.CAUSES)."""
+              op: Optional[str] = None, cause: Optional[str] = None, eager: Any = None) -> None:
+        """Require ``expr`` (a sympy boolean true at the example sizes); ``cause`` says why (records.CAUSES);
+        ``eager`` (given only when known) the weaker condition numpy runs under (``GuardRecord.eager``)."""
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
                         lower: int = 0, same_as: Any = None) -> sympy.Symbol:
@@ -153,6 +154,8 @@ class BareEnv:
         if expr is sympy.true:
             self.stats["folded"] += 1
             return
+        if callable(extra.get("eager")):
+            extra["eager"] = extra["eager"]()
         self.recorded.append(GuardRecord(expr, kind, reason, source, op, **extra))
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
@@ -215,24 +218,29 @@ class ShapeCtx:
             return as_dim(self._env.canon(expr))
         return as_dim(expr) if isinstance(expr, sympy.Basic) else expr
 
-    def require(self, cond: Any, reason: Any, cause: str = "shape") -> None:
+    def require(self, cond: Any, reason: Any, cause: str = "shape", eager: Any = None) -> None:
         """The op is correct only if ``cond`` holds (kind ``"shape"``).
 
         ``reason``: a str, or a function returning it -- called only when ``cond`` does
         not fold to true (printing sympy sizes for a reason nobody reads is costly).
         ``cause``: why, for reports (``records.CAUSES``: ``"reshape"``, ``"broadcast"``, ...).
+        ``eager``: the weaker condition under which numpy still runs the op, when ``cond``
+        is one branch of it (``GuardRecord.eager``: counterexamples are chosen outside it);
+        a function returning it, called only when a record is made.
         """
-        self._guard(cond, "shape", reason, cause)
+        self._guard(cond, "shape", reason, cause, eager)
 
     def bounds(self, cond: Any, reason: Any) -> None:
         """Index values must stay inside an array (kind ``"index_bounds"``); ``reason`` as for require."""
         self._guard(cond, "index_bounds", reason, "index_bounds")
 
-    def _guard(self, cond: Any, kind: str, reason: Any, cause: str) -> None:
+    def _guard(self, cond: Any, kind: str, reason: Any, cause: str, eager: Any = None) -> None:
         if cond is True or cond is sympy.true:
             self._folded()
             return
-        self._env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op, cause=cause)
+        extra = {} if eager is None else {"eager": eager}
+        self._env.guard(cond, kind, reason() if callable(reason) else reason, self.source, self.op, cause=cause,
+                        **extra)
 
     def choose(self, cond: Any, reason: Any, cause: str = "shape") -> bool:
         """Which side of ``cond`` the example takes; that side is recorded as a requirement
@@ -271,10 +279,14 @@ class ShapeCtx:
         """
         if is_static(v) and int(v) == 1:
             return
+        runs = lambda: sympy.Or(size_equality(v, s), sympy.Eq(v, 1))  # noqa: E731 - what numpy accepts
         if v != s and self.hint(v) == 1 and self.hint(s) != 1:
-            self.require(sympy.Eq(v, 1), reason_one)
+            self.require(sympy.Eq(v, 1), reason_one, eager=runs)
             return
-        self.eq(v, s, reason)
+        if v is s or (is_static(v) and is_static(s) and int(v) == int(s)):
+            self._folded()
+            return
+        self.require(sympy.Eq(v, s), reason, eager=runs)
 
     def broadcast_dim(self, a: Any, b: Any) -> Any:
         """One broadcast axis: the disjunct the example satisfies becomes the requirement."""
@@ -289,18 +301,21 @@ class ShapeCtx:
             return a
         ha, hb = self.hint(a), self.hint(b)
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
+        # numpy runs with either size 1 or both equal: the guard is the example's case of that
+        runs = lambda: sympy.Or(size_equality(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1))  # noqa: E731
         if ha == hb:
-            self.require(size_equality(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}", "broadcast")
+            self.require(size_equality(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}", "broadcast",
+                         eager=runs)
             return b if is_static(b) else a
         if ha == 1:
             self.require(sympy.Eq(a, 1),
                          lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}",
-                         "broadcast")
+                         "broadcast", eager=runs)
             return b
         if hb == 1:
             self.require(sympy.Eq(b, 1),
                          lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}",
-                         "broadcast")
+                         "broadcast", eager=runs)
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 

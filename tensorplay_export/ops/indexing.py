@@ -90,8 +90,8 @@ def _expand_key(key: Any, ndim: int) -> list:
         key = (key,)
     consumed = 0
     for k in key:
-        if k is None or k is Ellipsis:
-            continue
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            continue  # a scalar bool indexes no axis (it adds one: see getitem_shape)
         if isinstance(k, ArrayInfo) and k.dtype == np.bool_:
             consumed += max(k.ndim, 1) if k.ndim else 0
         elif (mask := _const_mask(k)) is not None:
@@ -184,14 +184,27 @@ def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
 
 
 def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
+    """The shape of ``a[key]`` for ``a`` of ``shape`` (numpy's basic and advanced indexing).
+
+    As numpy does: a scalar bool (``x[True]``, ``x[n > 4]`` once capture decided the comparison)
+    is a 0-d mask, an advanced index of shape ``(1,)`` (True) or ``(0,)`` (False) that indexes
+    no axis; an integer scalar drops its axis, but next to another advanced index it is one
+    itself (of shape ``()``), so ``x[0, :, [1, 2]]`` puts the broadcast axis first.
+    """
     items = _expand_key(key, len(shape))
     out: list = []
     adv_shapes: list = []
     adv_pos: list = []
+    scalar_pos: list = []   # positions in out of the integer scalars (advanced only beside others)
     dim = 0
     for k in items:
         if k is None:
             out.append(1)
+            continue
+        if isinstance(k, (bool, np.bool_)):
+            adv_pos.append(len(out))
+            adv_shapes.append(("int", (1,) if k else (0,)))
+            out.append(None)
             continue
         if isinstance(k, slice):
             out.append(slice_length(ctx, shape[dim], k.start, k.stop, k.step))
@@ -226,12 +239,17 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
             out.append(None)
             dim += 1
             continue
-        # an integer (static or symbolic): drops the axis
+        # an integer (static or symbolic)
         if not is_static(k) or not is_static(shape[dim]):
             _index_bounds(ctx, sympy.sympify(k), shape[dim], "integer index")
+        scalar_pos.append(len(out))
+        out.append(None)
         dim += 1
-    if not adv_shapes:
-        return tuple(out)
+    if not adv_shapes:  # integers alone drop their axes
+        return tuple(d for d in out if d is not None)
+    for p in scalar_pos:
+        adv_shapes.insert(sorted(adv_pos + [p]).index(p), ("int", ()))
+        adv_pos = sorted(adv_pos + [p])
     shapes = [s if kind == "int" else (s,) for kind, s in adv_shapes]
     bshape = ctx.broadcast(*shapes)
     contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))

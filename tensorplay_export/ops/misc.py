@@ -25,15 +25,31 @@ def _norm_rule(ctx: Any, x: Any, ord: Any = None, axis: Any = None, keepdims: bo
 register_op("numpy.linalg.norm", np.linalg.norm, _norm_rule, numpy_funcs=(np.linalg.norm,))
 
 
-def _diff_rule(ctx: Any, a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> tuple:
+def _diff_rule(ctx: Any, a: Any, n: Any = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> tuple:
+    """``np.diff``: the axis shrinks by the order ``n`` (a size or an int), to no less than 0.
+
+    numpy returns ``a`` itself for ``n == 0`` (before ``prepend``/``append`` are added) and
+    raises for ``n < 0``: a symbolic order follows the example's side, ``n >= 1`` or
+    ``n == 0`` (a requirement), so the program never meets the other.
+    """
     shape = list(shape_of(a))
+    if not is_static(n):
+        n = sympy.sympify(n)
+        if ctx.hint(n) == 0:
+            ctx.require(sympy.Eq(n, 0), lambda: f"np.diff's order {n} is 0 in the example (the input comes back "
+                                                 f"as it is)")
+            return tuple(shape)
+        ctx.require(sympy.Ge(n, 1), lambda: f"np.diff's order {n} must stay >= 1 as in the example (numpy "
+                                             f"rejects a negative order and returns the input itself for 0)")
+    elif int(n) == 0:
+        return tuple(shape)
     ax = int(axis) % len(shape)
     d = shape[ax]
     for extra in (prepend, append):
         if extra is not None:
             es = shape_of(extra)
             d = d + (es[ax] if len(es) == len(shape) else 1)
-    out = sympy.sympify(d) - int(n)
+    out = sympy.sympify(d) - n
     shape[ax] = ctx.canon(sympy.Max(out, 0)) if not is_static(out) else max(int(out), 0)
     return tuple(shape)
 
@@ -41,12 +57,14 @@ def _diff_rule(ctx: Any, a: Any, n: int = 1, axis: int = -1, prepend: Any = None
 register_op("numpy.diff", np.diff, _diff_rule, numpy_funcs=(np.diff,))
 
 
-def _diagonal_rule(ctx: Any, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> tuple:
+def _diagonal_rule(ctx: Any, a: Any, offset: Any = 0, axis1: int = 0, axis2: int = 1) -> tuple:
+    """``np.diagonal``: the length of the ``offset``-th diagonal (a size or an int) of the
+    ``axis1`` x ``axis2`` plane, ``min(rows + min(k, 0), cols - max(k, 0))`` and at least 0."""
     shape = shape_of(a)
     i, j = int(axis1) % len(shape), int(axis2) % len(shape)
-    k = int(offset)
+    k = int(offset) if is_static(offset) else sympy.sympify(offset)
     rows, cols = sympy.sympify(shape[i]), sympy.sympify(shape[j])
-    length = sympy.Min(rows, cols - k) if k >= 0 else sympy.Min(rows + k, cols)
+    length = sympy.Min(rows + sympy.Min(k, 0), cols - sympy.Max(k, 0))
     rest = tuple(d for t, d in enumerate(shape) if t not in (i, j))
     return rest + (ctx.canon(sympy.Max(length, 0)),)
 
@@ -64,11 +82,13 @@ def _trace_rule(ctx: Any, a: Any, offset: int = 0, axis1: int = 0, axis2: int = 
 register_op("numpy.trace", np.trace, _trace_rule, numpy_funcs=(np.trace,), methods=("trace",))
 
 
-def _diag_rule(ctx: Any, v: Any, k: int = 0) -> tuple:
+def _diag_rule(ctx: Any, v: Any, k: Any = 0) -> tuple:
+    """``np.diag``: a 1-d ``v`` of length m gives an ``(m + |k|)``-square matrix; a 2-d one its
+    ``k``-th diagonal (``k`` a size or an int)."""
     shape = shape_of(v)
-    k = int(k)
+    k = int(k) if is_static(k) else sympy.sympify(k)
     if len(shape) == 1:
-        n = as_dim(sympy.sympify(shape[0]) + abs(k))
+        n = as_dim(sympy.sympify(shape[0]) + (abs(k) if isinstance(k, int) else sympy.Max(k, -k)))
         return (n, n)
     return _diagonal_rule(ctx, v, k)
 

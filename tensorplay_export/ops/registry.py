@@ -246,25 +246,27 @@ def has_side_effect(name: str) -> bool:
 OPAQUE_PREFIX = "tpe.opaque."
 
 
-def make_opaque_op(qualname: str, impl: Callable[..., Any]) -> OpDef:
+def make_opaque_op(qualname: str, impl: Callable[..., Any], multi_output: bool = False) -> OpDef:
     """An op for a numpy callable without a shape rule, for one capture's overlay (never registered).
 
     Args:
         qualname: the callable's printable name (``func_name(np.unwrap)`` ->
             ``"numpy.unwrap"``); the op is ``"tpe.opaque.<qualname>"``.
         impl: the numpy callable itself.
+        multi_output: the call returns a tuple or list of arrays (``np.linalg.eig``'s
+            ``EigResult``, ``np.gradient`` over several axes): one output per item.
 
     Returns:
         an :class:`OpDef` whose shape rule pins every symbolic size among its
         arguments to the example's (a ``specialization`` guard each) and returns
-        numpy's shape, so a program using it is sound, and specialized there.
+        numpy's shape (each item's), so a program using it is sound, and specialized there.
     """
     name = f"{OPAQUE_PREFIX}{qualname}"
-    return OpDef(name, impl, _opaque_rule(qualname),
+    return OpDef(name, impl, _opaque_rule(qualname, multi_output), multi_output=multi_output,
                  doc=f"draft_export only: {qualname} run without a shape rule (sizes pinned)")
 
 
-def _opaque_rule(qualname: str) -> Callable[..., Any]:
+def _opaque_rule(qualname: str, multi_output: bool = False) -> Callable[..., Any]:
     def sizes(value: Any) -> list:
         if isinstance(value, ArrayInfo):
             return list(value.shape)
@@ -282,7 +284,7 @@ def _opaque_rule(qualname: str) -> Callable[..., Any]:
         for d in sizes((args, kwargs)):
             if isinstance(d, sympy.Expr) and not d.is_number:
                 ctx.pin(d, f"{qualname} has no shape rule")
-        return ctx.concrete[0]
+        return list(ctx.concrete) if multi_output else ctx.concrete[0]
 
     return rule
 

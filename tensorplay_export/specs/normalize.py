@@ -33,12 +33,12 @@ import numpy as np
 
 from .. import pytree
 from .dims import (
-    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim, is_auto,
-    is_dynamic,
+    AdditionalInputs, Constraint, Dim, EqualityConstraint, ShapesCollection, _affine_text, _DerivedDim, _DimHint,
+    hint_bounds, is_auto, is_dynamic,
 )
-from ..errors import ConstraintsExceededError
+from ..errors import DYNAMIC_ENTRY_MARK, ConstraintsExceededError
 from ..records import (
-    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, sympy,
+    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets, sympy,
 )
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
@@ -427,15 +427,23 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
 
 @dataclass(frozen=True)
 class OutsideExample:
-    """One example size outside its dim: ``site = size`` for ``dim`` (a ``Dim`` or derived dim)."""
+    """One example size outside its dim: ``site = size`` for ``dim`` (a ``Dim``, a derived dim, or a
+    ranged ``Dim.AUTO``/``Dim.DYNAMIC`` hint, which ``name`` names after its site: ``x_dim0``)."""
 
     site: str
     size: int
     dim: Any
+    name: Optional[str] = None
+    entry: Optional[int] = None   # a hint's input: its entry in a tuple/list spec (refine places the fix by it)
 
     @property
-    def root(self) -> Dim:
+    def root(self) -> Any:
         return self.dim.root if isinstance(self.dim, _DerivedDim) else self.dim
+
+    @property
+    def key(self) -> str:
+        """The name the fix line gives: the root Dim's, or a hint's site name."""
+        return self.name if isinstance(self.dim, _DimHint) else self.root.name
 
     @property
     def root_size(self) -> Optional[int]:
@@ -446,6 +454,32 @@ class OutsideExample:
         return None if rest or quotient < 0 else quotient  # a root size is never negative (32 - dx at 40)
 
 
+def _widened_hint(o: OutsideExample) -> tuple[Violation, str]:
+    """The bullet and fix line of a ranged hint whose example is outside: the same hint kind with
+    its range widened just enough (``x_dim0 = Dim.AUTO(min=10)``; refine puts it back at the
+    site, still a ``Dim.AUTO``, so a later export infers the axis as before)."""
+    hint = o.dim
+    lo, hi = hint_bounds(hint, o.size)
+    widened = getattr(Dim, hint.kind)(min=None if hint.min is None else min(hint.min, o.size),
+                                      max=None if hint.max is None else max(hint.max, o.size))
+    line = f"{o.name} = {widened!r}"
+    sym = sympy.Symbol(o.name, integer=True)
+    expr = sympy.Ge(sym, lo) if hi is None else sympy.And(sympy.Ge(sym, lo), sympy.Le(sym, hi))
+    upper = math.inf if hi is None else hi
+    kind = "auto" if is_auto(hint) else "dynamic"
+    guard = GuardRecord(expr, "shape", f"the example sizes must be inside the declared range of {hint!r}",
+                        None, cause="example_range")
+    text = f"its {hint!r}"
+    entry = f". {DYNAMIC_ENTRY_MARK} {o.entry}." if o.entry is not None else ""
+    note = (f"note: {o.site} is Dim.{hint.kind} ({o.name} in {format_range_brackets(lo, hi)}, declared {hint!r}); "
+            f"the fix line for {o.name} below puts the widened {widened!r} back at that axis{entry}")
+    violation = Violation(
+        guard, format_range(o.name, lo, hi), (o.name,), (DimInfo(o.name, lo, upper, o.size, [o.site], kind),),
+        (format_range(o.name, lo, hi),), fix_lines=(line,), dynamic_notes=(note,),
+        example=ExampleOutside(o.site, o.size, text, text, lo, upper))
+    return violation, line
+
+
 def example_range_error(outside: list[OutsideExample], source: Optional[SourceLoc] = None
                         ) -> ConstraintsExceededError:
     """The ``ConstraintsExceededError`` for example sizes outside their declared dims, with fixes.
@@ -454,19 +488,26 @@ def example_range_error(outside: list[OutsideExample], source: Optional[SourceLo
     size and the declared range; ``source``: the user's call of export, when known) and one
     fix line per root: its range widened just enough to admit every example size
     (``b = Dim('b', max=20)``; ``min=`` for a too-small example; for a derived dim the
-    root's range).  A derived dim whose size is not ``scale*root + offset`` for any
+    root's range; for a ranged ``Dim.AUTO``/``Dim.DYNAMIC`` the same hint widened, named
+    after its site: ``x_dim0 = Dim.AUTO(min=10)``).  A derived dim whose size is not ``scale*root + offset`` for any
     integer root gets no fix line (``unfixable`` says why).
     """
     from solver.fixes import RangeFix
 
     by_root: dict[str, list[OutsideExample]] = {}
     for o in outside:
-        by_root.setdefault(o.root.name, []).append(o)
+        by_root.setdefault(o.key, []).append(o)
     violations: list[Violation] = []
     fixes: list[str] = []
     for name, hits in by_root.items():
         root = hits[0].root
         first = hits[0]
+        if isinstance(root, _DimHint):  # a hint is one site: no root shared with others
+            violation, line = _widened_hint(first)
+            violations.append(dataclasses.replace(violation, guard=dataclasses.replace(violation.guard,
+                                                                                         source=source)))
+            fixes.append(line)
+            continue
         sym = sympy.Symbol(name, integer=True)
         expr = sympy.Ge(sym, root.min) if root.max is None else sympy.And(sympy.Ge(sym, root.min),
                                                                           sympy.Le(sym, root.max))

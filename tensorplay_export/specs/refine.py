@@ -8,6 +8,7 @@ or the first blank line.  Each line is one of (issue 4 / the solver's forms)::
     dy = dx | dx + 1 | dx - 1 | 2*dx | 2*dx + 1   # a relation k*dx + c, k >= 1
     dy = 32 - dx | 64 - 2*dx               # a decreasing relation k*dx + c, k <= -1
     dz = dx + dy | dx - dy + 1 | 2*dx + dy  # a relation over several dims (integer coefficients)
+    x_dim0 = Dim.AUTO(min=10)              # a ranged hint at a site, widened (same kind kept)
 
 A relation's right-hand side is a sum of terms ``k*name``, ``name*k``, ``name``
 and integer constants joined by ``+``/``-`` (in any order; a leading ``-`` is
@@ -18,7 +19,10 @@ A ``Dim.DYNAMIC`` axis has no user name: the error names it after its site
 ``x_dim0``) and a fix line for that name replaces the ``Dim.DYNAMIC`` at that
 axis with the named Dim, constant or relation.  A tuple/list spec does not name
 its inputs, so the axis's note in the message says which entry holds its input
-(``errors.DYNAMIC_ENTRY_MARK``); refine reads that to place the fix.
+(``errors.DYNAMIC_ENTRY_MARK``); refine reads that to place the fix.  A hint line
+(``x_dim0 = Dim.AUTO(min=10)``, from an example outside a ranged ``Dim.AUTO`` or
+``Dim.DYNAMIC``) replaces the hint at the site it names with the one written, of the
+same kind (an AUTO axis stays AUTO).
 
 Lines are parsed by a strict grammar (regular expressions, never ``eval``), so
 any Dim name that is an identifier works, keywords included.  Range and new
@@ -35,22 +39,23 @@ from solver import ConstantFix as _Const, RangeFix as _Range, RelationFix as _Re
 
 from .. import pytree
 from .binding import leaf_name
-from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_dynamic
+from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_auto, is_dynamic
 # the marker phrases of a ConstraintViolationError's text, defined once where the text is rendered
 from ..errors import DYNAMIC_ENTRY_MARK, FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
-           "combine_fix_rounds", "dynamic_entry_lines", "RangeFix", "ConstFix", "RelationFix"]
+           "combine_fix_rounds", "dynamic_entry_lines", "RangeFix", "ConstFix", "RelationFix", "HintFix"]
 
 HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1",
-          "dy = 32 - dx", "dy = 64 - 2*dx", "dz = dx + dy", "dz = dx - dy + 1")
+          "dy = 32 - dx", "dy = 64 - 2*dx", "dz = dx + dy", "dz = dx - dy + 1", "x_dim0 = Dim.AUTO(min=...)")
 
 _NAME = r"[^\W\d]\w*"
 _INT = r"-?\d+"
 _RANGE_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*Dim\(\s*(?P<q>['\"])(?P<name>{_NAME})(?P=q)\s*"
                        rf"(?P<kw>(?:,\s*\w+\s*=\s*\S+?\s*)*),?\s*\)$")
 _KW_RE = re.compile(rf"\s*(?P<key>\w+)\s*=\s*(?P<value>{_INT}|None)\s*")
+_HINT_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*Dim\.(?P<kind>AUTO|DYNAMIC)\s*(?:\(\s*(?P<kw>(?:\w+\s*=\s*\S+?\s*,?\s*)*)\))?$")
 _CONST_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*(?P<value>{_INT})$")
 _REL_RE = re.compile(rf"^(?P<lhs>{_NAME})\s*=\s*(?P<rhs>.+)$")
 # one signed term of a relation's right-hand side: k*name, name*k, name or an integer
@@ -64,6 +69,21 @@ class RangeFix:
     min: Optional[int]
     max: Optional[int]
     line: str
+
+
+@dataclass(frozen=True)
+class HintFix:
+    """``x_dim0 = Dim.AUTO(min=10)``: the hint at the site named ``name`` becomes this one."""
+
+    name: str
+    kind: str
+    min: Optional[int]
+    max: Optional[int]
+    line: str
+
+    @property
+    def hint(self) -> Any:
+        return getattr(Dim, self.kind)(min=self.min, max=self.max)
 
 
 @dataclass(frozen=True)
@@ -126,7 +146,7 @@ def _parse_linear(rhs: str) -> Optional[tuple[dict, int]]:
     return coeffs, offset
 
 
-Fix = Union[RangeFix, ConstFix, RelationFix]
+Fix = Union[RangeFix, ConstFix, RelationFix, HintFix]
 
 
 NO_FIXES = NO_FIXES_HEAD   # starts the closing line when no fix line applies (errors.NO_FIXES_LINE)
@@ -198,15 +218,12 @@ def parse_fix_line(line: str) -> Fix:
     if m:
         if m["lhs"] != m["name"]:
             raise ValueError(f"fix line {line!r}: the Dim is named {m['name']!r} but assigned to {m['lhs']!r}")
-        bounds: dict[str, Optional[int]] = {}
-        kw = m["kw"].strip()
-        for part in filter(None, (p for p in kw.split(","))):
-            km = _KW_RE.fullmatch(part)
-            if km is None or km["key"] not in ("min", "max") or km["key"] in bounds:
-                raise ValueError(f"fix line {line!r}: cannot read {part.strip()!r}; a range takes "
-                                 f"min=<int> and/or max=<int>")
-            bounds[km["key"]] = None if km["value"] == "None" else int(km["value"])
+        bounds = _bounds(line, m["kw"])
         return RangeFix(m["name"], bounds.get("min"), bounds.get("max"), line)
+    m = _HINT_RE.match(line)
+    if m:
+        bounds = _bounds(line, m["kw"] or "")
+        return HintFix(m["lhs"], m["kind"], bounds.get("min"), bounds.get("max"), line)
     m = _CONST_RE.match(line)
     if m:
         return ConstFix(m["lhs"], int(m["value"]), line)
@@ -224,7 +241,19 @@ def parse_fix_line(line: str) -> Fix:
     raise ValueError(f"cannot apply fix line {line!r}; accepted forms: {', '.join(_FORMS)}")
 
 
-_DYNAMIC_ENTRY_RE = re.compile(rf"is Dim\.DYNAMIC \((?P<name>{_NAME}) in .*{re.escape(DYNAMIC_ENTRY_MARK)} "
+def _bounds(line: str, kw: str) -> dict[str, Optional[int]]:
+    """``{"min": ..., "max": ...}`` of a range's keywords (``min=10, max=None``)."""
+    bounds: dict[str, Optional[int]] = {}
+    for part in filter(None, (p for p in kw.strip().split(","))):
+        km = _KW_RE.fullmatch(part)
+        if km is None or km["key"] not in ("min", "max") or km["key"] in bounds:
+            raise ValueError(f"fix line {line!r}: cannot read {part.strip()!r}; a range takes "
+                             f"min=<int> and/or max=<int>")
+        bounds[km["key"]] = None if km["value"] == "None" else int(km["value"])
+    return bounds
+
+
+_DYNAMIC_ENTRY_RE = re.compile(rf"is Dim\.(?:DYNAMIC|AUTO) \((?P<name>{_NAME}) in .*{re.escape(DYNAMIC_ENTRY_MARK)} "
                                rf"(?P<entry>\d+)\.\s*$")
 
 
@@ -306,13 +335,14 @@ class _DynamicSite:
     hint: Any = None   # the Dim.DYNAMIC there (its range, when it has one)
 
 
-def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
+def _dynamic_sites(spec: Any, auto: bool = False) -> list[_DynamicSite]:
     """Every ``Dim.DYNAMIC`` of ``spec`` with the symbol name capture gives it (``x_dim0``).
 
     Capture names a DYNAMIC axis ``<leaf name>_dim<axis>`` after the input's path
     (``x``, ``extras['scale']``, ``args[1]``).  A dict spec gives the argument
     names; a tuple/list or ShapesCollection spec does not, so there any
-    argument name matches and the rest of the path must.
+    argument name matches and the rest of the path must.  ``auto``: ``Dim.AUTO`` hints too
+    (named the same way; only a hint fix line names one).
     """
     out: list[_DynamicSite] = []
     unknown = "R"  # stands for an argument name a positional spec does not give
@@ -321,7 +351,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
         if _is_axes(node):
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for axis, d in items:
-                if not is_dynamic(d):
+                if not (is_dynamic(d) or (auto and is_auto(d))):
                     continue
                 tail = rf"_dim{axis}" if axis >= 0 else r"_dim\d+"  # a negative axis needs the rank
                 if path is None:
@@ -355,7 +385,7 @@ def _dynamic_sites(spec: Any) -> list[_DynamicSite]:
 def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
     """``spec`` with named dims replaced by ``repl`` and the DYNAMIC hints at ``dyn`` locations replaced."""
     dyn = dyn or {}
-    if is_dynamic(spec):
+    if is_dynamic(spec) or is_auto(spec):
         return dyn.get(loc, spec)
     if isinstance(spec, Dim):
         return repl.get(spec.name, spec)
@@ -450,6 +480,8 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
                              "(or call .dynamic_shapes(model, args, kwargs)), then refine")
         dynamic_shapes = dynamic_shapes.spec
     fixes = parse_suggested_fixes(message)
+    hint_by_name = {f.name: f for f in fixes if isinstance(f, HintFix)}
+    fixes = [f for f in fixes if not isinstance(f, HintFix)]
     existing: dict[str, Any] = {}
     _dims_in(dynamic_shapes, existing)
     # A Dim.DYNAMIC axis is named by its site (x_dim0 for x.shape[0]); a fix for that name
@@ -464,9 +496,24 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
                    and (name not in entries or site.loc[0] == entries[name])]
         if matched:
             dyn_hits[name] = [site.loc for site in matched]
-            hint = matched[0].hint  # a named Dim with the DYNAMIC axis's range (unbounded for a plain one)
+            # a named Dim with the DYNAMIC axis's range (unbounded for a plain one), or with the range
+            # a hint line of the same block gives it
+            hint = hint_by_name[name].hint if name in hint_by_name else matched[0].hint
             existing[name] = Dim(name, min=hint.min, max=hint.max)
 
+    # A positional spec matches any argument name, so a new root (``_y_dim0`` of
+    # ``y_dim0 = 4*_y_dim0``) also looks like a site.  A name that a range line defines and a
+    # relation uses is that new root when the message places the DYNAMIC axes (entry notes)
+    # but not this name, or when the sites cannot take every name.
+    new_roots = ({f.name for f in fixes if isinstance(f, RangeFix)}
+                 & {r for f in fixes if isinstance(f, RelationFix) for r in f.roots}) & set(dyn_hits)
+    if entries:
+        new_roots -= set(entries)
+    elif _placements(dyn_hits):
+        new_roots = set()
+    for name in new_roots:
+        del dyn_hits[name]
+        del existing[name]
     by_name: dict[str, Fix] = {}
     for fix in fixes:
         prev = by_name.get(fix.name)
@@ -511,6 +558,21 @@ def refine_dynamic_shapes_from_suggested_fixes(message: str, dynamic_shapes: Any
     for fix in fixes:
         resolve(fix.name, ())
     values = {name: resolve(name, ()) for name in dyn_hits}
+    # a hint line: the hint of that kind at the site it names, replaced by the one written
+    for fix in hint_by_name.values():
+        if fix.name in dyn_hits:  # also named by another line: placed above as a Dim with this range
+            continue
+        if fix.name in existing:
+            raise ValueError(f"fix line {fix.line!r} names {fix.name!r}, a named Dim of the spec; a hint line "
+                             f"names a Dim.AUTO or Dim.DYNAMIC axis by its site")
+        sites = [site.loc for site in _dynamic_sites(dynamic_shapes, auto=True)
+                 if site.pattern.match(fix.name) and site.hint.kind == fix.kind
+                 and (fix.name not in entries or site.loc[0] == entries[fix.name])]
+        if not sites:
+            raise ValueError(f"fix line {fix.line!r} names {fix.name!r}, but the spec has no Dim.{fix.kind} at a "
+                             f"site of that name (x_dim0 is x.shape[0])")
+        dyn_hits[fix.name] = sites
+        values[fix.name] = fix.hint
     # A positional spec does not say which argument is x, so x_dim0 may match several
     # DYNAMIC axes: try every one-to-one placement; they must all give the same spec.
     results = [_rebuild(dynamic_shapes, resolved, {}, {loc: values[n] for n, loc in placed.items()})
@@ -623,6 +685,8 @@ def combine_fix_rounds(rounds: list[list[str]], user_names: set[str]) -> list[st
         if isinstance(f, str):
             return f
         name = rename.get(f.name, f.name)
+        if isinstance(f, HintFix):
+            return f.line
         if isinstance(f, RangeFix):
             return _Range(name, 1 if f.min is None else f.min, f.max).line
         if isinstance(f, ConstFix):

@@ -152,3 +152,42 @@ def test_export_in_another_thread_is_unaffected_by_a_draft_capture():
     for t in threads:
         t.join()
     assert errors == []
+
+
+# -- an opaque op that returns a tuple or list of arrays: one output per item --------------------------
+def _eig_model(x):
+    res = np.linalg.eig(x[:, :4].T @ x[:, :4])      # EigResult(eigenvalues, eigenvectors) of a 4x4
+    return np.sort(res.eigenvalues.real).sum() + x, np.abs(res[1]).sum()
+
+
+def _gradient_model(x):
+    gy, gx = np.gradient(x * 2.0)                   # a list of two arrays over a 2-d input
+    return gy + gx
+
+
+def _slogdet_model(x):
+    sign, logdet = np.linalg.slogdet(x[:, :4].T @ x[:, :4] + np.eye(4))
+    return x * sign + logdet
+
+
+@pytest.mark.parametrize("model, sizes", [(_eig_model, (6, 3, 8)), (_gradient_model, (6,)),
+                                          (_slogdet_model, (6, 2, 8))], ids=["eig", "gradient", "slogdet"])
+def test_an_opaque_op_returning_several_arrays_gives_a_program(model, sizes):
+    import tensorplay_export as tpe
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 4))
+    report = tpe.draft_export(model, x, dynamic_shapes={"x": {0: Dim("n", max=8)}})
+    kinds = {f.kind for f in report.failures}
+    assert "capture_error" not in kinds and "numpy_error" not in kinds, str(report)
+    assert "unsupported_op" in kinds, str(report)  # (pick another function if this one gets a rule)
+    ep = report.exported_program
+    assert ep is not None
+    for n in sizes:  # the program runs the op again on new values (at other sizes where none was pinned)
+        xn = rng.standard_normal((n, 4))
+        got, want = ep.module()(xn), model(xn)
+        for g, w in zip(got if isinstance(want, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
+    if sizes == (6,):  # the op saw the dynamic size: pinned, so other sizes are refused
+        with pytest.raises(ConstraintsExceededError):
+            ep.module()(rng.standard_normal((5, 4)))

@@ -305,3 +305,21 @@ def test_probe_steps_inside_the_corners_before_z3():
         v = solver.implies(sympy.Eq(f(h / 2) * f(w / 2), 4 * f(f(h / 2) / 2) * f(f(w / 2) / 2)))
         assert v.refuted and v.via == "intervals" and v.counterexample == {"h": 2, "w": 2}
         assert solver.stats["z3_calls"] == 0
+
+
+def test_rollback_forgets_the_assumptions_made_since_the_checkpoint():
+    s = ShapeSolver()
+    n = s.declare("n", upper=64)
+    m = s.declare("m", upper=64)
+    s.assume(sympy.Le(n, 32))
+    token = s.checkpoint()
+    s.assume(sympy.Eq(n, 8))                  # a bound: tightens n's range
+    s.assume(sympy.Eq(sympy.Mod(m, 4), 0))    # a residual assumption
+    k = s.declare("k", upper=5)               # declared after the checkpoint: stays
+    assert s.implies(sympy.Eq(n, 8)).proved and s.implies(sympy.Eq(sympy.Mod(m, 2), 0)).proved
+    s.rollback(token)
+    assert s.ranges["n"] == (1, 32) and s.ranges["k"] == (1, 5)
+    assert s.implies(sympy.Le(n, 32)).proved                       # the earlier assumption stays
+    assert s.implies(sympy.Eq(n, 8)).refuted
+    assert s.implies(sympy.Eq(sympy.Mod(m, 2), 0)).refuted
+    assert s.implies(sympy.Le(k, 5)).proved
