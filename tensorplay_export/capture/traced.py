@@ -183,9 +183,15 @@ class TracedArray:
         if op is None:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
                                      f"\n  at {src}")
-        result = self._tracer.call(op, tuple(args), dict(kwargs), source=src)
+        args, kwargs, write_into = _without_in_place_flag(func, tuple(args), dict(kwargs), src)
+        result = self._tracer.call(op, args, kwargs, source=src)
         if op.writes_arg is not None:
             return _write_back(op, args, result, src)
+        if write_into is not None:  # numpy wrote the result into that argument and returned it
+            if not isinstance(write_into, TracedArray) or not isinstance(write_into.example, np.ndarray):
+                return result
+            write_into._write_all(result, src, f"{func_name(func)}(copy=False)")
+            return write_into
         if func is np.unique and isinstance(result, tuple) and len(result) == 1:
             return result[0]
         return result
@@ -353,6 +359,42 @@ class TracedArray:
     def __iand__(self, o): return self._inplace("numpy.bitwise_and", o)
     def __ior__(self, o): return self._inplace("numpy.bitwise_or", o)
     def __ixor__(self, o): return self._inplace("numpy.bitwise_xor", o)
+
+
+# numpy functions a flag makes write into their first argument.  ``overwrite_input=True`` (at this
+# position) leaves the input in an order numpy does not define, which no program can promise to
+# reproduce: refused, with what to write instead.  ``nan_to_num(copy=False)`` replaces in place and
+# returns its argument: capture computes the functional result and writes it into the argument, as
+# a write of the model (an input mutation when the argument is an input).
+_SCRAMBLES_INPUT = {np.median: 3, np.nanmedian: 3, np.percentile: 4, np.nanpercentile: 4,
+                    np.quantile: 4, np.nanquantile: 4}
+
+
+def _without_in_place_flag(func: Any, args: tuple, kwargs: dict, src: Any) -> tuple[tuple, dict, Any]:
+    """``(args, kwargs, target)``: the call without a flag that makes numpy write into an argument,
+    and the argument numpy would have written the result into (None: no such write).
+
+    Raises:
+        UnsupportedOpError: ``overwrite_input=True``.
+    """
+    at = _SCRAMBLES_INPUT.get(func)
+    if at is not None:
+        flag = args[at] if len(args) > at else kwargs.get("overwrite_input", False)
+        if not (flag is False or flag is None or (isinstance(flag, (bool, np.bool_, int)) and not flag)):
+            raise UnsupportedOpError(
+                f"{func_name(func)}(..., overwrite_input=True) leaves its input in an order numpy does not "
+                f"define, which a program cannot promise to reproduce: drop overwrite_input (the result is "
+                f"the same)\n  at {src}")
+        return args, kwargs, None
+    if func is np.nan_to_num:
+        copy = args[1] if len(args) > 1 else kwargs.get("copy", True)
+        if copy is None or (isinstance(copy, (bool, np.bool_, int)) and not copy):
+            if len(args) > 1:
+                args = args[:1] + (True,) + args[2:]
+            else:
+                kwargs["copy"] = True
+            return args, kwargs, args[0] if args else kwargs.get("x")
+    return args, kwargs, None
 
 
 def _write_back(op: Any, args: Any, result: "TracedArray", src: Any) -> None:

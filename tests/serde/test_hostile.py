@@ -391,3 +391,24 @@ def test_fuzz_member_replacement(good, name, payload):
     members = members_of(good)
     members[name] = payload
     _load_or_archive_error(repack(members))
+
+
+@pytest.mark.parametrize("target, args, kwargs, flag", [
+    ("numpy.median", None, [["overwrite_input", True]], "overwrite_input=True"),
+    ("numpy.nanmedian", [None, None, True], [], "overwrite_input=True"),
+    ("numpy.nan_to_num", None, [["copy", False]], "copy=False"),
+    ("numpy.nan_to_num", [False], [], "copy=False"),
+    ("numpy.nan_to_num", None, [["copy", None]], "copy=None"),
+], ids=["median-kw", "nanmedian-positional", "nan_to_num-kw", "nan_to_num-positional", "nan_to_num-None"])
+def test_a_flag_that_writes_into_the_input_is_refused(target, args, kwargs, flag):
+    ep = tpe.export(lambda x: x + np.median(x), np.arange(6.0), dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    data = archive_bytes(ep)
+
+    def doc_fn(doc):
+        call = next(n for n in doc["graph"]["nodes"] if n["target"] == "numpy.median")
+        call["target"] = target
+        call["args"] = call["args"][:1] + (args or [])
+        call["kwargs"] = kwargs
+
+    expect_error(edit(data, doc_fn), PROGRAM, f"passes {flag} to {target}, which makes numpy write into its input")
+    assert load_bytes(data).module()(np.arange(4.0)).tolist() == [1.5, 2.5, 3.5, 4.5]
