@@ -148,6 +148,12 @@ def read_npy(zr: ZipReader, member: str, *, mmap: bool = False, max_bytes: int |
             fail(member, f"corrupt data ({type(err).__name__}: {err})")
 
 
+def _check_itemsize(dtype: np.dtype, member: str) -> None:
+    # numpy has no array of zero-byte items it would write here (np.zeros(3, "S0") is S1)
+    if dtype.itemsize == 0:
+        fail(member, f"the .npy header's dtype {dtype.str} has items of zero bytes; archives store none")
+
+
 def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int) -> np.ndarray:
     """The member's array as a view into the archive's one mapping (header checked as when read).
 
@@ -161,6 +167,7 @@ def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int
     else:
         head = zr.mapped_bytes(offset, offset + min(size, MAX_HEADER_BYTES + 16))
     shape, fortran, dtype, header_len = plain or _parse_header(io.BytesIO(head), member)
+    _check_itemsize(dtype, member)
     if fortran:
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
     nbytes = math.prod(shape) * dtype.itemsize
@@ -180,6 +187,7 @@ def _mapped(zr: ZipReader, whole: np.memmap, member: str, offset: int, size: int
 def _read_opened(zr: ZipReader, member: str, stream: Any, size: int, mmap: bool) -> np.ndarray:
     head = io.BytesIO(stream.read(min(size, MAX_HEADER_BYTES + 16)))
     shape, fortran, dtype, header_len = _parse_header(head, member)
+    _check_itemsize(dtype, member)
     if fortran:  # numpy itself writes False for every C-contiguous array, 1-d and 0-d included
         fail(member, "the .npy header says fortran_order: True; archives store arrays in C order only")
     nbytes = math.prod(shape) * dtype.itemsize

@@ -321,6 +321,8 @@ def _dec_np(dec: Decoder, o: dict, d: int) -> Any:
     raw = _hex_bytes(o["v"], member, 4096)
     if len(raw) != dtype.itemsize:
         fail(member, f"numpy scalar of dtype {dtype.str} needs {dtype.itemsize} bytes, got {len(raw)}")
+    if dtype.itemsize == 0:  # np.str_(''), np.bytes_(b''), np.void(b''): no bytes to read a value from
+        return dtype.type("" if dtype.kind == "U" else b"")
     return np.frombuffer(raw, dtype=dtype)[0]
 
 

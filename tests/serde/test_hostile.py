@@ -412,3 +412,27 @@ def test_a_flag_that_writes_into_the_input_is_refused(target, args, kwargs, flag
 
     expect_error(edit(data, doc_fn), PROGRAM, f"passes {flag} to {target}, which makes numpy write into its input")
     assert load_bytes(data).module()(np.arange(4.0)).tolist() == [1.5, 2.5, 3.5, 4.5]
+
+
+@pytest.mark.parametrize("descr", [b"|V0", b"|S0"])
+def test_a_weight_of_zero_byte_items_is_refused_on_both_load_paths(good, descr, tmp_path):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.zeros(3, "V0"))  # numpy writes |V0 (an |S0 array would be |S1)
+    data = edit(good, models__model__weights__0_DOT_npy=buf.getvalue().replace(b"|V0", descr))
+    expect_error(data, "weights/0.npy", "has items of zero bytes")
+    path = tmp_path / "zero.pt2"
+    path.write_bytes(data)
+    with pytest.raises(ArchiveError, match="has items of zero bytes"):
+        tpe.load_pt2(str(path), load_weights_from_disk=True)
+
+
+def test_an_empty_numpy_string_scalar_argument_loads():
+    ep = tpe.export(lambda x: x * 2, np.arange(3.0))
+    data = archive_bytes(ep)
+
+    def doc_fn(doc):  # a numpy scalar of zero bytes (np.str_('')) as a keyword argument
+        call = next(n for n in doc["graph"]["nodes"] if n["target"] == "numpy.multiply")
+        call["kwargs"] = [["casting", {"k": "np", "dtype": "<U0", "v": ""}]]
+
+    ep2 = load_bytes(edit(data, doc_fn))
+    assert "casting=" in ep2.module().code
