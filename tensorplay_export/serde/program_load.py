@@ -141,6 +141,8 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
+    _check_state_paths(sig, member)
+    _check_root_specs(sig, kwargs["module_call_graph"], member)
     gm = GraphModule(graph, lint=False)  # _build_graph linted it
     try:
         ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
@@ -673,6 +675,39 @@ _INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER"
 _SIZE_OUTPUT_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
 # output kinds in the order capture writes them (state write-backs, input write-backs, results)
 _OUTPUT_ORDER = {"PARAMETER_MUTATION": 0, "BUFFER_MUTATION": 1, "USER_INPUT_MUTATION": 2, "USER_OUTPUT": 3}
+
+
+def _check_state_paths(sig: Any, member: str) -> None:
+    """Each lifted value gets its own attribute path on ``module()``, none inside another's
+    (``bias`` and ``bias.weight`` cannot both be attributes: every call would fail)."""
+    from ..program.exported import _STATE_KINDS, _attr_path
+
+    paths = sorted(_attr_path(s.target) for s in sig.input_specs if s.kind in _STATE_KINDS)
+    for a, b in zip(paths, paths[1:]):
+        if a == b or b.startswith(a + "."):
+            fail(member, f"state names {a!r:.80} and {b!r:.80} collide: module() would hold one inside the "
+                         f"other (a weight cannot be a submodule too)")
+
+
+def _check_root_specs(sig: Any, call_graph: list, member: str) -> None:
+    """The root call's tree specs fit the graph: ``(args, kwargs)`` with string keywords, one leaf
+    per user input, one per result output (else every call would fail unpacking them)."""
+    from ..program.exported import _RESULT_KINDS
+
+    root = call_graph[0].signature if call_graph and call_graph[0].fqn == "" else None
+    if root is None:
+        return
+    n_inputs = sum(1 for s in sig.input_specs if s.kind.name == "USER_INPUT")
+    n_results = sum(1 for s in sig.output_specs if s.kind in _RESULT_KINDS)
+    spec = root.in_spec
+    if spec is not None:
+        if (spec.kind != "tuple" or len(spec.children) != 2 or spec.children[0].kind != "tuple"
+                or spec.children[1].kind != "dict" or not all(type(k) is str for k in spec.children[1].context)):
+            fail(member, "the root call's in_spec must be (args tuple, kwargs dict with string keys)")
+        if spec.num_leaves != n_inputs:
+            fail(member, f"the root call's in_spec has {spec.num_leaves} leaves for {n_inputs} user inputs")
+    if root.out_spec is not None and root.out_spec.num_leaves != n_results:
+        fail(member, f"the root call's out_spec has {root.out_spec.num_leaves} leaves for {n_results} results")
 
 
 def _check_specs(graph: Graph, sig: Any, member: str) -> None:

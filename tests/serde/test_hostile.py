@@ -436,3 +436,31 @@ def test_an_empty_numpy_string_scalar_argument_loads():
 
     ep2 = load_bytes(edit(data, doc_fn))
     assert "casting=" in ep2.module().code
+
+
+@pytest.mark.parametrize("names", [("weight", "weight.bias"), ("shift", "shift.scale")])
+def test_state_names_held_one_inside_the_other_are_refused(good, names):
+    first, second = names
+
+    def doc_fn(doc):  # rename the second state entry everywhere to a name inside the first
+        old = {"weight.bias": "shift", "shift.scale": "scale"}[second]
+        for table in (doc["weights"], doc["constants"]):
+            for entry in table:
+                if entry["fqn"] == old:
+                    entry["fqn"] = second
+        for spec in doc["signature"]["inputs"]:
+            if spec["target"] == old:
+                spec["target"] = second
+
+    expect_error(edit(good, doc_fn), PROGRAM, f"state names {first!r} and {second!r} collide")
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda sig: sig.update(in_spec={"type": "leaf"}), "in_spec must be (args tuple, kwargs dict"),
+    (lambda sig: sig["in_spec"]["children"][0]["children"].append({"type": "leaf"}),
+     "in_spec has 2 leaves for 1 user inputs"),
+    (lambda sig: sig.update(out_spec={"type": "tuple", "children": [{"type": "leaf"}, {"type": "leaf"}]}),
+     "out_spec has 2 leaves for 1 results"),
+], ids=["leaf-in_spec", "extra-arg", "extra-output"])
+def test_root_tree_specs_that_do_not_fit_the_graph_are_refused(good, mutate, words):
+    expect_error(edit(good, lambda doc: mutate(doc["module_call_graph"][0]["signature"])), PROGRAM, words)
