@@ -870,7 +870,14 @@ def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:
             fail(member, f"range constraint key must be a symbol, got {sym}")
         if sym in out:
             fail(member, f"symbol {sym.name!r} has two range constraints")
-        out[sym] = decode_range(item[1], item[2], member)
+        rng = decode_range(item[1], item[2], member)
+        # a size symbol's own assumptions bound it too: what it says and what is checked must agree
+        facts = dict(sym.tree[2]) if type(sym) is SizeExpr and len(sym.tree) > 2 else {}
+        least = 1 if facts.get("positive") else 0 if facts.get("nonnegative") else None
+        if least is not None and rng.lower is not None and rng.lower < least:
+            fail(member, f"range of {sym.name!r} starts at {rng.lower}, below {least}, the least value its "
+                         f"symbol admits ({'positive' if least else 'nonnegative'})")
+        out[sym] = rng
     return out
 
 

@@ -464,3 +464,21 @@ def test_state_names_held_one_inside_the_other_are_refused(good, names):
 ], ids=["leaf-in_spec", "extra-arg", "extra-output"])
 def test_root_tree_specs_that_do_not_fit_the_graph_are_refused(good, mutate, words):
     expect_error(edit(good, lambda doc: mutate(doc["module_call_graph"][0]["signature"])), PROGRAM, words)
+
+
+def test_a_range_below_what_its_symbol_admits_is_refused(good):
+    def doc_fn(doc):  # both the listed range and the graph's check widened to -5: still refused
+        for item in doc["range_constraints"]:
+            item[1] = -5
+        for n in doc["graph"]["nodes"]:
+            if n["target"] == "tpe.assert_range":
+                n["args"][1] = -5
+
+    expect_error(edit(good, doc_fn), PROGRAM, "starts at -5, below 1, the least value its symbol admits (positive)")
+
+
+def test_a_zero_minimum_of_a_nonnegative_size_loads():
+    ep = tpe.export(lambda x: x * 2, np.ones((0, 3)), dynamic_shapes={"x": {0: tpe.Dim("n", min=0, max=64)}})
+    loaded = load_bytes(archive_bytes(ep))
+    assert [(r.lower, r.upper) for r in loaded.range_constraints.values()] == [(0, 64)]
+    assert loaded.module()(np.ones((0, 3))).shape == (0, 3)
