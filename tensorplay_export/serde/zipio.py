@@ -381,6 +381,12 @@ class ZipReader:
         fields = _LOCAL_HEADER.unpack(raw[:_LOCAL_HEADER.size])
         if fields[0] != b"PK\x03\x04":
             fail(name, "bad local header signature")
+        # other zip readers go by the local header: it must say what the central directory says
+        if (fields[2] | info.flag_bits) & 0x1:
+            fail(name, "the member is encrypted; archives are never encrypted")
+        if fields[3] != info.compress_type:
+            fail(name, f"local header compression ({fields[3]}) differs from the central directory's "
+                       f"({info.compress_type})")
         name_len, extra_len = fields[-2], fields[-1]
         if name_len != len(expected) or raw[_LOCAL_HEADER.size:] != expected:
             # not the same bytes: compare as text, as zipfile decodes names

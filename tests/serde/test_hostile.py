@@ -9,6 +9,7 @@ import copy
 import io
 import json
 import os
+import re
 import zipfile
 
 import numpy as np
@@ -482,3 +483,19 @@ def test_a_zero_minimum_of_a_nonnegative_size_loads():
     loaded = load_bytes(archive_bytes(ep))
     assert [(r.lower, r.upper) for r in loaded.range_constraints.values()] == [(0, 64)]
     assert loaded.module()(np.ones((0, 3))).shape == (0, 3)
+
+
+@pytest.mark.parametrize("offset, value, words", [
+    (8, 8, "local header compression (8) differs from the central directory's (0)"),
+    (6, 1, "the member is encrypted"),
+], ids=["deflate-in-local-header", "encrypted-flag"])
+def test_a_local_header_that_contradicts_the_central_directory_is_refused(good, offset, value, words, tmp_path):
+    member = "models/model/weights/0.npy"
+    at = zipfile.ZipFile(io.BytesIO(good)).getinfo(member).header_offset + offset
+    data = bytearray(good)
+    data[at:at + 2] = value.to_bytes(2, "little")
+    expect_error(bytes(data), member, words)
+    path = tmp_path / "local.pt2"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match=re.escape(words)):
+        tpe.load_pt2(str(path), load_weights_from_disk=True)
