@@ -67,7 +67,11 @@ def witness(condition, ranges: Mapping, hints: Mapping, *, start: Optional[Mappi
             if not known or _changed(found, hints) <= 1:
                 return found
         if known:
-            # the example with one size changed shows the failure most plainly: look for one
+            # the example with one size changed shows the failure most plainly: look for one,
+            # first next to the example (the same answer whatever z3's state: z3 picks any model)
+            near = _one_size_off(fails, names, ranges, hints)
+            if near is not None:
+                return near
             for n in names:
                 fixed = [sympy.Eq(s, int(hints[s.name])) for s in syms if s.name != n]
                 point = _first_point(sympy.And(want, *fixed), names, ranges, timeout_ms)
@@ -78,6 +82,22 @@ def witness(condition, ranges: Mapping, hints: Mapping, *, start: Optional[Mappi
         point = _first_point(want, names, ranges, timeout_ms)
         if point is not None:
             return nearest(fails, point, hints)
+    return None
+
+
+NEAR = 16  # sizes tried on each side of an example size before z3 is asked
+
+
+def _one_size_off(fails: Callable[[dict], Optional[bool]], names: list, ranges: Mapping,
+                  hints: Mapping) -> Optional[dict]:
+    """The witness closest to the example that changes one size by at most :data:`NEAR`
+    (smaller distance first, then the smaller value, then names in order), or None."""
+    example = {n: int(hints[n]) for n in names}
+    for d in range(1, NEAR + 1):
+        for n in names:
+            for v in (example[n] - d, example[n] + d):
+                if _inside(ranges[n], v) and fails({**example, n: v}) is True:
+                    return {**example, n: v}
     return None
 
 
