@@ -19,6 +19,10 @@ tests/solver/test_normalize.py):
    ``dx = 3``) each is an alternative; the caller keeps the one whose fixes admit
    the most sizes. Innermost first, so ``Max(0, dy - Min(2, dy))`` at dy = 7
    becomes ``dy - 2`` with ``dy >= 2``.
+   3a. Before that, an inequality with a ``Max`` (or ``Abs``) making up its smaller side
+   or a ``Min`` its larger side splits into the inequalities it is equivalent to
+   (:func:`split_extrema`): no branch is kept, so ``Max(m, n) <= Min(m, n) + 29`` is
+   ``m <= n + 29`` and ``n <= m + 29`` (a box fix may then cross the example's branch).
 4. Nested floors are flattened: ``floor((floor(y) + n)/k) -> floor((y + n)/k)`` for
    an integer ``n`` and an integer ``k > 0`` (``floor(floor(h/2)/2) -> floor(h/4)``),
    ``ceiling`` likewise (``floor(y) + n == floor(y + n)`` and
@@ -128,6 +132,9 @@ def _alts(e, hints, ranges, limit) -> list:
                     out.append(alt)
         return out[:limit]
     if isinstance(e, Relational):
+        pairs = split_extrema(e)
+        if pairs is not None:
+            return _alts(sympy.to_nnf(canonicalize(sympy.And(*pairs), ranges), simplify=False), hints, ranges, limit)
         node = _innermost_branch(e)
         if node is not None and _holds(e, hints):
             out = []
@@ -144,6 +151,56 @@ def _alts(e, hints, ranges, limit) -> list:
         if split is not None:
             return [_dedupe([a for part in split for a in first(part, hints, ranges)])]
     return [[e]]
+
+
+_MAX_PAIRS = 16  # inequalities one Max/Min comparison may split into (rule 3a)
+
+
+def split_extrema(rel):
+    """Rule 3a: ``A <= B`` with a ``Max``/``Abs`` making up ``A`` or a ``Min`` making up ``B``, as
+    the inequalities it is equivalent to, else None.
+
+    ``Max(a1, ...) + c <= B`` holds exactly when every ``ai + c <= B`` does, and
+    ``A <= Min(b1, ...) + c`` exactly when every ``A <= bi + c`` does (``Abs(e)`` is
+    ``Max(e, -e)``; a negative multiple turns a ``Min`` into a ``Max``): no branch of the
+    example is kept, so ``Max(m, n) <= Min(m, n) + 29`` becomes ``m <= n + 29`` and
+    ``n <= m + 29``, both directions of ``|m - n| <= 29``.
+    """
+    if isinstance(rel, (sympy.Le, sympy.Lt)):
+        small, big = rel.lhs, rel.rhs
+    elif isinstance(rel, (sympy.Ge, sympy.Gt)):
+        small, big = rel.rhs, rel.lhs
+    else:
+        return None
+    uppers, lowers = _extreme_terms(small, sympy.Max), _extreme_terms(big, sympy.Min)
+    if len(uppers) * len(lowers) <= 1 or len(uppers) * len(lowers) > _MAX_PAIRS:
+        return None
+    strict = isinstance(rel, (sympy.Lt, sympy.Gt))
+    return [(sympy.Lt if strict else sympy.Le)(a, b) for a in uppers for b in lowers]
+
+
+def _extreme_terms(e, kind):
+    """Terms whose ``kind`` (``Max`` or ``Min``) equals ``e`` (``[e]`` when none is found)."""
+    other = sympy.Min if kind is sympy.Max else sympy.Max
+    if isinstance(e, kind):
+        return [t for a in e.args for t in _extreme_terms(a, kind)]
+    if kind is sympy.Max and isinstance(e, sympy.Abs):
+        return _extreme_terms(e.args[0], kind) + _extreme_terms(-e.args[0], kind)
+    if isinstance(e, sympy.Mul):
+        coeff, rest = e.as_coeff_Mul()
+        if coeff.is_Number and coeff != 0 and isinstance(rest, (kind, other)):
+            if coeff > 0 and isinstance(rest, kind):
+                return [coeff * t for t in _extreme_terms(rest, kind)]
+            if coeff < 0 and isinstance(rest, other):  # -Min(a, b) == Max(-a, -b)
+                return [coeff * t for t in _extreme_terms(rest, other)]
+        return [e]
+    if isinstance(e, sympy.Add):
+        for term in e.args:
+            parts = _extreme_terms(term, kind)
+            if len(parts) > 1:
+                rest = e - term
+                return [t for p in parts for t in _extreme_terms(rest + p, kind)]
+    return [e]
 
 
 def disjunct_rank(a) -> int:

@@ -7,6 +7,7 @@ sizes eager numpy runs are admitted and match, the others raise
 import numpy as np
 import pytest
 
+import tensorplay_export as tpe
 from tensorplay_export import ConstraintsExceededError, Dim, export
 
 T = np.arange(32 * 3, dtype=np.float64).reshape(32, 3)
@@ -277,3 +278,22 @@ def test_example_outside_a_decreasing_dim_gets_a_widened_range_or_says_why_not()
     with pytest.raises(ConstraintsExceededError) as info:   # 40 rows would need dx = -8
         export(lambda y: y.sum(), _rows(40), dynamic_shapes=spec)
     assert "is not 32 - dx for any integer dx >= 0" in str(info.value) and "min=-8" not in str(info.value)
+
+
+def test_a_distance_bound_between_two_dims_gets_the_widest_box():
+    table = np.arange(60.0).reshape(30, 2)
+
+    def model(x, y):
+        k, big = min(x.shape[0], y.shape[0]), max(x.shape[0], y.shape[0])
+        return x[:k] + y[:k] + table[big - k]          # needs |n - m| <= 29
+
+    spec = {"x": {0: Dim("n", max=40)}, "y": {0: Dim("m", max=40)}}
+    args = np.ones((5, 2)), np.ones((9, 2))
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, *args, dynamic_shapes=spec)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, *args, dynamic_shapes=refined)
+    assert {str(k): (v.lower, v.upper) for k, v in ep.range_constraints.items()} == {"n": (1, 30), "m": (1, 30)}
+    for n, m in [(20, 25), (9, 5), (30, 30), (1, 30), (30, 1)]:
+        x, y = np.full((n, 2), 2.0), np.full((m, 2), 3.0)
+        np.testing.assert_array_equal(ep.module()(x, y), model(x, y))

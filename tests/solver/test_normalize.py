@@ -171,3 +171,24 @@ def test_fuzz_alternatives_are_sufficient_and_hold_at_example(seed):
         if done >= 25:
             break
     assert done >= 10
+
+
+# rule 3a: an inequality with a Max (or Abs) on its smaller side, or a Min on its larger side, splits
+# into the inequalities it is equivalent to, with no branch of the example kept
+@pytest.mark.parametrize("guard, expected", [
+    (sympy.Le(sympy.Max(dx, dy), sympy.Min(dx, dy) + 29), [dx <= dy + 29, dy <= dx + 29]),
+    (sympy.Le(sympy.Abs(dx - dy), 29), [dx - dy <= 29, dy - dx <= 29]),
+    (sympy.Ge(sympy.Min(dx, dy), dz + 1), [dz + 1 <= dx, dz + 1 <= dy]),
+    (sympy.Le(sympy.Max(dx, dy) - sympy.Min(dx, dz), 10), [dx - dz <= 10, dy - dx <= 10, dy - dz <= 10]),
+    (sympy.Le(sympy.Max(dx, 2 * dy) + 3, 40), [dx + 3 <= 40, 2 * dy + 3 <= 40]),
+], ids=["max-below-min", "abs", "min-above", "max-minus-min", "max-plus-constant"])
+def test_max_and_min_inequalities_split_without_a_branch(guard, expected):
+    ranges = {"dx": (1, 100), "dy": (1, 100), "dz": (1, 100)}
+    hints = {"dx": 5, "dy": 9, "dz": 3}
+    (alt,) = alternatives(guard, hints, ranges)
+    assert {sympy.simplify(a) for a in alt} >= {sympy.simplify(e) for e in expected}, alt
+    for atom in alt:
+        assert evaluate(atom, hints) is True
+    assert_implies(alt, guard, ranges)
+    assert_implies([guard], sympy.And(*alt), ranges)  # and back: an equivalence, nothing narrowed
+
