@@ -61,6 +61,7 @@ from ..errors import UnsupportedOpError
 from ..graph.ir import Node
 from ..ops.registry import resolve_op
 from .frames import user_source
+from .symbolic import SymInt
 
 __all__ = ["Aliases", "VIEW_OPS"]
 
@@ -145,8 +146,9 @@ class Aliases:
             if _copy_arg(op.name, args, kwargs) is True:
                 return  # numpy copies whatever the layout
             maybe, order = True, _order(op.name, args, kwargs)
-        elif not np.may_share_memory(example, base.example):
-            return
+        elif not (np.may_share_memory(example, base.example)
+                  or ((example.size == 0 or base.example.size == 0) and _always_a_view(kind, args))):
+            return  # an empty array shares no memory, yet basic indexing and transposes are views
         else:
             maybe, order = False, None
         node = result.node
@@ -310,6 +312,19 @@ def _copy_arg(op: str, args: tuple, kwargs: dict) -> Any:
     if op in ("numpy.ndarray.astype", "numpy.astype"):
         return bool(kwargs.get("copy", True))
     return kwargs.get("copy")
+
+
+def _always_a_view(kind: str, args: tuple) -> bool:
+    """Whether numpy returns a view for this op whatever the sizes: transposes, flips, and
+    indexing by ints, slices, ``None`` and ``...`` only (an array, list or bool index copies)."""
+    if kind in (_PERMUTE, _SELF_INVERSE):
+        return True
+    if kind != _INDEX or len(args) < 2:
+        return False
+    key = args[1] if isinstance(args[1], tuple) else (args[1],)
+    return all(k is None or k is Ellipsis or isinstance(k, slice)
+               or (isinstance(k, (int, SymInt)) and not isinstance(k, bool))
+               for k in key)
 
 
 def _permutation(op: str, ndim: int, rest: tuple, kwargs: dict) -> list:
