@@ -107,8 +107,9 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
 
         if _is_traced(data):
-            if name == "array" and kwargs.get("copy", True) is not False:
-                return cast(tracer.call(get_op("numpy.copy"), (data,), {}))
+            copy = kwargs.get("copy", True)
+            if name == "array" and copy is not None and copy is not False:
+                return cast(tracer.call(get_op("numpy.copy"), (data,), {}))  # copy=None/False: as asarray
             # An order makes a view when data already has that layout and a copy otherwise, as
             # numpy decides at run time: the op (capture/views.py follows a write through it),
             # never data itself.

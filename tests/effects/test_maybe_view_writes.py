@@ -336,3 +336,21 @@ def test_generated_code_keeps_the_layout_the_runtime_check_observes(model, rows)
     got = ep.module()(x.copy(order="K"), y.copy())
     assert (want[0] if isinstance(want, tuple) else want)[0, 0] == -50.0
     assert_same(want, got)
+
+
+def array_copy_none_fortran(x):
+    y = np.array(x, copy=None, order="F")   # numpy: x itself when x is Fortran-ordered, else a copy
+    y[0, 0] = 99.0
+    return y * 1.0, x.sum()
+
+
+def test_np_array_with_copy_none_is_a_possible_view():
+    ep = tpe.export(array_copy_none_fortran, np.ones((3, 4)), dynamic_shapes={"x": {0: Dim("b", max=16)}})
+    for b in (1, 2, 3, 16):
+        for make in (lambda a: a, np.asfortranarray, lambda a: np.ascontiguousarray(a)):
+            x = make(np.arange(b * 4, dtype=np.float64).reshape(b, 4))
+            xe, xp = x.copy(order="K"), x.copy(order="K")
+            (want, ws), (got, gs) = array_copy_none_fortran(xe), ep.module()(xp)
+            np.testing.assert_array_equal(got, want)
+            assert gs == ws
+            np.testing.assert_array_equal(xp, xe)
