@@ -661,6 +661,8 @@ class ExportedModule(GraphModule):
                 raise ConstraintsExceededError(
                     f"input {self.input_names[k] if k < len(self.input_names) else k} = {leaves[k]!r:.80}, "
                     f"but the program was exported with the constant {value!r:.80}")
+        if self._input_mutations:
+            self._refuse_aliased_written_inputs(leaves)
         outs = GraphModule.forward(self, *leaves)
         if self._stateful:
             for i, target in self._mutations:
@@ -677,6 +679,26 @@ class ExportedModule(GraphModule):
         return results[0] if len(results) == 1 else tuple(results)
 
     forward = __call__
+
+    def _refuse_aliased_written_inputs(self, leaves: list) -> None:
+        """An input the program writes into may not share memory with another input: eager
+        numpy would see the write through the other one (``f(x, x)``, overlapping views),
+        the program computes each from its own value.
+
+        Raises:
+            ValueError: naming both inputs, saying to pass separate arrays (copies).
+        """
+        for _, k in self._input_mutations:
+            dest = leaves[k]
+            if not isinstance(dest, np.ndarray):
+                continue
+            for j, other in enumerate(leaves):
+                if j != k and isinstance(other, np.ndarray) and np.may_share_memory(dest, other):
+                    names = self.input_names
+                    a, b = (names[k] if k < len(names) else f"input {k}"), (names[j] if j < len(names) else f"input {j}")
+                    raise ValueError(f"inputs {a} and {b} share memory, and the program writes into {a}: eager numpy "
+                                     f"would see that write through {b}, the program does not (it was exported "
+                                     f"for separate arrays); pass separate arrays, e.g. {b}.copy()")
 
     def _expose_signature(self, params: list) -> None:
         """``inspect.signature(ep.module())`` (and of its ``forward``) is the exported callable's
