@@ -302,12 +302,14 @@ def _built_namedtuple(name: str, fields: tuple) -> type:
     if len(name) > MAX_NAMEDTUPLE_NAME or not short.isidentifier() or keyword.iskeyword(short):
         raise ArchiveError(f"treespec namedtuple: {name!r:.80} is not a type name (its last part must be "
                            f"an identifier)")
-    for f in fields:
-        if not isinstance(f, str) or not f.isidentifier() or keyword.iskeyword(f) or f.startswith("_"):
+    for i, f in enumerate(fields):
+        # a leading underscore only as namedtuple(..., rename=True) names a field it renamed: _<position>
+        if (not isinstance(f, str) or not f.isidentifier() or keyword.iskeyword(f)
+                or (f.startswith("_") and f != f"_{i}")):
             raise ArchiveError(f"treespec namedtuple {name!r}: field {f!r:.80} is not a namedtuple field name")
     if len(set(fields)) != len(fields):
         raise ArchiveError(f"treespec namedtuple {name!r}: repeated field names {list(fields)}")
-    cls = collections.namedtuple(short, fields, module=__name__)
+    cls = collections.namedtuple(short, fields, module=__name__, rename=True)  # keeps every _<i> as it is
     _NT_NAME_OF[cls] = name
     return cls
 

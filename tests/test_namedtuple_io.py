@@ -273,3 +273,18 @@ def test_unflattened_submodule_returns_its_namedtuple():
         x = _rand(n, 3, seed=n)
         _same(u(x), m(x))
         _same(ep.module()(x), m(x))
+
+
+def test_a_namedtuple_with_renamed_fields_saves_and_loads(tmp_path):
+    renamed = collections.namedtuple("Renamed", ["a", "def"], rename=True)   # fields ('a', '_1')
+
+    def model(x):
+        return renamed(x + 1, x * 2)
+
+    ep = export(model, np.ones((3, 2)), dynamic_shapes={"x": {0: Dim("n")}})
+    save(ep, tmp_path / "r.pt2")
+    loaded = load(tmp_path / "r.pt2")
+    x = np.arange(10.0).reshape(5, 2)
+    got = loaded.module()(x)
+    assert got._fields == ("a", "_1")
+    np.testing.assert_array_equal(got._1, x * 2)
