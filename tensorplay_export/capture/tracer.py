@@ -445,6 +445,7 @@ class Tracer:
             self._number(item, None, {})
             self._bind(item, i, ctx)
             traced.append(TracedArray(self, item, s, value, ctx.vranges.get(i)))
+            self.aliases.note(op, args, kwargs, traced[-1])
         if isinstance(result, tuple):  # numpy's namedtuples (QRResult, SVDResult) keep their fields
             return type(result)(*traced) if hasattr(type(result), "_fields") else tuple(traced)
         return traced

@@ -88,6 +88,15 @@ _ORDER_AT = {"numpy.reshape": 2, "numpy.ravel": 1}
 _COPY_AT = {"numpy.ndarray.astype": 5}
 
 
+# Ops numpy answers with a view of their argument that writes are not followed through (no
+# inverse here): a write into such a view, or into its argument while it lives, is refused.
+UNFOLLOWED_VIEW_OPS = frozenset({
+    "numpy.rot90", "numpy.atleast_3d", "numpy.split", "numpy.array_split", "numpy.hsplit",
+    "numpy.vsplit", "numpy.dsplit", "numpy.diagonal", "numpy.ndarray.diagonal", "numpy.broadcast_to",
+    "numpy.imag", "numpy.ndarray.view",
+})
+
+
 @dataclass
 class _View:
     """``array`` was made by ``op(*args, **kwargs)`` and may share ``args[0]``'s memory (its base).
@@ -128,11 +137,17 @@ class Aliases:
         self._first: dict[int, tuple] = {}        # id(array) -> (array, its node before its first write)
         self._layouts: dict[int, tuple] = {}      # id(array) -> (array, traced value of its layout node)
         self._busy = False                        # rebuilding: results are not new views, writes not new writes
+        self._unfollowed: dict[int, tuple] = {}   # id(view or its base) -> (op, view, base) of views not followed
 
     def note(self, op: Any, args: tuple, kwargs: dict, result: Any) -> None:
         """Record ``result`` of ``op`` as a view when numpy made it one (memory shared with
         ``args[0]``), or as a possible view for a maybe-view op (same size and dtype)."""
-        if self._busy or op.name not in VIEW_OPS or not args:
+        if self._busy or not args:
+            return
+        if op.name in UNFOLLOWED_VIEW_OPS:
+            self._note_unfollowed(op, args, result)
+            return
+        if op.name not in VIEW_OPS:
             return
         base = args[0]
         example = result.example
@@ -156,10 +171,30 @@ class Aliases:
         self._views[id(result)] = _View(result, op, tuple(args), dict(kwargs), node, base_node, maybe, order)
         self._children.setdefault(id(base), []).append(result)
 
+    def _note_unfollowed(self, op: Any, args: tuple, result: Any) -> None:
+        base = args[0]
+        if (type(base).__name__ == "TracedArray" and isinstance(result.example, np.ndarray)
+                and isinstance(base.example, np.ndarray) and np.may_share_memory(result.example, base.example)):
+            self._unfollowed[id(result)] = (op.name, result, base)
+            self._unfollowed[id(base)] = (op.name, result, base)
+
     def wrote(self, array: Any) -> None:
-        """``array`` was just rebound to the node of a write: rebuild every alias of it."""
+        """``array`` was just rebound to the node of a write: rebuild every alias of it.
+
+        Raises:
+            UnsupportedOpError: the write goes through, or into the base of, a view capture does
+                not follow (:data:`UNFOLLOWED_VIEW_OPS`).
+        """
         if self._busy:
             return
+        seen = self._unfollowed.get(id(array))
+        if seen is not None:
+            name, view, base = seen
+            where = "the result of" if view is array else "the argument of"
+            raise UnsupportedOpError(
+                f"a write into {where} {name}, whose result numpy makes a view of its argument: the "
+                f"program cannot follow writes through that view; write into a copy "
+                f"({name.rpartition('.')[2]}(...).copy()) or into the argument itself\n  at {user_source(3)}")
         if id(array) not in self._first:
             before = _before_write(array.node, self._tracer.op_table)
             if before is not None:
