@@ -297,15 +297,17 @@ class EagerMismatchError(CaptureError):
     """
 
     def __init__(self, path: Optional[str], expected: str, got: str, detail: str,
-                 max_abs_diff: Optional[float] = None, ran_on: str = "the example inputs") -> None:
+                 max_abs_diff: Optional[float] = None, ran_on: str = "the example inputs",
+                 advice: Optional[str] = None) -> None:
         self.path, self.expected, self.got, self.detail = path, expected, got, detail
         self.max_abs_diff = max_abs_diff
         self.ran_on = ran_on
         where = f" at {path}" if path is not None else ""
         diff = f", max abs diff {max_abs_diff:.4g}" if max_abs_diff is not None else ""
-        super().__init__(
-            f"the exported program differs from the model run eagerly (plain numpy, untraced) on "
-            f"{ran_on}{where}: {detail}; expected {expected}, got {got}{diff}.\n"
+        advice = advice or (
             f"The traced run took another path than eager numpy. That usually comes from {EAGER_MISMATCH_CAUSES}. "
             "Compare sizes (`n == 4`) instead of testing their type or hashing them, and pass values the model "
             "reads as inputs.")
+        super().__init__(
+            f"the exported program differs from the model run eagerly (plain numpy, untraced) on "
+            f"{ran_on}{where}: {detail}; expected {expected}, got {got}{diff}.\n{advice}")

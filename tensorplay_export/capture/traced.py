@@ -40,7 +40,7 @@ class TracedArray:
         self._node = node
         self._shape = tuple(shape)
         self._value = example
-        self._thunk: Any = None   # (op, args, kwargs, source) while the value is not computed
+        self._thunk: Any = None   # (op, args, kwargs, source, np.geterr() then) while the value is not computed
         self._dtype: Any = None   # the value's dtype while it is not computed
         self.vrange = vrange
         self._lazy: Optional[str] = None

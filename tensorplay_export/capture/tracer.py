@@ -606,7 +606,9 @@ class Tracer:
         if self.user_anchor is None:
             self.user_anchor = node
         traced = TracedArray(self, node, shape, None, ctx.vranges.get(0))
-        traced._thunk = (op, args, kwargs, src)
+        # the floating-point error handling in force at the call (the model's np.errstate):
+        # the value is computed under it whenever it is read, as eager numpy computed it then
+        traced._thunk = (op, args, kwargs, src, np.geterr())
         traced._dtype = dtype
         self.pending.append(weakref.ref(traced))
         return traced
@@ -648,10 +650,11 @@ class Tracer:
             CaptureError: numpy raised (with the op and the user's line), or (internal) the
                 recorded shape or dtype is not numpy's.
         """
-        op, args, kwargs, src = t._thunk
+        op, args, kwargs, src, errstate = t._thunk
         with self._bool_operands(op, args):
             ex_args, ex_kwargs = self.example(args), self.example(kwargs)
-        result = self._run_impl(op, ex_args, ex_kwargs, src)
+        with np.errstate(**errstate):
+            result = self._run_impl(op, ex_args, ex_kwargs, src)
         self._checked_shape(t._shape, tuple(np.shape(result)), op, src)
         if _dtype_of(result) != t._dtype:
             raise CaptureError(f"internal error: {op.name} was recorded with dtype {t._dtype}, but numpy "

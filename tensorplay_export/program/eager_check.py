@@ -136,9 +136,17 @@ def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
             continue
         buffers = dict(module.named_buffers()) if module is not None else {}
         return RunRecord(out, buffers, _array_leaves(a, k))
+    advice = None
+    if isinstance(first, FloatingPointError):
+        # the model's own np.errstate(...="raise"): capture computes a value only where something
+        # reads it, so an error numpy raises in a value nobody read shows only in the eager run
+        advice = ("numpy raised it under the model's own np.errstate; capture computes example values only "
+                  "where something reads them, so the traced run did not. The program raises the same error "
+                  "on such inputs: export from an example the model runs on, or let that np.errstate warn "
+                  "instead of raise.")
     raise EagerMismatchError(None, "the model's outputs", f"{type(first).__name__}: {first}",
-                             "the model raised when run eagerly on its example inputs, but not while traced"
-                             ) from first
+                             "the model raised when run eagerly on its example inputs, but not while traced",
+                             advice=advice) from first
 
 
 def run_program(ep: Any, args: tuple, kwargs: dict) -> RunRecord:

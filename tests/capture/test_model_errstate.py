@@ -181,3 +181,30 @@ def test_a_helper_decorated_before_the_capture():
     assert "with np.errstate(divide='warn'):" in ep.module().code
     got, warned = _same_as_eager(ep, model, divide="raise")
     assert got is not FloatingPointError and warned == [RuntimeWarning]
+
+
+def test_a_deferred_value_is_computed_under_the_models_errstate():
+    # h[0] = 0 forces the values; sqrt(h - 1) at h = 0 raises under the model's own errstate
+    def model(x):
+        with np.errstate(invalid="raise"):
+            h = x + 1
+            h[0] = 0.0
+            return np.sqrt(h - 1)
+
+    with pytest.raises(tpe.CaptureError, match=r"numpy.sqrt raised FloatingPointError: invalid value") as info:
+        tpe.export(model, np.arange(1.0, 7.0), dynamic_shapes={"x": {0: tpe.Dim("n", max=12)}})
+    assert "test_model_errstate.py" in str(info.value) and "return np.sqrt(h - 1)" in str(info.value)
+
+
+def test_an_error_only_the_eager_run_computes_says_why():
+    def model(x):
+        with np.errstate(divide="raise"):
+            return x / (x - x)   # nothing reads the value while tracing
+
+    from tensorplay_export.errors import EagerMismatchError
+
+    with pytest.raises(EagerMismatchError) as info:
+        tpe.export(model, np.arange(1.0, 7.0), dynamic_shapes={"x": {0: tpe.Dim("n", max=12)}})
+    text = str(info.value)
+    assert "FloatingPointError: divide by zero" in text and "under the model's own np.errstate" in text
+    assert "type(n) is int" not in text   # not the generic other-path explanation
