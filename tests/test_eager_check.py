@@ -180,3 +180,16 @@ def test_an_all_zeros_example_does_not_hide_a_path_eager_does_not_take():
     # a model that is right exports from zeros as before
     ep = tpe.export(lambda x: x * 2.0, np.zeros((8, 4), np.float32), dynamic_shapes={"x": {0: tpe.Dim("n", max=20)}})
     np.testing.assert_array_equal(ep.module()(np.ones((3, 4), np.float32)), np.full((3, 4), 2.0, np.float32))
+
+
+def test_the_eager_run_keeps_the_examples_memory_order():
+    # np.array(x, copy=False, order="F") is fine on a Fortran-order x and raises on a C-order one:
+    # the safety net runs on copies in the example's own order, so it does not refuse this model
+    def model(x):
+        return np.array(x, copy=False, order="F") * 2.0
+
+    example = np.asfortranarray(np.arange(12.0).reshape(3, 4))
+    ep = tpe.export(model, example, dynamic_shapes={"x": {0: Dim("b", max=16)}})
+    for b in (1, 3, 7):
+        x = np.asfortranarray(np.arange(b * 4.0).reshape(b, 4))
+        np.testing.assert_array_equal(ep.module()(x), model(x))

@@ -64,7 +64,10 @@ class RunRecord:
 
 
 def _copies(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    return pytree.tree_map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, (tuple(args), dict(kwargs)))
+    # in the inputs' own memory order (a Fortran-order example stays one): whether numpy makes
+    # a view or a copy, or refuses a copy (np.array(x, copy=False, order="F")), depends on it
+    return pytree.tree_map(lambda v: v.copy(order="K") if isinstance(v, np.ndarray) else v,
+                           (tuple(args), dict(kwargs)))
 
 
 def _array_leaves(args: tuple, kwargs: dict) -> list:
