@@ -91,9 +91,8 @@ _COPY_AT = {"numpy.ndarray.astype": 5}
 # Ops numpy answers with a view of their argument that writes are not followed through (no
 # inverse here): a write into such a view, or into its argument while it lives, is refused.
 UNFOLLOWED_VIEW_OPS = frozenset({
-    "numpy.rot90", "numpy.atleast_3d", "numpy.split", "numpy.array_split", "numpy.hsplit",
-    "numpy.vsplit", "numpy.dsplit", "numpy.diagonal", "numpy.ndarray.diagonal", "numpy.broadcast_to",
-    "numpy.imag", "numpy.ndarray.view",
+    "numpy.rot90", "numpy.atleast_3d", "numpy.split", "numpy.array_split", "numpy.diagonal",
+    "numpy.broadcast_to", "numpy.imag",
 })
 
 

@@ -68,3 +68,11 @@ def test_reading_unfollowed_views_and_writing_a_copy_export():
         xe, xp = x.copy(), x.copy()
         np.testing.assert_allclose(ep.module()(xp), pieces_read_and_copied(xe))
         np.testing.assert_array_equal(xp, xe)
+
+
+def test_every_unfollowed_view_op_is_a_registered_op():
+    import tensorplay_export.nn._composites  # noqa: F401 - registers the nn composites
+    from tensorplay_export.capture.views import UNFOLLOWED_VIEW_OPS, VIEW_OPS
+    from tensorplay_export.ops.registry import all_ops
+
+    assert UNFOLLOWED_VIEW_OPS <= set(all_ops()) and not UNFOLLOWED_VIEW_OPS & set(VIEW_OPS)
