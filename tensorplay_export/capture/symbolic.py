@@ -444,6 +444,14 @@ class _SymNumber:
             return NotImplemented
         return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
 
+    def round(self, decimals: int = 0, out: Any = None) -> Any:
+        """``np.round(s)`` / ``np.around(s)`` (numpy calls this method of a non-array):
+        ``np.rint`` for ``decimals=0``, else the example's rounding with the size specialized."""
+        if out is None and decimals == 0:  # an integer stays one (np.round(5) is an np.int64)
+            return _as_type_of(self, np.round(self.example())) if isinstance(self, SymInt) else np.rint(self)
+        value = self.env.specialize(self.expr, f"rounded with np.round(x, {decimals!r})")
+        return np.round(self._typed(value), decimals, out)
+
     def _float_floordiv(self, o: Any, reflected: bool) -> Any:
         """``//`` with a float result: exact when the float quotient is (``n // 2.0`` is ``floor(n/2)``)."""
         out = self._op(o, _floordiv, reflected, result="float")
@@ -709,7 +717,13 @@ _UFUNC_DUNDERS = {
 }
 
 
-_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs}
+# one-operand ufuncs that are size arithmetic; the result takes the ufunc's type on the
+# example (np.ceil(n / 3) is an np.float64, as eager's).  The roundings stay symbolic where
+# math.ceil & co. do (an exact quotient) and specialize with a reason where they do not;
+# np.sqrt(n) is n ** 0.5 (int() of it specializes, as for math.sqrt).
+_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs,
+                "ceil": math.ceil, "floor": math.floor, "trunc": math.trunc, "rint": round,
+                "sqrt": lambda v: v ** 0.5}
 _UFUNC_COMPARE = {"less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
                   "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
                   "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__")}

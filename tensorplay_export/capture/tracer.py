@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
+import operator
 import sys
 import warnings
 import weakref
@@ -299,6 +300,11 @@ class Tracer:
             size = self._item_size(traced, src)
             if size is not None:
                 return size
+        read = _SIZE_VALUE_READS.get(name)
+        if read is not None:
+            sizes = self._sizes_only(traced)
+            if sizes is not None:
+                return self._read_of_sizes(traced, read, what, sizes, src)
         if self.draft is not None:
             from .draft_log import VALUE_READS, assume_value
 
@@ -308,6 +314,46 @@ class Tracer:
             f"data-dependent: the model {what} of a traced array, which the program cannot know ahead "
             f"of time (it is data, not a size): compute with the array instead (masks, np.where), or "
             f"read it outside the exported function\n  at {src}")
+
+    def _sizes_only(self, traced: "TracedArray") -> Optional[set]:
+        """The size symbols an array is computed from when numpy computed it from sizes and the
+        program's constants alone (``np.sqrt(n)``, ``np.arange(n).sum()``, ``TABLE[n]``); None
+        when it reads an input, a parameter or buffer, or a random draw (data)."""
+        syms: set = set()
+        seen: set = set()
+        stack = [traced.node]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.op != "call_function":
+                if node.op == "placeholder" and node.name in self.constants:
+                    continue  # a lifted constant: the program holds its value
+                return None
+            for leaf in _expr_leaves((node.args, node.kwargs)):
+                syms |= leaf.free_symbols
+            stack.extend(node.all_input_nodes)
+        return syms
+
+    def _read_of_sizes(self, traced: "TracedArray", read: Any, what: str, sizes: set, src: Any) -> Any:
+        """The model reads the value of an array computed from sizes alone (``int(np.sqrt(n))``):
+        no symbolic form follows numpy there, so each size it is computed from is specialized to
+        its example value (a reason at the model's line, as ``int()`` of a float size) and the
+        read gives eager's value."""
+        unbacked = [s for s in sizes if self.env.kinds.get(s) == "unbacked"]
+        if unbacked:  # a size read from data (x.nonzero()): pinning it would bake the example's data
+            raise DataDependentError(
+                f"data-dependent: the model {what} of an array computed from the data-dependent size "
+                f"{', '.join(sorted(map(str, unbacked)))}, which the program cannot know ahead of time: "
+                f"compute with the array instead (masks, np.where)\n  at {src}")
+        code = f"`{src.text}`" if src is not None and getattr(src, "text", None) else "the model"
+        for sym in sorted(sizes, key=lambda v: v.name):
+            self.env.specialize(sym, f"{code} {what} of an array numpy computed from sizes (no symbolic form "
+                                     f"follows numpy there; integer size arithmetic such as n // k, "
+                                     f"n % k, min and max stays symbolic)", src)
+        self.force(traced)
+        return read(np.asarray(traced.example))
 
     def _item_size(self, traced: "TracedArray", src: Any) -> Optional[SymInt]:
         """``int(a)`` / ``a.item()`` / ``x[:a]`` of a one-element int array: a data-dependent
@@ -784,6 +830,29 @@ def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
 
 # np.errstate modes a program can restore without a handler (np.seterrcall) of the model's
 _PLAIN_ERRSTATES = frozenset({"ignore", "warn", "raise", "print"})
+
+# value reads of an array computed from sizes alone: what eager gives (draft mode's table, plus
+# the reads only eager code makes of such an array)
+_SIZE_VALUE_READS: dict[str, Any] = {
+    "__bool__": bool, "__int__": int, "__index__": operator.index, "__float__": float, "__complex__": complex,
+    "item": lambda a: a.item(), "tolist": lambda a: a.tolist(), "slice_bound": operator.index,
+}
+
+
+def _expr_leaves(value: Any) -> Iterator[Any]:
+    """The sympy expressions among a node's arguments (nested tuples, lists, dicts and slices)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, sympy.Basic):
+            yield v
+        elif isinstance(v, (tuple, list)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, slice):
+            stack.extend((v.start, v.stop, v.step))
+
 
 # reads a SymInt can answer (int() and __index__ must return a real int: CPython checks)
 _INT_READS = frozenset({"item", "slice_bound"})
