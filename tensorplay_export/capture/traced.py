@@ -367,19 +367,13 @@ class TracedArray:
 # ``nan_to_num(copy=False)`` replaces in place and returns its argument: capture computes the
 # functional result and writes it into the argument, as a write of the model (an input mutation when
 # the argument is an input).
-_FLAG_POSITIONS: dict[str, tuple[Optional[int], Optional[str]]] = {}
-
-
 def _flag_position(op: Any) -> tuple[Optional[int], Optional[str]]:
     """``(position, first)``: where ``op``'s writing flag binds positionally (None: keyword only)
     and the name of its first parameter (the argument numpy writes into)."""
-    hit = _FLAG_POSITIONS.get(op.name)
-    if hit is None:
-        params = list(op.signature().parameters.values())  # register_op checked it has the flag
-        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        at = positional.index(op.writing_flag.param) if op.writing_flag.param in positional else None
-        hit = _FLAG_POSITIONS[op.name] = (at, params[0].name if params else None)
-    return hit
+    params = list(op.signature().parameters.values())  # register_op checked it has the flag
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    at = positional.index(op.writing_flag.param) if op.writing_flag.param in positional else None
+    return at, params[0].name if params else None
 
 
 def _without_in_place_flag(op: Any, func: Any, args: tuple, kwargs: dict, src: Any) -> tuple[tuple, dict, Any, str]:
