@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import CaptureError, UnsupportedOpError
-from ..ops.registry import func_name, get_op, lookup_func, lookup_method
+from ..ops.registry import func_name, get_op, lookup_func, lookup_method, plain_flag
 from .frames import user_source
 from .symbolic import SymBool, wrap_int
 
@@ -183,14 +183,14 @@ class TracedArray:
         if op is None:
             raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
                                      f"\n  at {src}")
-        args, kwargs, write_into = _without_in_place_flag(func, tuple(args), dict(kwargs), src)
+        args, kwargs, write_into, what = _without_in_place_flag(op, func, tuple(args), dict(kwargs), src)
         result = self._tracer.call(op, args, kwargs, source=src)
         if op.writes_arg is not None:
             return _write_back(op, args, result, src)
         if write_into is not None:  # numpy wrote the result into that argument and returned it
             if not isinstance(write_into, TracedArray) or not isinstance(write_into.example, np.ndarray):
                 return result
-            write_into._write_all(result, src, f"{func_name(func)}(copy=False)")
+            write_into._write_all(result, src, what)
             return write_into
         if func is np.unique and isinstance(result, tuple) and len(result) == 1:
             return result[0]
@@ -361,40 +361,53 @@ class TracedArray:
     def __ixor__(self, o): return self._inplace("numpy.bitwise_xor", o)
 
 
-# numpy functions a flag makes write into their first argument.  ``overwrite_input=True`` (at this
-# position) leaves the input in an order numpy does not define, which no program can promise to
-# reproduce: refused, with what to write instead.  ``nan_to_num(copy=False)`` replaces in place and
-# returns its argument: capture computes the functional result and writes it into the argument, as
-# a write of the model (an input mutation when the argument is an input).
-_SCRAMBLES_INPUT = {np.median: 3, np.nanmedian: 3, np.percentile: 4, np.nanpercentile: 4,
-                    np.quantile: 4, np.nanquantile: 4}
+# A flag that makes numpy write into its first argument (``OpDef.writing_flag``, the registry's one
+# table of them) is never recorded.  ``overwrite_input=True`` leaves the input in an order numpy does
+# not define, which no program can promise to reproduce: refused, with what to write instead.
+# ``nan_to_num(copy=False)`` replaces in place and returns its argument: capture computes the
+# functional result and writes it into the argument, as a write of the model (an input mutation when
+# the argument is an input).
+def _flag_position(op: Any) -> tuple[Optional[int], Optional[str]]:
+    """``(position, first)``: where ``op``'s writing flag binds positionally (None: keyword only)
+    and the name of its first parameter (the argument numpy writes into)."""
+    params = list(op.signature().parameters.values())  # register_op checked it has the flag
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    at = positional.index(op.writing_flag.param) if op.writing_flag.param in positional else None
+    return at, params[0].name if params else None
 
 
-def _without_in_place_flag(func: Any, args: tuple, kwargs: dict, src: Any) -> tuple[tuple, dict, Any]:
-    """``(args, kwargs, target)``: the call without a flag that makes numpy write into an argument,
-    and the argument numpy would have written the result into (None: no such write).
+def _without_in_place_flag(op: Any, func: Any, args: tuple, kwargs: dict, src: Any) -> tuple[tuple, dict, Any, str]:
+    """``(args, kwargs, target, what)``: the call without a flag that makes numpy write into an
+    argument, the argument numpy would have written the result into (None: no such write) and
+    that write as the replay check names it.
 
     Raises:
-        UnsupportedOpError: ``overwrite_input=True``.
+        UnsupportedOpError: a flag that leaves the input scrambled (``overwrite_input=True``).
     """
-    at = _SCRAMBLES_INPUT.get(func)
-    if at is not None:
-        flag = args[at] if len(args) > at else kwargs.get("overwrite_input", False)
-        if not (flag is False or flag is None or (isinstance(flag, (bool, np.bool_, int)) and not flag)):
-            raise UnsupportedOpError(
-                f"{func_name(func)}(..., overwrite_input=True) leaves its input in an order numpy does not "
-                f"define, which a program cannot promise to reproduce: drop overwrite_input (the result is "
-                f"the same)\n  at {src}")
-        return args, kwargs, None
-    if func is np.nan_to_num:
-        copy = args[1] if len(args) > 1 else kwargs.get("copy", True)
-        if copy is None or (isinstance(copy, (bool, np.bool_, int)) and not copy):
-            if len(args) > 1:
-                args = args[:1] + (True,) + args[2:]
-            else:
-                kwargs["copy"] = True
-            return args, kwargs, args[0] if args else kwargs.get("x")
-    return args, kwargs, None
+    flag = op.writing_flag
+    if flag is None:
+        return args, kwargs, None, ""
+    at, first = _flag_position(op)
+    if at is not None and len(args) > at:
+        value = args[at]
+    elif flag.param in kwargs:
+        value = kwargs[flag.param]
+    else:
+        return args, kwargs, None, ""  # the default never writes
+    if not flag.writes(value):
+        return args, kwargs, None, ""
+    if flag.scrambles:
+        raise UnsupportedOpError(
+            f"{func_name(func)}(..., {flag.param}=True) leaves its input in an order numpy does not "
+            f"define, which a program cannot promise to reproduce: drop {flag.param} (the result is "
+            f"the same)\n  at {src}")
+    if not plain_flag(value):
+        return args, kwargs, None, ""  # numpy decides by the value's truthiness (or raises) when the op runs
+    if at is not None and len(args) > at:
+        args = args[:at] + (flag.off,) + args[at + 1:]
+    else:
+        kwargs[flag.param] = flag.off
+    return args, kwargs, args[0] if args else kwargs.get(first), f"{func_name(func)}({flag.param}={value!r:.20})"
 
 
 def _write_back(op: Any, args: Any, result: "TracedArray", src: Any) -> None:

@@ -62,6 +62,7 @@ from ..graph.ir import Node
 from ..ops.registry import resolve_op
 from .frames import user_source
 from .symbolic import SymInt
+from .traced import TracedArray
 
 __all__ = ["Aliases", "VIEW_OPS"]
 
@@ -150,7 +151,7 @@ class Aliases:
             return
         base = args[0]
         example = result.example
-        if (type(base).__name__ != "TracedArray" or not isinstance(example, np.ndarray)
+        if (not isinstance(base, TracedArray) or not isinstance(example, np.ndarray)
                 or not isinstance(base.example, np.ndarray)):
             return
         kind = VIEW_OPS[op.name]
@@ -172,7 +173,7 @@ class Aliases:
 
     def _note_unfollowed(self, op: Any, args: tuple, result: Any) -> None:
         base = args[0]
-        if (type(base).__name__ == "TracedArray" and isinstance(result.example, np.ndarray)
+        if (isinstance(base, TracedArray) and isinstance(result.example, np.ndarray)
                 and isinstance(base.example, np.ndarray) and np.may_share_memory(result.example, base.example)):
             self._unfollowed[id(result)] = (op.name, result, base)
             self._unfollowed[id(base)] = (op.name, result, base)
@@ -310,8 +311,6 @@ def _layout_ordered(view: _View, where: str) -> UnsupportedOpError:
 def _shadow(node: Any, array: Any) -> Any:
     """A traced value of ``node`` standing for ``array``'s memory (its example: the very array
     numpy wrote in place, so its layout is eager's)."""
-    from .traced import TracedArray
-
     return TracedArray(array._tracer, node, array._shape, array.example, array.vrange)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import ArrayInfo, register_op
+from .registry import ArrayInfo, WritingFlag, register_op
 from ..records import sympy
 
 _GUFUNCS = {"matmul", "matvec", "vecdot", "vecmat"}
@@ -175,5 +175,7 @@ def same_shape(ctx: Any, a: Any, *args: Any, **kwargs: Any) -> tuple:
 register_op("numpy.round", np.round, same_shape, numpy_funcs=(np.round, np.around), methods=("round",))
 register_op("numpy.real", np.real, same_shape, numpy_funcs=(np.real,))
 register_op("numpy.imag", np.imag, same_shape, numpy_funcs=(np.imag,))
-register_op("numpy.nan_to_num", np.nan_to_num, same_shape, numpy_funcs=(np.nan_to_num,))
+# copy=False (and None: numpy copies only when it must) replaces NaNs in x itself and returns x
+register_op("numpy.nan_to_num", np.nan_to_num, same_shape, numpy_funcs=(np.nan_to_num,),
+            writing_flag=WritingFlag.unless_true("copy", scrambles=False))
 register_op("numpy.ndarray.conj", lambda a: a.conj(), same_shape, methods=("conj", "conjugate"))

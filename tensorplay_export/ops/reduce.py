@@ -15,7 +15,7 @@ import numpy as np
 
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
-from .registry import register_op
+from .registry import WritingFlag, register_op
 from ..records import sympy
 
 
@@ -174,9 +174,13 @@ for _name, _fn in (("cumsum", np.cumsum), ("cumprod", np.cumprod)):
 # positional parameters: nanstd/nanvar take ``ddof`` before ``keepdims`` (as var/std); the others take
 # ``keepdims`` fifth (nansum, nanprod, nanmean after ``out``; median, nanmedian after ``overwrite_input``)
 _NAN_RULES = {"nanmax": _extreme_rule, "nanmin": _extreme_rule, "nanstd": _stat_rule, "nanvar": _stat_rule}
+# ``overwrite_input=True`` lets numpy partially sort its input in place, in an order it does not
+# define (also percentile/quantile: ops/stats.py)
+OVERWRITE_INPUT = WritingFlag.when_true("overwrite_input", scrambles=True)
 for _name in ("nansum", "nanmean", "nanmax", "nanmin", "median", "nanmedian", "nanprod", "nanstd", "nanvar"):
     _fn = getattr(np, _name)
-    register_op(f"numpy.{_name}", _fn, _NAN_RULES.get(_name, _reduce_rule(False)), numpy_funcs=(_fn,))
+    register_op(f"numpy.{_name}", _fn, _NAN_RULES.get(_name, _reduce_rule(False)), numpy_funcs=(_fn,),
+                writing_flag=OVERWRITE_INPUT if _name in ("median", "nanmedian") else None)
 
 for _name in ("nanargmax", "nanargmin"):  # like argmax: an empty axis raises
     _fn = getattr(np, _name)

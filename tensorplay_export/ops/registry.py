@@ -68,6 +68,13 @@ Conventions for adding an op (read before writing one):
   capture writes the result into the target's example in place (eager
   semantics, views see it), rebinds the traced target to the new node and
   returns None to the model, as numpy does.
+- **writing_flag.** For a numpy function that a flag makes write into its first
+  argument (``median(a, overwrite_input=True)``, ``nan_to_num(x, copy=False)``): a
+  :class:`WritingFlag` naming the parameter and saying which values write.  This
+  is the one table of such flags: capture never records a call that writes
+  (``overwrite_input`` is refused, ``copy=False`` is recorded as the model's own
+  write into its argument: capture/traced.py), and loading refuses a program that
+  passes one (serde/program_load.py).
 - **out_impl.** Optional, for an op whose result is always a new array of its own
   (never a view of an argument): ``out_impl(*args, out=buf, **kwargs)`` computes
   exactly what ``impl`` computes (bit-identical) and writes it into ``buf``, an
@@ -99,8 +106,48 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional
 
+import numpy as np
+
 from ..errors import UnsupportedOpError
 from ..records import sympy
+
+# the values whose truthiness a writing flag's rule reads without running numpy: anything else
+# (a string, a list, an array that arrives at run time) is counted as writing
+_PLAIN_FLAG_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
+def plain_flag(value: Any) -> bool:
+    """Whether ``value`` is None or a Python/numpy bool, int or float (numpy reads it by its truthiness)."""
+    return value is None or isinstance(value, _PLAIN_FLAG_TYPES)
+
+
+@dataclass(frozen=True)
+class WritingFlag:
+    """A parameter of a numpy function whose value can make it write into its first argument.
+
+    ``param``: the parameter's name (bound by position or keyword, as the signature says).
+    ``writes(value) -> bool``: whether ``value`` makes numpy write; True for any value that
+    is not a :func:`plain_flag` (whose effect numpy decides only when it runs), so a loaded
+    program passing one is refused.  ``off``: a value that never writes.  ``scrambles``: the
+    write leaves the input in an order numpy does not define (``overwrite_input``; capture
+    refuses it), else it leaves the result there (``copy=False``; capture records that write).
+    Absent, the parameter's default never writes (``tests/effects/test_in_place_flags.py`` checks each).
+    """
+
+    param: str
+    writes: Callable[[Any], bool]
+    off: Any
+    scrambles: bool
+
+    @classmethod
+    def when_true(cls, param: str, scrambles: bool) -> "WritingFlag":
+        """A flag that writes when true (numpy's ``if overwrite_input:``); None and 0 do not."""
+        return cls(param, lambda v: not plain_flag(v) or bool(v), False, scrambles)
+
+    @classmethod
+    def unless_true(cls, param: str, scrambles: bool) -> "WritingFlag":
+        """A flag that writes unless true (``copy``: None and False write, as numpy's ``np.array(x, copy=copy)``)."""
+        return cls(param, lambda v: not plain_flag(v) or not v, True, scrambles)
 
 
 @dataclass
@@ -123,6 +170,8 @@ class OpDef:
     # the result depends on the operands' memory layout, not only their values (tpe.is_view):
     # generated code gives every value that reaches it the layout eager numpy gives it
     observes_layout: bool = False
+    # a flag that makes numpy write into the first argument (WritingFlag; see above), or None
+    writing_flag: Optional[WritingFlag] = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.impl(*args, **kwargs)
@@ -145,12 +194,14 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
                 methods: tuple = (), multi_output: bool = False, doc: str = "",
                 side_effect: bool = False, writes_arg: Optional[int] = None, lazy: str = "",
                 variant: Optional[Callable[..., Optional[str]]] = None,
-                out_impl: Optional[Callable[..., Any]] = None, observes_layout: bool = False) -> OpDef:
+                out_impl: Optional[Callable[..., Any]] = None, observes_layout: bool = False,
+                writing_flag: Optional[WritingFlag] = None) -> OpDef:
     """Register an op and return its :class:`OpDef`.
 
     Raises:
         TypeError: ``impl`` or ``shape_rule`` is not callable (an op without a shape rule).
-        ValueError: ``name`` is already registered.
+        ValueError: ``name`` is already registered, or ``writing_flag`` names a parameter the
+            impl's signature does not have.
     """
     if not callable(shape_rule):
         raise TypeError(f"op {name!r} needs a shape rule; got {shape_rule!r}")
@@ -159,7 +210,12 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
-               multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl, observes_layout)
+               multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl, observes_layout,
+               writing_flag)
+    if writing_flag is not None:
+        sig = op.signature()
+        if sig is None or writing_flag.param not in sig.parameters:
+            raise ValueError(f"op {name!r}: its writing flag {writing_flag.param!r} is not a parameter of its impl")
     _OPS[name] = op
     for func in op.numpy_funcs:
         _BY_FUNC[func] = op

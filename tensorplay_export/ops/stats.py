@@ -23,7 +23,7 @@ import numpy as np
 from .ctx import as_dim, is_static
 from .elementwise import shape_of
 from ..errors import UnsupportedOpError
-from .reduce import norm_axes, reduced_shape, require_nonempty
+from .reduce import OVERWRITE_INPUT, norm_axes, reduced_shape, require_nonempty
 from .registry import ArrayInfo, register_op
 from ..records import sympy
 
@@ -56,7 +56,8 @@ def _quantile_rule(name: str, nan: bool):
 
 for _name, _nan in (("percentile", False), ("quantile", False), ("nanpercentile", True), ("nanquantile", True)):
     _fn = getattr(np, _name)
-    register_op(f"numpy.{_name}", _fn, _quantile_rule(_name, _nan), numpy_funcs=(_fn,))
+    register_op(f"numpy.{_name}", _fn, _quantile_rule(_name, _nan), numpy_funcs=(_fn,),
+                writing_flag=OVERWRITE_INPUT)
 
 
 def _histogram_rule(ctx: Any, a: Any, bins: Any = 10, range: Any = None, density: Any = None,  # noqa: A002

@@ -203,22 +203,15 @@ class _Position:
 _CALL_FORMS: dict[tuple, tuple] = {}
 
 
-# ops a flag makes write into their input: registry name -> (flag, does this value write?).
-# Capture never records them (it calls these ops without the flag: capture/traced.py).
-# A value of another type than these counts as writing (refused).
-def _false(v: Any) -> bool:
-    return v is False or v is None or (type(v) in (int, float) and v == 0)
+def _writing_flag(target: str) -> Any:
+    """The registered op's flag that makes numpy write into its input (``OpDef.writing_flag``), or None.
 
+    Capture never records one that writes (it calls these ops without it: capture/traced.py).
+    """
+    # reached as _resolve_target reaches it (no import cycle keeps either from the top of the file)
+    from ..ops.registry import get_op
 
-def _true(v: Any) -> bool:
-    return v is True or (type(v) in (int, float) and v != 0)
-
-
-_WRITING_FLAGS: dict[str, tuple[str, Callable[[Any], bool]]] = {
-    **{f"numpy.{name}": ("overwrite_input", lambda v: not _false(v))
-       for name in ("median", "nanmedian", "percentile", "nanpercentile", "quantile", "nanquantile")},
-    "numpy.nan_to_num": ("copy", lambda v: not _true(v)),  # copy=None copies only when it must: writes
-}
+    return get_op(target).writing_flag
 
 
 def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
@@ -227,7 +220,7 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
 
     Capture never records an ``out=`` argument (a write into the array it names: the
     caller's input, a weight, a constant), nor a flag that makes numpy write into its
-    input (``overwrite_input=True``, ``nan_to_num(copy=False)``: :data:`_WRITING_FLAGS`),
+    input (``overwrite_input=True``, ``nan_to_num(copy=False)``: the op's ``writing_flag``),
     nor a keyword that is not an identifier.
     """
     for k in kwargs:
@@ -236,10 +229,10 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
     if kwargs.get("out") is not None:
         fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
                      f"(it would write into the caller's input or the program's state)")
-    flag = _WRITING_FLAGS.get(target)
+    flag = _writing_flag(target)
     if sig is None:
-        if flag is not None and flag[0] in kwargs and flag[1](kwargs[flag[0]]):
-            _fail_writing_flag(member, node, target, flag[0], kwargs[flag[0]])
+        if flag is not None and flag.param in kwargs and flag.writes(kwargs[flag.param]):
+            _fail_writing_flag(member, node, target, flag.param, kwargs[flag.param])
         return
     # Whether the arguments fit, and which positions bind out= and a writing flag, depend only on
     # the number of positional arguments and the keyword names: decided once per such call form.
@@ -249,7 +242,7 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
         try:
             bound = sig.bind(*[_Position(i) for i in range(len(args))], **dict.fromkeys(kwargs))
             out = bound.arguments.get("out")
-            at = bound.arguments.get(flag[0]) if flag is not None else None
+            at = bound.arguments.get(flag.param) if flag is not None else None
             form = ("ok", out.index if type(out) is _Position else None, at.index if type(at) is _Position else None)
         except TypeError as err:
             form = ("error", str(err))
@@ -261,9 +254,9 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
         fail(member, f"node {node!r} passes out= to {target} (positionally): capture never writes into an "
                      f"array (it would write into the caller's input or the program's state)")
     if flag is not None:
-        value = args[form[2]] if form[2] is not None else kwargs.get(flag[0], _UNSET)
-        if value is not _UNSET and flag[1](value):
-            _fail_writing_flag(member, node, target, flag[0], value)
+        value = args[form[2]] if form[2] is not None else kwargs.get(flag.param, _UNSET)
+        if value is not _UNSET and flag.writes(value):
+            _fail_writing_flag(member, node, target, flag.param, value)
 
 
 _UNSET = object()
