@@ -49,7 +49,8 @@ _tmp_counter = itertools.count()
 
 
 def cache_dir() -> Optional[str]:
-    """The cache directory ``TPE_CODE_CACHE`` (or the default) names, or None when turned off.
+    """The cache directory ``TPE_CODE_CACHE`` (or the default) names, or None when turned off
+    (or when there is no default: no absolute ``XDG_CACHE_HOME`` and no home directory).
 
     Read on every call, so a process may turn the cache off (or move it) at any time.
     """
@@ -58,7 +59,11 @@ def cache_dir() -> Optional[str]:
         if value.strip().lower() in _OFF:
             return None
         return os.path.abspath(os.path.expanduser(value))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    if not os.path.isabs(base):  # no home directory ("~" stayed as it was): no cache
+        return None
     return os.path.join(base, "tensorplay_export", "code")
 
 

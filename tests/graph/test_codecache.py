@@ -12,6 +12,7 @@ import os
 import stat
 import threading
 import traceback
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -177,6 +178,8 @@ def test_default_location(tmp_path, monkeypatch, cache):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cache_dir() == str(tmp_path / "home" / ".cache" / "tensorplay_export" / "code")
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/xdg")  # ignored, as the XDG spec says
+    assert cache_dir() == str(tmp_path / "home" / ".cache" / "tensorplay_export" / "code")
     monkeypatch.setenv("TPE_CODE_CACHE", "~/elsewhere")
     assert cache_dir() == str(tmp_path / "home" / "elsewhere")
 
@@ -319,7 +322,6 @@ def test_a_failed_write_leaves_no_temporary_file(error, cache, monkeypatch):
         with pytest.raises(KeyboardInterrupt):  # an interrupt is the user's: it propagates
             compile_source(source(), "<interrupted>")
     assert entries(folder) == []  # no entry, no temporary file
-    monkeypatch.undo()
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes read-only folders")
@@ -406,3 +408,32 @@ def test_loading_an_archive_twice_hits_the_cache(cache, tmp_path, monkeypatch):
         second.module()(np.ones((65, 8), np.float32))
     generated = [f for f in traceback.extract_tb(info.value.__traceback__) if f.filename.startswith("<tpe-graph-")]
     assert generated and all(f.line for f in generated)
+
+
+_CHILD = """
+import sys
+from tensorplay_export.graph.codecache import compile_source
+namespace = {}
+exec(compile_source(sys.argv[1], "<child>"), namespace)
+print(namespace["forward"](2))
+"""
+
+
+def test_an_entry_written_by_another_process_is_a_hit_at_the_same_optimization_level(cache):
+    import subprocess
+    import sys
+
+    folder, calls = cache
+    src = source(marker=5)
+    root = str(Path(codecache.__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root, "TPE_CODE_CACHE": str(folder)}
+    child = subprocess.run([sys.executable, "-c", _CHILD, src], env=env, capture_output=True, text=True,
+                           timeout=300, check=True)
+    assert int(child.stdout) == expected(2, marker=5)
+    entry = only_entry(folder)
+    code = compile_source(src, "<parent>")
+    assert calls == [] and run(code, 2) == expected(2, marker=5)
+    # python -O compiles differently (asserts dropped): its own entry
+    subprocess.run([sys.executable, "-O", "-c", _CHILD, src], env=env, check=True, timeout=300,
+                   capture_output=True)
+    assert len(entries(folder)) == 2 and entry.name in entries(folder)
