@@ -1,10 +1,11 @@
 """A persistent cache of compiled generated code, keyed by the source's content (issue 19).
 
-``compile()`` of a large program's forward (GPT-24: 58 KB, ~880 lines) costs ~6 ms, a sixth of
-loading its archive; :func:`compile_source` compiles a source once per machine, as CPython's
+``compile()`` of a large program's forward (GPT-24: 58 KB, ~880 lines) costs ~6 ms, a seventh
+of loading its archive; :func:`compile_source` compiles a source once per machine, as CPython's
 ``__pycache__`` does for modules, and afterwards reads the code object back with ``marshal``
-(~0.2 ms, with the key's hash).  Export and load still ask for the code eagerly (issue 15), so a source that does
-not compile fails there; a hit returns what ``compile()`` returned for the same bytes.
+(~0.2 ms with the key's hash).  Export and load still ask for the code eagerly (issue 15), so
+a source that does not compile fails there; a hit returns what ``compile()`` returned for the
+same bytes.
 
 Where: the directory named by ``TPE_CODE_CACHE``; ``0``, ``off``, ``false``, ``no`` or the
 empty string turn the cache off.  Unset: ``$XDG_CACHE_HOME/tensorplay_export/code``, else
@@ -15,7 +16,8 @@ Trust: an entry is local state of the user, like ``__pycache__`` (``marshal`` da
 is never read from an archive).  It is read only when the directory and the file belong to the
 current user and neither is group- or other-writable (ssh's rule for its keys), the file is a
 regular file opened without following a symlink, at most :data:`MAX_ENTRY_BYTES` long, its
-header names exactly the key asked for, and it unmarshals to a code object.  Anything else,
+header names exactly the key asked for and the SHA-256 of the data after it, and that data
+unmarshals to a code object.  Anything else,
 and any ``OSError`` while reading or writing (a read-only home, a full disk), falls back to
 ``compile()``: the cache never raises.  Writes go to a temporary file in the same directory,
 then ``os.replace``: concurrent writers of one key write the same bytes, and a reader sees a
@@ -24,6 +26,7 @@ whole file or none.  Platforms without ``os.geteuid`` (Windows) do not use the c
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import itertools
 import marshal
 import os
@@ -69,11 +72,13 @@ def cache_dir() -> Optional[str]:
 
 def _key(src: bytes) -> str:
     """Everything the code object depends on: the source bytes, the interpreter's bytecode
-    (magic number, exact version) and the optimization level (``-O`` drops asserts)."""
-    from importlib.util import MAGIC_NUMBER
+    (magic number, exact version) and the optimization level (``-O`` drops asserts).
 
+    Not the package's version: ``compile()`` sees the source text only, which is in the key
+    whole (and asking ``importlib.metadata`` costs ~30 ms, five times the compile saved)."""
     h = hashlib.sha256()
-    for part in (_FORMAT, MAGIC_NUMBER, sys.version.encode(), str(sys.flags.optimize).encode()):
+    for part in (_FORMAT, importlib.util.MAGIC_NUMBER, sys.version.encode(),
+                 str(sys.flags.optimize).encode()):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
     h.update(src)
@@ -81,7 +86,11 @@ def _key(src: bytes) -> str:
 
 
 def _header(key: str) -> bytes:
+    """The entry's first line pair; the third line is the SHA-256 of the marshal data."""
     return _FORMAT + b"\n" + key.encode("ascii") + b"\n"
+
+
+_DIGEST_LINE = 65  # 64 hex digits and a newline
 
 
 def _private(st: os.stat_result) -> bool:
@@ -124,10 +133,16 @@ def _read(path: str, key: str) -> Optional[types.CodeType]:
     finally:
         os.close(fd)
     header = _header(key)
+    start = len(header) + _DIGEST_LINE
     if not data.startswith(header):
         return None
+    payload = memoryview(data)[start:]
+    # a damaged payload (a torn write survived a crash, a flipped bit) never reaches marshal,
+    # which is not written for malformed input
+    if data[len(header):start] != hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n":
+        return None
     try:
-        code = marshal.loads(memoryview(data)[len(header):])
+        code = marshal.loads(payload)
     except (EOFError, ValueError, TypeError):  # truncated or not marshal data
         return None
     return code if isinstance(code, types.CodeType) else None
@@ -136,7 +151,8 @@ def _read(path: str, key: str) -> Optional[types.CodeType]:
 def _write(folder: str, path: str, key: str, code: types.CodeType) -> None:
     try:
         # stored under a fixed filename: an entry's bytes depend on its key alone
-        data = _header(key) + marshal.dumps(_with_filename(code, _STORED_FILENAME))
+        payload = marshal.dumps(_with_filename(code, _STORED_FILENAME))
+        data = _header(key) + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload
     except ValueError:  # a constant marshal cannot write
         return
     if len(data) > MAX_ENTRY_BYTES:

@@ -6,6 +6,7 @@ module's global name, so a hit is seen as "compile was not called".
 from __future__ import annotations
 
 import builtins
+import hashlib
 import linecache
 import marshal
 import os
@@ -202,31 +203,46 @@ def expect_recompiled(cache, name="<again>"):
 
 
 def header_of(entry) -> bytes:
+    """The entry's header: format line and key line (the digest line follows)."""
     data = entry.read_bytes()
     first = data.index(b"\n")
     return data[:data.index(b"\n", first + 1) + 1]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "empty", "truncated", "wrong key", "wrong format",
-                                    "not code", "oversized"])
+def sealed(header: bytes, payload: bytes) -> bytes:
+    """An entry whose digest line matches ``payload``: only what comes after the digest is wrong."""
+    return header + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+@pytest.mark.parametrize("damage", ["garbage", "sealed garbage", "empty", "truncated", "sealed truncation",
+                                    "flipped bit", "wrong key", "wrong format", "sealed non-code", "oversized"])
 def test_a_damaged_entry_is_ignored_and_rewritten(damage, cache, monkeypatch):
     folder, entry = primed(cache)
     good = entry.read_bytes()
     header = header_of(entry)
+    payload = good[len(header) + 65:]
+    assert sealed(header, payload) == good
     if damage == "garbage":
         entry.write_bytes(header + b"\xff\x00 not marshal data")
+    elif damage == "sealed garbage":  # reaches marshal, which refuses it
+        entry.write_bytes(sealed(header, b"\xff\x00 not marshal data"))
     elif damage == "empty":
         entry.write_bytes(b"")
     elif damage == "truncated":
-        entry.write_bytes(good[:len(header) + (len(good) - len(header)) // 2])
+        entry.write_bytes(good[:len(good) // 2])
+    elif damage == "sealed truncation":
+        entry.write_bytes(sealed(header, payload[:len(payload) // 2]))
+    elif damage == "flipped bit":
+        middle = len(good) - len(payload) // 2
+        entry.write_bytes(good[:middle] + bytes([good[middle] ^ 0x10]) + good[middle + 1:])
     elif damage == "wrong key":
         other = header.replace(entry.stem.encode(), b"0" * 64)
         assert other != header
         entry.write_bytes(other + good[len(header):])
     elif damage == "wrong format":
         entry.write_bytes(header.replace(b"tpe-code-cache 1", b"tpe-code-cache 0") + good[len(header):])
-    elif damage == "not code":
-        entry.write_bytes(header + marshal.dumps(("def forward(x): ...", 42)))
+    elif damage == "sealed non-code":
+        entry.write_bytes(sealed(header, marshal.dumps(("def forward(x): ...", 42))))
     elif damage == "oversized":
         monkeypatch.setattr(codecache, "MAX_ENTRY_BYTES", len(good) - 1)
     os.chmod(entry, 0o600)
