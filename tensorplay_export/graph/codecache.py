@@ -17,11 +17,11 @@ is never read from an archive).  It is read only when the directory and the file
 current user and neither is group- or other-writable (ssh's rule for its keys), the file is a
 regular file opened without following a symlink, at most :data:`MAX_ENTRY_BYTES` long, its
 header names exactly the key asked for and the SHA-256 of the data after it, and that data
-unmarshals to a code object.  Anything else,
-and any ``OSError`` while reading or writing (a read-only home, a full disk), falls back to
-``compile()``: the cache never raises.  Writes go to a temporary file in the same directory,
-then ``os.replace``: concurrent writers of one key write the same bytes, and a reader sees a
-whole file or none.  Platforms without ``os.geteuid`` (Windows) do not use the cache.
+unmarshals to a code object.  Anything else, and any ``OSError`` while reading or writing (a
+read-only home, a full disk), falls back to ``compile()``: the cache never raises.  Writes go to
+a temporary file in the same directory, then ``os.replace``: concurrent writers of one key write
+the same bytes, and a reader sees a whole file or none.  Platforms without ``os.geteuid``
+(Windows) do not use the cache.
 """
 from __future__ import annotations
 
