@@ -7,7 +7,11 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
 
 - ``save``: ``tensorplay_export.save(ep, path)`` (zip with program JSON + .npy weights);
 - ``load_pt2 mmap``: ``load_pt2(path, load_weights_from_disk=True)``: weights memory-mapped,
-  so pages are read on first use; the table also shows the first call after it;
+  so pages are read on first use; the table also shows the first call after it.  The
+  compiled-code cache (``graph/codecache.py``) is a fresh folder in the temporary directory,
+  filled by the export, so these loads hit it, as every load after the first of a program
+  on a machine does; ``load_pt2 mmap, code cache off`` is the same load with
+  ``TPE_CODE_CACHE=0`` (``compile()`` at every load, as a first load does), interleaved;
 - ``load``: ``tensorplay_export.load(path)``: weights read into memory;
 - ``np.load``: the same weights saved as one ``.npy`` file each (named by state_dict key),
   loaded with ``np.load`` (read, and ``mmap_mode="r"``);
@@ -31,7 +35,8 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
   ``load(path)`` and the first ``module()`` call, timed inside the process (import,
   load, first call, total); it also reports whether sympy and z3 were imported.
   Bytecode is cached in a per-checkout folder (one untimed process first), as for an
-  installed package, even when ``PYTHONDONTWRITEBYTECODE`` is set.
+  installed package, even when ``PYTHONDONTWRITEBYTECODE`` is set; the processes share the
+  run's compiled-code cache, which the export filled (a checkout without that cache compiles).
   With ``--before CHECKOUT`` (another checkout's root, e.g. ``git worktree add`` of an
   older commit) the same process runs against that checkout too, interleaved, so the
   before/after rows come from one run.
@@ -155,7 +160,15 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
             raise AssertionError(f"{name}: the loaded program disagrees with eager")
         return seconds + call_s
 
-    load_fns = {"mmap": load_mmap, "read": lambda: tpe.load(path)}
+    def load_mmap_uncached() -> Any:
+        cache = os.environ.get("TPE_CODE_CACHE")
+        os.environ["TPE_CODE_CACHE"] = "0"
+        try:
+            return load_mmap()
+        finally:
+            os.environ["TPE_CODE_CACHE"] = cache
+
+    load_fns = {"mmap": load_mmap, "mmap uncached": load_mmap_uncached, "read": lambda: tpe.load(path)}
     first_fns = {"ours": ours_first_call}
     jax_mb = None
     if with_jax:
@@ -170,7 +183,8 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
             firsts[key].append(fn())
     numpy_loads = C.interleaved({"read": lambda: [np.load(f) for f in files.values()],
                                  "mmap": lambda: [np.load(f, mmap_mode="r") for f in files.values()]}, runs)
-    steps = [("save", mb, save), ("load_pt2 mmap", mb, loads["mmap"]), ("load (read)", mb, loads["read"]),
+    steps = [("save", mb, save), ("load_pt2 mmap", mb, loads["mmap"]),
+             ("load_pt2 mmap, code cache off", mb, loads["mmap uncached"]), ("load (read)", mb, loads["read"]),
              ("load_pt2 mmap + first call", mb, firsts["ours"])]
     if with_jax:
         steps += [(f"jax deserialize + np.load {len(files)} .npy (read)", jax_mb, loads["jax read"]),
@@ -232,6 +246,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         checkouts = {"before": os.path.abspath(args.before), "this": str(C.ROOT)}
     rows, cold = [], []
     with tempfile.TemporaryDirectory() as tmp:
+        # a private code cache (the cold-start processes inherit it), never the user's own
+        saved_cache = os.environ.get("TPE_CODE_CACHE")
+        os.environ["TPE_CODE_CACHE"] = os.path.join(tmp, "code-cache")
         cases = []
         if args.quick:
             model = C.build_gpt(1, d_model=32, n_head=2)
@@ -246,13 +263,19 @@ def main(argv: Optional[list[str]] = None) -> int:
             if args.gpt:
                 ids = C.gpt_ids(*C.GPT_EXAMPLE)
                 cases.append((f"gpt-{args.gpt}", C.build_gpt(args.gpt), (ids,), C.gpt_spec(), (ids,), args.runs))
-        if not cases:
-            return 1
-        for name, model, ex, spec, call, runs in cases:
-            with_jax = jax_missing is None and name.startswith("gpt")  # the jax twin is a GPT only
-            rows += bench(name, model, ex, spec, call, runs, tmp, with_jax=with_jax)
-            cold += cold_start(name, os.path.join(tmp, f"{name}.pt2"), call, checkouts,
-                               2 if args.quick else args.cold_runs, tmp)
+        try:
+            if not cases:
+                return 1
+            for name, model, ex, spec, call, runs in cases:
+                with_jax = jax_missing is None and name.startswith("gpt")  # the jax twin is a GPT only
+                rows += bench(name, model, ex, spec, call, runs, tmp, with_jax=with_jax)
+                cold += cold_start(name, os.path.join(tmp, f"{name}.pt2"), call, checkouts,
+                                   2 if args.quick else args.cold_runs, tmp)
+        finally:
+            if saved_cache is None:
+                os.environ.pop("TPE_CODE_CACHE", None)
+            else:
+                os.environ["TPE_CODE_CACHE"] = saved_cache
     print(C.table(HEADERS, rows))
     if jax_missing == "jax" or jax_missing == "flatbuffers":
         print(f"jax rows: not run, {jax_missing} is not installed (not required); in a side venv: "

@@ -687,13 +687,15 @@ class GraphModule:
                            resolve_out=lambda t: resolve_op(t, table).out_impl, attrs=attrs)
 
     def _compile(self) -> Callable:
+        from .codecache import compile_source  # imported here: this diff stays inside _compile
+
         code = self._generate()
         _COUNTER[0] += 1
         filename = f"<tpe-graph-{_COUNTER[0]}>"
         # Registered with linecache so tracebacks show the generated line.
         linecache.cache[filename] = (len(code.src), None, code.src.splitlines(True), filename)
         namespace = dict(code.globals)
-        exec(compile(code.src, filename, "exec"), namespace)
+        exec(compile_source(code.src, filename), namespace)  # cached across processes
         self._fn = namespace[code.fn_name]
         return self._fn
 
