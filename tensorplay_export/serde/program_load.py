@@ -164,8 +164,8 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
 
 # -- graph ----------------------------------------------------------------------------
 
-def _resolve_target(target: str, member: str, node: str) -> Any:
-    """The op's call signature (None when it has none to check against)."""
+def _resolve_target(target: str, member: str, node: str) -> tuple:
+    """``(call signature or None when it has none to check against, OpDef.writing_flag)`` of the op."""
     # nn.functional's composite ops are registered by nn (ops never imports nn); capture
     # imports it, but a program loaded without any capture in the process needs them too.
     from ..nn import _composites  # noqa: F401
@@ -185,7 +185,7 @@ def _resolve_target(target: str, member: str, node: str) -> Any:
                 _SIGNATURES[target] = inspect.signature(method)
             except (TypeError, ValueError):
                 _SIGNATURES[target] = None
-    return _SIGNATURES[target]
+    return _SIGNATURES[target], op.writing_flag
 
 
 _SIGNATURES: dict[str, Any] = {}
@@ -203,25 +203,14 @@ class _Position:
 _CALL_FORMS: dict[tuple, tuple] = {}
 
 
-def _writing_flag(target: str) -> Any:
-    """The registered op's flag that makes numpy write into its input (``OpDef.writing_flag``), or None.
-
-    Capture never records one that writes (it calls these ops without it: capture/traced.py).
-    """
-    # reached as _resolve_target reaches it (no import cycle keeps either from the top of the file)
-    from ..ops.registry import get_op
-
-    return get_op(target).writing_flag
-
-
-def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
+def _check_call(call: tuple, args: tuple, kwargs: dict, member: str, node: str, target: str) -> None:
     """What the generated call ``target(*args, **kwargs)`` would raise, refused now; and no write
     into an argument.
 
     Capture never records an ``out=`` argument (a write into the array it names: the
     caller's input, a weight, a constant), nor a flag that makes numpy write into its
     input (``overwrite_input=True``, ``nan_to_num(copy=False)``: the op's ``writing_flag``),
-    nor a keyword that is not an identifier.
+    nor a keyword that is not an identifier.  ``call``: what :func:`_resolve_target` gives.
     """
     for k in kwargs:
         if not k.isidentifier() or keyword.iskeyword(k):
@@ -229,7 +218,7 @@ def _check_call(sig: Any, args: tuple, kwargs: dict, member: str, node: str, tar
     if kwargs.get("out") is not None:
         fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
                      f"(it would write into the caller's input or the program's state)")
-    flag = _writing_flag(target)
+    sig, flag = call
     if sig is None:
         if flag is not None and flag.param in kwargs and flag.writes(kwargs[flag.param]):
             _fail_writing_flag(member, node, target, flag.param, kwargs[flag.param])
