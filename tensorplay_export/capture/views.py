@@ -93,7 +93,7 @@ _COPY_AT = {"numpy.ndarray.astype": 5}
 # inverse here): a write into such a view, or into its argument while it lives, is refused.
 UNFOLLOWED_VIEW_OPS = frozenset({
     "numpy.rot90", "numpy.atleast_3d", "numpy.split", "numpy.array_split", "numpy.diagonal",
-    "numpy.broadcast_to", "numpy.imag",
+    "numpy.broadcast_to", "numpy.imag", "numpy.lib.stride_tricks.sliding_window_view", "numpy.ix_",
 })
 
 

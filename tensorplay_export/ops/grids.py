@@ -16,7 +16,7 @@ from .ctx import as_dim, prod
 from .creation import norm_shape
 from .elementwise import shape_of
 from .scatter import require_in_range
-from .registry import register_op
+from .registry import ArrayInfo, register_op
 from ..records import sympy
 
 
@@ -48,6 +48,31 @@ def _meshgrid_impl(*xi: Any, **kwargs: Any) -> tuple:
 
 register_op("numpy.meshgrid", _meshgrid_impl, _meshgrid_rule, numpy_funcs=(np.meshgrid,), multi_output=True,
             doc="numpy.meshgrid: coordinate grids from 1-d coordinate vectors (a tuple, one per input)")
+
+
+def _ix_rule(ctx: Any, *args: Any) -> list:
+    """numpy.ix_: the k 1-d index sequences reshaped for an open mesh, the i-th to
+    ``(1, ..., len_i, ..., 1)`` (k axes).  A boolean mask stands for its ``nonzero`` indices, a
+    count only the data knows: refused (pass ``np.nonzero(mask)[0]``)."""
+    out = []
+    for i, seq in enumerate(args):
+        shape = shape_of(seq)
+        if len(shape) != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        dtype = seq.dtype if isinstance(seq, ArrayInfo) else np.asarray(seq).dtype
+        if dtype.kind == "b":
+            raise NotImplementedError("np.ix_ of a boolean mask: its length is the number of True values, "
+                                      "which only the data knows; pass np.nonzero(mask)[0]")
+        out.append((1,) * i + (shape[0],) + (1,) * (len(args) - i - 1))
+    return out
+
+
+def _ix_impl(*args: Any) -> tuple:
+    return tuple(np.ix_(*args))
+
+
+register_op("numpy.ix_", _ix_impl, _ix_rule, numpy_funcs=(np.ix_,), multi_output=True,
+            doc="numpy.ix_: an open mesh of 1-d index sequences (a tuple, one per input)")
 
 
 def _kron_rule(ctx: Any, a: Any, b: Any) -> tuple:

@@ -92,6 +92,16 @@ def _cov_rule(ctx: Any, m: Any, y: Any = None, rowvar: bool = True, bias: bool =
 register_op("numpy.cov", np.cov, _cov_rule, numpy_funcs=(np.cov,))
 
 
+def _corrcoef_rule(ctx: Any, x: Any, y: Any = None, rowvar: bool = True, *args: Any, dtype: Any = None,
+                   **kwargs: Any) -> tuple:
+    """numpy.corrcoef: the correlation matrix of cov's variables, cov's shape (numpy divides cov by
+    the outer product of its diagonal's square roots); ``bias``/``ddof`` have no effect there."""
+    return _cov_rule(ctx, x, y, rowvar)
+
+
+register_op("numpy.corrcoef", np.corrcoef, _corrcoef_rule, numpy_funcs=(np.corrcoef,))
+
+
 # -- lexsort --------------------------------------------------------------------------------------
 def _lexsort_rule(ctx: Any, keys: Any, axis: int = -1) -> tuple:
     """numpy.lexsort: indices of the keys' common shape (a 2-d array of keys: its rows)."""

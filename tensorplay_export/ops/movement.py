@@ -240,6 +240,48 @@ def _broadcast_to_rule(ctx: Any, array: Any, shape: Any, subok: bool = False) ->
 register_op("numpy.broadcast_to", np.broadcast_to, _broadcast_to_rule, numpy_funcs=(np.broadcast_to,))
 
 
+def _sliding_window_view_rule(ctx: Any, x: Any, window_shape: Any, axis: Any = None, *, subok: bool = False,
+                              writeable: bool = False) -> tuple:
+    """numpy.lib.stride_tricks.sliding_window_view: each windowed axis of size ``d`` keeps
+    ``d - w + 1`` positions, and the window sizes are appended as new trailing axes (numpy's
+    docstring).  A window no larger than its axis is a requirement; ``writeable=True`` is
+    refused: writes through the overlapping view would land in the argument."""
+    if writeable:
+        raise NotImplementedError("sliding_window_view(writeable=True) writes through overlapping windows "
+                                  "into its argument; capture keeps the default read-only view")
+    shape = list(shape_of(x))
+    windows = tuple(window_shape) if isinstance(window_shape, (tuple, list)) else (window_shape,)
+    if axis is None:
+        if len(windows) != len(shape):
+            raise ValueError(f"Since axis is `None`, must provide window_shape for all dimensions of `x`; "
+                             f"got {len(windows)} window_shape elements and `x.ndim` is {len(shape)}.")
+        axes = tuple(range(len(shape)))
+    else:  # in the order given, repeats allowed: each pairs with its window
+        axes = []
+        for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+            if not -len(shape) <= int(a) < len(shape):
+                raise ValueError(f"axis {int(a)} is out of bounds for array of dimension {len(shape)}")
+            axes.append(int(a) % len(shape))
+        if len(windows) != len(axes):
+            raise ValueError(f"Must provide matching length window_shape and axis; got {len(windows)} "
+                             f"window_shape elements and {len(axes)} axes elements.")
+    require_nonneg(ctx, windows, "sliding_window_view")
+    for ax, w in zip(axes, windows):
+        d = shape[ax]
+        if is_static(d) and not isinstance(w, sympy.Basic):
+            if int(d) < int(w):
+                raise ValueError("window shape cannot be larger than input array shape")
+        else:
+            ctx.require(sympy.Ge(d, w), f"sliding_window_view: a window of {w} fits an axis of size {d}")
+        left = sympy.sympify(d) - sympy.sympify(w) + 1
+        shape[ax] = int(left) if left.is_Integer else as_dim(left)
+    return tuple(shape) + tuple(int(w) if not isinstance(w, sympy.Basic) else as_dim(w) for w in windows)
+
+
+register_op("numpy.lib.stride_tricks.sliding_window_view", np.lib.stride_tricks.sliding_window_view,
+            _sliding_window_view_rule, numpy_funcs=(np.lib.stride_tricks.sliding_window_view,))
+
+
 # -- joining and splitting -----------------------------------------------------------------------
 def _concat_rule(ctx: Any, arrays: Any, axis: Any = 0, out: Any = None, **kwargs: Any) -> tuple:
     shapes = [shape_of(a) for a in arrays]
