@@ -33,8 +33,9 @@ import types
 from typing import Any, Callable, Optional
 
 import numpy as np
+import sympy
 
-from .frames import is_library_file, is_user_function
+from .frames import is_library_file, is_user_function, user_source
 from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
@@ -106,6 +107,19 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         def cast(out: Any) -> Any:
             return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
 
+        def fitting(sizes: list) -> list:
+            # numpy refuses a Python int its integer dtype cannot hold (OverflowError), where the
+            # program's astype would wrap: each size must fit, a requirement of the contract
+            target = np.dtype(dtype) if dtype is not None else None
+            if target is not None and target.kind in "iu":
+                info = np.iinfo(target)
+                for v in sizes:
+                    if isinstance(v, SymInt):
+                        tracer.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
+                                         f"np.{name}(..., dtype={target}) of a size: numpy raises OverflowError "
+                                         f"for a value {target} cannot hold", user_source(2), cause="shape")
+            return sizes
+
         if _is_traced(data):
             copy = kwargs.get("copy", True)
             if name == "array" and copy is not None and copy is not False:
@@ -126,13 +140,14 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if isinstance(data, SymInt):
             # np.array(n): a 0-d int array of the size (np.int64, or the size's numpy type)
             vec = tracer.call(get_op("tpe.shape_array"), (SymInt(data.expr, data.env),), {})
+            fitting([data])
             out = tracer.call(get_op("numpy.reshape"), (vec, ()), {})
             if dtype is None and data.numpy_type is not None:
                 return tracer.call(get_op("numpy.ndarray.astype"), (out, data.numpy_type), {})
             return cast(out)
         flat = _flat_scalars(data)
         if flat is not None:
-            return cast(tracer.call(get_op("tpe.shape_array"), tuple(flat), {}))
+            return cast(tracer.call(get_op("tpe.shape_array"), tuple(fitting(flat)), {}))
         if isinstance(data, (list, tuple)) and data and all(_is_traced(v) for v in data):
             return cast(tracer.call(get_op("numpy.stack"), (list(data),), {}))
         value = original(*args, **kwargs)
@@ -307,7 +322,6 @@ def refuse_random(what: str) -> None:
     if tracer is None or tracer.in_impl:
         return
     from ..errors import UnsupportedOpError
-    from .frames import user_source
 
     # random_draw: draft_export reports it under its own kind, not as a missing shape rule
     raise UnsupportedOpError(

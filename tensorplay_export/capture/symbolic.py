@@ -444,10 +444,22 @@ class _SymNumber:
             return NotImplemented
         return tracer.sym_ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
+        # np.isclose(n, 5), np.clip(n, 1, 8): a numpy function given sizes (and no traced array,
+        # whose own hook then runs) is the traced op, a 0-d array numpy computes at run time;
+        # a function with no op runs numpy's own code on the sizes, as before numpy dispatched
+        if any(not issubclass(t, _SymNumber) for t in types):
+            return NotImplemented
+        tracer = getattr(self.env, "tracer", None)
+        if tracer is None or getattr(tracer, "in_impl", False):
+            return func._implementation(*args, **kwargs)
+        return tracer.sym_function(func, args, kwargs)
+
     def round(self, decimals: int = 0, out: Any = None) -> Any:
-        """``np.round(s)`` / ``np.around(s)`` (numpy calls this method of a non-array):
-        ``np.rint`` for ``decimals=0``, else the example's rounding with the size specialized."""
-        if out is None and decimals == 0:  # an integer stays one (np.round(5) is an np.int64)
+        """``np.round(s)`` / ``np.around(s)`` (numpy calls this method of a non-array): a size
+        stays itself (typed ``np.int64``, as ``np.round(5)``), a float size is ``np.rint`` of it
+        (a traced 0-d array); other ``decimals`` round the example with the size specialized."""
+        if out is None and decimals == 0:
             return _as_type_of(self, np.round(self.example())) if isinstance(self, SymInt) else np.rint(self)
         value = self.env.specialize(self.expr, f"rounded with np.round(x, {decimals!r})")
         return np.round(self._typed(value), decimals, out)
@@ -717,13 +729,10 @@ _UFUNC_DUNDERS = {
 }
 
 
-# one-operand ufuncs that are size arithmetic; the result takes the ufunc's type on the
-# example (np.ceil(n / 3) is an np.float64, as eager's).  The roundings stay symbolic where
-# math.ceil & co. do (an exact quotient) and specialize with a reason where they do not;
-# np.sqrt(n) is n ** 0.5 (int() of it specializes, as for math.sqrt).
-_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs,
-                "ceil": math.ceil, "floor": math.floor, "trunc": math.trunc, "rint": round,
-                "sqrt": lambda v: v ** 0.5}
+# Other one-operand ufuncs of a size (np.sqrt(n), np.ceil(n / 3)) are traced ops: a 0-d array
+# numpy computes from the size at run time, with numpy's own float semantics (nan, inf,
+# rounding), which a size expression would not follow.
+_UFUNC_UNARY = {"negative": operator.neg, "positive": operator.pos, "absolute": operator.abs}
 _UFUNC_COMPARE = {"less": ("__lt__", "__gt__"), "less_equal": ("__le__", "__ge__"),
                   "greater": ("__gt__", "__lt__"), "greater_equal": ("__ge__", "__le__"),
                   "equal": ("__eq__", "__eq__"), "not_equal": ("__ne__", "__ne__")}
@@ -1033,8 +1042,11 @@ def sym_max(*args: Any, **kwargs: Any) -> Any:
 
 
 def sym_sqrt(value: Any) -> Any:
-    """``math.sqrt`` on a size as a symbolic float."""
+    """``math.sqrt`` on a size as a symbolic float; a negative argument is a requirement (math.sqrt
+    raises ValueError there, where ``** 0.5`` would give a complex number)."""
     if isinstance(value, (SymInt, SymFloat)):
+        value.env.guard(value.expr >= 0, "shape", "math.sqrt of a size expression: math raises ValueError "
+                        "(math domain error) below 0", user_source(2), cause="shape")
         return wrap_float(value.expr ** sympy.Float(0.5), value.env)
     return math.sqrt(value)
 

@@ -806,6 +806,15 @@ class Tracer:
             if index == out:
                 node.meta.setdefault("bind", {})[axis] = sym
 
+    def sym_function(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A numpy function called with sizes and no traced array (``np.isclose(n, 5)``): its op,
+        a 0-d traced value; numpy's own code when no op is registered for it."""
+        src = user_source(2)
+        op = lookup_func(func)
+        if op is None or op.multi_output or op.writes_arg is not None:
+            return func._implementation(*args, **kwargs)
+        return self.call(op, tuple(args), dict(kwargs), source=src)
+
     def sym_ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
         """``np.sqrt(s)`` and friends on symbolic sizes: a 0-d traced numpy value."""
         src = user_source(2)

@@ -1,4 +1,5 @@
-"""numpy functions of sizes: the roundings and sqrt are size arithmetic, and a value read from an
+"""numpy functions of sizes: ``np.sqrt(n)``, ``np.ceil(n / 3)``, ``np.isclose(n, 5)`` are traced ops
+(0-d arrays numpy computes at run time, with its own float semantics), and a value read from an
 array numpy computed from sizes alone specializes those sizes (with a reason) instead of being
 called data.
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import tensorplay_export as tpe
+from tensorplay_export import Dim
 
 SIZES = (2, 3, 7, 9, 16, 17, 30, 50)
 TABLE = np.arange(100.0) ** 2
@@ -48,11 +50,15 @@ SYMBOLIC = {
     "trunc": lambda x: x * np.trunc(x.shape[0] / 5),
     "sqrt times array": lambda x: x * np.sqrt(x.shape[0]),
     "float32 array, float64 sqrt": lambda x: x.astype(np.float32) * np.sqrt(x.shape[0]),
+    "round to a decimal": lambda x: x * np.round(x.shape[0] / 3, 1),
+    "isclose of a size": lambda x: x * np.isclose(x.shape[0], 9),
+    "clip of a size as a bound": lambda x: x[: np.clip(x.shape[0] - 3, 1, 8)],
+    "sqrt of a negative size expression is nan": lambda x: x * np.nan_to_num(np.sqrt(x.shape[0] - 5.0), nan=-1.0),
 }
 
 
 @pytest.mark.parametrize("name", sorted(SYMBOLIC))
-def test_roundings_and_sqrt_of_sizes_stay_symbolic(name):
+def test_numpy_functions_of_sizes_stay_dynamic(name):
     fn = SYMBOLIC[name]
     ep = _auto(fn)
     assert ep.range_constraints, "the size was specialized"
@@ -79,7 +85,6 @@ PINNED = {
     "int of a sum": lambda x: x[: int(np.arange(x.shape[0]).sum()) % 5 + 1],
     "bool of a comparison": lambda x: x * 2 if bool(np.ones(x.shape[0]).sum() > 3) else x,
     "constant table at a size": lambda x: x * float(TABLE[x.shape[0]]),
-    "round to a decimal": lambda x: x * np.round(x.shape[0] / 3, 1),
     "tolist": lambda x: x[: len(np.arange(x.shape[0]).tolist()) // 2],
 }
 
@@ -133,3 +138,29 @@ def test_math_functions_still_pin_as_documented():
     for fn in (lambda x: x[: int(math.sqrt(x.shape[0]))], lambda x: x[: math.isqrt(x.shape[0])]):
         ep = _auto(fn)
         assert _check_against_eager(fn, ep) == [16]
+
+
+def test_math_sqrt_of_a_negative_size_expression_is_a_requirement():
+    spec = {"x": {0: Dim("n", max=100)}}
+    with pytest.raises(tpe.ConstraintViolationError, match="math domain error") as info:
+        tpe.export(lambda x: x * math.sqrt(x.shape[0] - 5), np.ones((9, 2)), dynamic_shapes=spec)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(lambda x: x * math.sqrt(x.shape[0] - 5), np.ones((9, 2)), dynamic_shapes=fixed)
+    np.testing.assert_allclose(ep.module()(np.ones((5, 2))), np.zeros((5, 2)))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((4, 2)))
+
+
+@pytest.mark.parametrize("dtype, largest", [(np.int8, 3), (np.uint8, 6), (np.int16, 819)])
+def test_a_size_in_a_narrow_integer_array_must_fit_its_dtype(dtype, largest):
+    model = lambda x: np.array([x.shape[0] * 40], dtype=dtype)  # noqa: E731
+    spec = {"x": {0: Dim("n", max=1000)}}
+    with pytest.raises(tpe.ConstraintViolationError, match="OverflowError") as info:
+        tpe.export(model, np.ones((3, 3)), dynamic_shapes=spec)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, np.ones((3, 3)), dynamic_shapes=fixed)
+    assert ep.module()(np.ones((largest, 3)))[0] == largest * 40
+    with pytest.raises(OverflowError):
+        model(np.ones((largest + 1, 3)))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((largest + 1, 3)))
