@@ -485,3 +485,36 @@ def test_model_picks_one_program_of_a_multi_model_archive(tmp_path, capsys):
     assert main(["diff", path, path, "--model", "enc"]) == 0
     assert main(["show", path, "--model", "nope"]) == 2
     assert "none named 'nope'" in capsys.readouterr().err
+
+
+OUTPUT_TARGETS = textwrap.dedent('''
+    import numpy as np
+    from tensorplay_export import Dim
+    X = (np.ones((4, 3), np.float32),)
+    S = {"x": {0: Dim("n", max=1024)}}
+    def old():      return (lambda x: (x * 2, x)), X, S
+    def rewritten(): return (lambda x: (x + x, x * 1)), X, S
+    def narrower(): return (lambda x: ((x * 2)[:, :2], x)), X, S
+    def doubled():  return (lambda x: (np.concatenate([x, x]) * 2, x)), X, S
+    def float64():  return (lambda x: ((x * 2).astype(np.float64), x)), X, S
+    def fewer():    return (lambda x: x * 2), X, S
+''')
+
+
+def test_diff_fails_when_what_the_program_returns_changes(tmp_path, capsys):
+    (tmp_path / "outs.py").write_text(OUTPUT_TARGETS)
+    for name in ("old", "rewritten", "narrower", "doubled", "float64", "fewer"):
+        code, _, _ = run(capsys, "export", f"{tmp_path / 'outs.py'}:{name}", "-o", str(tmp_path / f"{name}.pt2"))
+        assert code == 0, name
+    old = str(tmp_path / "old.pt2")
+    code, out, _ = run(capsys, "diff", old, str(tmp_path / "rewritten.pt2"))
+    assert code == 0 and "(no change)" in out  # the same sizes written another way
+    expected = {"narrower": "out[0].shape[1]: 3 -> 2", "doubled": "out[0].shape[0]: n -> 2*n",
+                "float64": "out[0]: dtype float32 -> float64", "fewer": "outputs: 2 -> 1"}
+    for name, line in expected.items():
+        code, out, _ = run(capsys, "diff", old, str(tmp_path / f"{name}.pt2"))
+        assert code == 1 and f"[output]  {line}" in out and "what it returns changed" in out, (name, out)
+    code, out, _ = run(capsys, "diff", old, str(tmp_path / "doubled.pt2"), "--format", "json")
+    report = json.loads(out)
+    assert code == 1 and report["breaking"] and report["outputs_changed"] and report["narrowed"] is False
+    assert {"what": "out[0].shape[0]: n -> 2*n", "narrowing": False, "same": False, "output": True} in report["changes"]

@@ -387,15 +387,15 @@ def cmd_diff(opts: argparse.Namespace) -> int:
     import_modules(opts.imports)
     old, new = read_contract(opts.old, opts.model), read_contract(opts.new, opts.model)
     d = diff_contracts(old, new)
-    status = EXIT_OK if d.narrowed is False else EXIT_FAIL
+    status = EXIT_FAIL if d.breaking else EXIT_OK
     if opts.format == "json":
         _emit_json(dict(d.to_json(), exit_status=status))
     elif opts.format == "github":
         head, _, rest = str(d).partition("\n")
-        lines = [] if d.narrowed is False else [gh_annotation("error", str(d), file=opts.new, title=head)]
+        lines = [gh_annotation("error", str(d), file=opts.new, title=head)] if d.breaking else []
         _print_plain(lines + [head] + ([rest] if rest else []))
     else:
-        _print_headed(str(d), d.narrowed is False)
+        _print_headed(str(d), not d.breaking)
     return status
 
 
@@ -581,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("archive", metavar="ARCHIVE", help="program archive or JSON contract")
     _add_format(k, ("text", "json"))
     k.set_defaults(run=cmd_contract)
-    d = sub.add_parser("diff", help="exit 1 when NEW admits fewer sizes than OLD")
+    d = sub.add_parser("diff", help="exit 1 when NEW admits fewer sizes than OLD or returns something else")
     d.add_argument("old", metavar="OLD", help="archive or JSON contract")
     d.add_argument("new", metavar="NEW", help="archive or JSON contract")
     _add_format(d, ("text", "json", "github"))
