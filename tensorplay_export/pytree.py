@@ -23,6 +23,7 @@ Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
 from __future__ import annotations
 
 import collections
+import unicodedata
 import contextlib
 import contextvars
 import dataclasses
@@ -307,7 +308,8 @@ def _built_namedtuple(name: str, fields: tuple) -> type:
         if (not isinstance(f, str) or not f.isidentifier() or keyword.iskeyword(f)
                 or (f.startswith("_") and f != f"_{i}")):
             raise ArchiveError(f"treespec namedtuple {name!r}: field {f!r:.80} is not a namedtuple field name")
-    if len(set(fields)) != len(fields):
+    # namedtuple evaluates source holding the fields, where the parser NFKC-normalizes them
+    if len({unicodedata.normalize("NFKC", f) for f in fields}) != len(fields):
         raise ArchiveError(f"treespec namedtuple {name!r}: repeated field names {list(fields)}")
     cls = collections.namedtuple(short, fields, module=__name__, rename=True)  # keeps every _<i> as it is
     _NT_NAME_OF[cls] = name

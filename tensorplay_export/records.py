@@ -8,6 +8,7 @@ turns the same records into report entries.  Nobody parses the text back.
 """
 from __future__ import annotations
 
+import keyword
 import linecache
 import math
 import os
@@ -83,6 +84,15 @@ class SourceLoc:
         base = self.where
         text = self.text
         return f"{base}  `{text}`" if text else base
+
+
+def source_name(text: Any) -> bool:
+    """Whether generated source may hold ``text`` as a name written out (``f.out``, ``out=``):
+    an ASCII identifier that is no keyword.  Python's parser NFKC-normalizes any other
+    identifier (PEP 3131: fullwidth ``ｏｕｔ`` reads as ``out``), so a name that passed
+    ``str.isidentifier`` could mean another name in the source; such names go through
+    strings instead (``getattr(x, 'ｖ')``, ``**{'ｏｕｔ': v}``) or are refused."""
+    return type(text) is str and text.isascii() and text.isidentifier() and not keyword.iskeyword(text)
 
 
 def display_location(filename: str, lineno: int) -> str:

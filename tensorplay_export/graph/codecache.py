@@ -9,12 +9,17 @@ same bytes.
 
 Where: the directory named by ``TPE_CODE_CACHE``; ``0``, ``off``, ``false``, ``no`` or the
 empty string turn the cache off.  Unset: ``$XDG_CACHE_HOME/tensorplay_export/code``, else
-``~/.cache/tensorplay_export/code``.  Entries accumulate (one file per distinct source, about
-its size); nothing prunes them: deleting the directory clears the cache.
+``~/.cache/tensorplay_export/code``.  One entry per distinct source, about its size: a
+source above :data:`MAX_SOURCE_CHARS` is compiled and never written (an untrusted archive's
+huge constants cannot fill the disk), and after a write the directory keeps the
+:data:`MAX_ENTRIES` entries used last (a hit refreshes an entry's time), so it stays under
+about ``MAX_ENTRIES * MAX_SOURCE_CHARS``.  Temporary files a killed writer left behind are
+removed by the next write.  Deleting the directory clears the cache.
 
 Trust: an entry is local state of the user, like ``__pycache__`` (``marshal`` data is code, and
 is never read from an archive).  It is read only when the directory and the file belong to the
-current user and neither is group- or other-writable (ssh's rule for its keys), the file is a
+current user and neither is group- or other-writable (ssh's rule for its keys; so are the
+directory's parents, up to a root-owned one, and no part of its path is a symlink), the file is a
 regular file opened without following a symlink, at most :data:`MAX_ENTRY_BYTES` long, its
 header names exactly the key asked for and the SHA-256 of the data after it, and that data
 unmarshals to a code object.  Anything else, and any ``OSError`` while reading or writing (a
@@ -33,10 +38,11 @@ import os
 import stat
 import sys
 import threading
+import time
 import types
 from typing import Optional
 
-__all__ = ["compile_source", "cache_dir", "MAX_ENTRY_BYTES", "MIN_SOURCE_CHARS"]
+__all__ = ["compile_source", "cache_dir", "MAX_ENTRY_BYTES", "MIN_SOURCE_CHARS", "MAX_SOURCE_CHARS", "MAX_ENTRIES"]
 
 # bumped when the entry layout changes; part of the key and of the header
 _FORMAT = b"tpe-code-cache 1"
@@ -45,6 +51,9 @@ MAX_ENTRY_BYTES = 64 << 20
 # that): such sources (the scratch graphs of passes, small programs) are compiled and not
 # written, so they do not fill the cache
 MIN_SOURCE_CHARS = 1024
+MAX_SOURCE_CHARS = 4 << 20  # GPT-24's forward is 58 KB: a larger source is compiled, not kept
+MAX_ENTRIES = 512
+_STALE_TMP_SECONDS = 60  # a writer's temporary lives well under a second
 _OFF = frozenset({"", "0", "off", "false", "no"})
 _SUFFIX = ".code"
 _STORED_FILENAME = "<tpe-code-cache>"
@@ -61,7 +70,10 @@ def cache_dir() -> Optional[str]:
     if value is not None:
         if value.strip().lower() in _OFF:
             return None
-        return os.path.abspath(os.path.expanduser(value))
+        try:
+            return os.path.abspath(os.path.expanduser(value))
+        except OSError:  # a relative value and a working directory that no longer exists
+            return None
     base = os.environ.get("XDG_CACHE_HOME", "")
     if not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
         base = os.path.join(os.path.expanduser("~"), ".cache")
@@ -99,13 +111,28 @@ def _private(st: os.stat_result) -> bool:
 
 
 def _usable_dir(path: str) -> bool:
-    """Create the directory (mode 0o700) if absent; True when it is a private directory."""
+    """Create the directory (mode 0o700) if absent; True when it is a private directory whose
+    path holds no symlink and whose parents nobody else can change (ssh's StrictModes rule:
+    each is owned by root or the current user and not writable by others, unless sticky, as
+    ``/tmp`` is)."""
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.stat(path)
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or not _private(st):
+            return False
+        parent = os.path.dirname(path)
+        while True:
+            pst = os.lstat(parent)
+            if stat.S_ISLNK(pst.st_mode) or pst.st_uid not in (0, os.geteuid()):
+                return False
+            if pst.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not pst.st_mode & stat.S_ISVTX:
+                return False
+            up = os.path.dirname(parent)
+            if up == parent:
+                return True
+            parent = up
     except (OSError, ValueError):
         return False
-    return stat.S_ISDIR(st.st_mode) and _private(st)
 
 
 def _read(path: str, key: str) -> Optional[types.CodeType]:
@@ -157,6 +184,7 @@ def _write(folder: str, path: str, key: str, code: types.CodeType) -> None:
         return
     if len(data) > MAX_ENTRY_BYTES:
         return
+    _tidy(folder)
     tmp = os.path.join(folder, f".{key[:16]}.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -178,6 +206,27 @@ def _write(folder: str, path: str, key: str, code: types.CodeType) -> None:
             pass
         if not isinstance(error, OSError):
             raise
+
+
+def _tidy(folder: str) -> None:
+    """Before a write: remove temporaries a killed writer left (older than a minute) and keep
+    the ``MAX_ENTRIES - 1`` entries used last.  Best effort: another process may be tidying too."""
+    try:
+        entries, now = [], time.time()
+        with os.scandir(folder) as it:
+            for e in it:
+                if not e.is_file(follow_symlinks=False):
+                    continue
+                st = e.stat(follow_symlinks=False)
+                if e.name.endswith(".tmp") and e.name.startswith(".") and now - st.st_mtime > _STALE_TMP_SECONDS:
+                    os.unlink(e.path)
+                elif e.name.endswith(_SUFFIX):
+                    entries.append((st.st_mtime, e.path))
+        if len(entries) >= MAX_ENTRIES:
+            for _mtime, old in sorted(entries)[: len(entries) - MAX_ENTRIES + 1]:
+                os.unlink(old)
+    except OSError:
+        pass
 
 
 def _with_filename(code: types.CodeType, filename: str) -> types.CodeType:
@@ -202,7 +251,7 @@ def compile_source(src: str, filename: str) -> types.CodeType:
         What ``compile()`` raises (``SyntaxError``, ``RecursionError``, ``ValueError``, ...),
         on a miss; a source compiled before compiled without error.
     """
-    folder = cache_dir() if len(src) >= MIN_SOURCE_CHARS and hasattr(os, "geteuid") else None
+    folder = cache_dir() if MIN_SOURCE_CHARS <= len(src) <= MAX_SOURCE_CHARS and hasattr(os, "geteuid") else None
     if folder is None or not _usable_dir(folder):
         return compile(src, filename, "exec", dont_inherit=True)
     try:
@@ -213,6 +262,10 @@ def compile_source(src: str, filename: str) -> types.CodeType:
     path = os.path.join(folder, key + _SUFFIX)
     code = _read(path, key)
     if code is not None:
+        try:
+            os.utime(path)  # used now: kept when the directory is tidied
+        except OSError:
+            pass
         return _with_filename(code, filename)
     code = compile(src, filename, "exec", dont_inherit=True)
     _write(folder, path, key, code)

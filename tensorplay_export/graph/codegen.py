@@ -38,7 +38,6 @@ same operations, each pass after the first in place), bit-identical to eager (is
 from __future__ import annotations
 
 import functools
-import keyword
 import linecache
 import math
 import operator
@@ -50,7 +49,7 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 from ..ops.registry import resolve_op
-from ..records import is_sympy
+from ..records import is_sympy, source_name
 from .ir import _RESERVED, Graph, Namespace, Node
 from .printing import python_tree, tree_text
 from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
@@ -201,8 +200,7 @@ class _Emitter:
         for k, v in n.kwargs.items():
             if type(k) is not str:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
-            call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
-                             else f"**{{{k!r}: {self.arg(v, n)}}}")
+            call_args.append(f"{k}={self.arg(v, n)}" if source_name(k) else f"**{{{k!r}: {self.arg(v, n)}}}")
         if key != n.target or out is not None:
             call_args.append(f"out={'None' if out is None else out.name}")
         return f"{self.op_names[key]}({', '.join(call_args)})"
@@ -480,12 +478,11 @@ def _mentions(n: Node, value: Node) -> int:
 
 def attr_text(path: str, receiver: str = "self") -> str:
     """Source reading attribute path ``path`` of ``receiver``: ``self.fc.weight``;
-    a part that is no identifier (a ModuleList index) reads through getattr:
-    ``getattr(self.layers, '0').weight``."""
+    a part that is no ASCII identifier (a ModuleList index, ``ｖ``) reads through getattr,
+    by its exact string: ``getattr(self.layers, '0').weight``."""
     text = receiver
     for part in path.split("."):
-        text = f"{text}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else \
-            f"getattr({text}, {part!r})"
+        text = f"{text}.{part}" if source_name(part) else f"getattr({text}, {part!r})"
     return text
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ..records import is_sympy, sympy, sympy_class
+from ..records import is_sympy, source_name, sympy, sympy_class
 
 OPCODES = ("placeholder", "get_attr", "call_function", "output")
 # Opcodes of a program's functional graph (what an archive may hold): state is a
@@ -507,7 +507,7 @@ class Graph:
                 fail("belongs to another graph or was erased")
             if node.op not in OPCODES:
                 fail(f"unknown opcode {node.op!r}")
-            if not node.name.isidentifier() or keyword.iskeyword(node.name) or node.name in _RESERVED:
+            if not source_name(node.name) or node.name in _RESERVED:
                 fail("name is not a usable Python identifier")
             if node.name in names:
                 fail("duplicate name")

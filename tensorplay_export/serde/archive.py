@@ -84,12 +84,14 @@ program whose generated source does not compile.
 
 Readers MUST refuse (with :class:`~tensorplay_export.errors.ArchiveError`,
 naming the member) a missing or wrong ``format``, a ``version`` above the
-one they implement, unknown or duplicate members, unsafe names, compressed
+one they implement, bytes before the first member (a file that is also
+something else, such as a shared library), unknown or duplicate members, unsafe names, keywords
+that are not ASCII identifiers (the parser would read ``ｏｕｔ`` as ``out``), compressed
 ``.npy`` or ``.npz`` members (and compressed ``.npy`` inside an ``.npz``),
 Fortran-order ``.npy`` headers, declared sizes above their limits (before
 reading), object dtypes, arrays whose header disagrees with their table entry
 or member size, ops not in their op registry, calls whose arguments the op does
-not take, keywords that are not identifiers, an ``out=`` argument (keyword or
+not take, an ``out=`` argument (keyword or
 positional), a literal zero divisor, pytree types not registered by name, and
 signatures outside what capture emits: input kinds ``USER_INPUT`` (tensor or
 constant), ``PARAMETER``, ``BUFFER``, ``CONSTANT_TENSOR``; output kinds

@@ -13,7 +13,6 @@ placeholder's recorded shape/dtype.  Every failure is an ArchiveError naming
 from __future__ import annotations
 
 import inspect
-import keyword
 import marshal
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
@@ -24,7 +23,7 @@ from ..errors import ArchiveError, UnsupportedOpError
 from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from ..graph import stored
 from ..graph.stored import SizeExpr, is_number_tree, is_symbol, mark_stored
-from ..records import SourceLoc, is_sympy
+from ..records import SourceLoc, is_sympy, source_name
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
@@ -213,8 +212,8 @@ def _check_call(call: tuple, args: tuple, kwargs: dict, member: str, node: str, 
     nor a keyword that is not an identifier.  ``call``: what :func:`_resolve_target` gives.
     """
     for k in kwargs:
-        if not k.isidentifier() or keyword.iskeyword(k):
-            fail(member, f"node {node!r} passes the keyword {k!r:.60}, which is not a Python identifier")
+        if not source_name(k):  # ASCII: the parser would read ``ｏｕｔ`` as ``out``
+            fail(member, f"node {node!r} passes the keyword {k!r:.60}, which is not an ASCII Python identifier")
     if kwargs.get("out") is not None:
         fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
                      f"(it would write into the caller's input or the program's state)")

@@ -361,6 +361,11 @@ class ZipReader:
         for (_, end, name), (start, _, other) in zip(spans, spans[1:]):
             if end > start:
                 fail(other, f"member data overlaps member '{name}'")
+        if spans and spans[0][0] != 0:
+            # a writer starts with a member; bytes in front make a file that is also something else
+            # (a self-extracting or polyglot file: a shared library that is also an archive)
+            fail(spans[0][2], f"{spans[0][0]} bytes before the first member: an archive starts with a "
+                              f"member's local header")
         if spans and spans[-1][1] > dir_start:
             fail(spans[-1][2], "member data runs into the central directory")
         self.names = [i.filename for i in infos]

@@ -302,15 +302,91 @@ def test_a_fifo_under_the_entry_name_does_not_block(cache):
     assert entry.is_file()
 
 
-def test_a_symlinked_cache_directory_must_still_be_private(cache, tmp_path, monkeypatch):
+def test_a_symlinked_cache_directory_is_not_used(cache, tmp_path, monkeypatch):
+    # a link can point a cache elsewhere after the checks (ssh's rule checks the path itself)
     folder, entry = primed(cache)
     link = tmp_path / "link"
     link.symlink_to(folder)
     monkeypatch.setenv("TPE_CODE_CACHE", str(link))
-    compile_source(source(), "<via link>")  # a private directory behind a link is used
-    assert cache[1] == ["<prime>"]
-    os.chmod(folder, 0o777)
-    expect_recompiled(cache)
+    expect_recompiled(cache, "<via link>")
+    expect_recompiled(cache, "<via link again>")  # nothing was written through the link either
+    assert entries(folder) == [entry.name]
+
+
+def test_a_parent_another_user_can_change_makes_the_cache_unused(cache, tmp_path, monkeypatch):
+    if os.geteuid() != 0:
+        pytest.skip("chown to another user needs root")
+    parent = tmp_path / "shared"
+    parent.mkdir()
+    os.chown(parent, 1234, 1234)
+    monkeypatch.setenv("TPE_CODE_CACHE", str(parent / "code"))
+    expect_recompiled(cache, "<foreign parent>")
+    expect_recompiled(cache, "<foreign parent again>")
+    os.chown(parent, 0, 0)
+    os.chmod(parent, 0o777)  # writable by all and not sticky: anyone could swap the folder
+    expect_recompiled(cache, "<open parent>")
+    expect_recompiled(cache, "<open parent again>")
+    os.chmod(parent, 0o1777)  # sticky, as /tmp: others cannot rename what is ours
+    compile_source(source(), "<sticky parent>")
+    before = len(cache[1])
+    compile_source(source(), "<sticky hit>")
+    assert len(cache[1]) == before
+
+
+def test_a_relative_cache_path_after_the_working_directory_is_gone(cache, tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    monkeypatch.setenv("TPE_CODE_CACHE", "relative/code")
+    assert cache_dir() is None
+    expect_recompiled(cache, "<no cwd>")
+
+
+def test_temporaries_a_killed_writer_left_are_removed_by_the_next_write(cache):
+    folder, entry = primed(cache)
+    stale = folder / f".{'0' * 16}.99999.1.0.tmp"
+    fresh = folder / f".{'1' * 16}.99999.1.1.tmp"
+    stale.write_bytes(b"half an entry")
+    fresh.write_bytes(b"a writer at work")
+    old = os.stat(stale).st_mtime - 3600
+    os.utime(stale, (old, old))
+    compile_source(source(marker=1), "<another source>")  # a miss: a write, which tidies first
+    assert not stale.exists() and fresh.exists()
+
+
+def test_the_cache_keeps_the_entries_used_last(cache, monkeypatch):
+    folder, calls = cache
+    monkeypatch.setattr(codecache, "MAX_ENTRIES", 3)
+    for marker in range(3):
+        compile_source(source(marker), f"<m{marker}>")
+    first = folder / only_entry_of(folder, source(0))
+    old = os.stat(first).st_mtime - 60
+    for marker in (1, 2):
+        path = folder / only_entry_of(folder, source(marker))
+        os.utime(path, (old - 10, old - 10))
+    os.utime(first, (old - 20, old - 20))
+    compile_source(source(0), "<hit refreshes m0>")  # a hit: m0 becomes the newest
+    compile_source(source(3), "<m3>")                # a write: the folder keeps the 3 used last
+    names = entries(folder)
+    assert len(names) == 3 and only_entry_of(folder, source(0)) in names
+    assert only_entry_of(folder, source(3)) in names
+    assert only_entry_of(folder, source(1)) not in names  # the oldest one went
+
+
+def test_a_source_above_the_size_limit_is_compiled_and_not_written(cache, monkeypatch):
+    folder, calls = cache
+    monkeypatch.setattr(codecache, "MAX_SOURCE_CHARS", 2000)
+    big = source(lines=200)
+    assert len(big) > 2000
+    compile_source(big, "<big>")
+    compile_source(big, "<big again>")
+    assert calls == ["<big>", "<big again>"] and not (folder.exists() and entries(folder))
+
+
+def only_entry_of(folder, src) -> str:
+    """The entry file name of ``src``."""
+    return codecache._key(src.encode()) + ".code"
 
 
 def test_a_cache_that_cannot_be_created_or_written_still_compiles(cache, tmp_path, monkeypatch):
