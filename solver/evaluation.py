@@ -73,7 +73,10 @@ def evaluate(expr: Any, values: Mapping) -> Any:
         try:
             value = _compile(expr)(values)
         except (ZeroDivisionError, OverflowError, TypeError, ValueError):
-            value = _by_sympy(expr)(values)   # a corner case: sympy's own answer (zoo, nan, oo)
+            try:
+                value = _by_sympy(expr)(values)   # a corner case: sympy's own answer (zoo, nan, oo)
+            except TypeError as err:  # sympy refuses it too (a comparison with zoo: a division by 0)
+                raise ValueError(f"evaluate: {expr} has no value at these sizes ({err})") from None
     except _Missing:
         missing = [s for s in expr.free_symbols if _lookup(values, s) is _NONE]
         raise UnboundSymbolError(missing, expr) from None

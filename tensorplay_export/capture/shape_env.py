@@ -411,7 +411,10 @@ class ShapeEnv:
         samples = [v for v in (first, first + 1, first + 2, first + 3, first + 97) if hi is None or v <= hi]
         quotients = set()
         for value in samples:
-            at = dep.xreplace({a: sympy.Integer(value)})
+            try:
+                at = dep.xreplace({a: sympy.Integer(value)})
+            except ZeroDivisionError:  # a Mod or floor by a size that is 0 there: not this sample
+                continue
             if not at.is_Rational:  # other symbols left, or no number: simplify decides
                 quotients = set()
                 break

@@ -316,4 +316,8 @@ class SizeProbe:
             Interpreter(self._checks[0].graph).run(*flat, nodes=[*self._user_nodes, *self._checks])
         except ConstraintsExceededError as err:
             return err
+        except (ArithmeticError, ValueError, TypeError) as err:
+            # a check with no value at these sizes (7 // (n // 3) at n = 2): the program raises there
+            return ConstraintsExceededError(f"sizes {sizes}: the program's checks have no value there "
+                                            f"({type(err).__name__}: {err})")
         return None
