@@ -390,6 +390,11 @@ class _SymNumber:
     def __deepcopy__(self, memo: dict) -> "_SymNumber":
         return self
 
+    def __reduce__(self) -> tuple:
+        # pickle (and anything serializing through it) stores the number eager code holds
+        value = self._typed(self.env.specialize(self.expr, "pickled (pickle stores a plain number)"))
+        return type(value), (value,)
+
     def _typed(self, value: Any) -> Any:
         """``value`` (the example's) as the Python or numpy scalar eager code holds."""
         return value if self.numpy_type is None else self.numpy_type.type(value)
@@ -520,6 +525,15 @@ class SymInt(_SymNumber):
 
     def __int__(self) -> int:
         return self.env.specialize(self.expr, "converted with int()")
+
+    # int's methods that return plain Python values: the example's, with the size pinned
+    def to_bytes(self, *args: Any, **kwargs: Any) -> bytes:
+        return self.env.specialize(self.expr, "converted with int.to_bytes()").to_bytes(*args, **kwargs)
+
+    def bit_count(self) -> int:
+        return self.env.specialize(self.expr, "counted with int.bit_count()").bit_count()
+
+    from_bytes = staticmethod(int.from_bytes)
 
     def __bool__(self) -> bool:
         _require_live(self.env)
@@ -874,6 +888,25 @@ class SymFloat(_SymNumber):
     def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.numpy_type)
 
     def __floordiv__(self, o): return self._float_floordiv(o, False)
+
+    # float's other operations and methods: the example's value, the sizes pinned with a reason
+    def _pinned(self, what: str) -> float:
+        return self._typed(self.env.specialize(self.expr, what))
+
+    def __mod__(self, o): return self._pinned("taken modulo (float %)") % o
+    def __rmod__(self, o): return o % self._pinned("taken modulo (float %)")
+    def __divmod__(self, o): return divmod(self._pinned("divided with divmod()"), o)
+    def __rdivmod__(self, o): return divmod(o, self._pinned("divided with divmod()"))
+    def hex(self) -> str: return float(self._pinned("converted with float.hex()")).hex()
+    def as_integer_ratio(self) -> tuple: return float(self._pinned("converted with as_integer_ratio()")).as_integer_ratio()
+    def is_integer(self) -> bool: return float(self._pinned("tested with is_integer()")).is_integer()
+    def conjugate(self): return self
+
+    @property
+    def real(self): return self
+
+    @property
+    def imag(self) -> float: return 0.0
     def __rfloordiv__(self, o): return self._float_floordiv(o, True)
 
     # -- to integers: exact when ``exact`` is known, else specialize naming the function --

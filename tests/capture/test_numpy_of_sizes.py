@@ -164,3 +164,27 @@ def test_a_size_in_a_narrow_integer_array_must_fit_its_dtype(dtype, largest):
         model(np.ones((largest + 1, 3)))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(np.ones((largest + 1, 3)))
+
+
+def test_int_and_float_methods_of_sizes_pin_with_a_reason():
+    import pickle
+
+    cases = {
+        "to_bytes": lambda x: x * x.shape[0].to_bytes(2, "little")[0],
+        "bit_count": lambda x: x * x.shape[0].bit_count(),
+        "pickle": lambda x: x * pickle.loads(pickle.dumps(x.shape[0])),
+        "float hex": lambda x: x * len((x.shape[0] / 3).hex()),
+        "float modulo": lambda x: x * ((x.shape[0] / 3) % 1.0),
+        "is_integer": lambda x: x * (x.shape[0] / 2).is_integer(),
+    }
+    for name, fn in cases.items():
+        ep = _auto(fn)
+        assert _check_against_eager(fn, ep) == [16], name
+        with pytest.raises(tpe.ConstraintViolationError, match="specialized"):
+            tpe.export(fn, np.arange(16.0), dynamic_shapes={"x": {0: Dim("n")}})
+
+
+def test_a_broadcast_the_example_itself_cannot_do_is_numpys_error_at_the_line():
+    with pytest.raises(tpe.CaptureError, match=r"operands could not be broadcast together") as info:
+        tpe.export(lambda x: x + np.zeros((1, 512)), np.ones((2, 16)), dynamic_shapes={"x": {1: Dim("m")}})
+    assert "internal error" not in str(info.value) and "test_numpy_of_sizes.py" in str(info.value)
