@@ -428,6 +428,26 @@ def _linear_form(diff):
     return ints, c // g
 
 
+def _residue_form(expr):
+    """``({name: coefficient}, k)`` for ``Eq(Mod(linear form, k), 0)`` with a constant ``k >= 2``
+    and integer coefficients, else None."""
+    if not isinstance(expr, sympy.Eq):
+        return None
+    lhs, rhs = expr.lhs, expr.rhs
+    if rhs != 0:
+        lhs, rhs = rhs, lhs
+    if rhs != 0 or not isinstance(lhs, sympy.Mod) or not lhs.args[1].is_Integer or int(lhs.args[1]) < 2:
+        return None
+    inner = lhs.args[0]
+    syms = sorted(inner.free_symbols, key=lambda s: s.name)
+    if not syms or not inner.is_polynomial(*syms):
+        return None
+    poly = sympy.Poly(sympy.expand(inner), *syms)
+    if poly.total_degree() != 1 or not all(c.is_Integer for c in poly.coeffs()):
+        return None
+    return {s.name: int(poly.coeff_monomial(s)) for s in syms}, int(lhs.args[1])
+
+
 def _floor_equality(expr, hints: Mapping):
     """For ``side == floor(num / k)`` or ``side == ceiling(num / k)`` (``side`` and ``num``
     linear in the dims, ``k >= 2``), the linear equality through the example's remainder
@@ -586,7 +606,8 @@ class _Plan:
     def solve(self) -> "_Plan":
         self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
-            if not (self._relation_step() or self._unlock_step() or self._pin_step() or self._split_step()):
+            if not (self._relation_step() or self._unlock_step() or self._residue_step() or self._pin_step()
+                    or self._split_step()):
                 self.complete = True
                 break
         self._final()
@@ -704,6 +725,32 @@ class _Plan:
                 h = self.hints[name]
                 root = self._new_root(name, (h - dec.c) // dec.k)
                 self.apply(name, dec.k * self.sym(root) + dec.c)
+                return True
+        return False
+
+    def _residue_step(self) -> bool:
+        """``(a + b + c) % k == 0`` over several dims: put one dim on its lattice mod ``k`` with
+        the example's remainder (``a = k*_a + a0 % k``); the guard then holds over the others
+        alone (``(b + r) % k == 0``), which their own decision closes.  Not the widest answer
+        (``b = a + r`` or a shared parity admit other pairs), but always one that exists: the
+        example satisfies the guard, so every dim on its example's residue does."""
+        for at in self.atoms:
+            if len(at.names) < 2:
+                continue
+            form = _residue_form(at.expr)
+            if form is None:
+                continue
+            coeffs, k = form
+            for name in sorted(coeffs, key=self.order):
+                if coeffs[name] % k == 0 or name not in self.hints:
+                    continue
+                h = self.hints[name]
+                lo = self.declared.get(name, (1, None))[0]
+                r = h % k
+                if lo is not None and r < lo:  # the smallest size of that residue the range admits
+                    r += k * -(-(lo - r) // k)
+                root = self._new_root(name, (h - r) // k)
+                self.apply(name, k * self.sym(root) + r, at.guard, at.verdict)
                 return True
         return False
 

@@ -1,0 +1,42 @@
+"""A divisibility over several dims (``(a + b) % 2 == 0``: two inputs concatenated, then split into
+pairs) gets a fix that closes in one refine step: each dim on its lattice with the example's
+remainder (found by a fresh user's fuzz of two-input models, where this form was the most common
+"no suggested fix")."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+
+
+def pairs(x, y):
+    return np.concatenate([x, y]).reshape(-1, 2, 3).sum(1)
+
+
+def triples_after_tile(x, y):
+    return np.concatenate([x, np.tile(y, (2, 1))[: y.shape[0] + 2]]).reshape(-1, 3, 3).sum(1)
+
+
+@pytest.mark.parametrize("model, a, b, k", [(pairs, 3, 5, 2), (pairs, 4, 8, 2), (triples_after_tile, 4, 6, 3)])
+def test_a_sum_divisibility_closes_in_one_step(model, a, b, k):
+    spec = {"x": {0: Dim("a", max=50)}, "y": {0: Dim("b", max=50)}}
+    x, y = np.ones((a, 3)), np.ones((b, 3))
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, x, y, dynamic_shapes=spec)
+    assert "Suggested fixes:" in str(info.value) and "will not be enough" not in str(info.value)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, x, y, dynamic_shapes=fixed)
+    admitted = 0
+    rng = np.random.default_rng(0)
+    for a2 in range(1, 50):
+        for b2 in range(1, 50):
+            xs, ys = rng.standard_normal((a2, 3)), rng.standard_normal((b2, 3))
+            try:
+                got = ep.module()(xs, ys)
+            except tpe.ConstraintsExceededError:
+                continue
+            np.testing.assert_allclose(got, model(xs, ys))
+            admitted += 1
+    assert admitted >= (49 // k) ** 2 - 2 * (49 // k)  # each dim keeps its example's residue mod k
