@@ -428,6 +428,19 @@ def _linear_form(diff):
     return ints, c // g
 
 
+def _multiple_form(expr):
+    """``(a, b)`` for ``Eq(Mod(c*a, b), 0)`` over two dims (an integer ``c``), else None."""
+    if not isinstance(expr, sympy.Eq) or expr.rhs != 0 or not isinstance(expr.lhs, sympy.Mod):
+        return None
+    inner, modulus = expr.lhs.args
+    if not modulus.is_Symbol:
+        return None
+    coeff, rest = inner.as_coeff_Mul()
+    if not coeff.is_Integer or not rest.is_Symbol or rest == modulus:
+        return None
+    return rest.name, modulus.name
+
+
 def _residue_form(expr):
     """``({name: coefficient}, k)`` for ``Eq(Mod(linear form, k), 0)`` with a constant ``k >= 2``
     and integer coefficients, else None."""
@@ -737,6 +750,13 @@ class _Plan:
         for at in self.atoms:
             if len(at.names) < 2:
                 continue
+            multiple = _multiple_form(at.expr)
+            if multiple is not None:  # (c*a) % b == 0 (x.reshape(y.shape[0], -1)): a = q*b, q from the example
+                a, b = multiple
+                if a in self.hints and b in self.hints and self.hints[b] and self.hints[a] % self.hints[b] == 0 \
+                        and self._allowed({b: self.hints[a] // self.hints[b]}):
+                    self.apply(a, (self.hints[a] // self.hints[b]) * self.sym(b), at.guard, at.verdict)
+                    return True
             form = _residue_form(at.expr)
             if form is None:
                 continue

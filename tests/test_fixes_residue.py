@@ -40,3 +40,17 @@ def test_a_sum_divisibility_closes_in_one_step(model, a, b, k):
             np.testing.assert_allclose(got, model(xs, ys))
             admitted += 1
     assert admitted >= (49 // k) ** 2 - 2 * (49 // k)  # each dim keeps its example's residue mod k
+
+
+def test_a_reshape_by_another_inputs_size_gets_the_multiple_relation():
+    model = lambda x, y: x.reshape(y.shape[0], -1)  # noqa: E731
+    spec = {"x": {0: Dim("a", max=100)}, "y": {0: Dim("b", max=100)}}
+    x, y = np.ones((12, 3)), np.ones((4, 3))
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, x, y, dynamic_shapes=spec)
+    assert "a = 3*b" in str(info.value)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, x, y, dynamic_shapes=fixed)
+    for b in (1, 5, 33):
+        xs, ys = np.arange(9.0 * b).reshape(3 * b, 3), np.ones((b, 3))
+        np.testing.assert_array_equal(ep.module()(xs, ys), model(xs, ys))
