@@ -1188,19 +1188,24 @@ def _lattices(conds, h: int) -> list:
 
     ``k`` is the least common multiple of every modulus the atoms use (56, 45 and
     8 give 2520), its divisors, the moduli's divisors and the divisors of the
-    example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the LCM.
+    example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the LCM
+    and the moduli's product (nested ``floor``/``Mod`` repeat with it).
     """
     mods = _moduli(conds)
     ks = set(_divisors(h))
-    lcm = 1
+    lcm = product = 1
     for m in mods:
         ks.update(_divisors(m))
         lcm = lcm * m // math.gcd(lcm, m)
+        product *= m
     if lcm > 1:
         ks.update(_divisors(lcm) if lcm <= 10 ** 12 else [lcm])
     picked = sorted(ks)[:_MAX_DIVISORS]
     if lcm > 1 and lcm not in picked:
         picked.append(lcm)
+    # nested moduli multiply: ((t - 1) // 2) % 4 repeats every 8, which no single modulus gives
+    if lcm < product <= 10 ** 6 and product not in picked:
+        picked.append(product)
     return [(k, h % k) for k in sorted(picked)]
 
 

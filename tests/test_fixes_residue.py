@@ -54,3 +54,17 @@ def test_a_reshape_by_another_inputs_size_gets_the_multiple_relation():
     for b in (1, 5, 33):
         xs, ys = np.arange(9.0 * b).reshape(3 * b, 3), np.ones((b, 3))
         np.testing.assert_array_equal(ep.module()(xs, ys), model(xs, ys))
+
+
+def test_nested_moduli_give_the_lattice_their_product():
+    # stride-2 conv output regrouped by 4: ((t - 1) // 2) % 4 == 0 repeats every 8 sizes
+    model = lambda x: (x[:, 2:] + x[:, :-2])[:, ::2].reshape(x.shape[0], -1, 4)  # noqa: E731
+    spec = {"x": {0: Dim("b"), 1: Dim("t", max=200)}}
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones((2, 18)), dynamic_shapes=spec)
+    assert "t = 8*_t + 2" in str(info.value)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, np.ones((2, 18)), dynamic_shapes=fixed)
+    for t in (10, 18, 82, 194):
+        x = np.arange(3.0 * t).reshape(3, t)
+        np.testing.assert_array_equal(ep.module()(x), model(x))
