@@ -5,7 +5,8 @@ for every assignment inside ``ranges`` (each has a z3 soundness test in
 tests/solver/test_canon.py):
 
 1. ``Min``/``Max``: drop an argument another argument dominates over the ranges
-   (interval of their difference), e.g. ``Min(128*s, 512*s) -> 128*s`` for s >= 0.
+   (interval of their difference, or of a bound of it with its floors relaxed), e.g.
+   ``Min(128*s, 512*s) -> 128*s`` and ``Min(b, b // 2) -> b // 2`` for s, b >= 0.
 2. ``Eq(x, Min(x, a, ...)) -> x <= a & ...`` and ``Eq(x, Max(x, a)) -> x >= a``
    (true for any integers; the readable form of a broadcast/slice guard).
 3. ``x - k*floor(x/k) -> Mod(x, k)`` for a constant k > 0 (any integer x).
@@ -115,9 +116,41 @@ def _drop_dominated(kind, args, ranges, orig) -> sympy.Basic:
 
 
 def _dominates(kind, a, b, ranges) -> bool:
-    """True if ``a`` is always the Min (resp. Max) of {a, b}: a <= b (resp. a >= b)."""
-    lo, hi = bounds(a - b, ranges)
-    return hi <= 0 if kind is sympy.Min else lo >= 0
+    """True if ``a`` is always the Min (resp. Max) of {a, b}: a <= b (resp. a >= b).
+
+    The interval of ``a - b`` decides; when it does not, so does the interval of a bound of
+    ``a - b`` in which each top-level ``floor(u)``/``ceiling(u)`` is replaced by ``u`` or
+    ``u -+ 1`` (``u - 1 <= floor(u) <= u <= ceiling(u) <= u + 1``), the one on the side that
+    keeps it a bound: ``b // 2 <= b`` because ``b // 2 - b <= b/2 - b = -b/2 <= 0``.
+    """
+    diff = a - b
+    lo, hi = bounds(diff, ranges)
+    if (hi <= 0) if kind is sympy.Min else (lo >= 0):
+        return True
+    if not diff.has(sympy.floor, sympy.ceiling):
+        return False
+    upper = kind is sympy.Min  # Min: show a - b <= 0 (an upper bound); Max: a - b >= 0 (a lower one)
+    lo, hi = bounds(floor_relaxed(diff, upper), ranges)
+    return hi <= 0 if upper else lo >= 0
+
+
+def floor_relaxed(expr, upper: bool):
+    """An upper (``upper=True``) or lower bound of ``expr`` for every assignment, with each of its
+    top-level ``c*floor(u)`` / ``c*ceiling(u)`` terms replaced by ``c*u`` or ``c*(u -+ 1)``
+    (``u - 1 <= floor(u) <= u <= ceiling(u) <= u + 1``), whichever keeps it a bound: a linear
+    form where ``expr`` was one but for its floors."""
+    relaxed = []
+    for term in sympy.Add.make_args(sympy.expand(expr)):
+        coeff, rest = term.as_coeff_Mul()
+        if isinstance(rest, (sympy.floor, sympy.ceiling)) and coeff.is_Rational:
+            u = rest.args[0]
+            high = (coeff > 0) == upper  # this term's largest value is wanted
+            if isinstance(rest, sympy.floor):
+                rest = u if high else u - 1
+            else:
+                rest = u + 1 if high else u
+        relaxed.append(coeff * rest)
+    return sympy.Add(*relaxed)
 
 
 def _minmax_eq(lhs, rhs):

@@ -59,7 +59,7 @@ from typing import Mapping, Optional
 import sympy
 
 from . import numeric
-from .canon import canonicalize
+from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
 from .normalize import alternatives, first
 
@@ -857,6 +857,10 @@ class _Plan:
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
+        if form is None and diff.has(sympy.floor, sympy.ceiling):
+            # b // 2 <= a: a box for the linear bound b/2 <= a implies it (diff >= its lower bound)
+            diff = floor_relaxed(diff, upper=False)
+            form = _linear_form(diff)
         if form is None:
             return None
         coeffs, const = form   # sum(coeffs*x) + const >= 0 (positively scaled, so same direction)

@@ -73,6 +73,12 @@ CASES = [
     ("ne_kept", sympy.Ne(s, 512), {s: (1, 1024)}, sympy.Ne(s, 512)),
     ("relation_between_dims", sympy.Eq(2 * b - 2 * s, 0), {b: (1, 16), s: (1, 64)}, sympy.Eq(b, s)),
     ("expression_min", sympy.Min(s, s + 3, 600), {s: (1, 512)}, s),
+    # dominance the intervals alone miss: floors relaxed to their bounds (b // 2 <= b)
+    ("min_floor_half", sympy.Min(b, sympy.floor(b / 2)), {b: (1, 50)}, sympy.floor(b / 2)),
+    ("max_floor_half_shifted", sympy.Max(s - 3, sympy.floor((s - 3) / 2)), {s: (3, 50)}, s - 3),
+    ("min_even_part", sympy.Min(s, 2 * sympy.floor(s / 2)), {s: (1, 50)}, 2 * sympy.floor(s / 2)),
+    ("broadcast_floor_guard", sympy.Eq(sympy.Min(s, sympy.floor(b / 2)), sympy.Min(b, sympy.floor(b / 2))),
+     {s: (1, 20), b: (1, 20)}, sympy.Le(sympy.floor(b / 2), s, evaluate=False)),
     # constants move across a relation (readable bounds and relations)
     ("constant_moves_le", sympy.Le(s - 1, 511, evaluate=False), {s: (1, 1024)}, s <= 512),
     ("constant_moves_ge", sympy.Ge(s - 1, 1, evaluate=False), {s: (1, 1024)}, s >= 2),
