@@ -244,6 +244,18 @@ class TracedArray:
             f"path){advice}; that would bake the example values into the program.\n"
             f"  at {user_source(2)}")
 
+    @property
+    def __array_interface__(self) -> dict:
+        # as_strided reads raw memory through it: a clear refusal; any other asker (numpy's C
+        # coercion, np.vectorize) falls back to __array__, whose refusal names it
+        asker = _numpy_caller()
+        if asker is None or "as_strided" not in asker:
+            raise AttributeError("__array_interface__")
+        raise UnsupportedOpError(
+            f"numpy's {asker} asked for the raw memory of a traced array (__array_interface__): "
+            f"strides and pointers are no shape rule capture can follow. Write it with slicing, "
+            f"np.lib.stride_tricks.sliding_window_view or reshape instead\n  at {user_source(2)}")
+
     # -- concretization of values: data-dependent --------------------------------
     # export mode raises DataDependentError; draft mode follows the example with a runtime check
     def _read(self, name: str, what: str) -> Any:

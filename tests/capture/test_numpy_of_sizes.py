@@ -188,3 +188,10 @@ def test_a_broadcast_the_example_itself_cannot_do_is_numpys_error_at_the_line():
     with pytest.raises(tpe.CaptureError, match=r"operands could not be broadcast together") as info:
         tpe.export(lambda x: x + np.zeros((1, 512)), np.ones((2, 16)), dynamic_shapes={"x": {1: Dim("m")}})
     assert "internal error" not in str(info.value) and "test_numpy_of_sizes.py" in str(info.value)
+
+
+def test_as_strided_of_a_traced_array_is_refused_with_what_to_use():
+    with pytest.raises(tpe.UnsupportedOpError, match="sliding_window_view") as info:
+        tpe.export(lambda x: np.lib.stride_tricks.as_strided(x, (x.shape[0] - 1, 2, 3), (12, 12, 4)).sum(1),
+                   np.ones((4, 3), np.float32), dynamic_shapes={"x": {0: Dim("n")}})
+    assert "as_strided" in str(info.value) and "test_numpy_of_sizes.py" in str(info.value)
