@@ -214,6 +214,11 @@ def _check_call(call: tuple, args: tuple, kwargs: dict, member: str, node: str, 
     for k in kwargs:
         if not source_name(k):  # ASCII: the parser would read ``ｏｕｔ`` as ``out``
             fail(member, f"node {node!r} passes the keyword {k!r:.60}, which is not an ASCII Python identifier")
+    if target.startswith("numpy.ndarray.") or target == "tpe.getitem":
+        # capture calls these on arrays only; on a constant (a str, a type) they would reach its methods
+        if not args or not (type(args[0]) is Node or isinstance(args[0], np.ndarray)):
+            fail(member, f"node {node!r} calls {target} on {type(args[0]).__name__ if args else 'nothing'}, "
+                         f"not on an array (a node or an inline array)")
     if kwargs.get("out") is not None:
         fail(member, f"node {node!r} passes out= to {target}: capture never writes into an array "
                      f"(it would write into the caller's input or the program's state)")

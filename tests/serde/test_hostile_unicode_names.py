@@ -1,4 +1,4 @@
-"""Names that mean another name once Python's parser reads them, and files that are also something
+"""Names that mean another name once Python's parser reads them, files that are also something
 else (found by a hostile-archive review).
 
 ``str.isidentifier`` accepts fullwidth letters (``ｏｕｔ``, ``ｆｏｒｗａｒｄ``), and the parser NFKC-normalizes
@@ -121,3 +121,15 @@ def test_bytes_in_front_of_the_first_member_are_refused(plain, prefix, tmp_path)
     with pytest.raises(tpe.ArchiveError, match="bytes before the first member"):
         tpe.load_pt2(str(path), load_weights_from_disk=True)
     tpe.load(io.BytesIO(good))  # the same archive without the prefix loads
+
+
+@pytest.mark.parametrize("receiver", ["abc", {"k": "pytype", "v": "str"}, 3, {"k": "tuple", "v": [1, 2]}])
+def test_array_methods_on_a_constant_receiver_are_refused(plain, receiver):
+    members, doc = plain[0], json.loads(plain[1])
+    add = next(n for n in doc["graph"]["nodes"] if n["name"] == "add")
+    add["target"], add["args"], add["kwargs"] = "numpy.ndarray.astype", [receiver, "float32"], []
+    with pytest.raises(tpe.ArchiveError, match="not on an array"):
+        tpe.load(rebuilt(members, doc))
+    add["target"], add["args"] = "tpe.getitem", [receiver, 0]
+    with pytest.raises(tpe.ArchiveError, match="not on an array"):
+        tpe.load(rebuilt(members, doc))
