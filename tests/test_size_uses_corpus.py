@@ -141,8 +141,8 @@ CASES = [
     ("typed_size_as_slice_stop", lambda x: x[: x.shape[0] - np.int32(1)], EXACT),
     ("typed_size_output", lambda x: (x, x.shape[0] + np.int32(1)), EXACT),
     ("typed_size_in_np_full", lambda x: np.full(x.shape[1], x.shape[0] + np.int32(2)), EXACT),
-    ("np_int64_constructor", lambda x: x * np.int64(x.shape[0]), GUARDED),
-    ("np_float32_constructor", lambda x: x * np.float32(x.shape[0]), GUARDED),
+    ("np_int64_constructor", lambda x: x * np.int64(x.shape[0]), EXACT),
+    ("np_float32_constructor", lambda x: x * np.float32(x.shape[0]), EXACT),
     # -- numpy over sizes ---------------------------------------------------------------------
     ("np_array_of_size", lambda x: x * np.array(x.shape[0]), EXACT),
     ("np_array_of_size_dtype", lambda x: x.astype(np.float16) * np.array(x.shape[0], dtype=np.float16), EXACT),
@@ -252,7 +252,7 @@ CASES = [
     ("np_full_typed_fill", lambda x: np.full((x.shape[0],), x.shape[1] * np.float32(0.5)), EXACT),
     ("np_arange_typed", lambda x: np.arange(x.shape[0] + np.int32(0)), EXACT),
     ("reshape_typed", lambda x: x.reshape(x.shape[0] + np.int32(0), -1), EXACT),
-    ("np_int32_of_typed", lambda x: x * np.int32(x.shape[0] + np.int32(1)), GUARDED),
+    ("np_int32_of_typed", lambda x: x * np.int32(x.shape[0] + np.int32(1)), EXACT),
     # -- the standard library ---------------------------------------------------------------------
     ("counter_of_shape", lambda x: x * collections.Counter(x.shape)[4], GUARDED),
     ("defaultdict_key", lambda x: x * collections.defaultdict(int, {x.shape[0]: 2})[6], GUARDED),

@@ -36,7 +36,7 @@ import numpy as np
 import sympy
 
 from .frames import is_library_file, is_user_function, user_source
-from .symbolic import PRINTING, SymFloat, SymInt, sym_float, sym_max, sym_min, sym_sqrt
+from .symbolic import PRINTING, SymFloat, SymInt, as_type_of, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -454,7 +454,7 @@ def sym_len(value: Any) -> Any:
 def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     """``__import__`` for cloned functions: ``import math`` inside the model gets the symbolic view."""
     module = builtins.__import__(name, globals, locals, fromlist, level)
-    return _MATH if module is math else module
+    return _MATH if module is math else _NUMPY if module is np else module
 
 
 def _capture_builtins(real: Any) -> dict:
@@ -516,12 +516,79 @@ def _named_pin(name: str, fn: Callable) -> Callable:
 _MATH = _SymbolicMath()
 
 
+class _ScalarTypeView(type):
+    """Metaclass of the numpy scalar types model code sees during capture (``np.float32``):
+    ``np.float32(n)`` of a size is that size typed ``float32`` (a symbolic value, as eager's
+    ``np.float32(16)`` is its example's); anything else is the real type's own answer.
+
+    A view is a subclass of the real type, so numpy takes it wherever it takes the type
+    (``np.zeros(3, np.float32)``, ``x.astype(np.float32)``, ``np.finfo``), and ``isinstance``,
+    ``issubclass`` and ``==`` answer as for the real type; only ``x.dtype.type is np.float32``
+    tells them apart.  A narrow integer type requires the size to fit (numpy raises
+    ``OverflowError`` for a Python int out of its range).
+    """
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        real = cls.__real__
+        if len(args) == 1 and not kwargs:
+            value, kind = args[0], np.dtype(real).kind
+            if isinstance(value, SymInt) and kind in "iuf" or isinstance(value, SymFloat) and kind == "f":
+                if kind in "iu":
+                    info = np.iinfo(real)
+                    value.env.guard(sympy.And(value.expr >= int(info.min), value.expr <= int(info.max)), "shape",
+                                    f"np.{real.__name__}() of a size: numpy raises OverflowError for a value "
+                                    f"{real.__name__} cannot hold", user_source(2), cause="shape")
+                return as_type_of(value, real(value.example()))
+        return real(*args, **kwargs)
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, cls.__real__)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, cls.__real__)
+
+    def __eq__(cls, other: Any) -> bool:
+        return other is cls or other is cls.__real__
+
+    def __hash__(cls) -> int:
+        return hash(cls.__real__)
+
+    def __repr__(cls) -> str:
+        return repr(cls.__real__)
+
+
+# the numpy scalar types a size converts to exactly (bool and complex pin, as before)
+_SCALAR_VIEWS = {t: _ScalarTypeView(t.__name__, (t,), {"__real__": t, "__module__": "numpy"})
+                 for t in {np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+                           np.uint8, np.uint16, np.uint32, np.uint64, np.intc, np.intp, np.uintp, np.longlong,
+                           np.ulonglong, np.single, np.double, np.half, np.longdouble}}
+
+
+class _NumpyView(types.ModuleType):
+    """``numpy`` as model code sees it during capture: its scalar types are the views above."""
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(np, name)
+        return _SCALAR_VIEWS.get(value, value) if isinstance(value, type) else value
+
+    def __dir__(self) -> list:
+        return dir(np)
+
+
+_NUMPY = _NumpyView("numpy", np.__doc__)
+_NUMPY.__dict__.update({"__file__": np.__file__, "__version__": np.__version__})
+
+
 def translate(tracer: Any, name: str, value: Any) -> Any:
     """The capture-time stand-in for a value read from a global, cell or default."""
     if value is math:
         return _MATH
     if value is math.sqrt:
         return sym_sqrt
+    if value is np:
+        return _NUMPY
+    if isinstance(value, type) and value in _SCALAR_VIEWS:
+        return _SCALAR_VIEWS[value]
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
     orig_name = _BY_ORIGINAL.get(id(value))

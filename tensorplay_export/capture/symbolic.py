@@ -382,7 +382,7 @@ class _SymNumber:
         """``(n + np.int32(1)).astype(np.int64)`` (a numpy scalar method): the same size, retyped."""
         if self.numpy_type is None:
             raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'astype'")
-        return _as_type_of(self, np.dtype(dtype).type(self.example()))
+        return as_type_of(self, np.dtype(dtype).type(self.example()))
 
     def __copy__(self) -> "_SymNumber":
         return self  # immutable, as an int is
@@ -465,7 +465,7 @@ class _SymNumber:
         stays itself (typed ``np.int64``, as ``np.round(5)``), a float size is ``np.rint`` of it
         (a traced 0-d array); other ``decimals`` round the example with the size specialized."""
         if out is None and decimals == 0:
-            return _as_type_of(self, np.round(self.example())) if isinstance(self, SymInt) else np.rint(self)
+            return as_type_of(self, np.round(self.example())) if isinstance(self, SymInt) else np.rint(self)
         value = self.env.specialize(self.expr, f"rounded with np.round(x, {decimals!r})")
         return np.round(self._typed(value), decimals, out)
 
@@ -776,7 +776,7 @@ def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
             eager = ufunc(*[_eager_value(v) for v in inputs])
     except (ArithmeticError, ValueError, TypeError):
         return out
-    return _as_type_of(out, eager)
+    return as_type_of(out, eager)
 
 
 def _numpy_type_of(value: Any) -> Any:
@@ -807,10 +807,10 @@ def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
             eager = pyop(_eager_value(left), _eager_value(right))
     except (ArithmeticError, ValueError, TypeError):
         return out
-    return _as_type_of(out, eager)
+    return as_type_of(out, eager)
 
 
-def _as_type_of(out: Any, eager: Any) -> Any:
+def as_type_of(out: Any, eager: Any) -> Any:
     """``out`` with the numpy scalar type of ``eager`` (its value at the example), if it has one."""
     if not isinstance(eager, np.generic) or isinstance(out, SymBool):
         return out

@@ -503,12 +503,9 @@ VALUES = [
     ("clip_to_b", lambda x: np.clip(x * 8, 0, x.shape[0])),
     ("int_mod_b", lambda x: (x * 8).astype(np.int32) % x.shape[0]),
 ]
-SCALAR_OF_SIZE = ("contract narrower than the model needs: a numpy scalar of a size (np.float32(b), "
-                  "np.float64(b), np.int64(b)) specializes b; jax converts a dim to an array exactly")
-
-
-@pytest.mark.parametrize("case", params(family("value", VALUES, roundtrip_name="x_div_b_f32"), {
-    name: SCALAR_OF_SIZE for name in ("value_rsqrt_scale", "value_np_float32_b", "value_np_float64_b", "value_np_int64_b")}))
+# a numpy scalar of a size (np.float32(b), np.float64(b), np.int64(b)) is that size typed, as jax
+# converts a dim to an array exactly (it specialized b before the scalar-type views of capture)
+@pytest.mark.parametrize("case", params(family("value", VALUES, roundtrip_name="x_div_b_f32"), {}))
 def test_sizes_as_values(case):
     run_case(case)
 
