@@ -51,6 +51,8 @@ class Namespace:
     @staticmethod
     def sanitize(base: str) -> str:
         """Turn any text into a Python identifier (``x.shape`` -> ``x_shape``)."""
+        if type(base) is str and base.isascii() and base.isidentifier():
+            return base  # ASCII identifier characters, no leading digit: nothing to replace
         name = _NOT_IDENT.sub("_", str(base)) or "_"
         if name[0].isdigit():
             name = f"_{name}"

@@ -259,7 +259,8 @@ def _fail_writing_flag(member: str, node: str, target: str, flag: str, value: An
 
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
 _UNRESOLVED = object()
-_REF_KEYS = frozenset({"k", "v"})
+# values that may hold Nodes for Graph.create_node (ir._input_nodes looks inside exactly these)
+_HOLDERS = (tuple, list, dict, slice, Node)
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
@@ -314,13 +315,20 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             fail(member, f"meta of node {name!r} must be an object")
         exprs, dicts = dec.exprs, dec.dicts
         arg_values = []
+        refs = []  # the Nodes among the arguments, while every other argument holds none
         for a in args:  # most arguments are references to earlier nodes: looked up here
-            if type(a) is dict and a.get("k") == "node" and a.keys() == _REF_KEYS and type(a["v"]) is str:
+            # ``k`` is there and ``v`` a string: two keys are exactly those two
+            if type(a) is dict and a.get("k") == "node" and type(a.get("v")) is str and len(a) == 2:
                 ref = by_name.get(a["v"])
                 if ref is not None:
                     arg_values.append(ref)
+                    if refs is not None:
+                        refs.append(ref)
                     continue
-            arg_values.append(value(a))  # anything else, and the message for an unknown name
+            v = value(a)  # anything else, and the message for an unknown name
+            arg_values.append(v)
+            if refs is not None and isinstance(v, _HOLDERS):
+                refs = None  # Nodes may sit inside: create_node finds them
         arg_values = tuple(arg_values)
         kwarg_values = {k: value(v) for k, v in kwargs_raw} if kwargs_raw else {}
         # the walks below look for dicts and size expressions only: skipped when none was built
@@ -334,7 +342,10 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
                 for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
-            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
+            # the distinct Nodes in first-use order, what create_node would find in the arguments
+            inputs = tuple(dict.fromkeys(refs)) if refs is not None and not kwarg_values else None
+            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta,
+                                     input_nodes=inputs)
         except (ValueError, TypeError) as err:
             fail(member, f"cannot create node {name!r}: {err}")
         if node.name != name:
@@ -371,7 +382,8 @@ _LINT_RULES = {
                                               "characters, not a keyword, builtin or reserved word",
     "duplicate name": "Namespace.create keeps a name only if it is unused; a changed name fails",
     "node after the output node": "doubt",
-    "recorded input nodes differ": "create_node computes them from the arguments (no input_nodes given)",
+    "recorded input nodes differ": "create_node computes them from the arguments, or is given the "
+                                   "resolved references when no other argument can hold a Node",
     "is not defined before this node": "every Node in the arguments comes from resolve(): an earlier node",
     "missing from the users of": "create_node records each user",
     "as a user, but that node does not read it": "create_node records each user",
@@ -515,9 +527,10 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
     """The meta keys codegen and the runtime read must have exactly their documented types.
 
     ``bind`` matters most: codegen writes its axes into the generated source, so an
-    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr``,
-    one per document) holds the shape entries that passed already: the decoder hands
-    out one SizeExpr per distinct expression, so most entries are looked up, not checked.
+    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr`` or
+    shape tuple, one per document) holds the shape entries and whole shapes that passed
+    already: the decoder hands out one SizeExpr per distinct expression and one tuple per
+    repeated shape (both immutable), so most shapes are looked up, not checked.
     """
     bind = meta.get("bind")
     if bind is not None:
@@ -528,6 +541,8 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
                 fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
                              f"got {axis!r:.60}: {sym!r:.60}")
     shape = meta.get("shape")
+    if dims_ok is not None and dims_ok.get(id(shape)) is shape:
+        shape = None  # a shape tuple that passed already (the decoder shares repeated shapes)
     if shape is not None:
         if not isinstance(shape, tuple) or len(shape) > 64:
             fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
@@ -543,6 +558,7 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
                                  "an integer")
             for d in unchecked:
                 dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
+        dims_ok[id(shape)] = shape
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):
