@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 from ..ops.registry import resolve_op
-from ..records import is_sympy
+from ..records import SourceLoc, is_sympy
 from .ir import _RESERVED, Graph, Namespace, Node
 from .printing import python_tree, tree_text
 from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
@@ -360,8 +360,9 @@ class _Emitter:
 
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
-        index = {n: i for i, n in enumerate(nodes)}
-        last_use = {n: max(map(index.__getitem__, n.users)) for n in nodes if n.users}
+        index = dict(zip(nodes, range(len(nodes))))
+        position = index.__getitem__
+        last_use = {n: max(map(position, n.users)) for n in nodes if n.users}
         calls = [n for n in nodes if n.op == "call_function"]
         fresh = {n for n in calls if self.fresh_ufunc(n) is not None}
         self.into = {n for n in calls if self.writes_into(n) is not None}
@@ -466,7 +467,7 @@ _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the p
 def _mentions(n: Node, value: Node) -> int:
     """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
     count = 0
-    todo = [n.args, n.kwargs.values()]
+    todo = [n.args, n.kwargs.values()] if n.kwargs else [n.args]
     while todo:
         for v in todo.pop():
             if v is value:
@@ -521,9 +522,10 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
     """
     stacks = [n.meta.get("module_stack") for n in nodes]
     ends: dict[Any, int] = {}  # module call -> index of its last node
+    last = len(stacks) - 1
     for i, stack in enumerate(stacks):
         # the last node of a run in the same calls (a run is usually a whole layer)
-        if stack and (i + 1 == len(stacks) or stacks[i + 1] != stack):
+        if stack and (i == last or stacks[i + 1] != stack):
             for call in stack:
                 ends[call] = i
     lines: dict[tuple, list[int]] = {}  # (module call, source line) -> indices of its nodes
@@ -531,7 +533,14 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
         stack = stacks[i]
         src = n.meta.get("source")
         if stack and src is not None:
-            lines.setdefault((stack[-1], src), []).append(i)
+            # a SourceLoc is keyed by its fields (equal exactly when they are): hashing the
+            # dataclass runs Python code; the three-part key equals no two-part one
+            key = (stack[-1], src.filename, src.lineno) if type(src) is SourceLoc else (stack[-1], src)
+            at = lines.get(key)
+            if at is None:
+                lines[key] = [i]
+            else:
+                at.append(i)
     next_same: dict[Node, int] = {}  # node -> index of the next node of its line in its call
     for at in lines.values():
         for i, j in zip(at, at[1:]):
@@ -555,7 +564,7 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
                     if not ustack or ustack[-1] != stack[-1]:
                         continue
                 # read in the same call on another line: a local variable of that call
-                if src is not None and u.meta.get("source") not in (None, src):
+                if src is not None and (usrc := u.meta.get("source")) is not src and usrc not in (None, src):
                     at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at
@@ -572,7 +581,14 @@ def _layout_observed(calls: list[Node]) -> set[Node]:
     """Every node whose value reaches an op that reads its operands' memory layout
     (``OpDef.observes_layout``), through any chain of arguments."""
     out: set[Node] = set()
-    stack = [n for n in calls if _observes_layout(n.target)]
+    observes: dict[str, bool] = {}  # one registry look-up per op name, however many nodes call it
+    stack = []
+    for n in calls:
+        flag = observes.get(n.target)
+        if flag is None:
+            flag = observes[n.target] = _observes_layout(n.target)
+        if flag:
+            stack.append(n)
     while stack:
         for a in stack.pop().all_input_nodes:
             if a not in out:
