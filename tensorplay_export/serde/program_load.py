@@ -282,6 +282,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
     repeated = _Repeats(dec).value
+    known = dec.known  # a node's dtype and source line: most were decoded for an earlier node
     # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
     # node may break a rule; then lint runs and words the problem as it always has.
     doubt, saw_compute, outputs = False, False, 0
@@ -337,9 +338,9 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         if op == "call_function":
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
             if dec.exprs != exprs:
-                _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META else value(v)
-                for k, v in meta_raw.items()}
+                _check_integer_sizes(target, arg_values, kwarg_values, member, name, dims_ok)
+        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META
+                else hit if (hit := known(v)) is not None else value(v) for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
             # the distinct Nodes in first-use order, what create_node would find in the arguments
@@ -468,18 +469,25 @@ for _names, _where, _kws in [
         _SIZE_ARGS[_name] = (_where, frozenset(_kws))
 
 
-def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str) -> None:
+def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str,
+                         integers: dict | None = None) -> None:
     """Size expressions used as sizes (shapes, axes, slice bounds, indices) must be integer-valued.
 
     Generated code computes ``0.5*n`` or ``n**0.5`` as a Python float, which numpy
     refuses as a size at the first call: refused here instead.  Slices count
-    everywhere; other positions by the op's table entry above.
+    everywhere; other positions by the op's table entry above.  ``integers``: the
+    ``dims_ok`` of :func:`_check_meta` (``id -> SizeExpr`` known to be integer-valued).
     """
     where, kws = _SIZE_ARGS.get(target, (slice(0, 0), frozenset()))
     sized = list(args[where]) + [v for k, v in kwargs.items() if k in kws]
     stack: list = [(v, True) for v in sized] + [(v, False) for v in list(args) + list(kwargs.values())]
     while stack:
         v, is_size = stack.pop()
+        t = type(v)
+        if t is int or t is Node:  # the common arguments: neither an expression nor a container
+            continue
+        if t is SizeExpr and integers is not None and integers.get(id(v)) is v:
+            continue  # a shape entry of the document: integer-valued
         if _is_expr(v):
             if is_size and not integer_valued(v):
                 fail(member, f"node {node!r} uses {_expr_text(v)} as a size of {target}, but its value is not "

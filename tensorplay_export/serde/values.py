@@ -292,6 +292,24 @@ class Decoder:
         return fn(self, obj, _depth + 1)
 
 
+    def known(self, obj: Any) -> Any:
+        """What :meth:`value` returns for ``obj`` when it is exactly a dtype or source record this
+        decoder (or, for dtypes, the process) decoded before, else None (then ``value`` decodes it,
+        with its checks: both kinds decode to values that are never None)."""
+        if type(obj) is dict:
+            kind = obj.get("k")
+            # "k" is there and the other keys hold exactly typed values: the length says no more
+            if kind == "dtype":
+                text = obj.get("v")
+                if type(text) is str and len(obj) == 2:
+                    return _DTYPES.get(text)
+            elif kind == "source":
+                file, line = obj.get("file"), obj.get("line")
+                if type(file) is str and type(line) is int and len(obj) == 3:
+                    return self._sources.get((file, line))
+        return None
+
+
 def decode_value(obj: Any, member: str, resolve: Callable[[str], Any] | None = None) -> Any:
     """Shorthand for ``Decoder(member, resolve).value(obj)``."""
     return Decoder(member, resolve).value(obj)
