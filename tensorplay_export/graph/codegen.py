@@ -70,6 +70,9 @@ class PythonCode:
 
 
 class _Emitter:
+    # The passes over every node read ``Node._args``/``_kwargs``, what the ``args``/``kwargs``
+    # properties return: a property read is a Python call, a few per node in every pass.
+
     def __init__(self, graph: Graph, resolve: Callable[[str], Callable],
                  resolve_out: Optional[Callable[[str], Optional[Callable]]] = None,
                  attrs: Optional[Mapping[Node, str]] = None) -> None:
@@ -95,6 +98,7 @@ class _Emitter:
         self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
         self.texts: dict[Any, str] = {}  # tree -> its Python text
         self.into: set[Node] = set()  # composite calls that have an out-variant (:meth:`writes_into`)
+        self.attr_texts: dict[str, str] = {}  # attribute path -> its source text (:meth:`attr_text`)
 
     # values ---------------------------------------------------------------
     def glob(self, hint: str, value: Any) -> str:
@@ -197,8 +201,8 @@ class _Emitter:
                 self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
         elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
-        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n.args]
-        for k, v in n.kwargs.items():
+        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n._args]
+        for k, v in n._kwargs.items():
             if type(k) is not str:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
             call_args.append(f"{k}={self.arg(v, n)}" if k.isidentifier() and not keyword.iskeyword(k)
@@ -226,16 +230,16 @@ class _Emitter:
         depth: dict[Node, int] = {}  # links of inlined operands nested inside a node's text
         for i, b in enumerate(nodes):
             spec = _ELIDABLE.get(b.target) if b.op == "call_function" else None
-            if spec is None or i == 0 or len(b.args) != 2 or b.kwargs:
+            if spec is None or i == 0 or len(b._args) != 2 or b._kwargs:
                 continue
             a = nodes[i - 1]
             if a.meta.get("errstate") != b.meta.get("errstate"):
                 continue  # each runs under its own np.errstate (a statement of its own)
             if (a.op != "call_function" or a.users.keys() != {b} or a.meta.get("bind")
                     or not isinstance(a.meta.get("shape"), tuple) or free_at.get(a) != i
-                    or sum(1 for v in b.args if v is a) != 1):
+                    or sum(1 for v in b._args if v is a) != 1):
                 continue
-            if not (b.args[0] is a or (spec[1] and b.args[1] is a)):
+            if not (b._args[0] is a or (spec[1] and b._args[1] is a)):
                 continue
             if self.resolve(b.target) is not spec[2]:
                 continue  # an op_table override: call it as written
@@ -248,11 +252,11 @@ class _Emitter:
     def fresh_ufunc(self, n: Node) -> Optional[np.ufunc]:
         """The plain numpy ufunc ``n`` calls with positional operands only, when its result is a
         new array of its own (one output, an array shape in meta), else None."""
-        if n.op != "call_function" or n.kwargs:
+        if n.op != "call_function" or n._kwargs:
             return None
         fn = self.resolve(n.target)
         shape = n.meta.get("shape")
-        if (not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(n.args)
+        if (not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(n._args)
                 or not isinstance(shape, tuple) or not shape or not isinstance(n.meta.get("dtype"), np.dtype)):
             return None  # an op_table override, a reduction-like call, or a 0-d result (a numpy scalar)
         return fn
@@ -313,9 +317,9 @@ class _Emitter:
             pick = None
             if (b in fresh or b in into) and not (b in inlined or b in targets or b.meta.get("bind")):
                 if b in fresh:
-                    candidates = b.args
-                elif b.args and _mentions(b, b.args[0]) == 1:
-                    candidates = b.args[:1]
+                    candidates = b._args
+                elif b._args and _mentions(b, b._args[0]) == 1:
+                    candidates = b._args[:1]
                 else:
                     candidates = ()
                 key = (b.meta.get("shape"), b.meta.get("dtype"))
@@ -353,10 +357,22 @@ class _Emitter:
         elif reads:
             getter = self.glob("read_attrs", operator.attrgetter(*(self.attrs[n] for n in reads)))
             body.append("(")
-            body.extend(f"    {n.name},  # {attr_text(self.attrs[n])}" for n in reads)
+            body.extend(f"    {n.name},  # {self.attr_text(self.attrs[n])}" for n in reads)
             body.append(f") = {getter}(self)")
         for n in reads:
-            self.binds(n, body)
+            if n.meta.get("bind"):
+                self.binds(n, body)
+
+    def attr_text(self, path: str) -> str:
+        """:func:`attr_text` of ``path``; a module's weights share their parents (``h.0.attn.c_attn``
+        for its weight and bias), each parent's text made once."""
+        parent, dot, part = path.rpartition(".")
+        if not dot:
+            return attr_text(path)
+        text = self.attr_texts.get(parent)
+        if text is None:
+            text = self.attr_texts[parent] = attr_text(parent)
+        return attr_text(part, text)
 
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
@@ -402,13 +418,13 @@ class _Emitter:
                     self.binds(n, body)
                 continue
             if n.op == "output":
-                values = n.args[0]
+                values = n._args[0]
                 body.append(f"return [{', '.join(self.arg(v, n) for v in values)}]")
                 break
             if n in pending:
                 sym = _ELIDABLE[n.target][0]
                 texts = [pending.pop(n) if isinstance(v, Node) and v in inlined else _paren(self.arg(v, n))
-                         for v in n.args]
+                         for v in n._args]
                 call = f"{texts[0]} {sym} {texts[1]}"
                 if n in inlined:
                     call = f"({call})"
@@ -467,7 +483,7 @@ _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the p
 def _mentions(n: Node, value: Node) -> int:
     """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
     count = 0
-    todo = [n.args, n.kwargs.values()] if n.kwargs else [n.args]
+    todo = [n._args, n._kwargs.values()] if n._kwargs else [n._args]
     while todo:
         for v in todo.pop():
             if v is value:

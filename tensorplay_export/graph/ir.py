@@ -223,15 +223,17 @@ class Node:
         self.name = name
         self.op = op
         self.target = target
-        self._args: tuple = ()
-        self._kwargs: dict = {}
         self.meta: dict = dict(meta) if meta else {}
         self.users: dict[Node, None] = {}
-        self._inputs: tuple[Node, ...] = ()
         self._prev: Node = self
         self._next: Node = self
         self._erased = False
-        self._set_inputs(tuple(args), dict(kwargs or {}), input_nodes)
+        # what _set_inputs does for a node that reads nothing yet (a graph builds thousands)
+        self._args: tuple = tuple(args)
+        self._kwargs: dict = dict(kwargs) if kwargs else {}
+        self._inputs: tuple[Node, ...] = _input_nodes(self._args, self._kwargs) if input_nodes is None else input_nodes
+        for new in self._inputs:
+            new.users[self] = None
 
     # -- inputs ---------------------------------------------------------------
     @property
