@@ -113,13 +113,14 @@ class _Emitter:
         return self.const_ids[key]
 
     def arg(self, v: Any, node: Node) -> str:
+        # exact types only: a str/int subclass could carry its own __repr__ into the source
+        t = type(v)
+        if t is int or t is str or t is bool or v is None:
+            return repr(v)
         if isinstance(v, Node):
             return v.name
-        # exact types only: a str/int subclass could carry its own __repr__ into the source
-        if v is None or v is Ellipsis or type(v) in (bool, str):
-            return "..." if v is Ellipsis else repr(v)
-        if type(v) is int:
-            return repr(v)
+        if v is Ellipsis:
+            return "..."
         if type(v) is float:
             return repr(v) if math.isfinite(v) else f"float('{v}')"
         if type(v) is complex and math.isfinite(v.real) and math.isfinite(v.imag):
@@ -460,7 +461,7 @@ class _Emitter:
                 self.attribute_reads(reads, body)
             body.append("return []")
         header = f"def {fn_name}({', '.join(['self'] + params)}):"
-        src = header + "\n" + "\n".join(f"    {line}" for line in body) + "\n"
+        src = header + "\n    " + "\n    ".join(body) + "\n"  # each statement indented
         return PythonCode(src, self.globals, fn_name)
 
 
@@ -579,8 +580,13 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
                         continue
                     if not ustack or ustack[-1] != stack[-1]:
                         continue
-                # read in the same call on another line: a local variable of that call
-                if src is not None and (usrc := u.meta.get("source")) is not src and usrc not in (None, src):
+                # read in the same call on another line: a local variable of that call (two
+                # SourceLocs compared by their fields: the dataclass's __eq__ runs Python code)
+                usrc = u.meta.get("source")
+                if src is None or usrc is src or usrc is None:
+                    continue
+                if (usrc.lineno != src.lineno or usrc.filename != src.filename
+                        if type(usrc) is SourceLoc and type(src) is SourceLoc else usrc not in (None, src)):
                     at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at

@@ -319,8 +319,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         refs = []  # the Nodes among the arguments, while every other argument holds none
         for a in args:  # most arguments are references to earlier nodes: looked up here
             # ``k`` is there and ``v`` a string: two keys are exactly those two
-            if type(a) is dict and a.get("k") == "node" and type(a.get("v")) is str and len(a) == 2:
-                ref = by_name.get(a["v"])
+            if type(a) is dict and a.get("k") == "node" and type(key := a.get("v")) is str and len(a) == 2:
+                ref = by_name.get(key)
                 if ref is not None:
                     arg_values.append(ref)
                     if refs is not None:
@@ -345,10 +345,10 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         try:
             # the distinct Nodes in first-use order, what create_node would find in the arguments
             inputs = tuple(dict.fromkeys(refs)) if refs is not None and not kwarg_values else None
-            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta,
-                                     input_nodes=inputs)
+            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, input_nodes=inputs)
         except (ValueError, TypeError) as err:
             fail(member, f"cannot create node {name!r}: {err}")
+        node.meta = meta  # built for this node alone: create_node would copy it
         if node.name != name:
             fail(member, f"node name {name!r:.80} is not a fresh Python identifier (duplicate or reserved)")
         by_name[name] = node
@@ -428,8 +428,11 @@ class _Repeats:
         hit = self.seen.get(key)
         if hit is not None:
             value, nodes, exprs, dicts = hit
-            if nodes:
-                dec.budget.take(nodes, dec.member)
+            if nodes:  # what budget.take does, without a call per repeat
+                budget = dec.budget
+                budget.left -= nodes
+                if budget.left < 0:
+                    budget.take(0, dec.member)
             dec.exprs += exprs
             dec.dicts += dicts
             return value
