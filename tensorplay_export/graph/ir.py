@@ -336,22 +336,30 @@ class Graph:
     identifiers that shadow no keyword, builtin, ``np`` or ``self``.
     """
 
+    _order: Optional[list[Node]] = None  # see __init__ (the class value serves graphs pickled before it)
+
     def __init__(self) -> None:
         self._root = Node(None, "_root", "root", "")
         self._namespace = Namespace()
         self._insert_before: Node = self._root   # insert new nodes before this one
         self._len = 0
+        # the nodes in execution order, kept until a node is inserted or erased: codegen, the
+        # loader's checks and the module view each ask for them (a walk of the list each time)
+        self._order: Optional[list[Node]] = None
 
     # -- iteration -----------------------------------------------------------
     @property
     def nodes(self) -> list[Node]:
         """A snapshot list of the nodes in execution order."""
-        out = []
-        n = self._root._next
-        while n is not self._root:
-            out.append(n)
-            n = n._next
-        return out
+        order = self._order
+        if order is None:
+            order = []
+            n = self._root._next
+            while n is not self._root:
+                order.append(n)
+                n = n._next
+            self._order = order
+        return list(order)  # the caller's own list
 
     def __len__(self) -> int:
         return self._len
@@ -388,6 +396,7 @@ class Graph:
         before._prev._next = node
         before._prev = node
         self._len += 1
+        self._order = None
         return node
 
     def placeholder(self, name: str, meta: Optional[dict] = None) -> Node:
@@ -444,6 +453,7 @@ class Graph:
         node._erased = True
         self._namespace.discard(node.name)
         self._len -= 1
+        self._order = None
 
     def replace_all_uses_with(self, old: Node, new: Any) -> list[Node]:
         return old.replace_all_uses_with(new)
@@ -479,6 +489,7 @@ class Graph:
             before._prev._next = copy
             before._prev = copy
             new._len += 1
+            new._order = None
             mapping[node] = copy
         return new, mapping
 

@@ -340,7 +340,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             if dec.exprs != exprs:
                 _check_integer_sizes(target, arg_values, kwarg_values, member, name, dims_ok)
         meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META
-                else hit if (hit := known(v)) is not None else value(v) for k, v in meta_raw.items()}
+                else hit if k in _KNOWN_META and (hit := known(v)) is not None else value(v)
+                for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
             # the distinct Nodes in first-use order, what create_node would find in the arguments
@@ -402,6 +403,8 @@ _LINT_RULES = {
 # meta entries most nodes share with many others and that cost most to decode (a model has a
 # few shapes; dtypes and source lines have fast decoders of their own)
 _REPEATED_META = frozenset({"shape"})
+# meta entries of kinds a Decoder looks up when decoded before (Decoder.known)
+_KNOWN_META = frozenset({"dtype", "source"})
 
 
 class _Repeats:
