@@ -408,3 +408,21 @@ def test_placeholders_read_as_attributes_generate_the_get_attr_graph_source():
     assert code.src == GraphModule(with_attrs, ops).code
     assert str(g) == before   # the graph is not changed
     assert python_code(g, ops.__getitem__).src.startswith("def forward(self, fc_weight, layers_0_bias, x):")
+
+
+def test_graph_nodes_follow_inserts_and_erases_after_a_read():
+    from tensorplay_export.graph.ir import Graph
+
+    g = Graph()
+    x = g.placeholder("x", meta={"shape": (2,)})
+    first = g.nodes
+    first.append("not a node")  # the caller's own list
+    assert g.nodes == [x]
+    y = g.call_function("numpy.negative", (x,), meta={"shape": (2,)})
+    with g.inserting_before(y):
+        z = g.call_function("numpy.abs", (x,), meta={"shape": (2,)})
+    assert g.nodes == [x, z, y]
+    g.erase_node(z)
+    assert g.nodes == [x, y]
+    copy, mapping = g.copy()
+    assert [n.name for n in copy.nodes] == ["x", "negative"] and copy.nodes[1] is mapping[y]

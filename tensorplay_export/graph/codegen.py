@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import UnsupportedOpError
 from ..ops.registry import resolve_op
-from ..records import is_sympy, source_name
+from ..records import SourceLoc, is_sympy, source_name
 from .ir import _RESERVED, Graph, Namespace, Node
 from .printing import python_tree, tree_text
 from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
@@ -69,6 +69,9 @@ class PythonCode:
 
 
 class _Emitter:
+    # The passes over every node read ``Node._args``/``_kwargs``, what the ``args``/``kwargs``
+    # properties return: a property read is a Python call, a few per node in every pass.
+
     def __init__(self, graph: Graph, resolve: Callable[[str], Callable],
                  resolve_out: Optional[Callable[[str], Optional[Callable]]] = None,
                  attrs: Optional[Mapping[Node, str]] = None) -> None:
@@ -94,6 +97,7 @@ class _Emitter:
         self.trees: dict[Any, Any] = {}  # sympy expression -> its tree (shapes repeat)
         self.texts: dict[Any, str] = {}  # tree -> its Python text
         self.into: set[Node] = set()  # composite calls that have an out-variant (:meth:`writes_into`)
+        self.attr_texts: dict[str, str] = {}  # attribute path -> its source text (:meth:`attr_text`)
 
     # values ---------------------------------------------------------------
     def glob(self, hint: str, value: Any) -> str:
@@ -108,13 +112,14 @@ class _Emitter:
         return self.const_ids[key]
 
     def arg(self, v: Any, node: Node) -> str:
+        # exact types only: a str/int subclass could carry its own __repr__ into the source
+        t = type(v)
+        if t is int or t is str or t is bool or v is None:
+            return repr(v)
         if isinstance(v, Node):
             return v.name
-        # exact types only: a str/int subclass could carry its own __repr__ into the source
-        if v is None or v is Ellipsis or type(v) in (bool, str):
-            return "..." if v is Ellipsis else repr(v)
-        if type(v) is int:
-            return repr(v)
+        if v is Ellipsis:
+            return "..."
         if type(v) is float:
             return repr(v) if math.isfinite(v) else f"float('{v}')"
         if type(v) is complex and math.isfinite(v.real) and math.isfinite(v.imag):
@@ -196,8 +201,8 @@ class _Emitter:
                 self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
         elif n.target not in self.op_names:
             self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
-        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n.args]
-        for k, v in n.kwargs.items():
+        call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n._args]
+        for k, v in n._kwargs.items():
             if type(k) is not str:
                 raise TypeError(f"codegen: node {n.name!r} has a non-string keyword {k!r}")
             call_args.append(f"{k}={self.arg(v, n)}" if source_name(k) else f"**{{{k!r}: {self.arg(v, n)}}}")
@@ -224,16 +229,16 @@ class _Emitter:
         depth: dict[Node, int] = {}  # links of inlined operands nested inside a node's text
         for i, b in enumerate(nodes):
             spec = _ELIDABLE.get(b.target) if b.op == "call_function" else None
-            if spec is None or i == 0 or len(b.args) != 2 or b.kwargs:
+            if spec is None or i == 0 or len(b._args) != 2 or b._kwargs:
                 continue
             a = nodes[i - 1]
             if a.meta.get("errstate") != b.meta.get("errstate"):
                 continue  # each runs under its own np.errstate (a statement of its own)
             if (a.op != "call_function" or a.users.keys() != {b} or a.meta.get("bind")
                     or not isinstance(a.meta.get("shape"), tuple) or free_at.get(a) != i
-                    or sum(1 for v in b.args if v is a) != 1):
+                    or sum(1 for v in b._args if v is a) != 1):
                 continue
-            if not (b.args[0] is a or (spec[1] and b.args[1] is a)):
+            if not (b._args[0] is a or (spec[1] and b._args[1] is a)):
                 continue
             if self.resolve(b.target) is not spec[2]:
                 continue  # an op_table override: call it as written
@@ -246,11 +251,11 @@ class _Emitter:
     def fresh_ufunc(self, n: Node) -> Optional[np.ufunc]:
         """The plain numpy ufunc ``n`` calls with positional operands only, when its result is a
         new array of its own (one output, an array shape in meta), else None."""
-        if n.op != "call_function" or n.kwargs:
+        if n.op != "call_function" or n._kwargs:
             return None
         fn = self.resolve(n.target)
         shape = n.meta.get("shape")
-        if (not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(n.args)
+        if (not isinstance(fn, np.ufunc) or fn.nout != 1 or fn.nin != len(n._args)
                 or not isinstance(shape, tuple) or not shape or not isinstance(n.meta.get("dtype"), np.dtype)):
             return None  # an op_table override, a reduction-like call, or a 0-d result (a numpy scalar)
         return fn
@@ -311,9 +316,9 @@ class _Emitter:
             pick = None
             if (b in fresh or b in into) and not (b in inlined or b in targets or b.meta.get("bind")):
                 if b in fresh:
-                    candidates = b.args
-                elif b.args and _mentions(b, b.args[0]) == 1:
-                    candidates = b.args[:1]
+                    candidates = b._args
+                elif b._args and _mentions(b, b._args[0]) == 1:
+                    candidates = b._args[:1]
                 else:
                     candidates = ()
                 key = (b.meta.get("shape"), b.meta.get("dtype"))
@@ -351,15 +356,28 @@ class _Emitter:
         elif reads:
             getter = self.glob("read_attrs", operator.attrgetter(*(self.attrs[n] for n in reads)))
             body.append("(")
-            body.extend(f"    {n.name},  # {attr_text(self.attrs[n])}" for n in reads)
+            body.extend(f"    {n.name},  # {self.attr_text(self.attrs[n])}" for n in reads)
             body.append(f") = {getter}(self)")
         for n in reads:
-            self.binds(n, body)
+            if n.meta.get("bind"):
+                self.binds(n, body)
+
+    def attr_text(self, path: str) -> str:
+        """:func:`attr_text` of ``path``; a module's weights share their parents (``h.0.attn.c_attn``
+        for its weight and bias), each parent's text made once."""
+        parent, dot, part = path.rpartition(".")
+        if not dot:
+            return attr_text(path)
+        text = self.attr_texts.get(parent)
+        if text is None:
+            text = self.attr_texts[parent] = attr_text(parent)
+        return attr_text(part, text)
 
     def emit(self, fn_name: str) -> PythonCode:
         nodes = self.nodes
-        index = {n: i for i, n in enumerate(nodes)}
-        last_use = {n: max(map(index.__getitem__, n.users)) for n in nodes if n.users}
+        index = dict(zip(nodes, range(len(nodes))))
+        position = index.__getitem__
+        last_use = {n: max(map(position, n.users)) for n in nodes if n.users}
         calls = [n for n in nodes if n.op == "call_function"]
         fresh = {n for n in calls if self.fresh_ufunc(n) is not None}
         self.into = {n for n in calls if self.writes_into(n) is not None}
@@ -399,13 +417,13 @@ class _Emitter:
                     self.binds(n, body)
                 continue
             if n.op == "output":
-                values = n.args[0]
+                values = n._args[0]
                 body.append(f"return [{', '.join(self.arg(v, n) for v in values)}]")
                 break
             if n in pending:
                 sym = _ELIDABLE[n.target][0]
                 texts = [pending.pop(n) if isinstance(v, Node) and v in inlined else _paren(self.arg(v, n))
-                         for v in n.args]
+                         for v in n._args]
                 call = f"{texts[0]} {sym} {texts[1]}"
                 if n in inlined:
                     call = f"({call})"
@@ -441,7 +459,7 @@ class _Emitter:
                 self.attribute_reads(reads, body)
             body.append("return []")
         header = f"def {fn_name}({', '.join(['self'] + params)}):"
-        src = header + "\n" + "\n".join(f"    {line}" for line in body) + "\n"
+        src = header + "\n    " + "\n    ".join(body) + "\n"  # each statement indented
         return PythonCode(src, self.globals, fn_name)
 
 
@@ -464,7 +482,7 @@ _MAX_INLINE_DEPTH = 32  # nested inlined operands per statement, far below the p
 def _mentions(n: Node, value: Node) -> int:
     """How many times ``value`` is among n's arguments (positional, keyword, inside tuples/lists/dicts)."""
     count = 0
-    todo = [n.args, n.kwargs.values()]
+    todo = [n._args, n._kwargs.values()] if n._kwargs else [n._args]
     while todo:
         for v in todo.pop():
             if v is value:
@@ -518,9 +536,10 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
     """
     stacks = [n.meta.get("module_stack") for n in nodes]
     ends: dict[Any, int] = {}  # module call -> index of its last node
+    last = len(stacks) - 1
     for i, stack in enumerate(stacks):
         # the last node of a run in the same calls (a run is usually a whole layer)
-        if stack and (i + 1 == len(stacks) or stacks[i + 1] != stack):
+        if stack and (i == last or stacks[i + 1] != stack):
             for call in stack:
                 ends[call] = i
     lines: dict[tuple, list[int]] = {}  # (module call, source line) -> indices of its nodes
@@ -528,7 +547,14 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
         stack = stacks[i]
         src = n.meta.get("source")
         if stack and src is not None:
-            lines.setdefault((stack[-1], src), []).append(i)
+            # a SourceLoc is keyed by its fields (equal exactly when they are): hashing the
+            # dataclass runs Python code; the three-part key equals no two-part one
+            key = (stack[-1], src.filename, src.lineno) if type(src) is SourceLoc else (stack[-1], src)
+            at = lines.get(key)
+            if at is None:
+                lines[key] = [i]
+            else:
+                at.append(i)
     next_same: dict[Node, int] = {}  # node -> index of the next node of its line in its call
     for at in lines.values():
         for i, j in zip(at, at[1:]):
@@ -551,8 +577,13 @@ def _free_points(nodes: list[Node], last_use: dict[Node, int]) -> dict[Node, int
                         continue
                     if not ustack or ustack[-1] != stack[-1]:
                         continue
-                # read in the same call on another line: a local variable of that call
-                if src is not None and u.meta.get("source") not in (None, src):
+                # read in the same call on another line: a local variable of that call (two
+                # SourceLocs compared by their fields: the dataclass's __eq__ runs Python code)
+                usrc = u.meta.get("source")
+                if src is None or usrc is src or usrc is None:
+                    continue
+                if (usrc.lineno != src.lineno or usrc.filename != src.filename
+                        if type(usrc) is SourceLoc and type(src) is SourceLoc else usrc not in (None, src)):
                     at = max(at, min(ends[stack[-1]], next_same.get(n, len(nodes))))
         free_at[n] = at
     return free_at
@@ -569,7 +600,14 @@ def _layout_observed(calls: list[Node]) -> set[Node]:
     """Every node whose value reaches an op that reads its operands' memory layout
     (``OpDef.observes_layout``), through any chain of arguments."""
     out: set[Node] = set()
-    stack = [n for n in calls if _observes_layout(n.target)]
+    observes: dict[str, bool] = {}  # one registry look-up per op name, however many nodes call it
+    stack = []
+    for n in calls:
+        flag = observes.get(n.target)
+        if flag is None:
+            flag = observes[n.target] = _observes_layout(n.target)
+        if flag:
+            stack.append(n)
     while stack:
         for a in stack.pop().all_input_nodes:
             if a not in out:

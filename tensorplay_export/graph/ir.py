@@ -51,6 +51,8 @@ class Namespace:
     @staticmethod
     def sanitize(base: str) -> str:
         """Turn any text into a Python identifier (``x.shape`` -> ``x_shape``)."""
+        if type(base) is str and base.isascii() and base.isidentifier():
+            return base  # ASCII identifier characters, no leading digit: nothing to replace
         name = _NOT_IDENT.sub("_", str(base)) or "_"
         if name[0].isdigit():
             name = f"_{name}"
@@ -221,15 +223,17 @@ class Node:
         self.name = name
         self.op = op
         self.target = target
-        self._args: tuple = ()
-        self._kwargs: dict = {}
         self.meta: dict = dict(meta) if meta else {}
         self.users: dict[Node, None] = {}
-        self._inputs: tuple[Node, ...] = ()
         self._prev: Node = self
         self._next: Node = self
         self._erased = False
-        self._set_inputs(tuple(args), dict(kwargs or {}), input_nodes)
+        # what _set_inputs does for a node that reads nothing yet (a graph builds thousands)
+        self._args: tuple = tuple(args)
+        self._kwargs: dict = dict(kwargs) if kwargs else {}
+        self._inputs: tuple[Node, ...] = _input_nodes(self._args, self._kwargs) if input_nodes is None else input_nodes
+        for new in self._inputs:
+            new.users[self] = None
 
     # -- inputs ---------------------------------------------------------------
     @property
@@ -332,22 +336,30 @@ class Graph:
     identifiers that shadow no keyword, builtin, ``np`` or ``self``.
     """
 
+    _order: Optional[list[Node]] = None  # see __init__ (the class value serves graphs pickled before it)
+
     def __init__(self) -> None:
         self._root = Node(None, "_root", "root", "")
         self._namespace = Namespace()
         self._insert_before: Node = self._root   # insert new nodes before this one
         self._len = 0
+        # the nodes in execution order, kept until a node is inserted or erased: codegen, the
+        # loader's checks and the module view each ask for them (a walk of the list each time)
+        self._order: Optional[list[Node]] = None
 
     # -- iteration -----------------------------------------------------------
     @property
     def nodes(self) -> list[Node]:
         """A snapshot list of the nodes in execution order."""
-        out = []
-        n = self._root._next
-        while n is not self._root:
-            out.append(n)
-            n = n._next
-        return out
+        order = self._order
+        if order is None:
+            order = []
+            n = self._root._next
+            while n is not self._root:
+                order.append(n)
+                n = n._next
+            self._order = order
+        return list(order)  # the caller's own list
 
     def __len__(self) -> int:
         return self._len
@@ -384,6 +396,7 @@ class Graph:
         before._prev._next = node
         before._prev = node
         self._len += 1
+        self._order = None
         return node
 
     def placeholder(self, name: str, meta: Optional[dict] = None) -> Node:
@@ -440,6 +453,7 @@ class Graph:
         node._erased = True
         self._namespace.discard(node.name)
         self._len -= 1
+        self._order = None
 
     def replace_all_uses_with(self, old: Node, new: Any) -> list[Node]:
         return old.replace_all_uses_with(new)
@@ -475,6 +489,7 @@ class Graph:
             before._prev._next = copy
             before._prev = copy
             new._len += 1
+            new._order = None
             mapping[node] = copy
         return new, mapping
 

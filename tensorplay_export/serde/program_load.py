@@ -263,7 +263,8 @@ def _fail_writing_flag(member: str, node: str, target: str, flag: str, value: An
 
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
 _UNRESOLVED = object()
-_REF_KEYS = frozenset({"k", "v"})
+# values that may hold Nodes for Graph.create_node (ir._input_nodes looks inside exactly these)
+_HOLDERS = (tuple, list, dict, slice, Node)
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
@@ -285,6 +286,7 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
     repeated = _Repeats(dec).value
+    known = dec.known  # a node's dtype and source line: most were decoded for an earlier node
     # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
     # node may break a rule; then lint runs and words the problem as it always has.
     doubt, saw_compute, outputs = False, False, 0
@@ -318,13 +320,20 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             fail(member, f"meta of node {name!r} must be an object")
         exprs, dicts = dec.exprs, dec.dicts
         arg_values = []
+        refs = []  # the Nodes among the arguments, while every other argument holds none
         for a in args:  # most arguments are references to earlier nodes: looked up here
-            if type(a) is dict and a.get("k") == "node" and a.keys() == _REF_KEYS and type(a["v"]) is str:
-                ref = by_name.get(a["v"])
+            # ``k`` is there and ``v`` a string: two keys are exactly those two
+            if type(a) is dict and a.get("k") == "node" and type(key := a.get("v")) is str and len(a) == 2:
+                ref = by_name.get(key)
                 if ref is not None:
                     arg_values.append(ref)
+                    if refs is not None:
+                        refs.append(ref)
                     continue
-            arg_values.append(value(a))  # anything else, and the message for an unknown name
+            v = value(a)  # anything else, and the message for an unknown name
+            arg_values.append(v)
+            if refs is not None and isinstance(v, _HOLDERS):
+                refs = None  # Nodes may sit inside: create_node finds them
         arg_values = tuple(arg_values)
         kwarg_values = {k: value(v) for k, v in kwargs_raw} if kwargs_raw else {}
         # the walks below look for dicts and size expressions only: skipped when none was built
@@ -333,14 +342,18 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
         if op == "call_function":
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
             if dec.exprs != exprs:
-                _check_integer_sizes(target, arg_values, kwarg_values, member, name)
-        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META else value(v)
+                _check_integer_sizes(target, arg_values, kwarg_values, member, name, dims_ok)
+        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META
+                else hit if k in _KNOWN_META and (hit := known(v)) is not None else value(v)
                 for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
-            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, meta=meta)
+            # the distinct Nodes in first-use order, what create_node would find in the arguments
+            inputs = tuple(dict.fromkeys(refs)) if refs is not None and not kwarg_values else None
+            node = graph.create_node(op, target, arg_values, kwarg_values, name=name, input_nodes=inputs)
         except (ValueError, TypeError) as err:
             fail(member, f"cannot create node {name!r}: {err}")
+        node.meta = meta  # built for this node alone: create_node would copy it
         if node.name != name:
             fail(member, f"node name {name!r:.80} is not a fresh Python identifier (duplicate or reserved)")
         by_name[name] = node
@@ -375,7 +388,8 @@ _LINT_RULES = {
                                               "characters, not a keyword, builtin or reserved word",
     "duplicate name": "Namespace.create keeps a name only if it is unused; a changed name fails",
     "node after the output node": "doubt",
-    "recorded input nodes differ": "create_node computes them from the arguments (no input_nodes given)",
+    "recorded input nodes differ": "create_node computes them from the arguments, or is given the "
+                                   "resolved references when no other argument can hold a Node",
     "is not defined before this node": "every Node in the arguments comes from resolve(): an earlier node",
     "missing from the users of": "create_node records each user",
     "as a user, but that node does not read it": "create_node records each user",
@@ -393,6 +407,8 @@ _LINT_RULES = {
 # meta entries most nodes share with many others and that cost most to decode (a model has a
 # few shapes; dtypes and source lines have fast decoders of their own)
 _REPEATED_META = frozenset({"shape"})
+# meta entries of kinds a Decoder looks up when decoded before (Decoder.known)
+_KNOWN_META = frozenset({"dtype", "source"})
 
 
 class _Repeats:
@@ -419,8 +435,11 @@ class _Repeats:
         hit = self.seen.get(key)
         if hit is not None:
             value, nodes, exprs, dicts = hit
-            if nodes:
-                dec.budget.take(nodes, dec.member)
+            if nodes:  # what budget.take does, without a call per repeat
+                budget = dec.budget
+                budget.left -= nodes
+                if budget.left < 0:
+                    budget.take(0, dec.member)
             dec.exprs += exprs
             dec.dicts += dicts
             return value
@@ -460,18 +479,25 @@ for _names, _where, _kws in [
         _SIZE_ARGS[_name] = (_where, frozenset(_kws))
 
 
-def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str) -> None:
+def _check_integer_sizes(target: str, args: tuple, kwargs: dict, member: str, node: str,
+                         integers: dict | None = None) -> None:
     """Size expressions used as sizes (shapes, axes, slice bounds, indices) must be integer-valued.
 
     Generated code computes ``0.5*n`` or ``n**0.5`` as a Python float, which numpy
     refuses as a size at the first call: refused here instead.  Slices count
-    everywhere; other positions by the op's table entry above.
+    everywhere; other positions by the op's table entry above.  ``integers``: the
+    ``dims_ok`` of :func:`_check_meta` (``id -> SizeExpr`` known to be integer-valued).
     """
     where, kws = _SIZE_ARGS.get(target, (slice(0, 0), frozenset()))
     sized = list(args[where]) + [v for k, v in kwargs.items() if k in kws]
     stack: list = [(v, True) for v in sized] + [(v, False) for v in list(args) + list(kwargs.values())]
     while stack:
         v, is_size = stack.pop()
+        t = type(v)
+        if t is int or t is Node:  # the common arguments: neither an expression nor a container
+            continue
+        if t is SizeExpr and integers is not None and integers.get(id(v)) is v:
+            continue  # a shape entry of the document: integer-valued
         if _is_expr(v):
             if is_size and not integer_valued(v):
                 fail(member, f"node {node!r} uses {_expr_text(v)} as a size of {target}, but its value is not "
@@ -519,9 +545,10 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
     """The meta keys codegen and the runtime read must have exactly their documented types.
 
     ``bind`` matters most: codegen writes its axes into the generated source, so an
-    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr``,
-    one per document) holds the shape entries that passed already: the decoder hands
-    out one SizeExpr per distinct expression, so most entries are looked up, not checked.
+    axis must be a small int (or None), never text.  ``dims_ok`` (``id -> SizeExpr`` or
+    shape tuple, one per document) holds the shape entries and whole shapes that passed
+    already: the decoder hands out one SizeExpr per distinct expression and one tuple per
+    repeated shape (both immutable), so most shapes are looked up, not checked.
     """
     bind = meta.get("bind")
     if bind is not None:
@@ -532,6 +559,8 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
                 fail(member, f"meta['bind'] of node {node!r} must map axes (int 0..63 or null) to symbols, "
                              f"got {axis!r:.60}: {sym!r:.60}")
     shape = meta.get("shape")
+    if dims_ok is not None and dims_ok.get(id(shape)) is shape:
+        shape = None  # a shape tuple that passed already (the decoder shares repeated shapes)
     if shape is not None:
         if not isinstance(shape, tuple) or len(shape) > 64:
             fail(member, f"meta['shape'] of node {node!r} must be a tuple of ints and size expressions")
@@ -547,6 +576,7 @@ def _check_meta(meta: dict, member: str, node: str, dims_ok: dict | None = None)
                                  "an integer")
             for d in unchecked:
                 dims_ok[id(d)] = d  # the value keeps the object, so its id is not reused meanwhile
+        dims_ok[id(shape)] = shape
     if meta.get("dtype") is not None and not isinstance(meta["dtype"], np.dtype):
         fail(member, f"meta['dtype'] of node {node!r} must be a dtype")
     if "module_path" in meta and not isinstance(meta["module_path"], str):

@@ -292,6 +292,24 @@ class Decoder:
         return fn(self, obj, _depth + 1)
 
 
+    def known(self, obj: Any) -> Any:
+        """What :meth:`value` returns for ``obj`` when it is exactly a dtype or source record this
+        decoder (or, for dtypes, the process) decoded before, else None (then ``value`` decodes it,
+        with its checks: both kinds decode to values that are never None)."""
+        if type(obj) is dict:
+            kind = obj.get("k")
+            # "k" is there and the other keys hold exactly typed values: the length says no more
+            if kind == "dtype":
+                text = obj.get("v")
+                if type(text) is str and len(obj) == 2:
+                    return _DTYPES.get(text)
+            elif kind == "source":
+                file, line = obj.get("file"), obj.get("line")
+                if type(file) is str and type(line) is int and len(obj) == 3:
+                    return self._sources.get((file, line))
+        return None
+
+
 def decode_value(obj: Any, member: str, resolve: Callable[[str], Any] | None = None) -> Any:
     """Shorthand for ``Decoder(member, resolve).value(obj)``."""
     return Decoder(member, resolve).value(obj)
@@ -374,12 +392,13 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
         t = type(v)
         if t is dict and d <= MAX_JSON_DEPTH:
             kind = v.get("k")
-            if kind == "tuple" and v.keys() == _TAGGED_KEYS and type(v["v"]) is list:
+            inner = v.get("v")
+            # "k" is there and "v" a list: two keys are exactly those two
+            if kind == "tuple" and type(inner) is list and len(v) == 2:
                 # a tuple of plain items inside a tuple (a module stack's entries): built here
-                inner = v["v"]
                 for x in inner:
                     tx = type(x)
-                    if not (tx is str or x is None or tx is bool or (tx is int and x.bit_length() < MAX_INT_BITS)):
+                    if not (tx is str or (tx is int and -_INT_BOUND < x < _INT_BOUND) or x is None or tx is bool):
                         out.append(_dec_tuple(dec, v, d + 1))
                         break
                 else:
@@ -387,14 +406,14 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
                 continue
             one = _ONE_FORM.get(kind) if type(kind) is str else None
             out.append(one[1](dec, v, d + 1) if one is not None and v.keys() == one[0] else dec.value(v, d))
-        elif t is str or v is None or t is bool or (t is int and v.bit_length() < MAX_INT_BITS):
+        elif t is str or (t is int and -_INT_BOUND < v < _INT_BOUND) or v is None or t is bool:
             out.append(v)
         else:
             out.append(dec.value(v, d))
     return tuple(out)
 
 
-_TAGGED_KEYS = frozenset({"k", "v"})
+_INT_BOUND = 1 << (MAX_INT_BITS - 1)  # |x| < this exactly when x.bit_length() < MAX_INT_BITS
 
 
 def _dec_sym(dec: Decoder, o: dict, d: int) -> Any:

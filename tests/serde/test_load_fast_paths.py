@@ -231,3 +231,57 @@ def test_segment_rule_matches_its_definition():
             except ArchiveError as err:
                 refused = "segment" in str(err)
             assert refused == bad, name
+
+
+# -- look-ups of records decoded before (Decoder.known), module stacks, recorded inputs ----
+
+def test_known_answers_only_for_exact_records_decoded_before():
+    dec = values.Decoder("m.json", stored=True)
+    dtype = {"k": "dtype", "v": "<f4"}
+    source = {"k": "source", "file": "model.py", "line": 3}
+    assert dec.known(source) is None  # not decoded yet by this decoder
+    loc = dec.value(source)
+    assert dec.known(json.loads(json.dumps(source))) is loc
+    assert dec.known(dtype) is dec.value(dtype) is np.dtype("<f4")
+    for odd in (dtype | {"x": 1}, {"k": "dtype", "v": ["<f4"]}, source | {"x": 1},
+                {"k": "source", "file": "model.py", "line": True}, {"k": "source", "file": "model.py", "line": 3.0},
+                {"k": "tuple", "v": []}, [dtype], "<f4", None):
+        assert dec.known(odd) is None  # then value() decodes it, with its checks
+
+
+@pytest.mark.parametrize("doc_fn, words", [
+    (lambda d: node(d, "add")["meta"]["dtype"].update(x=1), "value of kind 'dtype' must have keys"),
+    (lambda d: node(d, "add")["meta"]["source"].update(x=1), "value of kind 'source' must have keys"),
+    (lambda d: node(d, "add")["meta"]["source"].update(line=3.0), "integer line"),
+    (lambda d: node(d, "add")["meta"]["module_stack"]["v"][0]["v"].__setitem__(1, 2 ** 300), "more than 256 bits"),
+    (lambda d: node(d, "add")["meta"]["module_stack"]["v"][0]["v"].__setitem__(1, 1.0), "malformed value 1.0"),
+    (lambda d: node(d, "add")["meta"]["module_stack"]["v"][0].update(x=1), "value of kind 'tuple' must have keys"),
+    (lambda d: node(d, "add")["args"][0].update(x=1), "value of kind 'node' must have keys"),
+])
+def test_records_damaged_after_intact_copies_are_refused(good, doc_fn, words):
+    doc = json.loads(zipfile.ZipFile(io.BytesIO(good)).read(PROGRAM))
+    assert node(doc, "add")["meta"].keys() >= {"dtype", "source", "module_stack"}  # the edits have targets
+    expect_error(edit(good, doc_fn), PROGRAM, words)
+
+
+def test_module_stack_entries_keep_their_exact_types(good):
+    def doc_fn(d):
+        node(d, "add")["meta"]["module_stack"]["v"][0]["v"][1] = True  # == 1 for Python, a bool here
+    ep = load_bytes(edit(good, doc_fn))
+    stacks = {n.name: n.meta.get("module_stack") for n in ep.graph_module._graph.nodes}
+    assert type(stacks["add"][0][1]) is bool
+    assert all(type(i) is int for name, s in stacks.items() if s and name != "add" for _, i in s)
+
+
+def test_recorded_inputs_are_the_nodes_in_the_arguments(good, hand_program):
+    """The loader hands create_node the references it resolved only when no other argument can
+    hold a Node; the output's list of Nodes, a tuple key and keywords take the search."""
+    from tensorplay_export.graph.ir import _input_nodes
+
+    for data in (good, archive_bytes(hand_program)):
+        graph = load_bytes(data).graph_module._graph
+        out = graph.output_node
+        assert out._inputs and out._inputs == tuple(out._args[0])  # Nodes inside a list argument
+        for n in graph.nodes:
+            assert n._inputs == _input_nodes(n._args, n._kwargs)
+            assert all(n in i.users for i in n._inputs)
