@@ -497,23 +497,39 @@ OUTPUT_TARGETS = textwrap.dedent('''
     def narrower(): return (lambda x: ((x * 2)[:, :2], x)), X, S
     def doubled():  return (lambda x: (np.concatenate([x, x]) * 2, x)), X, S
     def float64():  return (lambda x: ((x * 2).astype(np.float64), x)), X, S
-    def fewer():    return (lambda x: x * 2), X, S
+    def fewer():    return (lambda x: (x * 2,)), X, S
+    def as_dict():  return (lambda x: {"a": x * 2, "b": x}), X, S
+    def reordered(): return (lambda x: {"b": x, "a": x * 2}), X, S
+    def renamed():  return (lambda x: {"a": x * 2, "c": x}), X, S
+    def swapped():  return (lambda x: {"a": x[:1] * 2, "b": x}), X, S
+    def size_out(): return (lambda x: (x, x.shape[0])), X, S
+    def size_plus(): return (lambda x: (x, x.shape[0] + 1)), X, S
 ''')
 
 
 def test_diff_fails_when_what_the_program_returns_changes(tmp_path, capsys):
     (tmp_path / "outs.py").write_text(OUTPUT_TARGETS)
-    for name in ("old", "rewritten", "narrower", "doubled", "float64", "fewer"):
+    for name in ("old", "rewritten", "narrower", "doubled", "float64", "fewer", "as_dict", "reordered", "renamed",
+                 "swapped", "size_out", "size_plus"):
         code, _, _ = run(capsys, "export", f"{tmp_path / 'outs.py'}:{name}", "-o", str(tmp_path / f"{name}.pt2"))
         assert code == 0, name
     old = str(tmp_path / "old.pt2")
     code, out, _ = run(capsys, "diff", old, str(tmp_path / "rewritten.pt2"))
     assert code == 0 and "(no change)" in out  # the same sizes written another way
     expected = {"narrower": "out[0].shape[1]: 3 -> 2", "doubled": "out[0].shape[0]: n -> 2*n",
-                "float64": "out[0]: dtype float32 -> float64", "fewer": "outputs: 2 -> 1"}
+                "float64": "out[0]: dtype float32 -> float64", "fewer": "out[1]: no longer returned"}
     for name, line in expected.items():
         code, out, _ = run(capsys, "diff", old, str(tmp_path / f"{name}.pt2"))
         assert code == 1 and f"[output]  {line}" in out and "what it returns changed" in out, (name, out)
+    # outputs are matched by their place in what the model returns: a dict's key order is no change
+    as_dict = str(tmp_path / "as_dict.pt2")
+    code, out, _ = run(capsys, "diff", as_dict, str(tmp_path / "reordered.pt2"))
+    assert code == 0 and "(no change)" in out, out
+    for name, line in (("renamed", "out['c']: now returned"), ("swapped", "out['a'].shape[0]: n -> 1")):
+        code, out, _ = run(capsys, "diff", as_dict, str(tmp_path / f"{name}.pt2"))
+        assert code == 1 and f"[output]  {line}" in out, (name, out)
+    code, out, _ = run(capsys, "diff", str(tmp_path / "size_out.pt2"), str(tmp_path / "size_plus.pt2"))
+    assert code == 1 and "[output]  out[1]: n -> n + 1" in out, out
     code, out, _ = run(capsys, "diff", old, str(tmp_path / "doubled.pt2"), "--format", "json")
     report = json.loads(out)
     assert code == 1 and report["breaking"] and report["outputs_changed"] and report["narrowed"] is False

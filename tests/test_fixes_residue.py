@@ -95,3 +95,15 @@ def test_half_of_one_dim_below_another_gets_a_box():
             np.testing.assert_array_equal(got, model(xs, ys))
             ran += 1
     assert inside(10, 8) and ran >= 100
+
+
+def test_an_example_outside_its_range_beside_a_residue_closes_in_one_step():
+    # the widened range of a and the residue's lattice for b are both lines of the block
+    model = lambda x, y: np.concatenate([x, y]).reshape(-1, 2).sum(1)  # noqa: E731
+    spec = {"x": {0: Dim("a", max=10)}, "y": {0: Dim("b", max=64)}}
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(model, np.ones(13), np.ones(5), dynamic_shapes=spec)
+    assert "b = 2*_b + 1" in str(info.value)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, np.ones(13), np.ones(5), dynamic_shapes=fixed)
+    np.testing.assert_array_equal(ep.module()(np.arange(13.0), np.arange(5.0)), model(np.arange(13.0), np.arange(5.0)))

@@ -745,46 +745,77 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
 
 
 def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: bool = True) -> list[Change]:
-    """What the program returns, OLD against NEW: the number of outputs, each one's dtype and rank,
-    and (when the inputs are the same) each size, compared over the same input sizes: equal
-    wherever OLD admits them, asked of the solver (``n + n`` and ``2*n`` are the same size)."""
+    """What the program returns, OLD against NEW.
+
+    Outputs are matched by their place in what the model returns (``out['a']``, ``out[0]``)
+    when both contracts record it, so a dict's key order is no change and a renamed key or a
+    tuple that became a bare array is; else by position.  A place only one side has is an
+    output added or removed; for the others, the dtype, the rank, each size and a returned
+    size's value are compared, a size over the same input sizes: equal wherever OLD admits
+    them, asked of the solver (``n + n`` and ``2*n`` are the same size).
+    """
     from solver import ShapeSolver
 
+    def places(c: Contract) -> Optional[list]:
+        paths = c.output_paths
+        if len(paths) == len(c.outputs) and all(paths) and len(set(paths)) == len(paths):
+            return list(paths)
+        return None
+
     changes: list[Change] = []
-    paths_o, paths_n = old.output_paths, new.output_paths
-    name = lambda i: (paths_o[i] if i < len(paths_o) and paths_o[i] else f"out[{i}]")  # noqa: E731
-    if len(old.outputs) != len(new.outputs):
-        changes.append(Change(f"outputs: {len(old.outputs)} -> {len(new.outputs)}", False, output=True))
+    po, pn = places(old), places(new)
+    if po is None or pn is None:
+        po, pn = [f"out[{i}]" for i in range(len(old.outputs))], [f"out[{i}]" for i in range(len(new.outputs))]
+    at_o, at_n = {p: i for i, p in enumerate(po)}, {p: i for i, p in enumerate(pn)}
+    for p in po:
+        if p not in at_n:
+            changes.append(Change(f"{p}: no longer returned", False, output=True))
+    for p in pn:
+        if p not in at_o:
+            changes.append(Change(f"{p}: now returned", False, output=True))
     s = ShapeSolver(timeout_ms=timeout_ms)
     var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
            for p, _dt, shape in old.inputs for a in range(len(shape))}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
     pending = []
-    for i, ((oshape, odt), (nshape, ndt)) in enumerate(zip(old.outputs, new.outputs)):
+
+    def compare(what: str, o: Any, n: Any) -> None:
+        o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
+        if sympy.expand(o_e - n_e) != 0:
+            pending.append((what, o, n, o_e, n_e))
+
+    for p in po:
+        if p not in at_n:
+            continue
+        i, j = at_o[p], at_n[p]
+        (oshape, odt), (nshape, ndt) = old.outputs[i], new.outputs[j]
         if odt != ndt:
-            changes.append(Change(f"{name(i)}: dtype {odt} -> {ndt}", False, output=True))
+            changes.append(Change(f"{p}: dtype {odt} -> {ndt}", False, output=True))
+        ov, nv = old.output_values.get(i), new.output_values.get(j)
+        if ov is not None and nv is not None:
+            compare(p, ov, nv)
+        elif (ov is None) != (nv is None) and (oshape is None) == (nshape is None):
+            changes.append(Change(f"{p}: {'a size' if nv is not None else 'no size'} now", False, output=True))
         if oshape is None or nshape is None:
             if (oshape is None) != (nshape is None):
                 now = "an array" if nshape is not None else "no array"
-                changes.append(Change(f"{name(i)}: {now} now", False, output=True))
+                changes.append(Change(f"{p}: {now} now", False, output=True))
             continue
         if len(oshape) != len(nshape):
-            changes.append(Change(f"{name(i)}: rank {len(oshape)} -> {len(nshape)}", False, output=True))
+            changes.append(Change(f"{p}: rank {len(oshape)} -> {len(nshape)}", False, output=True))
             continue
         for axis, (o, n) in enumerate(zip(oshape, nshape)):
-            o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
-            if sympy.expand(o_e - n_e) != 0:
-                pending.append((i, axis, o, n, o_e, n_e))
+            compare(f"{p}.shape[{axis}]", o, n)
     if pending and same_inputs:
         try:
             s.assume(_admits(old, var))
-            undecided = [p for p in pending if s.implies(sympy.Eq(p[4], p[5])).status != "proved"]
+            undecided = [q for q in pending if s.implies(sympy.Eq(q[3], q[4])).status != "proved"]
         except Exception:  # noqa: BLE001 - a size the solver cannot read: reported as changed
             undecided = pending
         pending = undecided
-    for i, axis, o, n, _oe, _ne in pending:
-        changes.append(Change(f"{name(i)}.shape[{axis}]: {_text(o)} -> {_text(n)}", False, output=True))
+    for what, o, n, _oe, _ne in pending:
+        changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True))
     return changes
 
 
