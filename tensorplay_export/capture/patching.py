@@ -35,6 +35,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import sympy
 
+from ..errors import CaptureError
 from .frames import is_library_file, is_user_function, user_source
 from .symbolic import PRINTING, SymFloat, SymInt, as_type_of, sym_float, sym_max, sym_min, sym_sqrt
 from ..ops.registry import get_op
@@ -113,6 +114,7 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             target = np.dtype(dtype) if dtype is not None else None
             if target is not None and target.kind in "iu":
                 info = np.iinfo(target)
+                _fits_at_example(sizes, target, f"np.{name}(..., dtype={target})")
                 for v in sizes:
                     if isinstance(v, SymInt):
                         tracer.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
@@ -178,6 +180,18 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return tracer.call(get_op("tpe.linspace_retstep"), tuple(args[:4] + args[5:]), kwargs)
         args = args[:4] + (False,) + args[5:] if len(args) > 4 else args
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
+
+
+def _fits_at_example(sizes: list, dtype: np.dtype, what: str) -> None:
+    """numpy's own error when a size does not fit ``dtype`` at the example (the model fails
+    there, as eager does), before the contract's requirement on the other sizes."""
+    info = np.iinfo(dtype)
+    for v in sizes:
+        if isinstance(v, SymInt):
+            example = int(v.env.hint(v.expr))
+            if not info.min <= example <= info.max:
+                raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
+                                   f"{dtype}\n  at {user_source(3)}")
 
 
 def _as_size(value: Any) -> Any:
@@ -535,6 +549,7 @@ class _ScalarTypeView(type):
             if isinstance(value, SymInt) and kind in "iuf" or isinstance(value, SymFloat) and kind == "f":
                 if kind in "iu":
                     info = np.iinfo(real)
+                    _fits_at_example([value], np.dtype(real), f"np.{real.__name__}()")
                     value.env.guard(sympy.And(value.expr >= int(info.min), value.expr <= int(info.max)), "shape",
                                     f"np.{real.__name__}() of a size: numpy raises OverflowError for a value "
                                     f"{real.__name__} cannot hold", user_source(2), cause="shape")

@@ -617,20 +617,44 @@ class SymInt(_SymNumber):
 
     def __invert__(self): return wrap_int(-self.expr - 1, self.env, self.numpy_type)
 
+    def _divisor_nonzero(self, o: Any, reflected: bool, what: str) -> None:
+        """A size divisor is a requirement: Python raises ZeroDivisionError where it is 0
+        (``7 // (n // 3)`` at n < 3), so the contract admits only sizes where it is not.
+        numpy scalars divide by 0 without raising (inf, 0, a warning): no requirement then."""
+        divisor = self if reflected else o
+        if not isinstance(divisor, SymInt) or self.numpy_type is not None or getattr(o, "numpy_type", None) is not None \
+                or isinstance(o, np.generic):
+            return
+        self.env.guard(sympy.Ne(divisor.expr, 0), "shape", f"a size divisor of `{what}`: Python raises "
+                       f"ZeroDivisionError where it is 0", user_source(3), cause="shape")
+
     def __floordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
             return self._float_floordiv(o, False)
+        self._divisor_nonzero(o, False, "//")
         return self._op(o, _floordiv)
 
     def __rfloordiv__(self, o):
         if isinstance(o, (float, SymFloat)):
             return self._float_floordiv(o, True)
+        self._divisor_nonzero(o, True, "//")
         return self._op(o, _floordiv, True)
 
-    def __mod__(self, o): return self._op(o, sympy.Mod)
-    def __rmod__(self, o): return self._op(o, sympy.Mod, True)
-    def __truediv__(self, o): return self._op(o, _truediv, result="float")
-    def __rtruediv__(self, o): return self._op(o, _truediv, True, result="float")
+    def __mod__(self, o):
+        self._divisor_nonzero(o, False, "%")
+        return self._op(o, sympy.Mod)
+
+    def __rmod__(self, o):
+        self._divisor_nonzero(o, True, "%")
+        return self._op(o, sympy.Mod, True)
+
+    def __truediv__(self, o):
+        self._divisor_nonzero(o, False, "/")
+        return self._op(o, _truediv, result="float")
+
+    def __rtruediv__(self, o):
+        self._divisor_nonzero(o, True, "/")
+        return self._op(o, _truediv, True, result="float")
 
     def __divmod__(self, o):
         return (self // o, self % o)

@@ -17,6 +17,7 @@ from .creation import norm_shape
 from .elementwise import shape_of
 from .scatter import require_in_range
 from .registry import ArrayInfo, register_op
+from ..errors import UnsupportedOpError
 from ..records import sympy
 
 
@@ -61,7 +62,7 @@ def _ix_rule(ctx: Any, *args: Any) -> list:
             raise ValueError("Cross index must be 1 dimensional")
         dtype = seq.dtype if isinstance(seq, ArrayInfo) else np.asarray(seq).dtype
         if dtype.kind == "b":
-            raise NotImplementedError("np.ix_ of a boolean mask: its length is the number of True values, "
+            raise UnsupportedOpError("np.ix_ of a boolean mask: its length is the number of True values, "
                                       "which only the data knows; pass np.nonzero(mask)[0]")
         out.append((1,) * i + (shape[0],) + (1,) * (len(args) - i - 1))
     return out

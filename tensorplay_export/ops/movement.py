@@ -17,6 +17,7 @@ from .ctx import as_dim, is_static, prod
 from .elementwise import same_shape, shape_of
 from .reduce import norm_axes
 from .registry import ArrayInfo, register_op
+from ..errors import UnsupportedOpError
 from ..records import sympy
 
 
@@ -247,7 +248,7 @@ def _sliding_window_view_rule(ctx: Any, x: Any, window_shape: Any, axis: Any = N
     docstring).  A window no larger than its axis is a requirement; ``writeable=True`` is
     refused: writes through the overlapping view would land in the argument."""
     if writeable:
-        raise NotImplementedError("sliding_window_view(writeable=True) writes through overlapping windows "
+        raise UnsupportedOpError("sliding_window_view(writeable=True) writes through overlapping windows "
                                   "into its argument; capture keeps the default read-only view")
     shape = list(shape_of(x))
     windows = tuple(window_shape) if isinstance(window_shape, (tuple, list)) else (window_shape,)

@@ -66,3 +66,10 @@ def test_a_size_in_a_narrow_integer_scalar_must_fit():
     np.testing.assert_array_equal(ep.module()(np.ones((3, 3), np.float32)), fn(np.ones((3, 3), np.float32)))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(np.ones((4, 3), np.float32))
+
+
+def test_a_size_that_does_not_fit_at_the_example_is_numpys_error_at_the_line():
+    for fn in (lambda x: np.array([x.shape[0] * 40], dtype=np.int8), lambda x: x * np.int8(x.shape[0] * 40)):
+        with pytest.raises(tpe.CaptureError, match="OverflowError: Python integer 480 out of bounds for int8") as info:
+            tpe.export(fn, np.ones((12, 3)), dynamic_shapes=SPEC)
+        assert "internal error" not in str(info.value) and "test_numpy_scalar_of_size.py" in str(info.value)

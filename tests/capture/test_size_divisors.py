@@ -48,7 +48,19 @@ def test_a_named_dim_gets_the_even_fix():
     assert _compare(fn, ep, (2, 4, 10, 64)) == [2, 4, 10, 64]
 
 
-def test_a_floor_division_by_a_size_that_can_be_zero():
+def test_a_floor_division_by_a_size_that_can_be_zero_is_a_requirement():
     fn = lambda x: x[: 7 // (x.shape[0] // 3)]  # noqa: E731
     ep = tpe.export(fn, np.ones((16, 3)), dynamic_shapes=({0: Dim.AUTO},))
+    assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [(3, np.inf)]
     assert _compare(fn, ep, range(1, 30)) == list(range(3, 30))
+
+
+@pytest.mark.parametrize("fn", [lambda x: x * (7 // (x.shape[0] // 3)), lambda x: x * (7 % (x.shape[0] // 3)),
+                                lambda x: x * (7 / (x.shape[0] // 3))], ids=["floordiv", "mod", "truediv"])
+def test_a_named_dim_gets_the_nonzero_divisor_fix(fn):
+    spec = {"x": {0: Dim("n", max=64)}}
+    with pytest.raises(tpe.ConstraintViolationError, match="ZeroDivisionError") as info:
+        tpe.export(fn, np.ones((12, 3)), dynamic_shapes=spec)
+    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(fn, np.ones((12, 3)), dynamic_shapes=fixed)
+    assert _compare(fn, ep, range(1, 40)) == list(range(3, 40))
