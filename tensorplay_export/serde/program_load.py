@@ -617,8 +617,11 @@ def _argument(data: Any, member: str, budget: ExprBudget) -> Any:
     if kind == "ConstantArgument":
         get_dict(data, member, kind, {"k", "name", "value"})
         value = Decoder(member, budget=budget).value(data["value"])
-        if not isinstance(value, (int, float, bool, str, type(None))):
-            fail(member, f"ConstantArgument value must be int/float/bool/str/None, got {type(value).__name__}")
+        # a model may return a constant array (np.sqrt(x.shape) with the sizes pinned): the inline array
+        if not isinstance(value, (int, float, bool, str, type(None), np.ndarray, np.generic)) \
+                or isinstance(value, np.ndarray) and value.dtype.hasobject:
+            fail(member, f"ConstantArgument value must be int/float/bool/str/None or an inline array, "
+                         f"got {type(value).__name__}")
         return S.ConstantArgument(get_str(data["name"], member, "argument name"), value)
     if kind == "CustomObjArgument":
         get_dict(data, member, kind, {"k", "name", "class_fqn"})
