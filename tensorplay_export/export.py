@@ -18,6 +18,7 @@ from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, Constr
 from .program.build import build_program
 from .program.eager_check import check_against_eager
 from .program.unflatten import check_preserved_paths
+from .specs.dims import spec_dim_names
 from .specs.refine import combine_fix_rounds, dynamic_entry_lines, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
@@ -180,28 +181,9 @@ def example_range_followup(err: ConstraintsExceededError, model: Any, args: tupl
     """
     # every dim the spec names keeps its name in the block, not only the ones outside their
     # ranges: a fix for another guard (b = 2*_b + 1 beside a widened a) is a line of its own
-    user = {n for v in err.violations for n in v.names} | _spec_dim_names(dynamic_shapes)
+    user = {n for v in err.violations for n in v.names} | (spec_dim_names(dynamic_shapes) or set())
     proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature)
     return ConstraintsExceededError(violations=[*err.violations, *proof.later], fixes=proof.fixes)
-
-
-def _spec_dim_names(spec: Any) -> set:
-    """Names of the dims ``spec`` uses (a derived dim's roots too), wherever they sit in it."""
-    from .specs.dims import Dim, _DerivedDim
-
-    out: set = set()
-    stack = [spec]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Dim):
-            out.add(v.__name__)
-        elif isinstance(v, _DerivedDim):
-            out.update(r.__name__ for r in v.roots)
-        elif isinstance(v, dict):
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple)):
-            stack.extend(v)
-    return out
 
 
 def export_for_training(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> Any:

@@ -24,7 +24,6 @@ changes (narrowed max, new equality, new divisibility...) explain the verdict.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -39,6 +38,7 @@ from ..graph.printing import format_guard
 from ..program.input_checks import one_root as _affine  # k*r + c over one root, any k != 0 (32 - r)
 from ..program.build import fold_simple_bounds
 from ..records import format_bound, format_range_brackets
+from ..specs.dims import spec_dim_names
 
 __all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
            "CONTRACT_FORMAT", "CONTRACT_VERSION"]
@@ -285,7 +285,7 @@ def contract_of(ep: Any) -> Contract:
     runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
     outputs = [(o.shape, o.dtype) for o in sizes.outputs]
     values = {i: o.value for i, o in enumerate(sizes.outputs) if o.value is not None}
-    named = _spec_dim_names(getattr(ep, "dynamic_shapes", None))
+    named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
     return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)))
 
@@ -304,32 +304,6 @@ def _output_paths(ep: Any, n: int) -> list:
     except Exception:  # noqa: BLE001 - a dataclass whose class is not registered here: indices only
         return []
     return paths if len(paths) == n else []
-
-
-def _spec_dim_names(spec: Any) -> Optional[set]:
-    """Names of the ``Dim`` objects (and derived dims' roots) in a ``dynamic_shapes`` spec; None: no spec."""
-    from ..pytree import UnresolvedDataclass
-    from ..specs.dims import Dim, _DerivedDim
-
-    if spec is None:
-        return None
-    names: set = set()
-    stack = [spec]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Dim):
-            names.add(item.name)
-        elif isinstance(item, _DerivedDim):
-            names |= {r.name for r in item.roots}
-        elif isinstance(item, dict):
-            stack += list(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack += list(item)
-        elif isinstance(item, UnresolvedDataclass):  # a stored dataclass spec kept by name
-            stack += [v for _k, v in item.fields]
-        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
-            stack += [getattr(item, f.name) for f in dataclasses.fields(item)]
-    return names
 
 
 def load_contract(path: str, model: Optional[str] = None) -> Contract:
@@ -723,13 +697,13 @@ def _lt(a: Optional[int], b: Optional[int]) -> bool:
 
 @exclusive
 def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> ContractDiff:
-    """Does NEW admit fewer input sizes than OLD?  Decided by the solver (``OLD and not NEW`` satisfiable?).
+    """Does NEW admit fewer input sizes than OLD, and does it return the same?  Decided by the
+    solver (``OLD and not NEW`` satisfiable?; each output size equal wherever OLD admits).
 
     Returns:
-        :class:`ContractDiff` with the verdict, a witness when narrowed, and the listed changes.
+        :class:`ContractDiff` with the verdict, a witness when narrowed, the listed changes, and
+        whether what the program returns changed (``outputs_changed``; ``breaking`` says either).
     """
-    from solver import ShapeSolver
-
     changes = _structural_changes(old, new)
     signature = [c for c in changes if c.narrowing and c.what.startswith("input ")]
     if signature:

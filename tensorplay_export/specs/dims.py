@@ -624,3 +624,30 @@ class AdditionalInputs:
         module = ep.module()
         for args, kwargs in self._examples:
             module(*args, **kwargs)
+
+
+def spec_dim_names(spec: Any) -> Optional[set]:
+    """Names of the ``Dim`` objects (and derived dims' roots) in a ``dynamic_shapes`` spec; None: no spec."""
+    import dataclasses
+
+    from ..pytree import UnresolvedDataclass
+
+    if spec is None:
+        return None
+    names: set = set()
+    stack = [spec]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Dim):
+            names.add(item.name)
+        elif isinstance(item, _DerivedDim):
+            names |= {r.name for r in item.roots}
+        elif isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack += list(item)
+        elif isinstance(item, UnresolvedDataclass):  # a stored dataclass spec kept by name
+            stack += [v for _k, v in item.fields]
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack += [getattr(item, f.name) for f in dataclasses.fields(item)]
+    return names
