@@ -429,16 +429,22 @@ def _linear_form(diff):
 
 
 def _multiple_form(expr):
-    """``(a, b)`` for ``Eq(Mod(c*a, b), 0)`` over two dims (an integer ``c``), else None."""
+    """``(a, b, k, c)`` for ``Eq(Mod(n*a, k*b + c), 0)`` over two dims (integers ``n``, ``k >= 1``,
+    ``c``): the modulus a linear size of ``b`` (``y.shape[0]``, ``2*y.shape[0]``, ``y.shape[0] + 1``)."""
     if not isinstance(expr, sympy.Eq) or expr.rhs != 0 or not isinstance(expr.lhs, sympy.Mod):
         return None
     inner, modulus = expr.lhs.args
-    if not modulus.is_Symbol:
-        return None
     coeff, rest = inner.as_coeff_Mul()
-    if not coeff.is_Integer or not rest.is_Symbol or rest == modulus:
+    if not coeff.is_Integer or not rest.is_Symbol or len(modulus.free_symbols) != 1 or rest in modulus.free_symbols:
         return None
-    return rest.name, modulus.name
+    (b,) = modulus.free_symbols
+    poly = sympy.Poly(sympy.expand(modulus), b) if modulus.is_polynomial(b) else None
+    if poly is None or poly.degree() != 1 or not all(c.is_Integer for c in poly.all_coeffs()):
+        return None
+    k, c0 = (int(c) for c in poly.all_coeffs())
+    if k < 1:
+        return None
+    return rest.name, b.name, k, c0
 
 
 def _residue_form(expr):
@@ -751,12 +757,14 @@ class _Plan:
             if len(at.names) < 2:
                 continue
             multiple = _multiple_form(at.expr)
-            if multiple is not None:  # (c*a) % b == 0 (x.reshape(y.shape[0], -1)): a = q*b, q from the example
-                a, b = multiple
-                if a in self.hints and b in self.hints and self.hints[b] and self.hints[a] % self.hints[b] == 0 \
-                        and self._allowed({b: self.hints[a] // self.hints[b]}):
-                    self.apply(a, (self.hints[a] // self.hints[b]) * self.sym(b), at.guard, at.verdict)
-                    return True
+            if multiple is not None:  # (c*a) % m(b) == 0 (x.reshape(y.shape[0], -1)): a = q*m(b), q from the example
+                a, b, k, c0 = multiple
+                m0 = k * self.hints.get(b, 0) + c0 if b in self.hints else 0
+                if a in self.hints and m0 > 0 and self.hints[a] % m0 == 0:
+                    q = self.hints[a] // m0
+                    if q >= 1 and self._allowed({b: q * k}):
+                        self.apply(a, q * (k * self.sym(b) + c0), at.guard, at.verdict)
+                        return True
             form = _residue_form(at.expr)
             if form is None:
                 continue

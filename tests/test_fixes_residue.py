@@ -42,17 +42,22 @@ def test_a_sum_divisibility_closes_in_one_step(model, a, b, k):
     assert admitted >= (49 // k) ** 2 - 2 * (49 // k)  # each dim keeps its example's residue mod k
 
 
-def test_a_reshape_by_another_inputs_size_gets_the_multiple_relation():
-    model = lambda x, y: x.reshape(y.shape[0], -1)  # noqa: E731
+@pytest.mark.parametrize("rows, a0, line, a_of_b", [
+    (lambda y: y.shape[0], 12, "a = 3*b", lambda b: 3 * b),
+    (lambda y: 2 * y.shape[0], 16, "a = 4*b", lambda b: 4 * b),
+    (lambda y: y.shape[0] + 1, 15, "a = 3*b + 3", lambda b: 3 * b + 3),
+], ids=["b", "2b", "b+1"])
+def test_a_reshape_by_another_inputs_size_gets_the_multiple_relation(rows, a0, line, a_of_b):
+    model = lambda x, y: x.reshape(rows(y), -1)  # noqa: E731
     spec = {"x": {0: Dim("a", max=100)}, "y": {0: Dim("b", max=100)}}
-    x, y = np.ones((12, 3)), np.ones((4, 3))
+    x, y = np.ones((a0, 3)), np.ones((4, 3))
     with pytest.raises(tpe.ConstraintViolationError) as info:
         tpe.export(model, x, y, dynamic_shapes=spec)
-    assert "a = 3*b" in str(info.value)
+    assert line in str(info.value)
     fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
     ep = tpe.export(model, x, y, dynamic_shapes=fixed)
-    for b in (1, 5, 33):
-        xs, ys = np.arange(9.0 * b).reshape(3 * b, 3), np.ones((b, 3))
+    for b in (1, 5, 24):
+        xs, ys = np.arange(3.0 * a_of_b(b)).reshape(a_of_b(b), 3), np.ones((b, 3))
         np.testing.assert_array_equal(ep.module()(xs, ys), model(xs, ys))
 
 
