@@ -74,8 +74,14 @@ def _int_scalar_fits(ctx: Any, inputs: tuple) -> None:
         ctx.require(sympy.Ge(v, int(info.min)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
 
 
+# comparisons take a Python int outside the array's dtype (numpy 2 compares the values exactly)
+_COMPARISONS = frozenset(f"numpy.{n}" for n in ("less", "less_equal", "greater", "greater_equal", "equal",
+                                                  "not_equal"))
+
+
 def broadcast_rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
-    _int_scalar_fits(ctx, inputs)
+    if getattr(ctx, "op", None) not in _COMPARISONS:
+        _int_scalar_fits(ctx, inputs)
     shapes = [shape_of(v) for v in inputs]
     where = kwargs.get("where")
     if isinstance(where, ArrayInfo):

@@ -73,3 +73,15 @@ def test_a_size_that_does_not_fit_at_the_example_is_numpys_error_at_the_line():
         with pytest.raises(tpe.CaptureError, match="OverflowError: Python integer 480 out of bounds for int8") as info:
             tpe.export(fn, np.ones((12, 3)), dynamic_shapes=SPEC)
         assert "internal error" not in str(info.value) and "test_numpy_scalar_of_size.py" in str(info.value)
+
+
+def test_a_comparison_takes_a_size_outside_a_narrow_dtype():
+    # numpy 2 compares a Python int with an int8 array exactly; arithmetic raises OverflowError
+    compare = lambda x: (np.ones(2, np.int8) < x.shape[0] * 10) * 1.0 + x[:2, 0]  # noqa: E731
+    spec = {"x": {0: Dim("n", min=2, max=100)}}
+    ep = tpe.export(compare, np.ones((13, 3)), dynamic_shapes=spec)
+    assert [(r.lower, r.upper) for r in ep.range_constraints.values()] == [(2, 100)]
+    for n in (2, 13, 100):
+        np.testing.assert_array_equal(ep.module()(np.ones((n, 3))), compare(np.ones((n, 3))))
+    with pytest.raises(tpe.ConstraintViolationError, match="OverflowError"):
+        tpe.export(lambda x: np.ones(2, np.int8) + x.shape[0] * 10, np.ones((3, 3)), dynamic_shapes=spec)
