@@ -227,3 +227,18 @@ def test_one_sympy_printer():
                 if any(b in from_printing or "printing." in b or b.endswith("Printer") for b in bases):
                     found.append(f"{path}:{n.name}")
     assert found == ["tensorplay_export/graph/printing.py:ExprPrinter"]
+
+
+def test_an_integer_size_over_a_constant_divisor_prints_as_floor_division():
+    # Min(2*a, 2*b)/2 (a strided slice's length after a lattice fix): an int in Python, not a float
+    import sympy as sp
+
+    from tensorplay_export.graph.printing import pyexpr
+
+    a, b = sp.symbols("a b", integer=True, positive=True)
+    names = {a: "a", b: "b"}
+    expr = sp.Mul(sp.Rational(1, 2), sp.Min(2 * a, 2 * b), evaluate=False)
+    text = pyexpr(expr, names)
+    assert "//" in text and eval(text, {"min": min}, {"a": 3, "b": 5}) == 3
+    assert isinstance(eval(text, {"min": min}, {"a": 3, "b": 5}), int)
+    assert "/" in pyexpr(a / 3, names) and "//" not in pyexpr(a / 3, names)  # not a multiple: unchanged

@@ -165,6 +165,23 @@ def _numer_denom(t: Any) -> tuple[Any, Any]:
     return t, 1
 
 
+def _multiple_of(t: Any, k: int) -> bool:
+    """Whether the integer-valued tree ``t`` is a multiple of ``k`` at every assignment
+    (structurally: ``2*a``, ``Min(2*a, 2*b)``, ``4*a + 2*b``)."""
+    if type(t) is int:
+        return t % k == 0
+    if type(t) is not tuple or not _integer(t):
+        return False
+    head = t[0]
+    if head == "Mul":
+        return any(type(f) is int and f % k == 0 for f in t[1:])
+    if head in ("Add", "Min", "Max"):
+        return all(_multiple_of(a, k) for a in t[1:])
+    if head == "Abs":
+        return _multiple_of(t[1], k)
+    return False
+
+
 def _integer(t: Any) -> bool:
     from .stored import integer_valued
 
@@ -284,6 +301,9 @@ class _PyPrinter:
             return f"-{self.wrap(_negate(t), _POW)}"
         num, den = _numer_denom(t)
         if den != 1:
+            if type(den) is int and den > 1 and _multiple_of(num, den):
+                # an integer size written over a constant (Min(2*a, 2*b)/2): exact as //, and an int
+                return self.binary(num, "//", den)
             return f"{self.wrap(num, _MUL)} / {self.wrap(den, _POW)}"
         # Factors of mul level (a // b, a % b) are wrapped: 2 * (a // b) != 2 * a // b.
         return " * ".join(self.wrap(f, _UNARY) for f in t[1:])
