@@ -748,11 +748,14 @@ class _Plan:
         return False
 
     def _residue_step(self) -> bool:
-        """``(a + b + c) % k == 0`` over several dims: put one dim on its lattice mod ``k`` with
-        the example's remainder (``a = k*_a + a0 % k``); the guard then holds over the others
-        alone (``(b + r) % k == 0``), which their own decision closes.  Not the widest answer
-        (``b = a + r`` or a shared parity admit other pairs), but always one that exists: the
-        example satisfies the guard, so every dim on its example's residue does."""
+        """A divisibility over several dims, made to hold by the example's residues.
+
+        ``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the relation
+        ``a = q*(k*b + c)``, ``q`` from the example.  ``(a + b + c) % k == 0`` puts one dim on
+        its lattice mod ``k`` with the example's remainder (``a = k*_a + a0 % k``); the guard
+        then holds over the others alone (``(b + r) % k == 0``), which their own decision
+        closes.  Not the widest answer (``b = a + r`` or a shared parity admit other pairs),
+        but one that exists: the example satisfies the guard, so its residues do."""
         for at in self.atoms:
             if len(at.names) < 2:
                 continue

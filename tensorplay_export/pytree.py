@@ -23,7 +23,6 @@ Leaf paths print the way a user would index the value: ``[0]``, ``['scale']``,
 from __future__ import annotations
 
 import collections
-import unicodedata
 import contextlib
 import contextvars
 import dataclasses
@@ -31,6 +30,7 @@ import functools
 import keyword
 import os
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 

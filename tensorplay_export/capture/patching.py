@@ -109,17 +109,9 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return out if dtype is None else tracer.call(get_op("numpy.ndarray.astype"), (out, dtype), {})
 
         def fitting(sizes: list) -> list:
-            # numpy refuses a Python int its integer dtype cannot hold (OverflowError), where the
-            # program's astype would wrap: each size must fit, a requirement of the contract
-            target = np.dtype(dtype) if dtype is not None else None
-            if target is not None and target.kind in "iu":
-                info = np.iinfo(target)
-                _fits_at_example(sizes, target, f"np.{name}(..., dtype={target})")
-                for v in sizes:
-                    if isinstance(v, SymInt):
-                        tracer.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
-                                         f"np.{name}(..., dtype={target}) of a size: numpy raises OverflowError "
-                                         f"for a value {target} cannot hold", user_source(2), cause="shape")
+            # numpy refuses a Python int its integer dtype cannot hold, where the program's astype wraps
+            if dtype is not None and np.dtype(dtype).kind in "iu":
+                require_fits(sizes, np.dtype(dtype), f"np.{name}(..., dtype={np.dtype(dtype)})")
             return sizes
 
         if _is_traced(data):
@@ -182,16 +174,26 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
 
 
-def _fits_at_example(sizes: list, dtype: np.dtype, what: str) -> None:
-    """numpy's own error when a size does not fit ``dtype`` at the example (the model fails
-    there, as eager does), before the contract's requirement on the other sizes."""
+def require_fits(sizes: list, dtype: np.dtype, what: str) -> None:
+    """Each size among ``sizes`` that numpy stores in the integer ``dtype`` must fit it: numpy
+    raises OverflowError for a Python int out of its range (NEP 50).  At the example that is
+    the model's own error (numpy's, at its line); at other sizes a requirement of the contract.
+
+    Raises:
+        CaptureError: a size does not fit at the example.
+    """
     info = np.iinfo(dtype)
+    src = user_source(3)
     for v in sizes:
-        if isinstance(v, SymInt):
-            example = int(v.env.hint(v.expr))
-            if not info.min <= example <= info.max:
-                raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
-                                   f"{dtype}\n  at {user_source(3)}")
+        if not isinstance(v, SymInt):
+            continue
+        example = int(v.env.hint(v.expr))
+        if not info.min <= example <= info.max:
+            raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
+                               f"{dtype}\n  at {src}")
+        v.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
+                    f"{what} of a size: numpy raises OverflowError for a value {dtype} cannot hold", src,
+                    cause="shape")
 
 
 def _as_size(value: Any) -> Any:
@@ -548,11 +550,7 @@ class _ScalarTypeView(type):
             value, kind = args[0], np.dtype(real).kind
             if isinstance(value, SymInt) and kind in "iuf" or isinstance(value, SymFloat) and kind == "f":
                 if kind in "iu":
-                    info = np.iinfo(real)
-                    _fits_at_example([value], np.dtype(real), f"np.{real.__name__}()")
-                    value.env.guard(sympy.And(value.expr >= int(info.min), value.expr <= int(info.max)), "shape",
-                                    f"np.{real.__name__}() of a size: numpy raises OverflowError for a value "
-                                    f"{real.__name__} cannot hold", user_source(2), cause="shape")
+                    require_fits([value], np.dtype(real), f"np.{real.__name__}()")
                 return as_type_of(value, real(value.example()))
         return real(*args, **kwargs)
 

@@ -460,15 +460,6 @@ class _SymNumber:
             return func._implementation(*args, **kwargs)
         return tracer.sym_function(func, args, kwargs)
 
-    def round(self, decimals: int = 0, out: Any = None) -> Any:
-        """``np.round(s)`` / ``np.around(s)`` (numpy calls this method of a non-array): a size
-        stays itself (typed ``np.int64``, as ``np.round(5)``), a float size is ``np.rint`` of it
-        (a traced 0-d array); other ``decimals`` round the example with the size specialized."""
-        if out is None and decimals == 0:
-            return as_type_of(self, np.round(self.example())) if isinstance(self, SymInt) else np.rint(self)
-        value = self.env.specialize(self.expr, f"rounded with np.round(x, {decimals!r})")
-        return np.round(self._typed(value), decimals, out)
-
     def _float_floordiv(self, o: Any, reflected: bool) -> Any:
         """``//`` with a float result: exact when the float quotient is (``n // 2.0`` is ``floor(n/2)``)."""
         out = self._op(o, _floordiv, reflected, result="float")
@@ -622,8 +613,9 @@ class SymInt(_SymNumber):
         (``7 // (n // 3)`` at n < 3), so the contract admits only sizes where it is not.
         numpy scalars divide by 0 without raising (inf, 0, a warning): no requirement then."""
         divisor = self if reflected else o
-        if not isinstance(divisor, SymInt) or self.numpy_type is not None or getattr(o, "numpy_type", None) is not None \
-                or isinstance(o, np.generic):
+        numpy_scalars = self.numpy_type is not None or getattr(o, "numpy_type", None) is not None \
+            or isinstance(o, np.generic)
+        if not isinstance(divisor, SymInt) or numpy_scalars:
             return
         self.env.guard(sympy.Ne(divisor.expr, 0), "shape", f"a size divisor of `{what}`: Python raises "
                        f"ZeroDivisionError where it is 0", user_source(3), cause="shape")
@@ -912,6 +904,7 @@ class SymFloat(_SymNumber):
     def __abs__(self): return wrap_float(sympy.Abs(self.expr), self.env, dtype=self.numpy_type)
 
     def __floordiv__(self, o): return self._float_floordiv(o, False)
+    def __rfloordiv__(self, o): return self._float_floordiv(o, True)
 
     # float's other operations and methods: the example's value, the sizes pinned with a reason
     def _pinned(self, what: str) -> float:
@@ -922,7 +915,8 @@ class SymFloat(_SymNumber):
     def __divmod__(self, o): return divmod(self._pinned("divided with divmod()"), o)
     def __rdivmod__(self, o): return divmod(o, self._pinned("divided with divmod()"))
     def hex(self) -> str: return float(self._pinned("converted with float.hex()")).hex()
-    def as_integer_ratio(self) -> tuple: return float(self._pinned("converted with as_integer_ratio()")).as_integer_ratio()
+    def as_integer_ratio(self) -> tuple:
+        return float(self._pinned("converted with as_integer_ratio()")).as_integer_ratio()
     def is_integer(self) -> bool: return float(self._pinned("tested with is_integer()")).is_integer()
     def conjugate(self): return self
 
@@ -931,7 +925,6 @@ class SymFloat(_SymNumber):
 
     @property
     def imag(self) -> float: return 0.0
-    def __rfloordiv__(self, o): return self._float_floordiv(o, True)
 
     # -- to integers: exact when ``exact`` is known, else specialize naming the function --
     def _to_int(self, build: Callable, concrete: Callable, what: str) -> Any:

@@ -507,7 +507,7 @@ class Tracer:
         return make_opaque_op(op.name[len(OPAQUE_PREFIX):], op.impl, multi_output=True)
 
     def _rule(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple, kwargs: dict,
-              info_args: Any, info_kwargs: Any) -> tuple:
+              info_args: Any, info_kwargs: Any, deferred: bool = False) -> tuple:
         """Run ``op``'s shape rule: ``(ctx, list of output shapes, pinned)``; ``concrete`` is numpy's
         output shapes (None for a deferred op: unbacked sizes never come from those).
 
@@ -515,7 +515,9 @@ class Tracer:
         an int, ``x[n > 4]`` where it needs a bool) is run again with that argument pinned to
         its example value (:meth:`_rule_with_pins`); ``pinned`` is then ``(args, kwargs)`` with
         the pinned sizes as constants (the node must hold those), else None.  The guards the
-        failed run emitted are forgotten (``ShapeEnv.rollback``).
+        failed run emitted are forgotten (``ShapeEnv.rollback``).  ``deferred``: numpy has not
+        run on the example (its proxies fit where the example may not, ``x + zeros((1, 512))``
+        at ``x.shape[1] = 16``): a rule that fails runs it, so numpy's own error is the model's.
         """
         token = self.env.checkpoint() if _size_leaves((args, kwargs)) else None
         try:
@@ -538,6 +540,9 @@ class Tracer:
                     f"model passes the values of an array, which the program cannot know ahead of time: "
                     f"compute the result with masks or np.where, or pass the values as static arguments\n"
                     f"  at {src}") from err
+            if deferred:  # numpy's own error on the example, at the model's line, if it has one
+                self.force_args((args, kwargs))
+                self._run_impl(op, self.example(args), self.example(kwargs), src)
             also = " (also with its size arguments pinned to the example's values)" if tried else ""
             raise CaptureError(f"internal error: shape rule of {op.name} failed{also}: {type(err).__name__}: "
                                f"{err}\n  at {src}") from err
@@ -632,16 +637,8 @@ class Tracer:
         is computed by :meth:`force` when something reads it.  ``proxy``: (dtype, numpy's shape
         on zero-strided views of the example shapes or None), from :meth:`_proxy_run`."""
         dtype, concrete = proxy
-        try:
-            ctx, shapes, pinned = self._rule(op, src, None if concrete is None else [concrete], args, kwargs,
-                                             info_args, info_kwargs)
-        except CaptureError as err:
-            if str(err).startswith("internal error"):
-                # the proxies fit where the example does not (x + zeros((1, 512)) at x.shape[1] = 16):
-                # numpy's own error on the example is the model's, at its line
-                self.force_args((args, kwargs))
-                self._run_impl(op, self.example(args), self.example(kwargs), src)
-            raise
+        ctx, shapes, pinned = self._rule(op, src, None if concrete is None else [concrete], args, kwargs,
+                                         info_args, info_kwargs, deferred=True)
         if pinned is not None:  # the node computes with the pinned constants the rule took
             node_args, node_kwargs = self.node_arg(pinned[0]), self.node_arg(pinned[1])
             defer_args = defer_kwargs = False

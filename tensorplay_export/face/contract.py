@@ -405,8 +405,8 @@ class ContractDiff:
     def to_json(self) -> dict:
         return {"narrowed": self.narrowed, "outputs_changed": self.outputs_changed, "breaking": self.breaking,
                 "witness": self.witness, "reason": self.reason,
-                "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same, **({"output": True} if c.output else {})}
-                            for c in self.changes]}
+                "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same,
+                             **({"output": True} if c.output else {})} for c in self.changes]}
 
 
 def _binding(c: Contract, var: dict) -> tuple[dict, list]:

@@ -209,7 +209,8 @@ def _check_call(call: tuple, args: tuple, kwargs: dict, member: str, node: str, 
     Capture never records an ``out=`` argument (a write into the array it names: the
     caller's input, a weight, a constant), nor a flag that makes numpy write into its
     input (``overwrite_input=True``, ``nan_to_num(copy=False)``: the op's ``writing_flag``),
-    nor a keyword that is not an identifier.  ``call``: what :func:`_resolve_target` gives.
+    nor a keyword that is not an ASCII identifier, nor an array method or ``tpe.getitem`` on
+    anything but an array.  ``call``: what :func:`_resolve_target` gives.
     """
     for k in kwargs:
         if not source_name(k):  # ASCII: the parser would read ``ｏｕｔ`` as ``out``
@@ -618,8 +619,8 @@ def _argument(data: Any, member: str, budget: ExprBudget) -> Any:
         get_dict(data, member, kind, {"k", "name", "value"})
         value = Decoder(member, budget=budget).value(data["value"])
         # a model may return a constant array (np.sqrt(x.shape) with the sizes pinned): the inline array
-        if not isinstance(value, (int, float, bool, str, type(None), np.ndarray, np.generic)) \
-                or isinstance(value, np.ndarray) and value.dtype.hasobject:
+        # (no object dtype decodes: the decoder refuses it)
+        if not isinstance(value, (int, float, bool, str, type(None), np.ndarray, np.generic)):
             fail(member, f"ConstantArgument value must be int/float/bool/str/None or an inline array, "
                          f"got {type(value).__name__}")
         return S.ConstantArgument(get_str(data["name"], member, "argument name"), value)
