@@ -172,6 +172,7 @@ CAUSES: dict[str, str] = {
     "specialization": "another conversion that pinned a size (int(), str(), an f-string, ...)",
     "check": "a tpe.check(...) in the model states a fact about sizes",
     "example_range": "an example input's size must be inside the range its dynamic_shapes declares",
+    "derived_range": "a derived dim is a size, never negative, over its root's whole declared range",
 }
 
 _DEFAULT_CAUSE = {"guard": "branch"}  # a record made without a cause: the one its kind implies

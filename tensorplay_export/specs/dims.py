@@ -123,13 +123,14 @@ def is_dynamic(d: Any) -> bool:
 def hint_bounds(d: _DimHint, size: int) -> tuple[int, Optional[int]]:
     """The inclusive range ``(lower, upper or None)`` of an AUTO/DYNAMIC axis with example ``size``.
 
-    Without ``min`` the lower bound is 1 (0 for an empty example of a DYNAMIC axis:
-    sizes 0 and 1 are reasoned about exactly).
+    Without ``min`` the lower bound is 1, or 0 for an empty example (sizes 0 and 1 are
+    reasoned about exactly, so an empty example neither specializes the axis, as
+    torch.export's 0/1 specialization would, nor falls outside its own hint).
     """
     if d.min is not None:
         lo = d.min
     else:
-        lo = 0 if (size == 0 and d.kind == "DYNAMIC") else 1
+        lo = 0 if size == 0 else 1
     return lo, d.max
 
 

@@ -38,7 +38,8 @@ from .dims import (
 )
 from ..errors import DYNAMIC_ENTRY_MARK, ConstraintsExceededError
 from ..records import (
-    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, format_range, format_range_brackets, sympy,
+    DimInfo, ExampleOutside, GuardRecord, SourceLoc, Violation, derived_site, format_range, format_range_brackets,
+    sympy,
 )
 from .binding import _bind_inputs, input_leaf_paths, signature_target
 
@@ -124,6 +125,7 @@ def normalize_dynamic_shapes(model: Any, args: Any, kwargs: Optional[dict],
         _walk(top.value, spec, top.path, out)
         out[start:] = [None if leaf is None else dataclasses.replace(leaf, top=i) for leaf in out[start:]]
     _check_dim_names(out)
+    _check_derived_nonnegative(out)
     return out
 
 
@@ -296,6 +298,63 @@ def _check_dim_names(leaves: list[Optional[LeafSpec]]) -> None:
                 elif prev[0] != root:
                     raise ValueError(f"Dim name {root.name!r} is used with two different ranges: {prev[0]!r} "
                                      f"at {prev[1]} and {root!r} at {where}; use one Dim object")
+
+
+def _check_derived_nonnegative(leaves: list[Optional[LeafSpec]]) -> None:
+    """A derived dim over one root is a size at every root size its range admits, so never negative.
+
+    ``dx - 3`` with ``dx >= 1`` (or ``5 - dx`` with ``dx`` unbounded) would claim sizes no input
+    has; torch.export refuses such a spec too ("Expected derived min value ... >= 0").  Refused
+    here, as a violation whose fix narrows the root just enough: ``dx = Dim('dx', min=3)``
+    (every derived dim of that root at once; the example sizes, never negative, stay inside).
+
+    Raises:
+        ConstraintViolationError: some single-root derived dim can be negative.
+    """
+    from solver.fixes import RangeFix
+
+    from ..errors import ConstraintViolationError
+
+    by_root: dict[str, list[tuple[str, _DerivedDim]]] = {}
+    root_sites: dict[str, list[str]] = {}
+    for leaf in leaves:
+        if leaf is None:
+            continue
+        for axis, d in leaf.axes.items():
+            site = f"{leaf.path}.shape[{axis}]"
+            if isinstance(d, Dim):
+                root_sites.setdefault(d.name, []).append(site)
+            elif isinstance(d, _DerivedDim) and d.root is not None and (d.min is None or d.min < 0):
+                by_root.setdefault(d.root.name, []).append((site, d))
+    if not by_root:
+        return
+    violations, fixes = [], []
+    for name, hits in by_root.items():
+        root = hits[0][1].root
+        lower, upper = root.min, root.max
+        for _, d in hits:  # scale*root + offset >= 0
+            if d.scale > 0:
+                lower = max(lower, -(d.offset // d.scale))
+            else:
+                upper = min(d.offset // -d.scale, math.inf if upper is None else upper)
+        sym = sympy.Symbol(name, integer=True)
+        shown = " and ".join(f"{d.name} >= 0" for _, d in hits)
+        site, first = hits[0]
+        guard = GuardRecord(sympy.And(*[sympy.Ge(d.scale * sym + d.offset, 0) for _, d in hits]), "shape",
+                            f"{site} = {first.name} is a size, so never negative", cause="derived_range")
+        # a root size inside the declared range where the first derived dim is negative
+        bad = root.min if first.scale > 0 else (root.max if root.max is not None else first.offset // -first.scale + 1)
+        empty = upper is not None and lower > upper
+        fix_lines = () if empty else (RangeFix(name, lower, upper).line,)
+        fixes += fix_lines
+        sites = root_sites.get(name, []) + [derived_site(s, d.name) for s, d in hits]
+        violations.append(Violation(
+            guard, shown, (name,), (DimInfo(name, root.min, math.inf if root.max is None else root.max, None, sites),),
+            (format_range(name, root.min, root.max),),
+            reason=f"{', '.join(f'{s} = {d.name}' for s, d in hits)} can be negative; sizes are >= 0",
+            counterexample={name: bad}, fix_lines=fix_lines,
+            unfixable=f"no {name} makes {shown} hold together" if empty else None))
+    raise ConstraintViolationError(violations=violations, fixes=fixes)
 
 
 def collect_dims(leaves: list[Optional[LeafSpec]]) -> dict[str, Dim]:
