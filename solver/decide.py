@@ -34,6 +34,11 @@ from .translate import Translator, check_supported
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 
 
+# z3 ran out of time: a query over at most this many points of bounded ranges is decided by
+# evaluating each point exactly (about 50 us a point, so well under a second)
+MAX_ENUMERATED_POINTS = 8192
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Answer to one solver query.
@@ -45,7 +50,8 @@ class Verdict:
             ``satisfiable``, a witness. ``None`` otherwise.
         reason: one line saying why.
         via: what decided it: ``"cache"``, ``"intervals"`` (canonical form and
-            interval arithmetic) or ``"z3"``.
+            interval arithmetic), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
+            the ranges were small enough to evaluate every point exactly).
     """
 
     status: str
@@ -87,6 +93,30 @@ def make_symbol(name: str, lower: Optional[int] = 1) -> sympy.Symbol:
 def _fmt_range(name: str, lo, hi) -> str:
     hi_s = "oo" if hi is None or hi == INF else str(hi)
     return f"{name} in [{lo}, {hi_s}]"
+
+
+def negated_mods_as_floors(expr):
+    """``expr`` with each ``Mod(-x, k)`` (sympy prints ``Mod(3*x, 4)``) as ``k*floor((x + k - 1)/k) - x``.
+
+    Padding a size up to a multiple (``h + (-h) % ws``, a Swin window, a ViT patch) puts
+    ``(-h) % ws`` in products; z3 treats each remainder as a fresh variable and the
+    products as nonlinear arithmetic it may not settle in time, while the remainder is
+    exactly the distance to the next multiple, ``ws*ceil(h/ws) - h``, after which sympy
+    alone sees ``ws**2*ceil(h/ws)*ceil(w/ws) == (h + (-h) % ws)*(w + (-w) % ws)`` cancel.
+    Equivalent for every integer ``x`` and ``k >= 1``; ``expr`` itself when nothing matches.
+    """
+    rep = {}
+    for m in expr.atoms(sympy.Mod):
+        arg, k = m.args
+        if k.is_Integer and k > 1:
+            coeff, rest = arg.as_coeff_Mul()
+            if coeff.is_Integer and coeff % k == k - 1 and rest.is_integer:
+                rep[m] = k * sympy.floor((rest + k - 1) / k) - rest
+    if not rep:
+        return expr
+    out = expr.xreplace(rep)
+    # each relation as one expanded side against 0, so terms the rewrite made opposite cancel
+    return out.xreplace({r: r.func(sympy.expand(r.lhs - r.rhs), 0) for r in out.atoms(sympy.core.relational.Relational)})
 
 
 class ShapeSolver:
@@ -308,6 +338,13 @@ class ShapeSolver:
             return Verdict(hit.status, hit.counterexample, hit.reason, "cache")
         before = self.stats["z3_calls"]
         v = self._decide(kind, e, c)
+        if v.unknown:
+            r = negated_mods_as_floors(e)
+            if r is not e:
+                again = self._decide(kind, r, canonicalize(r, self._bounds))
+                if not again.unknown:
+                    v = Verdict(again.status, again.counterexample,
+                                f"{again.reason} (with each (-x) % k written as k*ceil(x/k) - x)", again.via)
         if self.stats["z3_calls"] > before:
             self.stats["reached_z3"] += 1
         else:
@@ -496,8 +533,11 @@ class ShapeSolver:
             cex = self._model(s, names)
             return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)}", "z3")
         if r == z3.unknown:
-            return Verdict(UNKNOWN, None, f"z3 could not decide within {self.timeout_ms} ms: "
-                                          f"{s.reason_unknown()}", "z3")
+            counted = self._enumerated(c, names, assumptions, True)
+            if counted is not None:
+                return counted
+            return Verdict(UNKNOWN, None, f"z3 could not decide within {self.timeout_ms} ms: {s.reason_unknown()}",
+                           "z3")
         if self._residual:
             state = self._assumptions_satisfiable()
             if state.refuted:
@@ -527,9 +567,54 @@ class ShapeSolver:
             w = self._model(s, names)
             return Verdict(PROVED, w, f"satisfiable, e.g. {_fmt_cex(w)}", "z3")
         if r == z3.unknown:
-            return Verdict(UNKNOWN, None, f"z3 could not decide within {self.timeout_ms} ms: "
-                                          f"{s.reason_unknown()}", "z3")
+            counted = self._enumerated(c, names, assumptions, False)
+            if counted is not None:
+                return counted
+            return Verdict(UNKNOWN, None, f"z3 could not decide within {self.timeout_ms} ms: {s.reason_unknown()}",
+                           "z3")
         return Verdict(REFUTED, None, self._contradiction_reason(e), "z3")
+
+    def _enumerated(self, c, names: list, assumptions: list, implies: bool) -> Optional[Verdict]:
+        """The verdict z3 ran out of time on, by exact evaluation at every point of the ranges.
+
+        Nonlinear guards over bounded sizes (a padded window's element count,
+        ``16*((h + (-h) % 4)//4)*((w + (-w) % 4)//4) == (h + (-h) % 4)*(w + (-w) % 4)``)
+        can take z3 seconds, so its verdict would depend on the machine's load; when
+        every size involved is bounded and the box has at most ``MAX_ENUMERATED_POINTS``
+        points, each point is evaluated exactly (``numeric``: the assumptions, then the
+        query), in a fixed order, which decides the query the same way on any machine.
+        None when the box is unbounded or too large, or some point cannot be evaluated.
+        """
+        axes = []
+        total = 1
+        for n in names:
+            lo, hi = self._bounds[n]
+            if lo is None or hi is None:
+                return None
+            total *= max(hi - lo + 1, 0)
+            if total > MAX_ENUMERATED_POINTS:
+                return None
+            axes.append(range(lo, hi + 1))
+        for point in itertools.product(*axes):
+            env = dict(zip(names, point))
+            facts = [holds(a, env) for a in assumptions]
+            if None in facts:
+                return None
+            if not all(facts):
+                continue
+            verdict = holds(c, env)
+            if verdict is None:
+                return None
+            if implies and not verdict:
+                return Verdict(REFUTED, env, f"fails at {_fmt_cex(env)} (every point of the ranges evaluated)",
+                               "enumeration")
+            if not implies and verdict:
+                return Verdict(PROVED, env, f"satisfiable, e.g. {_fmt_cex(env)} (every point evaluated)",
+                               "enumeration")
+        if implies:
+            return Verdict(PROVED, None, f"holds at every one of the {total} points of the ranges "
+                                         "(each evaluated exactly)", "enumeration")
+        return Verdict(REFUTED, None, f"no point of the ranges satisfies it (all {total} evaluated)", "enumeration")
 
     def _contradiction_reason(self, e) -> str:
         """One line naming the facts (explicit and implicit) that cannot hold together."""
