@@ -236,18 +236,23 @@ class ConstraintsExceededError(RuntimeError):
 
     Attributes:
         violations, fixes: as passed (empty for a runtime check).
+        fixes_note: what the re-export that proves the widened ranges could not prove (the
+            model fails on the example itself, say), as for ``ConstraintViolationError``;
+            None when exporting with the fixes applied succeeds.
     """
 
-    def __init__(self, *args: Any, violations: Sequence[Violation] = (), fixes: Sequence[str] = ()) -> None:
+    def __init__(self, *args: Any, violations: Sequence[Violation] = (), fixes: Sequence[str] = (),
+                 fixes_note: Optional[str] = None) -> None:
         self.violations: list[Violation] = list(violations)
         self.fixes: list[str] = list(fixes)
+        self.fixes_note = fixes_note
         if not args and self.violations:
             args = (self.render(),)
         super().__init__(*args)
 
     def render(self) -> str:
         """The text from the fields (the violation layout), as ``ConstraintViolationError`` renders it."""
-        return render_violations(self.violations, self.fixes)
+        return render_violations(self.violations, self.fixes, self.fixes_note)
 
 
 class ArchiveError(ValueError):

@@ -183,7 +183,8 @@ def example_range_followup(err: ConstraintsExceededError, model: Any, args: tupl
     # ranges: a fix for another guard (b = 2*_b + 1 beside a widened a) is a line of its own
     user = {n for v in err.violations for n in v.names} | (spec_dim_names(dynamic_shapes) or set())
     proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature)
-    return ConstraintsExceededError(violations=[*err.violations, *proof.later], fixes=proof.fixes)
+    return ConstraintsExceededError(violations=[*err.violations, *proof.later], fixes=proof.fixes,
+                                    fixes_note=proof.note)
 
 
 def export_for_training(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> Any:

@@ -151,3 +151,27 @@ def test_widened_range_is_checked_by_capture_so_one_refine_step_suffices():
     assert sorted(f.kind for f in report.failures) == ["constraint_violation", "example_out_of_range"]
     with pytest.raises(ConstraintsExceededError):
         report.raise_on_failure()
+
+
+def test_widened_range_the_model_cannot_run_says_so_in_export_and_draft():
+    # the example (100 rows) is outside n <= 64 and too long for the model's 64-row table:
+    # widening n admits it, and the proof's failed re-export is printed beside the fix block
+    table = np.arange(64, dtype=np.float32)
+
+    def model(x):
+        return x + table[: x.shape[0]]
+
+    spec = {"x": {0: Dim("n", max=64)}}
+    x = np.ones((100,), np.float32)
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(model, x, dynamic_shapes=spec)
+    err = info.value
+    assert err.fixes == ["n = Dim('n', max=100)"]
+    assert err.fixes_note is not None and "operands could not be broadcast" in err.fixes_note
+    assert "one refine step will not be enough" in str(err)
+    report = tpe.draft_export(model, x, dynamic_shapes=spec)
+    assert report.fixes_note == err.fixes_note and "one refine step will not be enough" in str(report)
+    # an example the widened range does admit needs no note
+    with pytest.raises(tpe.ConstraintsExceededError) as ok:
+        tpe.export(model, np.ones((40,), np.float32), dynamic_shapes={"x": {0: Dim("n", max=32)}})
+    assert ok.value.fixes_note is None and ok.value.fixes == ["n = Dim('n', max=40)"]

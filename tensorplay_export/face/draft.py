@@ -437,8 +437,8 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
     kwargs = dict(kwargs)
     out_of_range = _check_examples(model, tuple(args), kwargs, dynamic_shapes)
     if out_of_range is not None:  # as export does: the examples must fit the spec before the model runs
-        failures, fixes = out_of_range
-        return DraftExportReport(failures, fixes=fixes, model_name=name)
+        failures, fixes, note = out_of_range
+        return DraftExportReport(failures, fixes=fixes, model_name=name, fixes_note=note)
     eager, eager_err = _run_eager(model, args, kwargs)
     if eager_err is not None:
         msg = f"the model raised {type(eager_err).__name__} on its example inputs: {eager_err}"
@@ -448,9 +448,10 @@ def draft_export(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: A
 
 
 def _check_examples(model: Any, args: tuple, kwargs: dict,
-                    dynamic_shapes: Any) -> Optional[tuple[list[FailureReport], list[str]]]:
-    """``example_out_of_range`` failures and their fix lines when an example size does not fit
-    ``dynamic_shapes``, else None.
+                    dynamic_shapes: Any) -> Optional[tuple[list[FailureReport], list[str], Optional[str]]]:
+    """``(example_out_of_range failures, their fix lines, the proof's note)`` when an example size
+    does not fit ``dynamic_shapes``, else None (the note: what exporting with the widened ranges
+    could not prove, the model failing on the example itself say; None when it succeeds).
 
     One failure per violation record of the error (each with its widened range as its fix;
     the report's fix block is the error's), or one failure with the error's text when it
@@ -472,7 +473,7 @@ def _check_examples(model: Any, args: tuple, kwargs: dict,
         make_symbols(ShapeEnv(new_solver(), "draft"), leaves, specs, paths)
     except ConstraintsExceededError as err:
         if not err.violations:
-            return [_capture_failure(err)], []
+            return [_capture_failure(err)], [], None
         if err.fixes:  # as export does: the widened ranges are checked by capture, their violations join
             from ..export import example_range_followup
 
@@ -484,7 +485,7 @@ def _check_examples(model: Any, args: tuple, kwargs: dict,
             kind = "example_out_of_range" if v.example is not None else "constraint_violation"
             out.append(FailureReport(kind, message, v.source, "\n".join(v.fix_lines) or None,
                                      violation=v, guard=v.guard))
-        return out, list(err.fixes)
+        return out, list(err.fixes), getattr(err, "fixes_note", None)
     except Exception:  # noqa: BLE001 - anything else is capture's to report
         return None
     return None
