@@ -282,6 +282,11 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="where to write the program archive (default: a temporary file)")
     parser.add_argument("sentences", nargs="*", help="sentences to embed (default: three examples)")
     args = parser.parse_args(argv)
+    if args.out is not None:  # checked before the export (tens of seconds), as the CLI does
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if os.path.isdir(args.out) or not os.path.isdir(folder):
+            parser.error(f"--out {args.out}: " + ("is a folder; give a file path such as minilm.pt2"
+                                                 if os.path.isdir(args.out) else f"the folder {folder} does not exist"))
     sentences = args.sentences or list(DEFAULT_SENTENCES)
 
     model, tokenizer = build_minilm()

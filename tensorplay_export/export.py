@@ -37,7 +37,10 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
     """Capture ``model`` on the example inputs into an ExportedProgram.
 
     The model runs twice: traced, then once untraced on copies of the examples and of its
-    state, whose results the built program must reproduce (the safety net).
+    state, whose results the built program must reproduce (the safety net).  When an
+    example float array is one constant (``np.ones``, ``np.zeros``) the net runs a third
+    time, on seeded values in ``[0.5, 1.5)`` instead of it, since a constant hides a
+    program that scales by a wrong factor (``program/eager_check.py``).
 
     Args:
         model: an ``nn.Module`` or a plain callable over numpy arrays.

@@ -512,7 +512,7 @@ def load_pt2(f: Any, *, expected_opset_version: dict[str, int] | None = None, ru
         run_single_threaded: runners execute one call at a time.
         num_runners: module views per runner (calls that may run concurrently), >= 1.
         device_index: must be -1 (CPU); anything else raises ArchiveError.
-        load_weights_from_disk: memory-map arrays (copy-on-write) when ``f`` is a
+        load_weights_from_disk: memory-map arrays (read-only: writing one raises ValueError) when ``f`` is a
             path; from a file object they are read.
     Raises:
         ArchiveError: anything wrong in the archive (names the member).

@@ -77,3 +77,12 @@ def test_main_end_to_end(tmp_path, capsys):
     assert out.exists() and "Suggested fixes:" in text and "seq in [1, 512]" in text
     assert "cosine('A man is eating food.', 'A man is eating a piece of bread.') = 0.75" in text
     assert "max |loaded - eager| = " in text
+
+
+@pytest.mark.parametrize("where, why", [("missing/x.pt2", "does not exist"), (".", "is a folder")])
+def test_main_refuses_a_bad_out_path_before_exporting(tmp_path, capsys, where, why):
+    import examples.minilm as minilm
+
+    with pytest.raises(SystemExit) as info:
+        minilm.main(["--out", str(tmp_path / where), "a sentence"])
+    assert info.value.code == 2 and why in capsys.readouterr().err
