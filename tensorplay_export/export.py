@@ -57,6 +57,7 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
     Raises:
         ConstraintViolationError: the model needs more than the declared dims allow.
         ValueError: a preserve_module_call_signature path names no submodule.
+        TypeError: ``model`` is not callable, or the examples do not bind to its signature.
         DataDependentError: a guard on a data-dependent size.
         ConstraintsExceededError: an example size is outside its declared range.
         UnsupportedOpError: an op without a shape rule (names the numpy function and line).
@@ -64,6 +65,9 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         EagerMismatchError: (a CaptureError) the program on the example inputs differs from the
             model run eagerly on copies of them (:mod:`.program.eager_check`).
     """
+    if not callable(model):
+        raise TypeError(f"export: the model must be callable (a function or an nn.Module), got "
+                        f"{type(model).__name__}; the example inputs follow it: export(model, x, ...)")
     preserve = tuple(preserve_module_call_signature or ())
     check_preserved_paths(model, preserve)
     try:

@@ -468,3 +468,15 @@ def test_a_write_into_an_input_through_a_view_capture_cannot_follow_is_refused()
 
     with pytest.raises(tpe.CaptureError, match=r"through a view.*\n  setitem at .*test_export.py"):
         tpe.export(fn, np.ones((4, 2), np.complex128), dynamic_shapes={"x": {0: Dim("n", max=20)}})
+
+
+def test_torch_habits_get_messages_that_say_what_to_do():
+    x = np.ones((3, 4))
+    with pytest.raises(ValueError, match=r"pass them as separate arguments here: export\(m, x\)"):
+        tpe.export(lambda x: x * 2, (x,), dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    with pytest.raises(TypeError, match="the model must be callable .* got int"):
+        tpe.export(3, x, dynamic_shapes={"x": {0: tpe.Dim("n")}})
+    # a tuple input whose spec really is wrong keeps the plain message
+    with pytest.raises(ValueError) as info:
+        tpe.export(lambda t: t[0] * 2, (x, 3), dynamic_shapes={"t": {0: tpe.Dim("n")}})
+    assert "separate arguments" not in str(info.value)

@@ -218,8 +218,13 @@ def _walk(value: Any, spec: Any, path: str, out: list) -> None:
         return
     if kind in ("tuple", "list"):
         if not isinstance(spec, (tuple, list)) or len(spec) != len(values):
+            # torch.export takes the inputs as one tuple, export(m, (x,)): here each is its own argument
+            habit = ("; if this tuple holds the model's inputs (torch.export's export(m, (x,))), pass them "
+                     "as separate arguments here: export(m, x)" if isinstance(spec, dict) and spec
+                     and all(isinstance(k, int) for k in spec) and all(isinstance(v, np.ndarray) for v in values)
+                     else "")
             raise ValueError(f"spec for '{path}' must be a tuple/list of {len(values)} entries to match the "
-                             f"input {kind} of length {len(values)}, got {spec!r}")
+                             f"input {kind} of length {len(values)}, got {spec!r}{habit}")
         for i, (v, s) in enumerate(zip(values, spec)):
             _walk(v, s, f"{path}[{i}]", out)
         return
