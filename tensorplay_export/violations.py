@@ -36,7 +36,7 @@ from .errors import (  # noqa: F401
 )
 # (NO_FIXES_LINE, UNFIXABLE_MARK: the text's markers, defined in errors.py, kept importable from here)
 from .graph.printing import format_guard
-from .records import DimInfo, GuardRecord, Violation, format_range, format_range_brackets, split_site
+from .records import CAUSES, DimInfo, GuardRecord, Violation, format_range, format_range_brackets, split_site
 
 __all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
            "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
@@ -176,7 +176,7 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     notes = tuple(_dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()) for n in dynamic)
     sentence = advice = None
     if unfixable is not None:
-        advice = _auto_advice(record.expr, dims)  # e.g. the axis Dim.AUTO would infer as a sum
+        advice = _auto_advice(record.expr, dims, record.cause)  # e.g. the axis Dim.AUTO would infer as a sum
         only_dynamic = not set(names) - set(dynamic)
         searched = not unfixable[1] or unfixable[1].startswith("the guard ties")  # every form tried, none fits
         if searched and (only_dynamic or (advice and len(names) > 1)):
@@ -233,7 +233,7 @@ def _linear_solution(expr: Any, sym: sympy.Symbol) -> Optional[Any]:
     return solution
 
 
-def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
+def _auto_advice(expr: Any, dims: Mapping[str, DimInfo], cause: str = "branch") -> Optional[str]:
     """What works instead of a fix line: ``Dim.AUTO`` on the input axis the guard makes dependent.
 
     The bullet prints it after ``WHAT_WORKS_MARK`` (``What works: declare ...``).
@@ -268,8 +268,11 @@ def _auto_advice(expr: Any, dims: Mapping[str, DimInfo]) -> Optional[str]:
     rhs = getattr(expr, "rhs", None)
     on_rhs = [s for s in named if rhs is not None and s in getattr(rhs, "free_symbols", ())]
     s = (on_rhs or named)[-1]
-    return (f"change the model so it does not need this guard (e.g. compute both branches and "
-            f"select with np.where), pick bounds by hand that keep every allowed combination inside it, or "
+    # computing both sides of an if only helps a branch; an op's own requirement is the model's shapes
+    how = ("e.g. compute both branches and select with np.where" if cause == "branch"
+           else f"its op requires it: {CAUSES.get(cause, cause)}")
+    return (f"change the model so it does not need this guard ({how}), pick bounds by hand that keep "
+            f"every allowed combination inside it, or "
             f"declare {_site_text(dims[s.name])} as Dim.AUTO instead of Dim({s.name!r}); the program then "
             f"accepts only sizes with {format_guard(expr)} and checks it at run time")
 

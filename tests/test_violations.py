@@ -647,3 +647,15 @@ def test_export_dynamic_positional_spec_refines_in_one_step():
     assert new[0][0] == Dim("x_dim0", max=512) and new[1][0] is new[0][0]
     ep = tpe.export(_pos_times, *args, dynamic_shapes=new)
     assert ep.module()(np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)).shape == (3, 4)
+
+
+def test_what_works_suggests_np_where_only_for_a_branch():
+    from tensorplay_export.records import DimInfo
+    from tensorplay_export.violations import _auto_advice
+
+    a, b = sympy.symbols("a b", integer=True, positive=True)
+    dims = {"a": DimInfo("a", 1, 100, 4, ["x.shape[0]"]), "b": DimInfo("b", 1, 100, 4, ["y.shape[0]"])}
+    guard = sympy.Le(a * b, 50)
+    assert "np.where" in _auto_advice(guard, dims, "branch")
+    text = _auto_advice(guard, dims, "reshape")
+    assert "np.where" not in text and "its op requires it: a reshape's element count" in text
