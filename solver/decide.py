@@ -28,6 +28,7 @@ from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
 from .forms import linear_bound
 from .intervals import INF, symbol_range
+from .intervals import bounds as interval_bounds
 from .numeric import holds
 from .translate import Translator, check_supported
 
@@ -376,6 +377,9 @@ class ShapeSolver:
             if cex is not None:
                 return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (the example sizes with one moved)",
                                "intervals")
+            if self._holds_with_remainders_bounded(c):
+                return Verdict(PROVED, None, "holds with each remainder Mod(x, y) anywhere in [0, y - 1]",
+                               "intervals")
             return self._z3_implies(e, c)
         # satisfiable
         if c is sympy.false:
@@ -384,6 +388,37 @@ class ShapeSolver:
             cex = self._corner(e.free_symbols)
             return Verdict(PROVED, cex, "every size in the ranges satisfies it", "intervals")
         return self._z3_satisfiable(e, c)
+
+    def _holds_with_remainders_bounded(self, c) -> bool:
+        """Whether an inequality holds for any value of its remainders ``Mod(x, y)`` in ``[0, y - 1]``.
+
+        A ring buffer's write index ``u0 % W`` must be ``< W``: true for every ``W >= 1``, but
+        with a symbolic divisor z3 sees nonlinear division and may not answer within its time
+        limit (the verdict would then depend on the machine's load).  Each ``c*Mod(x, y)`` term
+        whose divisor is a size (lower bound >= 1) is replaced by the end of ``[0, y - 1]`` that
+        makes the inequality hardest; if it still holds (canonicalization over the ranges decides
+        the relaxed form), so does ``c``.  False when no term is relaxed or it cannot tell.
+        """
+        if not isinstance(c, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)) or not c.atoms(sympy.Mod):
+            return False
+        # d <= 0 (or < 0) is wanted, so each term takes its largest value
+        d = c.lhs - c.rhs if isinstance(c, (sympy.Le, sympy.Lt)) else c.rhs - c.lhs
+        relaxed, changed = [], False
+        for term in sympy.Add.make_args(sympy.expand(d)):
+            coeff, rest = term.as_coeff_Mul()
+            if isinstance(rest, sympy.Mod) and coeff.is_Rational and rest.args[0].is_integer:
+                y = rest.args[1]
+                low = interval_bounds(y, self._bounds)[0]
+                if low is not None and low >= 1:
+                    relaxed.append(coeff * (y - 1) if coeff > 0 else sympy.Integer(0))
+                    changed = True
+                    continue
+            relaxed.append(term)
+        if not changed:
+            return False
+        strict = isinstance(c, (sympy.Lt, sympy.Gt))
+        bound = sympy.Add(*relaxed)
+        return canonicalize(sympy.Lt(bound, 0) if strict else sympy.Le(bound, 0), self._bounds) is sympy.true
 
     def _probe(self, c) -> Optional[dict]:
         """A point of the ranges where ``c`` is false and the assumptions hold, if one is cheap to find.

@@ -81,3 +81,32 @@ def test_swin_pad_partition_and_reverse_exports_for_every_size():
         for shape in ((1, 13, 5, 2), (3, 1, 64, 2), (4, 28, 29, 2)):
             y = rng.standard_normal(shape).astype(np.float32)
             np.testing.assert_array_equal(ep.module()(y), _swin(y, ws))
+
+
+def test_a_remainder_by_a_size_is_below_that_size_without_z3():
+    s = ShapeSolver()
+    u, W = s.declare("u0", 0), s.declare("W", 1, 64)
+    before = s.stats["z3_calls"]
+    for guard in (sympy.Mod(u, W) + 1 <= W, sympy.Mod(u, W) < W, sympy.Mod(3 * u + 1, W + 2) <= W + 1,
+                  W - sympy.Mod(u, W) >= 1):
+        v = s.implies(guard)
+        assert v.proved and v.via == "intervals", guard
+    assert s.stats["z3_calls"] == before
+    # the relaxation proves only what holds for every remainder: these still go to z3 and fail
+    assert s.implies(sympy.Mod(u, W) + 2 <= W).refuted
+    assert not s.implies(sympy.Mod(u, W) <= W - 2).proved
+
+
+def test_ring_buffer_write_at_a_remainder_exports_and_matches_eager():
+    def ring(cache, k, past):
+        pos = past.item() % cache.shape[1]
+        c = cache.copy()
+        c[:, pos] = k[:, 0]
+        return c
+
+    ep = tpe.export(ring, np.zeros((2, 8, 3), np.float32), np.ones((2, 1, 3), np.float32), np.array(17),
+                    dynamic_shapes={"cache": {1: Dim("W", max=64)}, "k": None, "past": None})
+    k = np.arange(6, dtype=np.float32).reshape(2, 1, 3)
+    for w, p in ((5, 17), (64, 3), (1, 9)):
+        cache = np.zeros((2, w, 3), np.float32)
+        np.testing.assert_array_equal(ep.module()(cache, k, np.array(p)), ring(cache, k, np.array(p)))
