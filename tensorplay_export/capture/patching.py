@@ -37,7 +37,8 @@ import sympy
 
 from ..errors import CaptureError
 from .frames import is_library_file, is_user_function, user_source
-from .symbolic import PRINTING, SymFloat, SymInt, as_type_of, sym_float, sym_max, sym_min, sym_sqrt
+from .symbolic import (PRINTING, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
+                       sym_sqrt)
 from ..ops.registry import get_op
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -172,28 +173,6 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return tracer.call(get_op("tpe.linspace_retstep"), tuple(args[:4] + args[5:]), kwargs)
         args = args[:4] + (False,) + args[5:] if len(args) > 4 else args
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
-
-
-def require_fits(sizes: list, dtype: np.dtype, what: str) -> None:
-    """Each size among ``sizes`` that numpy stores in the integer ``dtype`` must fit it: numpy
-    raises OverflowError for a Python int out of its range (NEP 50).  At the example that is
-    the model's own error (numpy's, at its line); at other sizes a requirement of the contract.
-
-    Raises:
-        CaptureError: a size does not fit at the example.
-    """
-    info = np.iinfo(dtype)
-    src = user_source(3)
-    for v in sizes:
-        if not isinstance(v, SymInt):
-            continue
-        example = int(v.env.hint(v.expr))
-        if not info.min <= example <= info.max:
-            raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
-                               f"{dtype}\n  at {src}")
-        v.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
-                    f"{what} of a size: numpy raises OverflowError for a value {dtype} cannot hold", src,
-                    cause="shape")
 
 
 def _as_size(value: Any) -> Any:

@@ -95,12 +95,36 @@ def to_expr(value: Any) -> Any:
 
 def wrap_int(expr: Any, env: Any, dtype: Any = None) -> Any:
     """A plain int when ``expr`` is a number, else a SymInt (``dtype``: a numpy integer type
-    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar)."""
+    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar).
+
+    A narrow ``dtype`` wraps around as numpy's scalar arithmetic does (:func:`wrapped`)."""
+    if dtype is not None:
+        expr = wrapped(sympy.sympify(expr), env, np.dtype(dtype))
     if isinstance(expr, (int,)):
         return expr if dtype is None else dtype.type(expr)
     if expr.is_Integer:
-        return int(expr) if dtype is None else dtype.type(int(expr))
+        return int(expr) if dtype is None else np.dtype(dtype).type(int(expr))
     return SymInt(expr, env, dtype)
+
+
+def wrapped(expr: Any, env: Any, dtype: np.dtype) -> Any:
+    """``expr`` as numpy's integer scalar of ``dtype`` holds it: modulo ``2**bits`` into the
+    dtype's range, as numpy scalar arithmetic wraps on overflow (``np.int8(2) * 70`` is
+    ``12``, with a RuntimeWarning), or ``expr`` itself when the ranges keep it inside.
+
+    Each operation on a typed size wraps its own result, as numpy's does; wrapping is exact
+    for ``+ - *`` chains and shifts.  64-bit types are left as they are (sizes are far from
+    their limits)."""
+    if dtype.kind not in "iu" or dtype.itemsize >= 8 or not isinstance(expr, sympy.Basic) or expr.is_Integer \
+            and np.iinfo(dtype).min <= int(expr) <= np.iinfo(dtype).max:
+        return expr
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    if not expr.is_Integer:
+        inside = sympy.And(expr >= lo, expr <= hi)
+        if inside is sympy.true or env.solver.implies(inside).status == "proved":
+            return expr
+    return sympy.Mod(expr - lo, hi - lo + 1) + lo
 
 
 # A size expression with more operations than this is pinned to its example value (a recorded
@@ -314,6 +338,28 @@ def _require_live(env: Any, other: Any = None) -> None:
         "functools.lru_cache or a global dict in the model?); sizes are symbolic only while export "
         "traces the model: clear that cache (f.cache_clear()) and key it by plain ints computed "
         f"outside the model\n  at {user_source(3)}")
+
+
+def require_fits(sizes: list, dtype: np.dtype, what: str) -> None:
+    """Each size among ``sizes`` that numpy stores in the integer ``dtype`` must fit it: numpy
+    raises OverflowError for a Python int out of its range (NEP 50).  At the example that is
+    the model's own error (numpy's, at its line); at other sizes a requirement of the contract.
+
+    Raises:
+        CaptureError: a size does not fit at the example.
+    """
+    info = np.iinfo(dtype)
+    src = user_source(3)
+    for v in sizes:
+        if not isinstance(v, SymInt):
+            continue
+        example = int(v.env.hint(v.expr))
+        if not info.min <= example <= info.max:
+            raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
+                               f"{dtype}\n  at {src}")
+        v.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
+                    f"{what} of a size: numpy raises OverflowError for a value {dtype} cannot hold", src,
+                    cause="shape")
 
 
 class _SymNumber:
@@ -817,6 +863,12 @@ def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
     """
     if _numpy_type_of(left) is None and _numpy_type_of(right) is None:
         return out
+    for size, other in ((left, right), (right, left)):
+        typed = _numpy_type_of(other)
+        if isinstance(size, SymInt) and size.numpy_type is None and typed is not None and typed.kind in "iu":
+            # numpy 2 (NEP 50) converts a Python int operand to the other's integer type, and
+            # raises OverflowError when it does not fit
+            require_fits([size], typed, f"a size (a Python int) met with a numpy {typed} scalar")
     pyop = _PYOP.get(fn, fn)
     try:
         with np.errstate(all="ignore"):
@@ -832,9 +884,9 @@ def as_type_of(out: Any, eager: Any) -> Any:
         return out
     dtype = eager.dtype
     if not isinstance(out, _SymNumber):
-        return dtype.type(out)
+        return eager  # no size left in it: eager's own value (wrapped, if it overflowed)
     if dtype.kind in "iu" and isinstance(out, SymInt):
-        return SymInt(out.expr, out.env, dtype)
+        return wrap_int(out.expr, out.env, dtype)
     if dtype.kind == "f":
         if isinstance(out, SymFloat):
             return SymFloat(out.expr, out.env, out.exact, dtype)

@@ -1,0 +1,406 @@
+"""A second corpus of Python-level uses of sizes (stdlib, numpy scalars, shape tuples).
+
+Each model reads ``x.shape`` of a ``(6, 4)`` float32 example and uses a size the way model
+code does.  It is exported with named dims on both axes, then (when export succeeds) its
+program is run at sizes other than the example and compared with eager numpy: the same
+structure, Python/numpy type, dtype, shape and bit-identical values.
+
+- ``EXACT``: export with named dims succeeds and the program equals eager everywhere checked;
+- ``GUARDED``: export with named dims raises ``ConstraintViolationError`` naming this file's
+  line; with ``Dim.AUTO`` the program equals eager wherever it accepts an input and refuses
+  the others with ``ConstraintsExceededError``;
+- ``REFUSED``: export raises the given error type naming this file's line.
+
+``python tests/capture/test_size_uses_corpus.py`` prints how each case fares without asserting
+(works / proper error / raw error / wrong result), the numbers the test suite enforces.
+"""
+from __future__ import annotations
+
+import array
+import bisect
+import collections
+import datetime
+import decimal
+import fractions
+import functools
+import heapq
+import itertools
+import json
+import math
+import operator
+import os
+import pickle
+import statistics
+import struct
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+from tensorplay_export.errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError,
+                                      DataDependentError, EagerMismatchError, UnsupportedOpError)
+
+EXACT, GUARDED, REFUSED = "exact", "guarded", "refused"
+EXAMPLE = (6, 4)
+SIZES = [(1, 1), (2, 3), (3, 4), (5, 4), (6, 4), (7, 5), (8, 2), (12, 6), (17, 3), (31, 8), (64, 64)]
+PROPER = (ConstraintViolationError, CaptureError, UnsupportedOpError, DataDependentError, EagerMismatchError)
+THIS_FILE = "test_size_uses_corpus.py:"
+
+
+def named_spec():
+    return {"x": {0: Dim("n", min=1, max=64), 1: Dim("m", min=1, max=64)}}
+
+
+def auto_spec():
+    return {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
+
+
+def x_of(n, m):
+    return (np.arange(n * m, dtype=np.float32).reshape(n, m) - 3.0) / 4.0
+
+
+def _loop_accumulate(x):
+    acc = 0
+    for i in range(x.shape[1]):
+        acc += i * x.shape[0]
+    return x * acc
+
+
+def _enumerate_rows(x):
+    out = x * 0
+    for i, _ in enumerate(range(x.shape[0])):
+        out[i] = x[i] * i
+    return out
+
+
+def _unpack_shape(x):
+    n, m = x.shape
+    return x.reshape(m, n) * (n - m)
+
+
+def _star_unpack(x):
+    first, *rest = x.shape
+    return x * (first + len(rest))
+
+
+def _reduce_mul(x):
+    return x.reshape(functools.reduce(operator.mul, x.shape, 1))
+
+
+def _heap_smallest(x):
+    return x * heapq.nsmallest(1, x.shape)[0]
+
+
+def _bisect_bucket(x):
+    return x * bisect.bisect_left([2, 5, 9, 17], x.shape[0])
+
+
+def _while_halving(x):
+    n, steps = x.shape[0], 0
+    while n > 1:
+        n = n // 2
+        steps += 1
+    return x * steps
+
+
+def _list_of_sizes(x):
+    dims = [x.shape[0], x.shape[1], 2]
+    return np.zeros(dims[:2]) + dims[2]
+
+
+def _shape_dict(x):
+    meta = {"rows": x.shape[0], "cols": x.shape[1]}
+    return x * meta["rows"] - meta["cols"]
+
+
+def _statistics_mean(x):
+    return x * statistics.mean(x.shape)
+
+
+def _tuple_concat(x):
+    return np.zeros(x.shape[1:] + (2,) + x.shape[:1])
+
+
+def _pad_to_multiple(x, k=8):
+    pad = (-x.shape[0]) % k
+    return np.pad(x, ((0, pad), (0, 0)))
+
+
+def _heads(x, heads=2):
+    n, m = x.shape
+    return x.reshape(n, heads, m // heads).transpose(1, 0, 2) if m % heads == 0 else x[None]
+
+
+def _cumulative_offsets(x):
+    offsets = list(itertools.accumulate(x.shape))
+    return np.zeros(offsets[-1])
+
+
+def _log2_ceil(x):
+    return np.zeros(int(np.ceil(np.log2(x.shape[0] + 1))))
+
+
+def _warn_on_size(x):
+    if x.shape[0] > 1000:
+        warnings.warn(f"large batch {x.shape[0]}")
+    return x + 1
+
+
+# (id, model, expectation[, error type for REFUSED])
+CASES = [
+    # -- leftovers of earlier rounds ------------------------------------------------------------
+    ("json_dumps_size", lambda x: x * len(json.dumps({"n": x.shape[0]})), GUARDED),
+    ("json_dumps_shape", lambda x: x * len(json.dumps(list(x.shape))), GUARDED),
+    ("json_size_key", lambda x: x * len(json.dumps({x.shape[0]: 1})), GUARDED),
+    ("decimal_of_size", lambda x: x * float(decimal.Decimal(x.shape[0]) / 3), GUARDED),
+    ("pickle_round_trip", lambda x: x * pickle.loads(pickle.dumps(x.shape[0])), GUARDED),
+    ("pickle_bytes_length", lambda x: x * len(pickle.dumps(x.shape[0])), GUARDED),
+    ("pickle_shape_bytes", lambda x: x * len(pickle.dumps(x.shape)), GUARDED),
+    ("array_of_sqrt_and_int", lambda x: np.array([np.sqrt(x.shape[0]), 1]) * x[:2, :1], EXACT),
+    ("array_of_sqrt_and_float", lambda x: x[:1, :2] * np.array([1.5, np.sqrt(x.shape[1])]), EXACT),
+    ("array_of_half_size", lambda x: np.array([x.shape[0] / 2, 1]) + x[:1, :2], EXACT),
+    ("array_of_float32_size", lambda x: np.array([np.float32(x.shape[0]), 2]) + x[:1, :2], EXACT),
+    ("int8_times_size_wraps", lambda x: np.int8(2) * x.shape[0] * 10 + np.zeros(1), EXACT),
+    ("int8_size_plus_array", lambda x: x.astype(np.int8) + np.int8(30) * x.shape[1], EXACT),
+    ("to_bytes", lambda x: x * x.shape[0].to_bytes(2, "little")[0], GUARDED),
+    # -- math ---------------------------------------------------------------------------------
+    ("math_floor_div_float", lambda x: np.zeros(math.floor(x.shape[0] / 4) + 1), EXACT),
+    ("math_ceil_times_half", lambda x: np.zeros(math.ceil(x.shape[0] * 0.5)), EXACT),
+    ("math_trunc", lambda x: np.zeros(math.trunc(x.shape[0] / 3) + 1), EXACT),
+    ("math_log2", lambda x: x * math.log2(x.shape[0]), GUARDED),
+    ("math_exp_neg", lambda x: x * math.exp(-x.shape[1]), GUARDED),
+    ("math_lcm", lambda x: x * math.lcm(x.shape[1], 3), GUARDED),
+    ("math_isclose", lambda x: x * (2 if math.isclose(x.shape[0], 6) else 3), GUARDED),
+    ("math_fsum", lambda x: x * math.fsum(x.shape), GUARDED),
+    ("math_copysign", lambda x: x * math.copysign(x.shape[0], -1), GUARDED),
+    ("math_pi_times_size", lambda x: x * (math.pi * x.shape[0]), EXACT),
+    ("math_inf_min", lambda x: x * min(math.inf, x.shape[0]), GUARDED),
+    # -- builtins -------------------------------------------------------------------------------
+    ("round_half_size", lambda x: np.zeros(round(x.shape[0] / 2) + 1), EXACT),
+    ("round_float_digits", lambda x: x * round(x.shape[0] / 7, 2), GUARDED),
+    ("abs_negated", lambda x: np.zeros(abs(-x.shape[1])), EXACT),
+    ("min_int_float", lambda x: x * min(x.shape[0], 2.5), GUARDED),
+    ("max_three", lambda x: np.zeros(max(x.shape[0], x.shape[1], 5)), EXACT),
+    ("min_of_generator", lambda x: np.zeros(min(d for d in x.shape)), EXACT),
+    ("max_key_len", lambda x: np.zeros(max([x.shape[0], 3], key=lambda v: -v)), GUARDED),
+    ("sum_with_start", lambda x: np.zeros(sum(x.shape, 1)), EXACT),
+    ("sum_of_squares", lambda x: x * sum(d * d for d in x.shape), EXACT),
+    ("divmod_unpacked", lambda x: np.zeros(divmod(x.shape[0], 4)[0] + 1) + divmod(x.shape[0], 4)[1], EXACT),
+    ("pow_three_args", lambda x: np.zeros(pow(x.shape[0], 3, 5) + 1), EXACT),
+    ("int_of_float_size", lambda x: np.zeros(int(x.shape[0] / 2) + 1), GUARDED),
+    ("float_then_floor", lambda x: np.zeros(math.floor(float(x.shape[0]) / 3) + 1), EXACT),
+    ("bool_of_difference", lambda x: x * (2 if x.shape[0] - 6 else 3), GUARDED),
+    ("complex_of_size", lambda x: x * complex(x.shape[0]).real, GUARDED),
+    ("not_size", lambda x: x * (not x.shape[0]), EXACT),
+    ("bit_or", lambda x: x * (x.shape[0] | 1), GUARDED),
+    ("bit_and_mask", lambda x: np.zeros(x.shape[0] & 3), EXACT),
+    ("bit_xor", lambda x: x * (x.shape[0] ^ 2), GUARDED),
+    ("shift_left", lambda x: np.zeros(x.shape[1] << 1), EXACT),
+    ("shift_right", lambda x: np.zeros((x.shape[0] >> 1) + 1), EXACT),
+    ("invert_size", lambda x: np.zeros(~x.shape[0] + 100), EXACT),
+    ("chained_comparison_guard", lambda x: x * (2 if 2 < x.shape[0] <= 8 else 3), GUARDED),
+    ("comparison_as_float", lambda x: x * float(x.shape[0] > 3), EXACT),
+    ("comparison_sum", lambda x: x * sum(d > 3 for d in x.shape), EXACT),
+    ("list_times_size", lambda x: x * len([0] * x.shape[1]), GUARDED),
+    ("str_times_size", lambda x: x * len("ab" * x.shape[1]), GUARDED),
+    ("tuple_times_size", lambda x: np.zeros((2,) * (x.shape[1] % 3 + 1)), GUARDED),
+    ("range_len", lambda x: x * len(range(x.shape[0])), GUARDED),
+    ("range_step_slice", lambda x: x[list(range(0, x.shape[0], 2))], GUARDED),
+    ("range_last", lambda x: x * range(x.shape[0])[-1], GUARDED),
+    ("size_in_range", lambda x: x * (x.shape[0] in range(100)), GUARDED),
+    ("hash_in_dict_get", lambda x: x * {6: 2.0}.get(x.shape[0], 1.0), GUARDED),
+    ("size_as_list_index", lambda x: x * [1.0, 2.0, 3.0, 4.0, 5.0][x.shape[1] % 5], GUARDED),
+    ("size_slice_of_list", lambda x: x * len([1, 2, 3, 4, 5, 6, 7, 8][: x.shape[1]]), GUARDED),
+    # -- text -------------------------------------------------------------------------------------
+    ("fstring_in_name", lambda x: x * len(f"layer_{x.shape[0]}_{x.shape[1]}"), GUARDED),
+    ("format_method", lambda x: x * len("{}x{}".format(*x.shape)), GUARDED),
+    ("percent_tuple", lambda x: x * len("%dx%d" % x.shape), GUARDED),
+    ("str_zfill_by_size", lambda x: x * len("7".zfill(x.shape[1])), GUARDED),
+    ("warn_not_taken", _warn_on_size, EXACT),
+    # -- stdlib ----------------------------------------------------------------------------------------
+    ("reduce_mul_shape", _reduce_mul, EXACT),
+    ("heapq_smallest", _heap_smallest, GUARDED),
+    ("bisect_bucket", _bisect_bucket, GUARDED),
+    ("itertools_accumulate", _cumulative_offsets, EXACT),
+    ("itertools_repeat_count", lambda x: x * len(list(itertools.repeat(1, x.shape[1]))), GUARDED),
+    ("itertools_islice", lambda x: x * sum(itertools.islice(itertools.count(), x.shape[1])), GUARDED),
+    ("struct_pack_shape", lambda x: x * struct.unpack("2i", struct.pack("2i", *x.shape))[0], GUARDED),
+    ("array_module", lambda x: x * array.array("i", x.shape)[0], GUARDED),
+    ("statistics_mean", _statistics_mean, GUARDED),
+    ("fraction_limit", lambda x: x * float(fractions.Fraction(x.shape[0], 3)), GUARDED),
+    ("timedelta_of_size", lambda x: x * datetime.timedelta(seconds=x.shape[0]).total_seconds(), GUARDED),
+    ("namedtuple_of_sizes", lambda x: np.zeros(collections.namedtuple("S", "a b")(*x.shape).b), EXACT),
+    ("sys_getsizeof", lambda x: x + 0 * sys.getsizeof(x.shape[0]), GUARDED),
+    ("operator_mod_sub", lambda x: np.zeros(operator.sub(x.shape[0], operator.mod(x.shape[0], 4)) + 1), EXACT),
+    ("operator_truediv_floor", lambda x: np.zeros(math.floor(operator.truediv(x.shape[0], 2))), EXACT),
+    ("operator_itemgetter", lambda x: np.zeros(operator.itemgetter(1)(x.shape)), EXACT),
+    ("while_halving", _while_halving, GUARDED),
+    ("loop_accumulate", _loop_accumulate, GUARDED),
+    ("enumerate_range", _enumerate_rows, GUARDED),
+    # -- numpy scalars -------------------------------------------------------------------------------
+    ("np_int64_floordiv", lambda x: np.zeros(np.int64(x.shape[0]) // 2), EXACT),
+    ("np_int32_times_float", lambda x: x * (np.int32(x.shape[0]) * 0.5), EXACT),
+    ("np_float32_div_size", lambda x: x * (np.float32(1.0) / x.shape[0]), EXACT),
+    ("np_float64_size", lambda x: x + np.float64(x.shape[1]), EXACT),
+    ("np_uint8_size", lambda x: x.astype(np.uint8) + np.uint8(x.shape[1]), EXACT),
+    ("np_sqrt_times_array", lambda x: x / np.sqrt(x.shape[1]), EXACT),
+    ("np_ceil_half", lambda x: x * np.ceil(x.shape[0] / 2), EXACT),
+    ("np_floor_half_as_size", lambda x: np.zeros(int(np.floor(x.shape[0] / 2))), GUARDED),
+    ("np_log2_size", lambda x: x * np.log2(x.shape[0]), EXACT),
+    ("np_log2_ceil_int", _log2_ceil, GUARDED),
+    ("np_exp_size", lambda x: x * np.exp(-x.shape[1] / 8), EXACT),
+    ("np_arange_size", lambda x: x * np.arange(x.shape[1]), EXACT),
+    ("np_arange_float_stop", lambda x: np.arange(x.shape[0] / 2), EXACT),
+    ("np_linspace_size", lambda x: x * np.linspace(0, 1, x.shape[1]), EXACT),
+    ("np_linspace_stop_size", lambda x: np.linspace(0, x.shape[0], 5), EXACT),
+    ("np_prod_shape_scalar", lambda x: x * np.prod(x.shape), EXACT),
+    ("np_prod_dtype_float", lambda x: x * np.prod(x.shape, dtype=np.float64), EXACT),
+    ("np_sum_shape", lambda x: x * np.sum(x.shape), EXACT),
+    ("np_max_shape", lambda x: np.zeros(np.max(x.shape)), EXACT),
+    ("np_mean_shape", lambda x: x * np.mean(x.shape), EXACT),
+    ("np_cumprod_shape", lambda x: x * np.cumprod(x.shape)[-1], EXACT),
+    ("np_array_shape_dtype", lambda x: np.array(x.shape, dtype=np.float32) * 2, EXACT),
+    ("np_full_float_of_size", lambda x: np.full(x.shape, float(x.shape[0])), EXACT),
+    ("np_int64_as_dtype_conv", lambda x: x.astype(np.float64) * np.int64(x.shape[0]).astype(np.float32), EXACT),
+    ("np_isclose_sizes", lambda x: x * np.isclose(x.shape[0], 6), EXACT),
+    ("np_power_of_size", lambda x: x * np.power(2.0, x.shape[1]), EXACT),
+    ("np_float32_sqrt_size", lambda x: x * np.sqrt(np.float32(x.shape[0])), EXACT),
+    ("np_int_size_division", lambda x: x * (np.int64(x.shape[0]) / np.int64(x.shape[1])), EXACT),
+    # -- shape tuples ------------------------------------------------------------------------------------
+    ("shape_tail", lambda x: np.zeros(x.shape[1:]), EXACT),
+    ("shape_reversed", lambda x: np.zeros(tuple(reversed(x.shape))), EXACT),
+    ("shape_equal_other", lambda x: x * (2 if x.shape == x.T.T.shape else 3), EXACT),
+    ("shape_not_equal", lambda x: x * (2 if x.shape != (6, 4) else 3), GUARDED),
+    ("shape_unpack", _unpack_shape, EXACT),
+    ("shape_star_unpack", _star_unpack, EXACT),
+    ("shape_concat", _tuple_concat, EXACT),
+    ("shape_list", _list_of_sizes, EXACT),
+    ("shape_dict_values", _shape_dict, EXACT),
+    ("ndim_arith", lambda x: x * x.ndim + len(x.shape), EXACT),
+    ("size_attr_div", lambda x: x / x.size, EXACT),
+    ("shape_index_neg", lambda x: np.zeros(x.shape[-1]), EXACT),
+    ("shape_max_len", lambda x: x * max(len(x), x.shape[1]), EXACT),
+    ("pad_to_multiple", _pad_to_multiple, EXACT),
+    ("heads_split", _heads, GUARDED),
+    ("tuple_compare_less", lambda x: x * (2 if x.shape < (7, 0) else 3), GUARDED),
+]
+
+
+def _same(got, want, where):
+    """``got`` is ``want``: structure, Python/numpy type, dtype, shape and bit-identical values."""
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{where}[{i}]")
+        return
+    if isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), (where, type(got))
+    elif isinstance(want, np.generic):
+        assert isinstance(got, (np.generic, np.ndarray)) and np.ndim(got) == 0, (where, type(got))
+    else:
+        assert type(got) is type(want), (where, type(got), type(want))
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (where, g.dtype, w.dtype, g.shape, w.shape)
+    np.testing.assert_array_equal(g, w, err_msg=str(where), strict=True)
+
+
+def _eager(fn, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return fn(x), None
+        except (ValueError, IndexError, TypeError, ZeroDivisionError, OverflowError) as err:
+            return None, err
+
+
+def _check_program(fn, ep, guarded):
+    """The program equals eager at every size of SIZES it accepts; returns the sizes it refused."""
+    mod = ep.module()
+    refused = []
+    for n, m in SIZES:
+        want, err = _eager(fn, x_of(n, m))
+        if err is not None:
+            with pytest.raises(Exception):
+                mod(x_of(n, m))
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got = mod(x_of(n, m))
+        except ConstraintsExceededError:
+            assert guarded, f"an exact program refused ({n}, {m})"
+            refused.append((n, m))
+            continue
+        _same(got, want, (n, m))
+    assert EXAMPLE not in refused
+    return refused
+
+
+def _export(fn, spec):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tpe.export(fn, x_of(*EXAMPLE), dynamic_shapes=spec)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_size_use(case):
+    name, fn, expect = case[:3]
+    if expect == REFUSED:
+        with pytest.raises(case[3]) as info:
+            _export(fn, named_spec())
+        assert THIS_FILE in str(info.value), str(info.value)
+        return
+    if expect == EXACT:
+        ep = _export(fn, named_spec())
+        assert _check_program(fn, ep, guarded=False) == []
+        return
+    with pytest.raises(ConstraintViolationError) as info:
+        _export(fn, named_spec())
+    assert THIS_FILE in str(info.value), str(info.value)
+    ep = _export(fn, auto_spec())
+    refused = _check_program(fn, ep, guarded=True)
+    assert refused, "a guarded case whose AUTO program accepts every size: it should be EXACT"
+
+
+def test_corpus_is_large_enough():
+    assert len(CASES) >= 60 and len({c[0] for c in CASES}) == len(CASES)
+
+
+def classify(case) -> tuple[str, str]:
+    """("works" | "proper error" | "raw error" | "wrong result", detail) for one case, asserting nothing."""
+    name, fn, expect = case[:3]
+    try:
+        ep = _export(fn, named_spec())
+        spec_used = "named"
+    except ConstraintViolationError as err:
+        if os.path.basename(fn.__code__.co_filename) + ":" not in str(err):
+            return "proper error", "CVE without the model's line"
+        try:
+            ep = _export(fn, auto_spec())
+            spec_used = "auto"
+        except PROPER as err2:
+            return "proper error", f"AUTO: {type(err2).__name__}: {str(err2).splitlines()[0][:100]}"
+        except Exception as err2:  # noqa: BLE001
+            return "raw error", f"AUTO: {type(err2).__name__}: {err2}"
+    except PROPER as err:
+        return "proper error", f"{type(err).__name__}: {str(err).splitlines()[0][:120]}"
+    except Exception as err:  # noqa: BLE001
+        return "raw error", f"{type(err).__name__}: {str(err)[:160]}"
+    try:
+        _check_program(fn, ep, guarded=spec_used == "auto")
+    except BaseException as err:  # noqa: BLE001
+        return "wrong result", f"{spec_used}: {type(err).__name__}: {str(err)[:200]}"
+    return "works", spec_used
+
+
+if __name__ == "__main__":
+    counts: collections.Counter = collections.Counter()
+    for case in CASES:
+        kind, detail = classify(case)
+        counts[kind] += 1
+        if kind != "works" or "-v" in sys.argv:
+            print(f"{case[0]:32s} {kind:13s} {detail}")
+    print(dict(counts), "of", len(CASES))
