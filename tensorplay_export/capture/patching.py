@@ -37,14 +37,18 @@ import sympy
 
 from ..errors import CaptureError
 from .frames import is_library_file, is_user_function, user_source
-from .symbolic import (PRINTING, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
+from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
                        sym_sqrt)
 from ..ops.registry import get_op
+from .stdlib import stdlib_view
 from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
             "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "prod",
+            # reductions model code applies to x.shape (a tuple of sizes numpy cannot dispatch on)
+            "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort", "argsort",
+            "argmax", "argmin",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
             "hanning", "hamming", "blackman", "bartlett", "kaiser",
@@ -145,6 +149,12 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return cast(tracer.call(get_op("tpe.shape_array"), tuple(fitting(flat)), {}))
         if isinstance(data, (list, tuple)) and data and all(_is_traced(v) for v in data):
             return cast(tracer.call(get_op("numpy.stack"), (list(data),), {}))
+        if isinstance(data, (SymFloat, SymBool)):
+            return cast(_stacked(tracer, data))  # np.array(n / m): a 0-d float64 (never an object array)
+        if isinstance(data, (list, tuple)) and _holds_symbolic(data):
+            # [np.sqrt(n), 1], [n / 2, 1.5], [[n, 0], [0, m]]: each element a 0-d value, stacked
+            fitting([v for v in _leaves(data) if isinstance(v, SymInt)])
+            return cast(_stacked(tracer, data))
         value = original(*args, **kwargs)
         if isinstance(value, np.ndarray):
             return tracer.lift_constant("c_array", value)
@@ -154,18 +164,16 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         # with __index__; here it is a data-dependent size, as an int .item() is
         args = tuple(_as_size(v) for v in args)
         kwargs = {k: _as_size(v) for k, v in kwargs.items()}
-    if name == "prod":
+    if name in _OF_SIZES:
         data = args[0] if args else kwargs.get("a")
         flat = _flat_scalars(data)
-        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"}:
-            # np.prod(x.shape): a size (np.int64, as eager's), usable in shapes and indexing
-            out: Any = np.int64(1)
-            for v in flat:
-                out = out * v
-            return out
+        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"} and name in _SIZE_FOLDS:
+            # np.prod(x.shape), np.max(x.shape): a size (np.int64, as eager's), usable in shapes
+            return _SIZE_FOLDS[name](flat)
         if flat is not None:
             vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
-            return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
+            rest = {k: v for k, v in kwargs.items() if k != "a"}
+            return tracer.call(get_op(f"numpy.{name}"), (vec, *args[1:]), rest)
         return original(*args, **kwargs)
     if name == "linspace":
         retstep = args[4] if len(args) > 4 else kwargs.pop("retstep", False)
@@ -175,12 +183,70 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
 
 
+def _fold(flat: list, step: Callable, start: Any) -> Any:
+    out = start
+    for v in flat:
+        out = step(out, v)
+    return out
+
+
+# numpy reductions of x.shape (and of the first argument only) that numpy itself would reach
+# through a plain int64 array: np.prod(x.shape) and friends of a bare tuple of sizes are sizes
+# (an np.int64, as eager's), others (np.cumsum(x.shape), np.mean(x.shape)) the op on tpe.shape_array
+_OF_SIZES = frozenset({"prod", "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort",
+                       "argsort", "argmax", "argmin"})
+_SIZE_FOLDS: dict = {
+    "prod": lambda flat: _fold(flat, lambda a, b: a * b, np.int64(1)),
+    "sum": lambda flat: _fold(flat, lambda a, b: a + b, np.int64(0)),
+    "max": lambda flat: _as_int64(sym_max(*flat)),
+    "min": lambda flat: _as_int64(sym_min(*flat)),
+}
+
+
+def _as_int64(value: Any) -> Any:
+    return SymInt(value.expr, value.env, np.int64) if isinstance(value, SymInt) else np.int64(value)
+_SIZE_FOLDS["amax"], _SIZE_FOLDS["amin"] = _SIZE_FOLDS["max"], _SIZE_FOLDS["min"]
+
+
+def _holds_symbolic(data: Any) -> bool:
+    return any(isinstance(v, (SymInt, SymFloat, SymBool, TracedArray)) for v in _leaves(data))
+
+
+def _leaves(data: Any) -> list:
+    if isinstance(data, (list, tuple)):
+        return [leaf for v in data for leaf in _leaves(v)]
+    return [data]
+
+
+def _stacked(tracer: Any, data: Any) -> Any:
+    """``np.array(data)`` of a (nested) list holding sizes or traced arrays, as traced ops.
+
+    numpy's array coercion gives the promotion of each element's own dtype (a Python int is
+    int64 there, a float float64, ``np.float32(n)`` float32): each element becomes that 0-d
+    value (a size through ``tpe.size_scalar``, a plain number a constant) and ``np.stack``
+    promotes them the same way.  Ragged nesting fails in stack as in numpy.
+    """
+    if isinstance(data, (list, tuple)):
+        return tracer.call(get_op("numpy.stack"), ([_stacked(tracer, v) for v in data],), {})
+    if isinstance(data, TracedArray):
+        return data
+    if isinstance(data, SymBool):
+        return tracer.call(get_op("tpe.size_scalar"), (data.as_int(), np.dtype(bool)), {})
+    if isinstance(data, (SymInt, SymFloat)):
+        dtype = data.numpy_type or np.dtype(np.int64 if isinstance(data, SymInt) else np.float64)
+        return tracer.call(get_op("tpe.size_scalar"), (type(data)(data.expr, data.env), dtype), {})
+    return tracer.lift_constant("c_array", np.asarray(data))
+
+
 def _as_size(value: Any) -> Any:
     """A one-element int traced array as the data-dependent size it stands for (``item_size``);
     tuples and lists of sizes elementwise; anything else as it is."""
     if isinstance(value, TracedArray):
         if value.dtype.kind in "iu" and all(type(d) is int for d in value._shape) and value.size == 1:
             return value._read("item", "uses as a size the value")
+        if value.dtype.kind in "iu" and value.ndim == 1 and type(value._shape[0]) is int:
+            # np.zeros(np.array(x.shape) // 2): the values as a shape (sizes, when computed from sizes)
+            return tuple(_as_size(value[i]) for i in range(value._shape[0]))
         return value
     if type(value) in (tuple, list):
         return type(value)(_as_size(v) for v in value)
@@ -449,7 +515,9 @@ def sym_len(value: Any) -> Any:
 def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     """``__import__`` for cloned functions: ``import math`` inside the model gets the symbolic view."""
     module = builtins.__import__(name, globals, locals, fromlist, level)
-    return _MATH if module is math else _NUMPY if module is np else module
+    if module is math or module is np:
+        return _MATH if module is math else _NUMPY
+    return stdlib_view(module) or module
 
 
 def _capture_builtins(real: Any) -> dict:
@@ -531,6 +599,11 @@ class _ScalarTypeView(type):
                 if kind in "iu":
                     require_fits([value], np.dtype(real), f"np.{real.__name__}()")
                 return as_type_of(value, real(value.example()))
+            tracer = CURRENT.get()
+            if isinstance(value, TracedArray) and tracer is not None and not tracer.in_impl:
+                # np.float32(np.sqrt(n)), np.int64(a.sum()): numpy casts the array (a scalar of a
+                # 0-d one); here its cast, a 0-d traced value computed at run time
+                return tracer.call(get_op("numpy.ndarray.astype"), (value, np.dtype(real)), {})
         return real(*args, **kwargs)
 
     def __instancecheck__(cls, obj: Any) -> bool:
@@ -583,6 +656,9 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _SCALAR_VIEWS[value]
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
+    pinning = stdlib_view(value)  # json, pickle, decimal, ...: sizes given to them are pinned
+    if pinning is not None:
+        return pinning
     orig_name = _BY_ORIGINAL.get(id(value))
     if orig_name is not None and value is _ORIGINALS[orig_name]:
         return _WRAPPERS[orig_name]

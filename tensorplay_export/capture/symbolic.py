@@ -58,6 +58,7 @@ from __future__ import annotations
 import builtins
 import contextvars
 import math
+import numbers
 import operator
 from typing import Any, Callable
 
@@ -458,8 +459,19 @@ class _SymNumber:
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _RELATIONS[rel], False)
         return wrap_bool(rel(self.expr, o), self.env)
+
+    def _with_other_number(self, other: Any, pyop: Callable, reflected: bool) -> Any:
+        """``pyop(self, other)`` for a number without a size form (complex, ``decimal.Decimal``):
+        Python's own operation on the example's value, the size pinned; NotImplemented for
+        anything that is not a number (arrays and the rest decide by their own methods)."""
+        if not isinstance(other, numbers.Number) or isinstance(other, (_SymNumber, SymBool)):
+            return NotImplemented
+        name = type(other).__name__
+        value = self._typed(self.env.specialize(
+            self.expr, f"met a {name} number (a size has no symbolic form with {name} numbers)", user_source(3)))
+        return pyop(other, value) if reflected else pyop(value, other)
 
     def __eq__(self, o):
         if o is self:
@@ -582,7 +594,7 @@ class SymInt(_SymNumber):
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
         a, b = (o, self.expr) if reflected else (self.expr, o)
         out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
@@ -796,6 +808,8 @@ def _has_float(expr: Any) -> bool:
 
 # the Python operator each arithmetic rule computes (what eager code runs on its values)
 _PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+_RELATIONS: dict = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
+                    sympy.Gt: operator.gt, sympy.Ge: operator.ge}
 # numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
 _UFUNC_DUNDERS = {
     "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
@@ -822,6 +836,10 @@ def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
     elif len(inputs) == 2 and name in ("maximum", "minimum") and all(
             isinstance(v, SymInt) or _is_int_like(v) for v in inputs):
         out = (sym_max if name == "maximum" else sym_min)(*inputs)
+    elif name in ("power", "float_power") and len(inputs) == 2 and isinstance(inputs[1], _SymNumber):
+        # np.power(2.0, n): a size exponent has no size form (`**` pins it); the traced op
+        # computes numpy's own power at run time
+        return NotImplemented
     elif len(inputs) == 2 and (name in _UFUNC_DUNDERS or name in _UFUNC_COMPARE):
         # the size's own method (a numpy scalar's would call this ufunc again); a comparison
         # gives a SymBool, whose bool() guards as for n < 3
@@ -933,7 +951,7 @@ class SymFloat(_SymNumber):
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
         out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
@@ -1168,6 +1186,8 @@ class _FloatType(type):
         return getattr(float, name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymBool):
+            args = (args[0].as_int(),)  # float(n > 3): 1.0 where it holds, computed at run time
         if len(args) == 1 and not kwargs and isinstance(args[0], (SymInt, SymFloat)):
             value = args[0]
             # 1.0*s keeps the value a float in printed code (an int array times it promotes as eager does)
