@@ -560,7 +560,9 @@ class _SymbolicMath:
 # pinned with the function's name as the reason (not the bare "converted with float()")
 _PINNING_MATH = frozenset({"log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "pow", "sin", "cos",
                            "tan", "tanh", "atan", "atan2", "erf", "erfc", "gamma", "lgamma", "cbrt",
-                           "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
+                           "isqrt", "factorial", "comb", "perm", "gcd", "lcm", "ldexp", "fmod", "modf",
+                           "frexp", "remainder", "fsum", "isclose", "dist", "nextafter", "ulp", "copysign",
+                           "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "degrees", "radians"})
 
 
 def _named_pin(name: str, fn: Callable) -> Callable:

@@ -114,9 +114,9 @@ def wrapped(expr: Any, env: Any, dtype: np.dtype) -> Any:
     ``12``, with a RuntimeWarning), or ``expr`` itself when the ranges keep it inside.
 
     Each operation on a typed size wraps its own result, as numpy's does; wrapping is exact
-    for ``+ - *`` chains and shifts.  64-bit types are left as they are (sizes are far from
-    their limits)."""
-    if dtype.kind not in "iu" or dtype.itemsize >= 8 or not isinstance(expr, sympy.Basic) or expr.is_Integer \
+    for ``+ - *`` chains and shifts.  ``int64`` is left as it is (sizes are far from its
+    limits; ``uint64`` wraps below zero)."""
+    if dtype.kind not in "iu" or dtype == np.int64 or not isinstance(expr, sympy.Basic) or expr.is_Integer \
             and np.iinfo(dtype).min <= int(expr) <= np.iinfo(dtype).max:
         return expr
     info = np.iinfo(dtype)
@@ -595,6 +595,10 @@ class SymInt(_SymNumber):
         o = to_expr(other)
         if o is NotImplemented:
             return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
+        if _rounded_narrow_float(self) or _rounded_narrow_float(other):
+            out = _narrow_float_op(self, other, fn, reflected)
+            if out is not NotImplemented:
+                return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
         out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
@@ -716,7 +720,13 @@ class SymInt(_SymNumber):
         o = _constant_exponent(o)
         if mod is not None:
             if not (_is_int_like(o) and int(o) >= 0 and (_is_int_like(mod) or isinstance(mod, SymInt))):
-                return NotImplemented  # Python's own TypeError/ValueError, as eager
+                # pow(n, -1, 7) (a modular inverse) has no size form: Python's own pow on the
+                # example's values (its TypeError/ValueError for other operands, as eager)
+                value = self._typed(self.env.specialize(self.expr, "pow() with a modulus and a negative "
+                                                        "exponent (no symbolic form)", user_source(2)))
+                if isinstance(mod, SymInt):
+                    mod = mod._typed(mod.env.specialize(mod.expr, "modulus of pow()", user_source(2)))
+                return pow(value, o, mod)
             return self._op(o, operator.pow) % mod  # pow(n, k, m) == n**k % m for k >= 0
         if _is_int_like(o) and int(o) >= 0:
             return self._op(o, operator.pow)
@@ -790,6 +800,27 @@ class SymInt(_SymNumber):
         return np.asarray(self.__index__(), dtype=dtype)
 
 
+def _rounded_narrow_float(value: Any) -> bool:
+    """Whether ``value`` is a float16/float32 size that eager holds rounded to its type
+    (``np.float32(n) / 3``): the float64 expression is not that value, so arithmetic on it
+    would round once where eager rounds at every step.  ``np.float32(n)`` itself is exact."""
+    if not isinstance(value, SymFloat) or value.numpy_type is None or value.numpy_type.kind != "f" \
+            or value.numpy_type.itemsize >= 8:
+        return False
+    return value.exact is None or sympy.fraction(sympy.together(value.exact))[1] != 1
+
+
+def _narrow_float_op(left: Any, right: Any, fn: Callable, reflected: bool) -> Any:
+    """``fn`` of a rounded float16/float32 size as numpy's ufunc, a traced 0-d value computed at
+    run time (numpy rounds each step to the type, as eager), or NotImplemented."""
+    ufunc = _FN_UFUNC.get(fn)
+    tracer = getattr(left.env, "tracer", None)
+    if ufunc is None or tracer is None:
+        return NotImplemented
+    a, b = (right, left) if reflected else (left, right)
+    return tracer.sym_ufunc(ufunc, "__call__", (a, b), {})
+
+
 def _called_by_array_iter() -> bool:
     """Whether the Python frame asking for ``__index__`` is a traced array's ``__iter__``
     (``for v in x`` calls ``range(x.shape[0])`` there), so the reason can say "iterating"."""
@@ -808,6 +839,8 @@ def _has_float(expr: Any) -> bool:
 
 # the Python operator each arithmetic rule computes (what eager code runs on its values)
 _PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+_FN_UFUNC: dict = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply, _truediv: np.true_divide,
+                   _floordiv: np.floor_divide, sympy.Mod: np.remainder, operator.pow: np.power}
 _RELATIONS: dict = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
                     sympy.Gt: operator.gt, sympy.Ge: operator.ge}
 # numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
@@ -952,6 +985,10 @@ class SymFloat(_SymNumber):
         o = to_expr(other)
         if o is NotImplemented:
             return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
+        if _rounded_narrow_float(self) or _rounded_narrow_float(other):
+            out = _narrow_float_op(self, other, fn, reflected)
+            if out is not NotImplemented:
+                return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
         out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
