@@ -1024,7 +1024,11 @@ class SymFloat(_SymNumber):
     def hex(self) -> str: return float(self._pinned("converted with float.hex()")).hex()
     def as_integer_ratio(self) -> tuple:
         return float(self._pinned("converted with as_integer_ratio()")).as_integer_ratio()
-    def is_integer(self) -> bool: return float(self._pinned("tested with is_integer()")).is_integer()
+    def is_integer(self) -> bool:
+        if self.exact is not None and sympy.fraction(sympy.together(self.exact))[1] == 1 \
+                and not _rounded_narrow_float(self):
+            return True  # float(n), np.float64(2 * n): an integer at every size
+        return float(self._pinned("tested with is_integer()")).is_integer()
     def conjugate(self): return self
 
     @property

@@ -23,6 +23,7 @@ import datetime
 import decimal
 import fractions
 import functools
+import hashlib
 import heapq
 import itertools
 import json
@@ -34,6 +35,8 @@ import statistics
 import struct
 import sys
 import warnings
+from decimal import Decimal
+from json import dumps as json_dumps
 
 import numpy as np
 import pytest
@@ -45,7 +48,7 @@ from tensorplay_export.errors import (CaptureError, ConstraintsExceededError, Co
 
 EXACT, GUARDED, REFUSED = "exact", "guarded", "refused"
 EXAMPLE = (6, 4)
-SIZES = [(1, 1), (2, 3), (3, 4), (5, 4), (6, 4), (7, 5), (8, 2), (12, 6), (17, 3), (31, 8), (64, 64)]
+SIZES = [(1, 1), (2, 3), (3, 4), (4, 4), (5, 4), (6, 4), (7, 5), (8, 2), (12, 6), (17, 3), (31, 8), (64, 64)]
 PROPER = (ConstraintViolationError, CaptureError, UnsupportedOpError, DataDependentError, EagerMismatchError)
 THIS_FILE = "test_size_uses_stdlib_corpus.py:"
 
@@ -143,6 +146,27 @@ def _log2_ceil(x):
     return np.zeros(int(np.ceil(np.log2(x.shape[0] + 1))))
 
 
+def _local_json(x):
+    import json as js
+
+    return x * len(js.dumps({"rows": x.shape[0]}))
+
+
+def _local_from_import(x):
+    from statistics import median
+
+    return x * median(x.shape)
+
+
+def _type_assert(x):
+    assert type(x.shape[0]) is int
+    return x * 2
+
+
+def _deque_maxlen(x):
+    return x * collections.deque([1, 2, 3], maxlen=x.shape[0]).maxlen
+
+
 def _warn_on_size(x):
     if x.shape[0] > 1000:
         warnings.warn(f"large batch {x.shape[0]}")
@@ -166,6 +190,16 @@ CASES = [
     ("int8_times_size_wraps", lambda x: np.int8(2) * x.shape[0] * 10 + np.zeros(1), EXACT),
     ("int8_size_plus_array", lambda x: x.astype(np.int8) + np.int8(30) * x.shape[1], EXACT),
     ("to_bytes", lambda x: x * x.shape[0].to_bytes(2, "little")[0], GUARDED),
+    ("json_from_import", lambda x: x * len(json_dumps([x.shape[1]])), GUARDED),
+    ("decimal_from_import", lambda x: x * float(Decimal(x.shape[1]).sqrt()), GUARDED),
+    ("decimal_isinstance", lambda x: x * isinstance(Decimal(x.shape[1]), Decimal), GUARDED),
+    ("json_local_import", _local_json, GUARDED),
+    ("statistics_local_from_import", _local_from_import, GUARDED),
+    ("decimal_operand", lambda x: x * float(Decimal(2) * x.shape[0]), GUARDED),
+    ("complex_operand", lambda x: x * (x.shape[0] * 1j).imag, GUARDED),
+    # raw errors of code that needs a plain int, where eager runs: a clear error naming the line
+    ("type_is_int_assert", _type_assert, REFUSED, AssertionError),
+    ("deque_maxlen", _deque_maxlen, REFUSED, TypeError),
     # -- math ---------------------------------------------------------------------------------
     ("math_floor_div_float", lambda x: np.zeros(math.floor(x.shape[0] / 4) + 1), EXACT),
     ("math_ceil_times_half", lambda x: np.zeros(math.ceil(x.shape[0] * 0.5)), EXACT),
@@ -286,6 +320,183 @@ CASES = [
     ("pad_to_multiple", _pad_to_multiple, EXACT),
     ("heads_split", _heads, GUARDED),
     ("tuple_compare_less", lambda x: x * (2 if x.shape < (7, 0) else 3), GUARDED),
+    # -- model idioms: scales, masks, typed scalars, shapes as data, outputs ---------------------------
+    ("attn_scale_math", lambda x: x * (1 / math.sqrt(x.shape[-1])), EXACT),
+    ("attn_scale_f32", lambda x: x / np.float32(np.sqrt(x.shape[-1])), EXACT),
+    ("attn_scale_sqrt_f32", lambda x: x / np.sqrt(np.float32(x.shape[-1])), EXACT),
+    ("posenc", lambda x: np.arange(x.shape[0])[:, None] / 10000 ** (np.arange(0, x.shape[1], 2) / x.shape[1]), EXACT),
+    ("causal", lambda x: np.triu(np.ones((x.shape[0], x.shape[0])), k=1), EXACT),
+    ("unbiased", lambda x: x.var(axis=0) * x.shape[0] / (x.shape[0] - 1), EXACT),
+    ("f32_recip", lambda x: x * np.float32(1.0 / x.shape[0]), EXACT),
+    ("sum_over_size", lambda x: x.sum() / x.size, EXACT),
+    ("int_np_prod", lambda x: x.reshape(x.shape[0], int(np.prod(x.shape[1:]))), GUARDED),
+    ("nested_list_sizes", lambda x: np.array([[x.shape[0], 0], [0, x.shape[1]]]) * 1.0, EXACT),
+    ("array_div_sizes", lambda x: x * np.array(x.shape[0] / x.shape[1]), EXACT),
+    ("asarray_list_f32", lambda x: x[:1] * np.asarray([x.shape[0]], dtype=np.float32), EXACT),
+    ("float16_size", lambda x: x.astype(np.float16) * np.float16(x.shape[0]), EXACT),
+    ("np_clip_size", lambda x: x * np.clip(x.shape[0], 1, 4), EXACT),
+    ("np_round_third", lambda x: x * np.round(x.shape[0] / 3), EXACT),
+    ("np_multiply_half", lambda x: x * np.multiply(x.shape[0], 0.5), EXACT),
+    ("f32_div_f32", lambda x: x * (np.float32(x.shape[0]) / np.float32(x.shape[1])), EXACT),
+    ("np_hypot", lambda x: x * np.hypot(x.shape[0], x.shape[1]), EXACT),
+    ("array_prod_method", lambda x: x * np.array(x.shape).prod(), EXACT),
+    ("linspace_f32", lambda x: np.linspace(0, 1, x.shape[0], dtype=np.float32), EXACT),
+    ("arange_f32", lambda x: np.arange(x.shape[0], dtype=np.float32) / x.shape[0], EXACT),
+    ("arange_over_n", lambda x: np.arange(1, x.shape[0] + 1) / x.shape[0], EXACT),
+    ("logspace", lambda x: np.logspace(0, 1, x.shape[1]), EXACT),
+    ("ones_over_n", lambda x: np.ones(x.shape[0]) / x.shape[0], EXACT),
+    ("zeros_like_plus", lambda x: np.zeros_like(x) + x.shape[0], EXACT),
+    ("empty_rows", lambda x: np.empty((0, x.shape[1])), EXACT),
+    ("ceil_div_neg", lambda x: np.zeros(-(-x.shape[0] // 4)), EXACT),
+    ("round_up4", lambda x: np.zeros((x.shape[0] + 3) // 4 * 4), EXACT),
+    ("max1_div8", lambda x: np.zeros(max(1, x.shape[0] // 8)), EXACT),
+    ("size_div_size", lambda x: np.zeros(x.shape[0] // x.shape[1] + 1), EXACT),
+    ("size_mod_size", lambda x: np.zeros(x.shape[0] % x.shape[1] + 1), EXACT),
+    ("shape_index", lambda x: x * x.shape.index(4), GUARDED),
+    ("shape_count", lambda x: x * x.shape.count(4), GUARDED),
+    ("in_shape", lambda x: x * (4 in x.shape), GUARDED),
+    ("dict_zip", lambda x: np.zeros(dict(zip("nm", x.shape))["n"]), EXACT),
+    ("sorted_rev", lambda x: np.zeros(sorted(x.shape, reverse=True)), GUARDED),
+    ("map_lambda", lambda x: np.zeros(tuple(map(lambda d: d * 2, x.shape))), EXACT),
+    ("argsort_shape", lambda x: x * np.argsort(x.shape)[0], EXACT),
+    ("array_shape_half", lambda x: np.array(x.shape) // 2 + x[:2, 0], GUARDED),
+    ("zeros_of_array_shape", lambda x: np.zeros(np.array(x.shape) // 2), EXACT),
+    ("tuple_of_array", lambda x: np.zeros(tuple(np.array(x.shape) // 2)), EXACT),
+    ("assert_even", lambda x: (x.shape[0] % 2 == 0 or None) and x, GUARDED),
+    ("and_chain", lambda x: x * (x.shape[0] > 0 and x.shape[1] > 0), EXACT),
+    ("ternary_cap", lambda x: np.zeros(x.shape[0] if x.shape[0] < 10 else 10), GUARDED),
+    ("str_shape", lambda x: x * len(str(x.shape)), GUARDED),
+    ("fmt_width", lambda x: x * len(f"{x.shape[0]:>5}"), GUARDED),
+    ("percent_s_tuple", lambda x: x * len("%s" % (x.shape,)), GUARDED),
+    ("size_times_ones", lambda x: x.shape[0] * np.ones(3), EXACT),
+    ("zeros_plus_int8", lambda x: np.zeros(x.shape[0]) + np.int8(1), EXACT),
+    ("int16_overflow", lambda x: np.zeros(1) + np.int16(x.shape[0]) * np.int16(1000), EXACT),
+    ("uint8_minus", lambda x: np.zeros(1) + (np.uint8(x.shape[0]) - 10), EXACT),
+    ("uint8_minus_uint8", lambda x: np.zeros(1) + (np.uint8(x.shape[0]) - np.uint8(10)), EXACT),
+    ("int32_shift", lambda x: np.zeros(1) + (np.int32(x.shape[0]) << 29), EXACT),
+    ("neg_uint8", lambda x: np.zeros(1) + (-np.uint8(x.shape[0])), EXACT),
+    ("f32_to_f16", lambda x: x * np.float32(x.shape[0]).astype(np.float16), EXACT),
+    ("int64_item", lambda x: x * np.int64(x.shape[0]).item(), EXACT),
+    ("f64_is_integer", lambda x: x * np.float64(x.shape[0]).is_integer(), EXACT),
+    ("float_of_f32", lambda x: x * float(np.float32(x.shape[0])), EXACT),
+    ("int_of_int32", lambda x: x * int(np.int32(x.shape[0])), GUARDED),
+    ("asarray_astype", lambda x: x * np.asarray(x.shape[0]).astype(np.float32), EXACT),
+    ("array_item", lambda x: np.zeros(np.array(x.shape[0]).item()), EXACT),
+    ("array_tolist", lambda x: np.zeros(np.array(x.shape).tolist()), GUARDED),
+    ("array_index_size", lambda x: np.zeros(np.array(x.shape)[0]), EXACT),
+    ("float_pow_neg", lambda x: x * x.shape[0] ** -0.5, EXACT),
+    ("int_pow_neg", lambda x: x * x.shape[0] ** -1, EXACT),
+    ("true_div_int", lambda x: x * (x.shape[0] / x.shape[1]), EXACT),
+    ("rtruediv", lambda x: x * (1 / x.shape[0]), EXACT),
+    ("floordiv_float", lambda x: x * (x.shape[0] // 2.5), EXACT),
+    ("mod_float", lambda x: x * (x.shape[0] % 2.5), EXACT),
+    ("float_of_bool_cmp", lambda x: x * (x.shape[0] >= x.shape[1]), EXACT),
+    ("np_where_size_scalar", lambda x: x * np.where(x.shape[0] > 3, 1.0, 2.0), GUARDED),
+    ("np_maximum_f", lambda x: x * np.maximum(x.shape[0], 2.5), EXACT),
+    ("np_sign_diff", lambda x: x * np.sign(x.shape[0] - 6), EXACT),
+    ("np_mod_sizes", lambda x: x * np.mod(x.shape[0], 4), EXACT),
+    ("np_gcd", lambda x: x * np.gcd(x.shape[0], 4), EXACT),
+    ("np_float_power", lambda x: x * np.float_power(x.shape[0], 0.5), EXACT),
+    ("np_cbrt", lambda x: x * np.cbrt(x.shape[0]), EXACT),
+    ("np_log1p", lambda x: x * np.log1p(x.shape[0]), EXACT),
+    ("np_floor_as_slice", lambda x: x[: int(np.floor(x.shape[0] / 2))], GUARDED),
+    ("np_zeros_sqrt", lambda x: np.zeros(int(np.sqrt(x.shape[0]))), GUARDED),
+    ("np_iinfo", lambda x: x * (np.iinfo(np.int8).max > x.shape[0]), EXACT),
+    ("divmod_float", lambda x: x * divmod(x.shape[0], 2.0)[0], EXACT),
+    ("complex_mul", lambda x: x * (x.shape[0] * 1j).imag, GUARDED),
+    ("f16_chain", lambda x: x.astype(np.float16) + np.float16(x.shape[0]) / np.float16(3) * np.float16(7), EXACT),
+    ("f32_tenth", lambda x: x * (np.float32(x.shape[0]) * np.float32(0.1)), EXACT),
+    ("f32_div_3", lambda x: x * (np.float32(x.shape[0]) / 3), EXACT),
+    ("f32_chain_add", lambda x: x * (np.float32(x.shape[0]) * np.float32(0.3) + np.float32(0.7)), EXACT),
+    ("x_gt_n", lambda x: x * (x > x.shape[0] / 8), EXACT),
+    ("array_int8_of_size", lambda x: x.astype(np.int8) + np.array(x.shape[0], dtype=np.int8), EXACT),
+    ("int8_array_times_size", lambda x: x.astype(np.int8) * x.shape[0], EXACT),
+    ("full_uint8", lambda x: np.full(x.shape[0], x.shape[1], dtype=np.uint8), EXACT),
+    ("return_shape", lambda x: (x, x.shape), EXACT),
+    ("return_dict_size", lambda x: (x, {"n": x.shape[0]}), EXACT),
+    ("return_float", lambda x: (x, x.shape[0] / 2), EXACT),
+    ("return_bool", lambda x: (x, x.shape[0] > 3), EXACT),
+    ("return_int32", lambda x: (x, np.int32(x.shape[0])), EXACT),
+    ("return_f32", lambda x: (x, np.float32(x.shape[0]) / 2), EXACT),
+    ("return_uint8_wrap", lambda x: (x, np.uint8(x.shape[0]) * np.uint8(50)), EXACT),
+    ("reshape_half_last", lambda x: x.reshape(-1, x.shape[-1] // 2, 2) if x.shape[-1] % 2 == 0 else x, GUARDED),
+    ("split_thirds", lambda x: np.split(x, [x.shape[0] // 3, 2 * x.shape[0] // 3])[1], EXACT),
+    ("uint8_square", lambda x: np.zeros(1) + np.uint8(x.shape[0]) * np.uint8(x.shape[0]), EXACT),
+    ("uint32_diff", lambda x: np.zeros(1) + (np.uint32(x.shape[1]) - np.uint32(x.shape[0])), EXACT),
+    ("uint64_minus", lambda x: np.zeros(1) + (np.uint64(x.shape[0]) - np.uint64(10)), EXACT),
+    ("int8_floordiv", lambda x: np.zeros(1) + np.int8(x.shape[0]) // np.int8(4), EXACT),
+    ("bool_scalar", lambda x: x * np.bool_(x.shape[0] > 3), GUARDED),
+    ("shape_reverse_slice", lambda x: np.zeros(x.shape[::-1]), EXACT),
+    ("shape_last_two", lambda x: np.zeros(x.shape[-2:]), EXACT),
+    ("T_shape", lambda x: np.zeros(x.T.shape), EXACT),
+    ("none_shape", lambda x: np.zeros(x[None].shape[1]), EXACT),
+    ("np_shape", lambda x: np.zeros(np.shape(x)[0]), EXACT),
+    ("np_size", lambda x: x / np.size(x), EXACT),
+    ("np_ndim", lambda x: x * np.ndim(x), EXACT),
+    ("size_over_rows", lambda x: np.zeros(x.size // x.shape[0]), EXACT),
+    ("len_row", lambda x: np.zeros(len(x[0])), EXACT),
+    ("broadcast_shapes", lambda x: np.zeros(np.broadcast_shapes(x.shape, (1, x.shape[1]))), REFUSED, CaptureError),
+    ("empty_shape_eq", lambda x: x * (np.empty(x.shape).shape == x.shape), EXACT),
+    ("reshape_star", lambda x: x.reshape(*x.shape[:-1], -1), EXACT),
+    ("shape_plus_one", lambda x: x.reshape(x.shape + (1,)), EXACT),
+    ("list_shape", lambda x: np.zeros(list(x.shape)), EXACT),
+    ("strides", lambda x: x * (x.strides[0] // x.itemsize), REFUSED, UnsupportedOpError),
+    ("nbytes_calc", lambda x: np.zeros(x.itemsize * x.size // 4), EXACT),
+    ("iinfo_div", lambda x: x * (np.iinfo(np.int32).max // x.shape[0]), EXACT),
+    ("finfo_eps", lambda x: x * (np.finfo(np.float32).eps * x.shape[0]), EXACT),
+    ("dtype_itemsize", lambda x: np.zeros(np.dtype(np.float32).itemsize * x.shape[0]), EXACT),
+    ("f32_eq_size", lambda x: x * (np.float32(x.shape[0]) == x.shape[0]), EXACT),
+    ("array_shape_eq", lambda x: x * (np.array(x.shape) == np.array([6, 4])).all(), EXACT),
+    ("array_equal_shape", lambda x: x * np.array_equal(x.shape, (6, 4)), GUARDED),
+    ("allclose_size", lambda x: x * np.allclose(x.shape[0], 6), GUARDED),
+    ("isfinite_size", lambda x: x * np.isfinite(x.shape[0]), EXACT),
+    ("divide_one", lambda x: x * np.divide(1, x.shape[0]), EXACT),
+    ("true_divide_sizes", lambda x: x * np.true_divide(x.shape[0], x.shape[1]), EXACT),
+    ("square_size", lambda x: np.zeros(np.square(x.shape[1])), EXACT),
+    ("reciprocal_f64", lambda x: x * np.reciprocal(np.float64(x.shape[0])), EXACT),
+    ("asarray_shape_sum", lambda x: x * np.asarray(x.shape).sum(), EXACT),
+    ("ones_sum", lambda x: x * np.ones(x.shape, dtype=np.int64).sum(), EXACT),
+    ("pad_third", lambda x: np.pad(x, x.shape[0] // 3), EXACT),
+    ("repeat_half", lambda x: x.repeat(x.shape[0] // 2 + 1, axis=0), EXACT),
+    ("tile_rows", lambda x: np.tile(x, (x.shape[0] // 3 + 1, 1)), EXACT),
+    ("index_corner", lambda x: x[x.shape[0] - 1, x.shape[1] - 1], EXACT),
+    ("fancy_list_index", lambda x: x[[0, x.shape[0] - 1]], EXACT),
+    ("fancy_array_index", lambda x: x[np.array([0, x.shape[0] - 1])], EXACT),
+    ("slice_object", lambda x: x[slice(0, x.shape[0], 2)], EXACT),
+    ("ellipsis_min", lambda x: x[..., :min(x.shape[1], 3)], EXACT),
+    ("take_range", lambda x: np.take(x, range(x.shape[0] // 2), axis=0), GUARDED),
+    ("argmax_shape", lambda x: x * np.argmax(x.shape), EXACT),
+    ("searchsorted", lambda x: x * np.searchsorted([2, 5, 9], x.shape[0]), EXACT),
+    ("digitize", lambda x: x * np.digitize(x.shape[0], [2, 5, 9]), EXACT),
+    ("interp", lambda x: x * np.interp(x.shape[0], [0, 10], [0, 1]), EXACT),
+    ("polyval", lambda x: x * np.polyval([1, 2], x.shape[0]), EXACT),
+    ("binary_repr", lambda x: x * len(np.binary_repr(x.shape[0])), GUARDED),
+    ("base_repr", lambda x: x * len(np.base_repr(x.shape[0], 3)), GUARDED),
+    ("format_float", lambda x: x * len(np.format_float_positional(x.shape[0] / 3)), GUARDED),
+    ("md5_of_size", lambda x: x * (hashlib.md5(str(x.shape[0]).encode()).digest()[0] % 3), GUARDED),
+    ("class_name", lambda x: x * len(x.shape[0].__class__.__name__), EXACT),
+    ("isinstance_shape_tuple", lambda x: x * isinstance(x.shape, tuple), EXACT),
+    ("callable_size", lambda x: x * (not callable(x.shape[0])), EXACT),
+    ("np_int64_in_set", lambda x: x * (np.int64(x.shape[0]) in {6, 8}), GUARDED),
+    ("clip_none", lambda x: x * np.clip(x.shape[0], 1, None), EXACT),
+    ("divmod_sizes", lambda x: np.zeros(divmod(x.shape[0], x.shape[1])[1] + 1), EXACT),
+    ("pow_mod_sizes", lambda x: np.zeros(x.shape[0] ** 2 % x.shape[1] + 1), EXACT),
+    ("pow_inverse", lambda x: x * pow(x.shape[0], -1, 7), GUARDED),
+    ("ldexp", lambda x: x * math.ldexp(1.0, x.shape[1]), GUARDED),
+    ("fmod", lambda x: x * math.fmod(x.shape[0], 4), GUARDED),
+    ("modf", lambda x: x * math.modf(x.shape[0] / 4)[0], GUARDED),
+    ("enumerate_start", lambda x: x * sum(i * d for i, d in enumerate(x.shape, start=1)), EXACT),
+    ("partial_zeros", lambda x: functools.partial(np.zeros, x.shape[0])(), EXACT),
+    ("max_key_shape", lambda x: np.zeros(max(x.shape, key=lambda d: d)), GUARDED),
+    ("np_full_nan", lambda x: np.full((x.shape[0],), np.nan), EXACT),
+    ("int_half_float", lambda x: np.zeros(int(x.shape[0] * 0.5)), GUARDED),
+    ("zeros_n_m_index", lambda x: np.zeros((x.shape[0], x.shape[1]))[x.shape[0] - 1, x.shape[1] - 1], EXACT),
+    ("np_int32_floordiv_size", lambda x: np.zeros(x.shape[0] // np.int32(2)), EXACT),
+    ("sqrt_int_cast", lambda x: x * np.sqrt(x.shape[0]).astype(np.float32), EXACT),
+    ("float32_of_sqrt", lambda x: x / np.float32(np.sqrt(x.shape[1])), EXACT),
+    ("ceil_log2_pow", lambda x: np.zeros(2 ** math.ceil(math.log2(x.shape[0]))), GUARDED),
+    ("mean_over_size_float", lambda x: x.sum(axis=0) / float(x.shape[0]), EXACT),
+    ("scale_float32_array", lambda x: x * np.asarray(1.0 / x.shape[1], dtype=np.float32), EXACT),
 ]
 
 
@@ -343,6 +554,44 @@ def _export(fn, spec):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return tpe.export(fn, x_of(*EXAMPLE), dynamic_shapes=spec)
+
+
+def test_traced_only_errors_are_capture_errors():
+    # the model's line, the original error's text, and still the builtin kind a caller catches
+    for fn, kind, phrase in ((_type_assert, AssertionError, "AssertionError"),
+                             (_deque_maxlen, TypeError, "an integer is required")):
+        with pytest.raises(CaptureError) as info:
+            _export(fn, named_spec())
+        assert isinstance(info.value, kind) and phrase in str(info.value), str(info.value)
+        assert THIS_FILE in str(info.value) and "int(n)" in str(info.value), str(info.value)
+
+
+def test_the_models_own_error_stays_its_own():
+    def broken(x):
+        return json.dumps(x)  # eager raises the same TypeError: an ndarray is not JSON serializable
+
+    with pytest.raises(TypeError, match="not JSON serializable") as info:
+        _export(broken, named_spec())
+    assert not isinstance(info.value, CaptureError)
+
+
+def test_pickled_size_is_eagers_bytes():
+    seen = []
+
+    def fn(x):
+        seen.append(pickle.dumps(x.shape[0]))
+        return x * len(seen[-1])
+
+    ep = _export(fn, auto_spec())
+    assert seen and all(b == pickle.dumps(6) for b in seen)  # traced and eager runs write the same bytes
+    _check_program(fn, ep, guarded=True)
+
+
+def test_int8_scalar_wraps_as_numpy_at_every_size():
+    fn = lambda x: np.int8(2) * x.shape[0] * 10 + np.zeros(1)  # noqa: E731
+    ep = _export(fn, {"x": {0: Dim("n", min=1, max=64)}})
+    for n in (1, 6, 7, 13, 50, 64):  # 140 at n = 7 is -116 in eager's int8
+        _same(ep.module()(x_of(n, 4)), _eager(fn, x_of(n, 4))[0], n)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
