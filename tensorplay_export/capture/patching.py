@@ -175,6 +175,12 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             rest = {k: v for k, v in kwargs.items() if k != "a"}
             return tracer.call(get_op(f"numpy.{name}"), (vec, *args[1:]), rest)
         return original(*args, **kwargs)
+    if name == "full":
+        fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        if isinstance(fill, SymInt) and fill.numpy_type is None and dtype is not None and np.dtype(dtype).kind in "iu":
+            # numpy stores a Python int fill value in the dtype, raising OverflowError where it does not fit
+            require_fits([fill], np.dtype(dtype), f"np.full(..., dtype={np.dtype(dtype)})")
     if name == "linspace":
         retstep = args[4] if len(args) > 4 else kwargs.pop("retstep", False)
         if retstep:  # (samples, step): an op with two outputs

@@ -596,7 +596,7 @@ class SymInt(_SymNumber):
         if o is NotImplemented:
             return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
         if _rounded_narrow_float(self) or _rounded_narrow_float(other):
-            out = _narrow_float_op(self, other, fn, reflected)
+            out = _numpy_op(self, other, fn, reflected)
             if out is not NotImplemented:
                 return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
@@ -606,7 +606,14 @@ class SymInt(_SymNumber):
         else:
             exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
             out = wrap_float(out, self.env, exact)
-        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
+            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
+            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
+            routed = _numpy_op(self, other, fn, reflected)
+            if routed is not NotImplemented:
+                return routed
+        return out
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -807,12 +814,16 @@ def _rounded_narrow_float(value: Any) -> bool:
     if not isinstance(value, SymFloat) or value.numpy_type is None or value.numpy_type.kind != "f" \
             or value.numpy_type.itemsize >= 8:
         return False
-    return value.exact is None or sympy.fraction(sympy.together(value.exact))[1] != 1
+    if value.exact is None or sympy.fraction(sympy.together(value.exact))[1] != 1:
+        return True
+    # an integer: exact in the type only below 2**(mantissa bits + 1) (2048 for float16)
+    top = value.env._upper_bound(value.exact)
+    return top is None or top > 2 ** (np.finfo(value.numpy_type).nmant + 1)
 
 
-def _narrow_float_op(left: Any, right: Any, fn: Callable, reflected: bool) -> Any:
-    """``fn`` of a rounded float16/float32 size as numpy's ufunc, a traced 0-d value computed at
-    run time (numpy rounds each step to the type, as eager), or NotImplemented."""
+def _numpy_op(left: Any, right: Any, fn: Callable, reflected: bool) -> Any:
+    """``fn`` of sizes as numpy's ufunc on eager's operands (typed sizes as their numpy scalars),
+    a traced 0-d value computed at run time with numpy's own rounding, or NotImplemented."""
     ufunc = _FN_UFUNC.get(fn)
     tracer = getattr(left.env, "tracer", None)
     if ufunc is None or tracer is None:
@@ -934,8 +945,10 @@ def as_type_of(out: Any, eager: Any) -> Any:
     if not isinstance(eager, np.generic) or isinstance(out, SymBool):
         return out
     dtype = eager.dtype
-    if not isinstance(out, _SymNumber):
+    if isinstance(out, (int, float, np.generic)):
         return eager  # no size left in it: eager's own value (wrapped, if it overflowed)
+    if not isinstance(out, _SymNumber):
+        return out  # a traced value numpy computes at run time (its own type already)
     if dtype.kind in "iu" and isinstance(out, SymInt):
         return wrap_int(out.expr, out.env, dtype)
     if dtype.kind == "f":
@@ -986,13 +999,20 @@ class SymFloat(_SymNumber):
         if o is NotImplemented:
             return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
         if _rounded_narrow_float(self) or _rounded_narrow_float(other):
-            out = _narrow_float_op(self, other, fn, reflected)
+            out = _numpy_op(self, other, fn, reflected)
             if out is not NotImplemented:
                 return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
         out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
-        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
+            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
+            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
+            routed = _numpy_op(self, other, fn, reflected)
+            if routed is not NotImplemented:
+                return routed
+        return out
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -1231,6 +1251,11 @@ class _FloatType(type):
             args = (args[0].as_int(),)  # float(n > 3): 1.0 where it holds, computed at run time
         if len(args) == 1 and not kwargs and isinstance(args[0], (SymInt, SymFloat)):
             value = args[0]
+            if _rounded_narrow_float(value):  # float(np.float32(n) / 3): the float32-rounded value
+                return float(value.env.specialize(value.expr, "converted with float() from a rounded "
+                                                  f"{value.numpy_type} value", user_source(2)))
+            if isinstance(value, SymFloat) and value.numpy_type is not None:
+                return SymFloat(value.expr, value.env, value.exact)  # a Python float, as float() gives
             # 1.0*s keeps the value a float in printed code (an int array times it promotes as eager does)
             return value if isinstance(value, SymFloat) else SymFloat(sympy.Float(1.0) * value.expr, value.env,
                                                                        value.expr)
