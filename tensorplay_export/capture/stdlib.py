@@ -41,7 +41,7 @@ PINNING: dict[str, tuple] = {
 def plain(value: Any, what: str) -> Any:
     """``value`` with every size in it pinned to its example value (see the module docstring)."""
     if isinstance(value, (SymInt, SymFloat)):
-        reason = f"passed to {what}, which needs a plain number (standard-library code that checks the exact type)"
+        reason = f"passed to {what}, which needs a plain number (its code checks the exact type)"
         return value._typed(value.env.specialize(value.expr, reason, user_source(2)))
     if isinstance(value, SymBool):
         return bool(value)

@@ -27,6 +27,7 @@ import hashlib
 import heapq
 import itertools
 import json
+import logging
 import math
 import operator
 import os
@@ -171,6 +172,29 @@ def _warn_on_size(x):
     if x.shape[0] > 1000:
         warnings.warn(f"large batch {x.shape[0]}")
     return x + 1
+
+
+log = logging.getLogger("probe5")
+def _assert_msg(x):
+    assert x.shape[0] > 0, f"empty batch {x.shape}"
+    return x * 2
+def _log_size(x):
+    log.debug("rows %d", x.shape[0])
+    return x + 1
+def _self_attr(x):
+    class Box: pass
+    b = Box(); b.n = x.shape[0]
+    return x * b.n
+def _comprehension_dict(x):
+    d = {i: i * x.shape[1] for i in range(3)}
+    return x * d[2]
+def _nonlocal_counter(x):
+    total = 0
+    def add(k):
+        nonlocal total
+        total += k
+    add(x.shape[0]); add(x.shape[1])
+    return x * total
 
 
 # (id, model, expectation[, error type for REFUSED])
@@ -553,6 +577,48 @@ CASES = [
     ("zeros_int8_dtype", lambda x: np.zeros(x.shape[0], dtype=np.int8) + x.shape[1], EXACT),
     ("arange_int8_plus", lambda x: np.arange(x.shape[0], dtype=np.int8) * x.shape[1], EXACT),
     ("full_int8_size", lambda x: np.full(x.shape[0], x.shape[1] * 20, dtype=np.int8), GUARDED),
+    # -- model code around sizes: asserts, logging, objects, closures, numpy type queries ------------
+    ("assert_with_fstring", _assert_msg, EXACT),
+    ("logging_debug", _log_size, EXACT),
+    ("object_attr", _self_attr, EXACT),
+    ("dict_comprehension", _comprehension_dict, EXACT),
+    ("nonlocal_accumulate", _nonlocal_counter, EXACT),
+    ("dtype_fstring", lambda x: x.astype(f"float{16 * 2}") * x.shape[0], EXACT),
+    ("round_ndigits_int", lambda x: np.zeros(round(x.shape[0], 1)), EXACT),
+    ("round_third_zero", lambda x: x * round(x.shape[0] / 3, 0), GUARDED),
+    ("floor_three_quarters", lambda x: np.zeros(math.floor(x.shape[0] * 0.75) + 1), EXACT),
+    ("float_floordiv_one", lambda x: x * (x.shape[0] * 0.75 // 1), EXACT),
+    ("f64_floordiv", lambda x: x * (np.float64(x.shape[0]) // 2), EXACT),
+    ("mean_of_shape_py", lambda x: x * (sum(x.shape) / len(x.shape)), EXACT),
+    ("percentile_arange", lambda x: x * np.percentile(np.arange(x.shape[0]), 50), EXACT),
+    ("histogram_bins", lambda x: np.histogram(x, bins=x.shape[1])[0], EXACT),
+    ("linspace_n_plus_one", lambda x: np.linspace(0, x.shape[0], x.shape[0] + 1), EXACT),
+    ("arange_recip_step", lambda x: np.arange(0, 1, 1 / x.shape[0]), EXACT),
+    ("arange_norm", lambda x: np.arange(x.shape[0]) / max(x.shape[0] - 1, 1), EXACT),
+    ("reshape_flat", lambda x: x.reshape(x.shape[0] * x.shape[1]), EXACT),
+    ("flatten_half", lambda x: x.flatten()[: x.shape[0] * x.shape[1] // 2], EXACT),
+    ("mask_from_sizes", lambda x: x[np.arange(x.shape[0]) % 2 == 0], EXACT),
+    ("nonzero_of_sizes", lambda x: np.nonzero(np.arange(x.shape[0]) > 2)[0], EXACT),
+    ("strided_len", lambda x: np.zeros(np.arange(x.shape[0])[::2].shape[0]), EXACT),
+    ("concat_len_eq", lambda x: x * (np.concatenate([x] * 2).shape[0] == 2 * x.shape[0]), EXACT),
+    ("sum_axis_shape", lambda x: np.zeros(x.sum(axis=0).shape), EXACT),
+    ("split_two", lambda x: np.split(x, 2)[0], GUARDED),
+    ("array_split_three", lambda x: np.array_split(x, 3)[-1], EXACT),
+    ("np_random_seed", lambda x: np.random.default_rng(x.shape[0]).random() * x, REFUSED, UnsupportedOpError),
+    ("tuple_index_size", lambda x: x * (1, 2, 3, 4, 5, 6, 7, 8, 9)[x.shape[1] - 1], GUARDED),
+    ("str_index_size", lambda x: x * ord("abcdefghij"[x.shape[1] % 10]), GUARDED),
+    ("bool_list_any", lambda x: x * any([x.shape[0] > 100, x.shape[1] > 100]), EXACT),
+    ("max_generator_default", lambda x: np.zeros(max((d for d in x.shape if d > 100), default=3)), EXACT),
+    ("min_float_default", lambda x: x * min(x.shape[0] / 2, 1.0), GUARDED),
+    ("sorted_key_neg", lambda x: np.zeros(sorted(x.shape, key=lambda d: -d)), GUARDED),
+    ("reversed_shape_list", lambda x: np.zeros(list(reversed(x.shape))), EXACT),
+    ("zip_shapes", lambda x: np.zeros(tuple(a + b for a, b in zip(x.shape, x.T.shape))), EXACT),
+    ("map_operator_mul", lambda x: np.zeros(tuple(map(operator.mul, x.shape, (2, 3)))), EXACT),
+    ("functools_reduce_add", lambda x: np.zeros(functools.reduce(operator.add, x.shape)), EXACT),
+    ("accumulate_mul", lambda x: np.zeros(list(__import__("itertools").accumulate(x.shape, operator.mul))[-1]), EXACT),
+    ("np_int_kind_check", lambda x: x * (np.asarray(x.shape[0]).dtype.kind == "i"), EXACT),
+    ("np_result_type", lambda x: x.astype(np.result_type(np.int8, x.shape[0])), GUARDED),
+    ("np_min_scalar_type", lambda x: x.astype(np.min_scalar_type(x.shape[0])), GUARDED),
 ]
 
 
