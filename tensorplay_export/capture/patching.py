@@ -48,7 +48,7 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
             "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "prod",
             # reductions model code applies to x.shape (a tuple of sizes numpy cannot dispatch on)
             "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort", "argsort",
-            "argmax", "argmin",
+            "argmax", "argmin", "broadcast_shapes",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
             "hanning", "hamming", "blackman", "bartlett", "kaiser",
@@ -175,6 +175,15 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             rest = {k: v for k, v in kwargs.items() if k != "a"}
             return tracer.call(get_op(f"numpy.{name}"), (vec, *args[1:]), rest)
         return original(*args, **kwargs)
+    if name == "broadcast_shapes":
+        # numpy broadcasts empty arrays of the shapes in C; here the elementwise op's own shape
+        # rule does (the same guards as x + y), and its shape is the answer
+        out = None
+        for shape in args:
+            t = tracer.call(get_op("numpy.zeros"), ((shape,) if not isinstance(shape, (tuple, list)) else tuple(shape),),
+                            {"dtype": np.dtype(bool)})
+            out = t if out is None else tracer.call(get_op("numpy.logical_or"), (out, t), {})
+        return () if out is None else tuple(out.shape)
     if name == "full":
         fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
         dtype = args[2] if len(args) > 2 else kwargs.get("dtype")

@@ -125,7 +125,7 @@ def wrapped(expr: Any, env: Any, dtype: np.dtype) -> Any:
         inside = sympy.And(expr >= lo, expr <= hi)
         if inside is sympy.true or env.solver.implies(inside).status == "proved":
             return expr
-    return sympy.Mod(expr - lo, hi - lo + 1) + lo
+    return sym_mod(expr - lo, hi - lo + 1) + lo
 
 
 # A size expression with more operations than this is pinned to its example value (a recorded
@@ -287,10 +287,10 @@ def round_half_even(e: Any) -> Any:
     if not den.is_positive:
         return None
     r = sympy.floor((2 * num + den) / (2 * den))
-    tie = sympy.Eq(sympy.Mod(2 * num, 2 * den), den)
+    tie = sympy.Eq(sym_mod(2 * num, 2 * den), den)
     if tie is sympy.false:
         return r
-    return sympy.Piecewise((r - 1, sympy.And(tie, sympy.Eq(sympy.Mod(r, 2), 1))), (r, True))
+    return sympy.Piecewise((r - 1, sympy.And(tie, sympy.Eq(sym_mod(r, 2), 1))), (r, True))
 
 
 def trunc_exact(e: Any) -> Any:
@@ -310,6 +310,20 @@ def wrap_bool(expr: Any, env: Any) -> Any:
     if expr is sympy.false or expr is False:
         return False
     return SymBool(expr, env)
+
+
+def sym_mod(a: Any, b: Any) -> Any:
+    """``sympy.Mod(a, b)`` with each ``Mod`` inside ``a`` first written as ``x - m*floor(x/m)``.
+
+    Why: sympy 1.14 folds ``Mod(k*Mod(x, m), m)`` to ``k*Mod(x, m)``, which is wrong
+    (``x = 2, k = 3, m = 4``: ``(3*2) % 4`` is 2, not 6), so ``(n % 4 * 3) % 4`` and a chain
+    of int8 wraparounds would compute other sizes than eager.  The floor form folds correctly.
+    """
+    a = sympy.sympify(a)
+    if isinstance(a, sympy.Basic) and a.has(sympy.Mod):
+        a = a.replace(lambda e: isinstance(e, sympy.Mod),
+                      lambda e: e.args[0] - e.args[1] * sympy.floor(e.args[0] / e.args[1]))
+    return sympy.Mod(a, b)
 
 
 def _floordiv(a, b):
@@ -662,7 +676,7 @@ class SymInt(_SymNumber):
             return NotImplemented
         if text == "&" and _is_int_like(o) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
             # n & (2**k - 1) is n mod 2**k for every integer n (two's complement)
-            return _numpy_typed(wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
+            return _numpy_typed(wrap_int(sym_mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
         reason = f"bitwise `{text}` on a size (only `& (2**k - 1)` and shifts by a constant stay symbolic)"
         a = self._typed(self.env.specialize(self.expr, reason))
         b = o._typed(o.env.specialize(o.expr, reason)) if isinstance(o, SymInt) else o
@@ -703,11 +717,11 @@ class SymInt(_SymNumber):
 
     def __mod__(self, o):
         self._divisor_nonzero(o, False, "%")
-        return self._op(o, sympy.Mod)
+        return self._op(o, sym_mod)
 
     def __rmod__(self, o):
         self._divisor_nonzero(o, True, "%")
-        return self._op(o, sympy.Mod, True)
+        return self._op(o, sym_mod, True)
 
     def __truediv__(self, o):
         self._divisor_nonzero(o, False, "/")
@@ -849,9 +863,9 @@ def _has_float(expr: Any) -> bool:
 
 
 # the Python operator each arithmetic rule computes (what eager code runs on its values)
-_PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+_PYOP: dict = {_floordiv: operator.floordiv, sym_mod: operator.mod, _truediv: operator.truediv}
 _FN_UFUNC: dict = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply, _truediv: np.true_divide,
-                   _floordiv: np.floor_divide, sympy.Mod: np.remainder, operator.pow: np.power}
+                   _floordiv: np.floor_divide, sym_mod: np.remainder, operator.pow: np.power}
 _RELATIONS: dict = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
                     sympy.Gt: operator.gt, sympy.Ge: operator.ge}
 # numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
