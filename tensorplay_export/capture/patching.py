@@ -40,7 +40,7 @@ from .frames import is_library_file, is_user_function, user_source
 from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
                        sym_sqrt)
 from ..ops.registry import get_op
-from .stdlib import stdlib_view
+from .stdlib import plain, stdlib_view
 from .traced import TracedArray
 from .tracer import CURRENT
 
@@ -170,8 +170,10 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"} and name in _SIZE_FOLDS:
             # np.prod(x.shape), np.max(x.shape): a size (np.int64, as eager's), usable in shapes
             return _SIZE_FOLDS[name](flat)
-        if flat is not None:
-            vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
+        if flat is not None or isinstance(data, (list, tuple)) and _holds_symbolic(data):
+            # np.sum([n / 2, 1]): the elements as numpy's array of them, then the op
+            vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {}) if flat is not None \
+                else _stacked(tracer, data)
             rest = {k: v for k, v in kwargs.items() if k != "a"}
             return tracer.call(get_op(f"numpy.{name}"), (vec, *args[1:]), rest)
         return original(*args, **kwargs)
@@ -617,11 +619,14 @@ class _ScalarTypeView(type):
                     require_fits([value], np.dtype(real), f"np.{real.__name__}()")
                 return as_type_of(value, real(value.example()))
             tracer = CURRENT.get()
-            if isinstance(value, TracedArray) and tracer is not None and not tracer.in_impl:
+            if isinstance(value, TracedArray) and kind in "biufc" and tracer is not None and not tracer.in_impl:
                 # np.float32(np.sqrt(n)), np.int64(a.sum()): numpy casts the array (a scalar of a
                 # 0-d one); here its cast, a 0-d traced value computed at run time
                 return tracer.call(get_op("numpy.ndarray.astype"), (value, np.dtype(real)), {})
-        return real(*args, **kwargs)
+        # any other use of a size (np.timedelta64(n, "s"), np.complex128(n), np.bool_(n)): numpy's
+        # C constructor needs a plain number, so the sizes are pinned with the type's name
+        what = f"np.{real.__name__}()"
+        return real(*plain(args, what), **plain(kwargs, what))
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, cls.__real__)
@@ -639,11 +644,14 @@ class _ScalarTypeView(type):
         return repr(cls.__real__)
 
 
-# the numpy scalar types a size converts to exactly (bool and complex pin, as before)
+# the numpy scalar types model code sees as views: a size converts to the numeric ones exactly
 _SCALAR_VIEWS = {t: _ScalarTypeView(t.__name__, (t,), {"__real__": t, "__module__": "numpy"})
                  for t in {np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
                            np.uint8, np.uint16, np.uint32, np.uint64, np.intc, np.intp, np.uintp, np.longlong,
-                           np.ulonglong, np.single, np.double, np.half, np.longdouble}}
+                           np.ulonglong, np.single, np.double, np.half, np.longdouble,
+                           # no size form: their constructors pin (above)
+                           np.bool_, np.complex64, np.complex128, np.timedelta64, np.datetime64, np.str_,
+                           np.bytes_}}
 
 
 class _NumpyView(types.ModuleType):

@@ -625,6 +625,25 @@ CASES = [
     ("mask_of_scaled_mask", lambda x: np.zeros(((x.shape[0] & 7) * 3) & 7), EXACT),
     ("int8_chain_wraps", lambda x: np.zeros(1) + np.int8(x.shape[0]) * np.int8(3) * np.int8(5) * np.int8(7), EXACT),
     ("uint8_chain_wraps", lambda x: np.zeros(1) + (np.uint8(x.shape[0]) * np.uint8(9) + np.uint8(200)) * np.uint8(3), EXACT),
+    # -- numpy's other scalar types, lists of mixed numbers, membership ---------------------------------
+    ("timedelta64", lambda x: x * (np.timedelta64(x.shape[0], "s") / np.timedelta64(1, "s")), GUARDED),
+    ("datetime64_offset", lambda x: x * (np.datetime64("2020-01-01") + np.timedelta64(x.shape[0], "D")).astype(int), GUARDED),
+    ("complex128_size", lambda x: x * np.complex128(x.shape[0]).real, GUARDED),
+    ("str_np", lambda x: x * len(np.str_(x.shape[0])), GUARDED),
+    ("prod_mixed_list", lambda x: x * np.prod([x.shape[0], 2.5]), EXACT),
+    ("sum_float_list", lambda x: x * np.sum([x.shape[0] / 2, 1]), EXACT),
+    ("mean_list", lambda x: x * np.mean([x.shape[0], x.shape[1]]), EXACT),
+    ("dict_fromkeys", lambda x: x * len(dict.fromkeys(x.shape)), GUARDED),
+    ("tuple_in_set", lambda x: x * ((x.shape[0], x.shape[1]) in {(6, 4)}), GUARDED),
+    ("in_list_literal", lambda x: x * (x.shape[0] in [4, 8]), GUARDED),
+    ("sorted_pair", lambda x: np.zeros(sorted([x.shape[0], x.shape[1]])), GUARDED),
+    ("array_astype_half", lambda x: x[:1, :1] * (np.array([x.shape[0], x.shape[1]]).astype(np.float32) / 2), EXACT),
+    ("ceil_n_over_m", lambda x: np.zeros(__import__("math").ceil(x.shape[0] / x.shape[1])), EXACT),
+    ("max_half_one", lambda x: x * max(x.shape[0] / 2, 1), GUARDED),
+    ("class_call", lambda x: x * x.shape[0].__class__(5), EXACT),
+    ("datetime_timedelta_days", lambda x: x * datetime.timedelta(days=x.shape[1]).days, GUARDED),
+    ("np_bool_size", lambda x: x * np.bool_(x.shape[0]), GUARDED),
+    ("nbytes_of_zeros", lambda x: x * np.zeros(x.shape[0], dtype=np.float32).nbytes, EXACT),
 ]
 
 
