@@ -289,7 +289,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         fault = traced_only_error(err, model, args, kwargs)
         if fault is None:
             raise
-        raise fault from err
+        # err's traceback: its innermost user frame is the model's line (error_source, draft's report)
+        raise fault.with_traceback(err.__traceback__) from err
     # A write to a user input (x[:k] = 0, x += 1, out=x) rebinds its traced array to the
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.

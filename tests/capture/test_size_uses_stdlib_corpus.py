@@ -197,6 +197,24 @@ def _nonlocal_counter(x):
     return x * total
 
 
+def _fill(x):
+    a = np.empty(x.shape[0]); a.fill(x.shape[1]); return a
+def _setitem_all(x):
+    a = np.zeros(x.shape[0]); a[:] = x.shape[1]; return a
+def _setitem_one(x):
+    a = np.zeros(x.shape[0]); a[0] = x.shape[0]; return a
+def _setitem_last(x):
+    a = np.zeros((x.shape[0], x.shape[1])); a[x.shape[0] - 1] = 1; return a
+def _input_write(x):
+    x[:, 0] = x.shape[1]; return x * 1
+def _iadd(x):
+    x += x.shape[0]; return x
+def _out_add(x):
+    np.add(x, x.shape[0], out=x); return x
+def _put(x):
+    a = np.zeros(x.shape[0]); np.put(a, [0], x.shape[1]); return a
+
+
 # (id, model, expectation[, error type for REFUSED])
 CASES = [
     # -- leftovers of earlier rounds ------------------------------------------------------------
@@ -644,6 +662,37 @@ CASES = [
     ("datetime_timedelta_days", lambda x: x * datetime.timedelta(days=x.shape[1]).days, GUARDED),
     ("np_bool_size", lambda x: x * np.bool_(x.shape[0]), GUARDED),
     ("nbytes_of_zeros", lambda x: x * np.zeros(x.shape[0], dtype=np.float32).nbytes, EXACT),
+    # -- sizes as keyword arguments, written values and array operands ----------------------------------
+    ("reshape_list", lambda x: x.reshape([x.shape[0], -1]), EXACT),
+    ("swapaxes_shape", lambda x: np.zeros(x.swapaxes(0, 1).shape[0]), EXACT),
+    ("zeros_kw_shape", lambda x: np.zeros(shape=(x.shape[0], x.shape[1])), EXACT),
+    ("full_kw", lambda x: np.full(shape=x.shape[0], fill_value=1.5), EXACT),
+    ("arange_kw", lambda x: np.arange(start=0, stop=x.shape[0]), EXACT),
+    ("linspace_kw", lambda x: np.linspace(start=0, stop=1, num=x.shape[0]), EXACT),
+    ("eye_kw", lambda x: np.eye(N=x.shape[0]), EXACT),
+    ("ones_order_f", lambda x: np.ones((x.shape[0],), order="F"), EXACT),
+    ("fill_size", _fill, REFUSED, UnsupportedOpError),
+    ("setitem_all_size", _setitem_all, EXACT),
+    ("setitem_one_size", _setitem_one, EXACT),
+    ("setitem_last_row", _setitem_last, EXACT),
+    ("input_write_size", _input_write, EXACT),
+    ("iadd_size", _iadd, EXACT),
+    ("out_add_size", _out_add, EXACT),
+    ("put_size", _put, REFUSED, UnsupportedOpError),
+    ("maximum_half", lambda x: np.maximum(x, x.shape[0] / 2), EXACT),
+    ("int_floordiv_size", lambda x: x.astype(np.int32) // x.shape[0], EXACT),
+    ("int_mod_size", lambda x: x.astype(np.int32) % x.shape[0], EXACT),
+    ("root_by_size", lambda x: np.abs(x) ** (1 / x.shape[0]), EXACT),
+    ("size_pow_array", lambda x: x.shape[0] ** x, EXACT),
+    ("size_minus_array", lambda x: x.shape[0] - x, EXACT),
+    ("size_div_array", lambda x: x.shape[0] / (x + 10), EXACT),
+    ("size_floordiv_array", lambda x: x.shape[0] // (x + 10), EXACT),
+    ("size_mod_array", lambda x: x.shape[0] % (x + 10), EXACT),
+    ("f32_minus_array", lambda x: np.float32(x.shape[0]) - x, EXACT),
+    ("divmod_array", lambda x: divmod(x, x.shape[0])[1], EXACT),
+    ("matmul_eye", lambda x: x @ np.eye(x.shape[1]) * x.shape[0], EXACT),
+    ("int8_array_wrap", lambda x: (x.astype(np.int8) * np.int8(x.shape[0])) , EXACT),
+    ("where_size_values", lambda x: np.where(x > 0, x.shape[0] / 2, -x.shape[1]), EXACT),
 ]
 
 
