@@ -9,8 +9,10 @@ rule on the symbols, guards decided by the solver) -> replay check.
 """
 from __future__ import annotations
 
+import copy
 import math
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -359,9 +361,6 @@ def traced_only_error(err: Exception, model: Any, args: tuple, kwargs: dict) -> 
         return None
     leaves, spec = pytree.tree_flatten((args, kwargs))
     try:
-        import copy
-        import warnings
-
         target = copy.deepcopy(model) if not isinstance(model, (types.FunctionType, types.MethodType)) else model
         e_args, e_kwargs = pytree.tree_unflatten(
             [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves], spec)
