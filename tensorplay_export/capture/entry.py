@@ -9,8 +9,10 @@ rule on the symbols, guards decided by the solver) -> replay check.
 """
 from __future__ import annotations
 
+import copy
 import math
 import types
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -27,6 +29,7 @@ from ..ops.registry import has_side_effect
 from ..records import DimInfo, derived_site
 from ..specs.binding import leaf_name
 from .blas import one_blas_thread
+from .frames import error_source
 from .patching import clone_function, patch_numpy, unpatch_numpy
 from .replay import check_replay
 from .shape_env import ShapeEnv
@@ -267,22 +270,29 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     fn_hook_token = _set_functional_hook(tracer, buffer_nodes)
     patch_numpy()
     try:
-        if is_module:
-            out = state.root(*t_args, **t_kwargs)  # the per-capture view: the user's module stays as it is
-        elif isinstance(model, types.FunctionType):
-            out = clone_function(tracer, model)(*t_args, **t_kwargs)
-        elif isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
-            out = clone_function(tracer, model.__func__)(model.__self__, *t_args, **t_kwargs)
-        else:
-            out = model(*t_args, **t_kwargs)
-        mutations = buffer_mutations(state) if state is not None else []
-    finally:
-        unpatch_numpy()
-        if fn_hook_token is not None:
-            fn_hook_token[0].reset(fn_hook_token[1])
-        if hook_token is not None:
-            _CALL_HOOK.reset(hook_token)
-        CURRENT.reset(token)
+        try:
+            if is_module:
+                out = state.root(*t_args, **t_kwargs)  # the per-capture view: the user's module stays as it is
+            elif isinstance(model, types.FunctionType):
+                out = clone_function(tracer, model)(*t_args, **t_kwargs)
+            elif isinstance(model, types.MethodType) and isinstance(model.__func__, types.FunctionType):
+                out = clone_function(tracer, model.__func__)(model.__self__, *t_args, **t_kwargs)
+            else:
+                out = model(*t_args, **t_kwargs)
+            mutations = buffer_mutations(state) if state is not None else []
+        finally:
+            unpatch_numpy()
+            if fn_hook_token is not None:
+                fn_hook_token[0].reset(fn_hook_token[1])
+            if hook_token is not None:
+                _CALL_HOOK.reset(hook_token)
+            CURRENT.reset(token)
+    except Exception as err:  # noqa: BLE001 - re-raised unless it is capture's fault, not the model's
+        fault = traced_only_error(err, model, args, kwargs)
+        if fault is None:
+            raise
+        # err's traceback: its innermost user frame is the model's line (error_source, draft's report)
+        raise fault.with_traceback(err.__traceback__) from err
     # A write to a user input (x[:k] = 0, x += 1, out=x) rebinds its traced array to the
     # write's node: the program returns that value and module() copies it into the caller's
     # array, as eager numpy would have changed it.
@@ -334,6 +344,58 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         if mode == "export":
             _check_unrecorded_input_writes(user_arrays, tracer.writes)
     return result
+
+
+def traced_only_error(err: Exception, model: Any, args: tuple, kwargs: dict) -> Optional[CaptureError]:
+    """A clear error for an exception the traced run of the model raised where an eager run
+    does not, or None (``err`` is this package's own, or the model raises it eagerly too).
+
+    A size is symbolic while export traces (``x.shape[0]`` is a SymInt, ``np.sqrt(n)`` a
+    traced 0-d array): code that checks a number's exact type (C extensions,
+    ``type(n) is int``) or needs its concrete value gets that instead, and raises what eager
+    code never sees (``TypeError: ... not supported``).  The model is run eagerly once on
+    copies of the examples (a module on a deep copy, so its state stays as it is) to tell
+    the two apart; the error names the model's innermost line of ``err``'s traceback.
+    """
+    if type(err).__module__.split(".")[0] == "tensorplay_export":
+        return None
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    try:
+        target = copy.deepcopy(model) if not isinstance(model, (types.FunctionType, types.MethodType)) else model
+        e_args, e_kwargs = pytree.tree_unflatten(
+            [leaf.copy() if isinstance(leaf, np.ndarray) else leaf for leaf in leaves], spec)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            target(*e_args, **e_kwargs)
+    except Exception:  # noqa: BLE001 - the model's own error (or one a copy cannot run): err stands
+        return None
+    detail = f" ({type(err).__name__}: {err})" if str(err) else ""
+    return _traced_only_class(type(err))(
+        f"the model raised {type(err).__name__} while export traced it, but runs eagerly on the example "
+        f"inputs{detail}. A size is symbolic while export traces (x.shape[i] is a SymInt, np.sqrt(n) a traced "
+        "0-d array): code that checks a number's exact type (a C extension, `type(n) is int`) or needs its "
+        "concrete value gets that instead. Convert the size where it leaves the model's own arithmetic, e.g. "
+        "int(n) (pins it to the example's value, a specialization the contract records), or compute the "
+        f"value outside the model and pass it in\n  at {error_source(err)}")
+
+
+# the builtin kinds a caller of export may already catch (a model's TypeError stays a TypeError)
+_CATCHABLE = (TypeError, ValueError, AttributeError, LookupError, ArithmeticError, AssertionError)
+_TRACED_ONLY: dict = {}
+
+
+def _traced_only_class(kind: type) -> type:
+    """CaptureError, also a subclass of the builtin kind of ``kind`` (``except TypeError``
+    around export still catches a traced-only TypeError)."""
+    base = next((b for b in _CATCHABLE if issubclass(kind, b)), None)
+    if base is None:
+        return CaptureError
+    cls = _TRACED_ONLY.get(base)
+    if cls is None:
+        cls = _TRACED_ONLY[base] = type(f"Capture{base.__name__}", (CaptureError, base),
+                                        {"__module__": CaptureError.__module__,
+                                         "__doc__": f"A CaptureError that is also a {base.__name__}."})
+    return cls
 
 
 @dataclass

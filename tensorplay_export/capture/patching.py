@@ -37,13 +37,18 @@ import sympy
 
 from ..errors import CaptureError
 from .frames import is_library_file, is_user_function, user_source
-from .symbolic import PRINTING, SymFloat, SymInt, as_type_of, sym_float, sym_max, sym_min, sym_sqrt
+from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
+                       sym_sqrt)
 from ..ops.registry import get_op
+from .stdlib import plain, stdlib_view
 from .traced import TracedArray
 from .tracer import CURRENT
 
 CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri", "linspace",
             "array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "prod",
+            # reductions model code applies to x.shape (a tuple of sizes numpy cannot dispatch on)
+            "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort", "argsort",
+            "argmax", "argmin", "broadcast_shapes",
             # functions of sizes only (no array argument numpy could dispatch on)
             "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
             "hanning", "hamming", "blackman", "bartlett", "kaiser",
@@ -144,6 +149,12 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return cast(tracer.call(get_op("tpe.shape_array"), tuple(fitting(flat)), {}))
         if isinstance(data, (list, tuple)) and data and all(_is_traced(v) for v in data):
             return cast(tracer.call(get_op("numpy.stack"), (list(data),), {}))
+        if isinstance(data, (SymFloat, SymBool)):
+            return cast(_stacked(tracer, data))  # np.array(n / m): a 0-d float64 (never an object array)
+        if isinstance(data, (list, tuple)) and _holds_symbolic(data):
+            # [np.sqrt(n), 1], [n / 2, 1.5], [[n, 0], [0, m]]: each element a 0-d value, stacked
+            fitting([v for v in _leaves(data) if isinstance(v, SymInt)])
+            return cast(_stacked(tracer, data))
         value = original(*args, **kwargs)
         if isinstance(value, np.ndarray):
             return tracer.lift_constant("c_array", value)
@@ -153,19 +164,34 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
         # with __index__; here it is a data-dependent size, as an int .item() is
         args = tuple(_as_size(v) for v in args)
         kwargs = {k: _as_size(v) for k, v in kwargs.items()}
-    if name == "prod":
+    if name in _OF_SIZES:
         data = args[0] if args else kwargs.get("a")
         flat = _flat_scalars(data)
-        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"}:
-            # np.prod(x.shape): a size (np.int64, as eager's), usable in shapes and indexing
-            out: Any = np.int64(1)
-            for v in flat:
-                out = out * v
-            return out
-        if flat is not None:
-            vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {})
-            return tracer.call(get_op("numpy.prod"), (vec, *args[1:]), kwargs)
+        if flat is not None and len(args) <= 1 and set(kwargs) <= {"a"} and name in _SIZE_FOLDS:
+            # np.prod(x.shape), np.max(x.shape): a size (np.int64, as eager's), usable in shapes
+            return _SIZE_FOLDS[name](flat)
+        if flat is not None or isinstance(data, (list, tuple)) and _holds_symbolic(data):
+            # np.sum([n / 2, 1]): the elements as numpy's array of them, then the op
+            vec = tracer.call(get_op("tpe.shape_array"), tuple(flat), {}) if flat is not None \
+                else _stacked(tracer, data)
+            rest = {k: v for k, v in kwargs.items() if k != "a"}
+            return tracer.call(get_op(f"numpy.{name}"), (vec, *args[1:]), rest)
         return original(*args, **kwargs)
+    if name == "broadcast_shapes":
+        # numpy broadcasts empty arrays of the shapes in C; here the elementwise op's own shape
+        # rule does (the same guards as x + y), and its shape is the answer
+        out = None
+        for shape in args:
+            t = tracer.call(get_op("numpy.zeros"), ((shape,) if not isinstance(shape, (tuple, list)) else tuple(shape),),
+                            {"dtype": np.dtype(bool)})
+            out = t if out is None else tracer.call(get_op("numpy.logical_or"), (out, t), {})
+        return () if out is None else tuple(out.shape)
+    if name == "full":
+        fill = args[1] if len(args) > 1 else kwargs.get("fill_value")
+        dtype = args[2] if len(args) > 2 else kwargs.get("dtype")
+        if isinstance(fill, SymInt) and fill.numpy_type is None and dtype is not None and np.dtype(dtype).kind in "iu":
+            # numpy stores a Python int fill value in the dtype, raising OverflowError where it does not fit
+            require_fits([fill], np.dtype(dtype), f"np.full(..., dtype={np.dtype(dtype)})")
     if name == "linspace":
         retstep = args[4] if len(args) > 4 else kwargs.pop("retstep", False)
         if retstep:  # (samples, step): an op with two outputs
@@ -174,26 +200,59 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
     return tracer.call(get_op(f"numpy.{name}"), tuple(args), kwargs)
 
 
-def require_fits(sizes: list, dtype: np.dtype, what: str) -> None:
-    """Each size among ``sizes`` that numpy stores in the integer ``dtype`` must fit it: numpy
-    raises OverflowError for a Python int out of its range (NEP 50).  At the example that is
-    the model's own error (numpy's, at its line); at other sizes a requirement of the contract.
+def _fold(flat: list, step: Callable, start: Any) -> Any:
+    out = start
+    for v in flat:
+        out = step(out, v)
+    return out
 
-    Raises:
-        CaptureError: a size does not fit at the example.
+
+# numpy reductions of x.shape (and of the first argument only) that numpy itself would reach
+# through a plain int64 array: np.prod(x.shape) and friends of a bare tuple of sizes are sizes
+# (an np.int64, as eager's), others (np.cumsum(x.shape), np.mean(x.shape)) the op on tpe.shape_array
+_OF_SIZES = frozenset({"prod", "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort",
+                       "argsort", "argmax", "argmin"})
+_SIZE_FOLDS: dict = {
+    "prod": lambda flat: _fold(flat, lambda a, b: a * b, np.int64(1)),
+    "sum": lambda flat: _fold(flat, lambda a, b: a + b, np.int64(0)),
+    "max": lambda flat: _as_int64(sym_max(*flat)),
+    "min": lambda flat: _as_int64(sym_min(*flat)),
+}
+
+
+def _as_int64(value: Any) -> Any:
+    return SymInt(value.expr, value.env, np.int64) if isinstance(value, SymInt) else np.int64(value)
+_SIZE_FOLDS["amax"], _SIZE_FOLDS["amin"] = _SIZE_FOLDS["max"], _SIZE_FOLDS["min"]
+
+
+def _holds_symbolic(data: Any) -> bool:
+    return any(isinstance(v, (SymInt, SymFloat, SymBool, TracedArray)) for v in _leaves(data))
+
+
+def _leaves(data: Any) -> list:
+    if isinstance(data, (list, tuple)):
+        return [leaf for v in data for leaf in _leaves(v)]
+    return [data]
+
+
+def _stacked(tracer: Any, data: Any) -> Any:
+    """``np.array(data)`` of a (nested) list holding sizes or traced arrays, as traced ops.
+
+    numpy's array coercion gives the promotion of each element's own dtype (a Python int is
+    int64 there, a float float64, ``np.float32(n)`` float32): each element becomes that 0-d
+    value (a size through ``tpe.size_scalar``, a plain number a constant) and ``np.stack``
+    promotes them the same way.  Ragged nesting fails in stack as in numpy.
     """
-    info = np.iinfo(dtype)
-    src = user_source(3)
-    for v in sizes:
-        if not isinstance(v, SymInt):
-            continue
-        example = int(v.env.hint(v.expr))
-        if not info.min <= example <= info.max:
-            raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
-                               f"{dtype}\n  at {src}")
-        v.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
-                    f"{what} of a size: numpy raises OverflowError for a value {dtype} cannot hold", src,
-                    cause="shape")
+    if isinstance(data, (list, tuple)):
+        return tracer.call(get_op("numpy.stack"), ([_stacked(tracer, v) for v in data],), {})
+    if isinstance(data, TracedArray):
+        return data
+    if isinstance(data, SymBool):
+        return tracer.call(get_op("tpe.size_scalar"), (data.as_int(), np.dtype(bool)), {})
+    if isinstance(data, (SymInt, SymFloat)):
+        dtype = data.numpy_type or np.dtype(np.int64 if isinstance(data, SymInt) else np.float64)
+        return tracer.call(get_op("tpe.size_scalar"), (type(data)(data.expr, data.env), dtype), {})
+    return tracer.lift_constant("c_array", np.asarray(data))
 
 
 def _as_size(value: Any) -> Any:
@@ -202,6 +261,9 @@ def _as_size(value: Any) -> Any:
     if isinstance(value, TracedArray):
         if value.dtype.kind in "iu" and all(type(d) is int for d in value._shape) and value.size == 1:
             return value._read("item", "uses as a size the value")
+        if value.dtype.kind in "iu" and value.ndim == 1 and type(value._shape[0]) is int:
+            # np.zeros(np.array(x.shape) // 2): the values as a shape (sizes, when computed from sizes)
+            return tuple(_as_size(value[i]) for i in range(value._shape[0]))
         return value
     if type(value) in (tuple, list):
         return type(value)(_as_size(v) for v in value)
@@ -470,7 +532,9 @@ def sym_len(value: Any) -> Any:
 def _capture_import(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
     """``__import__`` for cloned functions: ``import math`` inside the model gets the symbolic view."""
     module = builtins.__import__(name, globals, locals, fromlist, level)
-    return _MATH if module is math else _NUMPY if module is np else module
+    if module is math or module is np:
+        return _MATH if module is math else _NUMPY
+    return stdlib_view(module) or module
 
 
 def _capture_builtins(real: Any) -> dict:
@@ -513,7 +577,9 @@ class _SymbolicMath:
 # pinned with the function's name as the reason (not the bare "converted with float()")
 _PINNING_MATH = frozenset({"log", "log2", "log10", "log1p", "exp", "exp2", "expm1", "pow", "sin", "cos",
                            "tan", "tanh", "atan", "atan2", "erf", "erfc", "gamma", "lgamma", "cbrt",
-                           "isqrt", "factorial", "comb", "perm", "gcd", "lcm"})
+                           "isqrt", "factorial", "comb", "perm", "gcd", "lcm", "ldexp", "fmod", "modf",
+                           "frexp", "remainder", "fsum", "isclose", "dist", "nextafter", "ulp", "copysign",
+                           "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "degrees", "radians"})
 
 
 def _named_pin(name: str, fn: Callable) -> Callable:
@@ -552,7 +618,15 @@ class _ScalarTypeView(type):
                 if kind in "iu":
                     require_fits([value], np.dtype(real), f"np.{real.__name__}()")
                 return as_type_of(value, real(value.example()))
-        return real(*args, **kwargs)
+            tracer = CURRENT.get()
+            if isinstance(value, TracedArray) and kind in "biufc" and tracer is not None and not tracer.in_impl:
+                # np.float32(np.sqrt(n)), np.int64(a.sum()): numpy casts the array (a scalar of a
+                # 0-d one); here its cast, a 0-d traced value computed at run time
+                return tracer.call(get_op("numpy.ndarray.astype"), (value, np.dtype(real)), {})
+        # any other use of a size (np.timedelta64(n, "s"), np.complex128(n), np.bool_(n)): numpy's
+        # C constructor needs a plain number, so the sizes are pinned with the type's name
+        what = f"np.{real.__name__}()"
+        return real(*plain(args, what), **plain(kwargs, what))
 
     def __instancecheck__(cls, obj: Any) -> bool:
         return isinstance(obj, cls.__real__)
@@ -570,11 +644,14 @@ class _ScalarTypeView(type):
         return repr(cls.__real__)
 
 
-# the numpy scalar types a size converts to exactly (bool and complex pin, as before)
+# the numpy scalar types model code sees as views: a size converts to the numeric ones exactly
 _SCALAR_VIEWS = {t: _ScalarTypeView(t.__name__, (t,), {"__real__": t, "__module__": "numpy"})
                  for t in {np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
                            np.uint8, np.uint16, np.uint32, np.uint64, np.intc, np.intp, np.uintp, np.longlong,
-                           np.ulonglong, np.single, np.double, np.half, np.longdouble}}
+                           np.ulonglong, np.single, np.double, np.half, np.longdouble,
+                           # no size form: their constructors pin (above)
+                           np.bool_, np.complex64, np.complex128, np.timedelta64, np.datetime64, np.str_,
+                           np.bytes_}}
 
 
 class _NumpyView(types.ModuleType):
@@ -604,6 +681,9 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _SCALAR_VIEWS[value]
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
+    pinning = stdlib_view(value)  # json, pickle, decimal, ...: sizes given to them are pinned
+    if pinning is not None:
+        return pinning
     orig_name = _BY_ORIGINAL.get(id(value))
     if orig_name is not None and value is _ORIGINALS[orig_name]:
         return _WRAPPERS[orig_name]

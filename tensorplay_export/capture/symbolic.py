@@ -58,6 +58,7 @@ from __future__ import annotations
 import builtins
 import contextvars
 import math
+import numbers
 import operator
 from typing import Any, Callable
 
@@ -95,12 +96,36 @@ def to_expr(value: Any) -> Any:
 
 def wrap_int(expr: Any, env: Any, dtype: Any = None) -> Any:
     """A plain int when ``expr`` is a number, else a SymInt (``dtype``: a numpy integer type
-    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar)."""
+    the value has in eager, e.g. after ``n + np.int32(1)``; a number is then that numpy scalar).
+
+    A narrow ``dtype`` wraps around as numpy's scalar arithmetic does (:func:`wrapped`)."""
+    if dtype is not None:
+        expr = wrapped(sympy.sympify(expr), env, np.dtype(dtype))
     if isinstance(expr, (int,)):
         return expr if dtype is None else dtype.type(expr)
     if expr.is_Integer:
-        return int(expr) if dtype is None else dtype.type(int(expr))
+        return int(expr) if dtype is None else np.dtype(dtype).type(int(expr))
     return SymInt(expr, env, dtype)
+
+
+def wrapped(expr: Any, env: Any, dtype: np.dtype) -> Any:
+    """``expr`` as numpy's integer scalar of ``dtype`` holds it: modulo ``2**bits`` into the
+    dtype's range, as numpy scalar arithmetic wraps on overflow (``np.int8(2) * 70`` is
+    ``12``, with a RuntimeWarning), or ``expr`` itself when the ranges keep it inside.
+
+    Each operation on a typed size wraps its own result, as numpy's does; wrapping is exact
+    for ``+ - *`` chains and shifts.  ``int64`` is left as it is (sizes are far from its
+    limits; ``uint64`` wraps below zero)."""
+    if dtype.kind not in "iu" or dtype == np.int64 or not isinstance(expr, sympy.Basic) or expr.is_Integer \
+            and np.iinfo(dtype).min <= int(expr) <= np.iinfo(dtype).max:
+        return expr
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    if not expr.is_Integer:
+        inside = sympy.And(expr >= lo, expr <= hi)
+        if inside is sympy.true or env.solver.implies(inside).status == "proved":
+            return expr
+    return sym_mod(expr - lo, hi - lo + 1) + lo
 
 
 # A size expression with more operations than this is pinned to its example value (a recorded
@@ -262,10 +287,10 @@ def round_half_even(e: Any) -> Any:
     if not den.is_positive:
         return None
     r = sympy.floor((2 * num + den) / (2 * den))
-    tie = sympy.Eq(sympy.Mod(2 * num, 2 * den), den)
+    tie = sympy.Eq(sym_mod(2 * num, 2 * den), den)
     if tie is sympy.false:
         return r
-    return sympy.Piecewise((r - 1, sympy.And(tie, sympy.Eq(sympy.Mod(r, 2), 1))), (r, True))
+    return sympy.Piecewise((r - 1, sympy.And(tie, sympy.Eq(sym_mod(r, 2), 1))), (r, True))
 
 
 def trunc_exact(e: Any) -> Any:
@@ -285,6 +310,20 @@ def wrap_bool(expr: Any, env: Any) -> Any:
     if expr is sympy.false or expr is False:
         return False
     return SymBool(expr, env)
+
+
+def sym_mod(a: Any, b: Any) -> Any:
+    """``sympy.Mod(a, b)`` with each ``Mod`` inside ``a`` first written as ``x - m*floor(x/m)``.
+
+    Why: sympy 1.14 folds ``Mod(k*Mod(x, m), m)`` to ``k*Mod(x, m)``, which is wrong
+    (``x = 2, k = 3, m = 4``: ``(3*2) % 4`` is 2, not 6), so ``(n % 4 * 3) % 4`` and a chain
+    of int8 wraparounds would compute other sizes than eager.  The floor form folds correctly.
+    """
+    a = sympy.sympify(a)
+    if isinstance(a, sympy.Basic) and a.has(sympy.Mod):
+        a = a.replace(lambda e: isinstance(e, sympy.Mod),
+                      lambda e: e.args[0] - e.args[1] * sympy.floor(e.args[0] / e.args[1]))
+    return sympy.Mod(a, b)
 
 
 def _floordiv(a, b):
@@ -314,6 +353,28 @@ def _require_live(env: Any, other: Any = None) -> None:
         "functools.lru_cache or a global dict in the model?); sizes are symbolic only while export "
         "traces the model: clear that cache (f.cache_clear()) and key it by plain ints computed "
         f"outside the model\n  at {user_source(3)}")
+
+
+def require_fits(sizes: list, dtype: np.dtype, what: str) -> None:
+    """Each size among ``sizes`` that numpy stores in the integer ``dtype`` must fit it: numpy
+    raises OverflowError for a Python int out of its range (NEP 50).  At the example that is
+    the model's own error (numpy's, at its line); at other sizes a requirement of the contract.
+
+    Raises:
+        CaptureError: a size does not fit at the example.
+    """
+    info = np.iinfo(dtype)
+    src = user_source(3)
+    for v in sizes:
+        if not isinstance(v, SymInt):
+            continue
+        example = int(v.env.hint(v.expr))
+        if not info.min <= example <= info.max:
+            raise CaptureError(f"{what} raised OverflowError: Python integer {example} out of bounds for "
+                               f"{dtype}\n  at {src}")
+        v.env.guard(sympy.And(v.expr >= int(info.min), v.expr <= int(info.max)), "shape",
+                    f"{what} of a size: numpy raises OverflowError for a value {dtype} cannot hold", src,
+                    cause="shape")
 
 
 class _SymNumber:
@@ -412,8 +473,19 @@ class _SymNumber:
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _RELATIONS[rel], False)
         return wrap_bool(rel(self.expr, o), self.env)
+
+    def _with_other_number(self, other: Any, pyop: Callable, reflected: bool) -> Any:
+        """``pyop(self, other)`` for a number without a size form (complex, ``decimal.Decimal``):
+        Python's own operation on the example's value, the size pinned; NotImplemented for
+        anything that is not a number (arrays and the rest decide by their own methods)."""
+        if not isinstance(other, numbers.Number) or isinstance(other, (_SymNumber, SymBool)):
+            return NotImplemented
+        name = type(other).__name__
+        value = self._typed(self.env.specialize(
+            self.expr, f"met a {name} number (a size has no symbolic form with {name} numbers)", user_source(3)))
+        return pyop(other, value) if reflected else pyop(value, other)
 
     def __eq__(self, o):
         if o is self:
@@ -536,7 +608,11 @@ class SymInt(_SymNumber):
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
+        if _rounded_narrow_float(self) or _rounded_narrow_float(other):
+            out = _numpy_op(self, other, fn, reflected)
+            if out is not NotImplemented:
+                return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
         out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
@@ -544,7 +620,14 @@ class SymInt(_SymNumber):
         else:
             exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
             out = wrap_float(out, self.env, exact)
-        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
+            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
+            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
+            routed = _numpy_op(self, other, fn, reflected)
+            if routed is not NotImplemented:
+                return routed
+        return out
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -593,7 +676,7 @@ class SymInt(_SymNumber):
             return NotImplemented
         if text == "&" and _is_int_like(o) and int(o) >= 0 and (int(o) + 1) & int(o) == 0:
             # n & (2**k - 1) is n mod 2**k for every integer n (two's complement)
-            return _numpy_typed(wrap_int(sympy.Mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
+            return _numpy_typed(wrap_int(sym_mod(self.expr, int(o) + 1), self.env), operator.and_, self, o)
         reason = f"bitwise `{text}` on a size (only `& (2**k - 1)` and shifts by a constant stay symbolic)"
         a = self._typed(self.env.specialize(self.expr, reason))
         b = o._typed(o.env.specialize(o.expr, reason)) if isinstance(o, SymInt) else o
@@ -634,11 +717,11 @@ class SymInt(_SymNumber):
 
     def __mod__(self, o):
         self._divisor_nonzero(o, False, "%")
-        return self._op(o, sympy.Mod)
+        return self._op(o, sym_mod)
 
     def __rmod__(self, o):
         self._divisor_nonzero(o, True, "%")
-        return self._op(o, sympy.Mod, True)
+        return self._op(o, sym_mod, True)
 
     def __truediv__(self, o):
         self._divisor_nonzero(o, False, "/")
@@ -658,7 +741,13 @@ class SymInt(_SymNumber):
         o = _constant_exponent(o)
         if mod is not None:
             if not (_is_int_like(o) and int(o) >= 0 and (_is_int_like(mod) or isinstance(mod, SymInt))):
-                return NotImplemented  # Python's own TypeError/ValueError, as eager
+                # pow(n, -1, 7) (a modular inverse) has no size form: Python's own pow on the
+                # example's values (its TypeError/ValueError for other operands, as eager)
+                value = self._typed(self.env.specialize(self.expr, "pow() with a modulus and a negative "
+                                                        "exponent (no symbolic form)", user_source(2)))
+                if isinstance(mod, SymInt):
+                    mod = mod._typed(mod.env.specialize(mod.expr, "modulus of pow()", user_source(2)))
+                return pow(value, o, mod)
             return self._op(o, operator.pow) % mod  # pow(n, k, m) == n**k % m for k >= 0
         if _is_int_like(o) and int(o) >= 0:
             return self._op(o, operator.pow)
@@ -732,6 +821,31 @@ class SymInt(_SymNumber):
         return np.asarray(self.__index__(), dtype=dtype)
 
 
+def _rounded_narrow_float(value: Any) -> bool:
+    """Whether ``value`` is a float16/float32 size that eager holds rounded to its type
+    (``np.float32(n) / 3``): the float64 expression is not that value, so arithmetic on it
+    would round once where eager rounds at every step.  ``np.float32(n)`` itself is exact."""
+    if not isinstance(value, SymFloat) or value.numpy_type is None or value.numpy_type.kind != "f" \
+            or value.numpy_type.itemsize >= 8:
+        return False
+    if value.exact is None or sympy.fraction(sympy.together(value.exact))[1] != 1:
+        return True
+    # an integer: exact in the type only below 2**(mantissa bits + 1) (2048 for float16)
+    top = value.env._upper_bound(value.exact)
+    return top is None or top > 2 ** (np.finfo(value.numpy_type).nmant + 1)
+
+
+def _numpy_op(left: Any, right: Any, fn: Callable, reflected: bool) -> Any:
+    """``fn`` of sizes as numpy's ufunc on eager's operands (typed sizes as their numpy scalars),
+    a traced 0-d value computed at run time with numpy's own rounding, or NotImplemented."""
+    ufunc = _FN_UFUNC.get(fn)
+    tracer = getattr(left.env, "tracer", None)
+    if ufunc is None or tracer is None:
+        return NotImplemented
+    a, b = (right, left) if reflected else (left, right)
+    return tracer.sym_ufunc(ufunc, "__call__", (a, b), {})
+
+
 def _called_by_array_iter() -> bool:
     """Whether the Python frame asking for ``__index__`` is a traced array's ``__iter__``
     (``for v in x`` calls ``range(x.shape[0])`` there), so the reason can say "iterating"."""
@@ -749,7 +863,11 @@ def _has_float(expr: Any) -> bool:
 
 
 # the Python operator each arithmetic rule computes (what eager code runs on its values)
-_PYOP: dict = {_floordiv: operator.floordiv, sympy.Mod: operator.mod, _truediv: operator.truediv}
+_PYOP: dict = {_floordiv: operator.floordiv, sym_mod: operator.mod, _truediv: operator.truediv}
+_FN_UFUNC: dict = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply, _truediv: np.true_divide,
+                   _floordiv: np.floor_divide, sym_mod: np.remainder, operator.pow: np.power}
+_RELATIONS: dict = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
+                    sympy.Gt: operator.gt, sympy.Ge: operator.ge}
 # numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
 _UFUNC_DUNDERS = {
     "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"),
@@ -776,6 +894,10 @@ def _scalar_ufunc(ufunc: Any, inputs: tuple) -> Any:
     elif len(inputs) == 2 and name in ("maximum", "minimum") and all(
             isinstance(v, SymInt) or _is_int_like(v) for v in inputs):
         out = (sym_max if name == "maximum" else sym_min)(*inputs)
+    elif name in ("power", "float_power") and len(inputs) == 2 and isinstance(inputs[1], _SymNumber):
+        # np.power(2.0, n): a size exponent has no size form (`**` pins it); the traced op
+        # computes numpy's own power at run time
+        return NotImplemented
     elif len(inputs) == 2 and (name in _UFUNC_DUNDERS or name in _UFUNC_COMPARE):
         # the size's own method (a numpy scalar's would call this ufunc again); a comparison
         # gives a SymBool, whose bool() guards as for n < 3
@@ -817,6 +939,12 @@ def _numpy_typed(out: Any, fn: Callable, left: Any, right: Any) -> Any:
     """
     if _numpy_type_of(left) is None and _numpy_type_of(right) is None:
         return out
+    for size, other in ((left, right), (right, left)):
+        typed = _numpy_type_of(other)
+        if isinstance(size, SymInt) and size.numpy_type is None and typed is not None and typed.kind in "iu":
+            # numpy 2 (NEP 50) converts a Python int operand to the other's integer type, and
+            # raises OverflowError when it does not fit
+            require_fits([size], typed, f"a size (a Python int) met with a numpy {typed} scalar")
     pyop = _PYOP.get(fn, fn)
     try:
         with np.errstate(all="ignore"):
@@ -831,10 +959,12 @@ def as_type_of(out: Any, eager: Any) -> Any:
     if not isinstance(eager, np.generic) or isinstance(out, SymBool):
         return out
     dtype = eager.dtype
+    if isinstance(out, (int, float, np.generic)):
+        return eager  # no size left in it: eager's own value (wrapped, if it overflowed)
     if not isinstance(out, _SymNumber):
-        return dtype.type(out)
+        return out  # a traced value numpy computes at run time (its own type already)
     if dtype.kind in "iu" and isinstance(out, SymInt):
-        return SymInt(out.expr, out.env, dtype)
+        return wrap_int(out.expr, out.env, dtype)
     if dtype.kind == "f":
         if isinstance(out, SymFloat):
             return SymFloat(out.expr, out.env, out.exact, dtype)
@@ -881,11 +1011,22 @@ class SymFloat(_SymNumber):
             _require_live(self.env, other)
         o = to_expr(other)
         if o is NotImplemented:
-            return NotImplemented
+            return self._with_other_number(other, _PYOP.get(fn, fn), reflected)
+        if _rounded_narrow_float(self) or _rounded_narrow_float(other):
+            out = _numpy_op(self, other, fn, reflected)
+            if out is not NotImplemented:
+                return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
         out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
-        return _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
+        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
+            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
+            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
+            routed = _numpy_op(self, other, fn, reflected)
+            if routed is not NotImplemented:
+                return routed
+        return out
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -917,7 +1058,11 @@ class SymFloat(_SymNumber):
     def hex(self) -> str: return float(self._pinned("converted with float.hex()")).hex()
     def as_integer_ratio(self) -> tuple:
         return float(self._pinned("converted with as_integer_ratio()")).as_integer_ratio()
-    def is_integer(self) -> bool: return float(self._pinned("tested with is_integer()")).is_integer()
+    def is_integer(self) -> bool:
+        if self.exact is not None and sympy.fraction(sympy.together(self.exact))[1] == 1 \
+                and not _rounded_narrow_float(self):
+            return True  # float(n), np.float64(2 * n): an integer at every size
+        return float(self._pinned("tested with is_integer()")).is_integer()
     def conjugate(self): return self
 
     @property
@@ -1116,8 +1261,15 @@ class _FloatType(type):
         return getattr(float, name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymBool):
+            args = (args[0].as_int(),)  # float(n > 3): 1.0 where it holds, computed at run time
         if len(args) == 1 and not kwargs and isinstance(args[0], (SymInt, SymFloat)):
             value = args[0]
+            if _rounded_narrow_float(value):  # float(np.float32(n) / 3): the float32-rounded value
+                return float(value.env.specialize(value.expr, "converted with float() from a rounded "
+                                                  f"{value.numpy_type} value", user_source(2)))
+            if isinstance(value, SymFloat) and value.numpy_type is not None:
+                return SymFloat(value.expr, value.env, value.exact)  # a Python float, as float() gives
             # 1.0*s keeps the value a float in printed code (an int array times it promotes as eager does)
             return value if isinstance(value, SymFloat) else SymFloat(sympy.Float(1.0) * value.expr, value.env,
                                                                        value.expr)

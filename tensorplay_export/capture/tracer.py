@@ -35,6 +35,7 @@ from ..records import SourceLoc
 from .frames import is_library_file, user_source
 from .lazy import lazy_kind, pending_in, proxy_args
 from .shape_env import ShapeEnv
+from .stdlib import plain
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
 from .views import Aliases
@@ -817,7 +818,16 @@ class Tracer:
         src = user_source(2)
         op = lookup_func(func)
         if op is None or op.multi_output or op.writes_arg is not None:
-            return func._implementation(*args, **kwargs)
+            token = self.env.checkpoint()
+            try:
+                return func._implementation(*args, **kwargs)
+            except TypeError:
+                # numpy's C code checks the exact type (np.result_type(np.int8, n)): the sizes as
+                # the example's numbers, pinned with the function's name; guards of the failed
+                # attempt are forgotten
+                self.env.rollback(token)
+                what = f"numpy.{getattr(func, '__name__', 'function')}()"
+                return func._implementation(*plain(args, what), **plain(kwargs, what))
         return self.call(op, tuple(args), dict(kwargs), source=src)
 
     def sym_ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
