@@ -51,6 +51,7 @@ issue 13, in this order:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -62,11 +63,14 @@ from . import numeric
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
 from .normalize import alternatives, first
+from .periods import divisor_product, monotone_signs, shift_period
 
 _MAX_DIVISORS = 256  # lattice multiples tried per symbol (smallest first, after the LCM)
 _SCAN = 64           # integers checked each way from the example before z3 is asked
 _MAX_COMBOS = 16     # combinations of guard alternatives solved when the example allows several
 _MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
+_MAX_FORKS = 48      # plans solved to compare the choices of a lattice step, per combination
+_RELATIONS = (sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
 
 # -- fix records ------------------------------------------------------------------
@@ -447,26 +451,6 @@ def _multiple_form(expr):
     return rest.name, b.name, k, c0
 
 
-def _residue_form(expr):
-    """``({name: coefficient}, k)`` for ``Eq(Mod(linear form, k), 0)`` with a constant ``k >= 2``
-    and integer coefficients, else None."""
-    if not isinstance(expr, sympy.Eq):
-        return None
-    lhs, rhs = expr.lhs, expr.rhs
-    if rhs != 0:
-        lhs, rhs = rhs, lhs
-    if rhs != 0 or not isinstance(lhs, sympy.Mod) or not lhs.args[1].is_Integer or int(lhs.args[1]) < 2:
-        return None
-    inner = lhs.args[0]
-    syms = sorted(inner.free_symbols, key=lambda s: s.name)
-    if not syms or not inner.is_polynomial(*syms):
-        return None
-    poly = sympy.Poly(sympy.expand(inner), *syms)
-    if poly.total_degree() != 1 or not all(c.is_Integer for c in poly.coeffs()):
-        return None
-    return {s.name: int(poly.coeff_monomial(s)) for s in syms}, int(lhs.args[1])
-
-
 def _floor_equality(expr, hints: Mapping):
     """For ``side == floor(num / k)`` or ``side == ceiling(num / k)`` (``side`` and ``num``
     linear in the dims, ``k >= 2``), the linear equality through the example's remainder
@@ -574,6 +558,7 @@ class _Plan:
         self.unfixable: list = []
         self.boxed: list = []                 # input guards a box of ranges stands for (_split_step)
         self._decided: dict = {}              # (name, conds, range) -> _Decision
+        self.budget = [_MAX_FORKS]            # shared with the clones a lattice step tries
         self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
 
     # -- helpers --------------------------------------------------------------------
@@ -625,12 +610,49 @@ class _Plan:
     def solve(self) -> "_Plan":
         self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
-            if not (self._relation_step() or self._unlock_step() or self._residue_step() or self._pin_step()
-                    or self._split_step()):
-                self.complete = True
-                break
+            if self._relation_step() or self._unlock_step() or self._multiple_step():
+                continue
+            options = self._lattice_options()
+            if not options:
+                if self._pin_step() or self._split_step():
+                    continue
+                options = self._specialize_options()
+                if not options:
+                    self.complete = True
+                    break
+            if self._take(options):
+                return self  # a fork solved the rest: self is now the widest of its plans
         self._final()
         return self
+
+    def _clone(self) -> "_Plan":
+        """An independent copy to try one choice on (the decision cache and fork budget are shared)."""
+        twin = object.__new__(_Plan)
+        twin.__dict__.update(self.__dict__)
+        for k in ("declared", "hints", "subst", "decisions"):
+            setattr(twin, k, dict(getattr(self, k)))
+        for k in ("names", "new_roots", "unfixable", "boxed", "atoms"):
+            setattr(twin, k, list(getattr(self, k)))
+        return twin
+
+    def _take(self, options: list) -> bool:
+        """Apply one of ``options`` (each a function of a plan): the only one, or the one whose
+        solved plan is widest (:meth:`key`; ties: the first).  True when the plans were solved
+        here and ``self`` took over the winner's state; the fork budget bounds the work, and
+        past it the first option is taken."""
+        if len(options) == 1 or self.budget[0] < len(options):
+            options[0](self)
+            return False
+        self.budget[0] -= len(options)
+        best = None
+        for option in options:
+            twin = self._clone()
+            option(twin)
+            twin.solve()
+            if best is None or twin.key() > best.key():
+                best = twin
+        self.__dict__.update(best.__dict__)
+        return True
 
     def _relation_step(self) -> bool:
         self._linearize_floor_equalities()
@@ -747,43 +769,118 @@ class _Plan:
                 return True
         return False
 
-    def _residue_step(self) -> bool:
-        """A divisibility over several dims, made to hold by the example's residues.
-
-        ``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the relation
-        ``a = q*(k*b + c)``, ``q`` from the example.  ``(a + b + c) % k == 0`` puts one dim on
-        its lattice mod ``k`` with the example's remainder (``a = k*_a + a0 % k``); the guard
-        then holds over the others alone (``(b + r) % k == 0``), which their own decision
-        closes.  Not the widest answer (``b = a + r`` or a shared parity admit other pairs),
-        but one that exists: the example satisfies the guard, so its residues do."""
+    def _multiple_step(self) -> bool:
+        """``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the relation
+        ``a = q*(k*b + c)``, ``q`` from the example (the modulus is a size, so no lattice of
+        ``a`` alone expresses it)."""
         for at in self.atoms:
             if len(at.names) < 2:
                 continue
             multiple = _multiple_form(at.expr)
-            if multiple is not None:  # (c*a) % m(b) == 0 (x.reshape(y.shape[0], -1)): a = q*m(b), q from the example
-                a, b, k, c0 = multiple
-                m0 = k * self.hints.get(b, 0) + c0 if b in self.hints else 0
-                if a in self.hints and m0 > 0 and self.hints[a] % m0 == 0:
-                    q = self.hints[a] // m0
-                    if q >= 1 and self._allowed({b: q * k}):
-                        self.apply(a, q * (k * self.sym(b) + c0), at.guard, at.verdict)
-                        return True
-            form = _residue_form(at.expr)
-            if form is None:
+            if multiple is None:
                 continue
-            coeffs, k = form
-            for name in sorted(coeffs, key=self.order):
-                if coeffs[name] % k == 0 or name not in self.hints:
-                    continue
-                h = self.hints[name]
-                lo = self.declared.get(name, (1, None))[0]
-                r = h % k
-                if lo is not None and r < lo:  # the smallest size of that residue the range admits
-                    r += k * -(-(lo - r) // k)
-                root = self._new_root(name, (h - r) // k)
-                self.apply(name, k * self.sym(root) + r, at.guard, at.verdict)
-                return True
+            a, b, k, c0 = multiple
+            m0 = k * self.hints.get(b, 0) + c0 if b in self.hints else 0
+            if a in self.hints and m0 > 0 and self.hints[a] % m0 == 0:
+                q = self.hints[a] // m0
+                if q >= 1 and self._allowed({b: q * k}):
+                    self.apply(a, q * (k * self.sym(b) + c0), at.guard, at.verdict)
+                    return True
         return False
+
+    def _lattice_options(self) -> list:
+        """The ways to fix the first guard over several dims built from floors and remainders.
+
+        For each dim ``x`` that enters through a floor or a remainder, the least period ``P``
+        with ``e(x + P) - e(x) == c`` (``e`` the guard's two sides subtracted;
+        :func:`.periods.shift_period`, proved by z3) gives the lattice ``x = P*_x + r`` with
+        the example's remainder ``r``; under it the guard is exactly ``c*_x + e(r)`` against 0:
+        a remainder guard drops ``x`` (``(a + b // 4) % 2 == 0`` with ``b = 8*_b + 7`` is
+        ``(a + 1) % 2 == 0``), a floor equality becomes linear in ``_x`` and then a relation
+        (``(a // 2 + 1) // 2 == b // 2 + 1`` with ``a = 4*_a`` is ``b = 2*_a - 2``).  Besides
+        those: an equality between two dims whose floors relax to an integer slope gives the
+        relation through the example along it (``a // 2 == b // 2`` at a = b is ``b = a``),
+        the guard deciding the root's range; an inequality whose sides are monotone gives a
+        box of ranges around the example (:meth:`_box`).  :meth:`_take` solves each choice
+        and keeps the widest, so the example's residues are the answer only when nothing
+        admits more sizes.
+        """
+        for at in self.atoms:
+            e = at.expr
+            if len(at.names) < 2 or not isinstance(e, _RELATIONS) or not _has_lattice_ops(e):
+                continue
+            kind, diff = type(e), e.lhs - e.rhs
+            options = []
+            for name in sorted(at.names, key=self.order):
+                if name not in self.hints or divisor_product(diff, name) == 1:
+                    continue
+                lo = self.declared.get(name, (1, None))[0]
+                others = {n: self.declared.get(n, (1, None)) for n in at.names if n != name}
+                try:
+                    found = shift_period(diff, name, self.hints, lo, others, timeout_ms=self.ctx.timeout_ms,
+                                         cache=self.ctx.cache)
+                except Exception:  # noqa: BLE001 - a construct z3 cannot take: no lattice for this dim
+                    found = None
+                if found is None or found[0] == 1:
+                    continue
+                p, c = found
+                r = self.hints[name] % p
+                if lo is not None and r < lo:  # the smallest size of that residue the range admits
+                    r += p * -(-(lo - r) // p)
+                options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, r=r, c=c,
+                                                 kind=kind, diff=diff))
+            if kind is sympy.Eq and len(at.names) == 2:
+                options += self._slope_options(at, diff)
+            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
+                box = self._box(e)
+                if box is not None:
+                    options.append(functools.partial(_Plan._use_box, at=at, box=box))
+            if options:
+                return options
+        return []
+
+    def _lattice(self, at, name, p, r, c, kind, diff) -> None:
+        root = self._new_root(name, (self.hints[name] - r) // p)
+        self.atoms = [x for x in self.atoms if x is not at]
+        self.apply(name, p * self.sym(root) + r, at.guard, at.verdict)
+        exact = kind(c * self.sym(root) + _subs_names(diff, {name: sympy.Integer(r)}), 0)
+        self.atoms += self._normalize(exact, at.guard, at.verdict, at.forced)
+
+    def _slope_options(self, at, diff) -> list:
+        relaxed = diff.replace(sympy.floor, lambda u: u).replace(sympy.ceiling, lambda u: u)
+        form = None if relaxed.has(sympy.Mod) else _linear_form(relaxed)
+        if form is None or len(form[0]) != 2:
+            return []
+        coeffs, _ = form
+        out = []
+        for d, o in itertools.permutations(sorted(coeffs, key=self.order)):
+            k = sympy.Rational(-coeffs[o], coeffs[d])
+            if not k.is_Integer or not self._allowed({o: int(k)}):
+                continue
+            offset = self.hints[d] - int(k) * self.hints[o]
+            out.append(functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset))
+        return out
+
+    def _relate(self, at, name, expr) -> None:
+        self.apply(name, expr, at.guard, at.verdict)
+
+    def _use_box(self, at, box) -> None:
+        self.atoms = [x for x in self.atoms if x is not at]
+        for b in box:
+            self.atoms += self._normalize(b, at.guard, at.verdict)
+        if at.forced is None:
+            self.boxed.append(at.guard)
+
+    def _specialize_options(self) -> list:
+        """The last resort for a guard over several dims built from floors or remainders that no
+        lattice, relation or box expresses: specialize one of its dims to the example's size
+        (each is tried; the widest plan wins), the guard then decides the others' ranges."""
+        for at in self.atoms:
+            if len(at.names) < 2 or not _has_lattice_ops(at.expr):
+                continue
+            return [functools.partial(_Plan._relate, at=at, name=n, expr=sympy.Integer(self.hints[n]))
+                    for n in sorted(at.names, key=self.order) if n in self.hints]
+        return []
 
     def _pin_step(self) -> bool:
         """Pin the fewest per-dim terms of a product equality over several dims (the last resort).
@@ -869,6 +966,9 @@ class _Plan:
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
         if form is None and diff.has(sympy.floor, sympy.ceiling):
+            box = self._monotone_box(diff, strict)
+            if box is not None:
+                return box
             # b // 2 <= a: a box for the linear bound b/2 <= a implies it (diff >= its lower bound)
             diff = floor_relaxed(diff, upper=False)
             form = _linear_form(diff)
@@ -912,6 +1012,52 @@ class _Plan:
             c = coeffs[n]
             x = self.sym(n)
             out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
+        return out
+
+    def _monotone_box(self, diff, strict: bool):
+        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``),
+        for a ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear
+        forms, ``b // 2 + 3 <= a // 2``); None otherwise.
+
+        Over a box the smallest value is at the corner where each dim is at its worst end (the
+        lower one where ``diff`` grows with it), so the corner decides.  The box grows by the
+        same amount each way while the corner holds, then each dim alone in input order, never
+        past the declared ranges; a dim whose end never matters is left unbounded."""
+        signs = monotone_signs(diff)
+        if not signs or any(n not in self.hints for n in signs):
+            return None
+        names = sorted(signs, key=self.order)
+        room = {}
+        for n in names:
+            lo, hi = self.declared.get(n, (1, None))
+            edge = lo if signs[n] > 0 else hi
+            room[n] = None if edge is None else abs(self.hints[n] - edge)
+
+        def corner_ok(ext) -> bool:
+            env = dict(self.hints)
+            for n in names:
+                env[n] = self.hints[n] - ext[n] if signs[n] > 0 else self.hints[n] + ext[n]
+            try:
+                v = numeric.value(diff, env)
+            except numeric.NumericError:
+                return False
+            return v > 0 if strict else v >= 0
+
+        def cap(e, n):
+            return e if room[n] is None else min(e, room[n])
+        if not corner_ok(dict.fromkeys(names, 0)):
+            return None
+        even = _grow(lambda e: corner_ok({n: cap(e, n) for n in names}))
+        ext = {n: cap(even, n) for n in names}
+        for n in names:
+            base = ext[n]
+            ext[n] = cap(base + _grow(lambda e: corner_ok({**ext, n: cap(base + e, n)})), n)
+        out = []
+        for n in names:
+            if ext[n] is None or ext[n] >= _GROW_LIMIT:
+                continue  # no end of this dim matters
+            x = self.sym(n)
+            out.append(x >= self.hints[n] - ext[n] if signs[n] > 0 else x <= self.hints[n] + ext[n])
         return out
 
     # -- per-symbol decisions ------------------------------------------------------------
@@ -1117,6 +1263,23 @@ class _Plan:
                 inside = cx is not None and cx != good and min(good, mid) <= cx <= max(good, mid)
                 bad = cx if inside else mid
         return good
+
+
+_GROW_LIMIT = 2 ** 40
+
+
+def _grow(ok) -> int:
+    """The largest ``e`` in [0, _GROW_LIMIT] with ``ok(e)``, for ``ok`` true at 0 and false past
+    some point (doubling, then bisection); _GROW_LIMIT when it never fails."""
+    good, bad = 0, 1
+    while bad < _GROW_LIMIT and ok(bad):
+        good, bad = bad, bad * 2
+    if bad >= _GROW_LIMIT:
+        return _GROW_LIMIT if ok(_GROW_LIMIT) else good
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if ok(mid) else (good, mid)
+    return good
 
 
 def _relation(name, expr, order) -> RelationFix:
