@@ -824,11 +824,7 @@ class _Plan:
                 if found is None or found[0] == 1:
                     continue
                 p, c = found
-                r = self.hints[name] % p
-                if lo is not None and r < lo:  # the smallest size of that residue the range admits
-                    r += p * -(-(lo - r) // p)
-                options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, r=r, c=c,
-                                                 kind=kind, diff=diff))
+                options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
             if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
@@ -839,11 +835,18 @@ class _Plan:
                 return options
         return []
 
-    def _lattice(self, at, name, p, r, c, kind, diff) -> None:
-        root = self._new_root(name, (self.hints[name] - r) // p)
+    def _lattice(self, at, name, p, c, kind, diff) -> None:
+        """``name = p*_name + r`` (``r`` the example's remainder), the guard replaced by its exact
+        form on the lattice: from the least size ``x0 = p*t0 + r`` the range admits (where the
+        shift identity starts), ``e(p*t + r) == c*(t - t0) + e(x0)``."""
+        h = self.hints[name]
+        r = h % p
+        lo = self.declared.get(name, (1, None))[0]
+        t0 = 0 if lo is None or lo <= r else -(-(lo - r) // p)
+        root = self._new_root(name, (h - r) // p)
         self.atoms = [x for x in self.atoms if x is not at]
         self.apply(name, p * self.sym(root) + r, at.guard, at.verdict)
-        exact = kind(c * self.sym(root) + _subs_names(diff, {name: sympy.Integer(r)}), 0)
+        exact = kind(c * (self.sym(root) - t0) + _subs_names(diff, {name: sympy.Integer(p * t0 + r)}), 0)
         self.atoms += self._normalize(exact, at.guard, at.verdict, at.forced)
 
     def _slope_options(self, at, diff) -> list:
@@ -858,8 +861,10 @@ class _Plan:
             if not k.is_Integer or not self._allowed({o: int(k)}):
                 continue
             offset = self.hints[d] - int(k) * self.hints[o]
-            out.append(functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset))
-        return out
+            # the relation step's preference breaks a tie: an offset >= 0, then the later dim derived
+            out.append(((k < 0, offset < 0, -self.order(d)),
+                        functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset)))
+        return [option for _, option in sorted(out, key=lambda o: o[0])]
 
     def _relate(self, at, name, expr) -> None:
         self.apply(name, expr, at.guard, at.verdict)
@@ -1103,6 +1108,35 @@ class _Plan:
             lo, hi = (dec.lo, dec.hi) if dec is not None else self.declared[root]
             if root not in self.subst and lo is not None and lo == hi:
                 self._compose(root, sympy.Integer(lo))
+        self._tidy_root_names()
+
+    def _tidy_root_names(self) -> None:
+        """Drop the helper roots that became derived (``_a = 3*__a + 2`` inside ``a = 6*__a + 4``)
+        and give each remaining one the shortest free name (``a = 6*_a + 4``)."""
+        for r in [r for r in self.new_roots if r in self.subst]:
+            del self.subst[r]
+            self.new_roots.remove(r)
+            self.names.remove(r)
+            self.declared.pop(r, None)
+            self.hints.pop(r, None)
+            self.decisions.pop(r, None)
+        taken = set(self.ctx.names) | set(self.ctx.hints) | set(self.new_roots)
+        rename = {}
+        for r in self.new_roots:
+            short = "_" + r.lstrip("_")
+            if short != r and short not in taken and short not in rename.values():
+                rename[r] = short
+        if not rename:
+            return
+        syms = {old: make_symbol(new, self.declared[old][0]) for old, new in rename.items()}
+        for d in self.subst:
+            self.subst[d] = _subs_names(self.subst[d], syms)
+        for old, new in rename.items():
+            for table in (self.declared, self.hints, self.decisions):
+                if old in table:
+                    table[new] = table.pop(old)
+            self.new_roots[self.new_roots.index(old)] = new
+            self.names[self.names.index(old)] = new
 
     def _compose(self, name, expr) -> None:
         expr = sympy.expand(expr)
@@ -1173,7 +1207,7 @@ class _Plan:
         conj = sympy.And(*conds)
         cands = [(1, 0)]
         if any(_has_lattice_ops(c) for c in conds):
-            cands += _lattices(conds, h)
+            cands += _lattices(conds, h, math.prod(divisor_product(c, name) for c in conds))
         scanned = []
         for idx, (k, c) in enumerate(cands):
             tlo = lo if k == 1 else (None if lo is None else max(0, -((c - lo) // k)))
@@ -1361,16 +1395,20 @@ def _moduli(conds) -> set:
     return out
 
 
-def _lattices(conds, h: int) -> list:
+def _lattices(conds, h: int, nested: int = 1) -> list:
     """Candidate roots ``x = k*_x + c`` (0 <= c < k, ``c = h mod k`` keeps the example).
 
     ``k`` is the least common multiple of every modulus the atoms use (56, 45 and
-    8 give 2520), its divisors, the moduli's divisors and the divisors of the
-    example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the LCM
-    and the moduli's product (nested ``floor``/``Mod`` repeat with it).
+    8 give 2520), its divisors, the moduli's divisors, the divisors of ``nested`` (the
+    product of the divisors the symbol passes through, :func:`.periods.divisor_product`:
+    ``((x + 3) // 2) % 2`` repeats every 4 although its one modulus is 2) and the divisors
+    of the example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the
+    LCM and the moduli's product (nested ``floor``/``Mod`` repeat with it).
     """
     mods = _moduli(conds)
     ks = set(_divisors(h))
+    if 1 < nested <= 10 ** 6:
+        ks.update(_divisors(nested))
     lcm = product = 1
     for m in mods:
         ks.update(_divisors(m))
