@@ -28,24 +28,42 @@ issue 13, in this order:
 4. A dim whose own atoms put it on a lattice ``x = k*_x + c`` is substituted into
    the guards over several dims when that makes one of them a relation
    (``dx//2 == dy`` with ``dx = 2*_dx`` is ``_dx == dy``), so both fixes come in one block.
-5. Last resort, for a polynomial equality over several dims that nothing above
+   A remainder ``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the
+   relation ``a = q*(k*b + c)``, ``q`` from the example.
+5. A guard over several dims built from floors and remainders (two inputs downsampled,
+   concatenated and regrouped: ``(a + b // 4) % 2 == 0``, ``(a // 2 + 1) // 2 == b // 2 + 1``)
+   has choices, each solved to the end, the widest kept (``_Plan._take``):
+   a dim ``x`` on the lattice of its least shift period ``P`` (``e(x + P) - e(x)`` a
+   constant ``c``, proved by z3: ``periods.shift_period``) with the example's remainder,
+   under which the guard is exactly ``c*_x + e(r)`` against 0 (a remainder guard drops
+   ``x``, a floor equality turns linear and then a relation); for an equality of two dims
+   whose floors relax to an integer slope, the relation through the example along it
+   (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
+   (``b // 2 + 3 <= a // 2``), a box of ranges around the example whose worst corner holds.
+6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
    expression of it (the downsampled size ``((h - 1)//2)//2`` of a flattened conv
    output) is pinned through that term: ``((h - 1)//2)//2 == 3`` keeps ``h`` in [13, 16].
-   No other kind of guard is ever pinned.
-6. All atoms on one symbol are conjoined. Its widest sound range containing the
+   A guard with floors or remainders that no lattice, relation or box expresses
+   (``(a*b) // 3 == 5``) specializes one of its dims to the example's size (the widest
+   choice), so one refine step still closes it.  No other kind of guard is pinned: an
+   inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
+   unfixable and says so.
+7. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found for the plain range and for lattice roots
    ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
-   its divisors, the divisors of the example size; c the example's remainder), and
+   its divisors, the product of the divisors the symbol passes through, the divisors of
+   the example size; c the example's remainder), and
    the form admitting more sizes wins (ties: the plain range, then the smaller k).
    Candidates are checked at plain integers first (``numeric``): the integers next
    to the example bound each candidate, a candidate that cannot beat the best one
    found is dropped unproved, and a range the integers enumerate completely needs
    no solver query; z3 decides only ranges too long to enumerate. A range holding
    one value is a specialization ``x = 4``. Relations are written over the final
-   roots (``dz = 3*_dx + 2`` when ``dx = 3*_dx`` and ``dz = dx + 2``).
-7. The whole fix set is verified: with every fix substituted, each guard is proved
+   roots (``dz = 3*_dx + 2`` when ``dx = 3*_dx`` and ``dz = dx + 2``), each helper root
+   under the shortest free name.
+8. The whole fix set is verified: with every fix substituted, each guard is proved
    under the fixed ranges, and the example sizes satisfy every fix. A fix equal
    to the current declaration is never emitted.
 """
@@ -1429,7 +1447,7 @@ def _count(lo, hi):
     return float("inf") if hi is None or lo is None else hi - lo + 1
 
 
-# -- step 7: verification ----------------------------------------------------------------
+# -- step 8: verification ----------------------------------------------------------------
 def _verify(ctx, plan, guards, out) -> None:
     """Substitute every fix and prove every fixable guard under the fixed ranges; check the hints."""
     fixed = {f.name: f for f in out.fixes}

@@ -158,3 +158,25 @@ def test_the_example_lattice_admits_what_every_size_of_its_residue_does():
     valid = sum(all(value(g, {"a": x, "b": y}) is True for g in guards)
                 for x, y in itertools.product(range(1, 49), repeat=2))
     assert 0 < count <= valid
+
+
+def test_a_floor_guard_nothing_else_expresses_specializes_to_the_example():
+    # no lattice (no constant shift), no slope, no monotone box: pinning closes it in one step
+    guards = [Eq(floor(a * b / 3), 5)]
+    dims = {"a": (1, 30), "b": (1, 100)}
+    fs, count = run(guards, dims, {"a": 4, "b": 4})
+    assert fs.lines == ["a = 4", "b = 4"] and count == 1
+
+
+def test_a_product_inequality_without_floors_is_still_never_pinned():
+    fs = suggest_fixes([dx * dy <= 4096], {"dx": (1, 1024), "dy": (1, 1024)}, {"dx": 32, "dy": 32})
+    assert fs.lines == [] and len(fs.unfixable) == 1
+
+
+def test_a_lattice_of_a_lattice_is_written_over_one_root_with_the_short_name():
+    # a = 2*_a, then _a = 3*__a + 2: printed as a = 6*_a + 4, no intermediate root
+    guards = [Eq(Mod(floor((a + 2) / 3) + floor((b - 1) / 2) + 1, 2), 0)]
+    dims = {"a": (1, 60), "b": (9, 30)}
+    fs, count = run(guards, dims, {"a": 4, "b": 15})
+    assert fs.lines == ["_a = Dim('_a', min=0, max=9)", "_b = Dim('_b', min=2, max=6)", "a = 6*_a + 4", "b = 4*_b + 3"]
+    assert count == 10 * 5
