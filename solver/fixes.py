@@ -87,7 +87,8 @@ _MAX_DIVISORS = 256  # lattice multiples tried per symbol (smallest first, after
 _SCAN = 64           # integers checked each way from the example before z3 is asked
 _MAX_COMBOS = 16     # combinations of guard alternatives solved when the example allows several
 _MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
-_MAX_FORKS = 48      # plans solved to compare the choices of a lattice step, per combination
+_MAX_FORKS = 32      # plans solved to compare the choices of a lattice step, per combination
+_MAX_LATTICE_DIMS = 4  # a lattice / specialization choice only for guards over at most this many dims
 _RELATIONS = (sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
 
@@ -258,7 +259,10 @@ RELATION_FORMS = ("increasing", "affine", "linear")
 
 # The fix forms one search tries, per ``relations`` value, in the words the messages use.
 _SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
-_LAST_FORM = ("pinning a product equality's dims to the example's sizes",)
+_LAST_FORM = ("a lattice per dim from the period of a floor or remainder guard",
+              "a box of ranges for a monotone inequality",
+              "pinning a product equality's dims to the example's sizes",
+              "specializing a dim of a floor or remainder guard to the example's size")
 SEARCHED_FORMS = {
     "increasing": _SINGLE_FORMS + ("relation dy = k*dx + c (k >= 1)",) + _LAST_FORM,
     "affine": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx") + _LAST_FORM,
@@ -393,6 +397,7 @@ class _Ctx:
         self.timeout_ms = timeout_ms
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
+        self.periods: dict = {}             # (expr, name, start, other ranges) -> shift_period's answer
         self.names = list(ranges)           # input order
 
 
@@ -825,20 +830,15 @@ class _Plan:
         """
         for at in self.atoms:
             e = at.expr
-            if len(at.names) < 2 or not isinstance(e, _RELATIONS) or not _has_lattice_ops(e):
+            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not isinstance(e, _RELATIONS) \
+                    or not _has_lattice_ops(e):
                 continue
             kind, diff = type(e), e.lhs - e.rhs
             options = []
             for name in sorted(at.names, key=self.order):
                 if name not in self.hints or divisor_product(diff, name) == 1:
                     continue
-                lo = self.declared.get(name, (1, None))[0]
-                others = {n: self.declared.get(n, (1, None)) for n in at.names if n != name}
-                try:
-                    found = shift_period(diff, name, self.hints, lo, others, timeout_ms=self.ctx.timeout_ms,
-                                         cache=self.ctx.cache)
-                except Exception:  # noqa: BLE001 - a construct z3 cannot take: no lattice for this dim
-                    found = None
+                found = self._period(diff, name, at.names)
                 if found is None or found[0] == 1:
                     continue
                 p, c = found
@@ -852,6 +852,20 @@ class _Plan:
             if options:
                 return options
         return []
+
+    def _period(self, diff, name, names):
+        """:func:`.periods.shift_period` under the current ranges, cached across the forks."""
+        lo = self.declared.get(name, (1, None))[0]
+        others = {n: self.declared.get(n, (1, None)) for n in sorted(names) if n != name}
+        key = (diff, name, lo, tuple(others.items()), self.hints[name])
+        if key not in self.ctx.periods:
+            try:
+                found = shift_period(diff, name, self.hints, lo, others, timeout_ms=self.ctx.timeout_ms,
+                                     cache=self.ctx.cache)
+            except Exception:  # noqa: BLE001 - a construct z3 cannot take: no lattice for this dim
+                found = None
+            self.ctx.periods[key] = found
+        return self.ctx.periods[key]
 
     def _lattice(self, at, name, p, c, kind, diff) -> None:
         """``name = p*_name + r`` (``r`` the example's remainder), the guard replaced by its exact
@@ -899,7 +913,7 @@ class _Plan:
         lattice, relation or box expresses: specialize one of its dims to the example's size
         (each is tried; the widest plan wins), the guard then decides the others' ranges."""
         for at in self.atoms:
-            if len(at.names) < 2 or not _has_lattice_ops(at.expr):
+            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(at.expr):
                 continue
             return [functools.partial(_Plan._relate, at=at, name=n, expr=sympy.Integer(self.hints[n]))
                     for n in sorted(at.names, key=self.order) if n in self.hints]
@@ -1177,12 +1191,22 @@ class _Plan:
                 + [r for r in self.new_roots if r not in self.subst and r in used])
 
     def key(self):
-        """Wider is larger: fewer unfixable guards, then more unbounded roots, then more sizes."""
+        """Wider is larger: fewer unfixable guards, then more unbounded roots, then more sizes.
+
+        An unbounded root counts the sizes its dims take per unit of length: a root that a dim
+        steps through with scale ``k`` (``x = 2*_x``) admits ``1/k`` of them, so of two plans with
+        as many unbounded roots the one with the coarser lattices is the narrower."""
+        scale: dict = {}
+        for d in self.ctx.names:
+            if d in self.subst and not self.subst[d].is_Integer:
+                for r, k in _relation(d, self.subst[d], self.order).terms:
+                    scale[r] = max(scale.get(r, 1), abs(k))
         n_inf, log_count = 0, 0.0
         for r in self.roots():
             lo, hi = self._range_of(r)
             if hi is None or lo is None:
                 n_inf += 1
+                log_count -= math.log(scale.get(r, 1))
             else:
                 log_count += math.log(max(hi - lo + 1, 1))
         return (-len({id(u.guard) for u in self.unfixable}), n_inf, round(log_count, 9))
