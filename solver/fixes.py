@@ -1088,7 +1088,7 @@ class _Plan:
         ext = {n: cap(even, n) for n in names}
         for n in names:
             base = ext[n]
-            ext[n] = cap(base + _grow(lambda e: corner_ok({**ext, n: cap(base + e, n)})), n)
+            ext[n] = cap(base + _grow(lambda e, n=n, base=base: corner_ok({**ext, n: cap(base + e, n)})), n)
         out = []
         for n in names:
             if ext[n] is None or ext[n] >= _GROW_LIMIT:
