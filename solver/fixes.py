@@ -28,29 +28,48 @@ issue 13, in this order:
 4. A dim whose own atoms put it on a lattice ``x = k*_x + c`` is substituted into
    the guards over several dims when that makes one of them a relation
    (``dx//2 == dy`` with ``dx = 2*_dx`` is ``_dx == dy``), so both fixes come in one block.
-5. Last resort, for a polynomial equality over several dims that nothing above
+   A remainder ``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the
+   relation ``a = q*(k*b + c)``, ``q`` from the example.
+5. A guard over several dims built from floors and remainders (two inputs downsampled,
+   concatenated and regrouped: ``(a + b // 4) % 2 == 0``, ``(a // 2 + 1) // 2 == b // 2 + 1``)
+   has choices, each solved to the end, the widest kept (``_Plan._take``):
+   a dim ``x`` on the lattice of its least shift period ``P`` (``e(x + P) - e(x)`` a
+   constant ``c``, proved by z3: ``periods.shift_period``) with the example's remainder,
+   under which the guard is exactly ``c*_x + e(r)`` against 0 (a remainder guard drops
+   ``x``, a floor equality turns linear and then a relation); for an equality of two dims
+   whose floors relax to an integer slope, the relation through the example along it
+   (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
+   (``b // 2 + 3 <= a // 2``), a box of ranges around the example whose worst corner holds.
+6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
    expression of it (the downsampled size ``((h - 1)//2)//2`` of a flattened conv
    output) is pinned through that term: ``((h - 1)//2)//2 == 3`` keeps ``h`` in [13, 16].
-   No other kind of guard is ever pinned.
-6. All atoms on one symbol are conjoined. Its widest sound range containing the
+   A guard with floors or remainders that no lattice, relation or box expresses
+   (``(a*b) // 3 == 5``) specializes one of its dims to the example's size (the widest
+   choice), so one refine step still closes it.  No other kind of guard is pinned: an
+   inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
+   unfixable and says so.
+7. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found for the plain range and for lattice roots
    ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
-   its divisors, the divisors of the example size; c the example's remainder), and
+   its divisors, the product of the divisors the symbol passes through, the divisors of
+   the example size; c the example's remainder), and
    the form admitting more sizes wins (ties: the plain range, then the smaller k).
    Candidates are checked at plain integers first (``numeric``): the integers next
    to the example bound each candidate, a candidate that cannot beat the best one
    found is dropped unproved, and a range the integers enumerate completely needs
    no solver query; z3 decides only ranges too long to enumerate. A range holding
    one value is a specialization ``x = 4``. Relations are written over the final
-   roots (``dz = 3*_dx + 2`` when ``dx = 3*_dx`` and ``dz = dx + 2``).
-7. The whole fix set is verified: with every fix substituted, each guard is proved
+   roots (``dz = 3*_dx + 2`` when ``dx = 3*_dx`` and ``dz = dx + 2``), each helper root
+   under the shortest free name.
+8. The whole fix set is verified: with every fix substituted, each guard is proved
    under the fixed ranges, and the example sizes satisfy every fix. A fix equal
    to the current declaration is never emitted.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -62,11 +81,15 @@ from . import numeric
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
 from .normalize import alternatives, first
+from .periods import divisor_product, monotone_signs, shift_period
 
 _MAX_DIVISORS = 256  # lattice multiples tried per symbol (smallest first, after the LCM)
 _SCAN = 64           # integers checked each way from the example before z3 is asked
 _MAX_COMBOS = 16     # combinations of guard alternatives solved when the example allows several
 _MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
+_MAX_FORKS = 32      # plans solved to compare the choices of a lattice step, per combination
+_MAX_LATTICE_DIMS = 4  # a lattice / specialization choice only for guards over at most this many dims
+_RELATIONS = (sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
 
 # -- fix records ------------------------------------------------------------------
@@ -236,7 +259,10 @@ RELATION_FORMS = ("increasing", "affine", "linear")
 
 # The fix forms one search tries, per ``relations`` value, in the words the messages use.
 _SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
-_LAST_FORM = ("pinning a product equality's dims to the example's sizes",)
+_LAST_FORM = ("a lattice per dim from the period of a floor or remainder guard",
+              "a box of ranges for a monotone inequality",
+              "pinning a product equality's dims to the example's sizes",
+              "specializing a dim of a floor or remainder guard to the example's size")
 SEARCHED_FORMS = {
     "increasing": _SINGLE_FORMS + ("relation dy = k*dx + c (k >= 1)",) + _LAST_FORM,
     "affine": _SINGLE_FORMS + ("relation dy = k*dx + c", "decreasing relation dy = c - dx") + _LAST_FORM,
@@ -371,6 +397,7 @@ class _Ctx:
         self.timeout_ms = timeout_ms
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
+        self.periods: dict = {}             # (expr, name, start, other ranges) -> shift_period's answer
         self.names = list(ranges)           # input order
 
 
@@ -445,26 +472,6 @@ def _multiple_form(expr):
     if k < 1:
         return None
     return rest.name, b.name, k, c0
-
-
-def _residue_form(expr):
-    """``({name: coefficient}, k)`` for ``Eq(Mod(linear form, k), 0)`` with a constant ``k >= 2``
-    and integer coefficients, else None."""
-    if not isinstance(expr, sympy.Eq):
-        return None
-    lhs, rhs = expr.lhs, expr.rhs
-    if rhs != 0:
-        lhs, rhs = rhs, lhs
-    if rhs != 0 or not isinstance(lhs, sympy.Mod) or not lhs.args[1].is_Integer or int(lhs.args[1]) < 2:
-        return None
-    inner = lhs.args[0]
-    syms = sorted(inner.free_symbols, key=lambda s: s.name)
-    if not syms or not inner.is_polynomial(*syms):
-        return None
-    poly = sympy.Poly(sympy.expand(inner), *syms)
-    if poly.total_degree() != 1 or not all(c.is_Integer for c in poly.coeffs()):
-        return None
-    return {s.name: int(poly.coeff_monomial(s)) for s in syms}, int(lhs.args[1])
 
 
 def _floor_equality(expr, hints: Mapping):
@@ -574,6 +581,7 @@ class _Plan:
         self.unfixable: list = []
         self.boxed: list = []                 # input guards a box of ranges stands for (_split_step)
         self._decided: dict = {}              # (name, conds, range) -> _Decision
+        self.budget = [_MAX_FORKS]            # shared with the clones a lattice step tries
         self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
 
     # -- helpers --------------------------------------------------------------------
@@ -625,12 +633,49 @@ class _Plan:
     def solve(self) -> "_Plan":
         self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
-            if not (self._relation_step() or self._unlock_step() or self._residue_step() or self._pin_step()
-                    or self._split_step()):
-                self.complete = True
-                break
+            if self._relation_step() or self._unlock_step() or self._multiple_step():
+                continue
+            options = self._lattice_options()
+            if not options:
+                if self._pin_step() or self._split_step():
+                    continue
+                options = self._specialize_options()
+                if not options:
+                    self.complete = True
+                    break
+            if self._take(options):
+                return self  # a fork solved the rest: self is now the widest of its plans
         self._final()
         return self
+
+    def _clone(self) -> "_Plan":
+        """An independent copy to try one choice on (the decision cache and fork budget are shared)."""
+        twin = object.__new__(_Plan)
+        twin.__dict__.update(self.__dict__)
+        for k in ("declared", "hints", "subst", "decisions"):
+            setattr(twin, k, dict(getattr(self, k)))
+        for k in ("names", "new_roots", "unfixable", "boxed", "atoms"):
+            setattr(twin, k, list(getattr(self, k)))
+        return twin
+
+    def _take(self, options: list) -> bool:
+        """Apply one of ``options`` (each a function of a plan): the only one, or the one whose
+        solved plan is widest (:meth:`key`; ties: the first).  True when the plans were solved
+        here and ``self`` took over the winner's state; the fork budget bounds the work, and
+        past it the first option is taken."""
+        if len(options) == 1 or self.budget[0] < len(options):
+            options[0](self)
+            return False
+        self.budget[0] -= len(options)
+        best = None
+        for option in options:
+            twin = self._clone()
+            option(twin)
+            twin.solve()
+            if best is None or twin.key() > best.key():
+                best = twin
+        self.__dict__.update(best.__dict__)
+        return True
 
     def _relation_step(self) -> bool:
         self._linearize_floor_equalities()
@@ -747,43 +792,132 @@ class _Plan:
                 return True
         return False
 
-    def _residue_step(self) -> bool:
-        """A divisibility over several dims, made to hold by the example's residues.
-
-        ``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the relation
-        ``a = q*(k*b + c)``, ``q`` from the example.  ``(a + b + c) % k == 0`` puts one dim on
-        its lattice mod ``k`` with the example's remainder (``a = k*_a + a0 % k``); the guard
-        then holds over the others alone (``(b + r) % k == 0``), which their own decision
-        closes.  Not the widest answer (``b = a + r`` or a shared parity admit other pairs),
-        but one that exists: the example satisfies the guard, so its residues do."""
+    def _multiple_step(self) -> bool:
+        """``(n*a) % (k*b + c) == 0`` (``x.reshape(y.shape[0], -1)``) becomes the relation
+        ``a = q*(k*b + c)``, ``q`` from the example (the modulus is a size, so no lattice of
+        ``a`` alone expresses it)."""
         for at in self.atoms:
             if len(at.names) < 2:
                 continue
             multiple = _multiple_form(at.expr)
-            if multiple is not None:  # (c*a) % m(b) == 0 (x.reshape(y.shape[0], -1)): a = q*m(b), q from the example
-                a, b, k, c0 = multiple
-                m0 = k * self.hints.get(b, 0) + c0 if b in self.hints else 0
-                if a in self.hints and m0 > 0 and self.hints[a] % m0 == 0:
-                    q = self.hints[a] // m0
-                    if q >= 1 and self._allowed({b: q * k}):
-                        self.apply(a, q * (k * self.sym(b) + c0), at.guard, at.verdict)
-                        return True
-            form = _residue_form(at.expr)
-            if form is None:
+            if multiple is None:
                 continue
-            coeffs, k = form
-            for name in sorted(coeffs, key=self.order):
-                if coeffs[name] % k == 0 or name not in self.hints:
-                    continue
-                h = self.hints[name]
-                lo = self.declared.get(name, (1, None))[0]
-                r = h % k
-                if lo is not None and r < lo:  # the smallest size of that residue the range admits
-                    r += k * -(-(lo - r) // k)
-                root = self._new_root(name, (h - r) // k)
-                self.apply(name, k * self.sym(root) + r, at.guard, at.verdict)
-                return True
+            a, b, k, c0 = multiple
+            m0 = k * self.hints.get(b, 0) + c0 if b in self.hints else 0
+            if a in self.hints and m0 > 0 and self.hints[a] % m0 == 0:
+                q = self.hints[a] // m0
+                if q >= 1 and self._allowed({b: q * k}):
+                    self.apply(a, q * (k * self.sym(b) + c0), at.guard, at.verdict)
+                    return True
         return False
+
+    def _lattice_options(self) -> list:
+        """The ways to fix the first guard over several dims built from floors and remainders.
+
+        For each dim ``x`` that enters through a floor or a remainder, the least period ``P``
+        with ``e(x + P) - e(x) == c`` (``e`` the guard's two sides subtracted;
+        :func:`.periods.shift_period`, proved by z3) gives the lattice ``x = P*_x + r`` with
+        the example's remainder ``r``; under it the guard is exactly ``c*_x + e(r)`` against 0:
+        a remainder guard drops ``x`` (``(a + b // 4) % 2 == 0`` with ``b = 8*_b + 7`` is
+        ``(a + 1) % 2 == 0``), a floor equality becomes linear in ``_x`` and then a relation
+        (``(a // 2 + 1) // 2 == b // 2 + 1`` with ``a = 4*_a`` is ``b = 2*_a - 2``).  Besides
+        those: an equality between two dims whose floors relax to an integer slope gives the
+        relation through the example along it (``a // 2 == b // 2`` at a = b is ``b = a``),
+        the guard deciding the root's range; an inequality whose sides are monotone gives a
+        box of ranges around the example (:meth:`_box`).  :meth:`_take` solves each choice
+        and keeps the widest, so the example's residues are the answer only when nothing
+        admits more sizes.
+        """
+        for at in self.atoms:
+            e = at.expr
+            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not isinstance(e, _RELATIONS) \
+                    or not _has_lattice_ops(e):
+                continue
+            kind, diff = type(e), e.lhs - e.rhs
+            options = []
+            for name in sorted(at.names, key=self.order):
+                if name not in self.hints or divisor_product(diff, name) == 1:
+                    continue
+                found = self._period(diff, name, at.names)
+                if found is None or found[0] == 1:
+                    continue
+                p, c = found
+                options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
+            if kind is sympy.Eq and len(at.names) == 2:
+                options += self._slope_options(at, diff)
+            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
+                box = self._box(e)
+                if box is not None:
+                    options.append(functools.partial(_Plan._use_box, at=at, box=box))
+            if options:
+                return options
+        return []
+
+    def _period(self, diff, name, names):
+        """:func:`.periods.shift_period` under the current ranges, cached across the forks."""
+        lo = self.declared.get(name, (1, None))[0]
+        others = {n: self.declared.get(n, (1, None)) for n in sorted(names) if n != name}
+        key = (diff, name, lo, tuple(others.items()), self.hints[name])
+        if key not in self.ctx.periods:
+            try:
+                found = shift_period(diff, name, self.hints, lo, others, timeout_ms=self.ctx.timeout_ms,
+                                     cache=self.ctx.cache)
+            except Exception:  # noqa: BLE001 - a construct z3 cannot take: no lattice for this dim
+                found = None
+            self.ctx.periods[key] = found
+        return self.ctx.periods[key]
+
+    def _lattice(self, at, name, p, c, kind, diff) -> None:
+        """``name = p*_name + r`` (``r`` the example's remainder), the guard replaced by its exact
+        form on the lattice: from the least size ``x0 = p*t0 + r`` the range admits (where the
+        shift identity starts), ``e(p*t + r) == c*(t - t0) + e(x0)``."""
+        h = self.hints[name]
+        r = h % p
+        lo = self.declared.get(name, (1, None))[0]
+        t0 = 0 if lo is None or lo <= r else -(-(lo - r) // p)
+        root = self._new_root(name, (h - r) // p)
+        self.atoms = [x for x in self.atoms if x is not at]
+        self.apply(name, p * self.sym(root) + r, at.guard, at.verdict)
+        exact = kind(c * (self.sym(root) - t0) + _subs_names(diff, {name: sympy.Integer(p * t0 + r)}), 0)
+        self.atoms += self._normalize(exact, at.guard, at.verdict, at.forced)
+
+    def _slope_options(self, at, diff) -> list:
+        relaxed = diff.replace(sympy.floor, lambda u: u).replace(sympy.ceiling, lambda u: u)
+        form = None if relaxed.has(sympy.Mod) else _linear_form(relaxed)
+        if form is None or len(form[0]) != 2:
+            return []
+        coeffs, _ = form
+        out = []
+        for d, o in itertools.permutations(sorted(coeffs, key=self.order)):
+            k = sympy.Rational(-coeffs[o], coeffs[d])
+            if not k.is_Integer or not self._allowed({o: int(k)}):
+                continue
+            offset = self.hints[d] - int(k) * self.hints[o]
+            # the relation step's preference breaks a tie: an offset >= 0, then the later dim derived
+            out.append(((k < 0, offset < 0, -self.order(d)),
+                        functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset)))
+        return [option for _, option in sorted(out, key=lambda o: o[0])]
+
+    def _relate(self, at, name, expr) -> None:
+        self.apply(name, expr, at.guard, at.verdict)
+
+    def _use_box(self, at, box) -> None:
+        self.atoms = [x for x in self.atoms if x is not at]
+        for b in box:
+            self.atoms += self._normalize(b, at.guard, at.verdict)
+        if at.forced is None:
+            self.boxed.append(at.guard)
+
+    def _specialize_options(self) -> list:
+        """The last resort for a guard over several dims built from floors or remainders that no
+        lattice, relation or box expresses: specialize one of its dims to the example's size
+        (each is tried; the widest plan wins), the guard then decides the others' ranges."""
+        for at in self.atoms:
+            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(at.expr):
+                continue
+            return [functools.partial(_Plan._relate, at=at, name=n, expr=sympy.Integer(self.hints[n]))
+                    for n in sorted(at.names, key=self.order) if n in self.hints]
+        return []
 
     def _pin_step(self) -> bool:
         """Pin the fewest per-dim terms of a product equality over several dims (the last resort).
@@ -869,6 +1003,9 @@ class _Plan:
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
         if form is None and diff.has(sympy.floor, sympy.ceiling):
+            box = self._monotone_box(diff, strict)
+            if box is not None:
+                return box
             # b // 2 <= a: a box for the linear bound b/2 <= a implies it (diff >= its lower bound)
             diff = floor_relaxed(diff, upper=False)
             form = _linear_form(diff)
@@ -914,6 +1051,52 @@ class _Plan:
             out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
         return out
 
+    def _monotone_box(self, diff, strict: bool):
+        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``),
+        for a ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear
+        forms, ``b // 2 + 3 <= a // 2``); None otherwise.
+
+        Over a box the smallest value is at the corner where each dim is at its worst end (the
+        lower one where ``diff`` grows with it), so the corner decides.  The box grows by the
+        same amount each way while the corner holds, then each dim alone in input order, never
+        past the declared ranges; a dim whose end never matters is left unbounded."""
+        signs = monotone_signs(diff)
+        if not signs or any(n not in self.hints for n in signs):
+            return None
+        names = sorted(signs, key=self.order)
+        room = {}
+        for n in names:
+            lo, hi = self.declared.get(n, (1, None))
+            edge = lo if signs[n] > 0 else hi
+            room[n] = None if edge is None else abs(self.hints[n] - edge)
+
+        def corner_ok(ext) -> bool:
+            env = dict(self.hints)
+            for n in names:
+                env[n] = self.hints[n] - ext[n] if signs[n] > 0 else self.hints[n] + ext[n]
+            try:
+                v = numeric.value(diff, env)
+            except numeric.NumericError:
+                return False
+            return v > 0 if strict else v >= 0
+
+        def cap(e, n):
+            return e if room[n] is None else min(e, room[n])
+        if not corner_ok(dict.fromkeys(names, 0)):
+            return None
+        even = _grow(lambda e: corner_ok({n: cap(e, n) for n in names}))
+        ext = {n: cap(even, n) for n in names}
+        for n in names:
+            base = ext[n]
+            ext[n] = cap(base + _grow(lambda e, n=n, base=base: corner_ok({**ext, n: cap(base + e, n)})), n)
+        out = []
+        for n in names:
+            if ext[n] is None or ext[n] >= _GROW_LIMIT:
+                continue  # no end of this dim matters
+            x = self.sym(n)
+            out.append(x >= self.hints[n] - ext[n] if signs[n] > 0 else x <= self.hints[n] + ext[n])
+        return out
+
     # -- per-symbol decisions ------------------------------------------------------------
     def _final(self) -> None:
         for at in self.atoms:
@@ -957,6 +1140,35 @@ class _Plan:
             lo, hi = (dec.lo, dec.hi) if dec is not None else self.declared[root]
             if root not in self.subst and lo is not None and lo == hi:
                 self._compose(root, sympy.Integer(lo))
+        self._tidy_root_names()
+
+    def _tidy_root_names(self) -> None:
+        """Drop the helper roots that became derived (``_a = 3*__a + 2`` inside ``a = 6*__a + 4``)
+        and give each remaining one the shortest free name (``a = 6*_a + 4``)."""
+        for r in [r for r in self.new_roots if r in self.subst]:
+            del self.subst[r]
+            self.new_roots.remove(r)
+            self.names.remove(r)
+            self.declared.pop(r, None)
+            self.hints.pop(r, None)
+            self.decisions.pop(r, None)
+        taken = set(self.ctx.names) | set(self.ctx.hints) | set(self.new_roots)
+        rename = {}
+        for r in self.new_roots:
+            short = "_" + r.lstrip("_")
+            if short != r and short not in taken and short not in rename.values():
+                rename[r] = short
+        if not rename:
+            return
+        syms = {old: make_symbol(new, self.declared[old][0]) for old, new in rename.items()}
+        for d in self.subst:
+            self.subst[d] = _subs_names(self.subst[d], syms)
+        for old, new in rename.items():
+            for table in (self.declared, self.hints, self.decisions):
+                if old in table:
+                    table[new] = table.pop(old)
+            self.new_roots[self.new_roots.index(old)] = new
+            self.names[self.names.index(old)] = new
 
     def _compose(self, name, expr) -> None:
         expr = sympy.expand(expr)
@@ -979,12 +1191,22 @@ class _Plan:
                 + [r for r in self.new_roots if r not in self.subst and r in used])
 
     def key(self):
-        """Wider is larger: fewer unfixable guards, then more unbounded roots, then more sizes."""
+        """Wider is larger: fewer unfixable guards, then more unbounded roots, then more sizes.
+
+        An unbounded root counts the sizes its dims take per unit of length: a root that a dim
+        steps through with scale ``k`` (``x = 2*_x``) admits ``1/k`` of them, so of two plans with
+        as many unbounded roots the one with the coarser lattices is the narrower."""
+        scale: dict = {}
+        for d in self.ctx.names:
+            if d in self.subst and not self.subst[d].is_Integer:
+                for r, k in _relation(d, self.subst[d], self.order).terms:
+                    scale[r] = max(scale.get(r, 1), abs(k))
         n_inf, log_count = 0, 0.0
         for r in self.roots():
             lo, hi = self._range_of(r)
             if hi is None or lo is None:
                 n_inf += 1
+                log_count -= math.log(scale.get(r, 1))
             else:
                 log_count += math.log(max(hi - lo + 1, 1))
         return (-len({id(u.guard) for u in self.unfixable}), n_inf, round(log_count, 9))
@@ -1027,7 +1249,7 @@ class _Plan:
         conj = sympy.And(*conds)
         cands = [(1, 0)]
         if any(_has_lattice_ops(c) for c in conds):
-            cands += _lattices(conds, h)
+            cands += _lattices(conds, h, math.prod(divisor_product(c, name) for c in conds))
         scanned = []
         for idx, (k, c) in enumerate(cands):
             tlo = lo if k == 1 else (None if lo is None else max(0, -((c - lo) // k)))
@@ -1119,6 +1341,23 @@ class _Plan:
         return good
 
 
+_GROW_LIMIT = 2 ** 40
+
+
+def _grow(ok) -> int:
+    """The largest ``e`` in [0, _GROW_LIMIT] with ``ok(e)``, for ``ok`` true at 0 and false past
+    some point (doubling, then bisection); _GROW_LIMIT when it never fails."""
+    good, bad = 0, 1
+    while bad < _GROW_LIMIT and ok(bad):
+        good, bad = bad, bad * 2
+    if bad >= _GROW_LIMIT:
+        return _GROW_LIMIT if ok(_GROW_LIMIT) else good
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if ok(mid) else (good, mid)
+    return good
+
+
 def _relation(name, expr, order) -> RelationFix:
     coeffs, const = {}, 0
     for term in sympy.Add.make_args(expr):
@@ -1198,16 +1437,20 @@ def _moduli(conds) -> set:
     return out
 
 
-def _lattices(conds, h: int) -> list:
+def _lattices(conds, h: int, nested: int = 1) -> list:
     """Candidate roots ``x = k*_x + c`` (0 <= c < k, ``c = h mod k`` keeps the example).
 
     ``k`` is the least common multiple of every modulus the atoms use (56, 45 and
-    8 give 2520), its divisors, the moduli's divisors and the divisors of the
-    example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the LCM
-    and the moduli's product (nested ``floor``/``Mod`` repeat with it).
+    8 give 2520), its divisors, the moduli's divisors, the divisors of ``nested`` (the
+    product of the divisors the symbol passes through, :func:`.periods.divisor_product`:
+    ``((x + 3) // 2) % 2`` repeats every 4 although its one modulus is 2) and the divisors
+    of the example size; smallest ``k`` first, at most ``_MAX_DIVISORS`` of them besides the
+    LCM and the moduli's product (nested ``floor``/``Mod`` repeat with it).
     """
     mods = _moduli(conds)
     ks = set(_divisors(h))
+    if 1 < nested <= 10 ** 6:
+        ks.update(_divisors(nested))
     lcm = product = 1
     for m in mods:
         ks.update(_divisors(m))
@@ -1228,7 +1471,7 @@ def _count(lo, hi):
     return float("inf") if hi is None or lo is None else hi - lo + 1
 
 
-# -- step 7: verification ----------------------------------------------------------------
+# -- step 8: verification ----------------------------------------------------------------
 def _verify(ctx, plan, guards, out) -> None:
     """Substitute every fix and prove every fixable guard under the fixed ranges; check the hints."""
     fixed = {f.name: f for f in out.fixes}

@@ -371,9 +371,13 @@ def test_fix_ties_a_dim_to_the_sum_of_two_others():
 
 
 def test_guard_without_a_fix_form_says_what_works_instead():
-    # (n*d) % 3 == 0 has no fix line; the error says so and names Dim.AUTO as what works
+    # n*d <= 64 (a flattened input against a 64-element table) has no fix line: a box of ranges
+    # would refuse sizes the model handles; the error says so and names Dim.AUTO as what works.
+    # ((n*d) % 3 == 0 from x.reshape(3, -1) has one now: n = 3*_n, tests/test_fixes_fuzz_products.py)
+    table = np.arange(64, dtype=np.float32)
+
     def model(x):
-        return x.reshape(3, -1)
+        return x.reshape(-1) + table[: x.size]
 
     spec = {"x": {0: Dim("n"), 1: Dim("d")}}
     err = violation(model, arr(6, 2), dynamic_shapes=spec)
@@ -382,10 +386,10 @@ def test_guard_without_a_fix_form_says_what_works_instead():
     with pytest.raises(ValueError):
         tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
     ep = tpe.export(model, arr(6, 2), dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim("d")}})
-    for n, d in ((3, 1), (1, 3), (2, 6), (5, 3)):
+    for n, d in ((3, 1), (1, 3), (2, 6), (5, 3), (8, 8)):
         agrees(ep, model, arr(n, d))
     with pytest.raises(tpe.ConstraintsExceededError):
-        ep.module()(arr(2, 2))
+        ep.module()(arr(9, 8))
 
 
 def test_fix_for_a_divisibility_introduces_a_new_root():
