@@ -403,10 +403,10 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
         return tuple(total if i == ax else d for i, d in enumerate(shape))
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
-        sym = ctx.new_unbacked(None)
+        ax = 0 if axis is None else int(axis) % len(shape)
+        sym = ctx.new_unbacked(None, 0, ax)  # its example value and run-time binding come from that axis
         if axis is None:
             return (sym,)
-        ax = int(axis) % len(shape)
         return tuple(sym if i == ax else d for i, d in enumerate(shape))
     require_nonneg(ctx, (repeats,), "repeat count")
     if axis is None:
