@@ -18,7 +18,6 @@ import numpy as np
 
 from .ctx import is_static, prod
 from .elementwise import shape_of
-from ..errors import UnsupportedOpError
 from .registry import ArrayInfo, register_op
 from ..records import sympy
 
@@ -413,16 +412,24 @@ def _unique_impl(ar: Any, return_index: bool = False, return_inverse: bool = Fal
 
 def _unique_rule(ctx: Any, ar: Any, return_index: bool = False, return_inverse: bool = False,
                  return_counts: bool = False, axis: Any = None, **kw: Any) -> list:
-    if axis is not None:
-        raise UnsupportedOpError("numpy.unique with axis= is not supported during capture")
     shape = shape_of(ar)
-    n = prod(shape)
-    sym = ctx.new_unbacked(n, 0, 0, same_as=("unique", getattr(ar, "key", None)))
-    outs = [(sym,)]
+    if axis is not None:
+        # unique slices along ``axis``: that axis becomes the data-dependent count, the others stay;
+        # the inverse maps each slice of the input (numpy 2: 1-d along ``axis``)
+        if not shape:
+            raise np.exceptions.AxisError(f"numpy.unique: axis {axis} is out of bounds for array of dimension 0")
+        ax = int(axis) % len(shape)
+        sym = ctx.new_unbacked(shape[ax], 0, ax, same_as=("unique", getattr(ar, "key", None), ax))
+        outs = [tuple(sym if i == ax else d for i, d in enumerate(shape))]
+        inverse: tuple = (shape[ax],)
+    else:
+        sym = ctx.new_unbacked(prod(shape), 0, 0, same_as=("unique", getattr(ar, "key", None)))
+        outs = [(sym,)]
+        inverse = tuple(shape)
     if return_index:
         outs.append((sym,))
     if return_inverse:
-        outs.append(tuple(shape))
+        outs.append(inverse)
     if return_counts:
         outs.append((sym,))
     return outs
