@@ -213,9 +213,8 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
             covered = shape[dim:dim + k.ndim]
             for m, d in zip(k.shape, covered):
                 ctx.eq(m, d, "boolean mask shape must match the indexed axes")
-            sym = ctx.new_unbacked(prod(covered), 0, len(out), same_as=("nonzero", k.key))
             adv_pos.append(len(out))
-            adv_shapes.append(("mask", sym))
+            adv_shapes.append(["mask", None, prod(covered), k.key])  # its size is made below, at its axis
             out.append(None)
             dim += k.ndim
             continue
@@ -249,9 +248,17 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
     for p in scalar_pos:
         adv_shapes.insert(sorted(adv_pos + [p]).index(p), ("int", ()))
         adv_pos = sorted(adv_pos + [p])
-    shapes = [s if kind == "int" else (s,) for kind, s in adv_shapes]
-    bshape = ctx.broadcast(*shapes)
     contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    # a mask's True count is the last axis of the broadcast advanced block, which numpy puts first
+    # unless the advanced indices are adjacent: its data-dependent size takes its example value
+    # (and its run-time binding) from that output axis
+    block = max(len(entry[1]) if entry[0] == "int" else 1 for entry in adv_shapes)
+    lead = sum(d is not None for d in out[:adv_pos[0]]) if contiguous else 0
+    for entry in adv_shapes:
+        if entry[0] == "mask":
+            entry[1] = ctx.new_unbacked(entry[2], 0, lead + block - 1, same_as=("nonzero", entry[3]))
+    shapes = [entry[1] if entry[0] == "int" else (entry[1],) for entry in adv_shapes]
+    bshape = ctx.broadcast(*shapes)
     rest = [d for d in out if d is not None]
     if contiguous:
         first = adv_pos[0]
@@ -260,8 +267,6 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
         result = tuple(before) + tuple(bshape) + tuple(after)
     else:
         result = tuple(bshape) + tuple(rest)
-    # a mask's unbacked size binds to the output axis where it finally landed
-    ctx.unbacked[:] = [(o, result.index(sym) if sym in result else axis, sym) for o, axis, sym in ctx.unbacked]
     return result
 
 
