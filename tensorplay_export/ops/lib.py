@@ -177,16 +177,17 @@ REDUCE_UFUNCS = ("logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "subtract",
 def _ufunc_reduce_rule(name: str, has_identity: bool):
     """``ufunc.reduce(array, axis=0, dtype, out, keepdims, initial, where)``: the reduced axes
     dropped (kept as 1 with ``keepdims``); a ufunc without an identity needs every reduced axis
-    nonempty unless ``initial`` is given (numpy: "zero-size array to reduction operation")."""
+    nonempty unless ``initial`` is given, and so does every ufunc given ``initial=None`` (numpy then
+    starts from the first element: "zero-size array to reduction operation")."""
     def rule(ctx: Any, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False,
              initial: Any = np._NoValue, where: Any = True) -> tuple:
         shape = tuple(shape_of(array))
         if not shape and axis is not None:
             raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for array of dimension 0")
         check_where(ctx, shape, where)
-        if not has_identity and (initial is np._NoValue or initial is None):
-            require_nonempty(ctx, shape, axis, f"{name}: a reduction by a ufunc without identity needs a "
-                                               "nonempty axis (or initial=)")
+        if initial is None or (not has_identity and initial is np._NoValue):
+            require_nonempty(ctx, shape, axis, f"{name}: the reduced axis must be nonempty (no identity to start "
+                                               "from: pass initial= a value)")
         return reduced_shape(shape, axis, bool(keepdims))
     return rule
 

@@ -190,17 +190,26 @@ def _core_axis(shape: tuple, axis: Any, name: str) -> int:
     return a % len(shape)
 
 
-def _vecdot_rule(ctx: Any, x1: Any, x2: Any, /, *, axis: Any = -1, out: Any = None, **kwargs: Any) -> tuple:
+_UFUNC_TYPING = frozenset({"dtype", "casting", "order", "subok", "signature"})  # no effect on the shape
+
+
+def _vecdot_rule(ctx: Any, x1: Any, x2: Any, /, *, axis: Any = -1, out: Any = None, keepdims: bool = False,
+                 **kwargs: Any) -> tuple:
     """numpy.vecdot (a gufunc ``(n),(n)->()``): the ``axis`` of both has one size ``n``; the other
-    axes broadcast."""
-    if kwargs:
-        raise UnsupportedOpError(f"numpy.vecdot with {sorted(kwargs)} is not supported during capture (use axis=)")
+    axes broadcast (``keepdims``: the reduced axis kept as 1 at ``axis`` of the result)."""
+    if set(kwargs) - _UFUNC_TYPING:
+        raise UnsupportedOpError(f"numpy.vecdot with {sorted(set(kwargs) - _UFUNC_TYPING)} is not supported "
+                                 "during capture (use axis=)")
     s1, s2 = tuple(shape_of(x1)), tuple(shape_of(x2))
     if not s1 or not s2:
         raise ValueError("vecdot: both operands need at least one dimension")
     a1, a2 = _core_axis(s1, axis, "vecdot"), _core_axis(s2, axis, "vecdot")
     ctx.eq(s1[a1], s2[a2], f"numpy.vecdot: the vector sizes {s1[a1]} and {s2[a2]} must match")
-    return ctx.broadcast(s1[:a1] + s1[a1 + 1:], s2[:a2] + s2[a2 + 1:])
+    shape = ctx.broadcast(s1[:a1] + s1[a1 + 1:], s2[:a2] + s2[a2 + 1:])
+    if not keepdims:
+        return shape
+    pos = int(axis) % (len(shape) + 1)
+    return shape[:pos] + (1,) + shape[pos:]
 
 
 if hasattr(np, "vecdot"):  # numpy >= 2.0

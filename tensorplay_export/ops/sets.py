@@ -136,8 +136,8 @@ def _intersect1d_indices(ar1: Any, ar2: Any, assume_unique: bool = False, return
 
 def _union1d_rule(ctx: Any, ar1: Any, ar2: Any) -> tuple:
     """numpy.union1d: the sorted unique values of both: at most ``ar1.size + ar2.size``."""
-    return (ctx.new_unbacked(as_dim(sympy.sympify(_flat(ar1) + _flat(ar2))) if not (
-        is_static(_flat(ar1)) and is_static(_flat(ar2))) else int(_flat(ar1)) + int(_flat(ar2)), 0, 0),)
+    total = _flat(ar1) + _flat(ar2)
+    return (ctx.new_unbacked(int(total) if is_static(total) else as_dim(sympy.sympify(total)), 0, 0),)
 
 
 register_op("numpy.setdiff1d", np.setdiff1d, _setdiff1d_rule, numpy_funcs=(np.setdiff1d,))

@@ -409,7 +409,8 @@ CASES.update({
 CASES.update({
     # -- vectors, matrices, einsum's interleaved form, unstack (ops/linalg.py, ops/movement.py)
     "numpy.vdot": [c(x2(), A(m, n)), c(A(n), A(n)), c(A(), A())],
-    "numpy.vecdot": [c(x2(), A(m)), c(A(n, 1, m), A(k, m)), c(x2(), x2(), axis=0)],
+    "numpy.vecdot": [c(x2(), A(m)), c(A(n, 1, m), A(k, m)), c(x2(), x2(), axis=0),
+                     c(x2(), x2(), axis=0, keepdims=True)],
     "numpy.matrix_transpose": [c(x2()), c(A(2, n, m))],
     "numpy.cross": [c(A(n, 3), A(n, 3)), c(A(n, 2), A(1, 3)), c(A(n, 2), A(n, 2)), c(A(3, n), A(3, n), axis=0),
                     c(A(n, 3), A(m, 1, 3), axisc=0)],

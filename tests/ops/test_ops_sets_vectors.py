@@ -57,10 +57,12 @@ def exact(fn, make=rounded, spec=SPEC, example=6, sizes=(4, 9, 32), ops=()):
 # -- vectors and matrices ------------------------------------------------------------------------
 def test_vdot_vecdot_matrix_transpose():
     ep = exact(lambda x: (np.vdot(x, x), np.vdot(x[:, :2], x[:, 2:].astype(np.float64)), np.vecdot(x, x),
-                          np.vecdot(x, x[:1], axis=-1), np.vecdot(x.T, x.T, axis=0), np.matrix_transpose(x),
+                          np.vecdot(x, x[:1], axis=-1), np.vecdot(x.T, x.T, axis=0),
+                          np.vecdot(x.T, x.T, axis=0, keepdims=True),
+                          np.vecdot(x, x, keepdims=True, dtype=np.float64), np.matrix_transpose(x),
                           np.matrix_transpose(x[None] * 2)),
                ops=["numpy.vdot", "numpy.vecdot", "numpy.matrix_transpose"])
-    assert ep.module()(rounded(9))[5].shape == (4, 9)
+    assert ep.module()(rounded(9))[7].shape == (4, 9)
 
 
 def test_vdot_and_vecdot_sizes_must_match():
@@ -72,14 +74,16 @@ def test_vdot_and_vecdot_sizes_must_match():
 
 
 def test_cross_products():
-    exact(lambda x: (np.cross(x[:, :3], x[:, 1:]), np.cross(x[:, :3], x[:1, 1:]), np.cross(x[:, :3].T, x[:, 1:].T, axis=0),
-                     np.cross(x[:, :3], x[:, 1:], axisc=0), np.cross(x[:, None, :3], x[None, :4, 1:])),
+    exact(lambda x: (np.cross(x[:, :3], x[:, 1:]), np.cross(x[:, :3], x[:1, 1:]),
+                     np.cross(x[:, :3].T, x[:, 1:].T, axis=0), np.cross(x[:, :3], x[:, 1:], axisc=0),
+                     np.cross(x[:, None, :3], x[None, :4, 1:])),
           ops=["numpy.cross"])
 
 
 def test_cross_pins_a_symbolic_component_count():
     with pytest.raises(tpe.ConstraintViolationError, match="number of vector components"):
-        tpe.export(lambda x: np.cross(x, x[::-1], axisa=0, axisb=0), rounded(6)[:3], dynamic_shapes={"x": {0: Dim("n")}})
+        tpe.export(lambda x: np.cross(x, x[::-1], axisa=0, axisb=0), rounded(6)[:3],
+                   dynamic_shapes={"x": {0: Dim("n")}})
 
 
 def test_einsum_sublist_form():
@@ -112,10 +116,12 @@ def test_ufunc_reduce_of_binary_ufuncs():
 
 def test_ufunc_reduce_without_identity_needs_a_nonempty_axis():
     f = lambda x: np.fmax.reduce(x[4:], axis=0)  # noqa: E731
-    with pytest.raises(tpe.ConstraintViolationError, match="without identity"):
+    with pytest.raises(tpe.ConstraintViolationError, match="must be nonempty"):
         tpe.export(f, rounded(6), dynamic_shapes=SPEC)
     exact(lambda x: np.fmax.reduce(x[4:], axis=0, initial=-5.0), sizes=(4, 5, 12))
     exact(lambda x: np.logaddexp.reduce(x[4:], axis=0), sizes=(4, 5, 12))  # identity -inf
+    with pytest.raises(tpe.ConstraintViolationError, match="must be nonempty"):  # None: from the first element
+        tpe.export(lambda x: np.logaddexp.reduce(x[4:], axis=0, initial=None), rounded(6), dynamic_shapes=SPEC)
 
 
 # -- compress / extract -----------------------------------------------------------------------------
