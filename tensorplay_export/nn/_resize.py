@@ -26,17 +26,42 @@ def _n_tuple(v, n: int, name: str) -> tuple:
     return (v,) * n
 
 
+def _is_int(v) -> bool:
+    """A Python/numpy int (not a bool)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_size(v) -> bool:
+    """An int, or a symbolic size (``x.shape[2]`` during a capture: an integer with ``__index__``
+    whose class this layer does not import; floats and bools have no ``__index__`` or are refused)."""
+    return _is_int(v) or (hasattr(type(v), "__index__") and not isinstance(v, (bool, np.bool_, float, np.floating))
+                          and not isinstance(v, np.ndarray))
+
+
+def _positive_size(s, given, op: str, what: str):
+    """``s`` as an output size: an int stays an int, a symbolic size stays symbolic.
+
+    Positivity is a requirement, not a type check: ``s < 1`` of a symbolic size is a guard
+    (``s >= 1``) recorded at the user's call, so a spec that lets the size reach 0 gets a fix.
+
+    Raises:
+        ValueError: ``s`` is not an integer size, or is below 1 (for the example).
+    """
+    if not _is_size(s):
+        raise ValueError(f"{op}: {what} entries must be positive ints (or sizes read from a shape), got {given!r}")
+    if s < 1:
+        raise ValueError(f"{op}: {what} entries must be positive ints, got {given!r}")
+    return int(s) if _is_int(s) else s
+
+
 def _resize_plan(x, size, scale_factor, spatial: int):
     """Per spatial axis: (output size, scale factor or None); torch's ``interpolate`` argument rules."""
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: give exactly one of size and scale_factor")
     in_sizes = tuple(x.shape[2:])
     if size is not None:
-        sizes = _n_tuple(size, spatial, "size")
-        for s in sizes:
-            if not isinstance(s, (int, np.integer)) or s < 1:
-                raise ValueError(f"interpolate: size entries must be positive ints, got {size!r}")
-        return tuple(int(s) for s in sizes), (None,) * spatial
+        sizes = tuple(_positive_size(s, size, "interpolate", "size") for s in _n_tuple(size, spatial, "size"))
+        return sizes, (None,) * spatial
     factors = tuple(float(f) for f in _n_tuple(scale_factor, spatial, "scale_factor"))
     for f in factors:
         if not f > 0:
@@ -63,7 +88,9 @@ def _nearest_index(n_in, n_out, factor):
     same indices as the formula, so they need no branch on the size.
     """
     if factor is None:
-        scale = np.array(n_in).astype(np.float32) / np.float32(n_out)
+        # both float32 0-d arrays (np.array of a size is made at run time, so a symbolic size stays so)
+        out32 = np.float32(n_out) if _is_int(n_out) else np.array(n_out).astype(np.float32)
+        scale = np.array(n_in).astype(np.float32) / out32
     else:
         scale = np.float32(1.0 / factor)
     src = np.floor(np.arange(n_out).astype(np.float32) * scale).astype(np.int64)
@@ -90,8 +117,10 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
 
     Args:
         input: (N, C, W) or (N, C, H, W).
-        size: output spatial size(s), static ints. scale_factor: float(s); the output is
-            ``floor(in * scale_factor)`` (symbolic when ``in`` is).
+        size: output spatial size(s): ints, or sizes read from a shape (``skip.shape[2:]``),
+            which stay symbolic in a capture (the output size is that expression; ``size >= 1``
+            is a requirement). scale_factor: float(s); the output is ``floor(in * scale_factor)``
+            (symbolic when ``in`` is).
         mode: "nearest", or "linear" (3-D input) / "bilinear" (4-D input) with ``align_corners``
             False or None (torch's default, half-pixel centres).
     Returns:
@@ -135,13 +164,16 @@ def _adaptive_bounds(n_in, n_out: int):
 
 
 def _adaptive_sizes(x, output_size, spatial: int, op: str) -> tuple:
+    """Static output sizes (None kept). The bins are a Python loop over the output size, so a
+    symbolic size (``y.shape[2:]`` in a capture) is pinned to its example value by ``int()``: the
+    specialization is reported at the model's pooling call."""
     sizes = _n_tuple(output_size, spatial, "output_size")
     out = []
     for k, s in enumerate(sizes):
         if s is None:  # torch: None keeps the input size (then each bin is one cell)
             out.append(None)
             continue
-        if not isinstance(s, (int, np.integer)) or s < 1:
+        if not _is_size(s) or s < 1:
             raise ValueError(f"{op}: output_size entries must be positive ints or None, got {output_size!r}")
         out.append(int(s))
     return tuple(out)
@@ -200,7 +232,8 @@ def adaptive_avg_pool2d(input, output_size):
     (``output_size=1``, the usual classifier head, is one mean).
 
     Args:
-        input: (N, C, H, W) or (C, H, W). output_size: int, or a pair of ints / None (None keeps the size).
+        input: (N, C, H, W) or (C, H, W). output_size: int, or a pair of ints / None (None keeps the size);
+            a symbolic size (read from a shape) is pinned to its example value, the bins being a static loop.
     Returns:
         (N, C, out_h, out_w) (unbatched in, unbatched out), the dtype of ``input``.
     Raises:

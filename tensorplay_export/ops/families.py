@@ -7,7 +7,8 @@ from __future__ import annotations
 import importlib
 
 FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks", "scatter",
-            "select", "grids", "signal", "stats", "random", "sizes", "fft", "matrix", "lib", "aliasing")
+            "select", "grids", "signal", "stats", "random", "sizes", "fft", "matrix", "lib", "aliasing",
+            "sets")
 
 for _name in FAMILIES:
     importlib.import_module(f"{__package__}.{_name}")

@@ -18,7 +18,6 @@ import numpy as np
 
 from .ctx import is_static, prod
 from .elementwise import shape_of
-from ..errors import UnsupportedOpError
 from .registry import ArrayInfo, register_op
 from ..records import sympy
 
@@ -214,9 +213,8 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
             covered = shape[dim:dim + k.ndim]
             for m, d in zip(k.shape, covered):
                 ctx.eq(m, d, "boolean mask shape must match the indexed axes")
-            sym = ctx.new_unbacked(prod(covered), 0, len(out), same_as=("nonzero", k.key))
             adv_pos.append(len(out))
-            adv_shapes.append(("mask", sym))
+            adv_shapes.append(["mask", None, prod(covered), k.key])  # its size is made below, at its axis
             out.append(None)
             dim += k.ndim
             continue
@@ -250,9 +248,17 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
     for p in scalar_pos:
         adv_shapes.insert(sorted(adv_pos + [p]).index(p), ("int", ()))
         adv_pos = sorted(adv_pos + [p])
-    shapes = [s if kind == "int" else (s,) for kind, s in adv_shapes]
-    bshape = ctx.broadcast(*shapes)
     contiguous = adv_pos == list(range(adv_pos[0], adv_pos[0] + len(adv_pos)))
+    # a mask's True count is the last axis of the broadcast advanced block, which numpy puts first
+    # unless the advanced indices are adjacent: its data-dependent size takes its example value
+    # (and its run-time binding) from that output axis
+    block = max(len(entry[1]) if entry[0] == "int" else 1 for entry in adv_shapes)
+    lead = sum(d is not None for d in out[:adv_pos[0]]) if contiguous else 0
+    for entry in adv_shapes:
+        if entry[0] == "mask":
+            entry[1] = ctx.new_unbacked(entry[2], 0, lead + block - 1, same_as=("nonzero", entry[3]))
+    shapes = [entry[1] if entry[0] == "int" else (entry[1],) for entry in adv_shapes]
+    bshape = ctx.broadcast(*shapes)
     rest = [d for d in out if d is not None]
     if contiguous:
         first = adv_pos[0]
@@ -261,8 +267,6 @@ def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
         result = tuple(before) + tuple(bshape) + tuple(after)
     else:
         result = tuple(bshape) + tuple(rest)
-    # a mask's unbacked size binds to the output axis where it finally landed
-    ctx.unbacked[:] = [(o, result.index(sym) if sym in result else axis, sym) for o, axis, sym in ctx.unbacked]
     return result
 
 
@@ -413,16 +417,24 @@ def _unique_impl(ar: Any, return_index: bool = False, return_inverse: bool = Fal
 
 def _unique_rule(ctx: Any, ar: Any, return_index: bool = False, return_inverse: bool = False,
                  return_counts: bool = False, axis: Any = None, **kw: Any) -> list:
-    if axis is not None:
-        raise UnsupportedOpError("numpy.unique with axis= is not supported during capture")
     shape = shape_of(ar)
-    n = prod(shape)
-    sym = ctx.new_unbacked(n, 0, 0, same_as=("unique", getattr(ar, "key", None)))
-    outs = [(sym,)]
+    if axis is not None:
+        # unique slices along ``axis``: that axis becomes the data-dependent count, the others stay;
+        # the inverse maps each slice of the input (numpy 2: 1-d along ``axis``)
+        if not shape:
+            raise np.exceptions.AxisError(f"numpy.unique: axis {axis} is out of bounds for array of dimension 0")
+        ax = int(axis) % len(shape)
+        sym = ctx.new_unbacked(shape[ax], 0, ax, same_as=("unique", getattr(ar, "key", None), ax))
+        outs = [tuple(sym if i == ax else d for i, d in enumerate(shape))]
+        inverse: tuple = (shape[ax],)
+    else:
+        sym = ctx.new_unbacked(prod(shape), 0, 0, same_as=("unique", getattr(ar, "key", None)))
+        outs = [(sym,)]
+        inverse = tuple(shape)
     if return_index:
         outs.append((sym,))
     if return_inverse:
-        outs.append(tuple(shape))
+        outs.append(inverse)
     if return_counts:
         outs.append((sym,))
     return outs

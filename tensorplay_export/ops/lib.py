@@ -1,5 +1,5 @@
 """numpy's Python-level functions (``numpy/lib``, ``numpy/_core/shape_base.py``) over ops we support:
-select, cov, lexsort, ufunc ``accumulate``/``outer``, append, delete, rot90, block, column_stack,
+select, cov, lexsort, ufunc ``accumulate``/``outer``/``reduce``, append, delete, rot90, block, column_stack,
 dstack, atleast_3d, ediff1d, vander, polyval, trapezoid, resize.
 
 Each impl is numpy's own function (values are numpy's at run time); each rule states the output
@@ -19,6 +19,7 @@ from .creation import norm_shape, require_nonneg
 from .ctx import as_dim, is_static, prod
 from .elementwise import shape_of
 from .movement import _concat_rule
+from .reduce import check_where, reduced_shape, require_nonempty
 from .registry import ArrayInfo, register_op
 
 
@@ -165,6 +166,36 @@ for _u in ACCUMULATE_UFUNCS:
 for _u in OUTER_UFUNCS:
     _fn = getattr(np, _u).outer
     register_op(f"numpy.{_u}.outer", _fn, _outer_rule, numpy_funcs=(_fn,))
+
+
+# ufunc.reduce of a binary ufunc without a reduction function of its own (add.reduce is numpy.sum,
+# multiply / maximum / minimum / logical_and / logical_or likewise: capture maps those)
+REDUCE_UFUNCS = ("logaddexp", "logaddexp2", "fmax", "fmin", "hypot", "subtract", "logical_xor", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "gcd", "lcm")
+
+
+def _ufunc_reduce_rule(name: str, has_identity: bool):
+    """``ufunc.reduce(array, axis=0, dtype, out, keepdims, initial, where)``: the reduced axes
+    dropped (kept as 1 with ``keepdims``); a ufunc without an identity needs every reduced axis
+    nonempty unless ``initial`` is given, and so does every ufunc given ``initial=None`` (numpy then
+    starts from the first element: "zero-size array to reduction operation")."""
+    def rule(ctx: Any, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False,
+             initial: Any = np._NoValue, where: Any = True) -> tuple:
+        shape = tuple(shape_of(array))
+        if not shape and axis is not None:
+            raise np.exceptions.AxisError(f"{name}: axis {axis} is out of bounds for array of dimension 0")
+        check_where(ctx, shape, where)
+        if initial is None or (not has_identity and initial is np._NoValue):
+            require_nonempty(ctx, shape, axis, f"{name}: the reduced axis must be nonempty (no identity to start "
+                                               "from: pass initial= a value)")
+        return reduced_shape(shape, axis, bool(keepdims))
+    return rule
+
+
+for _u in REDUCE_UFUNCS:
+    _fn = getattr(np, _u).reduce
+    register_op(f"numpy.{_u}.reduce", _fn,
+                _ufunc_reduce_rule(f"numpy.{_u}.reduce", getattr(np, _u).identity is not None), numpy_funcs=(_fn,))
 
 
 # -- append / delete ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Contractions: matmul / ``@``, dot, einsum, tensordot, inner, outer.
+"""Contractions: matmul / ``@``, dot, einsum (string and interleaved sublist forms), tensordot,
+inner, outer, vdot, vecdot, cross, matrix_transpose.
 
 The contracted sizes must be equal (``ctx.eq``: for ``x @ W`` with a dynamic
 inner dim ``k`` and 16 rows in ``W`` that is ``Eq(k, 16)``); batch axes
@@ -85,9 +86,39 @@ def _tensordot_rule(ctx: Any, a: Any, b: Any, axes: Any = 2) -> tuple:
 register_op("numpy.tensordot", np.tensordot, _tensordot_rule, numpy_funcs=(np.tensordot,))
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_text(sub: Any) -> str:
+    """One sublist of einsum's interleaved form as subscripts: ints 0..51 are letters, ``...`` stays."""
+    out = []
+    for s in sub:
+        if s is Ellipsis:
+            out.append("...")
+        elif isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= int(s) < len(_LETTERS):
+            out.append(_LETTERS[int(s)])
+        else:
+            raise ValueError(f"einsum: subscript {s!r} in a sublist must be an int in [0, 52) or Ellipsis")
+    return "".join(out)
+
+
+def _interleaved(args: tuple) -> tuple:
+    """``einsum(op0, sub0, op1, sub1, ..., [sub_out])`` -> (subscripts text, operands), numpy's own
+    reading of the interleaved form (``numpy/_core/einsumfunc.py``)."""
+    pairs, rest = args[:len(args) - len(args) % 2], args[len(args) - len(args) % 2:]
+    operands = pairs[0::2]
+    for sub in pairs[1::2]:
+        if not isinstance(sub, (list, tuple)):
+            raise ValueError(f"einsum: expected a sublist (list of ints) after each operand, got {sub!r}")
+    text = ",".join(_sublist_text(sub) for sub in pairs[1::2])
+    if rest:
+        text += "->" + _sublist_text(rest[0])
+    return text, operands
+
+
 def _einsum_rule(ctx: Any, subscripts: Any, *operands: Any, out: Any = None, **kwargs: Any) -> tuple:
-    if not isinstance(subscripts, str):
-        raise UnsupportedOpError("numpy.einsum in the interleaved (operand, sublist) form is not supported")
+    if not isinstance(subscripts, str):  # the interleaved (operand, sublist, ...) form
+        subscripts, operands = _interleaved((subscripts, *operands))
     spec = subscripts.replace(" ", "")
     inputs, _, output = spec.partition("->")
     terms = inputs.split(",")
@@ -139,3 +170,90 @@ def _einsum_impl(subscripts: Any, *operands: Any, **kwargs: Any) -> Any:
 
 
 register_op("numpy.einsum", _einsum_impl, _einsum_rule, numpy_funcs=(np.einsum,))
+
+
+# -- vdot / vecdot / cross / matrix_transpose -------------------------------------------------------
+def _vdot_rule(ctx: Any, a: Any, b: Any) -> tuple:
+    """numpy.vdot: both flattened, of one length (numpy: "vectors have different lengths"); a scalar."""
+    na, nb = prod(shape_of(a)), prod(shape_of(b))
+    ctx.eq(na, nb, f"numpy.vdot: the flattened lengths {na} and {nb} must be equal")
+    return ()
+
+
+register_op("numpy.vdot", np.vdot, _vdot_rule, numpy_funcs=(np.vdot,))
+
+
+def _core_axis(shape: tuple, axis: Any, name: str) -> int:
+    a = int(axis)
+    if not -len(shape) <= a < len(shape):
+        raise np.exceptions.AxisError(f"{name}: axis {a} is out of bounds for array of dimension {len(shape)}")
+    return a % len(shape)
+
+
+_UFUNC_TYPING = frozenset({"dtype", "casting", "order", "subok", "signature"})  # no effect on the shape
+
+
+def _vecdot_rule(ctx: Any, x1: Any, x2: Any, /, *, axis: Any = -1, out: Any = None, keepdims: bool = False,
+                 **kwargs: Any) -> tuple:
+    """numpy.vecdot (a gufunc ``(n),(n)->()``): the ``axis`` of both has one size ``n``; the other
+    axes broadcast (``keepdims``: the reduced axis kept as 1 at ``axis`` of the result)."""
+    if set(kwargs) - _UFUNC_TYPING:
+        raise UnsupportedOpError(f"numpy.vecdot with {sorted(set(kwargs) - _UFUNC_TYPING)} is not supported "
+                                 "during capture (use axis=)")
+    s1, s2 = tuple(shape_of(x1)), tuple(shape_of(x2))
+    if not s1 or not s2:
+        raise ValueError("vecdot: both operands need at least one dimension")
+    a1, a2 = _core_axis(s1, axis, "vecdot"), _core_axis(s2, axis, "vecdot")
+    ctx.eq(s1[a1], s2[a2], f"numpy.vecdot: the vector sizes {s1[a1]} and {s2[a2]} must match")
+    shape = ctx.broadcast(s1[:a1] + s1[a1 + 1:], s2[:a2] + s2[a2 + 1:])
+    if not keepdims:
+        return shape
+    pos = int(axis) % (len(shape) + 1)
+    return shape[:pos] + (1,) + shape[pos:]
+
+
+if hasattr(np, "vecdot"):  # numpy >= 2.0
+    register_op("numpy.vecdot", np.vecdot, _vecdot_rule, numpy_funcs=(np.vecdot,))
+
+
+def _matrix_transpose_rule(ctx: Any, x: Any, /) -> tuple:
+    shape = tuple(shape_of(x))
+    if len(shape) < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {len(shape)}")
+    return shape[:-2] + (shape[-1], shape[-2])
+
+
+if hasattr(np, "matrix_transpose"):  # numpy >= 2.0
+    register_op("numpy.matrix_transpose", np.matrix_transpose, _matrix_transpose_rule,
+                numpy_funcs=(np.matrix_transpose,), lazy="same")
+
+
+def _cross_rule(ctx: Any, a: Any, b: Any, axisa: Any = -1, axisb: Any = -1, axisc: Any = -1,
+                axis: Any = None) -> tuple:
+    """numpy.cross (``numpy/_core/numeric.py``): vectors of 2 or 3 components along ``axisa`` /
+    ``axisb``; the other axes broadcast; a 3-component result puts its axis at ``axisc``, two
+    2-component operands give the z component alone.  The component count decides the output's
+    rank, so a symbolic one is pinned to the example's (numpy accepts only 2 or 3)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    sa, sb = tuple(shape_of(a)), tuple(shape_of(b))
+    if not sa or not sb:
+        raise ValueError("cross: both operands need at least one dimension (the vectors' axis)")
+    ia, ib = _core_axis(sa, axisa, "cross"), _core_axis(sb, axisb, "cross")
+    ka, kb = sa[ia], sb[ib]
+    for k in (ka, kb):
+        ctx.pin(k, "numpy.cross: the number of vector components (2 or 3) fixes the result's shape")
+    ka, kb = int(ctx.hint(ka)), int(ctx.hint(kb))
+    if ka not in (2, 3) or kb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
+    shape = ctx.broadcast(sa[:ia] + sa[ia + 1:], sb[:ib] + sb[ib + 1:])
+    if ka == 2 and kb == 2:
+        return shape
+    full = shape + (3,)
+    ic = _core_axis(full, axisc, "cross")
+    out = list(shape)
+    out.insert(ic, 3)
+    return tuple(out)
+
+
+register_op("numpy.cross", np.cross, _cross_rule, numpy_funcs=(np.cross,))

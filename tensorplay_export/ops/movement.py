@@ -372,6 +372,26 @@ register_op("numpy.array_split", _array_split_impl, _split_rule(False), numpy_fu
             multi_output=True)
 
 
+def _unstack_rule(ctx: Any, x: Any, /, *, axis: int = 0) -> list:
+    """numpy.unstack (numpy >= 2.1): one array per index of ``axis``, each without that axis.  The
+    number of outputs is the program's structure, so a symbolic ``axis`` size is pinned."""
+    shape = tuple(shape_of(x))
+    if not shape:
+        raise ValueError("Input array must be at least 1-d.")
+    ax = norm_axes(axis, len(shape))[0]
+    ctx.pin(shape[ax], "numpy.unstack: the number of arrays it returns is the size of the unstacked axis")
+    rest = shape[:ax] + shape[ax + 1:]
+    return [rest] * int(ctx.hint(shape[ax]))
+
+
+def _unstack_impl(x: Any, /, *, axis: int = 0) -> tuple:
+    return tuple(np.unstack(x, axis=axis))
+
+
+if hasattr(np, "unstack"):
+    register_op("numpy.unstack", _unstack_impl, _unstack_rule, numpy_funcs=(np.unstack,), multi_output=True)
+
+
 # -- tile / repeat / pad / flip / roll ------------------------------------------------------------
 def _tile_rule(ctx: Any, A: Any, reps: Any) -> tuple:
     shape = shape_of(A)
@@ -403,10 +423,10 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
         return tuple(total if i == ax else d for i, d in enumerate(shape))
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
-        sym = ctx.new_unbacked(None)
+        ax = 0 if axis is None else int(axis) % len(shape)
+        sym = ctx.new_unbacked(None, 0, ax)  # its example value and run-time binding come from that axis
         if axis is None:
             return (sym,)
-        ax = int(axis) % len(shape)
         return tuple(sym if i == ax else d for i, d in enumerate(shape))
     require_nonneg(ctx, (repeats,), "repeat count")
     if axis is None:

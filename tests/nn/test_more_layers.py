@@ -214,6 +214,58 @@ def test_linear_1d_upsample_exports_with_dynamic_length():
         np.testing.assert_allclose(ep.module()(x), linear_ref(x, (2 * shape[2],), (2.0,)), **TOL)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_interpolate_to_another_inputs_symbolic_size(mode):
+    """The decoder step of FPN / DeepLab / UNet: upsample a coarse map to a skip connection's size."""
+    def f(y, skip):
+        return F.interpolate(y, size=skip.shape[2:], mode=mode) + skip
+
+    spec = ({0: Dim("b", max=8), 2: Dim("hy", max=64), 3: Dim("wy", max=64)},
+            {0: Dim("b", max=8), 2: Dim("h", max=128), 3: Dim("w", max=128)})
+    ep = tpe.export(f, randn(2, 3, 5, 6), randn(2, 3, 17, 22), dynamic_shapes=spec)
+    assert {str(k) for k in ep.range_constraints} == {"b", "hy", "wy", "h", "w"}  # nothing pinned
+    run = roundtrip(ep).module()
+    for hy, wy, h, w in [(1, 1, 1, 1), (3, 7, 50, 9), (64, 64, 2, 128), (2, 4, 82, 3)]:
+        y, skip = randn(1, 3, hy, wy), randn(1, 3, h, w)
+        got = run(y, skip)
+        assert got.shape == (1, 3, h, w)
+        np.testing.assert_array_equal(got, f(y, skip))
+
+
+def test_interpolate_back_to_the_input_size_and_linear_1d():
+    seg = nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1, rng=0), nn.Conv2d(4, 2, 1, rng=1)).eval()
+    f = lambda x: F.interpolate(seg(x), size=x.shape[2:], mode="bilinear")  # noqa: E731
+    ep = tpe.export(f, randn(2, 3, 17, 22), dynamic_shapes=({2: Dim("h", max=96), 3: Dim("w", max=96)},))
+    for shape in [(2, 3, 1, 1), (2, 3, 9, 31), (2, 3, 96, 40)]:
+        x = randn(*shape)
+        np.testing.assert_array_equal(ep.module()(x), f(x))
+    g = lambda y, ref: F.interpolate(y, size=ref.shape[-1], mode="linear")  # noqa: E731
+    ep = tpe.export(g, randn(1, 2, 5), randn(1, 2, 9), dynamic_shapes=({2: Dim("l")}, {2: Dim("m")}))
+    for l, m in [(1, 1), (3, 100), (100, 3)]:
+        y, ref = randn(1, 2, l), randn(1, 2, m)
+        np.testing.assert_array_equal(ep.module()(y, ref), g(y, ref))
+
+
+def test_interpolate_symbolic_size_positivity_is_a_requirement():
+    """size = n - 3 may reach 0 for n >= 1: a violation with a fix, not a type error."""
+    f = lambda x: F.interpolate(x, size=(x.shape[2] - 3, 4))  # noqa: E731
+    with pytest.raises(tpe.ConstraintViolationError, match=r"n >= 4|n = Dim\('n', min=4"):
+        tpe.export(f, randn(1, 1, 8, 4), dynamic_shapes=({2: Dim("n", max=64)},))
+    ep = tpe.export(f, randn(1, 1, 8, 4), dynamic_shapes=({2: Dim("n", min=4, max=64)},))
+    x = randn(1, 1, 30, 4)
+    np.testing.assert_array_equal(ep.module()(x), f(x))
+
+
+def test_adaptive_pool_symbolic_output_size_is_pinned_at_the_call():
+    f = lambda x, y: F.adaptive_avg_pool2d(x, y.shape[2:])  # noqa: E731
+    x, y = randn(1, 2, 16, 16), randn(1, 2, 4, 5)
+    with pytest.raises(tpe.ConstraintViolationError, match=r"(?s)specialized to 4.*test_more_layers.py"):
+        tpe.export(f, x, y, dynamic_shapes=({2: Dim("h"), 3: Dim("w")}, {2: Dim("a", max=8), 3: Dim("b", max=8)}))
+    ep = tpe.export(f, x, y, dynamic_shapes=({2: Dim("h", min=5), 3: Dim("w", min=5)}, None))
+    x2 = randn(1, 2, 33, 9)
+    np.testing.assert_array_equal(ep.module()(x2, y), f(x2, y))
+
+
 def test_interpolate_refuses_bad_arguments():
     x = randn(1, 2, 3, 3)
     with pytest.raises(ValueError, match="exactly one of size and scale_factor"):

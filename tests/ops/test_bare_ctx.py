@@ -24,7 +24,7 @@ import sympy
 import tensorplay_export  # noqa: F401  (capture installs nn's composites into the registry)
 from tensorplay_export.ops.ctx import BareEnv, ShapeCtx, SizeEnv
 from tensorplay_export.ops.indexing import constant_vrange
-from tensorplay_export.ops.lib import ACCUMULATE_UFUNCS, OUTER_UFUNCS
+from tensorplay_export.ops.lib import ACCUMULATE_UFUNCS, OUTER_UFUNCS, REDUCE_UFUNCS
 from tensorplay_export.ops.random import generator_state
 from tensorplay_export.ops.registry import ArrayInfo, all_ops
 from tensorplay_export.ops.scatter import AT_UFUNCS, REDUCEAT_UFUNCS
@@ -405,6 +405,37 @@ CASES.update({
     "tpe.linalg.svd_values": [c(x2()), c(A(2, m, n), compute_uv=False)],
     "numpy.linalg.svdvals": [c(x2()), c(A(3, n, m))],
 })
+
+CASES.update({
+    # -- vectors, matrices, einsum's interleaved form, unstack (ops/linalg.py, ops/movement.py)
+    "numpy.vdot": [c(x2(), A(m, n)), c(A(n), A(n)), c(A(), A())],
+    "numpy.vecdot": [c(x2(), A(m)), c(A(n, 1, m), A(k, m)), c(x2(), x2(), axis=0),
+                     c(x2(), x2(), axis=0, keepdims=True)],
+    "numpy.matrix_transpose": [c(x2()), c(A(2, n, m))],
+    "numpy.cross": [c(A(n, 3), A(n, 3)), c(A(n, 2), A(1, 3)), c(A(n, 2), A(n, 2)), c(A(3, n), A(3, n), axis=0),
+                    c(A(n, 3), A(m, 1, 3), axisc=0)],
+    "numpy.unstack": [c(A(n, 3), axis=1), c(x2()), c(A(2, n))],
+    **{f"numpy.{u}.reduce": [c(A(n, m, dtype=np.int64 if u in ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")
+                                 else np.bool_ if u == "logical_xor" else np.float64), axis=1),
+                             c(A(e, m, dtype=np.int64 if u in ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")
+                                 else np.bool_ if u == "logical_xor" else np.float64), 0, None, None, True, 3),
+                             c(A(n, m, dtype=np.int64 if u in ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")
+                                 else np.bool_ if u == "logical_xor" else np.float64), axis=-1)]
+       for u in REDUCE_UFUNCS},
+    # -- selections and set operations (ops/sets.py)
+    "numpy.compress": [c([True, False, True], x2(), axis=1), c(M(n), x2(), axis=0), c(M(4), x2()),
+                       c([False, True], x2(), 0)],
+    "numpy.ndarray.compress": [c(x2(), M(m), axis=1), c(x2(), [True, True])],
+    "numpy.extract": [c(M(n, m), x2()), c(M(n), A(n, 2)), c([1, 0, 1], x2())],
+    "numpy.trim_zeros": [c(I(n, hi=2)), c(I(n, hi=2), "b"), c(I(n, m, hi=2)), c(I(n, m, hi=2), "f", axis=1)],
+    "numpy.setdiff1d": [c(I(n, hi=3), I(m, hi=2)), c(I(n, m, hi=4), [0, 1])],
+    "numpy.intersect1d": [c(I(n, hi=3), I(m, hi=3)), c(I(n, hi=4), [1, 2])],
+    "tpe.intersect1d_indices": [c(I(n, hi=3), I(m, hi=3))],
+    "numpy.union1d": [c(I(n, hi=3), I(m, hi=3)), c(I(n, 2, hi=5), [7])],
+})
+CASES["tpe.unique"] = CASES["tpe.unique"] + [c(I(n, 2, hi=2), axis=0), c(I(n, m, hi=2), True, True, True, axis=1)]
+CASES["numpy.einsum"] = CASES["numpy.einsum"] + [c(x2(), [0, 1], A(m, 3), [1, 2], [0, 2]), c(x2(), [0, 1]),
+                                                 c(A(2, n, m), [Ellipsis, 1], A(m), [1], [Ellipsis])]
 
 # rules that are not for capture to call: they must refuse (and say so)
 REFUSES = {"tpe.item": TypeError}

@@ -1,5 +1,6 @@
 """Creation with symbolic sizes inside the model: arange, zeros/ones/empty/full, *_like, eye, tri, linspace."""
 import numpy as np
+import pytest
 
 from _check import check, randn
 from tensorplay_export import Dim
@@ -138,3 +139,35 @@ def test_constant_creation_composites_decompose():
         for g, w in zip(dec.module()(x), f(x)):
             assert g.shape == w.shape and g.dtype == w.dtype
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+LINSPACE_BOUNDS = {
+    "stop n": lambda x: x * np.linspace(0.0, x.shape[0], x.shape[0]),
+    "stop n, num 5": lambda x: x[:5] * np.linspace(0, x.shape[0], 5),
+    "-n..n, 2n+1, no endpoint": lambda x: np.linspace(-x.shape[0], x.shape[0], 2 * x.shape[0] + 1, endpoint=False),
+    "n/3..n as float32": lambda x: np.linspace(x.shape[0] / 3, x.shape[0], x.shape[0], dtype=np.float32),
+    "float32 start": lambda x: np.linspace(np.float32(0.5), x.shape[0], x.shape[0]),
+    "int dtype": lambda x: np.linspace(1, x.shape[0], x.shape[0] - 2, dtype=np.int64),
+    "start == stop": lambda x: np.linspace(x.shape[0], x.shape[0], x.shape[0]),
+    "num 1 and 0": lambda x: (np.linspace(0, x.shape[0], x.shape[0] - 4), np.linspace(0.0, 1.0, x.shape[0] - 5)),
+    "0..1 (step 1/(n-1))": lambda x: x * np.linspace(0, 1, x.shape[0]),
+    "0.1..0.7": lambda x: x * np.linspace(0.1, 0.7, x.shape[0]),
+}
+
+
+@pytest.mark.parametrize("name", list(LINSPACE_BOUNDS))
+def test_linspace_with_size_bounds_decomposes_bit_for_bit(name):
+    """run_decompositions on np.linspace whose start/stop is a size (np.result_type read a size as a
+    dtype name), and numpy's own step arithmetic: values equal eager numpy's exactly at every size."""
+    import tensorplay_export as tpe
+
+    f = LINSPACE_BOUNDS[name]
+    ep = tpe.export(f, np.ones(7), dynamic_shapes={"x": {0: Dim("n", min=5, max=100)}})
+    dec = ep.run_decompositions()
+    assert "numpy.linspace" not in {n.target for n in dec.graph.nodes if n.op == "call_function"}
+    for n in (5, 6, 9, 13, 49, 50, 97, 100):
+        x = np.ones(n)
+        got, want = dec.module()(x), f(x)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert g.shape == w.shape and g.dtype == w.dtype, (n, g.dtype, w.dtype)
+            np.testing.assert_array_equal(g, w)

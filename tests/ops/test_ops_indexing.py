@@ -110,3 +110,13 @@ def test_assigned_values_stretch_a_dynamic_axis_of_size_one_in_the_example():
         args = randn(n, 3), randn(1, 3, seed=2), np.array([[True, False, True]])
         for got, want in zip(ep.module()(*args), f(*args)):
             np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x[0, :, x[0, 0] > 0], lambda x: x[:, 0, x[0, 0] > 0],
+                                lambda x: x[x[:, 0, 0] > 0, :, 0], lambda x: x[:, x[0, :, 0] > -5, 1:],
+                                lambda x: x[1, x[1, :, 2] > 0]],
+                         ids=["int-slice-mask", "slice-int-mask", "mask-slice-int", "slice-mask-slice", "int-mask"])
+def test_boolean_mask_beside_an_integer_binds_where_numpy_puts_its_axis(fn):
+    """An integer beside a mask is an advanced index too: non-adjacent ones put the True count
+    first (x[0, :, m] is (count, 3)); its data-dependent size binds from that axis."""
+    check(fn, lambda n: (randn(n, 3, 5, seed=n),), {"x": {0: Dim("n", min=2, max=20)}}, example=6, sizes=(2, 9, 20))

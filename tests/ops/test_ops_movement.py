@@ -136,3 +136,24 @@ def test_counts_from_sizes_must_be_nonnegative(fn):
     with pytest.raises(tpe.ConstraintViolationError, match=r"n = Dim\('n', min=5, max=40\)"):
         tpe.export(fn, randn(8, 3), dynamic_shapes=spec)
     check(fn, _rows3, {"x": {0: Dim("n", min=5, max=40)}}, example=8, sizes=(5, 6, 40))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -2, None])
+def test_repeat_by_an_array_of_counts_along_any_axis(axis):
+    """FastSpeech's length regulator: frames repeated by per-token durations along the time axis.
+    The data-dependent length binds from the repeated axis (it was read from axis 0)."""
+    def f(x, d):
+        return np.repeat(x, d, axis=axis)
+
+    def make(n):
+        rng = np.random.default_rng(n)
+        x = randn(n, 2, 3, seed=n) if axis == 0 else randn(2, n, 3, seed=n)
+        return x, rng.integers(0, 4, n * 6 if axis is None else n)
+
+    spec = ({0 if axis == 0 else 1: Dim("n", max=32)}, {0: 6 * Dim("n", max=32) if axis is None else Dim("n", max=32)})
+    ep = tpe.export(f, *make(6), dynamic_shapes=spec)
+    for n in (1, 5, 32):
+        x, d = make(n)
+        got = ep.module()(x, d)
+        assert got.shape == f(x, d).shape
+        np.testing.assert_array_equal(got, f(x, d))
