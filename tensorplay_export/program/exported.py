@@ -731,7 +731,7 @@ class ExportedModule(GraphModule):
                 f"the model\n  at {retrace.user_source(2)}")
         return self._finish(leaves, outs)
 
-    def fresh_copy(self, value_of: Callable[[str, Any], Any]) -> "ExportedModule":
+    def _fresh_copy(self, value_of: Callable[[str, Any], Any]) -> "ExportedModule":
         """A new module of the same program whose state is ``value_of(kind, value)`` of this
         module's current state (``kind``: ``"parameter"``, ``"buffer"`` or ``"constant"``), as
         :func:`~tensorplay_export.capture.state.clone_module_tree` clones a Module's."""

@@ -178,10 +178,17 @@ class _Retrace(Interpreter):
         if special is not None:
             return special(self, *args, **kwargs)
         op = resolve_op(target, self.op_table)
-        return self.tracer.call(op, args, kwargs, source=self._source())
+        tracer = self.tracer
+        if self.op_table and target in self.op_table and target not in tracer.op_table:
+            tracer.op_table[target] = op  # an overlay op (draft's opaque ones): the new program runs it too
+        errstate = self._node.meta.get("errstate")
+        if errstate:  # the model's np.errstate around this op: the caller's node records it again
+            with np.errstate(**dict(errstate)):
+                return tracer.call(op, args, kwargs, source=self._source())
+        return tracer.call(op, args, kwargs, source=self._source())
 
     # -- the input contract as requirements -------------------------------------------
-    def require(self, expr: Any, reason: str, op: str) -> None:
+    def require(self, expr: Any, reason: str, op: str, where: Optional[str] = None) -> None:
         """``expr`` (over the caller's sizes) as a requirement of the caller's capture.
 
         Over backed sizes: a guard (proved: nothing; a named dim: a violation with a fix;
@@ -199,7 +206,8 @@ class _Retrace(Interpreter):
             return
         env.solver.assume(expr)
         syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
-        where = str(self.source) if self.source is not None else "?"
+        if where is None:
+            where = str(self.source) if self.source is not None else "?"
         self.tracer.graph.call_function(
             "tpe.check_size", (expr, format_guard(expr), where, tuple(s.name for s in syms), syms),
             meta=self.tracer.node_meta(self.source, shape=None, dtype=None))
@@ -257,7 +265,7 @@ class _Retrace(Interpreter):
 
     def _require_range(self, size: Any, lo: int, hi: Optional[int], where: str, name: str, op: str) -> None:
         admitted = f"[{lo}, {'inf' if hi is None else hi}]"
-        reason = f"the exported program called here admits {where} in {admitted} (its dim {name})"
+        reason = f"the exported program called here admits its input {where} in {admitted} (its dim {name})"
         self.require(sympy.Ge(size, lo), reason, op)
         if hi is not None:
             self.require(sympy.Le(size, hi), reason, op)
@@ -282,7 +290,8 @@ class _Retrace(Interpreter):
     def check_size(self, ok: Any, text: str, where: str, names: tuple, values: tuple) -> None:
         self.concrete_check("tpe.check_size", (ok, text, where, names, values), {})
         if isinstance(ok, SymBool):
-            self.require(ok.expr, f"tpe.check({text}) of the exported program ({where})", "tpe.check_size")
+            self.require(ok.expr, f"tpe.check({text}) of the exported program ({where})", "tpe.check_size",
+                         where=where)
 
     # -- nodes that are no op calls of their own ------------------------------------------
     def item_size(self, array: Any, where: str) -> Any:
