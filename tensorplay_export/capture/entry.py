@@ -223,7 +223,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
 
     # -- (retrace) an exported module offers an nn.Module over its state (program/retrace.py), so
     # its parameters and buffers are lifted, and their updates recorded, as a module's
-    view = getattr(type(model), "__tpe_capture_module__", None)
+    view = getattr(type(model), "_tpe_capture_module", None)
     if view is not None and not isinstance(model, Module):
         model = view(model) or model
     # -- (end retrace)

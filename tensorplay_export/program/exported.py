@@ -470,6 +470,12 @@ class ExportedModule(GraphModule):
     ``m.fc.weight = w``).  Assignments and buffer mutations stay in this module:
     the program's ``state_dict`` and ``save`` keep the program's values.
 
+    During a capture (another model calling it with traced inputs, or
+    ``export(m, ...)``, torch's retraceability) the generated code does not run:
+    the graph runs through the capture (:mod:`.retrace`), its sizes over the
+    caller's and its input contract as the caller's requirements; ``export(m)``
+    lifts the module's current state as parameters and buffers again.
+
     Raises (on call):
         ConstraintsExceededError: an input breaks the shape contract, or a
             non-array argument differs from its exported value.
@@ -718,8 +724,10 @@ class ExportedModule(GraphModule):
         """
         from . import retrace  # only while a capture runs: it imports capture (sympy)
 
+        from ..capture.frames import user_source
+
         outs = retrace.retrace(self._program, leaves, lambda spec: self._get_path(self._paths[spec.target]),
-                               tracer, retrace.user_source(2))
+                               tracer, user_source(2))
         updates = self._state_updates()
         if updates and self._stateful:
             names = ", ".join(repr(t) for _i, t, _k in updates)
@@ -728,7 +736,7 @@ class ExportedModule(GraphModule):
                 f"program being exported cannot hold that module's state, so the update would be lost. "
                 f"Export the exported module itself (export(ep.module(), ...) lifts its buffers and "
                 f"parameters), or call ExportedProgram.call_exported(ep) (a stateless runner) inside "
-                f"the model\n  at {retrace.user_source(2)}")
+                f"the model\n  at {user_source(2)}")
         return self._finish(leaves, outs)
 
     def _fresh_copy(self, value_of: Callable[[str, Any], Any]) -> "ExportedModule":
@@ -743,7 +751,7 @@ class ExportedModule(GraphModule):
                 fresh._set_path(path, value_of(kinds.get(s.kind, "constant"), self._get_path(path)))
         return fresh
 
-    def __tpe_capture_module__(self) -> Any:
+    def _tpe_capture_module(self) -> Any:
         """An ``nn.Module`` over this module's current state whose forward re-runs the program
         through the capture (:func:`.retrace.capture_view`), or None; what ``export(ep.module())``
         captures, so the state is lifted as parameters and buffers again."""

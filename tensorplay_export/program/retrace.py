@@ -37,7 +37,7 @@ from ..capture.frames import user_source
 from ..capture.symbolic import SymBool, SymFloat, SymInt, to_expr, wrap_bool, wrap_float, wrap_int
 from ..capture.traced import TracedArray
 from ..capture.tracer import current
-from ..errors import CaptureError, ConstraintsExceededError
+from ..errors import CaptureError
 from ..graph.interpreter import Interpreter
 from ..graph.ir import Graph, Node
 from ..graph.printing import format_guard
@@ -98,7 +98,8 @@ def retrace(program: Any, leaves: list, read_state: Callable[[InputSpec], Any], 
     for spec in specs:
         if spec.kind in _STATE_KINDS:
             value = read_state(spec)
-            if type(value) is np.ndarray:  # the caller's capture does not hold it: a constant of it
+            if isinstance(value, np.ndarray) and type(value) is not TracedArray:
+                # the caller's capture does not hold it (a plain attribute): a constant of it
                 value = tracer.lift_constant(f"c_{spec.target.replace('.', '_')}", value)
             flat.append(value)
         else:
@@ -112,8 +113,6 @@ class _Retrace(Interpreter):
 
     ``subs``: the program's size symbol -> the caller's size expression.
     """
-
-    free_values = True
 
     def __init__(self, graph: Graph, tracer: Any, op_table: Any, source: Optional[SourceLoc]) -> None:
         super().__init__(graph, op_table)
@@ -216,10 +215,9 @@ class _Retrace(Interpreter):
         """The check op run on the example values: the program's own error for an example
         outside its contract (rank, dtype, a size out of range)."""
         tracer = self.tracer
-        impl = resolve_op(target, self.op_table).impl
         was, tracer.in_impl = tracer.in_impl, True
         try:
-            return impl(*self.example(args), **self.example(kwargs))
+            return super().call_function(target, self.example(args), self.example(kwargs))
         finally:
             tracer.in_impl = was
 
