@@ -32,7 +32,7 @@ def same(got, want):
         for g, w in zip(got, want):
             same(g, w)
         return
-    if isinstance(want, (int, float)) and not isinstance(want, bool):
+    if type(want) in (int, float, bool):
         assert type(got) is type(want) and got == want
         return
     got, want = np.asarray(got), np.asarray(want)
@@ -77,6 +77,11 @@ CASES = {
                      ({0: Dim("n")}, {0: Dim("k")}), [(arr(2), arr(5)), (arr(5), arr(1)), (arr(9), arr(3))]),
     "constant_table": (lambda x: x + T8[: x.shape[0]], (arr(3),), ({0: Dim("n", max=8)},),
                        [(arr(1),), (arr(5),), (arr(8),)]),
+    "typed_sizes": (lambda x: (np.zeros(x.shape[0] + np.int32(1), np.float32), x[: x.shape[0] // np.int64(2)],
+                               x.shape[0] + np.int32(1)), (arr(4),), ({0: Dim("n")},),
+                    [(arr(1),), (arr(5),), (arr(9),)]),
+    "float_and_bool_size_outputs": (lambda x: (x * 2, x.shape[0] * 1.0, x.shape[0] > 3), (arr(4),),
+                                    ({0: Dim("n")},), [(arr(1),), (arr(3),), (arr(8),)]),
     "floor_div": (lambda x: x.reshape(-1)[: x.shape[0] // 2 + 1], (arr(6, 2),), ({0: Dim("n")},),
                   [(arr(1, 2),), (arr(3, 2),), (arr(10, 2),)]),
 }

@@ -299,10 +299,22 @@ class _Retrace(Interpreter):
         return self.tracer.read_value(array, "item", "reads .item()", self._source())
 
     def size_value(self, value: Any, kind: str) -> Any:
-        """A size the program returns: the caller's symbolic size (a number if it is one)."""
+        """A size the program returns, as the Python ``kind`` it has there (``"int"``,
+        ``"float"``, ``"bool"``): the caller's symbolic size (a number if it is one)."""
         if isinstance(value, (SymInt, SymFloat, SymBool)):
-            return value
+            expr, env = value.expr, self.shape_env
+            return wrap_float(expr, env) if kind == "float" else wrap_bool(expr, env) if kind == "bool" \
+                else wrap_int(expr, env) if kind == "int" else value
         return self.concrete_check("tpe.size_value", (value, kind), {})
+
+    def size_scalar(self, value: Any, dtype: Any) -> Any:
+        """A size with a numpy type (``n + np.int32(1)``): the caller's size with that type, which
+        its capture records as such wherever it is used (as the first capture did)."""
+        if isinstance(value, SymInt):
+            return wrap_int(value.expr, self.shape_env, np.dtype(dtype))
+        if isinstance(value, SymFloat):
+            return wrap_float(value.expr, self.shape_env, dtype=np.dtype(dtype))
+        return self.concrete_check("tpe.size_scalar", (value, dtype), {})
 
     def item(self, values: Any, index: int) -> Any:
         if isinstance(values, (tuple, list)):
@@ -329,6 +341,7 @@ _SPECIAL = {
     "tpe.check_size": _Retrace.check_size,
     "tpe.item_size": _Retrace.item_size,
     "tpe.size_value": _Retrace.size_value,
+    "tpe.size_scalar": _Retrace.size_scalar,
     "tpe.item": _Retrace.item,
 }
 
