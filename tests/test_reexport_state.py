@@ -165,3 +165,34 @@ def test_a_stateless_runner_inside_another_model_exports():
     for b in (2, 5, 9):
         x = arr(b, 3)
         np.testing.assert_allclose(ep2.module()(x), outer(x), rtol=1e-5, atol=1e-6)
+
+
+def _zero_head(x):
+    x[:2] = 0.0
+    return x.sum(0)
+
+
+def test_a_program_writing_its_input_reexports_with_the_same_input_mutation():
+    spec = ({0: Dim("n", min=2)},)
+    ep = tpe.export(_zero_head, arr(4, 3), dynamic_shapes=spec)
+    ep2 = tpe.export(ep.module(), arr(4, 3), dynamic_shapes=spec)
+    assert _signature(ep2) == _signature(ep)
+    for n in (2, 5, 9):
+        a = arr(n, 3)
+        b, c = a.copy(), a.copy()
+        np.testing.assert_allclose(ep2.module()(b), _zero_head(c), rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(b, c)  # the caller's array written as eager writes it
+
+
+def test_an_inner_program_writing_an_intermediate_of_the_outer_model():
+    inner = tpe.export(_zero_head, arr(4, 3), dynamic_shapes=({0: Dim("n", min=2)},)).module()
+
+    def outer(x):
+        y = x * 1.0
+        s = inner(y)
+        return s + y.sum(0)  # sees the write into y
+
+    ep = tpe.export(outer, arr(4, 3), dynamic_shapes=({0: Dim("n", min=2)},))
+    for n in (2, 6, 11):
+        a = arr(n, 3)
+        np.testing.assert_allclose(ep.module()(a), outer(a.copy()), rtol=1e-5, atol=1e-6)
