@@ -722,9 +722,10 @@ class ExportedModule(GraphModule):
                 stateful module, called inside another model): the caller's program cannot
                 hold this module's state.
         """
-        from . import retrace  # only while a capture runs: it imports capture (sympy)
-
+        # imported here: only while a capture runs (capture imports sympy, which loading a
+        # program must not, issue 19)
         from ..capture.frames import user_source
+        from . import retrace
 
         outs = retrace.retrace(self._program, leaves, lambda spec: self._get_path(self._paths[spec.target]),
                                tracer, user_source(2))
