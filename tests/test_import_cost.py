@@ -30,7 +30,8 @@ MAY_IMPORT_SYMPY = {
     # import the solver (z3) or capture: export, refine, unflatten and decompositions only
     "tensorplay_export.specs.refine": "solver", "tensorplay_export.program.unflatten": "solver",
     "tensorplay_export.program.input_checks": "solver", "tensorplay_export.program.compose": "solver",
-    "tensorplay_export.program.eager_check": "capture", "tensorplay_export.program.decompositions": "capture",
+    "tensorplay_export.program.eager_check": "capture",
+    "tensorplay_export.program.retrace": "capture (imported only while a capture runs)", "tensorplay_export.program.decompositions": "capture",
     # builds programs from capture results (export time only)
     "tensorplay_export.program.build": "capture results",
 }

@@ -224,6 +224,12 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     tracer = Tracer(env, draft=draft_log)
     from ..nn.module import _CALL_HOOK, Module
 
+    # -- (retrace) an exported module offers an nn.Module over its state (program/retrace.py), so
+    # its parameters and buffers are lifted, and their updates recorded, as a module's
+    view = getattr(type(model), "_tpe_capture_module", None)
+    if view is not None and not isinstance(model, Module):
+        model = view(model) or model
+    # -- (end retrace)
     is_module = isinstance(model, Module)
     state = lift_module_state(tracer, model) if is_module else None
     input_kinds: list = []

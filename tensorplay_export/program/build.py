@@ -115,16 +115,35 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
     insert_input_checks(graph, contract)
     all_ranges = dict(ranges)
+    checked = _checked_conditions(graph)
     for sym, (lo, hi) in env.ranges.items():
         if env.kinds.get(sym) == "unbacked":
+            lo, hi = _admitted_extent(sym, int(lo), None if hi is None else int(hi), checked, env.hints.get(sym))
             all_ranges[sym] = ValueRange(int(lo), math.inf if hi is None else int(hi))
     return contract, all_ranges
 
 
+def _checked_conditions(graph: Graph) -> list:
+    """The size conditions the program checks at run time on data-dependent sizes: each
+    ``tpe.check_size`` (a ``tpe.check`` of the model) and each ``tpe.assert_guard`` over sizes
+    (draft's assumed data-dependent guards); read from the nodes' arguments, so a loaded or
+    rewritten program states the same facts."""
+    out = []
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target not in ("tpe.check_size", "tpe.assert_guard"):
+            continue
+        cond = node.args[0] if node.args else None
+        if isinstance(cond, sympy.Basic) and not isinstance(cond, sympy.Expr) and cond not in (sympy.true, sympy.false):
+            out.append(cond)
+    return out
+
+
 def _admitted_extent(sym: Any, lo: int, hi: Any, guards: list, hint: Any) -> tuple:
-    """An AUTO root's range as the least and greatest size its own guards admit
-    (``s // 2 >= 2`` and ``s % 4 == 0`` over ``[2, inf]`` report ``[4, inf]``); the guards
-    stay runtime checks (a range does not state their gaps)."""
+    """An AUTO root's (or a data-dependent size's) range as the least and greatest size its own
+    guards admit (``s // 2 >= 2`` and ``s % 4 == 0`` over ``[2, inf]`` report ``[4, inf]``;
+    ``tpe.check(u0 >= 4)`` and ``tpe.check(u0 <= 7)`` report ``u0: [4, 7]``, as torch's
+    ``range_constraints`` after ``torch._check``), decided by the solver; the guards stay
+    runtime checks (a range does not state their gaps)."""
     conds = [g for g in guards if g.free_symbols == {sym}]
     if not conds or hint is None:
         return lo, hi

@@ -105,6 +105,11 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
     from ..nn.module import Module
 
     owner = model.__self__ if isinstance(model, types.MethodType) else model
+    if isinstance(owner, ExportedModule):
+        # a stateful module of a program: a fresh one with copies of its current state, as a
+        # Module's clone, so the net neither sees nor advances the state of the one exported
+        fresh = owner._fresh_copy(_state_view(writable))
+        return (types.MethodType(model.__func__, fresh) if owner is not model else fresh), fresh
     if not isinstance(owner, Module):
         return model, None
     clones = clone_module_tree(owner, _state_view(writable))

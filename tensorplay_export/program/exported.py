@@ -12,6 +12,7 @@ rebuilds the output pytree.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from ..graph.codegen import GraphModule, PythonCode
 from ..ops.registry import OPAQUE_PREFIX
-from ..errors import ConstraintsExceededError
+from ..errors import CaptureError, ConstraintsExceededError
 from ..graph.ir import Graph, Namespace, Node
 from ..graph.stored import SizeExpr, holds_stored, mark_stored
 from .call_binding import _KINDS, CallBinder, same_constant
@@ -469,6 +470,12 @@ class ExportedModule(GraphModule):
     ``m.fc.weight = w``).  Assignments and buffer mutations stay in this module:
     the program's ``state_dict`` and ``save`` keep the program's values.
 
+    During a capture (another model calling it with traced inputs, or
+    ``export(m, ...)``, torch's retraceability) the generated code does not run:
+    the graph runs through the capture (:mod:`.retrace`), its sizes over the
+    caller's and its input contract as the caller's requirements; ``export(m)``
+    lifts the module's current state as parameters and buffers again.
+
     Raises (on call):
         ConstraintsExceededError: an input breaks the shape contract, or a
             non-array argument differs from its exported value.
@@ -651,9 +658,33 @@ class ExportedModule(GraphModule):
         fast = self._fast
         if (fast is not None and len(args) == fast[0] and tuple(kwargs) == fast[1]
                 and all(type(a) is np.ndarray for a in args) and all(type(v) is np.ndarray for v in kwargs.values())):
-            leaves = [*args, *kwargs.values()]
+            leaves = self._checked_leaves([*args, *kwargs.values()])
         else:
-            leaves = self._flatten_user(args, kwargs)
+            leaves = self._user_leaves(args, kwargs)
+            tracer = _capture_of(leaves)
+            if tracer is not None:
+                return self._retraced(leaves, tracer)
+        if self._input_mutations:
+            self._refuse_aliased_written_inputs(leaves)
+        outs = GraphModule.forward(self, *leaves)
+        if self._stateful:
+            for i, target in self._mutations:
+                self._set_path(self._paths[target], outs[i])
+        return self._finish(leaves, outs)
+
+    forward = __call__
+
+    def _user_leaves(self, args: tuple, kwargs: dict) -> list:
+        """The user input values of a call, one per user input spec, checked against the
+        exported call's structure and constants.
+
+        Raises:
+            TypeError: arguments eager Python would refuse, or structured otherwise.
+            ConstraintsExceededError: a non-array argument differs from its exported value.
+        """
+        return self._checked_leaves(self._flatten_user(args, kwargs))
+
+    def _checked_leaves(self, leaves: list) -> list:
         if len(leaves) != self._n_user:
             raise TypeError(f"the exported program takes {self._n_user} user input values, got {len(leaves)}")
         for k, value in self._constant_inputs.items():
@@ -661,12 +692,11 @@ class ExportedModule(GraphModule):
                 raise ConstraintsExceededError(
                     f"input {self.input_names[k] if k < len(self.input_names) else k} = {leaves[k]!r:.80}, "
                     f"but the program was exported with the constant {value!r:.80}")
-        if self._input_mutations:
-            self._refuse_aliased_written_inputs(leaves)
-        outs = GraphModule.forward(self, *leaves)
-        if self._stateful:
-            for i, target in self._mutations:
-                self._set_path(self._paths[target], outs[i])
+        return leaves
+
+    def _finish(self, leaves: list, outs: list) -> Any:
+        """After the graph ran: written user inputs updated (as eager numpy changes them), and the
+        output pytree rebuilt from the user outputs."""
         for i, k in self._input_mutations:
             dest = leaves[k]
             if isinstance(dest, np.ndarray):
@@ -678,7 +708,57 @@ class ExportedModule(GraphModule):
             return tree_unflatten(results, self._out_spec)
         return results[0] if len(results) == 1 else tuple(results)
 
-    forward = __call__
+    def _state_updates(self) -> list[tuple[int, str, str]]:
+        """``(output index, fqn, "buffer" | "parameter")`` of every state update the program returns."""
+        kinds = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.PARAMETER_MUTATION: "parameter"}
+        out_specs = self._program.graph_signature.output_specs
+        return [(i, target, kinds[out_specs[i].kind]) for i, target in self._mutations]
+
+    def _retraced(self, leaves: list, tracer: Any) -> Any:
+        """A call inside another capture: the graph re-run through it (:mod:`.retrace`).
+
+        Raises:
+            CaptureError: the program updates a buffer or parameter of this module (a
+                stateful module, called inside another model): the caller's program cannot
+                hold this module's state.
+        """
+        # imported here: only while a capture runs (capture imports sympy, which loading a
+        # program must not, issue 19)
+        from ..capture.frames import user_source
+        from . import retrace
+
+        outs = retrace.retrace(self._program, leaves, lambda spec: self._get_path(self._paths[spec.target]),
+                               tracer, user_source(2))
+        updates = self._state_updates()
+        if updates and self._stateful:
+            names = ", ".join(repr(t) for _i, t, _k in updates)
+            raise CaptureError(
+                f"the model calls an exported module whose forward updates its state ({names}); the "
+                f"program being exported cannot hold that module's state, so the update would be lost. "
+                f"Export the exported module itself (export(ep.module(), ...) lifts its buffers and "
+                f"parameters), or call ExportedProgram.call_exported(ep) (a stateless runner) inside "
+                f"the model\n  at {user_source(2)}")
+        return self._finish(leaves, outs)
+
+    def _fresh_copy(self, value_of: Callable[[str, Any], Any]) -> "ExportedModule":
+        """A new module of the same program whose state is ``value_of(kind, value)`` of this
+        module's current state (``kind``: ``"parameter"``, ``"buffer"`` or ``"constant"``), as
+        :func:`~tensorplay_export.capture.state.clone_module_tree` clones a Module's."""
+        fresh = ExportedModule(self._program, self._stateful)
+        kinds = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer"}
+        for s in self._specs:
+            if s.kind in _STATE_KINDS:
+                path = self._paths[s.target]
+                fresh._set_path(path, value_of(kinds.get(s.kind, "constant"), self._get_path(path)))
+        return fresh
+
+    def _tpe_capture_module(self) -> Any:
+        """An ``nn.Module`` over this module's current state whose forward re-runs the program
+        through the capture (:func:`.retrace.capture_view`), or None; what ``export(ep.module())``
+        captures, so the state is lifted as parameters and buffers again."""
+        from .retrace import capture_view  # only while a capture runs: it imports capture (sympy)
+
+        return capture_view(self)
 
     def _refuse_aliased_written_inputs(self, leaves: list) -> None:
         """An input the program writes into may not share memory with another input: eager
@@ -731,6 +811,20 @@ class ExportedModule(GraphModule):
 
     def __repr__(self) -> str:
         return f"ExportedModule(\n{self.code})"
+
+
+def _capture_of(leaves: list) -> Any:
+    """The running capture's tracer when a user input of this call is traced, else None.
+
+    Read through ``sys.modules``: when capture was never imported no capture runs, and
+    loading and running a program must not import it (it imports sympy, issue 19).
+    """
+    tracer_module = sys.modules.get("tensorplay_export.capture.tracer")
+    if tracer_module is None or tracer_module.CURRENT.get() is None:
+        return None
+    from .retrace import capturing  # a capture runs: capture is imported already
+
+    return capturing(leaves)
 
 
 def _attr_path(target: str) -> str:
