@@ -82,6 +82,10 @@ class Contract:
         output_values: output index -> size expression, for outputs that are sizes.
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
+        output_structure: the containers around the outputs, as
+            :func:`tensorplay_export.pytree.treespec_to_json` writes the output treespec
+            (``None`` entries and tuple-or-list included, which ``output_paths`` cannot
+            show), or ``None`` when unknown.
     """
 
     inputs: list = field(default_factory=list)
@@ -92,6 +96,7 @@ class Contract:
     auto_dims: set = field(default_factory=set)
     output_values: dict = field(default_factory=dict)
     output_paths: list = field(default_factory=list)
+    output_structure: Optional[dict] = None
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -216,6 +221,7 @@ class Contract:
                              **({"path": self.output_paths[i]} if i < len(self.output_paths) else {}))
                         for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
+            "output_structure": self.output_structure,
         }
 
     def _value_json(self, i: int) -> dict:
@@ -264,9 +270,13 @@ class Contract:
             values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
                       for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
             paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+            structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
+            if structure is not None and not isinstance(structure, dict):
+                raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths)
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
+                   structure)
 
 
 def _shape_text(shape: Any) -> str:
@@ -287,7 +297,26 @@ def contract_of(ep: Any) -> Contract:
     values = {i: o.value for i, o in enumerate(sizes.outputs) if o.value is not None}
     named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
-    return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)))
+    return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)),
+                    _output_structure(ep))
+
+
+def _out_spec(ep: Any) -> Any:
+    entries = getattr(ep, "module_call_graph", None) or []
+    return getattr(entries[0].signature, "out_spec", None) if entries and entries[0].signature else None
+
+
+def _output_structure(ep: Any) -> Optional[dict]:
+    """The output treespec in its JSON form, or None when unknown or not writable as JSON."""
+    from ..pytree import treespec_to_json
+
+    spec = _out_spec(ep)
+    if spec is None:
+        return None
+    try:
+        return treespec_to_json(spec)
+    except ValueError:  # a dict key JSON cannot hold exactly: the places of the outputs still compare
+        return None
 
 
 def _output_paths(ep: Any, n: int) -> list:
@@ -295,8 +324,7 @@ def _output_paths(ep: Any, n: int) -> list:
     (its output treespec, as ``run`` prints them); empty when the structure is unknown."""
     from ..pytree import tree_leaves_with_path, tree_unflatten
 
-    entries = getattr(ep, "module_call_graph", None) or []
-    spec = getattr(entries[0].signature, "out_spec", None) if entries and entries[0].signature else None
+    spec = _out_spec(ep)
     if spec is None:
         return []
     try:
@@ -747,6 +775,8 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
     for p in pn:
         if p not in at_o:
             changes.append(Change(f"{p}: now returned", False, output=True))
+    if old.output_structure is not None and new.output_structure is not None:
+        changes += _structure_changes(old.output_structure, new.output_structure, "out")
     s = ShapeSolver(timeout_ms=timeout_ms)
     var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
            for p, _dt, shape in old.inputs for a in range(len(shape))}
@@ -791,6 +821,60 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
     for what, o, n, _oe, _ne in pending:
         changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True))
     return changes
+
+
+def _container(node: dict) -> str:
+    kind = node.get("type")
+    if kind in ("None", "tuple", "list", "dict"):
+        return str(kind)
+    if kind == "namedtuple":
+        return f"namedtuple {node.get('name')}"
+    return f"dataclass {kind}"
+
+
+def _children_by_key(node: dict) -> dict:
+    """Key -> (path piece, child node) of one container of a treespec's JSON form; a dict's
+    children by key (its order is no change), a dataclass's ``None`` fields as ``None`` nodes."""
+    from ..pytree import key_str
+
+    kind, kids = node.get("type"), list(node.get("children") or [])
+    if kind in ("tuple", "list"):
+        return {i: (key_str(kind, i), c) for i, c in enumerate(kids)}
+    if kind == "dict":
+        keys = [k.get("v") if isinstance(k, dict) else k for k in node.get("keys") or []]
+        return {(type(k).__name__, k): (key_str("dict", k), c) for k, c in zip(keys, kids)}
+    out = {f: (key_str(kind, f), c) for f, c in zip(node.get("fields") or [], kids)}
+    for f in node.get("none_fields") or []:
+        out[f] = (key_str(kind, f), {"type": "None"})
+    return out
+
+
+def _holds_leaves(node: Any) -> bool:
+    return isinstance(node, dict) and (node.get("type") == "leaf" or any(
+        _holds_leaves(c) for c in node.get("children") or []))
+
+
+def _structure_changes(o: Any, n: Any, path: str) -> list[Change]:
+    """Container changes between two output treespecs (JSON form): a tuple that became a list,
+    a ``None`` (or an empty container) returned on one side only.  Leaves are not compared here:
+    an output added, removed or changed is found by its place (``out[1]``)."""
+    if not isinstance(o, dict) or not isinstance(n, dict) or "leaf" in (o.get("type"), n.get("type")):
+        return []
+    out = []
+    if _container(o) != _container(n):
+        out.append(Change(f"{path}: {_container(o)} -> {_container(n)}", False, output=True))
+    if "None" in (o.get("type"), n.get("type")):
+        return out
+    co, cn = _children_by_key(o), _children_by_key(n)
+    for key, (piece, child) in co.items():
+        if key in cn:
+            out += _structure_changes(child, cn[key][1], path + piece)
+        elif not _holds_leaves(child):  # nothing there that the places of the outputs would show
+            out.append(Change(f"{path}{piece}: {_container(child)} no longer returned", False, output=True))
+    for key, (piece, child) in cn.items():
+        if key not in co and not _holds_leaves(child):
+            out.append(Change(f"{path}{piece}: {_container(child)} now returned", False, output=True))
+    return out
 
 
 def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) -> ContractDiff:
