@@ -484,15 +484,24 @@ def _site_dims(c: Contract) -> dict:
     return {(p, a): d for p, _dt, shape in c.inputs for a, d in enumerate(shape)}
 
 
-def _site_divisor(c: Contract, d: Any) -> int:
+def _site_congruence(c: Contract, d: Any) -> tuple[int, int]:
+    """``(m, r)``: the axis size ``d`` is ``r`` modulo ``m`` (``4*_k + 1`` -> ``(4, 1)``; a guard
+    ``_k % 2 == 0`` on its root makes it ``(8, 1)``); ``(1, 0)`` when nothing is known."""
     aff = _affine(d)
-    k = abs(aff[1]) if aff is not None else 1
-    if aff is not None:
-        for g in c.guards:
-            div = _divisor(g)
-            if div is not None and div[0] == aff[0]:
-                k = k * div[1] // math.gcd(k, div[1])
-    return k
+    if aff is None:
+        return 1, 0
+    root, k, c0 = aff
+    step = 1
+    for g in c.guards:
+        div = _divisor(g)
+        if div is not None and div[0] == root:
+            step = step * div[1] // math.gcd(step, div[1])
+    m = abs(k) * step
+    return m, c0 % m
+
+
+def _congruence_text(site: str, m: int, r: int) -> str:
+    return f"{site} % {m} == {r}" if r else f"{site} a multiple of {m}"
 
 
 def _root_site_names(c: Contract) -> dict:
@@ -597,12 +606,16 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
             changes.append(Change(f"{site} ({name}): narrowed max {format_bound(ohi)} -> {format_bound(nhi)}", True))
         elif _lt(ohi, nhi):
             changes.append(Change(f"{site} ({name}): widened max {format_bound(ohi)} -> {format_bound(nhi)}", False))
-        ok, nk = _site_divisor(old, o), _site_divisor(new, n)
-        if nk != ok and nk % ok == 0:
-            changes.append(Change(f"new divisibility: {site} must be a multiple of {nk} (was {ok})"
-                                  if ok > 1 else f"new divisibility: {site} % {nk} == 0", True))
-        elif nk != ok:
-            changes.append(Change(f"divisibility of {site}: {ok} -> {nk}", ok % nk != 0))
+        (om, orr), (nm, nr) = _site_congruence(old, o), _site_congruence(new, n)
+        if (om, orr) != (nm, nr):
+            # NEW's class of sizes lies inside OLD's (finer modulus, same residue) or it does not
+            inside = nm % om == 0 and nr % om == orr
+            was = f" (was {_congruence_text(site, om, orr)})" if om > 1 else ""
+            if inside:
+                changes.append(Change(f"new divisibility: {_congruence_text(site, nm, nr)}{was}", True))
+            else:
+                now = _congruence_text(site, nm, nr) if nm > 1 else f"{site} any size"
+                changes.append(Change(f"divisibility: {now}{was}", not (om % nm == 0 and orr % nm == nr)))
     oeq = _equal_pairs(old)
     neq = _equal_pairs(new)
     # an equality or relation on one side only may still hold on the other, written another way
@@ -726,7 +739,7 @@ def _lt(a: Optional[int], b: Optional[int]) -> bool:
 @exclusive
 def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> ContractDiff:
     """Does NEW admit fewer input sizes than OLD, and does it return the same?  Decided by the
-    solver (``OLD and not NEW`` satisfiable?; each output size equal wherever OLD admits).
+    solver (``OLD and not NEW`` satisfiable?; each output size equal wherever both admit).
 
     Returns:
         :class:`ContractDiff` with the verdict, a witness when narrowed, the listed changes, and
@@ -735,7 +748,7 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     changes = _structural_changes(old, new)
     signature = [c for c in changes if c.narrowing and c.what.startswith("input ")]
     if signature:
-        outputs = _output_changes(old, new, timeout_ms, same_inputs=False)
+        outputs = _output_changes(old, new, timeout_ms)
         return ContractDiff(True, changes + outputs, None, "the input signature changed (inputs, ranks or dtypes)",
                             bool(outputs))
     outputs = _output_changes(old, new, timeout_ms)
@@ -746,15 +759,16 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     return diff
 
 
-def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: bool = True) -> list[Change]:
+def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Change]:
     """What the program returns, OLD against NEW.
 
     Outputs are matched by their place in what the model returns (``out['a']``, ``out[0]``)
     when both contracts record it, so a dict's key order is no change and a renamed key or a
     tuple that became a bare array is; else by position.  A place only one side has is an
     output added or removed; for the others, the dtype, the rank, each size and a returned
-    size's value are compared, a size over the same input sizes: equal wherever OLD admits
-    them, asked of the solver (``n + n`` and ``2*n`` are the same size).
+    size's value are compared, a size over the same input sizes: equal wherever both admit
+    them, asked of the solver (``n + n`` and ``2*n`` are the same size; a size of an input
+    only one side has is not compared, the signature change is listed instead).
     """
     from solver import ShapeSolver
 
@@ -778,14 +792,19 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
     if old.output_structure is not None and new.output_structure is not None:
         changes += _structure_changes(old.output_structure, new.output_structure, "out")
     s = ShapeSolver(timeout_ms=timeout_ms)
+    # one variable per input axis of either side (an input renamed, added or removed has its own)
     var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
-           for p, _dt, shape in old.inputs for a in range(len(shape))}
+           for c in (old, new) for p, _dt, shape in c.inputs for a in range(len(shape))}
+    common = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} & \
+        {var[(p, a)] for p, _dt, shape in new.inputs for a in range(len(shape))}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
     pending = []
 
     def compare(what: str, o: Any, n: Any) -> None:
         o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
+        if not (o_e.free_symbols | n_e.free_symbols) <= common:
+            return  # a size of an input one side lacks: the signature change says it, not a size
         if sympy.expand(o_e - n_e) != 0:
             pending.append((what, o, n, o_e, n_e))
 
@@ -811,9 +830,11 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
             continue
         for axis, (o, n) in enumerate(zip(oshape, nshape)):
             compare(f"{p}.shape[{axis}]", o, n)
-    if pending and same_inputs:
+    if pending:
         try:
-            s.assume(_admits(old, var))
+            # equal wherever both admit the sizes: where only OLD does, NEW refuses the call (a
+            # narrowing, listed as one), and NEW's sizes there mean nothing
+            s.assume(sympy.And(_admits(old, var), _admits(new, var)))
             undecided = [q for q in pending if s.implies(sympy.Eq(q[3], q[4])).status != "proved"]
         except Exception:  # noqa: BLE001 - a size the solver cannot read: reported as changed
             undecided = pending
