@@ -34,14 +34,15 @@ from typing import Any, Optional
 import sympy
 
 from ..capture.exclusive import exclusive
+from ..errors import FIXES_HEADER
 from ..graph.printing import format_guard
 from ..program.input_checks import one_root as _affine  # k*r + c over one root, any k != 0 (32 - r)
 from ..program.build import fold_simple_bounds
 from ..records import format_bound, format_range_brackets
 from ..specs.dims import spec_dim_names
 
-__all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
-           "CONTRACT_FORMAT", "CONTRACT_VERSION"]
+__all__ = ["Contract", "ContractDiff", "PackageDiff", "Change", "contract_of", "diff_contracts", "diff_packages",
+           "load_contract", "load_contracts", "CONTRACT_FORMAT", "CONTRACT_VERSION"]
 
 CONTRACT_FORMAT = "tensorplay_export.contract"
 CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
@@ -363,6 +364,23 @@ def load_contract(path: str, model: Optional[str] = None) -> Contract:
     return Contract.from_json(data, os.path.basename(path))
 
 
+def load_contracts(path: str) -> Optional[dict]:
+    """``{program name: Contract}`` of every program in an archive (one from :func:`save`,
+    several from ``package_pt2``), each loaded once; ``None`` for a JSON contract.
+
+    Raises:
+        ArchiveError / OSError: unreadable archive.
+    """
+    with open(path, "rb") as fh:
+        if not fh.read(4).startswith(b"PK"):
+            return None
+    from ..pytree import unregistered_dataclasses_as_names
+    from ..serde import load_pt2
+
+    with unregistered_dataclasses_as_names():
+        return {name: contract_of(ep) for name, ep in load_pt2(path).exported_programs.items()}
+
+
 # -- diff ------------------------------------------------------------------------------------------
 @dataclass
 class Change:
@@ -395,6 +413,13 @@ class ContractDiff:
         changes: every listed difference.
         witness: ``{"x.shape[1]": 513, ...}``: sizes OLD admits and NEW refuses, or None.
         reason: one line saying how it was decided.
+        fixes: when narrowed, fix lines for NEW's ``dynamic_shapes`` (``n = Dim('n', max=512)``,
+            the form :func:`refine_dynamic_shapes_from_suggested_fixes` reads) with which NEW's
+            contract admits every size OLD's does, proved by the solver on the two contracts;
+            empty when widening NEW's ranges cannot do that.  Whether NEW's model still runs
+            at those sizes only a re-export says.
+        notes: what else would restore OLD's sizes (an axis that became static), or why no
+            fix is given.
     """
 
     narrowed: Optional[bool]
@@ -402,6 +427,8 @@ class ContractDiff:
     witness: Optional[dict] = None
     reason: str = ""
     outputs_changed: bool = False
+    fixes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
 
     @property
     def breaking(self) -> bool:
@@ -428,11 +455,17 @@ class ContractDiff:
         if self.changes:
             out.append("Changes:")
             out += [f"  {c}" for c in self.changes]
+        out += [f"  note: {n}" for n in self.notes]
+        if self.fixes:  # last, as in a ConstraintViolationError: refine reads the block
+            out += ["To admit every size OLD admits again (proved on the contracts; re-export NEW's model "
+                    "with it to check the model still runs there):", FIXES_HEADER]
+            out += [f"  {ln}" for ln in self.fixes]
         return "\n".join(out)
 
     def to_json(self) -> dict:
         return {"narrowed": self.narrowed, "outputs_changed": self.outputs_changed, "breaking": self.breaking,
-                "witness": self.witness, "reason": self.reason,
+                "witness": self.witness, "reason": self.reason, "fixes": list(self.fixes),
+                "notes": list(self.notes),
                 "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same,
                              **({"output": True} if c.output else {})} for c in self.changes]}
 
@@ -756,7 +789,74 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     if outputs:
         diff.changes = diff.changes + outputs
         diff.outputs_changed = True
+    if diff.narrowed:
+        diff.fixes, diff.notes = _restoring_fixes(old, new, timeout_ms)
     return diff
+
+
+def _root_values(k: int, c0: int, lo: int, hi: Optional[int]) -> tuple[int, Optional[int]]:
+    """The root values ``r`` with ``k*r + c0`` inside ``[lo, hi]`` (``hi`` None: unbounded), r >= 0."""
+    if k > 0:  # ceil((lo - c0)/k) <= r <= floor((hi - c0)/k)
+        return max(0, -((c0 - lo) // k)), None if hi is None else (hi - c0) // k
+    # k < 0: ceil((c0 - hi)/|k|) <= r <= floor((c0 - lo)/|k|)
+    return 0 if hi is None else max(0, -((hi - c0) // -k)), (c0 - lo) // -k
+
+
+def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[list, list]:
+    """Range fixes of NEW's named dims under which NEW admits every size OLD admits (each
+    NEW axis ``k*r + c`` must reach OLD's range of that axis), kept only when the solver
+    proves them enough; and notes for what a range cannot restore."""
+    from dataclasses import replace
+
+    from solver import RangeFix
+
+    od, nd = _site_dims(old), _site_dims(new)
+    notes: list = []
+    if any(c.narrowing and c.what.startswith("input ") for c in _structural_changes(old, new)):
+        return [], ["no dynamic_shapes fix: the inputs changed, so callers of OLD must change too"]
+    need: dict = {}
+    for key, n in nd.items():
+        o = od.get(key)
+        if o is None or not isinstance(o, sympy.Basic) or o.is_Integer:
+            continue
+        olo, ohi = old.site_range(o)
+        if not isinstance(n, sympy.Basic) or n.is_Integer:
+            fix = RangeFix(o.name if isinstance(o, sympy.Symbol) else "d", olo, ohi).line.partition(" = ")[2]
+            notes.append(f"{key[0]}.shape[{key[1]}] is static ({int(n)}) in NEW: to admit OLD's sizes it must be "
+                         f"dynamic again, e.g. {{{key[1]}: {fix}}} in dynamic_shapes[{key[0]!r}]")
+            continue
+        aff = _affine(n)
+        if aff is None:
+            continue
+        r, k, c0 = aff
+        rlo, rhi = _root_values(k, c0, olo, ohi)
+        if r in need:
+            plo, phi = need[r]
+            rlo, rhi = min(plo, rlo), None if phi is None or rhi is None else max(phi, rhi)
+        need[r] = (rlo, rhi)
+    ranges = dict(new.ranges)
+    fixes = []
+    for r, (rlo, rhi) in sorted(need.items(), key=lambda kv: kv[0].name):
+        lo, hi = ranges.get(r, (1, None))
+        wide = (min(lo, rlo), None if hi is None or rhi is None else max(hi, rhi))
+        if wide == (lo, hi):
+            continue
+        if r.name in new.auto_dims:  # no user Dim to widen: the axis is Dim.AUTO, its hint names it
+            notes.append(f"{_root_site_names(new).get(r, r.name)} (Dim.AUTO) would need the range "
+                         f"{format_range_brackets(*wide)}")
+            continue
+        ranges[r] = wide
+        fixes.append(RangeFix(r.name, wide[0], wide[1]).line)
+    if notes:
+        return [], notes
+    if fixes and _admits_all(old, replace(new, ranges=ranges), _site_vars(old, new), timeout_ms):
+        return fixes, []
+    return [], ["no range of NEW's dims admits every size OLD admits: NEW's model narrowed its contract "
+                "(see the changes); if that is intended, make NEW the baseline"]
+
+
+def _site_vars(*contracts: Contract) -> dict:
+    return {(p, a): _site_var((p, a)) for c in contracts for p, _dt, shape in c.inputs for a in range(len(shape))}
 
 
 def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Change]:
@@ -955,3 +1055,38 @@ def program_named(path: str, model: str) -> Any:
     if model not in programs:
         raise KeyError(f"{path} holds the programs {sorted(programs)}, none named {model!r}")
     return programs[model]
+
+
+@dataclass
+class PackageDiff:
+    """:func:`diff_packages`: per program name present in both archives its :class:`ContractDiff`;
+    the names OLD holds and NEW lacks (``removed``: a caller of that program breaks) and the
+    names only NEW holds (``added``: no caller of OLD uses them)."""
+
+    programs: dict = field(default_factory=dict)
+    removed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
+
+    @property
+    def breaking(self) -> bool:
+        return bool(self.removed) or any(d.breaking for d in self.programs.values())
+
+    def __str__(self) -> str:
+        broken = sorted(n for n, d in self.programs.items() if d.breaking) + self.removed
+        out = [f"{len(broken)} of {len(self.programs) + len(self.removed)} programs of OLD break in NEW"
+               + (f": {', '.join(broken)}" if broken else "")]
+        out += [f"program {n!r}: removed (NEW does not hold it)" for n in self.removed]
+        out += [f"program {n!r}: added" for n in self.added]
+        for name, d in sorted(self.programs.items()):
+            out.append(f"program {name!r}: " + str(d).replace("\n", "\n  "))
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"breaking": self.breaking, "removed": list(self.removed), "added": list(self.added),
+                "programs": {n: d.to_json() for n, d in sorted(self.programs.items())}}
+
+
+def diff_packages(old: dict, new: dict, timeout_ms: int = 2000) -> PackageDiff:
+    """Diff two archives' programs by name (``{name: Contract}``, as :func:`load_contracts` gives)."""
+    return PackageDiff({n: diff_contracts(old[n], new[n], timeout_ms) for n in old if n in new},
+                       sorted(n for n in old if n not in new), sorted(n for n in new if n not in old))
