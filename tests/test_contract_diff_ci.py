@@ -94,3 +94,11 @@ def test_an_output_that_grows_by_one_and_an_output_dtype_break():
     assert grown.breaking and not grown.narrowed and _lines(grown) == ["[output]  out.shape[0]: n -> n + 1"]
     cast = diff_contracts(old, _c(lambda x: (x * 2).astype(np.float64), (X(4, 3),), {"x": {0: Dim("n", max=64)}}))
     assert cast.breaking and _lines(cast) == ["[output]  out: dtype float32 -> float64"]
+
+
+def test_a_data_dependent_output_size_is_still_compared():
+    spec = {"x": {0: Dim("n", max=64)}}
+    masked = _c(lambda x: x[x > 0], (X(4, 3),), spec)
+    assert not diff_contracts(masked, _c(lambda x: x[x > 0] * 2, (X(4, 3),), spec)).changes
+    grown = diff_contracts(masked, _c(lambda x: np.concatenate([x[x > 0], x[0]]), (X(4, 3),), spec))
+    assert grown.breaking and _lines(grown) == ["[output]  out.shape[0]: u0 -> u0 + 3"]

@@ -895,7 +895,7 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
     # one variable per input axis of either side (an input renamed, added or removed has its own)
     var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
            for c in (old, new) for p, _dt, shape in c.inputs for a in range(len(shape))}
-    common = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} & \
+    one_sided = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} ^ \
         {var[(p, a)] for p, _dt, shape in new.inputs for a in range(len(shape))}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
@@ -903,7 +903,7 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
 
     def compare(what: str, o: Any, n: Any) -> None:
         o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
-        if not (o_e.free_symbols | n_e.free_symbols) <= common:
+        if (o_e.free_symbols | n_e.free_symbols) & one_sided:
             return  # a size of an input one side lacks: the signature change says it, not a size
         if sympy.expand(o_e - n_e) != 0:
             pending.append((what, o, n, o_e, n_e))
