@@ -26,10 +26,21 @@ whose inputs or outputs are registered dataclasses opens without the class
 registers it first.  A class of a script saved by ``python train.py`` is stored as
 ``train.Batch`` (the name ``import train`` gives), so ``--import train.py`` finds it.
 
+``diff`` exits 1 when NEW refuses a size OLD admits (it prints a witness, and
+a ``Suggested fixes:`` block of range fixes for NEW's ``dynamic_shapes`` that
+``refine_dynamic_shapes_from_suggested_fixes`` reads, when widening NEW's ranges
+restores OLD's sizes), when the solver cannot decide, or when what the program
+returns changed (an output's dtype, rank or a size, an output or a ``None``
+added or dropped, a tuple that became a list).  Two archives holding several
+programs (``package_pt2``) are diffed program by program, by name, unless
+``--model`` picks one; a program NEW lacks breaks, one NEW adds does not.
+
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
-target function that raises, an output path that cannot be written).
-Errors print one line (``error: ...``); ``--debug`` prints the traceback before
-it and keeps the same exit status.
+target function that raises, an output path that cannot be written, an archive
+or contract that cannot be read: the message names the file and, for ``diff``
+and ``compose``, its side).  Errors print one line (``error: ...``); with
+``--format json`` stdout also gets ``{"error": ..., "exit_status": 2}``;
+``--debug`` prints the traceback before it and keeps the same exit status.
 """
 from __future__ import annotations
 
