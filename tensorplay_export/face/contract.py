@@ -443,7 +443,10 @@ class ContractDiff:
         elif self.narrowed is None:
             head = "could not decide whether NEW admits every size OLD admits"
         else:
-            head = "NEW admits every size OLD admits" + ("" if self.changes else " (no change)")
+            wider = any(not (c.same or c.output or c.narrowing) for c in self.changes)
+            head = "NEW admits every size OLD admits" + (
+                " (no change)" if not self.changes else "" if not wider else
+                " (wider)" if self.outputs_changed else " (wider: not breaking)")
         if self.outputs_changed:
             head += "; what it returns changed"
         out = [head]
