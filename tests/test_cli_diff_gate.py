@@ -122,8 +122,8 @@ def test_a_specialized_axis_names_how_to_make_it_dynamic_again(tmp_path, capsys)
     code, out, _ = run(capsys, "diff", str(tmp_path / "o.pt2"), str(tmp_path / "s.pt2"), "--json")
     report = json.loads(out)
     assert code == 1 and report["narrowed"] and report["fixes"] == []
-    assert report["notes"] == ["x.shape[0] is static (4) in NEW: to admit OLD's sizes it must be dynamic again, "
-                               "e.g. {0: Dim('n', max=64)} in dynamic_shapes['x']"]
+    assert report["notes"] == [("x.shape[0] is static (4) in NEW: to admit OLD's sizes it must be dynamic again, "
+                                "e.g. {0: Dim('n', max=64)} in dynamic_shapes['x']")]
 
 
 def test_no_range_fix_when_the_model_narrowed_by_divisibility(tmp_path, capsys):
@@ -200,7 +200,7 @@ def test_a_truncated_archive_is_named_by_every_reader(tmp_path, capsys):
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     for argv, role in ((["contract", str(cut)], ""), (["show", str(cut)], ""), (["run", str(cut)], ""),
                        (["diff", str(cut), str(good)], "OLD "), (["compose", str(good), str(cut)], "CONSUMER ")):
-        code, out, err = run(capsys, *argv)
+        code, _out, err = run(capsys, *argv)
         assert code == 2 and err.startswith(f"error: cannot read {role}{cut}: "), (argv, err)
 
 

@@ -108,7 +108,8 @@ def test_a_widening_says_it_breaks_nothing():
     old = _c(lambda x: x * 2, (X(4, 3),), {"x": {0: Dim("n", min=2, max=64)}})
     wide = diff_contracts(old, _c(lambda x: x * 2, (X(4, 3),), {"x": {0: Dim("n", max=128)}}))
     assert not wide.breaking and str(wide).startswith("NEW admits every size OLD admits (wider: not breaking)\n")
-    assert _lines(wide) == ["[widens]  x.shape[0] (n): widened min 2 -> 1", "[widens]  x.shape[0] (n): widened max 64 -> 128"]
+    assert _lines(wide) == ["[widens]  x.shape[0] (n): widened min 2 -> 1",
+                            "[widens]  x.shape[0] (n): widened max 64 -> 128"]
     grown = diff_contracts(old, _c(lambda x: np.concatenate([x, x]), (X(4, 3),), {"x": {0: Dim("n", max=128)}}))
     assert grown.breaking and str(grown).startswith(
         "NEW admits every size OLD admits (wider); what it returns changed\n"), str(grown)

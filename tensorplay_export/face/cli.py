@@ -456,7 +456,8 @@ def _report_package_diff(opts: argparse.Namespace, d: Any) -> int:
     elif opts.format == "github":
         lines = [gh_annotation("error", f"program {n!r} removed", file=opts.new, title="program removed")
                  for n in d.removed]
-        lines += [gh_annotation("error", str(pd), file=opts.new, title=f"program {n!r}: {str(pd).partition(chr(10))[0]}")
+        lines += [gh_annotation("error", str(pd), file=opts.new,
+                                title=f"program {n!r}: {str(pd).splitlines()[0]}")
                   for n, pd in sorted(d.programs.items()) if pd.breaking]
         _print_plain(lines + [str(d)])
     else:

@@ -460,8 +460,8 @@ class ContractDiff:
             out += [f"  {c}" for c in self.changes]
         out += [f"  note: {n}" for n in self.notes]
         if self.fixes:  # last, as in a ConstraintViolationError: refine reads the block
-            out += ["To admit every size OLD admits again (proved on the contracts; re-export NEW's model "
-                    "with it to check the model still runs there):", FIXES_HEADER]
+            out += [("To admit every size OLD admits again (proved on the contracts; re-export NEW's model "
+                     "with it to check the model still runs there):"), FIXES_HEADER]
             out += [f"  {ln}" for ln in self.fixes]
         return "\n".join(out)
 
@@ -815,9 +815,7 @@ def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[lis
 
     od, nd = _site_dims(old), _site_dims(new)
     notes: list = []
-    if any(c.narrowing and c.what.startswith("input ") for c in _structural_changes(old, new)):
-        return [], ["no dynamic_shapes fix: the inputs changed, so callers of OLD must change too"]
-    need: dict = {}
+    need: dict = {}  # (a changed input signature never gets here: diff_contracts says it first)
     for key, n in nd.items():
         o = od.get(key)
         if o is None or not isinstance(o, sympy.Basic) or o.is_Integer:
@@ -854,8 +852,8 @@ def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[lis
         return [], notes
     if fixes and _admits_all(old, replace(new, ranges=ranges), _site_vars(old, new), timeout_ms):
         return fixes, []
-    return [], ["no range of NEW's dims admits every size OLD admits: NEW's model narrowed its contract "
-                "(see the changes); if that is intended, make NEW the baseline"]
+    return [], [("no range of NEW's dims admits every size OLD admits: NEW's model narrowed its contract "
+                 "(see the changes); if that is intended, make NEW the baseline")]
 
 
 def _site_vars(*contracts: Contract) -> dict:
