@@ -26,10 +26,21 @@ whose inputs or outputs are registered dataclasses opens without the class
 registers it first.  A class of a script saved by ``python train.py`` is stored as
 ``train.Batch`` (the name ``import train`` gives), so ``--import train.py`` finds it.
 
+``diff`` exits 1 when NEW refuses a size OLD admits (it prints a witness, and
+a ``Suggested fixes:`` block of range fixes for NEW's ``dynamic_shapes`` that
+``refine_dynamic_shapes_from_suggested_fixes`` reads, when widening NEW's ranges
+restores OLD's sizes), when the solver cannot decide, or when what the program
+returns changed (an output's dtype, rank or a size, an output or a ``None``
+added or dropped, a tuple that became a list).  Two archives holding several
+programs (``package_pt2``) are diffed program by program, by name, unless
+``--model`` picks one; a program NEW lacks breaks, one NEW adds does not.
+
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
-target function that raises, an output path that cannot be written).
-Errors print one line (``error: ...``); ``--debug`` prints the traceback before
-it and keeps the same exit status.
+target function that raises, an output path that cannot be written, an archive
+or contract that cannot be read: the message names the file and, for ``diff``
+and ``compose``, its side).  Errors print one line (``error: ...``); with
+``--format json`` stdout also gets ``{"error": ..., "exit_status": 2}``;
+``--debug`` prints the traceback before it and keeps the same exit status.
 """
 from __future__ import annotations
 
@@ -40,7 +51,8 @@ import json
 import os
 import sys
 import traceback
-from typing import Any, Optional, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Optional, Sequence
 
 __all__ = ["main", "load_target", "UsageError"]
 
@@ -262,18 +274,33 @@ def _refuse_several_programs(path: str) -> None:
         raise UsageError(f"{path} holds {len(names)} programs {names}: pass --model NAME") from None
 
 
-def read_contract(path: str, model: Optional[str] = None) -> Any:
+@contextmanager
+def _reading(path: str, role: str = "") -> Iterator[None]:
+    """An archive or contract that cannot be read is a usage error naming the file (and which
+    side of a diff it is): exit 2, never 1, which says a contract broke."""
+    from ..errors import ArchiveError
+
+    try:
+        yield
+    except ArchiveError as err:
+        raise UsageError(f"cannot read {role + ' ' if role else ''}{path}: {err}") from err
+    except ValueError as err:  # a file that is no contract: the message names it already
+        raise UsageError(f"{role + ': ' if role else ''}{err}") from err
+
+
+def read_contract(path: str, model: Optional[str] = None, role: str = "") -> Any:
     from ..errors import ArchiveError
     from .contract import load_contract
 
-    try:
-        return load_contract(_file(path), model)
-    except KeyError as err:
-        raise UsageError(f"{err.args[0]}; pass --model with one of them") from None
-    except ArchiveError:
-        if model is None:
-            _refuse_several_programs(path)
-        raise
+    with _reading(path, role):
+        try:
+            return load_contract(_file(path), model)
+        except KeyError as err:
+            raise UsageError(f"{err.args[0]}; pass --model with one of them") from None
+        except ArchiveError:
+            if model is None:
+                _refuse_several_programs(path)
+            raise
 
 
 # -- subcommands -------------------------------------------------------------------------------------
@@ -373,7 +400,7 @@ def _writable_output(path: str) -> None:
 
 def cmd_contract(opts: argparse.Namespace) -> int:
     import_modules(opts.imports)
-    c = read_contract(opts.archive, opts.model)
+    c = read_contract(opts.archive, opts.model)  # several programs and no --model: a usage error naming them
     if opts.format == "json":
         _emit_json(c.to_json())
     else:
@@ -381,11 +408,34 @@ def cmd_contract(opts: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _all_contracts(path: str, role: str) -> Optional[dict]:
+    """``{name: Contract}`` of every program of an archive, None for a JSON contract."""
+    from .contract import load_contracts
+
+    with _reading(path, role):
+        return load_contracts(_file(path))
+
+
 def cmd_diff(opts: argparse.Namespace) -> int:
-    from .contract import diff_contracts
+    """Diff two contracts; two archives holding several programs (``package_pt2``) without
+    ``--model`` are diffed program by program, by name (a program NEW lacks breaks)."""
+    from .contract import diff_contracts, diff_packages
 
     import_modules(opts.imports)
-    old, new = read_contract(opts.old, opts.model), read_contract(opts.new, opts.model)
+    if opts.model is not None:
+        old, new = read_contract(opts.old, opts.model, "OLD"), read_contract(opts.new, opts.model, "NEW")
+    else:
+        olds, news = _all_contracts(opts.old, "OLD"), _all_contracts(opts.new, "NEW")
+        several = [(role, path, sorted(c)) for role, path, c in (("OLD", opts.old, olds), ("NEW", opts.new, news))
+                   if c is not None and len(c) > 1]
+        if several and (olds is None or news is None):
+            role, path, names = several[0]
+            raise UsageError(f"{role} {path} holds {len(names)} programs {names} and the other is one JSON "
+                             "contract: pass --model NAME")
+        if several:
+            return _report_package_diff(opts, diff_packages(olds, news))
+        old = next(iter(olds.values())) if olds else read_contract(opts.old, None, "OLD")
+        new = next(iter(news.values())) if news else read_contract(opts.new, None, "NEW")
     d = diff_contracts(old, new)
     status = EXIT_FAIL if d.breaking else EXIT_OK
     if opts.format == "json":
@@ -399,9 +449,26 @@ def cmd_diff(opts: argparse.Namespace) -> int:
     return status
 
 
+def _report_package_diff(opts: argparse.Namespace, d: Any) -> int:
+    status = EXIT_FAIL if d.breaking else EXIT_OK
+    if opts.format == "json":
+        _emit_json(dict(d.to_json(), exit_status=status))
+    elif opts.format == "github":
+        lines = [gh_annotation("error", f"program {n!r} removed", file=opts.new, title="program removed")
+                 for n in d.removed]
+        lines += [gh_annotation("error", str(pd), file=opts.new,
+                                title=f"program {n!r}: {str(pd).splitlines()[0]}")
+                  for n, pd in sorted(d.programs.items()) if pd.breaking]
+        _print_plain(lines + [str(d)])
+    else:
+        _print_headed(str(d), not d.breaking)
+    return status
+
+
 def cmd_show(opts: argparse.Namespace) -> int:
     import_modules(opts.imports)
-    ep = read_program(opts.archive, opts.model)
+    with _reading(opts.archive):
+        ep = read_program(opts.archive, opts.model)
     con = _console()
     con.print("Code:", style="bold", markup=False)
     con.print(ep.code.rstrip(), markup=False)
@@ -420,10 +487,11 @@ def cmd_run(opts: argparse.Namespace) -> int:
     try:
         ep = load_program(opts.archive, opts.model)
     except ArchiveError as err:
-        try:
-            read_program(opts.archive, opts.model)  # loads when class names may stay names: a class is missing
-        except ArchiveError:
-            raise err from None
+        with _reading(opts.archive):
+            try:
+                read_program(opts.archive, opts.model)  # loads when class names may stay names: a class is missing
+            except ArchiveError:
+                raise err from None
         raise UsageError(f"{err}; pass --import MODULE naming the module that registers it") from err
     samples = ep.example_inputs
     if samples is None:
@@ -479,9 +547,11 @@ def cmd_compose(opts: argparse.Namespace) -> int:
     from ..program.compose import CompositionError, compose
 
     import_modules(opts.imports)
-    producer = read_program(opts.producer)
+    with _reading(opts.producer, "PRODUCER"):
+        producer = read_program(opts.producer)
     same = opts.consumer is None or os.path.samefile(opts.producer, _file(opts.consumer))
-    consumer = producer if same else read_program(opts.consumer)
+    with _reading(opts.consumer or "", "CONSUMER"):
+        consumer = producer if same else read_program(opts.consumer)
     if opts.consumer is None and opts.steps is None:
         raise UsageError("compose needs a CONSUMER archive, or --steps N to compose PRODUCER with itself")
     if opts.steps is not None and opts.steps < 1:
@@ -646,18 +716,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
     except UsageError as err:
-        if debug:
-            traceback.print_exc(file=sys.stderr)
-        _console(stderr=True).print(f"error: {err}", style="red", markup=False)
-        return EXIT_USAGE
+        return _fail(opts, debug, str(err))
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # noqa: BLE001 - one clear line for CI logs; --debug for the traceback
-        if debug:
-            traceback.print_exc(file=sys.stderr)
         text = " ".join(str(err).split()) or type(err).__name__
-        _console(stderr=True).print(f"error: {type(err).__name__}: {text}", style="red", markup=False)
-        return EXIT_USAGE
+        return _fail(opts, debug, f"{type(err).__name__}: {text}")
+
+
+def _fail(opts: argparse.Namespace, debug: bool, message: str) -> int:
+    """Exit status 2 with ``error: message`` on stderr (after the traceback with ``--debug``);
+    with ``--format json`` stdout also gets ``{"error": message, "exit_status": 2}``, so a CI
+    step that parses stdout reads a document, not nothing."""
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    if getattr(opts, "format", None) == "json":
+        _emit_json({"error": message, "exit_status": EXIT_USAGE})
+    _console(stderr=True).print(f"error: {message}", style="red", markup=False)
+    return EXIT_USAGE
 
 
 def run() -> None:

@@ -34,14 +34,15 @@ from typing import Any, Optional
 import sympy
 
 from ..capture.exclusive import exclusive
+from ..errors import FIXES_HEADER
 from ..graph.printing import format_guard
 from ..program.input_checks import one_root as _affine  # k*r + c over one root, any k != 0 (32 - r)
 from ..program.build import fold_simple_bounds
 from ..records import format_bound, format_range_brackets
 from ..specs.dims import spec_dim_names
 
-__all__ = ["Contract", "ContractDiff", "Change", "contract_of", "diff_contracts", "load_contract",
-           "CONTRACT_FORMAT", "CONTRACT_VERSION"]
+__all__ = ["Contract", "ContractDiff", "PackageDiff", "Change", "contract_of", "diff_contracts", "diff_packages",
+           "load_contract", "load_contracts", "CONTRACT_FORMAT", "CONTRACT_VERSION"]
 
 CONTRACT_FORMAT = "tensorplay_export.contract"
 CONTRACT_VERSION = 1  # 1 (2026-11-29): first version
@@ -82,6 +83,10 @@ class Contract:
         output_values: output index -> size expression, for outputs that are sizes.
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
+        output_structure: the containers around the outputs, as
+            :func:`tensorplay_export.pytree.treespec_to_json` writes the output treespec
+            (``None`` entries and tuple-or-list included, which ``output_paths`` cannot
+            show), or ``None`` when unknown.
     """
 
     inputs: list = field(default_factory=list)
@@ -92,6 +97,7 @@ class Contract:
     auto_dims: set = field(default_factory=set)
     output_values: dict = field(default_factory=dict)
     output_paths: list = field(default_factory=list)
+    output_structure: Optional[dict] = None
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -216,6 +222,7 @@ class Contract:
                              **({"path": self.output_paths[i]} if i < len(self.output_paths) else {}))
                         for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
+            "output_structure": self.output_structure,
         }
 
     def _value_json(self, i: int) -> dict:
@@ -264,9 +271,13 @@ class Contract:
             values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
                       for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
             paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+            structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
+            if structure is not None and not isinstance(structure, dict):
+                raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
-        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths)
+        return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
+                   structure)
 
 
 def _shape_text(shape: Any) -> str:
@@ -287,7 +298,26 @@ def contract_of(ep: Any) -> Contract:
     values = {i: o.value for i, o in enumerate(sizes.outputs) if o.value is not None}
     named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
-    return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)))
+    return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)),
+                    _output_structure(ep))
+
+
+def _out_spec(ep: Any) -> Any:
+    entries = getattr(ep, "module_call_graph", None) or []
+    return getattr(entries[0].signature, "out_spec", None) if entries and entries[0].signature else None
+
+
+def _output_structure(ep: Any) -> Optional[dict]:
+    """The output treespec in its JSON form, or None when unknown or not writable as JSON."""
+    from ..pytree import treespec_to_json
+
+    spec = _out_spec(ep)
+    if spec is None:
+        return None
+    try:
+        return treespec_to_json(spec)
+    except ValueError:  # a dict key JSON cannot hold exactly: the places of the outputs still compare
+        return None
 
 
 def _output_paths(ep: Any, n: int) -> list:
@@ -295,8 +325,7 @@ def _output_paths(ep: Any, n: int) -> list:
     (its output treespec, as ``run`` prints them); empty when the structure is unknown."""
     from ..pytree import tree_leaves_with_path, tree_unflatten
 
-    entries = getattr(ep, "module_call_graph", None) or []
-    spec = getattr(entries[0].signature, "out_spec", None) if entries and entries[0].signature else None
+    spec = _out_spec(ep)
     if spec is None:
         return []
     try:
@@ -335,6 +364,23 @@ def load_contract(path: str, model: Optional[str] = None) -> Contract:
     return Contract.from_json(data, os.path.basename(path))
 
 
+def load_contracts(path: str) -> Optional[dict]:
+    """``{program name: Contract}`` of every program in an archive (one from :func:`save`,
+    several from ``package_pt2``), each loaded once; ``None`` for a JSON contract.
+
+    Raises:
+        ArchiveError / OSError: unreadable archive.
+    """
+    with open(path, "rb") as fh:
+        if not fh.read(4).startswith(b"PK"):
+            return None
+    from ..pytree import unregistered_dataclasses_as_names
+    from ..serde import load_pt2
+
+    with unregistered_dataclasses_as_names():
+        return {name: contract_of(ep) for name, ep in load_pt2(path).exported_programs.items()}
+
+
 # -- diff ------------------------------------------------------------------------------------------
 @dataclass
 class Change:
@@ -367,6 +413,13 @@ class ContractDiff:
         changes: every listed difference.
         witness: ``{"x.shape[1]": 513, ...}``: sizes OLD admits and NEW refuses, or None.
         reason: one line saying how it was decided.
+        fixes: when narrowed, fix lines for NEW's ``dynamic_shapes`` (``n = Dim('n', max=512)``,
+            the form :func:`refine_dynamic_shapes_from_suggested_fixes` reads) with which NEW's
+            contract admits every size OLD's does, proved by the solver on the two contracts;
+            empty when widening NEW's ranges cannot do that.  Whether NEW's model still runs
+            at those sizes only a re-export says.
+        notes: what else would restore OLD's sizes (an axis that became static), or why no
+            fix is given.
     """
 
     narrowed: Optional[bool]
@@ -374,6 +427,8 @@ class ContractDiff:
     witness: Optional[dict] = None
     reason: str = ""
     outputs_changed: bool = False
+    fixes: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
 
     @property
     def breaking(self) -> bool:
@@ -388,7 +443,10 @@ class ContractDiff:
         elif self.narrowed is None:
             head = "could not decide whether NEW admits every size OLD admits"
         else:
-            head = "NEW admits every size OLD admits" + ("" if self.changes else " (no change)")
+            wider = any(not (c.same or c.output or c.narrowing) for c in self.changes)
+            head = "NEW admits every size OLD admits" + (
+                " (no change)" if not self.changes else "" if not wider else
+                " (wider)" if self.outputs_changed else " (wider: not breaking)")
         if self.outputs_changed:
             head += "; what it returns changed"
         out = [head]
@@ -400,11 +458,17 @@ class ContractDiff:
         if self.changes:
             out.append("Changes:")
             out += [f"  {c}" for c in self.changes]
+        out += [f"  note: {n}" for n in self.notes]
+        if self.fixes:  # last, as in a ConstraintViolationError: refine reads the block
+            out += [("To admit every size OLD admits again (proved on the contracts; re-export NEW's model "
+                     "with it to check the model still runs there):"), FIXES_HEADER]
+            out += [f"  {ln}" for ln in self.fixes]
         return "\n".join(out)
 
     def to_json(self) -> dict:
         return {"narrowed": self.narrowed, "outputs_changed": self.outputs_changed, "breaking": self.breaking,
-                "witness": self.witness, "reason": self.reason,
+                "witness": self.witness, "reason": self.reason, "fixes": list(self.fixes),
+                "notes": list(self.notes),
                 "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same,
                              **({"output": True} if c.output else {})} for c in self.changes]}
 
@@ -456,15 +520,24 @@ def _site_dims(c: Contract) -> dict:
     return {(p, a): d for p, _dt, shape in c.inputs for a, d in enumerate(shape)}
 
 
-def _site_divisor(c: Contract, d: Any) -> int:
+def _site_congruence(c: Contract, d: Any) -> tuple[int, int]:
+    """``(m, r)``: the axis size ``d`` is ``r`` modulo ``m`` (``4*_k + 1`` -> ``(4, 1)``; a guard
+    ``_k % 2 == 0`` on its root makes it ``(8, 1)``); ``(1, 0)`` when nothing is known."""
     aff = _affine(d)
-    k = abs(aff[1]) if aff is not None else 1
-    if aff is not None:
-        for g in c.guards:
-            div = _divisor(g)
-            if div is not None and div[0] == aff[0]:
-                k = k * div[1] // math.gcd(k, div[1])
-    return k
+    if aff is None:
+        return 1, 0
+    root, k, c0 = aff
+    step = 1
+    for g in c.guards:
+        div = _divisor(g)
+        if div is not None and div[0] == root:
+            step = step * div[1] // math.gcd(step, div[1])
+    m = abs(k) * step
+    return m, c0 % m
+
+
+def _congruence_text(site: str, m: int, r: int) -> str:
+    return f"{site} % {m} == {r}" if r else f"{site} a multiple of {m}"
 
 
 def _root_site_names(c: Contract) -> dict:
@@ -569,12 +642,16 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
             changes.append(Change(f"{site} ({name}): narrowed max {format_bound(ohi)} -> {format_bound(nhi)}", True))
         elif _lt(ohi, nhi):
             changes.append(Change(f"{site} ({name}): widened max {format_bound(ohi)} -> {format_bound(nhi)}", False))
-        ok, nk = _site_divisor(old, o), _site_divisor(new, n)
-        if nk != ok and nk % ok == 0:
-            changes.append(Change(f"new divisibility: {site} must be a multiple of {nk} (was {ok})"
-                                  if ok > 1 else f"new divisibility: {site} % {nk} == 0", True))
-        elif nk != ok:
-            changes.append(Change(f"divisibility of {site}: {ok} -> {nk}", ok % nk != 0))
+        (om, orr), (nm, nr) = _site_congruence(old, o), _site_congruence(new, n)
+        if (om, orr) != (nm, nr):
+            # NEW's class of sizes lies inside OLD's (finer modulus, same residue) or it does not
+            inside = nm % om == 0 and nr % om == orr
+            was = f" (was {_congruence_text(site, om, orr)})" if om > 1 else ""
+            if inside:
+                changes.append(Change(f"new divisibility: {_congruence_text(site, nm, nr)}{was}", True))
+            else:
+                now = _congruence_text(site, nm, nr) if nm > 1 else f"{site} any size"
+                changes.append(Change(f"divisibility: {now}{was}", not (om % nm == 0 and orr % nm == nr)))
     oeq = _equal_pairs(old)
     neq = _equal_pairs(new)
     # an equality or relation on one side only may still hold on the other, written another way
@@ -698,7 +775,7 @@ def _lt(a: Optional[int], b: Optional[int]) -> bool:
 @exclusive
 def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> ContractDiff:
     """Does NEW admit fewer input sizes than OLD, and does it return the same?  Decided by the
-    solver (``OLD and not NEW`` satisfiable?; each output size equal wherever OLD admits).
+    solver (``OLD and not NEW`` satisfiable?; each output size equal wherever both admit).
 
     Returns:
         :class:`ContractDiff` with the verdict, a witness when narrowed, the listed changes, and
@@ -707,7 +784,7 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     changes = _structural_changes(old, new)
     signature = [c for c in changes if c.narrowing and c.what.startswith("input ")]
     if signature:
-        outputs = _output_changes(old, new, timeout_ms, same_inputs=False)
+        outputs = _output_changes(old, new, timeout_ms)
         return ContractDiff(True, changes + outputs, None, "the input signature changed (inputs, ranks or dtypes)",
                             bool(outputs))
     outputs = _output_changes(old, new, timeout_ms)
@@ -715,18 +792,84 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     if outputs:
         diff.changes = diff.changes + outputs
         diff.outputs_changed = True
+    if diff.narrowed:
+        diff.fixes, diff.notes = _restoring_fixes(old, new, timeout_ms)
     return diff
 
 
-def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: bool = True) -> list[Change]:
+def _root_values(k: int, c0: int, lo: int, hi: Optional[int]) -> tuple[int, Optional[int]]:
+    """The root values ``r`` with ``k*r + c0`` inside ``[lo, hi]`` (``hi`` None: unbounded), r >= 0."""
+    if k > 0:  # ceil((lo - c0)/k) <= r <= floor((hi - c0)/k)
+        return max(0, -((c0 - lo) // k)), None if hi is None else (hi - c0) // k
+    # k < 0: ceil((c0 - hi)/|k|) <= r <= floor((c0 - lo)/|k|)
+    return 0 if hi is None else max(0, -((hi - c0) // -k)), (c0 - lo) // -k
+
+
+def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[list, list]:
+    """Range fixes of NEW's named dims under which NEW admits every size OLD admits (each
+    NEW axis ``k*r + c`` must reach OLD's range of that axis), kept only when the solver
+    proves them enough; and notes for what a range cannot restore."""
+    from dataclasses import replace
+
+    from solver import RangeFix
+
+    od, nd = _site_dims(old), _site_dims(new)
+    notes: list = []
+    need: dict = {}  # (a changed input signature never gets here: diff_contracts says it first)
+    for key, n in nd.items():
+        o = od.get(key)
+        if o is None or not isinstance(o, sympy.Basic) or o.is_Integer:
+            continue
+        olo, ohi = old.site_range(o)
+        if not isinstance(n, sympy.Basic) or n.is_Integer:
+            fix = RangeFix(o.name if isinstance(o, sympy.Symbol) else "d", olo, ohi).line.partition(" = ")[2]
+            notes.append(f"{key[0]}.shape[{key[1]}] is static ({int(n)}) in NEW: to admit OLD's sizes it must be "
+                         f"dynamic again, e.g. {{{key[1]}: {fix}}} in dynamic_shapes[{key[0]!r}]")
+            continue
+        aff = _affine(n)
+        if aff is None:
+            continue
+        r, k, c0 = aff
+        rlo, rhi = _root_values(k, c0, olo, ohi)
+        if r in need:
+            plo, phi = need[r]
+            rlo, rhi = min(plo, rlo), None if phi is None or rhi is None else max(phi, rhi)
+        need[r] = (rlo, rhi)
+    ranges = dict(new.ranges)
+    fixes = []
+    for r, (rlo, rhi) in sorted(need.items(), key=lambda kv: kv[0].name):
+        lo, hi = ranges.get(r, (1, None))
+        wide = (min(lo, rlo), None if hi is None or rhi is None else max(hi, rhi))
+        if wide == (lo, hi):
+            continue
+        if r.name in new.auto_dims:  # no user Dim to widen: the axis is Dim.AUTO, its hint names it
+            notes.append(f"{_root_site_names(new).get(r, r.name)} (Dim.AUTO) would need the range "
+                         f"{format_range_brackets(*wide)}")
+            continue
+        ranges[r] = wide
+        fixes.append(RangeFix(r.name, wide[0], wide[1]).line)
+    if notes:
+        return [], notes
+    if fixes and _admits_all(old, replace(new, ranges=ranges), _site_vars(old, new), timeout_ms):
+        return fixes, []
+    return [], [("no range of NEW's dims admits every size OLD admits: NEW's model narrowed its contract "
+                 "(see the changes); if that is intended, make NEW the baseline")]
+
+
+def _site_vars(*contracts: Contract) -> dict:
+    return {(p, a): _site_var((p, a)) for c in contracts for p, _dt, shape in c.inputs for a in range(len(shape))}
+
+
+def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Change]:
     """What the program returns, OLD against NEW.
 
     Outputs are matched by their place in what the model returns (``out['a']``, ``out[0]``)
     when both contracts record it, so a dict's key order is no change and a renamed key or a
     tuple that became a bare array is; else by position.  A place only one side has is an
     output added or removed; for the others, the dtype, the rank, each size and a returned
-    size's value are compared, a size over the same input sizes: equal wherever OLD admits
-    them, asked of the solver (``n + n`` and ``2*n`` are the same size).
+    size's value are compared, a size over the same input sizes: equal wherever both admit
+    them, asked of the solver (``n + n`` and ``2*n`` are the same size; a size of an input
+    only one side has is not compared, the signature change is listed instead).
     """
     from solver import ShapeSolver
 
@@ -747,15 +890,22 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
     for p in pn:
         if p not in at_o:
             changes.append(Change(f"{p}: now returned", False, output=True))
+    if old.output_structure is not None and new.output_structure is not None:
+        changes += _structure_changes(old.output_structure, new.output_structure, "out")
     s = ShapeSolver(timeout_ms=timeout_ms)
+    # one variable per input axis of either side (an input renamed, added or removed has its own)
     var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
-           for p, _dt, shape in old.inputs for a in range(len(shape))}
+           for c in (old, new) for p, _dt, shape in c.inputs for a in range(len(shape))}
+    one_sided = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} ^ \
+        {var[(p, a)] for p, _dt, shape in new.inputs for a in range(len(shape))}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
     pending = []
 
     def compare(what: str, o: Any, n: Any) -> None:
         o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
+        if (o_e.free_symbols | n_e.free_symbols) & one_sided:
+            return  # a size of an input one side lacks: the signature change says it, not a size
         if sympy.expand(o_e - n_e) != 0:
             pending.append((what, o, n, o_e, n_e))
 
@@ -781,9 +931,11 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
             continue
         for axis, (o, n) in enumerate(zip(oshape, nshape)):
             compare(f"{p}.shape[{axis}]", o, n)
-    if pending and same_inputs:
+    if pending:
         try:
-            s.assume(_admits(old, var))
+            # equal wherever both admit the sizes: where only OLD does, NEW refuses the call (a
+            # narrowing, listed as one), and NEW's sizes there mean nothing
+            s.assume(sympy.And(_admits(old, var), _admits(new, var)))
             undecided = [q for q in pending if s.implies(sympy.Eq(q[3], q[4])).status != "proved"]
         except Exception:  # noqa: BLE001 - a size the solver cannot read: reported as changed
             undecided = pending
@@ -791,6 +943,60 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int, same_inputs: 
     for what, o, n, _oe, _ne in pending:
         changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True))
     return changes
+
+
+def _container(node: dict) -> str:
+    kind = node.get("type")
+    if kind in ("None", "tuple", "list", "dict"):
+        return str(kind)
+    if kind == "namedtuple":
+        return f"namedtuple {node.get('name')}"
+    return f"dataclass {kind}"
+
+
+def _children_by_key(node: dict) -> dict:
+    """Key -> (path piece, child node) of one container of a treespec's JSON form; a dict's
+    children by key (its order is no change), a dataclass's ``None`` fields as ``None`` nodes."""
+    from ..pytree import key_str
+
+    kind, kids = node.get("type"), list(node.get("children") or [])
+    if kind in ("tuple", "list"):
+        return {i: (key_str(kind, i), c) for i, c in enumerate(kids)}
+    if kind == "dict":
+        keys = [k.get("v") if isinstance(k, dict) else k for k in node.get("keys") or []]
+        return {(type(k).__name__, k): (key_str("dict", k), c) for k, c in zip(keys, kids)}
+    out = {f: (key_str(kind, f), c) for f, c in zip(node.get("fields") or [], kids)}
+    for f in node.get("none_fields") or []:
+        out[f] = (key_str(kind, f), {"type": "None"})
+    return out
+
+
+def _holds_leaves(node: Any) -> bool:
+    return isinstance(node, dict) and (node.get("type") == "leaf" or any(
+        _holds_leaves(c) for c in node.get("children") or []))
+
+
+def _structure_changes(o: Any, n: Any, path: str) -> list[Change]:
+    """Container changes between two output treespecs (JSON form): a tuple that became a list,
+    a ``None`` (or an empty container) returned on one side only.  Leaves are not compared here:
+    an output added, removed or changed is found by its place (``out[1]``)."""
+    if not isinstance(o, dict) or not isinstance(n, dict) or "leaf" in (o.get("type"), n.get("type")):
+        return []
+    out = []
+    if _container(o) != _container(n):
+        out.append(Change(f"{path}: {_container(o)} -> {_container(n)}", False, output=True))
+    if "None" in (o.get("type"), n.get("type")):
+        return out
+    co, cn = _children_by_key(o), _children_by_key(n)
+    for key, (piece, child) in co.items():
+        if key in cn:
+            out += _structure_changes(child, cn[key][1], path + piece)
+        elif not _holds_leaves(child):  # nothing there that the places of the outputs would show
+            out.append(Change(f"{path}{piece}: {_container(child)} no longer returned", False, output=True))
+    for key, (piece, child) in cn.items():
+        if key not in co and not _holds_leaves(child):
+            out.append(Change(f"{path}{piece}: {_container(child)} now returned", False, output=True))
+    return out
 
 
 def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) -> ContractDiff:
@@ -850,3 +1056,38 @@ def program_named(path: str, model: str) -> Any:
     if model not in programs:
         raise KeyError(f"{path} holds the programs {sorted(programs)}, none named {model!r}")
     return programs[model]
+
+
+@dataclass
+class PackageDiff:
+    """:func:`diff_packages`: per program name present in both archives its :class:`ContractDiff`;
+    the names OLD holds and NEW lacks (``removed``: a caller of that program breaks) and the
+    names only NEW holds (``added``: no caller of OLD uses them)."""
+
+    programs: dict = field(default_factory=dict)
+    removed: list = field(default_factory=list)
+    added: list = field(default_factory=list)
+
+    @property
+    def breaking(self) -> bool:
+        return bool(self.removed) or any(d.breaking for d in self.programs.values())
+
+    def __str__(self) -> str:
+        broken = sorted(n for n, d in self.programs.items() if d.breaking) + self.removed
+        out = [f"{len(broken)} of {len(self.programs) + len(self.removed)} programs of OLD break in NEW"
+               + (f": {', '.join(broken)}" if broken else "")]
+        out += [f"program {n!r}: removed (NEW does not hold it)" for n in self.removed]
+        out += [f"program {n!r}: added" for n in self.added]
+        for name, d in sorted(self.programs.items()):
+            out.append(f"program {name!r}: " + str(d).replace("\n", "\n  "))
+        return "\n".join(out)
+
+    def to_json(self) -> dict:
+        return {"breaking": self.breaking, "removed": list(self.removed), "added": list(self.added),
+                "programs": {n: d.to_json() for n, d in sorted(self.programs.items())}}
+
+
+def diff_packages(old: dict, new: dict, timeout_ms: int = 2000) -> PackageDiff:
+    """Diff two archives' programs by name (``{name: Contract}``, as :func:`load_contracts` gives)."""
+    return PackageDiff({n: diff_contracts(old[n], new[n], timeout_ms) for n in old if n in new},
+                       sorted(n for n in old if n not in new), sorted(n for n in new if n not in old))
