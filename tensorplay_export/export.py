@@ -144,7 +144,9 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
             note = (f"with these fixes applied, export still needs guards no fix form expresses ({left}); "
                     "one refine step will not be enough: see the bullets for what to change")
             break
-        rounds.append(list(nxt.fixes))
+        # this round was computed on the spec the combined block refined (its renamed roots):
+        # combine it with that block, not with the earlier rounds whose names it may reuse
+        rounds = [block, list(nxt.fixes)]
         notes += dynamic_entry_lines(str(nxt))
         if time.monotonic() > deadline:
             note = (f"these fixes were checked for {MAX_PROOF_SECONDS:g} s and more may still be needed; "

@@ -78,7 +78,7 @@ CASES = {
     "constant_table": (lambda x: x + T8[: x.shape[0]], (arr(3),), ({0: Dim("n", max=8)},),
                        [(arr(1),), (arr(5),), (arr(8),)]),
     "typed_sizes": (lambda x: (np.zeros(x.shape[0] + np.int32(1), np.float32), x[: x.shape[0] // np.int64(2)],
-                               x.shape[0] + np.int32(1)), (arr(4),), ({0: Dim("n")},),
+                               x.shape[0] + np.int32(1)), (arr(4),), ({0: Dim("n", max=1024)},),  # int32 holds n + 1
                     [(arr(1),), (arr(5),), (arr(9),)]),
     "float_and_bool_size_outputs": (lambda x: (x * 2, x.shape[0] * 1.0, x.shape[0] > 3), (arr(4),),
                                     ({0: Dim("n")},), [(arr(1),), (arr(3),), (arr(8),)]),
