@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import tensorplay_export as tpe
 from tensorplay_export import Dim, export, nn
 from tensorplay_export.errors import ConstraintsExceededError
 from tensorplay_export.nn import functional as F
@@ -284,3 +285,34 @@ def test_gpt_example_views_and_decompositions():
         np.testing.assert_allclose(u.h[0](h), m.h[0](h), rtol=1e-12)
         np.testing.assert_allclose(u.h[1].attn(h), m.h[1].attn(h), rtol=1e-12)
         np.testing.assert_allclose(u.ln_f(h), m.ln_f(h), rtol=1e-12)
+
+
+def test_a_module_view_refuses_a_constant_argument_other_than_the_exported_one():
+    from tensorplay_export import nn as tnn
+
+    class Blk(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = tnn.Linear(8, 8, rng=0)
+
+        def forward(self, x, scale=1.0):
+            return self.fc(x) * scale
+
+    class Enc(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = tnn.ModuleList([Blk()])
+
+        def forward(self, x):
+            return self.layers[0](x, scale=2.0)
+
+    m = Enc().eval()
+    x = np.arange(24, dtype=np.float32).reshape(3, 8)
+    ep = tpe.export(m, x, dynamic_shapes={"x": {0: tpe.Dim("b")}}, preserve_module_call_signature=("layers.0",))
+    view = tpe.unflatten(ep).layers[0]
+    for n in (1, 3, 5):
+        y = np.arange(n * 8, dtype=np.float32).reshape(n, 8)
+        np.testing.assert_array_equal(view(y, scale=2.0), m.layers[0](y, scale=2.0))
+    for bad in (3.0, "garbage"):
+        with pytest.raises(tpe.ConstraintsExceededError, match=r"argument scale = .*exported with the constant 2.0"):
+            view(x, scale=bad)

@@ -43,9 +43,11 @@ import numpy as np
 
 from solver import UnboundSymbolError, evaluate
 
+from ..errors import ConstraintsExceededError
 from ..graph.interpreter import Interpreter
 from ..graph.ir import Node
 from ..records import sympy
+from .call_binding import same_constant
 
 __all__ = ["unflatten", "UnflattenedModule", "InterpreterModule", "FlatArgsAdapter", "check_preserved_paths"]
 
@@ -382,10 +384,17 @@ class UnflattenedModule(InterpreterModule):
                 raise TypeError(f"module {fqn!r} was called with inputs structured as {spec!r}, "
                                 f"but it was exported for {sig.in_spec!r}")
             by_name = {n.name: n for n in self._ep.graph.nodes}
-            for arg, leaf in zip(sig.inputs, leaves):
+            for k, (arg, leaf) in enumerate(zip(sig.inputs, leaves)):
                 node = by_name.get(getattr(arg, "name", None))
                 if node is not None and type(arg).__name__ == "TensorArgument":
                     env[node] = leaf
+                elif type(arg).__name__ == "ConstantArgument" and not same_constant(leaf, arg.value):
+                    # the graph computed with the recorded value, as ExportedModule's calls check
+                    where = _call_paths(args, kwargs)[k]
+                    raise ConstraintsExceededError(
+                        f"module {fqn!r}: argument {where} = {leaf!r:.80}, but the program was exported "
+                        f"with the constant {arg.value!r:.80}; export again passing this value to get a "
+                        f"program for it")
             # Outputs: graph values by name; constants (a None field, a number) as recorded.
             # a size the module returns is a tpe.size_value node named by a Sym*Argument
             outputs = [by_name[a.name] if type(a).__name__ in _NODE_ARGS and a.name in by_name
@@ -448,6 +457,18 @@ class _Const:
 
     def __init__(self, value: Any) -> None:
         self.value = value
+
+
+def _call_paths(args: tuple, kwargs: dict) -> list[str]:
+    """Each leaf of a call's arguments as the user wrote it (``args[0]``, ``scale``, ``cfg['k']``)."""
+    from ..pytree import tree_leaves_with_path
+
+    paths = [p for p, _ in tree_leaves_with_path(tuple(args), "args")]
+    # tree_flatten's order of the keyword arguments; the first key as the keyword itself
+    for p, _ in tree_leaves_with_path(dict(kwargs)):
+        key, _, rest = p[2:].partition("']")
+        paths.append(key + rest)
+    return paths
 
 
 class _CallInterpreter(Interpreter):
