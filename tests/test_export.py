@@ -480,3 +480,30 @@ def test_torch_habits_get_messages_that_say_what_to_do():
     with pytest.raises(ValueError) as info:
         tpe.export(lambda t: t[0] * 2, (x, 3), dynamic_shapes={"t": {0: tpe.Dim("n")}})
     assert "separate arguments" not in str(info.value)
+
+
+class _Holder:
+    def __init__(self, v):
+        self.v = v
+
+
+def _returns_holder(x):
+    return _Holder(x * 2)
+
+
+@pytest.mark.parametrize("model, named", [
+    (_returns_holder, "_Holder object"),
+    (lambda x: (v for v in x), "builtins.generator object"),
+    (lambda x: (x * 2, {"extra": _Holder(1)}), "_Holder object"),
+])
+def test_a_returned_object_the_program_cannot_hold_is_refused_with_its_type(model, named):
+    x = np.ones((4, 3), np.float32)
+    with pytest.raises(tpe.CaptureError, match=named + r".*cannot return"):
+        tpe.export(model, x, dynamic_shapes={"x": {0: Dim("n")}})
+    report = tpe.draft_export(model, x, dynamic_shapes={"x": {0: Dim("n")}})
+    assert report.exported_program is None and [f.kind for f in report.failures] == ["capture_error"]
+    # constants a program can hold are still returned as they were
+    ep = tpe.export(lambda x: (x * 2, "tag", None, 3.5, np.float32(2), np.dtype("f4")), x,
+                    dynamic_shapes={"x": {0: Dim("n")}})
+    out = ep.module()(np.ones((2, 3), np.float32))
+    assert out[1:] == ("tag", None, 3.5, np.float32(2), np.dtype("f4")) and out[0].shape == (2, 3)

@@ -315,6 +315,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
             v = tracer.typed_size(v)  # a numpy scalar (n + np.int32(1)) stays symbolic, as its own node
         elif isinstance(v, (SymInt, SymFloat, SymBool)):
             v = _size_output(tracer, v)
+        elif not isinstance(v, _CONSTANT_OUTPUTS):
+            _refuse_output(tracer, v)
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
                            outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations,
@@ -416,6 +418,33 @@ class SizeOutput:
     expr: Any
     kind: str
     example: Any
+
+
+# what a program may return besides traced arrays and sizes: values it can hold as constants
+_CONSTANT_OUTPUTS = (TracedArray, np.ndarray, np.generic, np.dtype, int, float, complex, bool, str, bytes,
+                     type(None), type(Ellipsis), slice)
+
+
+def _refuse_output(tracer: Tracer, v: Any) -> None:
+    """Refuse a returned object the program cannot represent (a plain object, a generator).
+
+    The program would hand back the very object capture saw, holding values of the example
+    (and arrays traced on it) whatever the inputs; a leaf of the output pytree must be an
+    array, a size, a number, a string or None, inside tuples, lists, dicts, namedtuples and
+    registered dataclasses.
+
+    Raises:
+        CaptureError: naming the type and the model's return line.
+    """
+    from ..errors import CaptureError
+
+    src = tracer.return_source()
+    where = f" at {src.where}" if src is not None else ""
+    raise CaptureError(
+        f"the model returns a {type(v).__module__}.{type(v).__qualname__} object{where}, which an exported "
+        f"program cannot return (it would return the object capture saw, built from the example's values): "
+        f"return arrays, sizes, numbers, strings or None, in tuples, lists, dicts or namedtuples, or "
+        f"register the class with tensorplay_export.register_dataclass if it is a dataclass")
 
 
 def _size_output(tracer: Tracer, v: Any) -> Any:
