@@ -507,3 +507,19 @@ def test_a_returned_object_the_program_cannot_hold_is_refused_with_its_type(mode
                     dynamic_shapes={"x": {0: Dim("n")}})
     out = ep.module()(np.ones((2, 3), np.float32))
     assert out[1:] == ("tag", None, 3.5, np.float32(2), np.dtype("f4")) and out[0].shape == (2, 3)
+
+
+@pytest.mark.parametrize("spec", [
+    {"x": {1: Dim("a")}, "y": {0: Dim("b")}},
+    {"x": {1: Dim.AUTO}, "y": {0: Dim.AUTO}},
+    ((Dim.DYNAMIC, Dim.DYNAMIC), (Dim.DYNAMIC, None)),
+    None,
+])
+def test_an_example_the_model_cannot_run_reports_numpys_error_not_an_internal_one(spec):
+    def model(x, y):
+        return x @ y
+
+    with pytest.raises(tpe.CaptureError) as info:
+        tpe.export(model, np.ones((3, 4), np.float32), np.ones((5, 2), np.float32), dynamic_shapes=spec)
+    assert "internal error" not in str(info.value)
+    assert str(info.value).startswith("numpy.matmul raised ValueError") and info.value.raised_by == "numpy.matmul"

@@ -58,6 +58,15 @@ def _index_bounds_text(expr: Any, reason: str, sizes: str, source: Optional[Sour
             f"long as the largest index{at}")
 
 
+class RequirementFalseAtExample(CaptureError):
+    """An op's shape rule required something the example sizes break (``matmul`` of 3x4 by 5x2).
+
+    For an op numpy has not run yet (a deferred value) numpy itself fails on the example,
+    so capture runs it there and reports numpy's own error at the model's line; after
+    numpy ran fine it is the rule's fault (an internal error, as its text says).
+    """
+
+
 class ShapeEnv:
     """Symbols, hints, ranges, AUTO replacements and the guard log of one capture.
 
@@ -232,8 +241,8 @@ class ShapeEnv:
         if expr is sympy.false or self.hint(expr) is not True:
             if cause == "index_bounds":
                 raise CaptureError(_index_bounds_text(expr, reason, self._hint_text(expr), source))
-            raise CaptureError(f"internal error: requirement {expr} ({reason}) is false for the "
-                               f"example sizes {self._hint_text(expr)}")
+            raise RequirementFalseAtExample(f"internal error: requirement {expr} ({reason}) is false for the "
+                                            f"example sizes {self._hint_text(expr)}")
         if expr in self._seen:
             return
         # seen under the form it arrives in: a float guard is rationalized below, and its next

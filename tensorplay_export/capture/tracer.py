@@ -34,7 +34,7 @@ from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, loo
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
 from .lazy import lazy_kind, pending_in, proxy_args
-from .shape_env import ShapeEnv
+from .shape_env import RequirementFalseAtExample, ShapeEnv
 from .stdlib import plain
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
@@ -525,6 +525,11 @@ class Tracer:
             return (*self._run_rule(op, src, concrete, info_args, info_kwargs), None)
         except UnsupportedOpError as err:
             _at_source(err, src)
+            raise
+        except RequirementFalseAtExample:
+            if deferred:  # numpy's own error on the example, at the model's line
+                self.force_args((args, kwargs))
+                self._run_impl(op, self.example(args), self.example(kwargs), src)
             raise
         except (CaptureError, DataDependentError):
             raise
