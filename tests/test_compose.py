@@ -238,3 +238,18 @@ def test_a_static_size_that_never_fits_is_a_mismatch(enc):
     (m,) = info.value.mismatches
     assert (m.what, m.input, m.got, m.expected) == ("size", "x", "8", "x.shape[2] == 4")
     assert "at every size" in str(info.value) and not info.value.fixes
+
+
+def test_a_program_composed_with_itself_names_a_static_width_mismatch_as_such():
+    w = np.ones((16, 8), np.float32)
+
+    def enc(x):
+        return x @ w
+
+    ep = export(enc, np.ones((2, 16, 16), np.float32), dynamic_shapes={"x": {0: Dim("b"), 1: Dim("s")}})
+    with pytest.raises(ConstraintViolationError) as info:
+        compose(ep, ep)
+    text = str(info.value)
+    assert text.startswith("Constraints violated (size)!")
+    assert "gives the consumer's input x the size 8 at every size of the producer" in text
+    assert "loop whose sizes grow" not in text and "Not all values of  in" not in text

@@ -755,7 +755,7 @@ def compose(producer: Any, consumer: Any, mapping: Optional[Mapping] = None, *, 
         fixed = [TypeMismatch(f"out{f.output}" if f.output is not None else "?", f.rule.path, "size",
                               _dim_text(getattr(f.cond, "lhs", f.cond)), f.rule.text)
                  for f in first if not f.cond.free_symbols]
-        if fixed and steps is None:
+        if fixed:  # in a loop too: nothing grows, the width is wrong at every call
             _raise(prod, cons, pairs, [f for f in first if f.cond.free_symbols], fixed, steps=steps,
                    ranges=ranges, timeout_ms=timeout_ms)
         _raise(prod, cons, pairs, first, [], steps=steps, ranges=ranges, timeout_ms=timeout_ms,
