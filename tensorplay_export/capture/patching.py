@@ -40,7 +40,7 @@ from .frames import is_library_file, is_user_function, user_source
 from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
                        sym_sqrt)
 from ..ops.registry import get_op
-from .stdlib import plain, stdlib_view
+from .stdlib import PinningType, plain, stdlib_view
 from .traced import TracedArray
 from .tracer import CURRENT
 
@@ -598,7 +598,7 @@ def _named_pin(name: str, fn: Callable) -> Callable:
 _MATH = _SymbolicMath()
 
 
-class _ScalarTypeView(type):
+class _ScalarTypeView(PinningType):
     """Metaclass of the numpy scalar types model code sees during capture (``np.float32``):
     ``np.float32(n)`` of a size is that size typed ``float32`` (a symbolic value, as eager's
     ``np.float32(16)`` is its example's); anything else is the real type's own answer.
@@ -627,21 +627,7 @@ class _ScalarTypeView(type):
         # C constructor needs a plain number, so the sizes are pinned with the type's name
         what = f"np.{real.__name__}()"
         return real(*plain(args, what), **plain(kwargs, what))
-
-    def __instancecheck__(cls, obj: Any) -> bool:
-        return isinstance(obj, cls.__real__)
-
-    def __subclasscheck__(cls, sub: Any) -> bool:
-        return issubclass(sub, cls.__real__)
-
-    def __eq__(cls, other: Any) -> bool:
-        return other is cls or other is cls.__real__
-
-    def __hash__(cls) -> int:
-        return hash(cls.__real__)
-
-    def __repr__(cls) -> str:
-        return repr(cls.__real__)
+    # isinstance, issubclass, ==, hash and repr answer as for the real type (PinningType's)
 
 
 # the numpy scalar types model code sees as views: a size converts to the numeric ones exactly

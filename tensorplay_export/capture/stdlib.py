@@ -15,7 +15,7 @@ callable runs on eager's values.  Model code reaches them through the capture's 
 globals (``import json`` at module level, ``from decimal import Decimal``) or a local
 ``import`` (:func:`stdlib_view` is called by ``patching.translate`` and the capture's
 ``__import__``).  A class keeps answering ``isinstance`` as the real one
-(:class:`_PinningType`).
+(:class:`PinningType`).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _pinning_function(fn: Callable, what: str) -> Callable:
     return pinned
 
 
-class _PinningType(type):
+class PinningType(type):
     """Metaclass of a class view: calling it pins the sizes in the arguments; instance and
     subclass checks, ``==`` and ``hash`` answer as for the real class (``__real__``)."""
 
@@ -90,7 +90,7 @@ class _PinningType(type):
 
 def _view_of(value: Any, what: str) -> Any:
     if isinstance(value, type):
-        return _PinningType(value.__name__, (value,), {"__real__": value, "__module__": value.__module__,
+        return PinningType(value.__name__, (value,), {"__real__": value, "__module__": value.__module__,
                                                          "__slots__": ()})
     return _pinning_function(value, what)
 

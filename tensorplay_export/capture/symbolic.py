@@ -620,14 +620,7 @@ class SymInt(_SymNumber):
         else:
             exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
             out = wrap_float(out, self.env, exact)
-        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
-        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
-            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
-            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
-            routed = _numpy_op(self, other, fn, reflected)
-            if routed is not NotImplemented:
-                return routed
-        return out
+        return _typed_result(out, self, other, fn, reflected)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
@@ -835,6 +828,20 @@ def _rounded_narrow_float(value: Any) -> bool:
     return top is None or top > 2 ** (np.finfo(value.numpy_type).nmant + 1)
 
 
+def _typed_result(out: Any, a: Any, other: Any, fn: Callable, reflected: bool) -> Any:
+    """``a fn other``'s result ``out`` with the numpy scalar type eager's would carry.
+
+    A numpy float result with no exact value (``np.int64(n) ** 0.5``, ``np.float32(n) * 0.1``)
+    is numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order.
+    """
+    out = _numpy_typed(out, fn, other, a) if reflected else _numpy_typed(out, fn, a, other)
+    if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
+        routed = _numpy_op(a, other, fn, reflected)
+        if routed is not NotImplemented:
+            return routed
+    return out
+
+
 def _numpy_op(left: Any, right: Any, fn: Callable, reflected: bool) -> Any:
     """``fn`` of sizes as numpy's ufunc on eager's operands (typed sizes as their numpy scalars),
     a traced 0-d value computed at run time with numpy's own rounding, or NotImplemented."""
@@ -1019,14 +1026,7 @@ class SymFloat(_SymNumber):
         a, b = (o, self.expr) if reflected else (self.expr, o)
         exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
         out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
-        out = _numpy_typed(out, fn, other, self) if reflected else _numpy_typed(out, fn, self, other)
-        if isinstance(out, SymFloat) and out.numpy_type is not None and out.exact is None:
-            # a numpy float result with no exact value (np.int64(n) ** 0.5, np.float32(n) * 0.1):
-            # numpy's own arithmetic at run time, not a float64 expression evaluated in sympy's order
-            routed = _numpy_op(self, other, fn, reflected)
-            if routed is not NotImplemented:
-                return routed
-        return out
+        return _typed_result(out, self, other, fn, reflected)
 
     def __add__(self, o): return self._op(o, operator.add)
     def __radd__(self, o): return self._op(o, operator.add, True)
