@@ -68,3 +68,27 @@ def load_case(path: Path | str) -> Any:
 
 
 NO_CASES = f"the shared acceptance cases are not at {SHARED_CASES} (set TPE_CASES_DIR)"
+
+
+def same_output(got, want, where, rtol=None):
+    """``got`` is ``want``: structure, Python/numpy type, dtype, shape and values (bit for bit, or
+    within ``rtol``)."""
+    import numpy as np
+
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want)):
+            same_output(g, w, f"{where}[{i}]", rtol)
+        return
+    if isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray), (where, type(got))
+    elif isinstance(want, np.generic):
+        assert isinstance(got, (np.generic, np.ndarray)) and np.ndim(got) == 0, (where, type(got))
+    else:
+        assert type(got) is type(want), (where, type(got), type(want))
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (where, g.dtype, w.dtype, g.shape, w.shape)
+    if rtol is None:
+        np.testing.assert_array_equal(g, w, err_msg=str(where), strict=True)
+    else:
+        np.testing.assert_allclose(g, w, rtol=rtol, err_msg=str(where))

@@ -29,6 +29,8 @@ import struct
 import numpy as np
 import pytest
 
+from _shared import same_output
+
 import tensorplay_export as tpe
 from tensorplay_export import Dim
 from tensorplay_export.errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError,
@@ -296,21 +298,7 @@ CASES = [
 
 
 def _same(got, want, where):
-    """``got`` is ``want``: structure, Python/numpy type, dtype, shape and values."""
-    if isinstance(want, (tuple, list)):
-        assert type(got) is type(want) and len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]")
-        return
-    if isinstance(want, np.ndarray):
-        assert isinstance(got, np.ndarray), (where, type(got))
-    elif isinstance(want, np.generic):
-        assert isinstance(got, (np.generic, np.ndarray)) and np.ndim(got) == 0, (where, type(got))
-    else:
-        assert type(got) is type(want), (where, type(got), type(want))
-    g, w = np.asarray(got), np.asarray(want)
-    assert g.dtype == w.dtype and g.shape == w.shape, (where, g.dtype, w.dtype, g.shape, w.shape)
-    np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=str(where))
+    same_output(got, want, where, rtol=1e-6)
 
 
 def _eager(fn, x):

@@ -42,6 +42,8 @@ from json import dumps as json_dumps
 import numpy as np
 import pytest
 
+from _shared import same_output
+
 import tensorplay_export as tpe
 from tensorplay_export import Dim
 from tensorplay_export.errors import (CaptureError, ConstraintsExceededError, ConstraintViolationError,
@@ -697,21 +699,7 @@ CASES = [
 
 
 def _same(got, want, where):
-    """``got`` is ``want``: structure, Python/numpy type, dtype, shape and bit-identical values."""
-    if isinstance(want, (tuple, list)):
-        assert type(got) is type(want) and len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            _same(g, w, f"{where}[{i}]")
-        return
-    if isinstance(want, np.ndarray):
-        assert isinstance(got, np.ndarray), (where, type(got))
-    elif isinstance(want, np.generic):
-        assert isinstance(got, (np.generic, np.ndarray)) and np.ndim(got) == 0, (where, type(got))
-    else:
-        assert type(got) is type(want), (where, type(got), type(want))
-    g, w = np.asarray(got), np.asarray(want)
-    assert g.dtype == w.dtype and g.shape == w.shape, (where, g.dtype, w.dtype, g.shape, w.shape)
-    np.testing.assert_array_equal(g, w, err_msg=str(where), strict=True)
+    same_output(got, want, where)
 
 
 def _eager(fn, x):
