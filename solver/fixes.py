@@ -235,6 +235,9 @@ class FixSuggestion:
         boxed: the input guards (linear inequalities over several dims, ``b <= a``) the
             fixes imply through a box of per-dim ranges around the example: one box of
             many, so those fixes refuse sizes the guard itself admits.
+        chosen: the input guards over several dims that the fixes imply through one choice
+            among several (a lattice for some of the dims, ``(a + b) % 2 == 0`` with both odd;
+            or the example's size for one): those fixes refuse sizes the guard admits too.
     """
 
     fixes: list = field(default_factory=list)
@@ -245,6 +248,7 @@ class FixSuggestion:
     complete: bool = True
     bound: str = ""
     boxed: list = field(default_factory=list)
+    chosen: list = field(default_factory=list)
 
     @property
     def lines(self) -> list:
@@ -354,6 +358,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     out.fixes = best.fixes()
     out.unfixable.extend(best.unfixable)
     out.boxed = list(dict.fromkeys(best.boxed))
+    out.chosen = list(dict.fromkeys(best.chosen))
     _verify(ctx, best, [g for g, _, _ in violated], out)
     return out
 
@@ -580,6 +585,7 @@ class _Plan:
         self.decisions: dict = {}
         self.unfixable: list = []
         self.boxed: list = []                 # input guards a box of ranges stands for (_split_step)
+        self.chosen: list = []                # input guards one lattice or pinning choice stands for
         self._decided: dict = {}              # (name, conds, range) -> _Decision
         self.budget = [_MAX_FORKS]            # shared with the clones a lattice step tries
         self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
@@ -654,7 +660,7 @@ class _Plan:
         twin.__dict__.update(self.__dict__)
         for k in ("declared", "hints", "subst", "decisions"):
             setattr(twin, k, dict(getattr(self, k)))
-        for k in ("names", "new_roots", "unfixable", "boxed", "atoms"):
+        for k in ("names", "new_roots", "unfixable", "boxed", "chosen", "atoms"):
             setattr(twin, k, list(getattr(self, k)))
         return twin
 
@@ -876,6 +882,8 @@ class _Plan:
         lo = self.declared.get(name, (1, None))[0]
         t0 = 0 if lo is None or lo <= r else -(-(lo - r) // p)
         root = self._new_root(name, (h - r) // p)
+        if len(at.names) > 1 and at.forced is None:  # one lattice of several dims' guard: a choice
+            self.chosen.append(at.guard)
         self.atoms = [x for x in self.atoms if x is not at]
         self.apply(name, p * self.sym(root) + r, at.guard, at.verdict)
         exact = kind(c * (self.sym(root) - t0) + _subs_names(diff, {name: sympy.Integer(p * t0 + r)}), 0)
@@ -915,9 +923,14 @@ class _Plan:
         for at in self.atoms:
             if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(at.expr):
                 continue
-            return [functools.partial(_Plan._relate, at=at, name=n, expr=sympy.Integer(self.hints[n]))
+            return [functools.partial(_Plan._specialize, at=at, name=n)
                     for n in sorted(at.names, key=self.order) if n in self.hints]
         return []
+
+    def _specialize(self, at, name) -> None:
+        if at.forced is None:
+            self.chosen.append(at.guard)
+        self._relate(at, name, sympy.Integer(self.hints[name]))
 
     def _pin_step(self) -> bool:
         """Pin the fewest per-dim terms of a product equality over several dims (the last resort).

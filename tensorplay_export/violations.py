@@ -426,6 +426,7 @@ def build_violation_error(violations: list[GuardRecord],
     fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
     boxed = {str(g) for g in getattr(fs, "boxed", None) or ()}
+    chosen = {str(g) for g in getattr(fs, "chosen", None) or ()}
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
     out = []
@@ -439,6 +440,8 @@ def build_violation_error(violations: list[GuardRecord],
         v = _violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines), _search_scope(fs))
         if unfixable is None and str(record.expr) in boxed:
             v = dataclasses.replace(v, dynamic_notes=v.dynamic_notes + (_box_note(v.guard_text, names),))
+        elif unfixable is None and str(record.expr) in chosen:
+            v = dataclasses.replace(v, dynamic_notes=v.dynamic_notes + (_choice_note(v.guard_text, names),))
         out.append(v)
     return ConstraintViolationError(violations=out, fixes=lines)
 
@@ -448,6 +451,13 @@ def _box_note(guard: str, names: set) -> str:
     return (f"note: the fixes below bound {', '.join(sorted(names))} by one box of ranges around the example "
             f"that implies {guard}; a Dim range cannot state the relation itself, so sizes outside the box "
             f"that satisfy it are refused too (move the bounds if you need other sizes)")
+
+
+def _choice_note(guard: str, names: set) -> str:
+    """Under a guard over several dims the fixes imply by one choice (a lattice, an example size)."""
+    return (f"note: the fixes below satisfy {guard} by one choice for {', '.join(sorted(names))} (a lattice "
+            f"or the example's size for some of them, the one admitting most sizes); other sizes satisfy it "
+            f"too and are refused (write other residues or ranges by hand if you need them)")
 
 
 _NO_WRITABLE_LINE = ("no fix line can be written for it: the fix the search found is about sizes the spec "

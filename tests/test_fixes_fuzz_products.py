@@ -81,3 +81,19 @@ def test_parity_of_one_dim_and_a_third_of_the_other():
     # a on the lattice that fixes the parity of a // 3, b on the parity that completes it
     assert "a = 6*_a + 1" in lines and "b = 2*_b" in lines, lines
     assert len(admitted) == 10 * 30
+
+
+def test_a_lattice_chosen_for_a_guard_over_two_dims_says_it_is_one_choice():
+    # (a + b) % 2 == 0 holds for a, b both even too: the fix (both odd at the example) says so
+    def model(x, y):
+        return np.concatenate([x, y]).reshape(-1, 2)
+
+    spec = {"x": {0: Dim("a", max=100)}, "y": {0: Dim("b", max=100)}}
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones(3), np.ones(5), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "by one choice for a, b" in text and "other sizes satisfy it too and are refused" in text
+    # a guard over one dim is exact on its lattice: no such note
+    with pytest.raises(tpe.ConstraintViolationError) as one:
+        tpe.export(lambda x: x.reshape(-1, 2), np.ones(4), dynamic_shapes={"x": {0: Dim("n", max=100)}})
+    assert "one choice" not in str(one.value)
