@@ -534,3 +534,24 @@ def test_diff_fails_when_what_the_program_returns_changes(tmp_path, capsys):
     report = json.loads(out)
     assert code == 1 and report["breaking"] and report["outputs_changed"] and report["narrowed"] is False
     assert {"what": "out[0].shape[0]: n -> 2*n", "narrowing": False, "same": False, "output": True} in report["changes"]
+
+
+def test_check_format_github_points_a_lineless_failure_at_the_model(tmp_path, monkeypatch, capsys):
+    # an example outside its range has no line of the model's own: the annotation names the model's def
+    (tmp_path / "m.py").write_text(textwrap.dedent('''
+        import numpy as np
+        from tensorplay_export import Dim
+
+        def model(x):
+            return x * 2
+
+        def target():
+            return model, (np.ones((20, 3), np.float32),), {"x": {0: Dim("b", max=8)}}
+    '''))
+    # the command as CI runs it (in-process, the caller's own frame would be the export's line)
+    done = subprocess.run([sys.executable, "-m", "tensorplay_export", "check", "m.py:target", "--format", "github"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    (ann,) = [ln for ln in done.stdout.splitlines() if ln.startswith("::error ")]
+    props = dict(p.split("=", 1) for p in ann[len("::error "):].partition("::")[0].split(","))
+    assert done.returncode == 1 and props["file"] == "m.py" and props["line"] == "5"

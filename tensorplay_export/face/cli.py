@@ -157,6 +157,17 @@ def gh_annotation(level: str, message: str, *, file: Optional[str] = None, line:
     return f"::{level}{' ' + ','.join(props) if props else ''}::{_gh_data(message)}"
 
 
+def _model_location(model: Any) -> tuple[Optional[str], Optional[int]]:
+    """``(file, line)`` of the model's definition (its ``forward`` for a module), or ``(None, None)``."""
+    import inspect
+
+    fn = getattr(type(model), "forward", None) if not inspect.isroutine(model) else model
+    try:
+        return inspect.getsourcefile(fn), inspect.getsourcelines(fn)[1]
+    except (TypeError, OSError):
+        return None, None
+
+
 def _print_plain(lines: Sequence[str]) -> None:
     for ln in lines:
         sys.stdout.write(ln + "\n")
@@ -344,12 +355,12 @@ def cmd_check(opts: argparse.Namespace) -> int:
         from .report import shown_fix, status_line
 
         lines = []
+        fallback = _model_location(model)  # a failure with no line of its own (an example outside its range)
         for f in report.failures:
             fix = shown_fix(f)
             msg = f.message.rstrip() + (f"\nfix: {'; '.join(fix.splitlines())}" if fix else "")
-            src = f.source
-            lines.append(gh_annotation("error", msg, file=src.filename if src else None,
-                                       line=src.lineno if src else None, title=KINDS.get(f.kind, f.kind)))
+            file, line = (f.source.filename, f.source.lineno) if f.source else fallback
+            lines.append(gh_annotation("error", msg, file=file, line=line, title=KINDS.get(f.kind, f.kind)))
         lines.append(status_line(report))
         if report.fixes:
             from ..errors import FIXES_HEADER
