@@ -406,7 +406,8 @@ class ShapeSolver:
         relaxed, changed = [], False
         for term in sympy.Add.make_args(sympy.expand(d)):
             coeff, rest = term.as_coeff_Mul()
-            if isinstance(rest, sympy.Mod) and coeff.is_Rational and rest.args[0].is_integer:
+            if isinstance(rest, sympy.Mod) and coeff.is_Rational and rest.args[0].is_integer \
+                    and rest.args[1].is_integer:  # Mod(1, 3/2) is 1: [0, y - 1] holds for integers only
                 y = rest.args[1]
                 low = interval_bounds(y, self._bounds)[0]
                 if low is not None and low >= 1:

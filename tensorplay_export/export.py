@@ -76,6 +76,10 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
         if err.fixes:  # an example outside its range: check the widened ranges by capture, then raise
             raise example_range_followup(err, model, args, kwargs, dynamic_shapes, preserve) from None
         raise
+    except ConstraintViolationError as err:
+        if err.fixes and is_spec_violation(err):  # a derived dim that can go negative: prove its fix too
+            raise spec_violation_followup(err, model, args, kwargs, dynamic_shapes, preserve) from None
+        raise
     if result.env.violations:
         raise proved_violation_error(model, args, kwargs, dynamic_shapes, result, preserve)
     program = build_program(result, model, args, kwargs, dynamic_shapes)
@@ -177,6 +181,24 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
     if proof.proved:  # every guard of the first capture holds under the block: none is unfixable after all
         violations = [dataclasses.replace(v, unfixable=None, what_works=None) for v in violations]
     return ConstraintViolationError(violations=violations, fixes=proof.fixes, fixes_note=proof.note)
+
+
+def is_spec_violation(err: ConstraintViolationError) -> bool:
+    """Whether ``err`` was raised by the spec's own check before capture (every bullet a derived dim
+    its root's range lets go negative: ``specs.normalize``), so no capture proved its fixes yet."""
+    return bool(err.violations) and all(v.guard.cause == "derived_range" for v in err.violations)
+
+
+def spec_violation_followup(err: ConstraintViolationError, model: Any, args: tuple, kwargs: dict,
+                            dynamic_shapes: Any, preserve_module_call_signature: tuple = (),
+                            mode: str = "export") -> ConstraintViolationError:
+    """The spec check's violation with its narrowed roots proved by exporting again (:func:`prove_fixes`):
+    the guards the model itself needs join the bullets and their fixes the block, so one refine
+    step suffices (``dx - 3`` needs ``dx >= 3``, and the model's table ``dx <= 20``)."""
+    user = {n for v in err.violations for n in v.names} | (spec_dim_names(dynamic_shapes) or set())
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature, mode)
+    return ConstraintViolationError(violations=[*err.violations, *proof.later], fixes=proof.fixes,
+                                    fixes_note=proof.note)
 
 
 def example_range_followup(err: ConstraintsExceededError, model: Any, args: tuple, kwargs: dict,

@@ -97,3 +97,27 @@ def test_ranged_auto_axis_with_an_empty_example_is_widened_to_zero_in_one_step()
         np.testing.assert_array_equal(ep.module()(np.ones(n, np.float32)), model(np.ones(n, np.float32)))
     with pytest.raises(tpe.ConstraintsExceededError):
         ep.module()(np.ones(3, np.float32))
+
+
+def test_the_narrowed_root_is_proved_with_the_models_own_guards_in_export_and_draft():
+    # k - 3 needs k >= 3, and the model's 20-row table needs k <= 20: one block has both
+    table = np.ones((20, 2))
+
+    def model(x, y):
+        return x + table[: x.shape[0]], y * 2
+
+    args = (np.ones((10, 2)), np.ones((7, 2)))
+    k = Dim("k", max=40)
+    spec = {"x": {0: k}, "y": {0: k - 3}}
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, *args, dynamic_shapes=spec)
+    assert info.value.fixes == ["k = Dim('k', min=3, max=20)"] and info.value.fixes_note is None
+    report = tpe.draft_export(model, *args, dynamic_shapes=spec)
+    assert report.fixes == info.value.fixes
+    for text in (str(info.value), str(report)):
+        ep = tpe.export(model, *args, dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec))
+        assert _ranges(ep) == {"k": (3, 20)}
+        for n in (3, 11, 20):
+            got, want = ep.module()(np.ones((n, 2)), np.ones((n - 3, 2))), model(np.ones((n, 2)), np.ones((n - 3, 2)))
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)

@@ -499,6 +499,19 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     state = DraftLog()  # filled by capture even when it raises part-way
     try:
         result = capture(model, args, kwargs, dynamic_shapes, mode="draft", draft_log=state)
+    except ConstraintViolationError as err:
+        from ..export import is_spec_violation, spec_violation_followup
+
+        if not (err.fixes and is_spec_violation(err)):
+            return DraftExportReport([_capture_failure(err)], model_name=name)
+        # a derived dim that can go negative, caught before capture: its fix proved as export proves it
+        err = spec_violation_followup(err, model, args, kwargs, dynamic_shapes, mode="draft")
+        failures = []
+        for v in err.violations:
+            head, *rest = violation_lines(v, source=False)
+            failures.append(FailureReport("constraint_violation", "\n".join([head] + [f"  {ln}" for ln in rest]),
+                                          v.source, "\n".join(v.fix_lines) or None, violation=v, guard=v.guard))
+        return DraftExportReport(failures, fixes=list(err.fixes), model_name=name, fixes_note=err.fixes_note)
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
         return DraftExportReport(dedupe_failures(_value_failures(state) + _unsupported_failures(state))
                                  + [_capture_failure(err)], model_name=name)

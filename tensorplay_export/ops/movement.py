@@ -424,6 +424,11 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
     if isinstance(repeats, ArrayInfo) or isinstance(repeats, (list, tuple)):
         # per-element repeat counts: the length depends on the data
         ax = 0 if axis is None else int(axis) % len(shape)
+        counts = shape_of(repeats) if isinstance(repeats, ArrayInfo) else (len(repeats),)
+        if len(counts) == 1:  # one count per element, or one for all (numpy broadcasts a single count)
+            n = prod(shape) if axis is None else shape[ax]
+            ctx.stretch(counts[0], n, f"numpy.repeat: {counts[0]} repeat counts for an axis of size {n}",
+                        f"numpy.repeat: one repeat count (in the example) for an axis of size {n}")
         sym = ctx.new_unbacked(None, 0, ax)  # its example value and run-time binding come from that axis
         if axis is None:
             return (sym,)

@@ -157,3 +157,26 @@ def test_repeat_by_an_array_of_counts_along_any_axis(axis):
         got = ep.module()(x, d)
         assert got.shape == f(x, d).shape
         np.testing.assert_array_equal(got, f(x, d))
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_repeat_by_counts_requires_one_count_per_element_of_the_axis(axis):
+    def model(x, c):
+        return np.repeat(x, c, axis=axis)
+
+    x = np.arange(12.0).reshape((3, 4) if axis == 0 else (4, 3))
+    c = np.array([1, 0, 2])
+    spec = ({axis: tpe.Dim("n")}, {0: tpe.Dim("c")})
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, x, c, dynamic_shapes=spec)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(model, x, c, dynamic_shapes=refined)
+    for n in (1, 2, 5):
+        xs = np.arange(4.0 * n).reshape((n, 4) if axis == 0 else (4, n))
+        cs = np.arange(n) % 3
+        np.testing.assert_array_equal(ep.module()(xs, cs), model(xs, cs))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((2, 4) if axis == 0 else (4, 2)), np.array([1, 1, 1]))
+    # one count for the whole axis broadcasts, as in numpy
+    ep1 = tpe.export(model, x, np.array([2]), dynamic_shapes=({axis: tpe.Dim("n")}, None))
+    np.testing.assert_array_equal(ep1.module()(x, np.array([2])), model(x, np.array([2])))

@@ -110,3 +110,11 @@ def test_ring_buffer_write_at_a_remainder_exports_and_matches_eager():
     for w, p in ((5, 17), (64, 3), (1, 9)):
         cache = np.zeros((2, w, 3), np.float32)
         np.testing.assert_array_equal(ep.module()(cache, k, np.array(p)), ring(cache, k, np.array(p)))
+
+
+def test_a_remainder_by_a_non_integer_divisor_is_not_relaxed():
+    # Mod(1, 3/2) is 1, above 3/2 - 1: [0, y - 1] bounds a remainder only for an integer divisor
+    s = ShapeSolver()
+    x, a, b, c = (s.declare(n, 1, hi) for n, hi in (("x", 50), ("a", 10), ("b", 10), ("c", 10)))
+    y = (a + b + c) / 2
+    assert s.implies(sympy.Mod(x, y) <= y - 1).refuted
