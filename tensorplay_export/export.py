@@ -195,10 +195,8 @@ def spec_violation_followup(err: ConstraintViolationError, model: Any, args: tup
     """The spec check's violation with its narrowed roots proved by exporting again (:func:`prove_fixes`):
     the guards the model itself needs join the bullets and their fixes the block, so one refine
     step suffices (``dx - 3`` needs ``dx >= 3``, and the model's table ``dx <= 20``)."""
-    user = {n for v in err.violations for n in v.names} | (spec_dim_names(dynamic_shapes) or set())
-    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature, mode)
-    return ConstraintViolationError(violations=[*err.violations, *proof.later], fixes=proof.fixes,
-                                    fixes_note=proof.note)
+    return _followup(err, ConstraintViolationError, model, args, kwargs, dynamic_shapes,
+                     preserve_module_call_signature, mode)
 
 
 def example_range_followup(err: ConstraintsExceededError, model: Any, args: tuple, kwargs: dict,
@@ -210,12 +208,19 @@ def example_range_followup(err: ConstraintsExceededError, model: Any, args: tupl
     on ``b > 10``): the violations the later captures find join the bullets (they are
     over the user's dims) and their fix lines the block, so one refine step suffices.
     """
-    # every dim the spec names keeps its name in the block, not only the ones outside their
-    # ranges: a fix for another guard (b = 2*_b + 1 beside a widened a) is a line of its own
+    return _followup(err, ConstraintsExceededError, model, args, kwargs, dynamic_shapes,
+                     preserve_module_call_signature)
+
+
+def _followup(err: Any, cls: type, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
+              preserve: tuple, mode: str = "export") -> Any:
+    """``err`` (raised before capture, its fixes unproved) as ``cls`` with the block proved by
+    :func:`prove_fixes`: later rounds' violations join its bullets, their fixes the block."""
+    # every dim the spec names keeps its name in the block, not only the ones of err's bullets:
+    # a fix for another guard (b = 2*_b + 1 beside a widened a) is a line of its own
     user = {n for v in err.violations for n in v.names} | (spec_dim_names(dynamic_shapes) or set())
-    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve_module_call_signature)
-    return ConstraintsExceededError(violations=[*err.violations, *proof.later], fixes=proof.fixes,
-                                    fixes_note=proof.note)
+    proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode)
+    return cls(violations=[*err.violations, *proof.later], fixes=proof.fixes, fixes_note=proof.note)
 
 
 def export_for_training(model: Any, *args: Any, dynamic_shapes: Any = None, **kwargs: Any) -> Any:

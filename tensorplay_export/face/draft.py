@@ -206,13 +206,21 @@ def _violation_failures(result: Any, model: Any, args: tuple, kwargs: dict,
     from ..export import proved_violation_error
 
     err = proved_violation_error(model, args, kwargs, dynamic_shapes, result, mode="draft")
-    out = []
-    for v in err.violations:  # fix_lines is empty for a guard no fix expresses (fix stays None)
-        head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
-        message = "\n".join([head] + [f"  {ln}" for ln in rest])
-        out.append(FailureReport("constraint_violation", message, v.source, "\n".join(v.fix_lines) or None,
-                                 violation=v, guard=v.guard))
+    out = _violation_reports(err.violations)
     return out, list(err.fixes), err.fixes_note or (unfixable_note(err.violations) if err.fixes else None)
+
+
+def _violation_reports(violations: list) -> list[FailureReport]:
+    """One report entry per violation record: its bullet (the report prints the source line
+    itself), its fix lines (None for a guard no fix expresses); an example outside its range
+    is ``example_out_of_range``, any other ``constraint_violation``."""
+    out = []
+    for v in violations:
+        head, *rest = violation_lines(v, source=False)
+        message = "\n".join([head] + [f"  {ln}" for ln in rest])
+        kind = "example_out_of_range" if v.example is not None else "constraint_violation"
+        out.append(FailureReport(kind, message, v.source, "\n".join(v.fix_lines) or None, violation=v, guard=v.guard))
+    return out
 
 
 def _auto_failures(result: Any) -> list[FailureReport]:
@@ -478,14 +486,7 @@ def _check_examples(model: Any, args: tuple, kwargs: dict,
             from ..export import example_range_followup
 
             err = example_range_followup(err, model, args, kwargs, dynamic_shapes)
-        out = []
-        for v in err.violations:
-            head, *rest = violation_lines(v, source=False)  # the report prints the source line itself
-            message = "\n".join([head] + [f"  {ln}" for ln in rest])
-            kind = "example_out_of_range" if v.example is not None else "constraint_violation"
-            out.append(FailureReport(kind, message, v.source, "\n".join(v.fix_lines) or None,
-                                     violation=v, guard=v.guard))
-        return out, list(err.fixes), getattr(err, "fixes_note", None)
+        return _violation_reports(err.violations), list(err.fixes), err.fixes_note
     except Exception:  # noqa: BLE001 - anything else is capture's to report
         return None
     return None
@@ -506,12 +507,8 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
             return DraftExportReport([_capture_failure(err)], model_name=name)
         # a derived dim that can go negative, caught before capture: its fix proved as export proves it
         err = spec_violation_followup(err, model, args, kwargs, dynamic_shapes, mode="draft")
-        failures = []
-        for v in err.violations:
-            head, *rest = violation_lines(v, source=False)
-            failures.append(FailureReport("constraint_violation", "\n".join([head] + [f"  {ln}" for ln in rest]),
-                                          v.source, "\n".join(v.fix_lines) or None, violation=v, guard=v.guard))
-        return DraftExportReport(failures, fixes=list(err.fixes), model_name=name, fixes_note=err.fixes_note)
+        return DraftExportReport(_violation_reports(err.violations), fixes=list(err.fixes), model_name=name,
+                                 fixes_note=err.fixes_note)
     except Exception as err:  # noqa: BLE001 - every failure becomes a report entry
         return DraftExportReport(dedupe_failures(_value_failures(state) + _unsupported_failures(state))
                                  + [_capture_failure(err)], model_name=name)

@@ -363,7 +363,7 @@ def capture_view(module: Any) -> Any:
             if spec.kind not in _STATE_KINDS:
                 continue
             value = module._get_path(module._paths[spec.target])
-            owner, name = _owner(root, spec.target, Module)
+            owner, name = _owner(root, spec.target, create=True)
             if spec.kind == InputKind.PARAMETER:
                 owner.register_parameter(name, Parameter(value))
             elif spec.kind == InputKind.BUFFER:
@@ -377,13 +377,16 @@ def capture_view(module: Any) -> Any:
     return root
 
 
-def _owner(root: Any, target: str, module_type: type) -> tuple:
+def _owner(root: Any, target: str, create: bool = False) -> tuple:
+    """``(the submodule holding target, its attribute name)``; ``create`` adds missing submodules."""
     *parents, name = target.split(".")
     owner = root
     for part in parents:
         child = owner._modules.get(part)
         if child is None:
-            child = module_type()
+            if not create:
+                raise KeyError(target)
+            child = Module()
             owner.add_module(part, child)
         owner = child
     return owner, name
@@ -405,12 +408,12 @@ class CaptureView(Module):
         root = self
 
         def read(spec: Any) -> Any:
-            owner, name = _owner_of(root, spec.target)
+            owner, name = _owner(root, spec.target)
             return getattr(owner, name)
 
         outs = retrace(module._program, leaves, read, tracer, user_source(2))
         for i, target, kind in module._state_updates():
-            owner, name = _owner_of(root, target)
+            owner, name = _owner(root, target)
             if kind == "buffer":
                 setattr(owner, name, outs[i])  # a buffer assignment: capture sees a buffer mutation
             else:
@@ -418,10 +421,3 @@ class CaptureView(Module):
                 param[...] = outs[i]  # an in-place write: capture sees a parameter mutation
         return module._finish(leaves, outs)
 
-
-def _owner_of(root: Any, target: str) -> tuple:
-    *parents, name = target.split(".")
-    owner = root
-    for part in parents:
-        owner = owner._modules[part]
-    return owner, name
