@@ -270,6 +270,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
             input_kinds.append((node.name, "user_input_constant", path, None, leaf))
     t_args, t_kwargs = pytree.tree_unflatten(traced_leaves, in_spec)
     calls = ModuleCalls(tuple(preserve_module_call_signature))
+    tracer.module_calls = calls  # a retraced program logs its module calls here
     token = CURRENT.set(tracer)
     hook_token = _CALL_HOOK.set(make_call_hook(tracer, state, calls)) if is_module else None
     buffer_nodes = {t.node for _f, t, _v, _p in state.buffers} if state is not None else set()

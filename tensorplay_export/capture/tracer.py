@@ -69,6 +69,7 @@ class Tracer:
         self._const_keep: list = []                      # keep ids unique while tracing
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
         self.module_stack: list[tuple[str, int]] = []    # (fqn, call_id) of each, outermost first
+        self.module_calls: Any = None                    # the capture's ModuleCalls (entry sets it)
         self.writes: list = []                           # (op, SourceLoc) of in-place writes
         self.in_impl = False                             # numpy's own code runs: wrappers pass through
         self.function_clones: dict = {}                  # id(fn) -> (fn, clone)

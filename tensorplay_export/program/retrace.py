@@ -70,7 +70,7 @@ def capturing(*values: Any) -> Any:
 
 
 def retrace(program: Any, leaves: list, read_state: Callable[[InputSpec], Any], tracer: Any,
-            source: Optional[SourceLoc] = None) -> list:
+            source: Optional[SourceLoc] = None, module_calls: bool = False) -> list:
     """Run ``program``'s graph through the running capture; one value per output spec.
 
     Args:
@@ -82,6 +82,10 @@ def retrace(program: Any, leaves: list, read_state: Callable[[InputSpec], Any], 
         tracer: the running :class:`~tensorplay_export.capture.tracer.Tracer`.
         source: the caller's line (where the program is called); requirements of the
             program's input contract are reported there.
+        module_calls: the program runs as a module of the caller's tree (a
+            :class:`CaptureView`): its module calls become calls of the caller's capture under
+            that module's path, so ``unflatten`` of the new program has the same submodules.
+            Otherwise (a plain callable) its nodes belong to the calling module.
 
     Returns:
         the output node's values (traced arrays, symbolic sizes, constants), in output-spec order.
@@ -104,7 +108,7 @@ def retrace(program: Any, leaves: list, read_state: Callable[[InputSpec], Any], 
             flat.append(value)
         else:
             flat.append(next(it))
-    runner = _Retrace(graph, tracer, program.graph_module.op_table, source)
+    runner = _Retrace(graph, tracer, program.graph_module.op_table, source, module_calls)
     return runner.run(*flat)
 
 
@@ -114,13 +118,20 @@ class _Retrace(Interpreter):
     ``subs``: the program's size symbol -> the caller's size expression.
     """
 
-    def __init__(self, graph: Graph, tracer: Any, op_table: Any, source: Optional[SourceLoc]) -> None:
+    def __init__(self, graph: Graph, tracer: Any, op_table: Any, source: Optional[SourceLoc],
+                 module_calls: bool = False) -> None:
         super().__init__(graph, op_table)
         self.tracer = tracer
         self.shape_env = tracer.env
         self.source = source
         self.subs: dict = {}
         self._node: Optional[Node] = None
+        # The program's module calls become calls of the caller's capture, inside the one
+        # running this program (so unflatten of a re-export has the original hierarchy):
+        # program (fqn, call_id) -> the caller's (prefixed fqn, fresh call_id).
+        self._base_stack = list(tracer.module_stack)
+        self._prefix = self._base_stack[-1][0] if self._base_stack else ""
+        self._calls: Optional[dict] = {} if module_calls else None
 
     # -- sizes ------------------------------------------------------------------
     def caller_expr(self, expr: sympy.Basic) -> sympy.Basic:
@@ -155,7 +166,29 @@ class _Retrace(Interpreter):
     # -- nodes ------------------------------------------------------------------
     def run_node(self, node: Node) -> Any:
         self._node = node
-        return super().run_node(node)
+        stack = node.meta.get("module_stack")
+        if not stack or node.op != "call_function" or self._calls is None:
+            return super().run_node(node)
+        tracer = self.tracer
+        saved = tracer.module_stack
+        tracer.module_stack = self._base_stack + [self._caller_call(fqn, call_id) for fqn, call_id in stack if fqn]
+        try:
+            return super().run_node(node)
+        finally:
+            tracer.module_stack = saved
+
+    def _caller_call(self, fqn: str, call_id: Any) -> tuple:
+        """The caller's (fqn, call_id) for the program's module call ``(fqn, call_id)``; a call
+        seen first is logged in the caller's module calls, as its call hook would log it."""
+        key = (fqn, call_id)
+        hit = self._calls.get(key)
+        if hit is None:
+            calls = getattr(self.tracer, "module_calls", None)
+            name = f"{self._prefix}.{fqn}" if self._prefix else fqn
+            hit = self._calls[key] = (name, calls.next_id() if calls is not None else -1 - len(self._calls))
+            if calls is not None:
+                calls.log.append(hit)
+        return hit
 
     def _source(self) -> Optional[SourceLoc]:
         src = self._node.meta.get("source") if self._node is not None else None
@@ -411,7 +444,7 @@ class CaptureView(Module):
             owner, name = _owner(root, spec.target)
             return getattr(owner, name)
 
-        outs = retrace(module._program, leaves, read, tracer, user_source(2))
+        outs = retrace(module._program, leaves, read, tracer, user_source(2), module_calls=True)
         for i, target, kind in module._state_updates():
             owner, name = _owner(root, target)
             if kind == "buffer":
