@@ -40,6 +40,7 @@ from .frames import is_library_file, is_user_function, user_source
 from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
                        sym_sqrt)
 from ..ops.registry import get_op
+from .index_tricks import INDEX_TRICKS, view_of as index_trick_view
 from .stdlib import PinningType, plain, stdlib_view
 from .traced import TracedArray
 from .tracer import CURRENT
@@ -645,7 +646,10 @@ class _NumpyView(types.ModuleType):
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(np, name)
-        return _SCALAR_VIEWS.get(value, value) if isinstance(value, type) else value
+        if isinstance(value, type):
+            return _SCALAR_VIEWS.get(value, value)
+        trick = INDEX_TRICKS.get(name)
+        return trick if trick is not None and value is trick._real else value
 
     def __dir__(self) -> list:
         return dir(np)
@@ -667,6 +671,9 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _SCALAR_VIEWS[value]
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
+    trick = index_trick_view(value)  # np.mgrid, np.r_, ... read from a global (from numpy import r_)
+    if trick is not None:
+        return trick
     pinning = stdlib_view(value)  # json, pickle, decimal, ...: sizes given to them are pinned
     if pinning is not None:
         return pinning
