@@ -30,6 +30,7 @@ from .forms import linear_bound
 from .intervals import INF, symbol_range
 from .intervals import bounds as interval_bounds
 from .numeric import holds
+from .products import abstract_products
 from .translate import Translator, check_supported
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
@@ -572,6 +573,9 @@ class ShapeSolver:
             counted = self._enumerated(c, names, assumptions, True)
             if counted is not None:
                 return counted
+            linear = self._implied_linearized(c, names, assumptions)
+            if linear is not None:
+                return linear
             return Verdict(UNKNOWN, None, f"z3 could not decide within {self.timeout_ms} ms: {s.reason_unknown()}",
                            "z3")
         if self._residual:
@@ -579,6 +583,27 @@ class ShapeSolver:
             if state.refuted:
                 return Verdict(PROVED, None, f"vacuously true: {state.reason}", "z3")
         return Verdict(PROVED, None, "z3 found no counterexample in the ranges and assumptions", "z3")
+
+    def _implied_linearized(self, c, names, assumptions) -> Optional[Verdict]:
+        """PROVED when ``c`` follows from the assumptions with each product of sizes taken as a
+        size of its own (:mod:`.products`: a linear over-approximation, so only a proof counts),
+        else None."""
+        ab = abstract_products([c, *assumptions], {n: self._bounds[n] for n in names})
+        if ab is None:
+            return None
+        s, _ = self._new_solver(names, [])
+        for sym, (lo, hi) in ab.bounds.items():
+            v = self._tr.var(sym.name)
+            s.add(v >= lo)
+            if hi is not None:
+                s.add(v <= hi)
+        for fact in ab.envelopes + ab.exprs[1:]:
+            s.add(self._tr(fact))
+        s.add(z3.Not(self._tr(ab.exprs[0])))
+        if self._check(s) != z3.unsat:
+            return None
+        terms = ", ".join(str(m) for m in ab.products.values())
+        return Verdict(PROVED, None, f"holds with each product of sizes ({terms}) taken as a size of its own", "z3")
 
     def _assumptions_satisfiable(self) -> Verdict:
         if self._satisfiable_state is None:
