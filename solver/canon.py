@@ -198,6 +198,8 @@ def _cancel_factors(kind, lhs, rhs, ranges):
     if content == 1 and not prim.has(sympy.floor) and not _common_symbolic_factor(prim):
         return None  # factor_terms costs ms; nothing to cancel here
     factored = sympy.factor_terms(prim)
+    if factored.is_Number:  # the sides were one polynomial written two ways (s*(s + 1) vs s**2 + s)
+        return kind, factored * content
     coeff, factors = factored.as_coeff_mul()
     changed = content != 1 or (coeff != 1 and coeff != -1)
     keep = []

@@ -172,3 +172,43 @@ def test_fuzz_canonicalize_is_sound():
             assert_sound(expr, out, ranges)
         except AssertionError as err:
             raise AssertionError(f"seed={seed} case={i}: {err}") from None
+
+
+# -- one polynomial written two ways (factored and expanded): the difference is 0 --------------
+_s0, _s1 = sympy.symbols("s0 s1", integer=True, positive=True)
+_SAME = [(_s0 * (_s0 + 1), _s0**2 + _s0), (_s0 * (_s1 + 1), _s0 * _s1 + _s0),
+         (2 * _s0 * (_s1 - 3), 2 * _s0 * _s1 - 6 * _s0), (_s0 * (_s0 + 1) / 2, _s0**2 / 2 + _s0 / 2)]
+_RELS = [sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt]
+
+
+@pytest.mark.parametrize("pair", range(len(_SAME)))
+@pytest.mark.parametrize("rel", _RELS, ids=lambda r: r.__name__)
+@pytest.mark.parametrize("offset", [0, 1, -2])
+def test_same_polynomial_two_ways_keeps_its_truth(pair, rel, offset):
+    lhs, rhs = _SAME[pair]
+    e = rel(lhs, rhs + offset, evaluate=False)
+    got = canonicalize(e, {"s0": (1, 40), "s1": (1, 40)})
+    for a in range(1, 9):
+        for b in range(1, 9):
+            want = bool(e.subs({_s0: a, _s1: b}))
+            if got in (sympy.true, sympy.false):
+                assert bool(got) == want, (e, got, a, b)
+            else:
+                assert bool(got.subs({_s0: a, _s1: b})) == want, (e, got, a, b)
+
+
+def test_triangular_size_against_an_auto_dim_exports():
+    import numpy as np
+
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+
+    def model(x, y):
+        return np.zeros(x.shape[0] * (x.shape[0] + 1) // 2) + y
+
+    ep = tpe.export(model, np.ones(4), np.ones(10), dynamic_shapes={"x": {0: Dim("n", max=30)}, "y": {0: Dim.AUTO}})
+    for n in (1, 2, 7, 30):
+        y = np.arange(n * (n + 1) // 2, dtype=np.float64)
+        np.testing.assert_array_equal(ep.module()(np.ones(n), y), model(np.ones(n), y))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones(5), np.ones(14))
