@@ -34,11 +34,14 @@ from .tracer import current
 __all__ = ["check"]
 
 
-def check(cond: Any) -> None:
+def check(cond: Any, message: Any = None) -> None:
     """State that ``cond`` holds (``tpe.check(idx.shape[0] >= 2)``); see the module docstring.
 
     Args:
         cond: a Python/numpy bool, or a symbolic size condition (``x.shape[0] % 2 == 0``).
+        message: a ``str``, or a function of no arguments returning one (torch's
+            ``torch._check(cond, lambda: "...")``): shown with the condition when it fails,
+            at export and in the program's run-time check.
 
     Raises:
         ConstraintsExceededError: ``cond`` is false (eager, or the example inputs at capture),
@@ -47,13 +50,14 @@ def check(cond: Any) -> None:
         ConstraintViolationError: (from ``export``) a backed check narrows a named dim.
     """
     src = user_source(2)
+    note = _message_text(message, src)
     tracer = current()
     if isinstance(cond, TracedArray):
         raise TypeError(f"tpe.check takes a condition on sizes (x.shape[0] >= 2), not an array's values; "
                         f"check values outside the exported function\n  at {src}")
     if tracer is None or not isinstance(cond, SymBool):
         if not bool(cond):
-            raise ConstraintsExceededError(f"tpe.check failed at {src}")
+            raise ConstraintsExceededError(f"tpe.check failed{note} at {src}")
         return
     env = tracer.env
     expr = sympy.sympify(cond.expr)
@@ -61,17 +65,31 @@ def check(cond: Any) -> None:
         return
     if expr is sympy.false or env.hint(expr) is not True:
         raise ConstraintsExceededError(
-            f"tpe.check({format_guard(expr)}) is false for the example inputs ({_values(env, expr)})"
+            f"tpe.check({format_guard(expr)}) is false for the example inputs ({_values(env, expr)}){note}"
             f"\n  at {src}")
     if not any(env.is_unbacked(s) for s in expr.free_symbols):
-        env.guard(expr, "guard", f"tpe.check({format_guard(expr)})", src, cause="check")
+        env.guard(expr, "guard", f"tpe.check({format_guard(expr)}){note}", src, cause="check")
         return
     env.solver.assume(expr)
     syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    # the run-time check prints tpe.check(<text>): the message reads as the call's second argument
+    text = format_guard(expr) if message is None else f"{format_guard(expr)}, {note[2:-1]!r}"
     tracer.graph.call_function(
-        "tpe.check_size", (expr, format_guard(expr), str(src) if src is not None else "?",
+        "tpe.check_size", (expr, text, str(src) if src is not None else "?",
                            tuple(s.name for s in syms), syms),
         meta=tracer.node_meta(src, shape=None, dtype=None))
+
+
+def _message_text(message: Any, src: Any) -> str:
+    """`` ("...")`` of a check's message (a str, or a function of no arguments returning one), or ""."""
+    if message is None:
+        return ""
+    if callable(message) and not isinstance(message, str):
+        message = message()
+    if not isinstance(message, str):
+        raise TypeError(f"tpe.check's message must be a str or a function of no arguments returning one, "
+                        f"got {type(message).__name__}\n  at {src}")
+    return f" ({message})"
 
 
 def _values(env: Any, expr: Any) -> str:

@@ -1,4 +1,5 @@
 """``tpe.check(cond)``: facts about sizes in model code (issue 16 item 5)."""
+import io
 import os
 
 import numpy as np
@@ -148,3 +149,47 @@ def test_backed_check_narrows_an_auto_dim():
 def test_backed_check_already_implied_adds_nothing():
     ep = tpe.export(at_least_four, np.ones((6, 2)), dynamic_shapes={"x": {0: Dim("n", min=5)}})
     assert not any(n.target in ("tpe.check_size", "tpe.assert_guard") for n in ep.graph.nodes)
+
+
+# -- a message, as torch._check(cond, lambda: "...") takes one ------------------------------------
+def _unbacked_with_message(x):
+    u = x.item()
+    tpe.check(u >= 2, lambda: "need at least two rows")
+    return np.zeros(u)
+
+
+def test_message_of_an_unbacked_check_is_in_the_runtime_error():
+    ep = tpe.export(_unbacked_with_message, np.array(3))
+    assert ep.module()(np.array(5)).shape == (5,)
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"tpe.check\(u0 >= 2, 'need at least two rows'\) failed"):
+        ep.module()(np.array(1))
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    with pytest.raises(tpe.ConstraintsExceededError, match="need at least two rows"):
+        tpe.load(buf).module()(np.array(0))
+
+
+def test_message_as_a_str_for_a_false_example_and_eager():
+    def model(x):
+        tpe.check(x.shape[0] % 2 == 0, "rows come in pairs")
+        return x * 2
+
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"rows come in pairs"):
+        tpe.export(model, np.ones(3), dynamic_shapes={"x": {0: Dim("n")}})
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"tpe.check failed \(rows come in pairs\)"):
+        model(np.ones(3))
+
+
+def test_message_of_a_backed_check_is_in_the_violation():
+    def model(x):
+        tpe.check(x.shape[0] <= 8, lambda: "at most 8 rows")
+        return x * 2
+
+    with pytest.raises(tpe.ConstraintViolationError, match="at most 8 rows"):
+        tpe.export(model, np.ones(3), dynamic_shapes={"x": {0: Dim("n")}})
+
+
+def test_a_message_that_is_no_string_is_refused():
+    with pytest.raises(TypeError, match="message must be a str"):
+        tpe.check(True, 42)
