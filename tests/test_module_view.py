@@ -290,3 +290,10 @@ def test_module_view_has_the_exported_callables_signature():
     assert str(inspect.signature(m)) == "(x, y, *, scale=2.0)" == str(inspect.signature(m.forward))
     again = tpe.export(m, np.ones(3), np.ones(3), dynamic_shapes={"x": {0: dx}, "y": {0: dx}, "scale": None})
     np.testing.assert_array_equal(again.module()(np.ones(5), np.arange(5.0)), f(np.ones(5), np.arange(5.0)))
+
+
+def test_calling_the_program_itself_says_to_call_its_module():
+    ep = tpe.export(lambda x: x * 2, np.ones(3))
+    with pytest.raises(RuntimeError, match=r"Unable to call ExportedProgram directly.*module\(\)"):
+        ep(np.ones(3))
+    np.testing.assert_array_equal(ep.module()(np.ones(3)), np.full(3, 2.0))

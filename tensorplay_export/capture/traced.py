@@ -89,6 +89,35 @@ class TracedArray:
         env = tracer.env
         return tuple(d if isinstance(d, int) else wrap_int(d, env) for d in self._shape)
 
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """``a.shape = (2, -1)``: numpy's in-place reshape (no copy, or numpy's own error).
+
+        Followed for an array an op made whose memory nothing else shares (no view of it was
+        taken, it is no view): it becomes its reshape.  Anything else is refused with what
+        to write instead, since a program cannot change the shape of the caller's array, and
+        a view's (or a viewed array's) new shape would change what later writes reach.
+        """
+        from ..errors import UnsupportedOpError
+
+        src = user_source(2)
+        tracer = self._tracer
+        tracer.force_all()  # as before a write: every view made so far is noted
+        aliases = tracer.aliases
+        shared = any(id(self) in table for table in (aliases._views, aliases._children, aliases._unfollowed))
+        if self.node.op != "call_function" or shared:
+            what = "an input, parameter or constant of the model" if self.node.op != "call_function" \
+                else "an array that shares memory with another (a view, or one a view was taken of)"
+            raise UnsupportedOpError(f"a.shape = ... on {what}: the program cannot change that array's shape in "
+                                     f"place; write a = a.reshape(...) instead\n  at {src}")
+        new = tracer.call(get_op("numpy.reshape"), (self, value), {}, source=src)
+        example = self.example
+        example.shape = new.example.shape  # eager's own check: numpy refuses a reshape that needs a copy
+        new.example = example
+        self._node = new.node
+        self._shape = new._shape
+        self.vrange = new.vrange
+
     @property
     def dtype(self) -> np.dtype:
         if self._thunk is not None:

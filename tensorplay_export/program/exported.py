@@ -271,6 +271,15 @@ class ExportedProgram:
             self._unlifted = ExportedModule(self)
         return self._unlifted
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """A program is not called itself (torch's rule): its :meth:`module` is.
+
+        Raises:
+            RuntimeError: always, saying to call ``ep.module()(...)``.
+        """
+        raise RuntimeError("Unable to call ExportedProgram directly. You should use `exported_program.module()` "
+                           "instead: ep.module()(*args, **kwargs) runs it with its input checks")
+
     def invalidate_unlifted(self) -> None:
         """Drop the cached :meth:`module`, and with it every state change made through it.
 
