@@ -10,7 +10,11 @@ example inputs and of the module state, runs the built program on the same examp
 and compares everything the program returns: the output pytree's structure, each
 leaf's dtype (exactly) and shape, its values (floats within a tolerance for their
 precision, NaN equal to NaN; integers, booleans and everything else exactly), the
-buffers after the call and the inputs after the call (writes to them).
+buffers after the call and the inputs after the call (writes to them).  Python state no
+program carries is refused (:mod:`..capture.python_state`): a change to a container the caller
+passed (``cache.append(kv)``), and a change to a plain module attribute (``self.seen += n``)
+when a second call then gives other outputs than the program's (a stash or a cache the
+outputs do not depend on passes).
 
 Cost: one eager forward and one program run, on a *small example* (:func:`small_example`):
 each input sliced along its dynamic axes to the smallest sizes >= 2 the program admits
@@ -37,6 +41,7 @@ import numpy as np
 
 from .. import pytree
 from ..capture.blas import one_blas_thread
+from ..capture.python_state import attribute_snapshot, changed_attribute, changed_container, container_snapshot
 from ..capture.state import clone_module_tree
 from ..errors import EagerMismatchError
 from .exported import ExportedModule
@@ -61,6 +66,10 @@ class RunRecord:
     outputs: Any
     buffers: dict = field(default_factory=dict)
     inputs: list = field(default_factory=list)
+    # eager runs of a module: the first plain attribute the call changed (where, before, after),
+    # and the module's call, to call it again with that state
+    changed: Optional[tuple] = None
+    again: Any = None
 
 
 def _copies(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
@@ -123,17 +132,60 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
     return call, root
 
 
+def _modules_of(module: Any) -> dict:
+    """fqn -> module of an ``nn.Module`` tree (none for a function or an exported module, whose
+    state is its buffers)."""
+    from ..nn.module import Module
+
+    return dict(module.named_modules()) if isinstance(module, Module) else {}
+
+
+def _top_level(a: tuple, k: dict) -> list:
+    return [(f"args[{i}]", v) for i, v in enumerate(a)] + [(f"kwargs[{key!r}]", v) for key, v in k.items()]
+
+
+def _container_effect(a: tuple, k: dict, containers: list) -> None:
+    """Refuse a change the eager run made to a container the caller passed (see
+    :mod:`..capture.python_state`): no program changes the caller's lists, dicts or dataclasses.
+
+    Raises:
+        EagerMismatchError: naming the input, with what to do instead.
+    """
+    path = changed_container(containers, _top_level(a, k))
+    if path is not None:
+        raise EagerMismatchError(
+            f"{path} after the call", "the container the caller passed, as it was", "changed by the model",
+            "the model changes a container it was given (appends to a list, adds or removes a key, rebinds "
+            "an entry)",
+            advice="A program cannot change the caller's lists, dicts or dataclasses, so from the second call "
+                   "on it would differ from the model. Return the new values instead (e.g. return the updated "
+                   "cache) and let the caller keep them.")
+
+
+def _attribute_effect(changed: tuple, detail: str) -> EagerMismatchError:
+    where, before, after = changed
+    return EagerMismatchError(
+        where, f"{before} before the call", after,
+        f"the model changes Python state of its module (an attribute that is no parameter or buffer), and {detail}",
+        advice="A program keeps no Python state, so it differs from the model from the second call on. Keep such "
+               "state in a buffer (register_buffer, then assign it: the program carries buffer updates), or pass "
+               "it in and return it.")
+
+
 def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
     """The model run untraced on copies of the examples and of its state; the user's objects stay as they are.
 
     Raises:
         EagerMismatchError: the model raised when run eagerly (the traced run did not),
-            with the model's error as ``__cause__``.
+            with the model's error as ``__cause__``; or it changed Python state no program
+            carries (a plain module attribute, an input container).
     """
     first: Optional[BaseException] = None
     for writable in (False, True):
         call, module = _eager_model(model, writable)
         a, k = _copies(args, kwargs)
+        attributes = attribute_snapshot(_modules_of(module))
+        containers = container_snapshot(_top_level(a, k))
         try:
             with one_blas_thread():
                 out = call(*a, **k)
@@ -142,8 +194,13 @@ def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
             if module is None:
                 break
             continue
+        _container_effect(a, k, containers)
         buffers = dict(module.named_buffers()) if module is not None else {}
-        return RunRecord(out, buffers, _array_leaves(a, k))
+        record = RunRecord(out, buffers, _array_leaves(a, k))
+        if attributes:
+            record.changed = changed_attribute(attributes, _modules_of(module))
+            record.again = call
+        return record
     advice = None
     if isinstance(first, FloatingPointError):
         # the model's own np.errstate(...="raise"): capture computes a value only where something
@@ -157,17 +214,19 @@ def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
                              advice=advice) from first
 
 
-def run_program(ep: Any, args: tuple, kwargs: dict) -> RunRecord:
-    """``ep`` run on copies of the examples through a fresh stateful module (``ep`` is not changed).
+def run_program(ep: Any, args: tuple, kwargs: dict, calls: int = 1) -> RunRecord:
+    """``ep`` run on copies of the examples through a fresh stateful module (``ep`` is not changed);
+    ``calls`` times, the record of the last call (buffer updates carried from call to call).
 
     Raises:
         EagerMismatchError: the program raised on its own example inputs.
     """
     module = ExportedModule(ep)
-    a, k = _copies(args, kwargs)
     try:
         with one_blas_thread():
-            out = module(*a, **k)
+            for _ in range(calls):
+                a, k = _copies(args, kwargs)
+                out = module(*a, **k)
     except Exception as err:  # noqa: BLE001 - the program must run on the examples it was made from
         raise EagerMismatchError(None, "the eager outputs", f"{type(err).__name__}: {err}",
                                  "the exported program raised on its own example inputs") from err
@@ -366,18 +425,36 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             reason = f"a run raised on the small example {sizes}: {err.__cause__!r}"
         if expected is not None:
             on = f"a small example cut from yours ({', '.join(f'{k} = {v}' for k, v in sorted(sizes.items()))})"
-            err = first_difference(expected, got)
+            err = first_difference(expected, got) or _second_call(ep, expected, s_args, s_kwargs)
             if err is not None:
                 raise _ran_on(err, on)
             _check_on_varied_values(ep, model, s_args, s_kwargs, on)
             return NetReport(sizes)
     _LOG.info("eager check on the user's example: %s", reason)
     expected = run_eager(model, args, kwargs)
-    err = first_difference(expected, run_program(ep, args, kwargs))
+    err = first_difference(expected, run_program(ep, args, kwargs)) or _second_call(ep, expected, args, kwargs)
     if err is not None:
         raise err
     _check_on_varied_values(ep, model, args, kwargs, "the example inputs")
     return NetReport(None, reason)
+
+
+def _second_call(ep: Any, expected: RunRecord, args: tuple, kwargs: dict) -> Optional[EagerMismatchError]:
+    """When the eager call changed a plain module attribute: the error if a second call (eager on the
+    state the first left, the program on its own) gives other outputs, else None (a stash or a cache
+    the outputs do not depend on)."""
+    if expected.changed is None:
+        return None
+    a, k = _copies(args, kwargs)
+    try:
+        with one_blas_thread():
+            out = expected.again(*a, **k)
+    except Exception as err:  # noqa: BLE001 - the model itself fails on its second call
+        return _attribute_effect(expected.changed, f"a second call raises eagerly ({type(err).__name__}: {err})")
+    got = run_program(ep, args, kwargs, calls=2)
+    if first_difference(RunRecord(out), RunRecord(got.outputs)) is not None:
+        return _attribute_effect(expected.changed, "a second call gives other outputs than the program's")
+    return None
 
 
 def _ran_on(err: EagerMismatchError, on: str) -> EagerMismatchError:
