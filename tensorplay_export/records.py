@@ -66,13 +66,22 @@ def sympy_class(name: str = "Basic") -> type:
 
 @dataclass(frozen=True)
 class SourceLoc:
-    """Where in the user's code something happened; text is read only when printed."""
+    """Where in the user's code something happened; text is read only when printed.
+
+    ``stored``: the line's text as an archive stored it (None for a location in code that
+    ran in this process).  A loaded location prints only that: an archive names any file,
+    and reading it (``/proc/self/environ``, a settings module) would print a local file's
+    contents; its own text is whatever it stored, nothing of this machine.
+    """
 
     filename: str
     lineno: int
+    stored: Optional[str] = field(default=None, compare=False)
 
     @property
     def text(self) -> str:
+        if self.stored is not None:
+            return self.stored
         return linecache.getline(self.filename, self.lineno).strip()
 
     @property

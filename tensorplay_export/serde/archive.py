@@ -109,7 +109,12 @@ MUST compile the generated source at load, so no such failure waits for the
 first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
 the archive.
 
-Format changelog: 2 (2026-12-01, issue 13 items 7 and 8): a DerivedDim (in
+Format changelog: 3 (2026-12-02): program schema 2: a source record stores its line's text
+(``"text"``, one printable line of at most 400 characters).  A loaded location prints only the
+text its archive stored and never reads the file it names (an archive naming
+``/proc/self/environ`` printed the environment); version-1 and -2 archives load, their
+locations without text.
+2 (2026-12-01, issue 13 items 7 and 8): a DerivedDim (in
 ``dynamic_shapes``) may also be ``{"k": "DerivedDim", "terms": [[Dim, k], ...],
 "offset": c}``, a linear form with integer coefficients ``k != 0``: decreasing
 over one root (``32 - dx``: ``[[dx, -1]]``, offset 32) or over several roots
@@ -153,7 +158,7 @@ __all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "Arc
            "FORMAT_MARKER", "FORMAT_VERSION"]
 
 FORMAT_MARKER = b"tensorplay_export.archive\n"
-FORMAT_VERSION = 2  # see the changelog in the module docstring (version 1 archives still load)
+FORMAT_VERSION = 3  # see the changelog in the module docstring (versions 1 and 2 still load)
 DEFAULT_MODEL = "model"
 MAX_EXTRA_BYTES = 1 << 31  # one extra/tp/executorch file, read into memory
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")

@@ -31,7 +31,7 @@ from .jsonio import dumps
 from .values import Encoder, encode_dtype, encode_range
 
 FORMAT = "tensorplay_export.program"
-SCHEMA_VERSION = 1  # 1 (2026-11-29): first version
+SCHEMA_VERSION = 2  # 1 (2026-11-29): first version; 2 (2026-12-02): source records carry their line's text
 OPSET_NAME = "tensorplay_export"
 OPSET_VERSION = 1  # bump when an op's name, arguments or semantics change
 _TOP_KEYS = {"format", "schema_version", "opset_version", "pickle_protocol", "graph", "signature",

@@ -32,7 +32,7 @@ DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": i
 Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``, a ranged hint with ``"min"``, ``"max"``
 dataclass           ``{"k": "dataclass", "type": serialized name, "v": [[field, value], ...]}``
                     (only classes registered with ``register_dataclass``, resolved by that name)
-SourceLoc           ``{"k": "source", "file": str, "line": int}``
+SourceLoc           ``{"k": "source", "file": str, "line": int, "text": str}`` (schema 1: no text)
 ValueRange          ``{"k": "range", "lo": int, "hi": int | null}`` (null = unbounded)
 ==================  ==============================================================
 
@@ -157,7 +157,8 @@ class Encoder:
         if isinstance(value, np.ndarray):
             return self._array(value)
         if isinstance(value, SourceLoc):
-            return {"k": "source", "file": str(value.filename), "line": int(value.lineno)}
+            return {"k": "source", "file": str(value.filename), "line": int(value.lineno),
+                    "text": source_text(value)}
         if isinstance(value, ValueRange):
             lo, hi = encode_range(value)
             return {"k": "range", "lo": lo, "hi": hi}
@@ -304,9 +305,9 @@ class Decoder:
                 if type(text) is str and len(obj) == 2:
                     return _DTYPES.get(text)
             elif kind == "source":
-                file, line = obj.get("file"), obj.get("line")
-                if type(file) is str and type(line) is int and len(obj) == 3:
-                    return self._sources.get((file, line))
+                file, line, text = obj.get("file"), obj.get("line"), obj.get("text")
+                if type(file) is str and type(line) is int and type(text) is str and len(obj) == 4:
+                    return self._sources.get((file, line, text))
         return None
 
 
@@ -533,13 +534,26 @@ def _dec_pytype(dec: Decoder, o: dict, d: int) -> type:
     return _PYTYPES[o["v"]]
 
 
+MAX_SOURCE_TEXT = 400  # characters of a stored source line
+
+
+def source_text(loc: SourceLoc) -> str:
+    """The text an archive stores for ``loc``: its line, one line of printable characters,
+    at most :data:`MAX_SOURCE_TEXT` long."""
+    text = "".join(c if c.isprintable() else " " for c in loc.text)
+    return text if len(text) <= MAX_SOURCE_TEXT else text[:MAX_SOURCE_TEXT - 3] + "..."
+
+
 def _dec_source(dec: Decoder, o: dict, d: int) -> SourceLoc:
     if not isinstance(o["file"], str) or type(o["line"]) is not int:
         fail(dec.member, "source location needs a file name and an integer line")
-    key = (o["file"], o["line"])
+    text = o.get("text", "")  # schema 1 stored none: such a location prints no text
+    if type(text) is not str or len(text) > MAX_SOURCE_TEXT or not text.isprintable():
+        fail(dec.member, f"source text must be one printable line of at most {MAX_SOURCE_TEXT} characters")
+    key = (o["file"], o["line"], text)
     found = dec._sources.get(key)  # frozen records: one per source line of a document
     if found is None:
-        found = dec._sources[key] = SourceLoc(o["file"], o["line"])
+        found = dec._sources[key] = SourceLoc(o["file"], o["line"], text)
     return found
 
 
@@ -584,7 +598,7 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
     "sym": ({"k", "v"}, _dec_sym),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
-    "source": ({"k", "file", "line"}, _dec_source),
+    "source": (({"k", "file", "line", "text"}, {"k", "file", "line"}), _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
     "Dim": ({"k", "name", "min", "max"}, _dec_dim),
     "DerivedDim": (({"k", "root", "scale", "offset"}, {"k", "terms", "offset"}), _dec_dim),

@@ -82,7 +82,7 @@ def test_wrong_format_marker(good):
 
 
 def test_newer_format_version(good):
-    expect_error(edit(good, version=b"3\n"), "'version'", "newer")
+    expect_error(edit(good, version=b"4\n"), "'version'", "newer")
 
 
 def test_malformed_version(good):
@@ -222,7 +222,7 @@ def test_huge_shape_in_table(good):
     (lambda d: node(d, "matmul")["args"].append(
         {"k": "dict", "v": [[{"k": "sym", "v": ["Symbol", "__import__('os').system('x')", {}]}, 1]]}),
      "dict key of type Symbol"),
-    (lambda d: d.update(schema_version=2), "newer tensorplay_export"),
+    (lambda d: d.update(schema_version=3), "newer tensorplay_export"),
     (lambda d: d.update(format="other"), "format marker"),
     (lambda d: d.update(evil=1), "unknown key"),
     (lambda d: d.pop("graph"), "missing key"),
