@@ -220,7 +220,7 @@ def test_archive_round_trip_of_the_new_dims(tmp_path):
         path = tmp_path / f"{fn.__name__}.pt2"
         tpe.save(ep, path)
         with zipfile.ZipFile(path) as zf:
-            assert zf.read("version") == b"2\n"
+            assert int(zf.read("version")) >= 2  # the linear form came with format 2
             doc = json.loads(zf.read("models/model/program.json"))
         text = json.dumps(doc)
         assert '"k": "DerivedDim", "offset": ' in text and '"terms": [[{"k": "Dim"' in text
