@@ -140,6 +140,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
+    _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
     gm = GraphModule(graph, lint=False)  # _build_graph linted it
@@ -878,6 +879,51 @@ def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
         if sym in ranges and sym not in checked:
             fail(member, f"range_constraints bound {sym} (bound by {where!r}), but no check in the graph "
                          "enforces that range")
+
+
+def _check_equalities_enforced(graph: Graph, equalities: list, member: str) -> None:
+    """Each equality constraint must be enforced by the graph's input checks.
+
+    ``contract`` and ``diff`` report ``equality_constraints``; the program enforces an
+    axis's size through the input check that binds a symbol there first (generated code
+    reads the symbol from that axis) and through ``tpe.assert_dim`` nodes (an axis equal
+    to an expression).  Every site of a constraint must get its size from one of those,
+    and all sites the same size; an archive whose checks do not tie the sites (a removed
+    ``tpe.assert_dim``) would report a contract its program does not keep.
+    """
+    if not equalities:
+        return
+    first: dict[tuple, Any] = {}     # (placeholder, axis) -> the symbol its check binds first there
+    bound: set = set()
+    enforced: dict[tuple, Any] = {}  # (placeholder, axis) -> the expression a tpe.assert_dim checks it against
+    check_of: dict[str, str] = {}    # check node name -> its placeholder's name
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target == "tpe.check_input" and n.args and isinstance(n.args[0], Node):
+            check_of[n.name] = n.args[0].name
+            for axis, sym in (n.meta.get("bind") or {}).items():
+                if sym not in bound and axis is not None:
+                    bound.add(sym)
+                    first[(n.args[0].name, axis)] = sym
+        elif n.target == "tpe.assert_dim" and len(n.args) >= 4 and isinstance(n.args[0], Node):
+            owner = check_of.get(n.args[0].name, n.args[0].name)
+            enforced[(owner, n.args[2])] = n.args[3]
+    for eq in equalities:
+        sizes = []
+        for site in eq.sites:
+            size = first.get(tuple(site), enforced.get(tuple(site)))
+            if size is None:
+                fail(member, f"equality constraint {eq.name or ''} ties {_sites_text(eq.sites)}, but no check in the "
+                             f"graph enforces the size of {site[0]}.shape[{site[1]}]")
+            sizes.append(size)
+        if any(_expr_text(s) != _expr_text(sizes[0]) for s in sizes[1:]):
+            fail(member, f"equality constraint {eq.name or ''} ties {_sites_text(eq.sites)}, but the graph's checks "
+                         f"give them the sizes {', '.join(_expr_text(s) for s in sizes)}")
+
+
+def _sites_text(sites: tuple) -> str:
+    return ", ".join(f"{p}.shape[{a}]" for p, a in sites)
 
 
 def _ranges(data: Any, member: str, budget: ExprBudget) -> dict:

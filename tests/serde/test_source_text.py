@@ -78,3 +78,43 @@ def test_stored_text_that_is_no_printable_line_is_refused():
 
     with pytest.raises(tpe.ArchiveError, match="source text must be one printable line"):
         tpe.load(io.BytesIO(rewrite(archive(), lambda src: src.update(text="a\nb"))))
+
+
+# -- equality constraints must be the ties the checks enforce ----------------------------------
+def _tied():
+    buf = io.BytesIO()
+    n = Dim("n")
+    tpe.save(tpe.export(lambda x, y: x + y, np.ones((3, 2)), np.ones((3, 2)), dynamic_shapes=({0: n}, {0: n})), buf)
+    return buf.getvalue()
+
+
+def _edit_doc(data: bytes, edit) -> bytes:
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            body = src.read(info.filename)
+            if info.filename == PROGRAM:
+                doc = json.loads(body)
+                edit(doc)
+                body = json.dumps(doc).encode()
+            dst.writestr(info, body)
+    return out.getvalue()
+
+
+def test_an_equality_no_check_enforces_is_refused():
+    import pytest
+
+    def drop_assert_dim(doc):
+        nodes = doc["graph"]["nodes"]
+        doc["graph"]["nodes"] = [nd for nd in nodes if nd["target"] != "tpe.assert_dim"]
+
+    assert tpe.load(io.BytesIO(_tied())).equality_constraints  # intact: loads, the tie reported
+    with pytest.raises(tpe.ArchiveError, match=r"no check in the graph enforces the size of y.shape\[0\]"):
+        tpe.load(io.BytesIO(_edit_doc(_tied(), drop_assert_dim)))
+
+    def bogus_site(doc):
+        doc["equality_constraints"][0]["sites"].append(["x", 1])
+
+    with pytest.raises(tpe.ArchiveError, match="equality constraint"):
+        tpe.load(io.BytesIO(_edit_doc(_tied(), bogus_site)))
