@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import pytree
+from ..errors import ConstraintsExceededError
 from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
@@ -539,7 +540,10 @@ class AdditionalInputs:
     equality; an axis varying alone is ``Dim.DYNAMIC`` (``Dim.DYNAMIC(min=0)``
     when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Only
     equalities are inferred (never ``dy = 2*dx`` or other ranges).  A non-array
-    input must be the same in every set: it is a constant of the program.  ``verify(ep)`` runs the exported
+    input must be the same in every set: it is a constant of the program.  The contract export
+    infers for the dynamic axes may be narrower than the sets (``Dim.DYNAMIC`` takes the
+    ranges and relations the model needs), so export checks every set against it and raises
+    ``ConstraintsExceededError`` naming a set outside.  ``verify(ep)`` runs the exported
     program on every recorded set; :attr:`spec` is the explicit spec of the last
     :meth:`dynamic_shapes` call (what ``export`` used, and what
     ``refine_dynamic_shapes_from_suggested_fixes`` refines).
@@ -619,12 +623,21 @@ class AdditionalInputs:
     def verify(self, ep: Any) -> None:
         """Run ``ep.module()`` on every added set; the program must admit them all.
 
+        ``export`` already checks each set against the program's contract (only its input
+        checks), since the contract it infers for the dynamic axes can be narrower than
+        the sets (torch.export does the same); ``verify`` runs the whole program.
+
         Raises:
-            whatever the program raises (``ConstraintsExceededError`` for a refused set).
+            ConstraintsExceededError: a set the program refuses (the message names the set
+                and says what the program said); anything else the program raises.
         """
         module = ep.module()
-        for args, kwargs in self._examples:
-            module(*args, **kwargs)
+        for n, (args, kwargs) in enumerate(self._examples):
+            try:
+                module(*args, **kwargs)
+            except ConstraintsExceededError as err:
+                raise ConstraintsExceededError(f"AdditionalInputs set {n} is outside the program's contract: "
+                                               f"{err}") from err
 
 
 def spec_dim_names(spec: Any) -> Optional[set]:

@@ -31,12 +31,37 @@ def test_axes_equal_in_every_set_share_one_dim_and_export():
 
 
 def test_axes_that_differ_in_one_set_are_not_tied():
-    # equal at the example and in one set, different in another: two dims, so x + y is a violation
+    # equal at the example and in one set, different in another: two DYNAMIC axes; x + y ties them
+    # (torch.export's Dim.DYNAMIC), and the set (4, 7) is outside that contract: export says which
     ai = _sets((2, 2), (4, 7))
     assert ai.dynamic_shapes(add, (np.ones((5, 3)), np.ones((5, 3)))) == {"x": {0: Dim.DYNAMIC},
                                                                         "y": {0: Dim.DYNAMIC}}
-    with pytest.raises(tpe.ConstraintViolationError):
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
         tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert str(info.value).startswith("AdditionalInputs set 1 (x.shape[0] = 4, y.shape[0] = 7) is outside the "
+                                      "exported program's contract: y.shape[0] = 7 must equal x.shape[0] = 4 "
+                                      "(dim x_dim0).")
+
+
+def test_axes_varying_alone_take_the_relation_the_model_needs_when_every_set_fits():
+    ai = _sets((2, 3), (6, 7))
+    ep = tpe.export(lambda x, y: x + y[1:], np.ones((4, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}}
+    ai.verify(ep)
+    run = ep.module()
+    x, y = np.arange(27.0).reshape(9, 3), np.arange(30.0).reshape(10, 3)
+    np.testing.assert_array_equal(run(x, y), x + y[1:])
+    with pytest.raises(tpe.ConstraintsExceededError):
+        run(np.ones((4, 3)), np.ones((4, 3)))
+
+
+def test_verify_names_a_set_the_program_refuses():
+    ai = _sets((2, 2), (6, 6))
+    ep = tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes={"x": {0: Dim("n", max=5)},
+                                                                            "y": {0: Dim("n", max=5)}})
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"^AdditionalInputs set 1 is outside the program's "
+                                                          r"contract: x.shape\[0\] = 6"):
+        ai.verify(ep)
 
 
 def test_only_equalities_are_inferred():
