@@ -79,7 +79,7 @@ class DraftExportReport:
         fixes_note: what exporting again with the block applied could not prove (more rounds
             may be needed, or only guards no fix form expresses remain), None when one refine
             step is proved enough for every guard; the report prints it before the block.
-        accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
+        accepted: text of guards accepted on ``Dim.AUTO``/``Dim.DYNAMIC`` sizes (part of the contract, not failures).
         model_name: for headings.
     """
 

@@ -49,6 +49,13 @@ class _DimHint:
     None means the usual lower bound (1, or 0 for an empty example); ``max`` None is
     unbounded.  Test the kind with :func:`is_auto` / :func:`is_dynamic`, never ``is``.
 
+    What export does with the guards on such an axis (torch.export's rule,
+    pytorch/pytorch#137029): ``Dim.AUTO`` and ``Dim.DYNAMIC`` both take every
+    refinement the model needs (a range, a relation to another axis, a modulus) into
+    the program's contract; a guard that leaves a ``Dim.DYNAMIC`` axis one size (a
+    specialization) is a ``ConstraintViolationError`` whose fix makes it static, while
+    ``Dim.AUTO`` takes that too.  ``Dim.STATIC`` is the example's size.
+
     Raises (on call):
         TypeError: ``Dim.STATIC(...)``, a non-integer bound.
         ValueError: ``min < 0`` or ``max < min``.
