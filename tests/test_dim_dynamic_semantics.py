@@ -305,6 +305,18 @@ def test_an_additional_inputs_set_outside_the_inferred_contract_is_named_at_expo
     assert "x_dim0 in [1, 10]" in text
 
 
+def test_draft_export_reports_an_additional_inputs_set_outside_the_contract():
+    ai = tpe.AdditionalInputs()
+    ai.add((np.ones(2), np.ones(2)))
+    ai.add((np.ones(4), np.ones(7)))
+    report = tpe.draft_export(add, np.ones(5), np.ones(5), dynamic_shapes=ai)
+    (failure,) = report.failures
+    assert failure.kind == "example_out_of_range"
+    assert failure.message.startswith("AdditionalInputs set 1 (x.shape[0] = 4, y.shape[0] = 7) is outside")
+    refused(report.exported_program, np.ones(4), np.ones(7))
+    agrees(report.exported_program, add, np.arange(6.0), np.ones(6))
+
+
 # --- the CLI ------------------------------------------------------------------------------------
 
 CLI_TARGET = textwrap.dedent('''
