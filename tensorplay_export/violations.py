@@ -226,7 +226,7 @@ def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str], pinned: Any =
                if name in fixed_names else "")
         return (f"{where} is Dim.DYNAMIC ({known}), but the model specialized it to the constant {pinned}; "
                 f"a Dim.DYNAMIC axis takes ranges and relations the model needs, never one size: {fix}"
-                f"mark it Dim.STATIC, or Dim.AUTO to accept the specialization{entry}")
+                f"replace it with either Dim.STATIC or Dim.AUTO (which accepts the specialization){entry}")
     if name in fixed_names:
         # the entry lets refine place the fix in a positional spec, which names no input
         entry = f". {DYNAMIC_ENTRY_MARK} {info.input_index}." if info.input_index is not None else ""

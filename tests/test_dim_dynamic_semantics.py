@@ -130,6 +130,47 @@ def test_torch_dim_hint_ranges_auto_min_and_dynamic_max_meet():
         refused(ep, np.ones(n), np.ones(n))
 
 
+def test_torch_dim_dynamic_relations_and_a_modulus_over_two_axes():
+    # torch's test_dim_dynamic: u[1:] + w + x ties three axes, y.flatten() + z gives z = y0*y1,
+    # and x.view(x.shape[0] - 1, -1) keeps its divisibility as one runtime guard
+    def relations(u, w, x, y, z):
+        return u[1:] + w + x, y.reshape(-1) + z
+
+    spec = {"u": (D,), "w": (D,), "x": (D,), "y": (D, D), "z": (D,)}
+    ep = tpe.export(relations, np.ones(5), np.ones(4), np.ones(4), np.ones((4, 4)), np.ones(16), dynamic_shapes=spec)
+    assert ranges(ep) == {"u_dim0": (2, INF), "y_dim0": (1, INF), "y_dim1": (1, INF)}
+    rng = np.random.default_rng(0)
+    agrees(ep, relations, *(rng.standard_normal(s) for s in ((6,), (5,), (5,), (7, 8), (56,))))
+    refused(ep, np.ones(6), np.ones(5), np.ones(4), np.ones((7, 8)), np.ones(56))
+    refused(ep, np.ones(6), np.ones(5), np.ones(5), np.ones((7, 8)), np.ones(55))
+
+    def view(x):
+        return x.reshape(x.shape[0] - 1, -1)
+
+    ep = tpe.export(view, np.ones((3, 4)), dynamic_shapes={"x": (D, D)})
+    assert [n.target for n in ep.graph.nodes if n.op == "call_function"].count("tpe.assert_guard") == 1
+    agrees(ep, view, np.arange(40.0).reshape(5, 8))
+    refused(ep, np.ones((4, 2)))
+
+
+def test_torch_dim_dynamic_complains_when_a_check_specializes():
+    def specialize(x):
+        tpe.check(x.shape[0] == 4)
+        return x + 2
+
+    with pytest.raises(tpe.ConstraintViolationError, match=r"specialized it to the constant 4.*replace it with "
+                                                           r"either Dim.STATIC or Dim.AUTO"):
+        tpe.export(specialize, np.ones((4, 8)), dynamic_shapes={"x": (D, D)})
+
+
+def test_a_size_one_example_without_broadcasting_stays_dynamic():
+    # torch specializes a 0/1 example; exact reasoning keeps it dynamic when nothing pins it
+    ep = tpe.export(lambda x: x * 2, np.ones((1, 3)), dynamic_shapes={"x": {0: D}})
+    assert ranges(ep) == {"x_dim0": (1, INF)}
+    for n in (1, 2, 9):
+        agrees(ep, lambda x: x * 2, np.arange(3.0 * n).reshape(n, 3))
+
+
 def test_an_empty_example_stays_dynamic_from_zero():
     ep = tpe.export(lambda x: x * 2, np.ones((0, 3)), dynamic_shapes={"x": {0: D}})
     assert ranges(ep) == {"x_dim0": (0, INF)}
@@ -153,7 +194,7 @@ def test_a_branch_on_one_size_is_a_specialization_error_with_a_fix(spec):
     assert text.startswith("Constraints violated (x_dim0)!\n  - x_dim0 = x.shape[0] was specialized to 4\n")
     assert ("x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]), but the model specialized it to the constant 4"
             in text)
-    assert "mark it Dim.STATIC, or Dim.AUTO to accept the specialization" in text
+    assert "replace it with either Dim.STATIC or Dim.AUTO (which accepts the specialization)" in text
     assert text.endswith("Suggested fixes:\n  x_dim0 = 4")
     refined = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
     assert refined == (({0: 4},) if isinstance(spec, tuple) else {"x": {0: 4}})
