@@ -166,8 +166,9 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         if record.kind == "specialization" and not _pins_an_expression(record.expr):
             reason, hint = _specialization_reason(record, names[0], value)
         elif not (isinstance(record.expr, sympy.Eq) and len(names) == 1):
-            reason = f"{record.reason + '; ' if record.reason and record.kind != 'guard' else ''}" \
-                     f"the guard {guard} leaves it that one size"
+            # a range or relation that pins (n >= 4 under max=4): say which guard did it
+            own = record.reason if record.reason and record.kind != "guard" else ""
+            reason = f"{own + '; ' if own else ''}the guard {guard} leaves it that one size"
         elif record.kind != "guard":
             reason = record.reason
     elif record.kind == "specialization" and len(names) == 1 and not _pins_an_expression(record.expr):
@@ -214,9 +215,9 @@ def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str], pinned: Any =
 
     A DYNAMIC axis has no user name, so its symbol is named after the site
     (``x_dim0`` for ``x.shape[0]``); a fix line for that name replaces the
-    ``Dim.DYNAMIC`` at the site (refine applies it).  ``pinned``: the size the guard
-    specialized the axis to (the one thing a DYNAMIC axis refuses, as in torch.export),
-    or None when the axis is in the guard beside one that was.
+    ``Dim.DYNAMIC`` at the site (refine applies it).  ``pinned``: the size a guard of the
+    error specialized the axis to (the one thing a DYNAMIC axis refuses, as in
+    torch.export), or None (a record built by hand, or an older kind of violation).
     """
     where = " and ".join(info.sites) or name
     known = f"{name} in {format_range_brackets(info.lower, info.upper)}"
