@@ -48,6 +48,33 @@ def roundtrip(ep):
 INF = float("inf")
 
 
+# --- the routing in ShapeEnv.guard ----------------------------------------------------------------
+
+def test_shape_env_accepts_a_refinement_and_records_a_pin_with_its_size():
+    import sympy
+    from solver import ShapeSolver
+
+    from tensorplay_export.capture.shape_env import ShapeEnv
+
+    env = ShapeEnv(ShapeSolver())
+    a = env.create_symbol("x_dim0", 1, None, 6, "dynamic")
+    b = env.create_symbol("y_dim0", 1, None, 6, "dynamic")
+    n = env.create_symbol("n", 1, None, 6, "named")
+    env.guard(sympy.Le(a, 10), "shape", "a table of 10 rows")
+    env.guard(sympy.Eq(a, b), "shape", "broadcast")        # y_dim0 := x_dim0 (the later one is replaced)
+    assert not env.violations and env.replacements == {b: a} and len(env.accepted) == 2
+    env.guard(sympy.Eq(b, n), "shape", "broadcast")        # x_dim0 := n: the DYNAMIC axis follows the named dim
+    assert env.replacements == {b: n, a: n}
+    # what was accepted for x_dim0 (<= 10) now remains on n alone: n's violation, not a pin
+    [rec] = env.violations
+    assert rec.expr == sympy.Le(n, 10) and rec.pins == {} and "with x_dim0 = n" in rec.reason
+    env2 = ShapeEnv(ShapeSolver())
+    c = env2.create_symbol("z_dim0", 1, 8, 8, "dynamic")
+    env2.guard(sympy.Ge(c, 5), "guard", "a branch")        # [5, 8]: a refinement
+    env2.guard(sympy.Ge(c, 8), "guard", "a branch")        # [8, 8]: a specialization
+    assert [r.pins for r in env2.violations] == [{"z_dim0": 8}] and len(env2.accepted) == 1
+
+
 # --- refinements are accepted and become the contract -----------------------------------------
 
 def add(x, y):
