@@ -225,7 +225,8 @@ def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str], pinned: Any =
         entry = f". {DYNAMIC_ENTRY_MARK} {info.input_index}." if info.input_index is not None else ""
         fix = (f"the fix line for {name} below replaces that Dim.DYNAMIC by {pinned} (refine applies it); or "
                if name in fixed_names else "")
-        return (f"{where} is Dim.DYNAMIC ({known}), but the model specialized it to the constant {pinned}; "
+        verb = "are" if len(info.sites) > 1 else "is"  # a dim AdditionalInputs shares between axes
+        return (f"{where} {verb} Dim.DYNAMIC ({known}), but the model specialized it to the constant {pinned}; "
                 f"a Dim.DYNAMIC axis takes ranges and relations the model needs, never one size: {fix}"
                 f"replace it with either Dim.STATIC or Dim.AUTO (which accepts the specialization){entry}")
     if name in fixed_names:

@@ -545,7 +545,10 @@ class AdditionalInputs:
     together) share one named ``Dim`` (named after the first such axis, as a
     ``Dim.DYNAMIC`` axis is: ``x_dim0``), so the program may rely on their
     equality; an axis varying alone is ``Dim.DYNAMIC`` (``Dim.DYNAMIC(min=0)``
-    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Only
+    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Exporting with the
+    object itself, a shared dim (named in :attr:`shared`) is a DYNAMIC axis over its sites:
+    it takes the ranges and relations the model needs, and only a specialization is a
+    violation (its fix, refined into :attr:`spec`, names the dim).  Only
     equalities are inferred (never ``dy = 2*dx`` or other ranges).  A non-array
     input must be the same in every set: it is a constant of the program.  The contract export
     infers for the dynamic axes may be narrower than the sets (``Dim.DYNAMIC`` takes the
@@ -559,6 +562,7 @@ class AdditionalInputs:
     def __init__(self):
         self._examples: list[tuple[tuple, dict]] = []
         self.spec: Any = None
+        self.shared: frozenset = frozenset()  # names of the shared dims of the last dynamic_shapes call
 
     def add(self, args: Any, kwargs: Optional[dict] = None) -> None:
         if not isinstance(args, tuple):
@@ -619,6 +623,7 @@ class AdditionalInputs:
                 i, ax = sites[0]
                 dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
                 shared.update((site, dim) for site in sites)
+        self.shared = frozenset(d.name for d in shared.values())
         # a lone axis that is 0 in some set needs min 0 (a plain Dim.DYNAMIC starts at 1)
         leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
                         for ax in sorted(v)} or None)
