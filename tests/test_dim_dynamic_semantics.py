@@ -358,6 +358,27 @@ def test_additional_inputs_sets_inside_the_inferred_contract_export_and_verify()
     refused(ep, np.ones(11), np.ones(12))
 
 
+def test_additional_inputs_shared_dim_takes_a_refinement_like_dynamic():
+    # x and y vary together: one shared dim, which narrows to the table as a DYNAMIC axis does
+    def model(x, y):
+        return x + y + T10[: x.shape[0]]
+
+    ai = tpe.AdditionalInputs()
+    ai.add((np.ones(6), np.ones(6)))
+    ai.add((np.ones(9), np.ones(9)))
+    ep = tpe.export(model, np.ones(4), np.ones(4), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim("x_dim0")}, "y": {0: Dim("x_dim0")}} and ai.shared == {"x_dim0"}
+    assert ranges(ep) == {"x_dim0": (1, 10)}
+    ai.verify(ep)
+    agrees(ep, model, np.arange(10.0), np.ones(10))
+    refused(ep, np.ones(11), np.ones(11))
+    refused(ep, np.ones(5), np.ones(6))
+    ai.add((np.ones(12), np.ones(12)))
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"^AdditionalInputs set 2 \(x.shape\[0\] = 12, "
+                                                           r"y.shape\[0\] = 12\) is outside"):
+        tpe.export(model, np.ones(4), np.ones(4), dynamic_shapes=ai)
+
+
 def test_an_additional_inputs_set_outside_the_inferred_contract_is_named_at_export():
     def model(x, y):
         return x + T10[: x.shape[0]], y[1:] * x
