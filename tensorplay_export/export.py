@@ -18,7 +18,10 @@ from .errors import FIXES_HEADER, CaptureError, ConstraintsExceededError, Constr
 from .program.build import build_program
 from .program.eager_check import check_against_eager
 from .program.unflatten import check_preserved_paths
-from .specs.dims import spec_dim_names
+from .program.input_checks import SizeProbe
+from .pytree import tree_flatten
+from .specs.binding import input_leaf_paths
+from .specs.dims import AdditionalInputs, spec_dim_names
 from .specs.refine import combine_fix_rounds, dynamic_entry_lines, refine_dynamic_shapes_from_suggested_fixes
 from .violations import build_violation_error
 
@@ -83,8 +86,42 @@ def export(model: Any, *args: Any, dynamic_shapes: Any = None, strict: bool = Fa
     if result.env.violations:
         raise proved_violation_error(model, args, kwargs, dynamic_shapes, result, preserve)
     program = build_program(result, model, args, kwargs, dynamic_shapes)
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        check_additional_inputs(program, model, dynamic_shapes)
     check_against_eager(program, model, args, kwargs)  # the safety net: what the tracer could not see
     return program
+
+
+def check_additional_inputs(program: Any, model: Any, sets: AdditionalInputs) -> None:
+    """Every example set of ``sets`` must be admitted by ``program``'s input checks.
+
+    The axes that vary across the sets are ``Dim.DYNAMIC`` (or a shared ``Dim``); the
+    contract export infers for them can be narrower than the sets (``x + y`` ties two
+    DYNAMIC axes the sets give different sizes), as in torch.export, whose export checks
+    the sets the same way (``AdditionalInputs.verify``).  Only the checks run (a
+    :class:`~tensorplay_export.program.input_checks.SizeProbe` at each set's sizes), not
+    the model.
+
+    Raises:
+        ConstraintsExceededError: naming the first set outside the contract, the input
+            axis, its size and the contract the program states.
+    """
+    probe = SizeProbe(program)
+    for n, (args, kwargs) in enumerate(sets.examples()):
+        leaves, _ = tree_flatten((tuple(args), dict(kwargs)))
+        sizes = {}
+        for path, leaf in zip(input_leaf_paths(model, args, kwargs), leaves):
+            for axis, size in enumerate(getattr(leaf, "shape", ())):
+                if f"{path}.shape[{axis}]" in probe.sites:
+                    sizes[f"{path}.shape[{axis}]"] = int(size)
+        refused = probe(sizes)
+        if refused is not None:
+            shown = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+            raise ConstraintsExceededError(
+                f"AdditionalInputs set {n} ({shown}) is outside the exported program's contract: {refused}. "
+                f"The axes that vary across the sets are dynamic, and the model's guards refine them "
+                f"(ranges, relations: ep.range_constraints and the input checks say which), so the "
+                f"program refuses this set; change the model so it handles these sizes, or drop the set.")
 
 
 @dataclasses.dataclass

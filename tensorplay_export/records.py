@@ -206,6 +206,8 @@ class GuardRecord:
     example where they were equal; numpy also runs with either size 1), that weaker
     condition; a counterexample is then chosen where it fails too, so eager really
     behaves differently there.  None: the guard itself is eager's condition.
+    ``pins``: the ``Dim.DYNAMIC`` axes (by symbol name) this guard leaves one size, with
+    that size; such a guard is a violation (a DYNAMIC axis takes any other refinement).
     """
 
     expr: sympy.Basic
@@ -216,6 +218,7 @@ class GuardRecord:
     notes: list[str] = field(default_factory=list)
     cause: str = ""
     eager: Optional[sympy.Basic] = None
+    pins: dict = field(default_factory=dict)  # {Dim.DYNAMIC symbol name: size} the guard specializes
 
     def __post_init__(self) -> None:
         if not self.cause:

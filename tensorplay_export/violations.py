@@ -147,17 +147,31 @@ def _line_names(line: str) -> set[str]:
 
 def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
                unfixable: Optional[tuple[dict, str]], fixed_names: set[str], fix_lines: list[str],
-               scope: tuple[str, str] = ("no fix form", "")) -> Violation:
+               scope: tuple[str, str] = ("no fix form", ""), pins: Optional[Mapping[str, int]] = None) -> Violation:
     """The ``Violation`` for one guard: everything its bullet says, as fields.
 
     ``scope``: what the fix search tried (:func:`_search_scope`), named by the sentence of a
-    guard no form expresses.
+    guard no form expresses.  ``pins``: every ``Dim.DYNAMIC`` axis some guard of the error
+    specializes (``GuardRecord.pins`` of them all), so an axis's note reads the same in each
+    bullet it is part of.
     """
     names = _names(record.expr)
     guard = format_guard(record.expr)
     dynamic = [n for n in names if n in dims and dims[n].kind == _DYNAMIC]
     value = reason = hint = None
-    if record.kind == "specialization" and len(names) == 1 and not _pins_an_expression(record.expr):
+    pinned = dict(record.pins)
+    if pinned and set(pinned) == set(names) and len(set(pinned.values())) == 1:
+        # a Dim.DYNAMIC axis left one size: the bullet reads "was specialized to 4"
+        value = next(iter(pinned.values()))
+        if record.kind == "specialization" and not _pins_an_expression(record.expr):
+            reason, hint = _specialization_reason(record, names[0], value)
+        elif not (isinstance(record.expr, sympy.Eq) and len(names) == 1):
+            # a range or relation that pins (n >= 4 under max=4): say which guard did it
+            own = record.reason if record.reason and record.kind != "guard" else ""
+            reason = f"{own + '; ' if own else ''}the guard {guard} leaves it that one size"
+        elif record.kind != "guard":
+            reason = record.reason
+    elif record.kind == "specialization" and len(names) == 1 and not _pins_an_expression(record.expr):
         value = _specialized_value(record.expr, dims.get(names[0]))
         reason, hint = _specialization_reason(record, names[0], value)
     elif record.kind == "specialization":  # ``n % 3`` pinned, not ``n``: the bullet shows the guard
@@ -173,7 +187,9 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
     elif verdict is not None and verdict.status == "unknown":
         undecided = str(verdict.reason)
     # an unfixable guard gets no "the fix line below replaces it" promise: no line fixes it
-    notes = tuple(_dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset()) for n in dynamic)
+    pins = {**(pins or {}), **pinned}
+    notes = tuple(_dynamic_note(n, dims[n], fixed_names if unfixable is None else frozenset(), pins.get(n))
+                  for n in dynamic)
     sentence = advice = None
     if unfixable is not None:
         advice = _auto_advice(record.expr, dims, record.cause)  # e.g. the axis Dim.AUTO would infer as a sum
@@ -194,15 +210,25 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         unfixable=sentence, what_works=advice or None)
 
 
-def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str]) -> str:
+def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str], pinned: Any = None) -> str:
     """What a user does about a Dim.DYNAMIC axis the model cannot keep fully dynamic.
 
     A DYNAMIC axis has no user name, so its symbol is named after the site
     (``x_dim0`` for ``x.shape[0]``); a fix line for that name replaces the
-    ``Dim.DYNAMIC`` at the site with a named Dim (refine applies it).
+    ``Dim.DYNAMIC`` at the site (refine applies it).  ``pinned``: the size a guard of the
+    error specialized the axis to (the one thing a DYNAMIC axis refuses, as in
+    torch.export), or None (a record built by hand, or an older kind of violation).
     """
     where = " and ".join(info.sites) or name
     known = f"{name} in {format_range_brackets(info.lower, info.upper)}"
+    if pinned is not None:
+        entry = f". {DYNAMIC_ENTRY_MARK} {info.input_index}." if info.input_index is not None else ""
+        fix = (f"the fix line for {name} below replaces that Dim.DYNAMIC by {pinned} (refine applies it); or "
+               if name in fixed_names else "")
+        verb = "are" if len(info.sites) > 1 else "is"  # a dim AdditionalInputs shares between axes
+        return (f"{where} {verb} Dim.DYNAMIC ({known}), but the model specialized it to the constant {pinned}; "
+                f"a Dim.DYNAMIC axis takes ranges and relations the model needs, never one size: {fix}"
+                f"replace it with either Dim.STATIC or Dim.AUTO (which accepts the specialization){entry}")
     if name in fixed_names:
         # the entry lets refine place the fix in a positional spec, which names no input
         entry = f". {DYNAMIC_ENTRY_MARK} {info.input_index}." if info.input_index is not None else ""
@@ -430,6 +456,7 @@ def build_violation_error(violations: list[GuardRecord],
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
 
     out = []
+    pins = {n: v for r in records for n, v in r.pins.items()}
     for record, verdict in zip(records, _verdicts(fs, len(records), failure)):
         names = set(_names(record.expr))
         unfixable = unfix_by_text.get(str(record.expr))
@@ -437,7 +464,8 @@ def build_violation_error(violations: list[GuardRecord],
             # no printed fix touches this guard's dims (the search's fix was about sizes no line can
             # name): say so instead of staying silent, and do not claim that no form expresses it
             unfixable = ({}, _NO_WRITABLE_LINE)
-        v = _violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines), _search_scope(fs))
+        v = _violation(record, dims, verdict, unfixable, fixed_names, _lines_about(names, lines), _search_scope(fs),
+                       pins)
         if unfixable is None and str(record.expr) in boxed:
             v = dataclasses.replace(v, dynamic_notes=v.dynamic_notes + (_box_note(v.guard_text, names),))
         elif unfixable is None and str(record.expr) in chosen:

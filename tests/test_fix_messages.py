@@ -143,8 +143,8 @@ def test_a_pinned_compound_size_reads_as_its_guard_not_as_the_size():
     assert "n = 4*_n" in text
 
 
-def test_a_dynamic_axis_note_is_said_once_per_message():
-    # two violations over the same Dim.DYNAMIC axes: each axis's note once, refine still places the fixes
+def test_dynamic_axes_take_a_sum_relation_and_a_table_bound():
+    # torch.export's Dim.DYNAMIC: c = a + b and a + b <= 64 are inferred, not reported
     table = np.ones((64, 2), np.float32)
 
     def model(a, b, c):
@@ -153,15 +153,36 @@ def test_a_dynamic_axis_note_is_said_once_per_message():
 
     args = np.ones((3, 2), np.float32), np.ones((5, 2), np.float32), np.ones((8, 2), np.float32)
     spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
-    with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(model, *args, dynamic_shapes=spec)
-    text = str(info.value)
-    assert text.count("  - Not all values of") == 2
-    for name, entry in (("a", 0), ("b", 1), ("c", 2)):
-        assert text.count(f"{name}.shape[0] is Dim.DYNAMIC") == 1
-        assert f"its input is entry {entry}." in text
-    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
-    ep = tpe.export(model, *args, dynamic_shapes=refined)
+    ep = tpe.export(model, *args, dynamic_shapes=spec)
     for p, q in ((1, 1), (31, 33), (2, 7)):
         a, b, c = np.ones((p, 2), np.float32), np.full((q, 2), 2.0, np.float32), np.ones((p + q, 2), np.float32)
         np.testing.assert_array_equal(ep.module()(a, b, c), model(a, b, c))
+    for p, q, r in ((31, 34, 65), (2, 7, 10)):   # past the table; c is not a + b
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones((p, 2), np.float32), np.ones((q, 2), np.float32), np.ones((r, 2), np.float32))
+
+
+def test_a_dynamic_axis_note_is_said_once_per_message():
+    # a is pinned to the table's 4 rows, b and c to a through broadcasting: each axis's note once
+    table = np.ones((4, 2), np.float32)
+
+    def model(a, b, c):
+        return a + table, b * a, c + b
+
+    args = [np.ones((4, 2), np.float32)] * 3
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, *args, dynamic_shapes=spec)
+    text = str(info.value)
+    assert text.count("  - ") == 3 and "  - a_dim0 = a.shape[0] was specialized to 4" in text
+    for name, entry in (("a", 0), ("b", 1), ("c", 2)):
+        assert text.count(f"{name}.shape[0] is Dim.DYNAMIC") == 1
+        assert (f"{name}.shape[0] is Dim.DYNAMIC ({name}_dim0 in [1, inf]), but the model specialized it to the "
+                f"constant 4") in text
+        assert f"its input is entry {entry}." in text
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    assert refined == ({0: 4}, {0: 4}, {0: 4})
+    ep = tpe.export(model, *args, dynamic_shapes=refined)
+    a, b, c = (np.full((4, 2), v, np.float32) for v in (1.0, 2.0, 3.0))
+    for want, have in zip(model(a, b, c), ep.module()(a, b, c)):
+        np.testing.assert_array_equal(have, want)

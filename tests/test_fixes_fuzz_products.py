@@ -51,19 +51,17 @@ def test_rows_times_columns_divisible_by_three_keeps_the_columns_free():
     assert admitted == [[(n, d)] for n in (3, 6, 9, 12) for d in range(1, 8)]
 
 
-def test_pairs_of_a_product_on_dynamic_axes_keep_one_axis_fully_dynamic():
+def test_pairs_of_a_product_on_dynamic_axes_keep_the_exact_parity_guard():
+    # Dim.DYNAMIC takes the guard itself (torch.export's rule): every even product is admitted
     def model(x, y):
         return (x + y).reshape(-1, 2)
 
     spec = {"x": {0: Dim.DYNAMIC, 1: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC, 1: Dim.DYNAMIC}}
-    with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(model, np.ones((1, 2)), np.ones((1, 2)), dynamic_shapes=spec)
-    assert "x_dim1 = 2*_x_dim1" in fix_block(info.value)
-    fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
-    ep = tpe.export(model, np.ones((1, 2)), np.ones((1, 2)), dynamic_shapes=fixed)
+    ep = tpe.export(model, np.ones((1, 2)), np.ones((1, 2)), dynamic_shapes=spec)
     shapes = [[(r, c), (r, c)] for r in range(1, 9) for c in range(1, 9)]
     admitted = sweep(ep, model, shapes)
-    assert admitted == [[(r, c), (r, c)] for r in range(1, 9) for c in (2, 4, 6, 8)]
+    assert admitted == [[(r, c), (r, c)] for r in range(1, 9) for c in range(1, 9) if r * c % 2 == 0]
+    assert sweep(ep, model, [[(2, 3), (2, 1)], [(2, 4), (1, 4)]]) == []   # the sizes must be equal
 
 
 def test_parity_of_one_dim_and_a_third_of_the_other():

@@ -59,15 +59,28 @@ def test_dynamic_range_bounds_the_axis_and_an_example_outside_is_refused():
         tpe.export(lambda x: x * 2, np.ones(9), dynamic_shapes={"x": {0: Dim.AUTO(max=8)}})
 
 
-def test_a_ranged_dynamic_axis_refines_to_a_dim_inside_its_range():
+def test_a_ranged_dynamic_axis_narrows_inside_its_range():
+    # torch.export's rule: Dim.DYNAMIC takes the range the model needs ([2, 20] and the table: [2, 8])
     spec = {"x": {0: Dim.DYNAMIC(min=2, max=20)}}
+    ep = tpe.export(lambda x: x + T8[: x.shape[0]], np.ones(3), dynamic_shapes=spec)
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(2, 8)]
+    for n in (2, 5, 8):
+        np.testing.assert_array_equal(ep.module()(np.ones(n)), np.ones(n) + T8[:n])
+    for n in (1, 9):
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones(n))
+    assert ep.dynamic_shapes == spec
+
+
+def test_a_ranged_dynamic_axis_left_one_size_is_a_specialization():
+    spec = {"x": {0: Dim.DYNAMIC(min=8, max=20)}}
     with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(lambda x: x + T8[: x.shape[0]], np.ones(3), dynamic_shapes=spec)
+        tpe.export(lambda x: x + T8[: x.shape[0]], np.ones(8), dynamic_shapes=spec)
+    assert "x_dim0 = x.shape[0] was specialized to 8" in str(info.value)
     spec2 = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
-    assert spec2 == {"x": {0: Dim("x_dim0", min=2, max=8)}}
-    ep = tpe.export(lambda x: x + T8[: x.shape[0]], np.ones(3), dynamic_shapes=spec2)
-    np.testing.assert_array_equal(ep.module()(np.ones(8)), np.ones(8) + T8)
-    assert math.isfinite(next(iter(ep.range_constraints.values())).upper)
+    assert spec2 == {"x": {0: 8}}
+    ep = tpe.export(lambda x: x + T8[: x.shape[0]], np.ones(8), dynamic_shapes=spec2)
+    np.testing.assert_array_equal(ep.module()(np.full(8, 2.0)), np.full(8, 2.0) + T8)
 
 
 def test_a_loaded_programs_dynamic_shapes_keep_the_hint_range():

@@ -328,26 +328,48 @@ def _pair_model(p):
     return p.a + _T8[: p.a.shape[0]], p.b[1:] * p.a
 
 
-@pytest.mark.parametrize("spec", [
-    {"p": _Pair(a={0: Dim("a")}, b={0: Dim("b")})},
-    {"p": _Pair(a={0: Dim.DYNAMIC}, b={0: Dim.DYNAMIC})},
-    (_Pair(a={0: Dim.DYNAMIC}, b={0: Dim("b")}),),
-], ids=["named", "dynamic-by-name", "positional-mixed"])
-def test_dataclass_spec_instance_is_refined_field_by_field(spec):
+def _check_pair_program(ep, top):
+    """``ep`` of ``_pair_model`` admits a in [1, 8] with b = a + 1 (eager's results) and refuses the rest."""
+    for n in (1, 3, 8):
+        p = _Pair(np.arange(n * 1.0), np.arange(n + 1.0))
+        for want, have in zip(_pair_model(p), ep.module()(p)):
+            np.testing.assert_array_equal(have, want)
+    for a, b in ((9, 10), (top, top + 1), (4, 4)):
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(_Pair(np.ones(a), np.ones(b)))
+
+
+def test_dataclass_spec_instance_is_refined_field_by_field():
+    spec = {"p": _Pair(a={0: Dim("a")}, b={0: Dim("b")})}
     with pytest.raises(tpe.ConstraintViolationError) as info:
         tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=spec)
     assert "one refine step will not be enough" not in str(info.value)
     got = refine(str(info.value), spec)
-    inner = got["p"] if isinstance(got, dict) else got[0]
+    inner = got["p"]
     assert type(inner) is _Pair and inner.a[0].max == 8
     assert inner.b[0] == inner.a[0] + 1
     ep = tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=got)
-    for n in (1, 8):
-        p = _Pair(np.arange(n * 1.0), np.arange(n + 1.0))
-        for want, have in zip(_pair_model(p), ep.module()(p)):
-            np.testing.assert_array_equal(have, want)
-    with pytest.raises(tpe.ConstraintsExceededError):
-        ep.module()(_Pair(np.ones(9), np.ones(10)))
+    _check_pair_program(ep, 12)
+
+
+def test_dataclass_spec_of_dynamic_axes_infers_the_contract():
+    # Dim.DYNAMIC takes what the model needs (torch.export's rule): a <= 8 and b = a + 1
+    spec = {"p": _Pair(a={0: Dim.DYNAMIC}, b={0: Dim.DYNAMIC})}
+    ep = tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=spec)
+    assert sorted((str(s), v.lower, v.upper) for s, v in ep.range_constraints.items()) == [("p_a_dim0", 1, 8)]
+    _check_pair_program(ep, 12)
+
+
+def test_dataclass_spec_with_a_named_dim_beside_a_dynamic_one_refines_what_remains_on_the_named():
+    # a := b - 1 first (the DYNAMIC axis is constrained first); a's range [1, 8] then bounds b
+    spec = (_Pair(a={0: Dim.DYNAMIC}, b={0: Dim("b")}),)
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=spec)
+    assert "Constraints violated (b)!" in str(info.value)
+    got = refine(str(info.value), spec)
+    assert type(got[0]) is _Pair and got[0].a == {0: Dim.DYNAMIC} and got[0].b[0] == Dim("b", min=2, max=9)
+    ep = tpe.export(_pair_model, _Pair(np.ones(4), np.ones(5)), dynamic_shapes=got)
+    _check_pair_program(ep, 12)
 
 
 def test_dataclass_spec_keeps_untouched_fields_and_dims():
@@ -360,24 +382,42 @@ def test_dataclass_spec_keeps_untouched_fields_and_dims():
 
 # --- Dim.DYNAMIC in a positional spec: the message says which entry holds each input --------------
 
-def test_positional_dynamic_axes_are_placed_by_the_entry_the_message_gives():
+def test_positional_dynamic_axes_take_the_relations_and_ranges_the_model_needs():
     def model(a, w, b):
         return a + _T8[: a.shape[0]], b[1:] * a, w * 2
 
     spec = [{0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, (Dim.DYNAMIC,)]
-    with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=spec)
-    text = str(info.value)
-    assert "In a tuple/list dynamic_shapes its input is entry 2." in text
-    assert "will not be enough" not in text  # export's own proof placed the fixes too
-    got = refine(text, spec)
-    assert type(got) is list and got[1] == {0: Dim.DYNAMIC}  # w's axis untouched
-    assert got[0][0] == Dim("a_dim0", max=8) and got[2][0] == got[0][0] + 1
-    ep = tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=got)
-    for n, m in ((1, 7), (8, 2)):
+    ep = tpe.export(model, np.ones(4), np.ones(3), np.ones(5), dynamic_shapes=spec)
+    assert {str(s): (v.lower, v.upper) for s, v in ep.range_constraints.items()} == \
+        {"a_dim0": (1, 8), "w_dim0": (1, float("inf"))}
+    for n, m in ((1, 7), (8, 2), (5, 40)):
         args = (np.arange(n * 1.0), np.arange(m * 1.0), np.arange(n + 1.0))
         for want, have in zip(model(*args), ep.module()(*args)):
             np.testing.assert_array_equal(have, want)
+    for n, k in ((9, 10), (4, 4)):   # a beyond the table, b not a + 1
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones(n), np.ones(3), np.ones(k))
+
+
+def test_positional_dynamic_axis_specialized_is_placed_by_the_entry_the_message_gives():
+    def model(a, w, b):
+        return a * 2, w * 2, b + _T8[:4]      # b is pinned to 4
+
+    spec = [{0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}, (Dim.DYNAMIC,)]
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(model, np.ones(4), np.ones(4), np.ones(4), dynamic_shapes=spec)
+    text = str(info.value)
+    assert "b_dim0 = b.shape[0] was specialized to 4" in text
+    assert "In a tuple/list dynamic_shapes its input is entry 2." in text
+    assert "will not be enough" not in text  # export's own proof placed the fix too
+    got = refine(text, spec)
+    assert type(got) is list and got[0] == got[1] == {0: Dim.DYNAMIC} and got[2] == (4,)
+    ep = tpe.export(model, np.ones(4), np.ones(4), np.ones(4), dynamic_shapes=got)
+    args = (np.arange(7.0), np.arange(2.0), np.arange(4.0))
+    for want, have in zip(model(*args), ep.module()(*args)):
+        np.testing.assert_array_equal(have, want)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones(4), np.ones(4), np.ones(5))
 
 
 def test_entry_notes_pick_between_positional_placements():
@@ -394,37 +434,34 @@ def test_entry_notes_pick_between_positional_placements():
     assert refine(text, {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}})["x"] == {0: Dim("x_dim0", max=8)}
 
 
-# -- a positional spec: a new root is not a Dim.DYNAMIC site -------------------------------------------
+# -- divisibility of a Dim.DYNAMIC axis: the modulus is part of the contract -----------------------
 @pytest.mark.parametrize("spec", [({0: Dim.DYNAMIC},), {"y": {0: Dim.DYNAMIC}}], ids=["tuple", "dict"])
-def test_divisibility_of_a_dynamic_axis_refines_in_one_step_for_tuple_and_dict_specs(spec):
+def test_divisibility_of_a_dynamic_axis_is_inferred_for_tuple_and_dict_specs(spec):
     def model(y):
         return y.reshape(-1, 4).sum(1)
 
     y = np.ones((8,), np.float32)
-    with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(model, y, dynamic_shapes=spec)
-    assert "one refine step will not be enough" not in str(info.value)
-    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
-    ep = tpe.export(model, y, dynamic_shapes=refined)
+    ep = tpe.export(model, y, dynamic_shapes=spec)
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(4, float("inf"))]
     for n in (4, 12, 40):
         yn = np.arange(n, dtype=np.float32)
         np.testing.assert_array_equal(ep.module()(yn), model(yn))
-    with pytest.raises(tpe.ConstraintsExceededError):
-        ep.module()(np.ones((6,), np.float32))
+    for n in (6, 2):
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones((n,), np.float32))
 
 
-def test_two_positional_dynamic_axes_each_get_their_own_new_root():
+def test_two_positional_dynamic_axes_each_keep_their_own_modulus():
     def model(x, y):
         return x.reshape(-1, 4).sum(1) + y.reshape(-1, 2).sum()
 
     x, y = np.ones((8,), np.float32), np.ones((12,), np.float32)
-    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
-    with pytest.raises(tpe.ConstraintViolationError) as info:
-        tpe.export(model, x, y, dynamic_shapes=spec)
-    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
-    ep = tpe.export(model, x, y, dynamic_shapes=refined)
+    ep = tpe.export(model, x, y, dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
     for n, m in ((8, 12), (16, 4), (4, 2)):
         a, b = np.arange(n, dtype=np.float32), np.arange(m, dtype=np.float32)
         np.testing.assert_array_equal(ep.module()(a, b), model(a, b))
-    with pytest.raises(tpe.ConstraintsExceededError):
-        ep.module()(np.ones((6,), np.float32), np.ones((4,), np.float32))
+    for n, m in ((6, 4), (8, 3)):
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones((n,), np.float32), np.ones((m,), np.float32))
+
+

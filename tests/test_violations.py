@@ -537,18 +537,31 @@ def _pos_model(x):
     return x + POS_TABLE[: x.shape[0]]
 
 
-def test_export_dynamic_violation_refines_in_one_step():
+def test_export_dynamic_axis_takes_the_tables_bound():
+    # torch.export's Dim.DYNAMIC: a refinement is part of the contract, not a violation
+    spec = {"x": {0: Dim.DYNAMIC}}
+    x = np.ones((8, 4), np.float32)
+    ep = tpe.export(_pos_model, x, dynamic_shapes=spec)
+    assert [(str(s), v.lower, v.upper) for s, v in ep.range_constraints.items()] == [("x_dim0", 1, 512)]
+    for n in (1, 100, 512):
+        xn = np.full((n, 4), 2.0, np.float32)
+        np.testing.assert_array_equal(ep.module()(xn), _pos_model(xn))
+    with pytest.raises(ConstraintsExceededError, match=r"x.shape\[0\] = 513"):
+        ep.module()(np.ones((513, 4), np.float32))
+
+
+def test_export_dynamic_specialization_refines_in_one_step():
     spec = {"x": {0: Dim.DYNAMIC}}
     x = np.ones((8, 4), np.float32)
     with pytest.raises(ConstraintViolationError) as info_:
-        tpe.export(_pos_model, x, dynamic_shapes=spec)
+        tpe.export(lambda x: x + POS_TABLE[:8], x, dynamic_shapes=spec)
     text = str(info_.value)
-    assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf])" in text
-    assert text.endswith("Suggested fixes:\n  x_dim0 = Dim('x_dim0', max=512)")
+    assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]), but the model specialized it to the constant 8" in text
+    assert text.endswith("Suggested fixes:\n  x_dim0 = 8")
     new = refine(text, spec)
-    assert new == {"x": {0: Dim("x_dim0", max=512)}}
-    ep = tpe.export(_pos_model, x, dynamic_shapes=new)
-    assert ep.module()(np.ones((512, 4), np.float32)).shape == (512, 4)
+    assert new == {"x": {0: 8}}
+    ep = tpe.export(lambda x: x + POS_TABLE[:8], x, dynamic_shapes=new)
+    assert ep.module()(np.ones((8, 4), np.float32)).shape == (8, 4)
 
 
 def _concat_model(x, y, z):
@@ -617,19 +630,16 @@ def test_other_specialization_reasons_are_kept(loc):
     assert "was specialized to 8 (converted with int())\n" in str(err) and "to keep it dynamic" not in str(err)
 
 
-def test_sum_relation_over_dynamic_axes_gets_a_fix_over_their_site_names():
+def test_sum_relation_over_dynamic_axes_is_inferred():
     D = Dim.DYNAMIC
     args = (np.ones((2, 3)), np.ones((2, 4)), np.ones((2, 7)))
     spec = {"x": {1: D}, "y": {1: D}, "z": {1: D}}
-    with pytest.raises(ConstraintViolationError) as info_:
-        tpe.export(_concat_model, *args, dynamic_shapes=spec)
-    text = str(info_.value)
-    assert text.endswith("Suggested fixes:\n  z_dim1 = x_dim1 + y_dim1") and "no suggested fix" not in text
-    new = refine(text, spec)
-    x1, y1 = new["x"][1], new["y"][1]
-    assert (x1, y1) == (Dim("x_dim1"), Dim("y_dim1")) and new["z"][1].terms == ((x1, 1), (y1, 1))
-    m = tpe.export(_concat_model, *args, dynamic_shapes=new).module()
-    assert m(np.ones((2, 5)), np.ones((2, 2)), np.ones((2, 7))).shape == (2, 7)
+    ep = tpe.export(_concat_model, *args, dynamic_shapes=spec)
+    assert sorted(str(s) for s in ep.range_constraints) == ["x_dim1", "y_dim1"]
+    m = ep.module()
+    for p, q in ((5, 2), (1, 1), (10, 3)):
+        xs, ys, zs = np.ones((2, p)), np.full((2, q), 2.0), np.arange(2.0 * (p + q)).reshape(2, p + q)
+        np.testing.assert_array_equal(m(xs, ys, zs), _concat_model(xs, ys, zs))
     with pytest.raises(ConstraintsExceededError):
         m(np.ones((2, 5)), np.ones((2, 2)), np.ones((2, 8)))
 
@@ -638,15 +648,18 @@ def _pos_times(x, y):
     return (x + POS_TABLE[: x.shape[0]]) * y
 
 
-def test_export_dynamic_positional_spec_refines_in_one_step():
+def test_export_dynamic_positional_spec_infers_equality_and_range():
     spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
     args = (np.ones((8, 4), np.float32), np.ones((8, 4), np.float32))
-    with pytest.raises(ConstraintViolationError) as info_:
-        tpe.export(_pos_times, *args, dynamic_shapes=spec)
-    new = refine(str(info_.value), spec)
-    assert new[0][0] == Dim("x_dim0", max=512) and new[1][0] is new[0][0]
-    ep = tpe.export(_pos_times, *args, dynamic_shapes=new)
-    assert ep.module()(np.ones((3, 4), np.float32), np.ones((3, 4), np.float32)).shape == (3, 4)
+    ep = tpe.export(_pos_times, *args, dynamic_shapes=spec)
+    assert [(str(s), v.lower, v.upper) for s, v in ep.range_constraints.items()] == [("x_dim0", 1, 512)]
+    assert [c.sites for c in ep.equality_constraints] == [(("x", 0), ("y", 0))]
+    for n in (3, 512):
+        a, b = np.full((n, 4), 2.0, np.float32), np.full((n, 4), 3.0, np.float32)
+        np.testing.assert_array_equal(ep.module()(a, b), _pos_times(a, b))
+    for n, k in ((3, 4), (513, 513)):
+        with pytest.raises(ConstraintsExceededError):
+            ep.module()(np.ones((n, 4), np.float32), np.ones((k, 4), np.float32))
 
 
 def test_what_works_suggests_np_where_only_for_a_branch():

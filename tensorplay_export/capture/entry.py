@@ -75,8 +75,13 @@ def new_solver() -> Any:
     return ShapeSolver(timeout_ms=200)
 
 
-def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple[list, dict]:
+def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
+                 inferred: frozenset = frozenset()) -> tuple[list, dict]:
     """Symbolic shape per array leaf; DimInfo per user-visible symbol.
+
+    ``inferred``: names of ``Dim`` objects that are ``Dim.DYNAMIC`` axes shared by several
+    sites (``AdditionalInputs.shared``: axes equal in every example set); their symbol takes
+    refinements as a DYNAMIC one does.
 
     Raises:
         ConstraintsExceededError: an example size outside its declared range (all of them,
@@ -142,7 +147,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
                     outside.append(OutsideExample(site, int(size), d))
                     shape.append(int(size))
                     continue
-                shape.append(_named(env, dims, d, size, site))
+                shape.append(_named(env, dims, d, size, site, "dynamic" if d.name in inferred else "named"))
                 continue
             raise TypeError(f"unsupported dim spec {d!r} for {site}")
         shapes.append(shape)
@@ -160,7 +165,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list) -> tuple
     return [None if s is None else tuple(s) for s in shapes], dims
 
 
-def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Symbol:
+def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str, kind: str = "named") -> sympy.Symbol:
     info = dims.get(d.name)
     if info is not None:
         if info.hint != size:
@@ -168,9 +173,9 @@ def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str) -> sympy.Sym
                 f"{site} = {size}, but {info.sites[0]} = {info.hint} and both are the dim {d.name}: "
                 f"the example inputs disagree with the declared dynamic_shapes")
         info.sites.append(site)
-        return env.create_symbol(d.name, d.min, d.max, size, "named")
-    sym = env.create_symbol(d.name, d.min, d.max, size, "named")
-    dims[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, int(size), [site], "named")
+        return env.create_symbol(d.name, d.min, d.max, size, info.kind)
+    sym = env.create_symbol(d.name, d.min, d.max, size, kind)
+    dims[d.name] = DimInfo(d.name, d.min, math.inf if d.max is None else d.max, int(size), [site], kind)
     return sym
 
 
@@ -209,6 +214,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     """:func:`capture` without the BLAS thread limit."""
     if mode not in ("export", "draft"):
         raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
+    from ..specs.dims import AdditionalInputs
     from ..specs.normalize import input_leaf_paths, normalize_dynamic_shapes
 
     from ..ops.registry import all_ops
@@ -220,7 +226,8 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     leaves, in_spec = pytree.tree_flatten((args, kwargs))
     paths = input_leaf_paths(model, args, kwargs)
     env = ShapeEnv(new_solver(), mode)
-    shapes, dims = make_symbols(env, leaves, specs, paths)
+    shared = dynamic_shapes.shared if isinstance(dynamic_shapes, AdditionalInputs) else frozenset()
+    shapes, dims = make_symbols(env, leaves, specs, paths, shared)
     tracer = Tracer(env, draft=draft_log)
     from ..nn.module import _CALL_HOOK, Module
 

@@ -6,9 +6,10 @@ What it does depends on where it runs and on what ``cond`` is:
   :class:`~tensorplay_export.errors.ConstraintsExceededError` with the caller's
   ``file:line``, anything true is a no-op;
 - during a capture, on backed sizes only (input dims): a guard like an assert
-  (``ShapeEnv.guard``, cause ``"check"``).  Proved: nothing.  Over a named or
-  DYNAMIC dim: a violation with a fix (``Dim("n", min=2)``).  Over ``Dim.AUTO``:
-  accepted, the AUTO dim narrows;
+  (``ShapeEnv.guard``, cause ``"check"``).  Proved: nothing.  Over a named dim:
+  a violation with a fix (``Dim("n", min=2)``).  Over ``Dim.AUTO`` or
+  ``Dim.DYNAMIC``: accepted, the dim narrows (a DYNAMIC one left one size is a
+  violation);
 - during a capture, on a data-dependent (unbacked) size: the solver assumes it
   for the rest of the capture (later ops may rely on it without a guard) and a
   ``tpe.check_size`` node (a side-effect op, :mod:`tensorplay_export.ops.checks`)

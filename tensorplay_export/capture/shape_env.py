@@ -13,12 +13,14 @@ Every requirement a traced run places on sizes goes through :meth:`ShapeEnv.guar
    - it involves a data-dependent (unbacked) symbol: a ``data_dependent``
      record; ``export`` stops with ``DataDependentError``, ``draft`` mode
      assumes it and goes on;
-   - it involves an AUTO symbol: accepted.  The solver assumes it, it becomes
-     a runtime contract guard, and a linear equality that can be solved for an
-     AUTO symbol with integer coefficients becomes a replacement used from
-     then on;
-   - otherwise (named / DYNAMIC dims only): a violation, recorded and also
-     assumed so capture goes on and every problem is reported at once.
+   - it involves an AUTO or DYNAMIC symbol: accepted.  The solver assumes it,
+     it becomes a runtime contract guard, and a linear equality that can be
+     solved for an AUTO or DYNAMIC symbol with integer coefficients becomes a
+     replacement used from then on.  Except when it pins a DYNAMIC symbol to
+     one size (``Dim.DYNAMIC`` is AUTO that refuses a specialization, as in
+     torch.export): a violation whose record says which (``GuardRecord.pins``);
+   - otherwise (named dims only): a violation, recorded and also assumed so
+     capture goes on and every problem is reported at once.
 
 Guards are deduplicated by their canonical expression.  Each record carries
 its ``cause`` (``records.CAUSES``: broadcasting, reshape, ``len()``...) as the
@@ -38,6 +40,10 @@ from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
 from ..violations import data_dependent_error
 from .frames import user_source
+
+# Symbol kinds whose guards are accepted into the contract (a DYNAMIC one unless it is pinned).
+_INFERRED = ("auto", "dynamic")
+
 
 def _canonicalize(expr: Any, ranges: dict) -> Any:
     return canonicalize(expr, ranges)
@@ -282,7 +288,13 @@ class ShapeEnv:
                 raise self._data_dependent_error(record, unbacked)
             self.solver.assume(expr)
             return
-        if any(self.kinds.get(s) == "auto" for s in syms):
+        if any(self.kinds.get(s) in _INFERRED for s in syms):
+            pinned = self._pinned_dynamic(expr)
+            if pinned:  # a Dim.DYNAMIC axis may be refined, never specialized (torch's rule)
+                record.pins = pinned
+                self.solver.assume(expr)
+                self.violations.append(record)
+                return
             self.accepted.append(record)
             # replace first: the replaced symbol's range is checked before the solver learns the
             # equality (which would make that range look implied)
@@ -347,14 +359,48 @@ class ShapeEnv:
         self.solver.rollback(solver_token)
 
     # -- helpers --------------------------------------------------------------
+    def _pinned_dynamic(self, expr: sympy.Basic) -> dict[str, int]:
+        """``{name: example size}`` of the ``Dim.DYNAMIC`` symbols that accepting ``expr`` pins.
+
+        A DYNAMIC axis takes every refinement (a range, a relation, a modulus) as ``Dim.AUTO``
+        does, but a guard that leaves it one size (``n == 4``, ``n == m`` with ``m`` static,
+        ``n >= 4`` under ``max=4``) is a specialization, which torch reports for
+        ``Dim.DYNAMIC`` (pytorch/pytorch#137029).  The symbols asked about are the guard's
+        and those replaced by an expression of them (``m := n``); one already reported as
+        pinned is not reported again.  The solver decides ``expr -> d == hint`` under what
+        is assumed so far; an undecided query is not a pin (the guard is then a contract
+        guard, checked at run time).
+        """
+        syms = expr.free_symbols
+        candidates = [s for s in syms if self.kinds.get(s) == "dynamic"]
+        candidates += [a for a, e in self.replacements.items()
+                       if self.kinds.get(a) == "dynamic" and e.free_symbols & syms]
+        if not candidates:
+            return {}
+        reported = {n for r in self.violations for n in r.pins}
+        pinned = {}
+        for d in sorted(set(candidates), key=lambda v: v.name):
+            if d.name in reported or d not in self.hints:
+                continue
+            self.stats["queries"] += 1
+            if self.solver.implies(sympy.Or(sympy.Not(expr), sympy.Eq(d, self.hints[d]))).status == "proved":
+                pinned[d.name] = self.hints[d]
+        return pinned
+
     def _maybe_replace(self, expr: sympy.Basic, source: Optional[SourceLoc] = None,
                        op: Optional[str] = None) -> None:
-        """Record ``a := e`` for a linear equality solvable for an AUTO symbol ``a``."""
+        """Record ``a := e`` for a linear equality solvable for an AUTO or DYNAMIC symbol ``a``.
+
+        AUTO symbols are replaced first (by name), then DYNAMIC ones, the one made last
+        first (``y_dim0 := x_dim0``: the contract keeps the first input's name).
+        """
         if not isinstance(expr, sympy.Eq):
             return
         diff = sympy.expand(expr.lhs - expr.rhs)
-        autos = sorted((s for s in diff.free_symbols if self.kinds.get(s) == "auto"
-                        and s not in self.replacements), key=lambda s: s.name)
+        free = [s for s in diff.free_symbols if s not in self.replacements]
+        order = {s: i for i, s in enumerate(self.ranges)}
+        autos = sorted((s for s in free if self.kinds.get(s) == "auto"), key=lambda s: s.name)
+        autos += sorted((s for s in free if self.kinds.get(s) == "dynamic"), key=lambda s: -order.get(s, 0))
         for a in autos:
             indep, dep = diff.as_independent(a, as_Add=True)
             coeff = self._coefficient(dep, a)
@@ -369,11 +415,18 @@ class ShapeEnv:
             self.replacements[a] = solution
             lo, hi = self.ranges[a]
             # The replaced symbol's own range must still hold; over named dims alone that is a
-            # violation (what remains after constraining the AUTO dims), else a contract guard.
+            # violation (what remains after constraining the AUTO/DYNAMIC dims), else a contract guard.
             for bound in (sympy.Ge(solution, lo), sympy.Le(solution, hi) if hi is not None else None):
                 if bound is not None:
                     self.guard(bound, "shape", f"{a} = {solution} must stay in the range of {a}", source, op,
                                cause="auto_range")
+            # so must what was accepted for it before (a table bound a <= 8 is b <= 9 once a := b - 1):
+            # over named dims alone, asked again, that is what remains for them
+            for rec in [r for r in self.accepted if a in r.expr.free_symbols]:
+                again = self._substitute(rec.expr)
+                if again.free_symbols and not any(self.kinds.get(s) in _INFERRED for s in again.free_symbols):
+                    self.guard(again, rec.kind, f"{rec.reason}; with {a} = {solution}" if rec.reason else
+                               f"{a} = {solution}", rec.source, rec.op, cause=rec.cause)
             return
 
     def _substitute(self, expr: sympy.Basic) -> sympy.Basic:

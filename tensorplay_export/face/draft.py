@@ -48,6 +48,7 @@ from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
     UnsupportedOpError, data_dependent_lines, unfixable_note, violation_lines,
 )
+from ..specs.dims import AdditionalInputs
 from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
 __all__ = ["draft_export", "DraftExportReport", "BLOCKING_KINDS", "FailureReport", "NumericalComparison", "StructuralValidation",
@@ -79,7 +80,7 @@ class DraftExportReport:
         fixes_note: what exporting again with the block applied could not prove (more rounds
             may be needed, or only guards no fix form expresses remain), None when one refine
             step is proved enough for every guard; the report prints it before the block.
-        accepted: text of guards accepted on ``Dim.AUTO`` sizes (part of the contract, not failures).
+        accepted: text of guards accepted on ``Dim.AUTO``/``Dim.DYNAMIC`` sizes (part of the contract, not failures).
         model_name: for headings.
     """
 
@@ -540,6 +541,13 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
         failures.append(FailureReport("capture_error", f"could not build the program: {type(err).__name__}: {err}",
                                       error_source(err), None))
         return DraftExportReport(failures, None, fixes=fixes, accepted=accepted, model_name=name, fixes_note=note)
+    if isinstance(dynamic_shapes, AdditionalInputs):  # as export: every set inside the inferred contract
+        from ..export import check_additional_inputs
+
+        try:
+            check_additional_inputs(ep, model, dynamic_shapes)
+        except ConstraintsExceededError as err:
+            failures.append(FailureReport("example_out_of_range", str(err), None, None))
     validation = _validate(ep)
     validation.problems[:0] = problems
     validation.ok = not validation.problems

@@ -4,7 +4,7 @@ All four show the same content: a status line (program built? structural
 validation, max abs/rel difference against eager), the failures grouped by
 kind (message, the model's ``file:line`` and source text, the fix lines
 concerning it; none for a guard no fix line expresses), the guards accepted on
-``Dim.AUTO`` sizes, and, last, one ``Suggested fixes:`` block that
+``Dim.AUTO`` and ``Dim.DYNAMIC`` sizes, and, last, one ``Suggested fixes:`` block that
 ``refine_dynamic_shapes_from_suggested_fixes`` reads (it stops at the first
 blank line, so nothing follows the block).  When other failures make export fail
 whatever the fixes (``report.fixes_blocked_by``), a sentence before the block
@@ -117,7 +117,7 @@ def render_text(report: Any) -> str:
                 out.append(f"     fix: {'; '.join(fix.splitlines())}")
     if report.accepted:
         out.append("")
-        out.append("Guards accepted on Dim.AUTO sizes (part of the program's contract)")
+        out.append("Guards accepted on Dim.AUTO and Dim.DYNAMIC sizes (part of the program's contract)")
         out += [f"  - {g}" for g in report.accepted]
     if report.fixes:
         out.append("")
@@ -179,7 +179,7 @@ def render_html(report: Any) -> str:
         parts.append("<table><thead><tr><th>#</th><th>kind</th><th>message</th><th>source</th><th>fix</th>"
                      "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     if report.accepted:
-        parts.append("<p>Guards accepted on Dim.AUTO sizes:</p><ul>"
+        parts.append("<p>Guards accepted on Dim.AUTO and Dim.DYNAMIC sizes:</p><ul>"
                      + "".join(f"<li><code>{esc(g)}</code></li>" for g in report.accepted) + "</ul>")
     if report.fixes:
         parts += [f"<p><b>{esc(line)}</b></p>" for line in _before_fixes_lines(report)]
@@ -212,7 +212,7 @@ def render_markdown(report: Any) -> str:
                        f"{src} | {fix} |")
         out.append("")
     if report.accepted:
-        out.append("Guards accepted on Dim.AUTO sizes:")
+        out.append("Guards accepted on Dim.AUTO and Dim.DYNAMIC sizes:")
         out += [f"- `{g}`" for g in report.accepted]
         out.append("")
     if report.fixes:

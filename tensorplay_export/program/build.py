@@ -104,10 +104,10 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
         g = env.canon(sub(getattr(rec, "expr", rec)))
         if g is not sympy.true and g not in guards:
             guards.append(g)
-    # A bound accepted on one AUTO root (s0 <= 512) is its range: range_constraints and the
-    # runtime range check state it, instead of [1, inf] plus an extra guard.
+    # A bound accepted on one AUTO or DYNAMIC root (s0 <= 512) is its range: range_constraints
+    # and the runtime range check state it, instead of [1, inf] plus an extra guard.
     auto = {s: (int(v.lower), None if v.upper == math.inf else int(v.upper))
-            for s, v in ranges.items() if env.kinds.get(s) == "auto"}
+            for s, v in ranges.items() if env.kinds.get(s) in ("auto", "dynamic")}
     folded, guards = fold_simple_bounds(auto, guards)
     for s, (lo, hi) in folded.items():
         lo, hi = _admitted_extent(s, lo, hi, guards, env.hints.get(s))

@@ -19,6 +19,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import pytree
+from ..errors import ConstraintsExceededError
 from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
@@ -47,6 +48,13 @@ class _DimHint:
     export, the range is in ``range_constraints`` and checked at run time.  ``min``
     None means the usual lower bound (1, or 0 for an empty example); ``max`` None is
     unbounded.  Test the kind with :func:`is_auto` / :func:`is_dynamic`, never ``is``.
+
+    What export does with the guards on such an axis (torch.export's rule,
+    pytorch/pytorch#137029): ``Dim.AUTO`` and ``Dim.DYNAMIC`` both take every
+    refinement the model needs (a range, a relation to another axis, a modulus) into
+    the program's contract; a guard that leaves a ``Dim.DYNAMIC`` axis one size (a
+    specialization) is a ``ConstraintViolationError`` whose fix makes it static, while
+    ``Dim.AUTO`` takes that too.  ``Dim.STATIC`` is the example's size.
 
     Raises (on call):
         TypeError: ``Dim.STATIC(...)``, a non-integer bound.
@@ -537,9 +545,15 @@ class AdditionalInputs:
     together) share one named ``Dim`` (named after the first such axis, as a
     ``Dim.DYNAMIC`` axis is: ``x_dim0``), so the program may rely on their
     equality; an axis varying alone is ``Dim.DYNAMIC`` (``Dim.DYNAMIC(min=0)``
-    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Only
+    when it is 0 in some set; a shared dim gets ``min=0`` likewise).  Exporting with the
+    object itself, a shared dim (named in :attr:`shared`) is a DYNAMIC axis over its sites:
+    it takes the ranges and relations the model needs, and only a specialization is a
+    violation (its fix, refined into :attr:`spec`, names the dim).  Only
     equalities are inferred (never ``dy = 2*dx`` or other ranges).  A non-array
-    input must be the same in every set: it is a constant of the program.  ``verify(ep)`` runs the exported
+    input must be the same in every set: it is a constant of the program.  The contract export
+    infers for the dynamic axes may be narrower than the sets (``Dim.DYNAMIC`` takes the
+    ranges and relations the model needs), so export checks every set against it and raises
+    ``ConstraintsExceededError`` naming a set outside.  ``verify(ep)`` runs the exported
     program on every recorded set; :attr:`spec` is the explicit spec of the last
     :meth:`dynamic_shapes` call (what ``export`` used, and what
     ``refine_dynamic_shapes_from_suggested_fixes`` refines).
@@ -548,6 +562,7 @@ class AdditionalInputs:
     def __init__(self):
         self._examples: list[tuple[tuple, dict]] = []
         self.spec: Any = None
+        self.shared: frozenset = frozenset()  # names of the shared dims of the last dynamic_shapes call
 
     def add(self, args: Any, kwargs: Optional[dict] = None) -> None:
         if not isinstance(args, tuple):
@@ -608,6 +623,7 @@ class AdditionalInputs:
                 i, ax = sites[0]
                 dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
                 shared.update((site, dim) for site in sites)
+        self.shared = frozenset(d.name for d in shared.values())
         # a lone axis that is 0 in some set needs min 0 (a plain Dim.DYNAMIC starts at 1)
         leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
                         for ax in sorted(v)} or None)
@@ -619,12 +635,21 @@ class AdditionalInputs:
     def verify(self, ep: Any) -> None:
         """Run ``ep.module()`` on every added set; the program must admit them all.
 
+        ``export`` already checks each set against the program's contract (only its input
+        checks), since the contract it infers for the dynamic axes can be narrower than
+        the sets (torch.export does the same); ``verify`` runs the whole program.
+
         Raises:
-            whatever the program raises (``ConstraintsExceededError`` for a refused set).
+            ConstraintsExceededError: a set the program refuses (the message names the set
+                and says what the program said); anything else the program raises.
         """
         module = ep.module()
-        for args, kwargs in self._examples:
-            module(*args, **kwargs)
+        for n, (args, kwargs) in enumerate(self._examples):
+            try:
+                module(*args, **kwargs)
+            except ConstraintsExceededError as err:
+                raise ConstraintsExceededError(f"AdditionalInputs set {n} is outside the program's contract: "
+                                               f"{err}") from err
 
 
 def spec_dim_names(spec: Any) -> Optional[set]:

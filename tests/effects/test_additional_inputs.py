@@ -31,12 +31,37 @@ def test_axes_equal_in_every_set_share_one_dim_and_export():
 
 
 def test_axes_that_differ_in_one_set_are_not_tied():
-    # equal at the example and in one set, different in another: two dims, so x + y is a violation
+    # equal at the example and in one set, different in another: two DYNAMIC axes; x + y ties them
+    # (torch.export's Dim.DYNAMIC), and the set (4, 7) is outside that contract: export says which
     ai = _sets((2, 2), (4, 7))
     assert ai.dynamic_shapes(add, (np.ones((5, 3)), np.ones((5, 3)))) == {"x": {0: Dim.DYNAMIC},
                                                                         "y": {0: Dim.DYNAMIC}}
-    with pytest.raises(tpe.ConstraintViolationError):
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
         tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert str(info.value).startswith("AdditionalInputs set 1 (x.shape[0] = 4, y.shape[0] = 7) is outside the "
+                                      "exported program's contract: y.shape[0] = 7 must equal x.shape[0] = 4 "
+                                      "(dim x_dim0).")
+
+
+def test_axes_varying_alone_take_the_relation_the_model_needs_when_every_set_fits():
+    ai = _sets((2, 3), (6, 7))
+    ep = tpe.export(lambda x, y: x + y[1:], np.ones((4, 3)), np.ones((5, 3)), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}}
+    ai.verify(ep)
+    run = ep.module()
+    x, y = np.arange(27.0).reshape(9, 3), np.arange(30.0).reshape(10, 3)
+    np.testing.assert_array_equal(run(x, y), x + y[1:])
+    with pytest.raises(tpe.ConstraintsExceededError):
+        run(np.ones((4, 3)), np.ones((4, 3)))
+
+
+def test_verify_names_a_set_the_program_refuses():
+    ai = _sets((2, 2), (6, 6))
+    ep = tpe.export(add, np.ones((5, 3)), np.ones((5, 3)), dynamic_shapes={"x": {0: Dim("n", max=5)},
+                                                                            "y": {0: Dim("n", max=5)}})
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"^AdditionalInputs set 1 is outside the program's "
+                                                          r"contract: x.shape\[0\] = 6"):
+        ai.verify(ep)
 
 
 def test_only_equalities_are_inferred():
@@ -57,19 +82,38 @@ def test_a_shared_dim_admits_zero_when_a_set_is_empty():
     assert ep.module()(np.ones((0, 3)), np.ones((0, 3))).shape == (0, 3)
 
 
-def test_refine_accepts_the_object_and_returns_the_explicit_spec_dict():
+def test_a_shared_dim_takes_the_modulus_the_model_needs():
+    # a shared dim is a Dim.DYNAMIC axis over its sites: the even row count joins the contract
     def model(x, y):
         return (x + y).reshape(-1, 6)   # needs an even row count
 
     ai = _sets((2, 2), (6, 6))
+    ep = tpe.export(model, np.ones((4, 3)), np.ones((4, 3)), dynamic_shapes=ai)
+    assert ai.shared == {"x_dim0"} and [str(s) for s in ep.range_constraints] == ["x_dim0"]
+    ai.verify(ep)
+    x = np.arange(24.0).reshape(8, 3)
+    np.testing.assert_array_equal(ep.module()(x, np.ones((8, 3))), (x + 1).reshape(-1, 6))
+    for n, m in ((7, 7), (8, 6)):     # odd rows; the axes apart
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()(np.ones((n, 3)), np.ones((m, 3)))
+
+
+def test_refine_accepts_the_object_and_returns_the_explicit_spec_dict():
+    def model(x, y):
+        return (x + y) * np.ones((4, 1))   # pins the shared dim to 4: a specialization
+
+    ai = _sets((4, 4), (4, 4))
+    ai.add((np.ones((6, 3)), np.ones((6, 3))))
     with pytest.raises(tpe.ConstraintViolationError) as info:
         tpe.export(model, np.ones((4, 3)), np.ones((4, 3)), dynamic_shapes=ai)
+    assert "x_dim0 = x.shape[0] = y.shape[0] was specialized to 4" in str(info.value)
     fixed = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), ai)
-    assert isinstance(fixed, dict) and set(fixed) == {"x", "y"}
-    assert fixed["x"][0] is fixed["y"][0] and str(fixed["x"][0]) == "2*_x_dim0"
+    assert isinstance(fixed, dict) and fixed == {"x": {0: 4}, "y": {0: 4}}
     ep = tpe.export(model, np.ones((4, 3)), np.ones((4, 3)), dynamic_shapes=fixed)
-    ai.verify(ep)
-    np.testing.assert_allclose(ep.module()(np.ones((8, 3)), np.ones((8, 3))), np.full((4, 6), 2.0))
+    x = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(ep.module()(x, x), 2 * x)
+    with pytest.raises(tpe.ConstraintsExceededError, match="AdditionalInputs set 2 is outside"):
+        ai.verify(ep)
 
 
 def test_refine_of_an_unused_object_says_to_export_first():

@@ -102,8 +102,25 @@ def test_user_dim_named_like_a_dynamic_axis():
     def model(x, y):
         return x + TABLE8[: x.shape[0]], y * 2
 
+    # the DYNAMIC axis takes the table's bound itself (torch's rule) under a name of its own
     spec = {"x": {0: Dim.DYNAMIC}, "y": {0: Dim("x_dim0")}}
-    err, spec2, ep = refine_once(model, arr(3), arr(4), dynamic_shapes=spec)
+    ep = tpe.export(model, arr(3), arr(4), dynamic_shapes=spec)
+    assert {str(s): (v.lower, v.upper) for s, v in ep.range_constraints.items()} == \
+        {"x_dim0_1": (1, 8), "x_dim0": (1, float("inf"))}
+    agrees(ep, model, arr(8), arr(2))
+    agrees(ep, model, arr(1), arr(30))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(9), arr(2))
+
+
+def test_user_dim_named_like_a_specialized_dynamic_axis():
+    def model(x, y):
+        return x + TABLE8, y * 2
+
+    spec = {"x": {0: Dim.DYNAMIC}, "y": {0: Dim("x_dim0")}}
+    err, spec2, ep = refine_once(model, arr(8), arr(4), dynamic_shapes=spec)
+    assert "x_dim0_1 = x.shape[0] was specialized to 8" in str(err)
+    assert spec2 == {"x": {0: 8}, "y": {0: Dim("x_dim0")}}
     agrees(ep, model, arr(8), arr(2))
 
 

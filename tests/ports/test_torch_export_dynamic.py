@@ -451,17 +451,35 @@ def test_static_hint_and_none_keep_the_example_size():
     agrees(ep3, model, arr(8, 2))
 
 
-def test_dynamic_hint_violation_names_the_axis_and_refine_replaces_it():
+def test_dynamic_hint_takes_a_range_refinement():
+    # torch.export (pytorch/pytorch#137029): Dim.DYNAMIC infers ranges like Dim.AUTO
     TABLE = np.arange(16, dtype=np.float32)
 
     def model(x):
         return x + TABLE[: x.shape[0]]
 
+    ep = tpe.export(model, arr(4), dynamic_shapes={"x": {0: Dim.DYNAMIC}})
+    assert [(str(s), v.lower, v.upper) for s, v in ep.range_constraints.items()] == [("x_dim0", 1, 16)]
+    for n in (1, 7, 16):
+        agrees(ep, model, arr(n))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(17))
+
+
+def test_dynamic_hint_specialization_names_the_axis_and_refine_replaces_it():
+    TABLE = np.arange(16, dtype=np.float32)
+
+    def model(x):
+        return x + TABLE[: 2 * x.shape[0]][::2] if x.shape[0] == 4 else x
+
     spec = {"x": {0: Dim.DYNAMIC}}
     err, spec2, ep = refine_once(model, arr(4), dynamic_shapes=spec)
-    assert "x_dim0" in str(err)
-    assert isinstance(spec2["x"][0], Dim) and spec2["x"][0].max == 16
-    agrees(ep, model, arr(16))
+    assert "x_dim0 = x.shape[0] was specialized to 4" in str(err)
+    assert "x.shape[0] is Dim.DYNAMIC (x_dim0 in [1, inf]), but the model specialized it to the constant 4" in str(err)
+    assert spec2 == {"x": {0: 4}}
+    agrees(ep, model, arr(4))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(5))
 
 
 def test_auto_dims_keep_relations_the_model_needs():

@@ -67,24 +67,61 @@ def test_refine_closes_for_a_shapes_collection():
     agrees(ep, head8_and_shift, arr(2), arr(3))
 
 
-def test_refine_closes_for_dynamic_hints_in_a_nested_dict():
+def pinned_y(x, y):
+    """Needs x.shape[0] <= 8 and y.shape[0] == 5 (a specialization for a Dim.DYNAMIC axis)."""
+    return x + TABLE8[: x.shape[0]], y * TABLE8[:5]
+
+
+def test_dynamic_hints_in_a_nested_dict_take_the_relation_and_range():
     def model(inp):
         return head8_and_shift(*inp["p"])
 
     spec = {"inp": {"p": ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})}}
+    ep = tpe.export(model, {"p": (arr(4), arr(5))}, dynamic_shapes=spec)
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(1, 8)]
+    for n in (1, 8):
+        agrees(ep, model, {"p": (arr(n), arr(n + 1))})
+    for n, m in ((9, 10), (4, 4)):
+        with pytest.raises(tpe.ConstraintsExceededError):
+            ep.module()({"p": (arr(n), arr(m))})
+
+
+def test_refine_closes_for_a_specialized_dynamic_hint_in_a_nested_dict():
+    def model(inp):
+        return pinned_y(*inp["p"])
+
+    spec = {"inp": {"p": ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})}}
     err, spec2, ep = refine_once(model, {"p": (arr(4), arr(5))}, dynamic_shapes=spec)
-    agrees(ep, model, {"p": (arr(8), arr(9))})
+    assert "specialized it to the constant 5" in str(err)
+    assert spec2 == {"inp": {"p": ({0: Dim.DYNAMIC}, {0: 5})}}
+    agrees(ep, model, {"p": (arr(8), arr(5))})
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()({"p": (arr(9), arr(5))})
+
+
+def test_additional_inputs_axes_take_the_relation_the_model_needs():
+    # each axis varies alone (DYNAMIC): export infers y = x + 1 and x <= 8, which every set satisfies
+    ai = tpe.AdditionalInputs()
+    ai.add((arr(2), arr(3)))
+    ai.add((arr(6), arr(7)))
+    ep = tpe.export(head8_and_shift, arr(4), arr(5), dynamic_shapes=ai)
+    assert ai.spec == {"x": {0: Dim.DYNAMIC}, "y": {0: Dim.DYNAMIC}}
+    ai.verify(ep)
+    agrees(ep, head8_and_shift, arr(8), arr(9))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(9), arr(10))
 
 
 def test_refine_closes_for_additional_inputs_through_their_spec():
     ai = tpe.AdditionalInputs()
-    ai.add((arr(2), arr(3)))
-    ai.add((arr(6), arr(7)))
-    err = violation(head8_and_shift, arr(4), arr(5), dynamic_shapes=ai)
+    ai.add((arr(2), arr(5)))
+    ai.add((arr(6), arr(5)))
+    ai.add((arr(3), arr(7)))
+    err = violation(pinned_y, arr(4), arr(5), dynamic_shapes=ai)
     spec = tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), ai.spec)
-    ep = tpe.export(head8_and_shift, arr(4), arr(5), dynamic_shapes=spec)
-    ai.verify(ep)
-    agrees(ep, head8_and_shift, arr(8), arr(9))
+    assert spec == {"x": {0: Dim.DYNAMIC}, "y": {0: 5}}
+    ep = tpe.export(pinned_y, arr(4), arr(5), dynamic_shapes=spec)
+    agrees(ep, pinned_y, arr(8), arr(5))
 
 
 @dataclasses.dataclass
@@ -106,10 +143,19 @@ def test_refine_closes_for_a_dataclass_spec():
     agrees(ep, two_model, Two(arr(8), arr(9)))
 
 
-def test_refine_closes_for_dynamic_hints_in_a_tuple_spec():
-    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
-    err, spec2, ep = refine_once(head8_and_shift, arr(4), arr(5), dynamic_shapes=spec)
+def test_dynamic_hints_in_a_tuple_spec_take_the_relation_and_range():
+    ep = tpe.export(head8_and_shift, arr(4), arr(5), dynamic_shapes=({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC}))
     agrees(ep, head8_and_shift, arr(8), arr(9))
+    agrees(ep, head8_and_shift, arr(1), arr(2))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(9), arr(10))
+
+
+def test_refine_closes_for_a_specialized_dynamic_hint_in_a_tuple_spec():
+    spec = ({0: Dim.DYNAMIC}, {0: Dim.DYNAMIC})
+    err, spec2, ep = refine_once(pinned_y, arr(4), arr(5), dynamic_shapes=spec)
+    assert spec2 == ({0: Dim.DYNAMIC}, {0: 5})
+    agrees(ep, pinned_y, arr(8), arr(5))
 
 
 def test_dataclass_spec_given_as_a_dict_of_fields_refines():
@@ -616,19 +662,23 @@ def test_additional_inputs_with_a_different_rank_are_refused():
         tpe.export(lambda x: x.sum(axis=1), arr(2, 5), dynamic_shapes=ai)
 
 
-def test_additional_inputs_relation_fix_refines_their_spec():
+def test_additional_inputs_relation_is_inferred_and_the_sets_are_checked():
     def model(x, y):
         return np.tile(x, 2)[:-1] + y
 
     ai = tpe.AdditionalInputs()
     ai.add((arr(3), arr(5)))
     ai.add((arr(4), arr(7)))
-    err = violation(model, arr(2), arr(3), dynamic_shapes=ai)
-    assert "y_dim0 = 2*x_dim0 - 1" in str(err)
-    ep = tpe.export(model, arr(2), arr(3),
-                    dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(str(err), ai.spec))
+    ep = tpe.export(model, arr(2), arr(3), dynamic_shapes=ai)
     ai.verify(ep)
     agrees(ep, model, arr(9), arr(17))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(arr(9), arr(18))
+    # a set the inferred y = 2*x - 1 refuses: export names it
+    ai.add((arr(4), arr(8)))
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"AdditionalInputs set 2 \(x.shape\[0\] = 4, "
+                                                             r"y.shape\[0\] = 8\) is outside"):
+        tpe.export(model, arr(2), arr(3), dynamic_shapes=ai)
 
 
 def test_additional_inputs_with_an_empty_set_on_shared_axes():
