@@ -415,6 +415,19 @@ CASES.update({
     "numpy.cross": [c(A(n, 3), A(n, 3)), c(A(n, 2), A(1, 3)), c(A(n, 2), A(n, 2)), c(A(3, n), A(3, n), axis=0),
                     c(A(n, 3), A(m, 1, 3), axisc=0)],
     "numpy.unstack": [c(A(n, 3), axis=1), c(x2()), c(A(2, n))],
+    # -- numpy.linalg's array-API entry points (ops/linalg_namespace.py)
+    "numpy.linalg.vecdot": [c(x2(), A(m)), c(A(n, 1, m), A(k, m)), c(x2(), x2(), axis=0)],
+    "numpy.linalg.cross": [c(A(n, 3), A(n, 3)), c(A(3, n), A(3, 1), axis=0), c(A(n, 1, 3), A(m, 3))],
+    "numpy.linalg.matrix_transpose": [c(x2()), c(A(2, n, m))],
+    "numpy.linalg.outer": [c(A(n), A(m)), c(A(e), A(3))],
+    "numpy.linalg.diagonal": [c(x2()), c(A(2, n, m), offset=1), c(A(n, n), offset=-2)],
+    "numpy.linalg.trace": [c(x2()), c(A(2, n, m), offset=1), c(A(n, n), dtype=np.float32)],
+    "numpy.linalg.matrix_norm": [c(x2()), c(A(2, n, m), keepdims=True), c(A(e, m), ord=-1), c(A(n, e), ord=2),
+                                 c(A(n, m), ord=-np.inf)],
+    "numpy.linalg.vector_norm": [c(x2()), c(A(2, n, m), axis=(0, 2), keepdims=True), c(A(e, m), axis=1, ord=np.inf),
+                                 c(A(n, m), axis=0, ord=-np.inf), c(x2(), keepdims=True)],
+    "numpy.linalg.tensordot": [c(x2(), A(m, 3), axes=1), c(A(n, m), A(n, m)), c(A(2, n), A(n, 2), axes=([1], [0]))],
+    "numpy.linalg.matmul": [c(x2(), A(m, 3)), c(A(2, n, m), A(m)), c(A(n), A(n, m))],
     **{f"numpy.{u}.reduce": [c(A(n, m, dtype=np.int64 if u in ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")
                                  else np.bool_ if u == "logical_xor" else np.float64), axis=1),
                              c(A(e, m, dtype=np.int64 if u in ("bitwise_and", "bitwise_or", "bitwise_xor", "gcd", "lcm")
