@@ -28,6 +28,7 @@ import sympy
 
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph.ir import Graph, Node
+from ..graph.printing import format_guard
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
@@ -555,7 +556,7 @@ class Tracer:
 
     def _run_rule(self, op: OpDef, src: Any, concrete: Optional[list], info_args: Any,
                   info_kwargs: Any) -> tuple:
-        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        ctx = ShapeCtx(self.env, op.name, src, concrete, size_text=format_guard)
         shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
         return ctx, (list(shapes) if op.multi_output else [shapes])
 

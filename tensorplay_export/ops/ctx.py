@@ -54,13 +54,13 @@ _OP_TEXT = {"numpy.add": "`+`", "numpy.subtract": "`-`", "numpy.multiply": "`*`"
             "numpy.bitwise_xor": "`^`"}
 
 
-def _size_text(d: Any) -> str:
-    """A size for a reason; a ``Min`` with a constant says it is a slice bounded by it."""
+def _size_text(d: Any, text: Callable[[Any], str] = str) -> str:
+    """A size for a reason (printed by ``text``); a ``Min`` with a constant says it is a slice bounded by it."""
     if isinstance(d, sympy.Min):
         consts = [int(a) for a in d.args if a.is_Integer]
         if consts:
-            return f"{d}, a slice of at most {min(consts)}"
-    return str(d)
+            return f"{text(d)}, a slice of at most {min(consts)}"
+    return text(d)
 
 
 def prod(dims: Any) -> Any:
@@ -184,8 +184,10 @@ class ShapeCtx:
         concrete: numpy's output shapes on the example values (for unbacked hints).
     """
 
-    def __init__(self, env: SizeEnv, op: str, source: Optional[SourceLoc], concrete: list) -> None:
+    def __init__(self, env: SizeEnv, op: str, source: Optional[SourceLoc], concrete: list,
+                 size_text: Optional[Callable[[Any], str]] = None) -> None:
         self._env = env
+        self._printer = size_text if size_text is not None else str
         self.op = op
         self.source = source
         self.concrete = concrete
@@ -208,6 +210,23 @@ class ShapeCtx:
     def recorded(self) -> Optional[list]:
         """The requirements a bare ctx recorded (None for a capture's: its ShapeEnv decides them)."""
         return getattr(self._env, "recorded", None)
+
+    def text(self, value: Any) -> str:
+        """A size (or a shape: tuple/list of sizes) as a reason prints it.
+
+        Sizes print through the ``size_text`` the ctx was made with (capture hands in the one
+        printer's readable form, ``graph.printing.format_guard``: ``(h - 1) // 4``), so a reason
+        reads in the notation of the guard it explains; a bare ctx prints sympy's ``str``.
+        Anything else prints as an f-string would.
+        """
+        if isinstance(value, sympy.Basic):
+            return self._printer(value)
+        if isinstance(value, (tuple, list)) and any(isinstance(v, sympy.Basic) for v in value):
+            items = [self.text(v) for v in value]
+            if isinstance(value, list):
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return f"{value}"
 
     def hint(self, expr: Any) -> Any:
         """Example value of a size expression or condition."""
@@ -304,17 +323,20 @@ class ShapeCtx:
         # numpy runs with either size 1 or both equal: the guard is the example's case of that
         runs = lambda: sympy.Or(size_equality(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1))  # noqa: E731
         if ha == hb:
-            self.require(size_equality(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}", "broadcast",
+            self.require(size_equality(a, b),
+                         lambda: f"{what}: {_size_text(a, self.text)} with {_size_text(b, self.text)}", "broadcast",
                          eager=runs)
             return b if is_static(b) else a
         if ha == 1:
             self.require(sympy.Eq(a, 1),
-                         lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}",
+                         lambda: f"{what}: {_size_text(a, self.text)} (size 1 in the example) with "
+                                 f"{_size_text(b, self.text)}",
                          "broadcast", eager=runs)
             return b
         if hb == 1:
             self.require(sympy.Eq(b, 1),
-                         lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}",
+                         lambda: f"{what}: {_size_text(b, self.text)} (size 1 in the example) with "
+                                 f"{_size_text(a, self.text)}",
                          "broadcast", eager=runs)
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")

@@ -70,8 +70,10 @@ def _int_scalar_fits(ctx: Any, inputs: tuple) -> None:
     for v in scalars:
         if v.has(sympy.Float):
             continue
-        ctx.require(sympy.Le(v, int(info.max)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
-        ctx.require(sympy.Ge(v, int(info.min)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
+        ctx.require(sympy.Le(v, int(info.max)), f"Python int {ctx.text(v)} must fit {kind} (numpy raises "
+                                                "OverflowError)")
+        ctx.require(sympy.Ge(v, int(info.min)), f"Python int {ctx.text(v)} must fit {kind} (numpy raises "
+                                                "OverflowError)")
 
 
 # comparisons take a Python int outside the array's dtype (numpy 2 compares the values exactly)
