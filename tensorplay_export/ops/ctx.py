@@ -307,8 +307,12 @@ class ShapeCtx:
             return
         self.require(sympy.Eq(v, s), reason, eager=runs)
 
-    def broadcast_dim(self, a: Any, b: Any) -> Any:
-        """One broadcast axis: the disjunct the example satisfies becomes the requirement."""
+    def broadcast_dim(self, a: Any, b: Any, site_a: Optional[str] = None, site_b: Optional[str] = None) -> Any:
+        """One broadcast axis: the disjunct the example satisfies becomes the requirement.
+
+        ``site_a`` / ``site_b``: where a static size comes from (``ArrayInfo.sites``: another
+        input's static axis), named in the reason after that size.
+        """
         if is_static(a) and int(a) == 1:
             return b
         if is_static(b) and int(b) == 1:
@@ -322,35 +326,45 @@ class ShapeCtx:
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         # numpy runs with either size 1 or both equal: the guard is the example's case of that
         runs = lambda: sympy.Or(size_equality(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1))  # noqa: E731
+        ta = lambda: self._sized(a, site_a)  # noqa: E731 - printed only for a recorded guard
+        tb = lambda: self._sized(b, site_b)  # noqa: E731
         if ha == hb:
-            self.require(size_equality(a, b),
-                         lambda: f"{what}: {_size_text(a, self.text)} with {_size_text(b, self.text)}", "broadcast",
-                         eager=runs)
+            self.require(size_equality(a, b), lambda: f"{what}: {ta()} with {tb()}", "broadcast", eager=runs)
             return b if is_static(b) else a
         if ha == 1:
-            self.require(sympy.Eq(a, 1),
-                         lambda: f"{what}: {_size_text(a, self.text)} (size 1 in the example) with "
-                                 f"{_size_text(b, self.text)}",
+            self.require(sympy.Eq(a, 1), lambda: f"{what}: {ta()} (size 1 in the example) with {tb()}",
                          "broadcast", eager=runs)
             return b
         if hb == 1:
-            self.require(sympy.Eq(b, 1),
-                         lambda: f"{what}: {_size_text(b, self.text)} (size 1 in the example) with "
-                                 f"{_size_text(a, self.text)}",
+            self.require(sympy.Eq(b, 1), lambda: f"{what}: {tb()} (size 1 in the example) with {ta()}",
                          "broadcast", eager=runs)
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 
-    def broadcast(self, *shapes: tuple) -> tuple:
-        """numpy broadcasting of several symbolic shapes."""
+    def _sized(self, d: Any, site: Optional[str]) -> str:
+        text = _size_text(d, self.text)
+        return f"{text} ({site})" if site and is_static(d) else text
+
+    def broadcast(self, *shapes: tuple, sites: Optional[Any] = None) -> tuple:
+        """numpy broadcasting of several symbolic shapes.
+
+        ``sites``: None, or one entry per shape: None or that array's ``ArrayInfo.sites``
+        (per axis, where a static size comes from), so a reason names the other input's axis.
+        """
         ndim = max((len(s) for s in shapes), default=0)
+        sites = list(sites) if sites is not None else [None] * len(shapes)
         out = []
         for i in range(ndim):
             d: Any = 1
-            for s in shapes:
+            d_site: Optional[str] = None
+            for s, ss in zip(shapes, sites):
                 j = i - (ndim - len(s))
                 if j >= 0:
-                    d = self.broadcast_dim(d, s[j])
+                    s_site = ss[j] if ss is not None and j < len(ss) else None
+                    new = self.broadcast_dim(d, s[j], d_site, s_site)
+                    if new is not d:
+                        d_site = s_site
+                    d = new
             out.append(as_dim(d) if isinstance(d, sympy.Basic) else d)
         return tuple(out)
 

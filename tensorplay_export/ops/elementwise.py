@@ -85,10 +85,12 @@ def broadcast_rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
     if getattr(ctx, "op", None) not in _COMPARISONS:
         _int_scalar_fits(ctx, inputs)
     shapes = [shape_of(v) for v in inputs]
+    sites = [v.sites if isinstance(v, ArrayInfo) else None for v in inputs]
     where = kwargs.get("where")
     if isinstance(where, ArrayInfo):
         shapes.append(where.shape)
-    return ctx.broadcast(*shapes)
+        sites.append(where.sites)
+    return ctx.broadcast(*shapes, sites=sites)
 
 
 def _range_rule(name: str):

@@ -383,12 +383,18 @@ class ArrayInfo:
     during capture (equal keys: the same graph value, i.e. the same node after
     merging pure ops on the same inputs), None when not known.  Rules pass it to
     ``ctx.new_unbacked(..., same_as=...)`` so selections by one mask share a size.
+    ``sites``: None, or per axis a text saying where a static size comes from (a model
+    input's static axis: ``"y.shape[0], static: no Dim for y in dynamic_shapes"``), else None;
+    rules hand it to ``ctx.broadcast(..., sites=...)`` so a reason names the other input.
     """
 
     shape: tuple
     dtype: Any
     vrange: Optional[tuple] = None
     key: Any = field(default=None, compare=False, repr=False)
+    # per axis: where a static size comes from, for reasons ("y.shape[0], static: no Dim for y in
+    # dynamic_shapes"), or None; set for a model input's static axes (capture/tracer.py)
+    sites: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     @property
     def ndim(self) -> int:
