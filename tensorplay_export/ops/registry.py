@@ -293,6 +293,27 @@ def _no_shape_rule(ctx: Any, *args: Any, **kwargs: Any) -> Any:
     raise UnsupportedOpError("an op table's plain callable has no shape rule; register the op to capture it")
 
 
+_REFUSALS: dict[Any, str] = {}
+
+
+def register_refusal(func: Any, why: str) -> None:
+    """Record that capture refuses the numpy callable ``func``, and why (what to write instead).
+
+    A documented refusal is not an op: capture raises UnsupportedOpError with ``why`` in the
+    message (``numpy.allclose ... returns a Python bool computed from the values``).
+    """
+    _REFUSALS[func] = why
+
+
+def refusal(func: Any) -> Optional[str]:
+    """Why capture refuses the numpy callable ``func`` (:func:`register_refusal`), or None."""
+    _ensure_loaded()
+    try:
+        return _REFUSALS.get(func)
+    except TypeError:  # unhashable callable
+        return None
+
+
 def has_side_effect(name: str) -> bool:
     """Whether the registered op ``name`` runs for its effect (an input check): dead-code elimination keeps it."""
     op = _OPS.get(name)
