@@ -139,3 +139,30 @@ def test_refusals_say_why_and_what_to_write(fn, words):
     with pytest.raises(tpe.UnsupportedOpError, match="is not supported during capture") as info:
         tpe.export(fn, *one(5), dynamic_shapes=SPEC)
     assert words in str(info.value)
+
+
+@pytest.mark.parametrize("view", [np.linalg.matrix_transpose, lambda y: np.rollaxis(y, 1),
+                                  lambda y: np.hsplit(y, 2)[0], np.matrix_transpose])
+def test_writes_through_new_views_are_refused(view):
+    def fn(x):
+        y = x.copy()
+        view(y)[0] = 0
+        return y
+    with pytest.raises(tpe.UnsupportedOpError, match="cannot follow writes through that view"):
+        tpe.export(fn, *one(4), dynamic_shapes=SPEC)
+
+
+def test_new_ops_survive_save_and_load():
+    import io
+
+    def fn(x):
+        a = x.copy()
+        a.sort(axis=0)
+        return (np.linalg.vecdot(x, x), np.linalg.vector_norm(x, axis=1), np.unique_counts(np.round(x)).counts,
+                np.hsplit(x, 2)[1], np.sinc(x), a)
+    ep = tpe.export(fn, *one(5), dynamic_shapes=SPEC)
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    loaded = tpe.load(buf)
+    _same(loaded, fn, one)
