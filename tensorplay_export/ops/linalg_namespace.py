@@ -1,5 +1,5 @@
 """The array-API entry points of ``numpy.linalg`` (numpy >= 2.0): vecdot, cross, matrix_transpose,
-matrix_norm, vector_norm, outer, diagonal, trace, tensordot, matmul.
+matrix_norm, vector_norm, outer, diagonal, trace, tensordot, matmul; and multi_dot, cond, matrix_rank.
 
 Each is a function of its own in ``numpy/linalg/_linalg.py`` (``np.linalg.matmul is not
 np.matmul``), so each is registered as an op of its own, run by numpy's own function (so the
@@ -125,3 +125,47 @@ for _name, _rule in _RULES.items():
     if _fn is not None:  # numpy >= 2.0
         register_op(f"numpy.linalg.{_name}", _fn, _rule, numpy_funcs=(_fn,),
                     lazy="same" if _name == "matrix_transpose" else "")
+
+
+# -- multi_dot, cond, matrix_rank (numpy/linalg/_linalg.py) -------------------------------------------------
+def _multi_dot_rule(ctx: Any, arrays: Any, *, out: Any = None) -> tuple:
+    """numpy.linalg.multi_dot: a chain of 2-d matrices, the first and last may be 1-d (a row / a
+    column vector, dropped from the result); neighbours' inner sizes equal.  numpy picks the
+    multiplication order from the sizes at run time; the program runs numpy's function, so its
+    values are eager numpy's at every size."""
+    shapes = [tuple(shape_of(a)) for a in arrays]
+    if len(shapes) < 2:
+        raise ValueError("Expecting at least two arrays.")
+    first, last = shapes[0], shapes[-1]
+    mats = [(1,) + first if len(first) == 1 else first, *shapes[1:-1], last + (1,) if len(last) == 1 else last]
+    for s in mats:
+        if len(s) != 2:
+            raise np.linalg.LinAlgError(f"{len(s)}-dimensional array given. Array must be two-dimensional")
+    for i, (p, q) in enumerate(zip(mats, mats[1:])):
+        ctx.eq(p[1], q[0], f"numpy.linalg.multi_dot: array {i} has {ctx.text(p[1])} columns and array {i + 1} "
+                           f"{ctx.text(q[0])} rows")
+    return (() if len(first) == 1 else (first[0],)) + (() if len(last) == 1 else (last[-1],))
+
+
+def _cond_rule(ctx: Any, x: Any, p: Any = None) -> tuple:
+    """numpy.linalg.cond: one number per matrix; ``p`` other than None/2/-2 inverts, so square."""
+    shape = tuple(shape_of(x))
+    _at_least(2, shape, "numpy.linalg.cond")
+    if p not in (None, 2, -2):
+        ctx.eq(shape[-2], shape[-1], "numpy.linalg.cond: the matrices must be square for this p")
+    return shape[:-2]
+
+
+def _matrix_rank_rule(ctx: Any, A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> tuple:  # noqa: N803
+    """numpy.linalg.matrix_rank: one count per matrix, in ``[0, min(m, n)]`` (a 0-d 0/1 below 2-d)."""
+    shape = tuple(shape_of(A))
+    if len(shape) < 2:
+        ctx.vrange(0, 1)
+        return ()
+    ctx.vrange(0, sympy.Min(shape[-2], shape[-1]))
+    return shape[:-2]
+
+
+for _fn, _rule in ((np.linalg.multi_dot, _multi_dot_rule), (np.linalg.cond, _cond_rule),
+                   (np.linalg.matrix_rank, _matrix_rank_rule)):
+    register_op(f"numpy.linalg.{_fn.__name__}", _fn, _rule, numpy_funcs=(_fn,))

@@ -1,7 +1,7 @@
 """The long tail of numpy that models meet: functions of one array's shape (sinc, fix, isposinf,
 isneginf, iscomplex, isreal, angle, unwrap, sort_complex), hsplit/vsplit/dsplit, rollaxis, diagflat,
 matvec/vecmat, the array-API ``unique_*`` functions and setxor1d, the in-place put/putmask/place and
-the in-place ndarray methods fill/sort/partition/put.
+the in-place ndarray methods fill/sort/partition/put, gradient, choose, packbits.
 
 Each runs numpy's own function (values and dtypes are eager numpy's).  Shapes, from numpy's docs
 and ``numpy/lib/_shape_base_impl.py``, ``_function_base_impl.py``, ``_arraysetops_impl.py``:
@@ -22,7 +22,10 @@ and ``numpy/lib/_shape_base_impl.py``, ``_function_base_impl.py``, ``_arraysetop
   (``writes_arg=0``: the impl returns the updated copy, capture writes it back); ``put``'s
   indices stay inside ``a.size`` for ``mode="raise"``; the mask has ``a``'s shape;
 - ``a.fill(v)``, ``a.sort(axis)``, ``a.partition(kth, axis)``, ``a.put(...)``: the same, as
-  methods writing into ``a``.
+  methods writing into ``a``;
+- ``gradient``: one array of ``f``'s shape per axis (one array for a single axis), each axis
+  at least ``edge_order + 1`` long; ``choose``: the broadcast of ``a`` and the choices;
+  ``packbits``: ``ceil(d / 8)`` along the axis.
 
 Refused, with what to write instead (``registry.register_refusal``): functions whose result's type or size
 is the data's (``allclose``, ``array_equal``, ``real_if_close``...), that take Python callables
@@ -316,3 +319,73 @@ for _name, _why in (
     _fn = getattr(np, _name, None)
     if _fn is not None:
         register_refusal(_fn, _why)
+
+
+# -- gradient ---------------------------------------------------------------------------------------------
+def _gradient_axes(f: Any, axis: Any) -> tuple:
+    return norm_axes(axis, len(shape_of(f))) if axis is not None else tuple(range(len(shape_of(f))))
+
+
+def _gradient_rule(ctx: Any, f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> list:
+    """numpy.gradient (``numpy/lib/_function_base_impl.py``): one array of ``f``'s shape per axis;
+    each axis needs at least ``edge_order + 1`` values (numpy: "Shape of array too small"), and a
+    coordinate array given as spacing has that axis's length."""
+    shape = tuple(shape_of(f))
+    axes = _gradient_axes(f, axis)
+    if len(varargs) not in (0, 1, len(axes)):
+        raise TypeError("invalid number of arguments")
+    for i, ax in enumerate(axes):
+        d = shape[ax]
+        if not is_static(d):
+            ctx.require(sympy.Ge(d, int(edge_order) + 1),
+                        lambda: f"numpy.gradient: axis {ax} of size {ctx.text(d)} needs at least edge_order + 1 = "
+                                f"{int(edge_order) + 1} values")
+        spacing = varargs[0] if len(varargs) == 1 else varargs[i] if varargs else None
+        if isinstance(spacing, ArrayInfo) and len(spacing.shape) == 1:
+            ctx.eq(spacing.shape[0], d, "numpy.gradient: when 1d, distances must match the length of the "
+                                        "corresponding dimension")
+    return [shape for _ in axes]
+
+
+def _gradient_variant(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+    return "tpe.gradient_one" if len(_gradient_axes(f, axis)) == 1 else None
+
+
+def _gradient_many(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> tuple:
+    return tuple(np.gradient(f, *varargs, axis=axis, edge_order=edge_order))
+
+
+register_op("numpy.gradient", _gradient_many, _gradient_rule, numpy_funcs=(np.gradient,), multi_output=True,
+            variant=_gradient_variant, doc="numpy.gradient over several axes: one array per axis")
+register_op("tpe.gradient_one", np.gradient, lambda ctx, f, *v, **kw: _gradient_rule(ctx, f, *v, **kw)[0],
+            doc="numpy.gradient over one axis (a 1-d input, or one axis=): a single array")
+
+
+# -- choose -----------------------------------------------------------------------------------------------
+def _choose_rule(ctx: Any, a: Any, choices: Any, out: Any = None, mode: str = "raise") -> tuple:
+    """numpy.choose: ``a`` and every choice broadcast; with ``mode="raise"`` the values of ``a`` are
+    in ``[0, len(choices))``."""
+    if isinstance(choices, ArrayInfo):
+        raise ValueError("numpy.choose during capture takes the choices as a list or tuple of arrays")
+    if mode == "raise":
+        require_in_range(ctx, a, len(choices), "numpy.choose", negative_ok=False)
+    return ctx.broadcast(shape_of(a), *(shape_of(c) for c in choices))
+
+
+register_op("numpy.choose", np.choose, _choose_rule, numpy_funcs=(np.choose,), methods=("choose",))
+
+
+# -- packbits ---------------------------------------------------------------------------------------------
+def _packbits_rule(ctx: Any, a: Any, axis: Any = None, bitorder: str = "big") -> tuple:
+    """numpy.packbits: 8 values per byte, the last byte padded: ``ceil(d / 8)`` along ``axis``
+    (None: of the flattened array)."""
+    shape = tuple(shape_of(a))
+    if axis is None:
+        return (as_dim(sympy.floor((sympy.sympify(prod(shape)) + 7) / 8)),)
+    ax = norm_axes(axis, len(shape))[0]
+    d = shape[ax]
+    packed = (int(d) + 7) // 8 if is_static(d) else as_dim(sympy.floor((d + 7) / 8))
+    return shape[:ax] + (packed,) + shape[ax + 1:]
+
+
+register_op("numpy.packbits", np.packbits, _packbits_rule, numpy_funcs=(np.packbits,))

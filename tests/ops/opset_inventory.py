@@ -40,10 +40,7 @@ MISSING: dict[str, str] = {
     **{f"numpy.{n}": "capture answers it for a traced array (the array itself, a numpy.copy or an astype node)"
        for n in ("array", "asarray", "asanyarray")},
     "numpy.asarray_chkfinite": "raises on non-finite values: a data-dependent check (np.isfinite(x).all())",
-    "numpy.choose": _LATER + " (np.take_along_axis or np.select cover its uses)",
-    "numpy.gradient": _LATER + " (several outputs, edge_order; slices (x[2:] - x[:-2]) / 2 cover it)",
     "numpy.insert": _LATER + " (index forms; np.concatenate of slices covers it)",
-    "numpy.packbits": _LATER + " (a size ceil(n / 8))",
     "numpy.unpackbits": _LATER + " (a size 8 * n, count=)",
     "numpy.diag_indices": _LATER + " (a tuple of aranges: np.arange(n) twice covers it)",
     "numpy.diag_indices_from": _LATER,
@@ -55,12 +52,9 @@ MISSING: dict[str, str] = {
     "numpy.polyder": _LATER, "numpy.polyint": _LATER,
     "numpy.polyfit": _LATER + " (deg, full=, cov= change the outputs)",
     "numpy.row_stack": "removed alias of np.vstack (deprecated in numpy 2.0)",
-    "numpy.linalg.cond": _LATER + " (a norm of inv or of svdvals: both are ops)",
     "numpy.linalg.eig": "its dtype is real or complex depending on the values (numpy.linalg.eigh is an op)",
     "numpy.linalg.eigvals": "its dtype is real or complex depending on the values (eigvalsh is an op)",
     "numpy.linalg.lstsq": "its residuals are empty or not depending on the rank (data-dependent)",
-    "numpy.linalg.matrix_rank": _LATER + " (a count of singular values above a tolerance: svdvals is an op)",
-    "numpy.linalg.multi_dot": _LATER + " (a chain of @ covers it; the order numpy picks depends on the sizes)",
     "numpy.linalg.tensorinv": _LATER, "numpy.linalg.tensorsolve": _LATER,
     "numpy.linalg.test": _NOT_AN_OP, "numpy.fft.test": _NOT_AN_OP,
     **{f"ndarray.{n}": _OBJECT for n in ("base", "ctypes", "data", "flags", "strides", "setflags")},
@@ -69,7 +63,6 @@ MISSING: dict[str, str] = {
        for n in ("byteswap", "getfield", "setfield", "view")},
     "ndarray.device": "the array API device ('cpu'): not yet answered during capture",
     "ndarray.to_device": _LATER + " (the CPU is numpy's one device: drop the call)",
-    "ndarray.choose": _LATER + " (np.take_along_axis or np.select cover its uses)",
     "ndarray.resize": "resizes in place, refusing arrays with views: use np.resize(a, shape)",
 }
 

@@ -434,6 +434,13 @@ CASES.update({
     "tpe.fill": [c(x2(), 1.0), c(A(e), 0.0)],
     "tpe.sort_in_place": [c(x2()), c(x2(), 0), c(A(e, 3), -1)],
     "tpe.partition_in_place": [c(x2(), 1), c(x2(), 2, 0), c(A(n, m), [0, 3])],
+    "numpy.gradient": [c(x2()), c(x2(), 0.5, 2.0), c(A(n, m, 2), axis=(0, 2), edge_order=1)],
+    "tpe.gradient_one": [c(A(n)), c(x2(), axis=1), c(A(n), A(n))],
+    "numpy.choose": [c(A(n, m, hi=2), [x2(), x2()]), c(A(n, 1, hi=3), [A(m), A(1, m), A(n, m)])],
+    "numpy.packbits": [c(A(n, m, mask=True)), c(A(n, m, mask=True), 1), c(A(e, 3, mask=True), 0)],
+    "numpy.linalg.multi_dot": [c([x2(), A(m, 3)]), c([A(n), A(n, m), A(m)]), c([x2(), A(m, n), A(n, 2), A(2)])],
+    "numpy.linalg.cond": [c(A(n, n)), c(A(2, n, n), "fro"), c(A(n, m))],
+    "numpy.linalg.matrix_rank": [c(x2()), c(A(2, n, m)), c(A(n))],
     # -- numpy.linalg's array-API entry points (ops/linalg_namespace.py)
     "numpy.linalg.vecdot": [c(x2(), A(m)), c(A(n, 1, m), A(k, m)), c(x2(), x2(), axis=0)],
     "numpy.linalg.cross": [c(A(n, 3), A(n, 3)), c(A(3, n), A(3, 1), axis=0), c(A(n, 1, 3), A(m, 3))],

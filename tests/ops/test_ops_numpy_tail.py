@@ -166,3 +166,40 @@ def test_new_ops_survive_save_and_load():
     buf.seek(0)
     loaded = tpe.load(buf)
     _same(loaded, fn, one)
+
+
+def test_gradient_choose_packbits():
+    def fn(x):
+        t = np.linspace(0.0, 1.0, 6).astype(np.float32)
+        idx = (x > 0).astype(np.int64) + (x > 1)
+        return (*np.gradient(x), np.gradient(x, axis=1), np.gradient(x[:, 0]), *np.gradient(x, 0.5, t),
+                np.gradient(x, axis=0, edge_order=2), np.choose(idx, [x, -x, 2 * x]),
+                np.packbits(x > 0, axis=1), np.packbits(x > 0), np.packbits(x > 0, axis=0))
+    ep = check(fn, one, {"x": {0: Dim("n", min=3, max=64)}}, sizes=(3, 4, 9, 17),
+               ops=["numpy.gradient", "tpe.gradient_one", "numpy.choose", "numpy.packbits"])
+    _same(ep, fn, one, sizes=(3, 4, 9, 17))
+
+
+def test_gradient_needs_edge_order_plus_one_values():
+    with pytest.raises(tpe.ConstraintViolationError, match=r"n >= 3"):
+        tpe.export(lambda x: np.gradient(x, axis=0, edge_order=2), *one(5), dynamic_shapes=SPEC)
+
+
+def test_choose_indices_stay_below_the_number_of_choices():
+    def fn(x, i):
+        return np.choose(i[: x.shape[0]], [x, -x])
+    # the index values are data: the program runs numpy's choose, which raises where eager does
+    ep = tpe.export(fn, randn(4), np.array([0, 1, 1, 0, 1]), dynamic_shapes={"x": {0: Dim("n", max=5)}, "i": None})
+    np.testing.assert_array_equal(ep.module()(randn(3), np.array([1, 0, 1, 1, 0])),
+                                  fn(randn(3), np.array([1, 0, 1, 1, 0])))
+
+
+def test_multi_dot_cond_matrix_rank():
+    def fn(x):
+        a = x[:, :3]
+        return (np.linalg.multi_dot([x[0], x.T, a]), np.linalg.multi_dot([x, x.T, x, x[0]]),
+                np.linalg.multi_dot([x.T, x]), np.linalg.cond(x.T @ x + np.eye(6, dtype=x.dtype)),
+                np.linalg.cond(a.T @ a, "fro"), np.linalg.matrix_rank(x), np.linalg.matrix_rank(x[0]),
+                np.linalg.matrix_rank(np.stack([x.T @ x, x.T @ x])))
+    ep = check(fn, one, SPEC)
+    _same(ep, fn, one)
