@@ -487,6 +487,19 @@ def python_tree(expr: Any) -> Any:
 
 # -- the readable form (sympy's printer, defined on first use) ------------------------------------
 
+def _binary_on_top(text: str) -> bool:
+    """Whether printed ``text`` is a ``%`` or ``//`` outside any parentheses (``b % 3``, ``(s + 3) // 4``)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and (text.startswith(" % ", i) or text.startswith(" // ", i)):
+            return True
+    return False
+
+
 def _collapsed_floor(arg: Any) -> tuple:
     """``(num, den)`` with ``floor(arg) == floor(num/den)``, nested floors by a positive integer
     collapsed: ``floor(floor(y)/b) == floor(y/b)`` for every real ``y`` and integer ``b >= 1``, so
@@ -549,6 +562,8 @@ def _readable_class() -> type:
                     t = t[1:] if sign == "-" else t
                 out += [sign, f"({t})" if precedence(term) < prec or term.is_Add else t]
             sign = out.pop(0)
+            if sign == "-" and _binary_on_top(out[0]):
+                out[0] = f"({out[0]})"  # Python's unary minus binds first: -b % 3 is (-b) % 3
             return ("" if sign == "+" else sign) + " ".join(out)
 
         def _print_Symbol(self, expr: Any) -> str:
