@@ -315,10 +315,21 @@ for _name, _why in (
         ("roots", "the number of roots depends on leading zeros of the data"),
         ("polydiv", "the remainder's length depends on leading zeros of the data"),
         ("nested_iters", "an iterator over elements (Python loops over data)"),
+        ("asarray_chkfinite", "raises on non-finite values, a check of the data: return np.isfinite(a).all() "
+                              "or clean the values with np.nan_to_num"),
 ):
     _fn = getattr(np, _name, None)
     if _fn is not None:
         register_refusal(_fn, _why)
+for _fn, _why in (
+        (np.linalg.eig, "its dtype is real or complex depending on the values: use np.linalg.eigh for "
+                        "symmetric matrices, or cast to complex first and take .real where known real"),
+        (np.linalg.eigvals, "its dtype is real or complex depending on the values: use np.linalg.eigvalsh for "
+                            "symmetric matrices"),
+        (np.linalg.lstsq, "its residuals are empty or not depending on the matrix's rank (the data): use "
+                          "np.linalg.pinv(a) @ b, or np.linalg.solve of the normal equations"),
+):
+    register_refusal(_fn, _why)
 
 
 # -- gradient ---------------------------------------------------------------------------------------------

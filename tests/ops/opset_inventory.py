@@ -39,7 +39,6 @@ MISSING: dict[str, str] = {
     "numpy.i0": _LATER + " (tests/_opaque.py's example of a function without one, for draft's opaque ops)",
     **{f"numpy.{n}": "capture answers it for a traced array (the array itself, a numpy.copy or an astype node)"
        for n in ("array", "asarray", "asanyarray")},
-    "numpy.asarray_chkfinite": "raises on non-finite values: a data-dependent check (np.isfinite(x).all())",
     "numpy.insert": _LATER + " (index forms; np.concatenate of slices covers it)",
     "numpy.unpackbits": _LATER + " (a size 8 * n, count=)",
     "numpy.diag_indices": _LATER + " (a tuple of aranges: np.arange(n) twice covers it)",
@@ -52,9 +51,6 @@ MISSING: dict[str, str] = {
     "numpy.polyder": _LATER, "numpy.polyint": _LATER,
     "numpy.polyfit": _LATER + " (deg, full=, cov= change the outputs)",
     "numpy.row_stack": "removed alias of np.vstack (deprecated in numpy 2.0)",
-    "numpy.linalg.eig": "its dtype is real or complex depending on the values (numpy.linalg.eigh is an op)",
-    "numpy.linalg.eigvals": "its dtype is real or complex depending on the values (eigvalsh is an op)",
-    "numpy.linalg.lstsq": "its residuals are empty or not depending on the rank (data-dependent)",
     "numpy.linalg.tensorinv": _LATER, "numpy.linalg.tensorsolve": _LATER,
     "numpy.linalg.test": _NOT_AN_OP, "numpy.fft.test": _NOT_AN_OP,
     **{f"ndarray.{n}": _OBJECT for n in ("base", "ctypes", "data", "flags", "strides", "setflags")},

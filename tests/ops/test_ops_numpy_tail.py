@@ -134,6 +134,8 @@ def test_putmask_needs_the_array_shape():
     (lambda x: np.piecewise(x, [x > 0], [1.0, 0.0]), "np.where / np.select"),
     (lambda x: np.apply_along_axis(np.sum, 0, x), "vectorize the function over the axis"),
     (lambda x: np.histogram_bin_edges(x, 4), "np.linspace"),
+    (lambda x: np.linalg.eig(x[:, :5] @ x[:, :5].T), "np.linalg.eigh"),
+    (lambda x: np.linalg.lstsq(x, x[:, 0]), "np.linalg.pinv(a) @ b"),
 ])
 def test_refusals_say_why_and_what_to_write(fn, words):
     with pytest.raises(tpe.UnsupportedOpError, match="is not supported during capture") as info:
