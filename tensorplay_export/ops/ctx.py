@@ -326,8 +326,8 @@ class ShapeCtx:
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         # numpy runs with either size 1 or both equal: the guard is the example's case of that
         runs = lambda: sympy.Or(size_equality(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1))  # noqa: E731
-        ta = lambda: self._sized(a, site_a)  # noqa: E731 - printed only for a recorded guard
-        tb = lambda: self._sized(b, site_b)  # noqa: E731
+        ta = lambda: self.sized(a, site_a)  # noqa: E731 - printed only for a recorded guard
+        tb = lambda: self.sized(b, site_b)  # noqa: E731
         if ha == hb:
             self.require(size_equality(a, b), lambda: f"{what}: {ta()} with {tb()}", "broadcast", eager=runs)
             return b if is_static(b) else a
@@ -341,7 +341,9 @@ class ShapeCtx:
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 
-    def _sized(self, d: Any, site: Optional[str]) -> str:
+    def sized(self, d: Any, site: Optional[str] = None) -> str:
+        """:meth:`text` of a size, followed by where a static size comes from (``site``, an
+        ``ArrayInfo.sites`` entry): ``3 (y.shape[0], static: no Dim for y in dynamic_shapes)``."""
         text = _size_text(d, self.text)
         return f"{text} ({site})" if site and is_static(d) else text
 

@@ -294,10 +294,12 @@ def _concat_rule(ctx: Any, arrays: Any, axis: Any = 0, out: Any = None, **kwargs
     n = len(shapes[0])
     ax = int(axis) % n
     first = shapes[0]
-    for s in shapes[1:]:
+    sites = [getattr(a, "sites", None) or (None,) * len(s) for a, s in zip(arrays, shapes)]
+    for j, s in enumerate(shapes[1:], 1):
         for i in range(n):
             if i != ax:
-                ctx.eq(first[i], s[i], f"concatenate: axis {ctx.text(i)} sizes must match")
+                ctx.eq(first[i], s[i], lambda: f"concatenate: axis {i} sizes {ctx.sized(first[i], sites[0][i])} and "
+                                               f"{ctx.sized(s[i], sites[j][i])} must match")
     total = sympy.Integer(0)
     for s in shapes:
         total = total + s[ax]

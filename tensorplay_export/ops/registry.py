@@ -33,8 +33,11 @@ Conventions for adding an op (read before writing one):
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
   axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
   bound at run time from that output; ``lower`` a size numpy guarantees it reaches), ``ctx.data_dependent(expr)`` (whether a size
-  involves one) and ``ctx.vrange(lo, hi, out)`` (value range of an integer
-  output).  Nothing else: a rule never reaches the environment behind the ctx
+  involves one), ``ctx.vrange(lo, hi, out)`` (value range of an integer
+  output) and ``ctx.text(size)`` / ``ctx.sized(size, site)`` (a size in a reason, printed by
+  the one printer's readable form: write ``f"... {ctx.text(n)} ..."``, never ``{n}``, so the
+  reason reads like its guard; ``site`` an ``ArrayInfo.sites`` entry naming another input's
+  static axis).  Nothing else: a rule never reaches the environment behind the ctx
   (the capture's ShapeEnv), so it runs on ``ShapeCtx.bare(hints, ranges)`` in a
   test (``tests/ops/test_bare_ctx.py`` runs every registered rule so).  It never
   branches with a plain ``if`` on a sympy relation: use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
@@ -93,6 +96,10 @@ Conventions for adding an op (read before writing one):
   The registry itself is never changed after import, so concurrent captures and
   ``export`` never see another capture's overlay (a program using an overlay op
   cannot be serialized: its name is not in the opset).
+- **Refusals.**  A numpy callable capture refuses on purpose (its result's type or size is the
+  data's: ``np.allclose``, ``np.linalg.eig``) is no op: :func:`register_refusal` records why
+  and what to write instead, and capture's UnsupportedOpError says it
+  (``tests/ops/opset_inventory.py`` lists what is covered, refused and still missing).
 - Registering an op without a shape rule raises ``TypeError``.  Capture checks
   every op on every call: substituting the example sizes into the rule's
   shape must give numpy's shape (else an internal error names both).  Add a

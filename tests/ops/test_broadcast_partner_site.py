@@ -48,3 +48,15 @@ def test_a_derived_or_dynamic_partner_gets_no_site_text():
     with pytest.raises(tpe.ConstraintViolationError) as info:
         tpe.export(add, *_arrays(3), dynamic_shapes={"x": {0: Dim("n")}, "y": {0: Dim("k")}})
     assert "static" not in str(info.value).split("Suggested fixes")[0]
+
+
+def test_concatenate_names_the_static_partner_too():
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(lambda x, y: np.concatenate([x, y]), *_arrays(3), dynamic_shapes={"x": {1: Dim("m")}, "y": None})
+    assert ("concatenate: axis 1 sizes m and 4 (y.shape[1], static: no Dim for y in dynamic_shapes) must match"
+            in str(info.value))
+    m = Dim("m", max=16)
+    ep = tpe.export(lambda x, y: np.concatenate([x, y]), *_arrays(3), dynamic_shapes={"x": {1: m}, "y": {1: m}})
+    for size in (1, 5):
+        x, y = _arrays(3, size)
+        np.testing.assert_array_equal(ep.module()(x, y), np.concatenate([x, y]))
