@@ -94,21 +94,21 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         known = prod(d for i, d in enumerate(target) if i != minus[0])
         for d in target:  # numpy cannot infer -1 when the other sizes multiply to 0
             if not is_static(d):
-                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(map(str, target))}) infers -1",
+                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(ctx.text(d) for d in target)}) infers -1",
                             "reshape")
         num, den = _quotient(numel, known)
         if den == 1:
             inferred = num
         else:
             ctx.require(sympy.Eq(sympy.Mod(num, den), 0),
-                        f"reshape of {ctx.text(numel)} elements into ({', '.join(map(str, target))})", "reshape")
+                        f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})", "reshape")
             inferred = sympy.floor(num / den)
         target[minus[0]] = as_dim(sympy.sympify(inferred))
     else:
         require_nonneg(ctx, target, "reshape")
         total = prod(target)
         if not (is_static(numel) and is_static(total)):
-            what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
+            what = f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})"
             split = _per_factor_guards(*_without_common_factors(numel, total))
             if split is None:
                 num, den = _quotient(numel, total)
