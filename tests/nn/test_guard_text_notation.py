@@ -44,3 +44,15 @@ def test_draft_report_has_no_sympy_floor_notation():
     report = str(tpe.draft_export(CNN().eval(), _x(2, 16, 16),
                                   dynamic_shapes={"x": {0: Dim("b"), 2: Dim("h"), 3: Dim("w")}}))
     assert "((h + 3) // 4)*((w + 3) // 4) == 16" in report and "floor(" not in report
+
+
+def test_reshape_reason_prints_its_sizes_like_the_guard():
+    fn = lambda x: x[::2, ::2].reshape(-1, 4)  # noqa: E731
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(fn, np.ones((8, 8)), dynamic_shapes={"x": {0: Dim("h"), 1: Dim("w")}})
+    text = str(info.value)
+    assert "(reshape of ((h + 1) // 2)*((w + 1) // 2) elements into (-1, 4))" in text and "floor(" not in text
+    ep = tpe.export(fn, np.ones((8, 8)), dynamic_shapes={"x": {0: 8 * Dim("_h", max=4), 1: Dim("w", max=16)}})
+    for h, w in ((8, 3), (16, 5), (32, 16)):
+        x = np.arange(h * w, dtype=np.float64).reshape(h, w)
+        np.testing.assert_array_equal(ep.module()(x), fn(x))
