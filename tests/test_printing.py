@@ -242,3 +242,89 @@ def test_an_integer_size_over_a_constant_divisor_prints_as_floor_division():
     assert "//" in text and eval(text, {"min": min}, {"a": 3, "b": 5}) == 3
     assert isinstance(eval(text, {"min": min}, {"a": 3, "b": 5}), int)
     assert "/" in pyexpr(a / 3, names) and "//" not in pyexpr(a / 3, names)  # not a multiple: unchanged
+
+
+# -- readable floors and products (a conv stack's sizes) ------------------------------------------
+
+_H = floor(floor(s / 2 - sympy.Rational(1, 2)) / 2)  # two stride-2 convs: ((s - 1) // 2) // 2
+_W = floor(floor(b / 2 - sympy.Rational(1, 2)) / 2)
+
+
+@pytest.mark.parametrize("expr, text", [
+    (_H, "(s - 1) // 4"),  # floor(floor(y)/2) == floor(y/2): one //
+    (floor(floor(s / 3) / 2), "s // 6"),
+    (_H + 1, "(s + 3) // 4"),  # floor(y) + k == floor(y + k)
+    (floor(s / 3) - 1, "(s - 3) // 3"),
+    (floor(s / 3) + 2 * s, "2*s + s // 3"),  # not floor + a constant: as it was
+    (sympy.Eq(_H * _W + _H + _W, 15), "((b + 3) // 4)*((s + 3) // 4) == 16"),  # (A + 1)*(B + 1) - 1
+    (4 * _H * _W + 4 * _H + 4 * _W + 4, "4*((b + 3) // 4)*((s + 3) // 4)"),
+    (sympy.Ne(s ** 2 + 2 * s + 1, 9), "(s + 1)**2 != 9"),
+    # factoring that does not read shorter is left alone
+    (sympy.Le(s * b + s, 10), "b*s + s <= 10"),
+    (2 * s + 2, "2*s + 2"),
+    (sympy.Eq(s * b + s + b, 2 * s), "b*s + b + s == 2*s"),  # no numeric side: as it was
+])
+def test_readable_floors_and_products(expr, text):
+    assert format_guard(expr) == text
+
+
+@pytest.mark.parametrize("expr", [
+    _H, _H + 1, floor(s / 3) - 1, floor(floor(s / 3) / 2), sympy.Eq(_H * _W + _H + _W, 15),
+    4 * _H * _W + 4 * _H + 4 * _W + 4, sympy.Ne(s ** 2 + 2 * s + 1, 9), sympy.Lt(_H * _W + 2 * _H, 7),
+])
+def test_readable_floors_and_products_keep_the_value(expr):
+    text = format_guard(expr)
+    for sv in range(1, 40, 3):
+        for bv in (1, 2, 7, 16, 33):
+            assert eval(text, {}, {"s": sv, "b": bv}) == _values(expr, sv, bv), (text, sv, bv)
+
+
+def test_a_leading_negative_remainder_keeps_its_parentheses():
+    # Python's unary minus binds before % and //: "-b % 3" would read (-b) % 3
+    expr = sympy.Le(-Mod(b, 3) + floor(5 * b / 3), 2)
+    assert format_guard(expr) == "-(b % 3) + (5*b) // 3 <= 2"
+    assert format_guard(-Mod(b, 3) + b) == "b - b % 3"
+
+
+def test_readable_form_of_random_size_expressions_reads_as_their_value():
+    """A seeded corpus of sums, products, nested floors and remainders (with a constant side): the
+    readable text, read as Python, has the expression's value at every assignment."""
+    import random
+
+    rng = random.Random(11)
+
+    def term(depth):
+        r = rng.random()
+        if depth <= 0 or r < 0.3:
+            return rng.choice([s, b, sympy.Integer(rng.randint(-3, 5))])
+        if r < 0.5:
+            return floor(build(depth - 1) / rng.choice([2, 3, 4]))
+        if r < 0.6:
+            return floor(floor(build(depth - 1) / 2) / rng.choice([2, 3]))
+        if r < 0.7:
+            return Mod(build(depth - 1), rng.choice([2, 3]))
+        return build(depth - 1)
+
+    def build(depth):
+        r, x, y = rng.random(), term(depth - 1), term(depth - 1)
+        if r < 0.4:
+            return x + y
+        if r < 0.7:
+            return x * y
+        if r < 0.85:
+            return x - y
+        return rng.randint(-3, 4) * x + y + rng.randint(-2, 2)
+
+    checked = 0
+    for _ in range(250):
+        expr = build(3)
+        if rng.random() < 0.5:
+            expr = rng.choice([sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt])(expr, rng.randint(-5, 20))
+        if expr in (sympy.true, sympy.false):
+            continue
+        text = format_guard(expr)
+        for sv in (1, 2, 5, 16):
+            for bv in (1, 3, 7):
+                assert eval(text, {}, {"s": sv, "b": bv}) == _values(expr, sv, bv), (expr, text, sv, bv)
+        checked += 1
+    assert checked > 150

@@ -37,7 +37,7 @@ from .state import RANDOM_OP_PREFIX, ModuleCalls, buffer_mutations, check_genera
     make_call_hook
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
-from .tracer import CURRENT, Tracer
+from .tracer import CURRENT, Tracer, static_axis_sites
 
 __all__ = ["capture", "CaptureResult", "SizeOutput", "needs_replay"]
 
@@ -255,7 +255,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     user_arrays: list = []           # (placeholder node, traced, pristine copy) per array input
     sites: list = []
     used_names: set = set()
-    for leaf, shape, path in zip(work, shapes, paths):
+    for leaf, shape, path, spec in zip(work, shapes, paths, specs):
         name = leaf_name(path)
         while name in used_names:
             name += "_"
@@ -263,6 +263,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         if isinstance(leaf, np.ndarray):
             bind = {axis: d for axis, d in enumerate(shape) if isinstance(d, sympy.Symbol)}
             t = tracer.placeholder(name, leaf, shape, {"bind": bind} if bind else None)
+            tracer.static_sites[t.node] = static_axis_sites(path, shape, spec)  # for reasons (ArrayInfo.sites)
             if tracer.user_anchor is None:
                 tracer.user_anchor = t.node
             traced_leaves.append(t)

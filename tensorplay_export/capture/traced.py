@@ -18,7 +18,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..errors import CaptureError, UnsupportedOpError
-from ..ops.registry import func_name, get_op, lookup_func, lookup_method, plain_flag
+from ..ops.registry import func_name, get_op, lookup_func, lookup_method, plain_flag, refusal
 from .frames import user_source
 from .symbolic import SymBool, wrap_int
 
@@ -199,7 +199,11 @@ class TracedArray:
             raise AttributeError(f"'TracedArray' (standing in for numpy.ndarray) has no attribute {name!r}")
 
         def method(*args: Any, **kwargs: Any) -> Any:
-            return tracer.call(op, (self, *args), kwargs, source=user_source(2))
+            src = user_source(2)
+            result = tracer.call(op, (self, *args), kwargs, source=src)
+            if op.writes_arg is not None:  # a.fill(v), a.sort(): numpy writes into a and returns None
+                return _write_back(op, (self, *args), result, src)
+            return result
 
         method.__name__ = name
         return method
@@ -210,8 +214,10 @@ class TracedArray:
         src = user_source(2)  # one stack walk per call
         op = self._tracer.op_for_func(func, src)
         if op is None:
-            raise UnsupportedOpError(f"{func_name(func)} has no shape rule (not supported during capture)"
-                                     f"\n  at {src}")
+            why = refusal(func)  # a documented refusal says why and what to write instead
+            raise UnsupportedOpError(f"{func_name(func)} is not supported during capture: {why}\n  at {src}"
+                                     if why else f"{func_name(func)} has no shape rule (not supported during "
+                                     f"capture)\n  at {src}")
         args, kwargs, write_into, what = _without_in_place_flag(op, func, tuple(args), dict(kwargs), src)
         result = self._tracer.call(op, args, kwargs, source=src)
         if op.writes_arg is not None:

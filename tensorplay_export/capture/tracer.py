@@ -28,6 +28,7 @@ import sympy
 
 from ..errors import CaptureError, DataDependentError, UnsupportedOpError
 from ..graph.ir import Graph, Node
+from ..graph.printing import format_guard
 from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
@@ -68,6 +69,7 @@ class Tracer:
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
         self._const_keep: list = []                      # keep ids unique while tracing
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
+        self.static_sites: dict = {}                     # input placeholder -> ArrayInfo.sites (reasons)
         self.module_stack: list[tuple[str, int]] = []    # (fqn, call_id) of each, outermost first
         self.module_calls: Any = None                    # the capture's ModuleCalls (entry sets it)
         self.writes: list = []                           # (op, SourceLoc) of in-place writes
@@ -182,7 +184,8 @@ class Tracer:
     def info(self, value: Any) -> Any:
         """What a shape rule sees: ArrayInfo for arrays, sympy for symbolic ints."""
         if isinstance(value, TracedArray):
-            return ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(value._node))
+            return ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(value._node),
+                             self.static_sites.get(value._node))
         if isinstance(value, np.ndarray):
             return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
         if isinstance(value, (SymInt, SymFloat, SymBool)):
@@ -234,7 +237,8 @@ class Tracer:
             node = value._node
             if value._thunk is not None:
                 self._saw_pending = True
-            return (value._value, ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(node)),
+            return (value._value, ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(node),
+                                            self.static_sites.get(node)),
                     value if node is None else node, node is None)
         if t is tuple or t is list:
             exs, infos, nargs = [], [], []
@@ -556,7 +560,7 @@ class Tracer:
 
     def _run_rule(self, op: OpDef, src: Any, concrete: Optional[list], info_args: Any,
                   info_kwargs: Any) -> tuple:
-        ctx = ShapeCtx(self.env, op.name, src, concrete)
+        ctx = ShapeCtx(self.env, op.name, src, concrete, size_text=format_guard)
         shapes = op.shape_rule(ctx, *info_args, **info_kwargs)
         return ctx, (list(shapes) if op.multi_output else [shapes])
 
@@ -947,6 +951,23 @@ def _frozen(value: Any, key: Any) -> Any:
         raise TypeError("an array argument")
     # 1 and 1.0 and True hash alike but may give different results: keep the type
     return (type(value), value)
+
+
+def static_axis_sites(path: str, shape: tuple, spec: Any) -> Optional[tuple]:
+    """Per axis of the model input ``path`` (symbolic ``shape``, its ``LeafSpec`` or None): for a
+    static axis, where its size comes from and why it is static, for reasons that compare a
+    dynamic size with it (``"y.shape[0], static: no Dim for y in dynamic_shapes"``); None for a
+    dynamic axis.  None when the input has no static axis."""
+    axes = getattr(spec, "axes", None) or {}
+    out = []
+    for axis, d in enumerate(shape):
+        if not isinstance(d, int):
+            out.append(None)
+        elif not axes:  # None, no entry, {} or only static axes: the spec normalizes all to no axes
+            out.append(f"{path}.shape[{axis}], static: no Dim for {path} in dynamic_shapes")
+        else:
+            out.append(f"{path}.shape[{axis}], static: {path}'s dynamic_shapes entry has no Dim for axis {axis}")
+    return tuple(out) if any(out) else None
 
 
 def _at_source(err: UnsupportedOpError, src: Any) -> None:

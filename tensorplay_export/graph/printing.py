@@ -487,6 +487,32 @@ def python_tree(expr: Any) -> Any:
 
 # -- the readable form (sympy's printer, defined on first use) ------------------------------------
 
+def _binary_on_top(text: str) -> bool:
+    """Whether printed ``text`` is a ``%`` or ``//`` outside any parentheses (``b % 3``, ``(s + 3) // 4``)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and (text.startswith(" % ", i) or text.startswith(" // ", i)):
+            return True
+    return False
+
+
+def _collapsed_floor(arg: Any) -> tuple:
+    """``(num, den)`` with ``floor(arg) == floor(num/den)``, nested floors by a positive integer
+    collapsed: ``floor(floor(y)/b) == floor(y/b)`` for every real ``y`` and integer ``b >= 1``, so
+    ``floor(floor((h - 1)/2)/2)`` reads ``(h - 1) // 4`` (it prints as ``((h - 1) // 2) // 2``
+    otherwise)."""
+    num, den = arg.as_numer_denom()
+    while isinstance(num, sympy.floor) and den.is_Integer and den > 1:
+        inner_num, inner_den = num.args[0].as_numer_denom()
+        num, den = inner_num, inner_den * den
+    return num, den
+
+
+
 def _readable_class() -> type:
     """:class:`ExprPrinter`, defined on first use (it subclasses sympy's StrPrinter)."""
     global _EXPR_PRINTER
@@ -520,8 +546,8 @@ def _readable_class() -> type:
                 return f"({self._print(item)})"
             return super().parenthesize(item, level, strict)
 
-        def _print_Add(self, expr: Any, order: Any = None) -> str:
-            # As StrPrinter's, except that a negative product prints as `-` and its negation, so
+        def _print_sum(self, expr: Any, order: Any = None) -> str:
+            # As StrPrinter's _print_Add, except that a negative product prints as `-` and its negation, so
             # `n - n // 2` keeps no parentheses while `-(n // 2)` alone needs them (parenthesize
             # above); StrPrinter strips the `-` off the term's text instead.
             terms = self._as_ordered_terms(expr, order=order)
@@ -536,6 +562,8 @@ def _readable_class() -> type:
                     t = t[1:] if sign == "-" else t
                 out += [sign, f"({t})" if precedence(term) < prec or term.is_Add else t]
             sign = out.pop(0)
+            if sign == "-" and _binary_on_top(out[0]):
+                out[0] = f"({out[0]})"  # Python's unary minus binds first: -b % 3 is (-b) % 3
             return ("" if sign == "+" else sign) + " ".join(out)
 
         def _print_Symbol(self, expr: Any) -> str:
@@ -546,16 +574,36 @@ def _readable_class() -> type:
             return self._binary(a, "%", b)
 
         def _print_floor(self, expr: Any) -> str:
-            num, den = expr.args[0].as_numer_denom()
+            num, den = _collapsed_floor(expr.args[0])
             if den != 1:
                 return self._binary(num, "//", den)
             return f"floor({self._print(expr.args[0])})"
 
+        def _print_Add(self, expr: Any, order: Any = None) -> str:
+            # floor(y) + k with an integer k is floor(y + k): `(h + 3) // 4`, not `(h - 1) // 4 + 1`
+            const, rest = expr.as_coeff_Add()
+            if const.is_Integer and isinstance(rest, sympy.floor):
+                num, den = _collapsed_floor(rest.args[0])
+                if den != 1 and den.is_Integer:
+                    return self._binary(sympy.expand(num + const * den), "//", den)
+            plain = self._print_sum(expr, order)
+            product = _factored(expr)
+            if product is expr:
+                return plain
+            other = self._print(product)
+            return other if len(other) < len(plain) else plain
+
         def _print_Relational(self, expr: Any) -> str:
-            op = {"==": "==", "!=": "!="}.get(expr.rel_op)
-            if op is not None:
-                return f"{self._print(expr.lhs)} {op} {self._print(expr.rhs)}"
-            return super()._print_Relational(expr)
+            lhs, rhs = expr.lhs, expr.rhs
+            plain = self._relation(expr.rel_op, lhs, rhs)
+            lhs2, rhs2 = _readable_relation(expr)
+            if lhs2 is lhs:
+                return plain
+            other = self._relation(expr.rel_op, lhs2, rhs2)
+            return other if len(other) < len(plain) else plain
+
+        def _relation(self, rel_op: str, lhs: Any, rhs: Any) -> str:
+            return f"{self._print(lhs)} {rel_op} {self._print(rhs)}"
 
         def _join(self, expr: Any, word: str) -> str:
             parts = []
@@ -576,6 +624,73 @@ def _readable_class() -> type:
     _EXPR_PRINTER = ExprPrinter
     return ExprPrinter
 
+
+_FACTOR_MAX_OPS = 40  # sympy.factor on a guard of a few dozen operations is milliseconds; skip larger ones
+
+
+def _nonlinear(expr: Any) -> bool:
+    """Whether a sum has a term multiplying two non-constant factors (something to factor)."""
+    for term in expr.args:
+        factors = [f for f in sympy.Mul.make_args(term) if not f.is_number]
+        if len(factors) > 1 or any(f.is_Pow for f in factors):
+            return True
+    return False
+
+
+def _factorable(expr: Any) -> bool:
+    return (isinstance(expr, sympy.Add) and _nonlinear(expr)
+            and sympy.count_ops(expr) <= _FACTOR_MAX_OPS)
+
+
+def _completed(q: Any) -> Optional[tuple]:
+    """``(F, r)`` with ``q == F + r``, ``F`` a product of sums and ``r`` an integer, or None:
+    ``a*b + a + b == (a + 1)*(b + 1) - 1``.  For a generator ``x`` of degree 1,
+    ``q == x*R + S``; when ``S == k*R + r`` (polynomial division, integer ``k`` and ``r``),
+    ``q == (x + k)*R + r``."""
+    gens = sorted(q.atoms(sympy.Symbol, sympy.floor, sympy.Mod, sympy.Min, sympy.Max), key=sympy.default_sort_key)
+    for x in gens:
+        r_coeff = q.coeff(x, 1)
+        if r_coeff.is_number or r_coeff.has(x):
+            continue
+        rest = sympy.expand(q - x * r_coeff)
+        if rest.has(x):
+            continue
+        try:
+            k, r = sympy.div(rest, r_coeff)
+        except Exception:  # noqa: BLE001 - not polynomials in common generators: no completion
+            continue
+        if k.is_Integer and r.is_Integer:
+            return sympy.Mul(x + k, sympy.factor(r_coeff), evaluate=False), r
+    return None
+
+
+def _factored(expr: Any) -> Any:
+    """``expr`` factored when that prints shorter (``4*(a + 1)*(b + 1)``), else ``expr``."""
+    if not _factorable(expr):
+        return expr
+    try:
+        out = sympy.factor(expr)
+    except Exception:  # noqa: BLE001 - sympy cannot factor over these generators: print as it is
+        return expr
+    return out if isinstance(out, (sympy.Mul, sympy.Pow)) and out != expr else expr
+
+
+def _readable_relation(expr: Any) -> tuple:
+    """``(lhs, rhs)`` of a relation with a numeric side, its other side factored when that reads
+    better: ``a*b + a + b == 15`` reads ``(a + 1)*(b + 1) == 16`` (the same relation: a constant
+    moved across).  Other relations come back as they are."""
+    lhs, rhs = expr.lhs, expr.rhs
+    if not rhs.is_number or not _factorable(lhs):
+        return lhs, rhs
+    const, q = lhs.as_coeff_Add()
+    whole = _factored(lhs)
+    if whole is not lhs:
+        return whole, rhs
+    done = _completed(q)
+    if done is None:
+        return lhs, rhs
+    product, r = done
+    return product, rhs - const - r
 
 _EXPR_PRINTER: Optional[type] = None
 _READABLE: Any = None

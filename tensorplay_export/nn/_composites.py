@@ -60,7 +60,7 @@ def _require_nonempty(ctx, op, size, what):
     (tests/test_decomp.py); the input contract is unaffected either way.
     """
     if not is_static(size) and not ctx.data_dependent(size):
-        ctx.require(sympy.Ge(size, 1), f"{op}: {what} (size {size}) must be nonempty (np.max over it)")
+        ctx.require(sympy.Ge(size, 1), f"{op}: {what} (size {ctx.text(size)}) must be nonempty (np.max over it)")
 
 
 def _softmax_rule(ctx, x, dim=-1):
@@ -78,7 +78,8 @@ def _normalize_rule(ctx, x, p=2.0, dim=-1, eps=1e-12):
 
 def _linear_rule(ctx, x, weight, bias=None):
     xs, ws = _shape(x), _shape(weight)
-    ctx.eq(xs[-1], ws[-1], f"linear: input features {xs[-1]} must equal weight's in_features {ws[-1]}")
+    ctx.eq(xs[-1], ws[-1], f"linear: input features {ctx.text(xs[-1])} must equal weight's in_features "
+                           f"{ctx.text(ws[-1])}")
     out = tuple(xs[:-1]) + (tuple(ws[:1]) if len(ws) == 2 else ())
     return ctx.broadcast(out, _shape(bias)) if bias is not None else out
 
@@ -89,7 +90,7 @@ def _norm_affine(ctx, op, x, normalized_shape, params):
     if len(ns) > len(xs):
         raise ValueError(f"{op}: normalized_shape {ns} has more axes than the input {xs}")
     for size, want in zip(xs[len(xs) - len(ns):], ns):
-        ctx.eq(size, want, f"{op}: trailing input size {size} must equal normalized_shape's {want}")
+        ctx.eq(size, want, f"{op}: trailing input size {ctx.text(size)} must equal normalized_shape's {ctx.text(want)}")
     shapes = [_shape(p) for p in params if p is not None]
     return ctx.broadcast(xs, *shapes) if shapes else xs
 
@@ -111,7 +112,7 @@ def _batch_norm_rule(ctx, x, mean, var, weight=None, bias=None, eps=1e-5):
             ss = _shape(stat)
             if len(ss) != 1:
                 raise ValueError(f"batch_norm: {name} must be 1-D (C,), got {ss}")
-            ctx.eq(ss[0], xs[1], f"batch_norm: {name} size {ss[0]} must equal the channels {xs[1]}")
+            ctx.eq(ss[0], xs[1], f"batch_norm: {name} size {ctx.text(ss[0])} must equal the channels {ctx.text(xs[1])}")
     return xs
 
 
@@ -124,7 +125,7 @@ def _batch_stats_rule(ctx, x):
     # (functional.batch_stats) refuses both rather than write NaN into running statistics
     ctx.require(sympy.Ge(per_channel, 2),
                 lambda: f"batch_stats: batch statistics need more than 1 value per channel "
-                        f"(N * spatial = {per_channel} must be at least 2)")
+                        f"(N * spatial = {ctx.text(per_channel)} must be at least 2)")
     return [(xs[1],), (xs[1],), (xs[1],)]
 
 
@@ -135,8 +136,10 @@ def _embedding_rule(ctx, ids, weight, padding_idx=None):
     vr = ids.vrange if isinstance(ids, ArrayInfo) else None
     if vr is not None and not (is_static(vr[0]) and is_static(vr[1]) and is_static(n)):
         lo, hi = vr
-        ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), f"embedding: ids up to {hi} index a table of {n} rows")
-        ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), f"embedding: ids down to {lo} index a table of {n} rows")
+        ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), f"embedding: ids up to {ctx.text(hi)} index a table of "
+                                                       f"{ctx.text(n)} rows")
+        ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), f"embedding: ids down to {ctx.text(lo)} index a table of "
+                                                    f"{ctx.text(n)} rows")
     return _shape(ids) + tuple(ws[1:])
 
 
@@ -150,8 +153,10 @@ def _one_hot_rule(ctx, x, num_classes=-1):
 # -------------------------------------------------------------------- attention
 def _sdpa_rule(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, rng=None):
     qs, ks, vs = _shape(query), _shape(key), _shape(value)
-    ctx.eq(qs[-1], ks[-1], f"scaled_dot_product_attention: query and key head sizes {qs[-1]}, {ks[-1]} differ")
-    ctx.eq(ks[-2], vs[-2], f"scaled_dot_product_attention: key and value lengths {ks[-2]}, {vs[-2]} differ")
+    ctx.eq(qs[-1], ks[-1], f"scaled_dot_product_attention: query and key head sizes {ctx.text(qs[-1])}, "
+                           f"{ctx.text(ks[-1])} differ")
+    ctx.eq(ks[-2], vs[-2], f"scaled_dot_product_attention: key and value lengths {ctx.text(ks[-2])}, "
+                           f"{ctx.text(vs[-2])} differ")
     scores = tuple(ctx.broadcast(qs[:-2], ks[:-2])) + (qs[-2], ks[-2])
     _require_nonempty(ctx, "scaled_dot_product_attention", ks[-2], "the key length")
     if attn_mask is not None:
@@ -183,7 +188,7 @@ def _cross_entropy_rule(ctx, input, target, weight=None, ignore_index=-100, redu
     if len(ts) != len(want):
         raise ValueError(f"cross_entropy: target shape {ts} does not fit input shape {ins}")
     for t, w in zip(ts, want):
-        ctx.eq(t, w, f"cross_entropy: target size {t} must equal {w}")
+        ctx.eq(t, w, f"cross_entropy: target size {ctx.text(t)} must equal {ctx.text(w)}")
     _require_nonempty(ctx, "cross_entropy", ins[0 if len(ins) == 1 else 1], "the class axis")
     if weight is not None:
         ctx.eq(_shape(weight)[0], ins[0 if len(ins) == 1 else 1], "cross_entropy: one weight per class")
@@ -196,7 +201,8 @@ def _window_out(ctx, op, size, k, s, pad_total, d):
     need = d * (k - 1) + 1
     if not (is_static(size) and is_static(pad_total)):
         ctx.require(sympy.Ge(size + pad_total, need),
-                    f"{op}: input size {size} (+{pad_total} padding) is smaller than the window {need}")
+                    f"{op}: input size {ctx.text(size)} (+{ctx.text(pad_total)} padding) is smaller than the "
+                    f"window {ctx.text(need)}")
     return _dim((size + pad_total - need) // s + 1)
 
 
@@ -218,7 +224,8 @@ def _conv_rule_nd(ctx, op, x, weight, bias, stride, padding, dilation, groups, n
     if unbatched:
         xs = (1,) + xs
     c_out, cpg, kernel = ws[0], ws[1], ws[2:]
-    ctx.eq(xs[1], cpg * groups, f"{op}: input channels {xs[1]} must equal {cpg} * groups={groups}")
+    ctx.eq(xs[1], cpg * groups, f"{op}: input channels {ctx.text(xs[1])} must equal {ctx.text(cpg)} * "
+                                f"groups={ctx.text(groups)}")
     one = lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * nsp  # noqa: E731
     stride, dilation = one(stride), one(dilation)
     pads = _conv_pads(op, padding if isinstance(padding, str) else one(padding), kernel, dilation, stride)
@@ -226,7 +233,7 @@ def _conv_rule_nd(ctx, op, x, weight, bias, stride, padding, dilation, groups, n
                     for size, k, s, (lo, hi), d in zip(xs[2:], kernel, stride, pads, dilation))
     out = (xs[0], c_out) + spatial
     if bias is not None:
-        ctx.eq(_shape(bias)[0], c_out, f"{op}: bias size must equal the output channels {c_out}")
+        ctx.eq(_shape(bias)[0], c_out, f"{op}: bias size must equal the output channels {ctx.text(c_out)}")
     return out[1:] if unbatched else out
 
 
@@ -252,8 +259,9 @@ def _pool_rule(ctx, op, x, kernel_size, stride, padding, dilation, ceil_mode):
             # rule), and only an empty output is refused
             n = ctx.canon(_dim(ceil_mode_size(sympy.sympify(size), k, s, p, d)[0]))
             if not is_static(n):
-                ctx.require(sympy.Ge(n, 1), f"{op}: no window of {k} (stride {s}, ceil_mode) starts inside "
-                                            f"input size {size} (+{2 * p} padding)")
+                ctx.require(sympy.Ge(n, 1), f"{op}: no window of {ctx.text(k)} (stride {ctx.text(s)}, "
+                                            "ceil_mode) starts inside "
+                                            f"input size {ctx.text(size)} (+{ctx.text(2 * p)} padding)")
         else:
             n = _window_out(ctx, op, size, k, s, 2 * p, d)
         out.append(n)

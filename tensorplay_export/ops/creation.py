@@ -30,7 +30,7 @@ def require_nonneg(ctx: Any, sizes: Any, what: str) -> None:
     """
     for d in sizes:
         if isinstance(d, sympy.Basic) and not d.is_Integer:
-            ctx.require(sympy.Ge(d, 0), lambda d=d: f"{what}: size {d} must be >= 0")
+            ctx.require(sympy.Ge(d, 0), lambda d=d: f"{what}: size {ctx.text(d)} must be >= 0")
 
 
 def norm_shape(shape: Any, ctx: Any = None, what: str = "shape") -> tuple:
@@ -90,9 +90,9 @@ def _arange_rule(ctx: Any, start: Any, stop: Any = None, step: Any = None, dtype
     if st.is_Number:
         positive = bool(st > 0)
     else:
-        positive = ctx.choose(sympy.Gt(st, 0), f"numpy.arange: the sign of the step {st} (as in the example)")
+        positive = ctx.choose(sympy.Gt(st, 0), f"numpy.arange: the sign of the step {ctx.text(st)} (as in the example)")
         if not positive:
-            ctx.require(sympy.Lt(st, 0), f"numpy.arange: the step {st} must be nonzero")
+            ctx.require(sympy.Lt(st, 0), f"numpy.arange: the step {ctx.text(st)} must be nonzero")
     span = hi - lo if positive else lo - hi
     mag = st if positive else -st
     n = sympy.ceiling(span / mag)
@@ -179,7 +179,8 @@ def _linspace_retstep_rule(ctx: Any, start: Any, stop: Any, num: Any = 50, endpo
     shape = _linspace_rule(ctx, start, stop, num, endpoint, False, dtype, axis, **kwargs)
     if not is_static(num):
         div = num - 1 if endpoint else num
-        ctx.require(sympy.Ge(div, 1), lambda: f"numpy.linspace(retstep=True): the step's divisor {div} must be "
+        ctx.require(sympy.Ge(div, 1), lambda: "numpy.linspace(retstep=True): the step's divisor "
+                                              f"{ctx.text(div)} must be "
                     "at least 1 (numpy returns the Python float nan as the step there, whose type promotes "
                     "differently from the numpy scalar at other sizes)")
     return [shape, ()]

@@ -54,13 +54,13 @@ _OP_TEXT = {"numpy.add": "`+`", "numpy.subtract": "`-`", "numpy.multiply": "`*`"
             "numpy.bitwise_xor": "`^`"}
 
 
-def _size_text(d: Any) -> str:
-    """A size for a reason; a ``Min`` with a constant says it is a slice bounded by it."""
+def _size_text(d: Any, text: Callable[[Any], str] = str) -> str:
+    """A size for a reason (printed by ``text``); a ``Min`` with a constant says it is a slice bounded by it."""
     if isinstance(d, sympy.Min):
         consts = [int(a) for a in d.args if a.is_Integer]
         if consts:
-            return f"{d}, a slice of at most {min(consts)}"
-    return str(d)
+            return f"{text(d)}, a slice of at most {min(consts)}"
+    return text(d)
 
 
 def prod(dims: Any) -> Any:
@@ -184,8 +184,10 @@ class ShapeCtx:
         concrete: numpy's output shapes on the example values (for unbacked hints).
     """
 
-    def __init__(self, env: SizeEnv, op: str, source: Optional[SourceLoc], concrete: list) -> None:
+    def __init__(self, env: SizeEnv, op: str, source: Optional[SourceLoc], concrete: list,
+                 size_text: Optional[Callable[[Any], str]] = None) -> None:
         self._env = env
+        self._printer = size_text if size_text is not None else str
         self.op = op
         self.source = source
         self.concrete = concrete
@@ -208,6 +210,23 @@ class ShapeCtx:
     def recorded(self) -> Optional[list]:
         """The requirements a bare ctx recorded (None for a capture's: its ShapeEnv decides them)."""
         return getattr(self._env, "recorded", None)
+
+    def text(self, value: Any) -> str:
+        """A size (or a shape: tuple/list of sizes) as a reason prints it.
+
+        Sizes print through the ``size_text`` the ctx was made with (capture hands in the one
+        printer's readable form, ``graph.printing.format_guard``: ``(h - 1) // 4``), so a reason
+        reads in the notation of the guard it explains; a bare ctx prints sympy's ``str``.
+        Anything else prints as an f-string would.
+        """
+        if isinstance(value, sympy.Basic):
+            return self._printer(value)
+        if isinstance(value, (tuple, list)) and any(isinstance(v, sympy.Basic) for v in value):
+            items = [self.text(v) for v in value]
+            if isinstance(value, list):
+                return "[" + ", ".join(items) + "]"
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return f"{value}"
 
     def hint(self, expr: Any) -> Any:
         """Example value of a size expression or condition."""
@@ -288,8 +307,12 @@ class ShapeCtx:
             return
         self.require(sympy.Eq(v, s), reason, eager=runs)
 
-    def broadcast_dim(self, a: Any, b: Any) -> Any:
-        """One broadcast axis: the disjunct the example satisfies becomes the requirement."""
+    def broadcast_dim(self, a: Any, b: Any, site_a: Optional[str] = None, site_b: Optional[str] = None) -> Any:
+        """One broadcast axis: the disjunct the example satisfies becomes the requirement.
+
+        ``site_a`` / ``site_b``: where a static size comes from (``ArrayInfo.sites``: another
+        input's static axis), named in the reason after that size.
+        """
         if is_static(a) and int(a) == 1:
             return b
         if is_static(b) and int(b) == 1:
@@ -303,32 +326,47 @@ class ShapeCtx:
         what = f"broadcasting in {_OP_TEXT.get(self.op, self.op)}"
         # numpy runs with either size 1 or both equal: the guard is the example's case of that
         runs = lambda: sympy.Or(size_equality(a, b), sympy.Eq(a, 1), sympy.Eq(b, 1))  # noqa: E731
+        ta = lambda: self.sized(a, site_a)  # noqa: E731 - printed only for a recorded guard
+        tb = lambda: self.sized(b, site_b)  # noqa: E731
         if ha == hb:
-            self.require(size_equality(a, b), lambda: f"{what}: {_size_text(a)} with {_size_text(b)}", "broadcast",
-                         eager=runs)
+            self.require(size_equality(a, b), lambda: f"{what}: {ta()} with {tb()}", "broadcast", eager=runs)
             return b if is_static(b) else a
         if ha == 1:
-            self.require(sympy.Eq(a, 1),
-                         lambda: f"{what}: {_size_text(a)} (size 1 in the example) with {_size_text(b)}",
+            self.require(sympy.Eq(a, 1), lambda: f"{what}: {ta()} (size 1 in the example) with {tb()}",
                          "broadcast", eager=runs)
             return b
         if hb == 1:
-            self.require(sympy.Eq(b, 1),
-                         lambda: f"{what}: {_size_text(b)} (size 1 in the example) with {_size_text(a)}",
+            self.require(sympy.Eq(b, 1), lambda: f"{what}: {tb()} (size 1 in the example) with {ta()}",
                          "broadcast", eager=runs)
             return a
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 
-    def broadcast(self, *shapes: tuple) -> tuple:
-        """numpy broadcasting of several symbolic shapes."""
+    def sized(self, d: Any, site: Optional[str] = None) -> str:
+        """:meth:`text` of a size, followed by where a static size comes from (``site``, an
+        ``ArrayInfo.sites`` entry): ``3 (y.shape[0], static: no Dim for y in dynamic_shapes)``."""
+        text = _size_text(d, self.text)
+        return f"{text} ({site})" if site and is_static(d) else text
+
+    def broadcast(self, *shapes: tuple, sites: Optional[Any] = None) -> tuple:
+        """numpy broadcasting of several symbolic shapes.
+
+        ``sites``: None, or one entry per shape: None or that array's ``ArrayInfo.sites``
+        (per axis, where a static size comes from), so a reason names the other input's axis.
+        """
         ndim = max((len(s) for s in shapes), default=0)
+        sites = list(sites) if sites is not None else [None] * len(shapes)
         out = []
         for i in range(ndim):
             d: Any = 1
-            for s in shapes:
+            d_site: Optional[str] = None
+            for s, ss in zip(shapes, sites):
                 j = i - (ndim - len(s))
                 if j >= 0:
-                    d = self.broadcast_dim(d, s[j])
+                    s_site = ss[j] if ss is not None and j < len(ss) else None
+                    new = self.broadcast_dim(d, s[j], d_site, s_site)
+                    if new is not d:
+                        d_site = s_site
+                    d = new
             out.append(as_dim(d) if isinstance(d, sympy.Basic) else d)
         return tuple(out)
 

@@ -70,8 +70,10 @@ def _int_scalar_fits(ctx: Any, inputs: tuple) -> None:
     for v in scalars:
         if v.has(sympy.Float):
             continue
-        ctx.require(sympy.Le(v, int(info.max)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
-        ctx.require(sympy.Ge(v, int(info.min)), f"Python int {v} must fit {kind} (numpy raises OverflowError)")
+        ctx.require(sympy.Le(v, int(info.max)), f"Python int {ctx.text(v)} must fit {kind} (numpy raises "
+                                                "OverflowError)")
+        ctx.require(sympy.Ge(v, int(info.min)), f"Python int {ctx.text(v)} must fit {kind} (numpy raises "
+                                                "OverflowError)")
 
 
 # comparisons take a Python int outside the array's dtype (numpy 2 compares the values exactly)
@@ -83,10 +85,12 @@ def broadcast_rule(ctx: Any, *inputs: Any, **kwargs: Any) -> tuple:
     if getattr(ctx, "op", None) not in _COMPARISONS:
         _int_scalar_fits(ctx, inputs)
     shapes = [shape_of(v) for v in inputs]
+    sites = [v.sites if isinstance(v, ArrayInfo) else None for v in inputs]
     where = kwargs.get("where")
     if isinstance(where, ArrayInfo):
         shapes.append(where.shape)
-    return ctx.broadcast(*shapes)
+        sites.append(where.sites)
+    return ctx.broadcast(*shapes, sites=sites)
 
 
 def _range_rule(name: str):

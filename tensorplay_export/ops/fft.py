@@ -37,7 +37,7 @@ def _points(ctx: Any, n: Any, name: str) -> Any:
         if int(n) < 1:
             raise ValueError(f"{name}: invalid number of data points ({int(n)}) specified")
         return int(n)
-    ctx.require(sympy.Ge(n, 1), f"{name}: the transform length {n} must be at least 1 (numpy raises for 0)")
+    ctx.require(sympy.Ge(n, 1), f"{name}: the transform length {ctx.text(n)} must be at least 1 (numpy raises for 0)")
     return n
 
 
@@ -116,7 +116,7 @@ def _freq_rule(kind: str, name: str):
                 raise ValueError(f"{name}: n must be at least 1, got {int(n)}")
             length = int(n)
         else:
-            ctx.require(sympy.Ge(n, 1), f"{name}: the length {n} must be at least 1 (numpy divides by n * d)")
+            ctx.require(sympy.Ge(n, 1), f"{name}: the length {ctx.text(n)} must be at least 1 (numpy divides by n * d)")
             length = n
         out = (_half_plus_one(ctx, length),) if kind == "rfft" else (length,)
         return tuple(ctx.broadcast(out, tuple(shape_of(d))))  # an array d broadcasts against the frequencies

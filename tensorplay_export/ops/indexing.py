@@ -30,7 +30,7 @@ def _norm_bound(ctx: Any, b: Any, n: Any, lo: Any, hi: Any) -> Any:
         v = b + n if b < 0 else b
         return max(int(lo) if is_static(lo) else v, min(v, int(hi))) if is_static(hi) else v
     b = sympy.sympify(b)
-    negative = ctx.choose(sympy.Lt(b, 0), lambda: f"sign of the slice bound {b}")
+    negative = ctx.choose(sympy.Lt(b, 0), lambda: f"sign of the slice bound {ctx.text(b)}")
     if negative:
         return _unevaluated(sympy.Max, b + n, lo)
     return _unevaluated(sympy.Min, b, hi)
@@ -61,9 +61,9 @@ def slice_length(ctx: Any, n: Any, start: Any, stop: Any, step: Any) -> Any:
     if not is_static(step):
         # the example's sign (a guard), then the same arithmetic as a constant step of that sign
         step = sympy.sympify(step)
-        if ctx.choose(sympy.Eq(step, 0), lambda: f"slice step {step} is zero"):
+        if ctx.choose(sympy.Eq(step, 0), lambda: f"slice step {ctx.text(step)} is zero"):
             raise ValueError("slice step cannot be zero")
-        positive = ctx.choose(sympy.Gt(step, 0), lambda: f"sign of the slice step {step}")
+        positive = ctx.choose(sympy.Gt(step, 0), lambda: f"sign of the slice step {ctx.text(step)}")
     else:
         if int(step) == 0:
             raise ValueError("slice step cannot be zero")
@@ -178,8 +178,10 @@ def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
         return
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
-    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {hi} on an axis of size {n}")
-    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), lambda: f"{what}: index values down to {lo} on an axis of size {n}")
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
+                                                           f"axis of size {ctx.text(n)}")
+    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), lambda: f"{what}: index values down to {ctx.text(lo)} on an "
+                                                        f"axis of size {ctx.text(n)}")
 
 
 def getitem_shape(ctx: Any, shape: tuple, key: Any) -> tuple:
@@ -317,8 +319,8 @@ def require_assignable(ctx: Any, vshape: tuple, sub: tuple, what: str = "assigne
             ctx.eq(v, 1, f"{what} has more dimensions than the target")
             continue
         s = sub[-i]
-        ctx.stretch(v, s, f"{what} of size {v} into a slot of size {s}",
-                    f"{what} of size {v} (size 1 in the example) into a slot of size {s}")
+        ctx.stretch(v, s, f"{what} of size {ctx.text(v)} into a slot of size {ctx.text(s)}",
+                    f"{what} of size {ctx.text(v)} (size 1 in the example) into a slot of size {ctx.text(s)}")
 
 
 register_op("tpe.setitem", _setitem, _setitem_rule, doc="functional a[key] = value (returns a copy)")

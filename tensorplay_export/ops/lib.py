@@ -235,16 +235,19 @@ def _deleted(ctx: Any, n: Any, obj: Any) -> Any:
     if not items:
         return 0
     if pos:
-        ctx.bounds(sympy.Ge(n, pos[-1] + 1), lambda: f"numpy.delete: index {pos[-1]} is out of bounds for size {n}")
+        ctx.bounds(sympy.Ge(n, pos[-1] + 1), lambda: f"numpy.delete: index {ctx.text(pos[-1])} is out of bounds "
+                                                     f"for size {ctx.text(n)}")
     if neg:
-        ctx.bounds(sympy.Ge(n, -neg[0]), lambda: f"numpy.delete: index {neg[0]} is out of bounds for size {n}")
+        ctx.bounds(sympy.Ge(n, -neg[0]), lambda: f"numpy.delete: index {ctx.text(neg[0])} is out of bounds for "
+                                                 f"size {ctx.text(n)}")
     count = sympy.Integer(len(pos) + len(neg))
     for j in neg:  # n + j and a non-negative i name the same position when n == i - j
         for i in pos:
             if is_static(n):
                 count -= int(int(n) + j == i)
-            elif ctx.choose(sympy.Eq(n, i - j), f"numpy.delete: indices {i} and {j} are the same position "
-                                                 f"when the size is {i - j} (as in the example or not)"):
+            elif ctx.choose(sympy.Eq(n, i - j), f"numpy.delete: indices {ctx.text(i)} and {ctx.text(j)} are the "
+                                                "same position "
+                                                 f"when the size is {ctx.text(i - j)} (as in the example or not)"):
                 count -= 1
     return count
 
@@ -395,7 +398,7 @@ def _polyval_rule(ctx: Any, p: Any, x: Any) -> tuple:
     if is_static(count):
         empty = int(count) == 0
     else:
-        empty = ctx.choose(sympy.Eq(count, 0), f"numpy.polyval: whether there are coefficients ({count}) "
+        empty = ctx.choose(sympy.Eq(count, 0), f"numpy.polyval: whether there are coefficients ({ctx.text(count)}) "
                            "decides the result's dtype (as in the example)")
     return sx if empty else ctx.broadcast(sx, tuple(sp[1:]))
 

@@ -22,7 +22,7 @@ def matmul_shape(ctx: Any, a: tuple, b: tuple) -> tuple:
         raise ValueError("matmul: input operand does not have enough dimensions")
     a2 = (1,) + tuple(a) if len(a) == 1 else tuple(a)
     b2 = tuple(b) + (1,) if len(b) == 1 else tuple(b)
-    ctx.eq(a2[-1], b2[-2], f"matmul: inner sizes {a2[-1]} and {b2[-2]} must match")
+    ctx.eq(a2[-1], b2[-2], f"matmul: inner sizes {ctx.text(a2[-1])} and {ctx.text(b2[-2])} must match")
     batch = ctx.broadcast(a2[:-2], b2[:-2])
     out = tuple(batch)
     if len(a) > 1:
@@ -46,7 +46,7 @@ def _dot_rule(ctx: Any, a: Any, b: Any, out: Any = None) -> tuple:
     if len(sa) <= 2 and len(sb) <= 2:
         return matmul_shape(ctx, sa, sb)
     k_b = sb[-2] if len(sb) > 1 else sb[0]
-    ctx.eq(sa[-1], k_b, f"dot: contracted sizes {sa[-1]} and {k_b} must match")
+    ctx.eq(sa[-1], k_b, f"dot: contracted sizes {ctx.text(sa[-1])} and {ctx.text(k_b)} must match")
     return tuple(sa[:-1]) + tuple(sb[:-2]) + (tuple(sb[-1:]) if len(sb) > 1 else ())
 
 
@@ -78,7 +78,7 @@ def _tensordot_rule(ctx: Any, a: Any, b: Any, axes: Any = 2) -> tuple:
         ax_a = [int(x) % len(sa) for x in (ax_a if isinstance(ax_a, (list, tuple)) else [ax_a])]
         ax_b = [int(x) % len(sb) for x in (ax_b if isinstance(ax_b, (list, tuple)) else [ax_b])]
     for i, j in zip(ax_a, ax_b):
-        ctx.eq(sa[i], sb[j], f"tensordot: contracted sizes {sa[i]} and {sb[j]} must match")
+        ctx.eq(sa[i], sb[j], f"tensordot: contracted sizes {ctx.text(sa[i])} and {ctx.text(sb[j])} must match")
     return tuple(d for i, d in enumerate(sa) if i not in ax_a) + \
         tuple(d for j, d in enumerate(sb) if j not in ax_b)
 
@@ -176,7 +176,7 @@ register_op("numpy.einsum", _einsum_impl, _einsum_rule, numpy_funcs=(np.einsum,)
 def _vdot_rule(ctx: Any, a: Any, b: Any) -> tuple:
     """numpy.vdot: both flattened, of one length (numpy: "vectors have different lengths"); a scalar."""
     na, nb = prod(shape_of(a)), prod(shape_of(b))
-    ctx.eq(na, nb, f"numpy.vdot: the flattened lengths {na} and {nb} must be equal")
+    ctx.eq(na, nb, f"numpy.vdot: the flattened lengths {ctx.text(na)} and {ctx.text(nb)} must be equal")
     return ()
 
 
@@ -204,7 +204,7 @@ def _vecdot_rule(ctx: Any, x1: Any, x2: Any, /, *, axis: Any = -1, out: Any = No
     if not s1 or not s2:
         raise ValueError("vecdot: both operands need at least one dimension")
     a1, a2 = _core_axis(s1, axis, "vecdot"), _core_axis(s2, axis, "vecdot")
-    ctx.eq(s1[a1], s2[a2], f"numpy.vecdot: the vector sizes {s1[a1]} and {s2[a2]} must match")
+    ctx.eq(s1[a1], s2[a2], f"numpy.vecdot: the vector sizes {ctx.text(s1[a1])} and {ctx.text(s2[a2])} must match")
     shape = ctx.broadcast(s1[:a1] + s1[a1 + 1:], s2[:a2] + s2[a2 + 1:])
     if not keepdims:
         return shape

@@ -25,7 +25,8 @@ def _matrix(ctx: Any, a: Any, name: str, square: bool = True) -> tuple:
         raise np.linalg.LinAlgError(
             f"{len(shape)}-dimensional array given. Array must be at least two-dimensional ({name})")
     if square:
-        ctx.eq(shape[-2], shape[-1], f"{name}: the last 2 axes must be square ({shape[-2]} x {shape[-1]})")
+        ctx.eq(shape[-2], shape[-1], f"{name}: the last 2 axes must be square ({ctx.text(shape[-2])} x "
+                                     f"{ctx.text(shape[-1])})")
     return shape
 
 
@@ -53,11 +54,11 @@ def _solve_rule(ctx: Any, a: Any, b: Any) -> tuple:
     sb = tuple(shape_of(b))
     n = sa[-1]
     if len(sb) == 1:
-        ctx.eq(sb[0], n, f"numpy.linalg.solve: b has {sb[0]} rows for a {n} x {n} system")
+        ctx.eq(sb[0], n, f"numpy.linalg.solve: b has {ctx.text(sb[0])} rows for a {ctx.text(n)} x {ctx.text(n)} system")
         return sa[:-2] + (n,)
     if len(sb) < 2:
         raise ValueError("numpy.linalg.solve: b must be at least one-dimensional")
-    ctx.eq(sb[-2], n, f"numpy.linalg.solve: b has {sb[-2]} rows for a {n} x {n} system")
+    ctx.eq(sb[-2], n, f"numpy.linalg.solve: b has {ctx.text(sb[-2])} rows for a {ctx.text(n)} x {ctx.text(n)} system")
     return tuple(ctx.broadcast(sa[:-2], sb[:-2])) + (n, sb[-1])
 
 

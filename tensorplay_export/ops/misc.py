@@ -36,10 +36,11 @@ def _diff_rule(ctx: Any, a: Any, n: Any = 1, axis: int = -1, prepend: Any = None
     if not is_static(n):
         n = sympy.sympify(n)
         if ctx.hint(n) == 0:
-            ctx.require(sympy.Eq(n, 0), lambda: f"np.diff's order {n} is 0 in the example (the input comes back "
+            ctx.require(sympy.Eq(n, 0), lambda: f"np.diff's order {ctx.text(n)} is 0 in the example (the input "
+                                                "comes back "
                                                  f"as it is)")
             return tuple(shape)
-        ctx.require(sympy.Ge(n, 1), lambda: f"np.diff's order {n} must stay >= 1 as in the example (numpy "
+        ctx.require(sympy.Ge(n, 1), lambda: f"np.diff's order {ctx.text(n)} must stay >= 1 as in the example (numpy "
                                              f"rejects a negative order and returns the input itself for 0)")
     elif int(n) == 0:
         return tuple(shape)

@@ -94,21 +94,21 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         known = prod(d for i, d in enumerate(target) if i != minus[0])
         for d in target:  # numpy cannot infer -1 when the other sizes multiply to 0
             if not is_static(d):
-                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(map(str, target))}) infers -1",
+                ctx.require(sympy.Ge(d, 1), lambda: f"reshape into ({', '.join(ctx.text(d) for d in target)}) infers -1",
                             "reshape")
         num, den = _quotient(numel, known)
         if den == 1:
             inferred = num
         else:
             ctx.require(sympy.Eq(sympy.Mod(num, den), 0),
-                        f"reshape of {numel} elements into ({', '.join(map(str, target))})", "reshape")
+                        f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})", "reshape")
             inferred = sympy.floor(num / den)
         target[minus[0]] = as_dim(sympy.sympify(inferred))
     else:
         require_nonneg(ctx, target, "reshape")
         total = prod(target)
         if not (is_static(numel) and is_static(total)):
-            what = f"reshape of {numel} elements into ({', '.join(map(str, target))})"
+            what = f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})"
             split = _per_factor_guards(*_without_common_factors(numel, total))
             if split is None:
                 num, den = _quotient(numel, total)
@@ -215,7 +215,7 @@ def _squeeze_rule(ctx: Any, a: Any, axis: Any = None) -> tuple:
             if is_static(d):
                 if int(d) != 1:
                     keep.append(d)
-            elif not ctx.choose(sympy.Eq(d, 1), f"squeeze drops axes of size 1 ({d})"):
+            elif not ctx.choose(sympy.Eq(d, 1), f"squeeze drops axes of size 1 ({ctx.text(d)})"):
                 keep.append(d)
         return tuple(keep)
     axes = norm_axes(axis, len(shape)) if shape else ()  # 0-d: numpy takes axis 0/-1, nothing to drop
@@ -234,7 +234,9 @@ def _broadcast_to_rule(ctx: Any, array: Any, shape: Any, subok: bool = False) ->
     src = shape_of(array)
     for i, d in enumerate(reversed(src)):
         t = target[len(target) - 1 - i]
-        ctx.stretch(d, t, f"broadcast_to: size {d} to {t}", f"broadcast_to: size {d} (size 1 in the example) to {t}")
+        ctx.stretch(d, t, f"broadcast_to: size {ctx.text(d)} to {ctx.text(t)}", "broadcast_to: size "
+                                                                                f"{ctx.text(d)} (size 1 in the "
+                                                                                f"example) to {ctx.text(t)}")
     return tuple(as_dim(sympy.sympify(t)) if isinstance(t, sympy.Basic) else int(t) for t in target)
 
 
@@ -273,7 +275,8 @@ def _sliding_window_view_rule(ctx: Any, x: Any, window_shape: Any, axis: Any = N
             if int(d) < int(w):
                 raise ValueError("window shape cannot be larger than input array shape")
         else:
-            ctx.require(sympy.Ge(d, w), f"sliding_window_view: a window of {w} fits an axis of size {d}")
+            ctx.require(sympy.Ge(d, w), f"sliding_window_view: a window of {ctx.text(w)} fits an axis of size "
+                                        f"{ctx.text(d)}")
         left = sympy.sympify(d) - sympy.sympify(w) + 1
         shape[ax] = int(left) if left.is_Integer else as_dim(left)
     return tuple(shape) + tuple(int(w) if not isinstance(w, sympy.Basic) else as_dim(w) for w in windows)
@@ -291,10 +294,12 @@ def _concat_rule(ctx: Any, arrays: Any, axis: Any = 0, out: Any = None, **kwargs
     n = len(shapes[0])
     ax = int(axis) % n
     first = shapes[0]
-    for s in shapes[1:]:
+    sites = [getattr(a, "sites", None) or (None,) * len(s) for a, s in zip(arrays, shapes)]
+    for j, s in enumerate(shapes[1:], 1):
         for i in range(n):
             if i != ax:
-                ctx.eq(first[i], s[i], f"concatenate: axis {i} sizes must match")
+                ctx.eq(first[i], s[i], lambda: f"concatenate: axis {i} sizes {ctx.sized(first[i], sites[0][i])} and "
+                                               f"{ctx.sized(s[i], sites[j][i])} must match")
     total = sympy.Integer(0)
     for s in shapes:
         total = total + s[ax]
@@ -339,7 +344,7 @@ def _split_sizes(ctx: Any, n: Any, sections: Any, equal: bool) -> list:
         k = sections
         if equal:
             if not (is_static(n) and is_static(k)):
-                ctx.require(sympy.Eq(sympy.Mod(n, k), 0), f"split of {n} into {k} equal parts")
+                ctx.require(sympy.Eq(sympy.Mod(n, k), 0), f"split of {ctx.text(n)} into {ctx.text(k)} equal parts")
             part = as_dim(sympy.floor(sympy.sympify(n) / k)) if not is_static(n) else int(n) // int(k)
             return [part] * int(k)
         return [as_dim(sympy.floor((sympy.sympify(n) - i + int(k) - 1) / int(k))) for i in range(int(k))]
@@ -415,7 +420,7 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
         # constant (or size-valued) per-element counts: the length is their sum
         require_nonneg(ctx, tuple(repeats), "repeat count")
         n = prod(shape) if axis is None else shape[int(axis) % len(shape)]
-        ctx.eq(n, len(repeats), f"numpy.repeat: {len(repeats)} repeat counts for an axis of size {n}")
+        ctx.eq(n, len(repeats), f"numpy.repeat: {len(repeats)} repeat counts for an axis of size {ctx.text(n)}")
         total = as_dim(sympy.sympify(sum(sympy.sympify(r) for r in repeats)))
         if axis is None:
             return (total,)
@@ -427,8 +432,9 @@ def _repeat_rule(ctx: Any, a: Any, repeats: Any, axis: Any = None) -> tuple:
         counts = shape_of(repeats) if isinstance(repeats, ArrayInfo) else (len(repeats),)
         if len(counts) == 1:  # one count per element, or one for all (numpy broadcasts a single count)
             n = prod(shape) if axis is None else shape[ax]
-            ctx.stretch(counts[0], n, f"numpy.repeat: {counts[0]} repeat counts for an axis of size {n}",
-                        f"numpy.repeat: one repeat count (in the example) for an axis of size {n}")
+            ctx.stretch(counts[0], n, f"numpy.repeat: {ctx.text(counts[0])} repeat counts for an axis of size "
+                                      f"{ctx.text(n)}",
+                        f"numpy.repeat: one repeat count (in the example) for an axis of size {ctx.text(n)}")
         sym = ctx.new_unbacked(None, 0, ax)  # its example value and run-time binding come from that axis
         if axis is None:
             return (sym,)
@@ -456,7 +462,8 @@ def require_pad_extendable(ctx: Any, op: str, mode: Any, shape: tuple, pairs: li
         if padded is sympy.false:
             continue
         cond = sympy.Ge(d, 1) if padded is sympy.true else sympy.Or(sympy.Ge(d, 1), sympy.Not(padded))
-        ctx.require(cond, f"{op}: mode={mode!r} cannot extend axis {axis} (size {d}) when it is empty")
+        ctx.require(cond, f"{op}: mode={mode!r} cannot extend axis {ctx.text(axis)} (size {ctx.text(d)}) when "
+                          "it is empty")
 
 
 def _pad_rule(ctx: Any, array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> tuple:

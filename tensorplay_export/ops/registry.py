@@ -33,8 +33,11 @@ Conventions for adding an op (read before writing one):
   (range-aware cleanup of Min/Max/floor/Mod), ``ctx.new_unbacked(upper, out,
   axis, lower=0)`` (a data-dependent size ``u<n>`` for output ``out``'s ``axis``,
   bound at run time from that output; ``lower`` a size numpy guarantees it reaches), ``ctx.data_dependent(expr)`` (whether a size
-  involves one) and ``ctx.vrange(lo, hi, out)`` (value range of an integer
-  output).  Nothing else: a rule never reaches the environment behind the ctx
+  involves one), ``ctx.vrange(lo, hi, out)`` (value range of an integer
+  output) and ``ctx.text(size)`` / ``ctx.sized(size, site)`` (a size in a reason, printed by
+  the one printer's readable form: write ``f"... {ctx.text(n)} ..."``, never ``{n}``, so the
+  reason reads like its guard; ``site`` an ``ArrayInfo.sites`` entry naming another input's
+  static axis).  Nothing else: a rule never reaches the environment behind the ctx
   (the capture's ShapeEnv), so it runs on ``ShapeCtx.bare(hints, ranges)`` in a
   test (``tests/ops/test_bare_ctx.py`` runs every registered rule so).  It never
   branches with a plain ``if`` on a sympy relation: use ``ctx.choose``.  Emit minimal guards (``Eq(Mod(n, 4), 0)``, not
@@ -93,6 +96,10 @@ Conventions for adding an op (read before writing one):
   The registry itself is never changed after import, so concurrent captures and
   ``export`` never see another capture's overlay (a program using an overlay op
   cannot be serialized: its name is not in the opset).
+- **Refusals.**  A numpy callable capture refuses on purpose (its result's type or size is the
+  data's: ``np.allclose``, ``np.linalg.eig``) is no op: :func:`register_refusal` records why
+  and what to write instead, and capture's UnsupportedOpError says it
+  (``tests/ops/opset_inventory.py`` lists what is covered, refused and still missing).
 - Registering an op without a shape rule raises ``TypeError``.  Capture checks
   every op on every call: substituting the example sizes into the rule's
   shape must give numpy's shape (else an internal error names both).  Add a
@@ -293,6 +300,27 @@ def _no_shape_rule(ctx: Any, *args: Any, **kwargs: Any) -> Any:
     raise UnsupportedOpError("an op table's plain callable has no shape rule; register the op to capture it")
 
 
+_REFUSALS: dict[Any, str] = {}
+
+
+def register_refusal(func: Any, why: str) -> None:
+    """Record that capture refuses the numpy callable ``func``, and why (what to write instead).
+
+    A documented refusal is not an op: capture raises UnsupportedOpError with ``why`` in the
+    message (``numpy.allclose ... returns a Python bool computed from the values``).
+    """
+    _REFUSALS[func] = why
+
+
+def refusal(func: Any) -> Optional[str]:
+    """Why capture refuses the numpy callable ``func`` (:func:`register_refusal`), or None."""
+    _ensure_loaded()
+    try:
+        return _REFUSALS.get(func)
+    except TypeError:  # unhashable callable
+        return None
+
+
 def has_side_effect(name: str) -> bool:
     """Whether the registered op ``name`` runs for its effect (an input check): dead-code elimination keeps it."""
     op = _OPS.get(name)
@@ -383,12 +411,18 @@ class ArrayInfo:
     during capture (equal keys: the same graph value, i.e. the same node after
     merging pure ops on the same inputs), None when not known.  Rules pass it to
     ``ctx.new_unbacked(..., same_as=...)`` so selections by one mask share a size.
+    ``sites``: None, or per axis a text saying where a static size comes from (a model
+    input's static axis: ``"y.shape[0], static: no Dim for y in dynamic_shapes"``), else None;
+    rules hand it to ``ctx.broadcast(..., sites=...)`` so a reason names the other input.
     """
 
     shape: tuple
     dtype: Any
     vrange: Optional[tuple] = None
     key: Any = field(default=None, compare=False, repr=False)
+    # per axis: where a static size comes from, for reasons ("y.shape[0], static: no Dim for y in
+    # dynamic_shapes"), or None; set for a model input's static axes (capture/tracer.py)
+    sites: Optional[tuple] = field(default=None, compare=False, repr=False)
 
     @property
     def ndim(self) -> int:

@@ -55,9 +55,11 @@ def require_in_range(ctx: Any, idx: Any, n: Any, what: str, negative_ok: bool) -
     lo, hi = vr
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
-    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {hi} on an axis of size {n}")
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
+                                                           f"axis of size {ctx.text(n)}")
     low = -sympy.sympify(n) if negative_ok else sympy.Integer(0)
-    ctx.bounds(sympy.Ge(lo, low), lambda: f"{what}: index values down to {lo} on an axis of size {n}")
+    ctx.bounds(sympy.Ge(lo, low), lambda: f"{what}: index values down to {ctx.text(lo)} on an axis of size "
+                                          f"{ctx.text(n)}")
 
 
 # -- ufunc.at ------------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def _bincount_rule(ctx: Any, x: Any, weights: Any = None, minlength: Any = 0) ->
     if minlength is None:
         minlength = 0
     if not is_static(minlength):
-        ctx.require(sympy.Ge(minlength, 0), f"numpy.bincount: minlength {minlength} must be non-negative")
+        ctx.require(sympy.Ge(minlength, 0), f"numpy.bincount: minlength {ctx.text(minlength)} must be non-negative")
     m = sympy.sympify(minlength)
     vr = value_range(x)
     if weights is None:
@@ -168,7 +170,7 @@ def _bincount_rule(ctx: Any, x: Any, weights: Any = None, minlength: Any = 0) ->
     if vr is not None:
         lo, hi = vr
         if not (is_static(lo) and is_static(n)):
-            ctx.bounds(sympy.Ge(lo, 0), lambda: f"numpy.bincount: values down to {lo} must be non-negative")
+            ctx.bounds(sympy.Ge(lo, 0), lambda: f"numpy.bincount: values down to {ctx.text(lo)} must be non-negative")
         # every value is below minlength: the length is minlength, a size known ahead of time
         if sympy.sympify(sympy.Le(sympy.sympify(hi) + 1, m)) is sympy.true:
             return (as_dim(m),)

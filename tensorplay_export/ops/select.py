@@ -33,7 +33,7 @@ def require_kth(ctx: Any, kth: Any, n: Any, what: str) -> None:
         else:
             cond = sympy.And(sympy.Le(k, n_ - 1), sympy.Ge(k, -n_))
         ctx.require(sympy.Or(sympy.Eq(n_, 0), cond),
-                    lambda k=k: f"{what}: kth = {k} must index the partitioned axis of size {n}")
+                    lambda k=k: f"{what}: kth = {ctx.text(k)} must index the partitioned axis of size {ctx.text(n)}")
 
 
 def _partition_rule(arg: bool):

@@ -30,7 +30,8 @@ def _require_within(ctx: Any, length: Any, size: Any, op: str) -> None:
     exact when the selector is as long as the axis (the usual case) and stricter otherwise."""
     if is_static(length) and is_static(size):
         return
-    ctx.bounds(sympy.Le(length, size), lambda: f"{op}: a condition of {length} entries over an axis of size {size}")
+    ctx.bounds(sympy.Le(length, size), lambda: f"{op}: a condition of {ctx.text(length)} entries over an axis "
+                                               f"of size {ctx.text(size)}")
 
 
 # -- compress / extract ---------------------------------------------------------------------------
@@ -60,7 +61,8 @@ def _compress_rule(ctx: Any, condition: Any, a: Any, axis: Any = None, out: Any 
         if len(true_at):
             last = int(true_at[-1]) + 1
             if not is_static(along):
-                ctx.bounds(sympy.Ge(along, last), f"numpy.compress: condition selects index {last - 1} of the axis")
+                ctx.bounds(sympy.Ge(along, last), "numpy.compress: condition selects index "
+                                                  f"{ctx.text(last - 1)} of the axis")
         size = len(true_at)
     if axis is None:
         return (size,)

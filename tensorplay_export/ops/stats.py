@@ -79,7 +79,7 @@ def _histogram_rule(ctx: Any, a: Any, bins: Any = 10, range: Any = None, density
         counts = k - 1 if is_static(k) and int(k) >= 1 else (0 if is_static(k) else ctx.canon(sympy.Max(k - 1, 0)))
         return [(as_dim(counts) if not isinstance(counts, int) else counts,), (k,)]
     if not is_static(bins):
-        ctx.require(sympy.Ge(bins, 1), f"numpy.histogram: `bins` ({bins}) must be positive, when an integer")
+        ctx.require(sympy.Ge(bins, 1), f"numpy.histogram: `bins` ({ctx.text(bins)}) must be positive, when an integer")
         return [(as_dim(sympy.sympify(bins)),), (as_dim(sympy.sympify(bins) + 1),)]
     return [(int(bins),), (int(bins) + 1,)]
 
