@@ -80,6 +80,8 @@ import sympy
 from . import numeric
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
+from .boxes import widest_monotone_box
+from .intervals import bounds
 from .normalize import alternatives, first
 from .periods import divisor_product, monotone_signs, shift_period
 
@@ -851,6 +853,8 @@ class _Plan:
                 options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
+            if kind is sympy.Eq:
+                options += self._level_options(at, diff)
             if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
                 box = self._box(e)
                 if box is not None:
@@ -905,6 +909,42 @@ class _Plan:
             out.append(((k < 0, offset < 0, -self.order(d)),
                         functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset)))
         return [option for _, option in sorted(out, key=lambda o: o[0])]
+
+    def _level_options(self, at, diff) -> list:
+        """An equality of step functions held by keeping each at its example value: a box.
+
+        When ``diff`` is a sum of parts over one dim each (``a // 8 - (b + 8) // 12``), each part
+        keeps its example value (``a // 8 == 2``, ``(b + 8) // 12 == 2``), and each dim's own
+        range search finds the sizes that do (a range, or a lattice for a remainder part).  On a
+        box no wider set holds a separable equality, since each part must then be constant.
+        Otherwise, when ``diff`` is monotone in each dim (``(a + b) // 4 - 3``), the widest box
+        whose two opposite corners both give 0 (:meth:`_monotone_box` with ``level``)."""
+        parts: dict = {}
+        const = sympy.Integer(0)
+        for term in sympy.Add.make_args(diff):
+            names = {sym.name for sym in term.free_symbols}
+            if not names:
+                const += term
+            elif len(names) == 1:
+                (n,) = names
+                parts[n] = parts.get(n, sympy.Integer(0)) + term
+            else:
+                parts = {}
+                break
+        if len(parts) >= 2 and all(n in self.hints for n in parts):
+            values = {}
+            for n, part in parts.items():
+                try:
+                    v = numeric.value(part, {n: self.hints[n]})
+                except numeric.NumericError:
+                    return []
+                if isinstance(v, bool) or v != int(v):
+                    return []
+                values[n] = sympy.Integer(int(v))
+            pins = [sympy.Eq(parts[n], values[n]) for n in sorted(parts, key=self.order)]
+            return [functools.partial(_Plan._use_box, at=at, box=pins)]
+        box = self._monotone_box(diff, False, level=True)
+        return [] if box is None else [functools.partial(_Plan._use_box, at=at, box=box)]
 
     def _relate(self, at, name, expr) -> None:
         self.apply(name, expr, at.guard, at.verdict)
@@ -1064,51 +1104,39 @@ class _Plan:
             out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
         return out
 
-    def _monotone_box(self, diff, strict: bool):
-        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``),
-        for a ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear
-        forms, ``b // 2 + 3 <= a // 2``); None otherwise.
+    def _monotone_box(self, diff, strict: bool, *, level: bool = False):
+        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``;
+        ``diff == 0`` when ``level``), for a ``diff`` monotone in each dim
+        (:func:`.periods.monotone_signs`: floors of linear forms, ``b // 2 + 3 <= a // 2``, and
+        products of nonnegative ones, ``(a // 2) * (b // 3) <= 30``); None otherwise.
 
         Over a box the smallest value is at the corner where each dim is at its worst end (the
-        lower one where ``diff`` grows with it), so the corner decides.  The box grows by the
-        same amount each way while the corner holds, then each dim alone in input order, never
-        past the declared ranges; a dim whose end never matters is left unbounded."""
-        signs = monotone_signs(diff)
+        lower one where ``diff`` grows with it) and the largest at the opposite one, so the
+        corners decide; :func:`.boxes.widest_monotone_box` finds the box admitting the most
+        sizes within the declared ranges (an end no corner needs is left where it is)."""
+        signs = self._signs(diff)
         if not signs or any(n not in self.hints for n in signs):
             return None
-        names = sorted(signs, key=self.order)
-        room = {}
-        for n in names:
-            lo, hi = self.declared.get(n, (1, None))
-            edge = lo if signs[n] > 0 else hi
-            room[n] = None if edge is None else abs(self.hints[n] - edge)
-
-        def corner_ok(ext) -> bool:
-            env = dict(self.hints)
-            for n in names:
-                env[n] = self.hints[n] - ext[n] if signs[n] > 0 else self.hints[n] + ext[n]
-            try:
-                v = numeric.value(diff, env)
-            except numeric.NumericError:
-                return False
-            return v > 0 if strict else v >= 0
-
-        def cap(e, n):
-            return e if room[n] is None else min(e, room[n])
-        if not corner_ok(dict.fromkeys(names, 0)):
+        box = widest_monotone_box(diff, signs, self.hints, {n: self.declared.get(n, (1, None)) for n in signs},
+                                  at_least=True, at_most=level, strict=strict)
+        if box is None:
             return None
-        even = _grow(lambda e: corner_ok({n: cap(e, n) for n in names}))
-        ext = {n: cap(even, n) for n in names}
-        for n in names:
-            base = ext[n]
-            ext[n] = cap(base + _grow(lambda e, n=n, base=base: corner_ok({**ext, n: cap(base + e, n)})), n)
         out = []
-        for n in names:
-            if ext[n] is None or ext[n] >= _GROW_LIMIT:
-                continue  # no end of this dim matters
+        for n in sorted(box, key=self.order):
+            lo, hi = box[n]
             x = self.sym(n)
-            out.append(x >= self.hints[n] - ext[n] if signs[n] > 0 else x <= self.hints[n] + ext[n])
+            if lo is not None:
+                out.append(x >= lo)
+            if hi is not None:
+                out.append(x <= hi)
         return out
+
+    def _signs(self, diff):
+        """:func:`.periods.monotone_signs`, a product's factors tested >= 0 over the declared ranges."""
+        def nonnegative(e) -> bool:
+            lo = bounds(e, {n: self.declared.get(n, (1, None)) for n in (s.name for s in e.free_symbols)})[0]
+            return lo >= 0
+        return monotone_signs(diff, nonnegative)
 
     # -- per-symbol decisions ------------------------------------------------------------
     def _final(self) -> None:
@@ -1352,23 +1380,6 @@ class _Plan:
                 inside = cx is not None and cx != good and min(good, mid) <= cx <= max(good, mid)
                 bad = cx if inside else mid
         return good
-
-
-_GROW_LIMIT = 2 ** 40
-
-
-def _grow(ok) -> int:
-    """The largest ``e`` in [0, _GROW_LIMIT] with ``ok(e)``, for ``ok`` true at 0 and false past
-    some point (doubling, then bisection); _GROW_LIMIT when it never fails."""
-    good, bad = 0, 1
-    while bad < _GROW_LIMIT and ok(bad):
-        good, bad = bad, bad * 2
-    if bad >= _GROW_LIMIT:
-        return _GROW_LIMIT if ok(_GROW_LIMIT) else good
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        good, bad = (mid, bad) if ok(mid) else (good, mid)
-    return good
 
 
 def _relation(name, expr, order) -> RelationFix:
