@@ -29,7 +29,7 @@ from typing import Callable, Mapping, Optional
 from . import numeric
 
 GROW_LIMIT = 2 ** 40   # an end that moves this far is no end: the dim keeps its declared side
-_BUDGET = 4000         # corner evaluations per search
+_BUDGET = 2000         # corner evaluations per search
 
 
 class _OutOfBudget(Exception):
@@ -191,7 +191,21 @@ def _best_ends(ok, sides: list, room: Mapping, current: dict, score) -> dict:
         return winner
 
     try:
+        consider(_even_then_each(ok, sides, room, best["ext"]))  # a fair box first, should the budget end
         solve({}, list(sides))
     except _OutOfBudget:
         pass  # the widest box checked so far
     return best["ext"]
+
+
+def _even_then_each(ok, sides: list, room: Mapping, start: dict) -> dict:
+    """Every end moved out by the same amount while the corner holds, then each end alone."""
+    def cap(e, side):
+        return e if room[side] is None else min(e, room[side])
+    base = dict(start)
+    even = grow(lambda e: ok({s: max(base[s], cap(e, s)) for s in sides}))
+    ext = {s: max(base[s], cap(even, s)) for s in sides}
+    for s in sides:
+        left = None if room[s] is None else room[s] - ext[s]
+        ext[s] += grow(lambda e, s=s: ok({**ext, s: ext[s] + e}), left)
+    return ext

@@ -405,6 +405,7 @@ class _Ctx:
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
         self.periods: dict = {}             # (expr, name, start, other ranges) -> shift_period's answer
+        self.boxes: dict = {}               # (diff, kind, ranges, hints) -> widest_monotone_box's answer
         self.names = list(ranges)           # input order
 
 
@@ -1117,8 +1118,13 @@ class _Plan:
         signs = self._signs(diff)
         if not signs or any(n not in self.hints for n in signs):
             return None
-        box = widest_monotone_box(diff, signs, self.hints, {n: self.declared.get(n, (1, None)) for n in signs},
-                                  at_least=True, at_most=level, strict=strict)
+        singles = self._singles()
+        ranges = {n: self._own_extent(n, singles.get(n, [])) for n in signs}
+        key = (diff, strict, level, tuple(sorted(ranges.items())), tuple(sorted((n, self.hints[n]) for n in signs)))
+        if key not in self.ctx.boxes:  # the forks of a lattice step meet the same guard again
+            self.ctx.boxes[key] = widest_monotone_box(diff, signs, self.hints, ranges, at_least=True,
+                                                      at_most=level, strict=strict)
+        box = self.ctx.boxes[key]
         if box is None:
             return None
         out = []
@@ -1130,6 +1136,21 @@ class _Plan:
             if hi is not None:
                 out.append(x <= hi)
         return out
+
+    def _own_extent(self, name, conds):
+        """The sizes of ``name`` its own atoms leave around the example (the widest range or
+        lattice :meth:`_decide` finds, as its ends): a box reaching past them buys nothing, and
+        counting sizes there would trade away sizes the dim keeps (``a // 4 == 1`` beside
+        ``a // 4 <= b`` leaves ``a`` in [4, 7], so ``b >= 1`` is what the box needs)."""
+        declared = self.declared.get(name, (1, None))
+        if not conds:
+            return declared
+        dec = self._decide(name, conds)
+        if dec.kind == "fail":
+            return declared
+        lo, hi = (dec.lo, dec.hi) if dec.kind == "range" else (
+            None if dec.lo is None else dec.k * dec.lo + dec.c, None if dec.hi is None else dec.k * dec.hi + dec.c)
+        return lo, hi
 
     def _signs(self, diff):
         """:func:`.periods.monotone_signs`, a product's factors tested >= 0 over the declared ranges."""
