@@ -39,14 +39,20 @@ issue 13, in this order:
    ``x``, a floor equality turns linear and then a relation); for an equality of two dims
    whose floors relax to an integer slope, the relation through the example along it
    (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
-   (``b // 2 + 3 <= a // 2``), a box of ranges around the example whose worst corner holds.
+   (``b // 2 + 3 <= a // 2``, and a product of nonnegative floors ``(a // 2)*(b // 3) <= 30``),
+   the box of ranges around the example, inside what each dim's own guards leave it, whose
+   worst corner holds and that admits the most sizes (an exact search over the corners,
+   :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``); for an equality of step
+   functions, its level-set box: a sum of parts over one dim each keeps each part at its
+   example value (``a // 8 == (b + 8) // 12`` at (22, 18): ``a`` in [16, 23], ``b`` in
+   [16, 27]), a monotone one the widest box whose two opposite corners both hold.
 6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
    expression of it (the downsampled size ``((h - 1)//2)//2`` of a flattened conv
    output) is pinned through that term: ``((h - 1)//2)//2 == 3`` keeps ``h`` in [13, 16].
    A guard with floors or remainders that no lattice, relation or box expresses
-   (``(a*b) // 3 == 5``) specializes one of its dims to the example's size (the widest
+   (``(a + b) // 3 == a % 4``) specializes one of its dims to the example's size (the widest
    choice), so one refine step still closes it.  No other kind of guard is pinned: an
    inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
    unfixable and says so.
@@ -267,6 +273,7 @@ RELATION_FORMS = ("increasing", "affine", "linear")
 _SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
 _LAST_FORM = ("a lattice per dim from the period of a floor or remainder guard",
               "a box of ranges for a monotone inequality",
+              "the level-set box of an equality of step functions",
               "pinning a product equality's dims to the example's sizes",
               "specializing a dim of a floor or remainder guard to the example's size")
 SEARCHED_FORMS = {
@@ -854,14 +861,18 @@ class _Plan:
                 options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
-            if kind is sympy.Eq:
-                options += self._level_options(at, diff)
+            boxes = self._level_options(at, diff) if kind is sympy.Eq else []
             if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
                 box = self._box(e)
                 if box is not None:
-                    options.append(functools.partial(_Plan._use_box, at=at, box=box))
-            if options:
-                return options
+                    boxes.append(functools.partial(_Plan._use_box, at=at, box=box))
+            if options and not boxes:
+                # a lattice or a relation may admit fewer sizes than one dim at its example size
+                # ((a + b) // 3 == a % 4 at (3, 7): a = 3 keeps b in [6, 8]); a box holds the
+                # specializations already (its corner search starts at the example)
+                options += self._specialize_options(at)
+            if options or boxes:
+                return options + boxes
         return []
 
     def _period(self, diff, name, names):
@@ -957,15 +968,16 @@ class _Plan:
         if at.forced is None:
             self.boxed.append(at.guard)
 
-    def _specialize_options(self) -> list:
+    def _specialize_options(self, at=None) -> list:
         """The last resort for a guard over several dims built from floors or remainders that no
-        lattice, relation or box expresses: specialize one of its dims to the example's size
-        (each is tried; the widest plan wins), the guard then decides the others' ranges."""
-        for at in self.atoms:
-            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(at.expr):
+        lattice, relation or box expresses (or beside a lattice or a relation, for ``at``):
+        specialize one of its dims to the example's size (each is tried; the widest plan wins),
+        the guard then decides the others' ranges."""
+        for cand in self.atoms if at is None else [at]:
+            if not 2 <= len(cand.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(cand.expr):
                 continue
-            return [functools.partial(_Plan._specialize, at=at, name=n)
-                    for n in sorted(at.names, key=self.order) if n in self.hints]
+            return [functools.partial(_Plan._specialize, at=cand, name=n)
+                    for n in sorted(cand.names, key=self.order) if n in self.hints]
         return []
 
     def _specialize(self, at, name) -> None:
