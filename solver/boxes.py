@@ -24,6 +24,7 @@ by the caller's final check.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
 from . import numeric
@@ -55,61 +56,80 @@ def grow(ok: Callable[[int], bool], cap: Optional[int] = None) -> int:
     return good
 
 
+@dataclass(frozen=True)
+class Requirement:
+    """``diff >= 0`` (``want`` +1; ``> 0`` when ``strict``) or ``diff <= 0`` (``want`` -1) on the
+    whole box, ``diff`` monotone in each dim with the directions ``signs`` ({name: +1 or -1})."""
+
+    diff: object
+    signs: tuple          # ((name, +1 or -1), ...)
+    want: int = 1
+    strict: bool = False
+
+    def sides(self) -> list:
+        """The worst end of each dim, ``(name, -1)`` for the lower one, ``(name, +1)`` the upper."""
+        return [(n, -s * self.want) for n, s in self.signs]
+
+
 def widest_monotone_box(diff, signs: Mapping[str, int], hints: Mapping[str, int], ranges: Mapping,
                         *, at_least: bool = True, at_most: bool = False, strict: bool = False,
                         budget: int = _BUDGET) -> Optional[dict]:
+    """Per-dim bounds around ``hints`` under which ``diff >= 0`` (``at_least``; ``> 0`` when
+    ``strict``) and ``diff <= 0`` (``at_most``: both for an equality) hold on the whole box;
+    :func:`widest_box` of those requirements."""
+    signed = tuple(sorted(signs.items()))
+    reqs = ([Requirement(diff, signed, 1, strict)] if at_least else []) + (
+        [Requirement(diff, signed, -1)] if at_most else [])
+    return widest_box(reqs, hints, ranges, budget=budget)
+
+
+def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
+               budget: int = _BUDGET) -> Optional[dict]:
     """Per-dim bounds ``{name: (lower or None, upper or None)}`` around ``hints`` under which
-    ``diff >= 0`` (``at_least``; ``> 0`` when ``strict``) and ``diff <= 0`` (``at_most``) hold
-    on the whole box; None when the example's corner fails.
+    every :class:`Requirement` holds on the whole box; None when the example's corner fails one.
 
     Args:
-        diff: a sympy expression over the dims of ``signs``, monotone in each with the
-            direction ``signs[name]`` (+1: never decreases as the dim grows; -1: never increases).
-        hints: the example's size of every dim of ``signs`` (the box contains it).
-        ranges: ``{name: (lo or None, hi or None)}``, the declared ranges the box stays in.
-        at_least / at_most: which sides the box must keep (both for an equality).
+        requirements: monotone conditions; those that move a common end are solved together
+            (``m <= n + 29`` and ``n <= m + 29`` share none; ``a + b <= 40`` and ``a + 2*b <= 50``
+            share both), the others in turn, twice, so each uses what the others left.
+        hints: the example's size of every dim (the box contains it).
+        ranges: ``{name: (lo or None, hi or None)}``, the ranges the box stays in.
         budget: corner evaluations allowed; past it, the widest box found so far.
 
     Returns:
-        For each dim of ``signs``, ``(lo, hi)``: a bound the box adds on that side, or None
-        where it keeps the declared range's end (an end no corner needs, or one that could
-        move without limit).  Of the boxes found, the one admitting the most sizes (dims with
-        no finite end count first, then the product of the finite widths).
+        For each dim, ``(lo, hi)``: a bound the box adds on that side, or None where it keeps
+        the range's end (an end no corner needs, or one that could move without limit).  Of
+        the boxes found, the one admitting the most sizes (dims with no finite end count
+        first, then the product of the finite widths).
     """
-    names = sorted(signs)
-    if any(n not in hints for n in names):
+    names = sorted({n for r in requirements for n, _ in r.signs})
+    if not requirements or any(n not in hints for n in names):
         return None
     room = {}
     for n in names:
         lo, hi = ranges.get(n, (1, None))
         room[(n, -1)] = None if lo is None else max(hints[n] - lo, 0)
         room[(n, +1)] = None if hi is None else max(hi - hints[n], 0)
-    wants = []  # (sign of the requirement, the worst end of each dim for it)
-    if at_least:
-        wants.append((1, [(n, -signs[n]) for n in names]))
-    if at_most:
-        wants.append((-1, [(n, signs[n]) for n in names]))
-    moving = {side for _, sides in wants for side in sides}
+    groups = _groups(requirements)
+    moving = {side for r in requirements for side in r.sides()}
     ext = {side: 0 for side in moving}
     counter = [budget]
 
-    def holds(side_ext: Mapping, want: int) -> bool:
+    def holds(req: Requirement, side_ext: Mapping) -> bool:
         if counter[0] <= 0:
             raise _OutOfBudget
         counter[0] -= 1
         env = dict(hints)
-        for (n, d), e in side_ext.items():
-            env[n] = hints[n] + d * e
+        for side in req.sides():
+            env[side[0]] = hints[side[0]] + side[1] * side_ext.get(side, 0)
         try:
-            v = numeric.value(diff, env) * want
+            v = numeric.value(req.diff, env) * req.want
         except numeric.NumericError:
             return False
-        if want > 0 and strict:
-            return v > 0
-        return v >= 0
+        return v > 0 if req.strict else v >= 0
 
     try:
-        if not all(holds({s: 0 for s in sides}, want) for want, sides in wants):
+        if not all(holds(r, {}) for r in requirements):
             return None
     except _OutOfBudget:
         return None
@@ -127,22 +147,33 @@ def widest_monotone_box(diff, signs: Mapping[str, int], hints: Mapping[str, int]
                 logs += math.log(1 + sum(ends))
         return n_inf, round(logs, 9), spare
 
-    # Each requirement moves its own ends (an equality's two corners share none), the others
-    # held where they are; a second round lets the first requirement use what the second left.
-    for _ in range(2 if len(wants) > 1 else 1):
-        for want, sides in wants:
-            ext.update(_best_ends(lambda se, w=want: holds(se, w), sides, room, ext, score))
+    for _ in range(2 if len(groups) > 1 else 1):
+        for group, sides in groups:
+            ext.update(_best_ends(lambda se, g=group: all(holds(r, se) for r in g), sides, room, ext, score))
     out = {}
     for n in names:
         bounds = []
         for d in (-1, +1):
             e = ext.get((n, d))
             if e is None or e >= GROW_LIMIT or room[(n, d)] is not None and e >= room[(n, d)]:
-                bounds.append(None)   # not moved by any requirement, or at the declared end
+                bounds.append(None)   # not moved by any requirement, or at the range's end
             else:
                 bounds.append(hints[n] + d * e)
         out[n] = tuple(bounds)
     return out
+
+
+def _groups(requirements: list) -> list:
+    """``[(requirements, sides)]``: the requirements joined when they move a common end."""
+    groups: list = []
+    for r in requirements:
+        sides = set(r.sides())
+        joined = [g for g in groups if g[1] & sides]
+        for g in joined:
+            groups.remove(g)
+            sides |= g[1]
+        groups.append(([x for g in joined for x in g[0]] + [r], sides))
+    return [(reqs, sorted(sides)) for reqs, sides in groups]
 
 
 def _best_ends(ok, sides: list, room: Mapping, current: dict, score) -> dict:

@@ -86,7 +86,7 @@ import sympy
 from . import numeric
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
-from .boxes import widest_monotone_box
+from .boxes import Requirement, widest_box
 from .intervals import bounds
 from .normalize import alternatives, first
 from .periods import divisor_product, monotone_signs, shift_period
@@ -412,7 +412,7 @@ class _Ctx:
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
         self.periods: dict = {}             # (expr, name, start, other ranges) -> shift_period's answer
-        self.boxes: dict = {}               # (diff, kind, ranges, hints) -> widest_monotone_box's answer
+        self.boxes: dict = {}               # (requirements, ranges, hints) -> widest_box's answer
         self.names = list(ranges)           # input order
 
 
@@ -863,9 +863,10 @@ class _Plan:
                 options += self._slope_options(at, diff)
             boxes = self._level_options(at, diff) if kind is sympy.Eq else []
             if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
-                box = self._box(e)
-                if box is not None:
-                    boxes.append(functools.partial(_Plan._use_box, at=at, box=box))
+                found = self._box_with(at)
+                if found is not None:
+                    box, also = found
+                    boxes.append(functools.partial(_Plan._use_box, at=at, box=box, also=also))
             if options and not boxes:
                 # a lattice or a relation may admit fewer sizes than one dim at its example size
                 # ((a + b) // 3 == a % 4 at (3, 7): a = 3 keeps b in [6, 8]); a box holds the
@@ -930,7 +931,7 @@ class _Plan:
         range search finds the sizes that do (a range, or a lattice for a remainder part).  On a
         box no wider set holds a separable equality, since each part must then be constant.
         Otherwise, when ``diff`` is monotone in each dim (``(a + b) // 4 - 3``), the widest box
-        whose two opposite corners both give 0 (:meth:`_monotone_box` with ``level``)."""
+        whose two opposite corners both give 0 (:meth:`_monotone_box` of ``diff >= 0`` and ``diff <= 0``)."""
         parts: dict = {}
         const = sympy.Integer(0)
         for term in sympy.Add.make_args(diff):
@@ -955,18 +956,25 @@ class _Plan:
                 values[n] = sympy.Integer(int(v))
             pins = [sympy.Eq(parts[n], values[n]) for n in sorted(parts, key=self.order)]
             return [functools.partial(_Plan._use_box, at=at, box=pins)]
-        box = self._monotone_box(diff, False, level=True)
+        signs = self._signs(diff)
+        if not signs or any(n not in self.hints for n in signs):
+            return []
+        signed = tuple(sorted(signs.items()))
+        box = self._monotone_box([Requirement(diff, signed, 1), Requirement(diff, signed, -1)])
         return [] if box is None else [functools.partial(_Plan._use_box, at=at, box=box)]
 
     def _relate(self, at, name, expr) -> None:
         self.apply(name, expr, at.guard, at.verdict)
 
-    def _use_box(self, at, box) -> None:
-        self.atoms = [x for x in self.atoms if x is not at]
+    def _use_box(self, at, box, also=()) -> None:
+        """Replace ``at`` (and the inequalities ``also`` that the box was solved with) by the box."""
+        gone = [at, *also]
+        self.atoms = [x for x in self.atoms if not any(x is g for g in gone)]
         for b in box:
             self.atoms += self._normalize(b, at.guard, at.verdict)
-        if at.forced is None:
-            self.boxed.append(at.guard)
+        for g in gone:
+            if g.forced is None:
+                self.boxed.append(g.guard)
 
     def _specialize_options(self, at=None) -> list:
         """The last resort for a guard over several dims built from floors or remainders that no
@@ -1049,17 +1057,50 @@ class _Plan:
         for i, at in enumerate(self.atoms):
             if (forced_only and at.forced is None) or len(at.names) < 2:
                 continue
-            box = self._box(at.expr)
-            if box is None:
+            found = self._box_with(at)
+            if found is None:
                 continue
-            atoms = self.atoms[:i] + self.atoms[i + 1:]
-            for b in box:
-                atoms += self._normalize(b, at.guard, at.verdict)
-            self.atoms = atoms
-            if at.forced is None:
-                self.boxed.append(at.guard)
+            box, also = found
+            self._use_box(at, box, also)
             return True
         return False
+
+    def _box_with(self, at):
+        """``(box, also)``: the box for the inequality ``at`` solved together with ``also``, the
+        other guards' inequalities over its dims (``m <= n + 29`` beside ``n <= m + 29``: one box
+        for both is wider than the widest for the first and then what the second leaves); None
+        when no box implies ``at``.  A derived dim's own range (``dx + dy <= 100``) is split
+        around the example alone."""
+        req = self._requirement(at.expr) if at.forced is None else None
+        if req is None:
+            box = self._box(at.expr)
+            return None if box is None else (box, [])
+        also, reqs = [], [req]
+        for other in self.atoms:
+            if other is at or other.forced is not None or len(other.names) < 2 or not other.names <= at.names:
+                continue
+            r = self._requirement(other.expr)
+            if r is not None:
+                also.append(other)
+                reqs.append(r)
+        box = self._monotone_box(reqs) if also else None
+        if box is None:
+            also, box = [], self._monotone_box([req])
+        return None if box is None else (box, also)
+
+    def _requirement(self, rel):
+        """The :class:`.boxes.Requirement` of a monotone inequality over several dims (sums of
+        floors or of dims, products of nonnegative floors); None for anything else, and for a
+        product of sizes without floors (``dx*dy <= 4096`` stays unfixable: issue 2)."""
+        if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+            return None
+        diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
+        if _linear_form(diff) is None and not diff.has(sympy.floor, sympy.ceiling):
+            return None
+        signs = self._signs(diff)
+        if not signs or len(signs) < 2 or any(n not in self.hints for n in signs):
+            return None
+        return Requirement(diff, tuple(sorted(signs.items())), 1, isinstance(rel, (sympy.Lt, sympy.Gt)))
 
     def _box(self, rel):
         """Per-root bounds around the example implying the linear inequality ``rel``, or None."""
@@ -1069,9 +1110,11 @@ class _Plan:
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
         if form is None and diff.has(sympy.floor, sympy.ceiling):
-            box = self._monotone_box(diff, strict)
-            if box is not None:
-                return box
+            signs = self._signs(diff)
+            if signs and all(n in self.hints for n in signs):
+                box = self._monotone_box([Requirement(diff, tuple(sorted(signs.items())), 1, strict)])
+                if box is not None:
+                    return box
             # b // 2 <= a: a box for the linear bound b/2 <= a implies it (diff >= its lower bound)
             diff = floor_relaxed(diff, upper=False)
             form = _linear_form(diff)
@@ -1117,25 +1160,23 @@ class _Plan:
             out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
         return out
 
-    def _monotone_box(self, diff, strict: bool, *, level: bool = False):
-        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``;
-        ``diff == 0`` when ``level``), for a ``diff`` monotone in each dim
-        (:func:`.periods.monotone_signs`: floors of linear forms, ``b // 2 + 3 <= a // 2``, and
-        products of nonnegative ones, ``(a // 2) * (b // 3) <= 30``); None otherwise.
+    def _monotone_box(self, reqs: list):
+        """Per-dim bounds around the example under which every :class:`.boxes.Requirement` of
+        ``reqs`` holds (``diff >= 0``, or ``> 0``, or ``<= 0``: both for an equality), each
+        ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear forms,
+        ``b // 2 + 3 <= a // 2``, and products of nonnegative ones, ``(a // 2) * (b // 3) <= 30``);
+        None when the example's corner fails.
 
         Over a box the smallest value is at the corner where each dim is at its worst end (the
         lower one where ``diff`` grows with it) and the largest at the opposite one, so the
-        corners decide; :func:`.boxes.widest_monotone_box` finds the box admitting the most
-        sizes within the declared ranges (an end no corner needs is left where it is)."""
-        signs = self._signs(diff)
-        if not signs or any(n not in self.hints for n in signs):
-            return None
+        corners decide; :func:`.boxes.widest_box` finds the box admitting the most sizes
+        within what each dim's own guards leave it (an end no corner needs is left where it is)."""
+        names = sorted({n for r in reqs for n, _ in r.signs})
         singles = self._singles()
-        ranges = {n: self._own_extent(n, singles.get(n, [])) for n in signs}
-        key = (diff, strict, level, tuple(sorted(ranges.items())), tuple(sorted((n, self.hints[n]) for n in signs)))
+        ranges = {n: self._own_extent(n, singles.get(n, [])) for n in names}
+        key = (tuple(reqs), tuple(sorted(ranges.items())), tuple((n, self.hints[n]) for n in names))
         if key not in self.ctx.boxes:  # the forks of a lattice step meet the same guard again
-            self.ctx.boxes[key] = widest_monotone_box(diff, signs, self.hints, ranges, at_least=True,
-                                                      at_most=level, strict=strict)
+            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges)
         box = self.ctx.boxes[key]
         if box is None:
             return None
