@@ -42,7 +42,8 @@ issue 13, in this order:
    (``b // 2 + 3 <= a // 2``, and a product of nonnegative floors ``(a // 2)*(b // 3) <= 30``),
    the box of ranges around the example, inside what each dim's own guards leave it, whose
    worst corner holds and that admits the most sizes (an exact search over the corners,
-   :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``); for an equality of step
+   :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``; the inequalities over the same
+   dims, ``m <= n + 29`` and ``n <= m + 29``, are solved as one box); for an equality of step
    functions, its level-set box: a sum of parts over one dim each keeps each part at its
    example value (``a // 8 == (b + 8) // 12`` at (22, 18): ``a`` in [16, 23], ``b`` in
    [16, 27]), a monotone one the widest box whose two opposite corners both hold.

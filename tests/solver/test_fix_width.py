@@ -85,6 +85,17 @@ def test_monotone_inequalities_get_the_widest_box(guard, dims, hints):
     assert count == widest_box_count([guard], dims, hints)
 
 
+@pytest.mark.parametrize("guards, dims, hints", [
+    # |n - m| <= 29 (table[max - min]): two inequalities, one box for both
+    ([Max(a, b) - Min(a, b) <= 29], {"a": (1, 40), "b": (1, 40)}, {"a": 5, "b": 9}),
+    ([a + b <= 40, a - b <= 10], {"a": (1, 40), "b": (1, 40)}, {"a": 12, "b": 5}),
+    ([floor(a / 2) + b <= 30, floor(b / 3) + 4 <= a], {"a": (1, 40), "b": (1, 40)}, {"a": 9, "b": 11}),
+])
+def test_inequalities_over_the_same_dims_share_the_widest_box(guards, dims, hints):
+    fs, count = solve(guards, dims, hints)
+    assert count == widest_box_count(guards, dims, hints)
+
+
 def test_a_product_inequality_without_floors_stays_unfixable():
     # issue 2's rule: dx*dy <= 4096 has no fix (the box is for guards over floors)
     fs = suggest_fixes([dx * dy <= 4096], {"dx": (1, 1024), "dy": (1, 1024)}, {"dx": 32, "dy": 32})
