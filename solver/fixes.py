@@ -85,9 +85,9 @@ from typing import Mapping, Optional
 import sympy
 
 from . import numeric
+from .boxes import Requirement, widest_box
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
-from .boxes import Requirement, widest_box
 from .intervals import bounds
 from .normalize import alternatives, first
 from .periods import divisor_product, monotone_signs, shift_period
@@ -934,12 +934,11 @@ class _Plan:
         Otherwise, when ``diff`` is monotone in each dim (``(a + b) // 4 - 3``), the widest box
         whose two opposite corners both give 0 (:meth:`_monotone_box` of ``diff >= 0`` and ``diff <= 0``)."""
         parts: dict = {}
-        const = sympy.Integer(0)
         for term in sympy.Add.make_args(diff):
             names = {sym.name for sym in term.free_symbols}
             if not names:
-                const += term
-            elif len(names) == 1:
+                continue  # the constant: the parts at their example values cancel it
+            if len(names) == 1:
                 (n,) = names
                 parts[n] = parts.get(n, sympy.Integer(0)) + term
             else:

@@ -24,9 +24,8 @@ from test_fixes_issue13 import check_contract
 
 pytestmark = pytest.mark.z3
 
-P = dict(integer=True, positive=True)
-a, b, c, dx, dy = sympy.symbols("a b c dx dy", **P)
-floor, ceiling, Mod, Eq, Min, Max = sympy.floor, sympy.ceiling, sympy.Mod, sympy.Eq, sympy.Min, sympy.Max
+a, b, c, dx, dy = sympy.symbols("a b c dx dy", integer=True, positive=True)
+floor, Mod, Eq, Min, Max = sympy.floor, sympy.Mod, sympy.Eq, sympy.Min, sympy.Max
 third = sympy.Rational(2, 3)
 
 
@@ -81,7 +80,7 @@ def test_a_product_of_floors_bound_gets_the_widest_box_not_a_specialization():
     (floor(a / 3) * floor((b + 1) / 2) >= 12, {"a": (1, 40), "b": (1, 40)}, {"a": 13, "b": 9}),
 ])
 def test_monotone_inequalities_get_the_widest_box(guard, dims, hints):
-    fs, count = solve([guard], dims, hints)
+    _, count = solve([guard], dims, hints)
     assert count == widest_box_count([guard], dims, hints)
 
 
@@ -92,7 +91,7 @@ def test_monotone_inequalities_get_the_widest_box(guard, dims, hints):
     ([floor(a / 2) + b <= 30, floor(b / 3) + 4 <= a], {"a": (1, 40), "b": (1, 40)}, {"a": 9, "b": 11}),
 ])
 def test_inequalities_over_the_same_dims_share_the_widest_box(guards, dims, hints):
-    fs, count = solve(guards, dims, hints)
+    _, count = solve(guards, dims, hints)
     assert count == widest_box_count(guards, dims, hints)
 
 
@@ -154,7 +153,8 @@ def test_a_sum_parity_keeps_both_dims_on_the_example_lattice():
 
 # -- the box search and the signs it relies on -------------------------------------------------
 def test_monotone_signs_of_products_need_nonnegative_factors():
-    nonneg = lambda e: True  # noqa: E731 - sizes >= 1 make every floor below >= 0
+    def nonneg(e):  # sizes >= 1 make every floor below >= 0
+        return True
     assert monotone_signs(floor(a / 2) * floor(b / 3)) is None            # no test: not monotone
     assert monotone_signs(floor(a / 2) * floor(b / 3), nonneg) == {"a": 1, "b": 1}
     assert monotone_signs(30 - floor(a / 2) * floor(b / 3), nonneg) == {"a": -1, "b": -1}
