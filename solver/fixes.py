@@ -39,14 +39,21 @@ issue 13, in this order:
    ``x``, a floor equality turns linear and then a relation); for an equality of two dims
    whose floors relax to an integer slope, the relation through the example along it
    (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
-   (``b // 2 + 3 <= a // 2``), a box of ranges around the example whose worst corner holds.
+   (``b // 2 + 3 <= a // 2``, and a product of nonnegative floors ``(a // 2)*(b // 3) <= 30``),
+   the box of ranges around the example, inside what each dim's own guards leave it, whose
+   worst corner holds and that admits the most sizes (an exact search over the corners,
+   :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``; the inequalities over the same
+   dims, ``m <= n + 29`` and ``n <= m + 29``, are solved as one box); for an equality of step
+   functions, its level-set box: a sum of parts over one dim each keeps each part at its
+   example value (``a // 8 == (b + 8) // 12`` at (22, 18): ``a`` in [16, 23], ``b`` in
+   [16, 27]), a monotone one the widest box whose two opposite corners both hold.
 6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
    expression of it (the downsampled size ``((h - 1)//2)//2`` of a flattened conv
    output) is pinned through that term: ``((h - 1)//2)//2 == 3`` keeps ``h`` in [13, 16].
    A guard with floors or remainders that no lattice, relation or box expresses
-   (``(a*b) // 3 == 5``) specializes one of its dims to the example's size (the widest
+   (``(a + b) // 3 == a % 4``) specializes one of its dims to the example's size (the widest
    choice), so one refine step still closes it.  No other kind of guard is pinned: an
    inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
    unfixable and says so.
@@ -78,8 +85,10 @@ from typing import Mapping, Optional
 import sympy
 
 from . import numeric
+from .boxes import Requirement, widest_box
 from .canon import canonicalize, floor_relaxed
 from .decide import ShapeSolver, Verdict, evaluate, make_symbol
+from .intervals import bounds
 from .normalize import alternatives, first
 from .periods import divisor_product, monotone_signs, shift_period
 
@@ -265,6 +274,7 @@ RELATION_FORMS = ("increasing", "affine", "linear")
 _SINGLE_FORMS = ("Dim range", "constant", "divisibility n = k*_n + c")
 _LAST_FORM = ("a lattice per dim from the period of a floor or remainder guard",
               "a box of ranges for a monotone inequality",
+              "the level-set box of an equality of step functions",
               "pinning a product equality's dims to the example's sizes",
               "specializing a dim of a floor or remainder guard to the example's size")
 SEARCHED_FORMS = {
@@ -403,6 +413,7 @@ class _Ctx:
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
         self.periods: dict = {}             # (expr, name, start, other ranges) -> shift_period's answer
+        self.boxes: dict = {}               # (requirements, ranges, hints) -> widest_box's answer
         self.names = list(ranges)           # input order
 
 
@@ -851,12 +862,19 @@ class _Plan:
                 options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
+            boxes = self._level_options(at, diff) if kind is sympy.Eq else []
             if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
-                box = self._box(e)
-                if box is not None:
-                    options.append(functools.partial(_Plan._use_box, at=at, box=box))
-            if options:
-                return options
+                found = self._box_with(at)
+                if found is not None:
+                    box, also = found
+                    boxes.append(functools.partial(_Plan._use_box, at=at, box=box, also=also))
+            if options and not boxes:
+                # a lattice or a relation may admit fewer sizes than one dim at its example size
+                # ((a + b) // 3 == a % 4 at (3, 7): a = 3 keeps b in [6, 8]); a box holds the
+                # specializations already (its corner search starts at the example)
+                options += self._specialize_options(at)
+            if options or boxes:
+                return options + boxes
         return []
 
     def _period(self, diff, name, names):
@@ -906,25 +924,68 @@ class _Plan:
                         functools.partial(_Plan._relate, at=at, name=d, expr=int(k) * self.sym(o) + offset)))
         return [option for _, option in sorted(out, key=lambda o: o[0])]
 
+    def _level_options(self, at, diff) -> list:
+        """An equality of step functions held by keeping each at its example value: a box.
+
+        When ``diff`` is a sum of parts over one dim each (``a // 8 - (b + 8) // 12``), each part
+        keeps its example value (``a // 8 == 2``, ``(b + 8) // 12 == 2``), and each dim's own
+        range search finds the sizes that do (a range, or a lattice for a remainder part).  On a
+        box no wider set holds a separable equality, since each part must then be constant.
+        Otherwise, when ``diff`` is monotone in each dim (``(a + b) // 4 - 3``), the widest box
+        whose two opposite corners both give 0 (:meth:`_monotone_box` of ``diff >= 0`` and ``diff <= 0``)."""
+        parts: dict = {}
+        for term in sympy.Add.make_args(diff):
+            names = {sym.name for sym in term.free_symbols}
+            if not names:
+                continue  # the constant: the parts at their example values cancel it
+            if len(names) == 1:
+                (n,) = names
+                parts[n] = parts.get(n, sympy.Integer(0)) + term
+            else:
+                parts = {}
+                break
+        if len(parts) >= 2 and all(n in self.hints for n in parts):
+            values = {}
+            for n, part in parts.items():
+                try:
+                    v = numeric.value(part, {n: self.hints[n]})
+                except numeric.NumericError:
+                    return []
+                if isinstance(v, bool) or v != int(v):
+                    return []
+                values[n] = sympy.Integer(int(v))
+            pins = [sympy.Eq(parts[n], values[n]) for n in sorted(parts, key=self.order)]
+            return [functools.partial(_Plan._use_box, at=at, box=pins)]
+        signs = self._signs(diff)
+        if not signs or any(n not in self.hints for n in signs):
+            return []
+        signed = tuple(sorted(signs.items()))
+        box = self._monotone_box([Requirement(diff, signed, 1), Requirement(diff, signed, -1)])
+        return [] if box is None else [functools.partial(_Plan._use_box, at=at, box=box)]
+
     def _relate(self, at, name, expr) -> None:
         self.apply(name, expr, at.guard, at.verdict)
 
-    def _use_box(self, at, box) -> None:
-        self.atoms = [x for x in self.atoms if x is not at]
+    def _use_box(self, at, box, also=()) -> None:
+        """Replace ``at`` (and the inequalities ``also`` that the box was solved with) by the box."""
+        gone = [at, *also]
+        self.atoms = [x for x in self.atoms if not any(x is g for g in gone)]
         for b in box:
             self.atoms += self._normalize(b, at.guard, at.verdict)
-        if at.forced is None:
-            self.boxed.append(at.guard)
+        for g in gone:
+            if g.forced is None:
+                self.boxed.append(g.guard)
 
-    def _specialize_options(self) -> list:
+    def _specialize_options(self, at=None) -> list:
         """The last resort for a guard over several dims built from floors or remainders that no
-        lattice, relation or box expresses: specialize one of its dims to the example's size
-        (each is tried; the widest plan wins), the guard then decides the others' ranges."""
-        for at in self.atoms:
-            if not 2 <= len(at.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(at.expr):
+        lattice, relation or box expresses (or beside a lattice or a relation, for ``at``):
+        specialize one of its dims to the example's size (each is tried; the widest plan wins),
+        the guard then decides the others' ranges."""
+        for cand in self.atoms if at is None else [at]:
+            if not 2 <= len(cand.names) <= _MAX_LATTICE_DIMS or not _has_lattice_ops(cand.expr):
                 continue
-            return [functools.partial(_Plan._specialize, at=at, name=n)
-                    for n in sorted(at.names, key=self.order) if n in self.hints]
+            return [functools.partial(_Plan._specialize, at=cand, name=n)
+                    for n in sorted(cand.names, key=self.order) if n in self.hints]
         return []
 
     def _specialize(self, at, name) -> None:
@@ -996,17 +1057,50 @@ class _Plan:
         for i, at in enumerate(self.atoms):
             if (forced_only and at.forced is None) or len(at.names) < 2:
                 continue
-            box = self._box(at.expr)
-            if box is None:
+            found = self._box_with(at)
+            if found is None:
                 continue
-            atoms = self.atoms[:i] + self.atoms[i + 1:]
-            for b in box:
-                atoms += self._normalize(b, at.guard, at.verdict)
-            self.atoms = atoms
-            if at.forced is None:
-                self.boxed.append(at.guard)
+            box, also = found
+            self._use_box(at, box, also)
             return True
         return False
+
+    def _box_with(self, at):
+        """``(box, also)``: the box for the inequality ``at`` solved together with ``also``, the
+        other guards' inequalities over its dims (``m <= n + 29`` beside ``n <= m + 29``: one box
+        for both is wider than the widest for the first and then what the second leaves); None
+        when no box implies ``at``.  A derived dim's own range (``dx + dy <= 100``) is split
+        around the example alone."""
+        req = self._requirement(at.expr) if at.forced is None else None
+        if req is None:
+            box = self._box(at.expr)
+            return None if box is None else (box, [])
+        also, reqs = [], [req]
+        for other in self.atoms:
+            if other is at or other.forced is not None or len(other.names) < 2 or not other.names <= at.names:
+                continue
+            r = self._requirement(other.expr)
+            if r is not None:
+                also.append(other)
+                reqs.append(r)
+        box = self._monotone_box(reqs) if also else None
+        if box is None:
+            also, box = [], self._monotone_box([req])
+        return None if box is None else (box, also)
+
+    def _requirement(self, rel):
+        """The :class:`.boxes.Requirement` of a monotone inequality over several dims (sums of
+        floors or of dims, products of nonnegative floors); None for anything else, and for a
+        product of sizes without floors (``dx*dy <= 4096`` stays unfixable: issue 2)."""
+        if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
+            return None
+        diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
+        if _linear_form(diff) is None and not diff.has(sympy.floor, sympy.ceiling):
+            return None
+        signs = self._signs(diff)
+        if not signs or len(signs) < 2 or any(n not in self.hints for n in signs):
+            return None
+        return Requirement(diff, tuple(sorted(signs.items())), 1, isinstance(rel, (sympy.Lt, sympy.Gt)))
 
     def _box(self, rel):
         """Per-root bounds around the example implying the linear inequality ``rel``, or None."""
@@ -1016,9 +1110,11 @@ class _Plan:
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
         if form is None and diff.has(sympy.floor, sympy.ceiling):
-            box = self._monotone_box(diff, strict)
-            if box is not None:
-                return box
+            signs = self._signs(diff)
+            if signs and all(n in self.hints for n in signs):
+                box = self._monotone_box([Requirement(diff, tuple(sorted(signs.items())), 1, strict)])
+                if box is not None:
+                    return box
             # b // 2 <= a: a box for the linear bound b/2 <= a implies it (diff >= its lower bound)
             diff = floor_relaxed(diff, upper=False)
             form = _linear_form(diff)
@@ -1064,51 +1160,57 @@ class _Plan:
             out.append(x >= self.hints[n] - share[n] // c if c > 0 else x <= self.hints[n] + share[n] // -c)
         return out
 
-    def _monotone_box(self, diff, strict: bool):
-        """Per-dim bounds around the example under which ``diff >= 0`` (``> 0`` when ``strict``),
-        for a ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear
-        forms, ``b // 2 + 3 <= a // 2``); None otherwise.
+    def _monotone_box(self, reqs: list):
+        """Per-dim bounds around the example under which every :class:`.boxes.Requirement` of
+        ``reqs`` holds (``diff >= 0``, or ``> 0``, or ``<= 0``: both for an equality), each
+        ``diff`` monotone in each dim (:func:`.periods.monotone_signs`: floors of linear forms,
+        ``b // 2 + 3 <= a // 2``, and products of nonnegative ones, ``(a // 2) * (b // 3) <= 30``);
+        None when the example's corner fails.
 
         Over a box the smallest value is at the corner where each dim is at its worst end (the
-        lower one where ``diff`` grows with it), so the corner decides.  The box grows by the
-        same amount each way while the corner holds, then each dim alone in input order, never
-        past the declared ranges; a dim whose end never matters is left unbounded."""
-        signs = monotone_signs(diff)
-        if not signs or any(n not in self.hints for n in signs):
+        lower one where ``diff`` grows with it) and the largest at the opposite one, so the
+        corners decide; :func:`.boxes.widest_box` finds the box admitting the most sizes
+        within what each dim's own guards leave it (an end no corner needs is left where it is)."""
+        names = sorted({n for r in reqs for n, _ in r.signs})
+        singles = self._singles()
+        ranges = {n: self._own_extent(n, singles.get(n, [])) for n in names}
+        key = (tuple(reqs), tuple(sorted(ranges.items())), tuple((n, self.hints[n]) for n in names))
+        if key not in self.ctx.boxes:  # the forks of a lattice step meet the same guard again
+            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges)
+        box = self.ctx.boxes[key]
+        if box is None:
             return None
-        names = sorted(signs, key=self.order)
-        room = {}
-        for n in names:
-            lo, hi = self.declared.get(n, (1, None))
-            edge = lo if signs[n] > 0 else hi
-            room[n] = None if edge is None else abs(self.hints[n] - edge)
-
-        def corner_ok(ext) -> bool:
-            env = dict(self.hints)
-            for n in names:
-                env[n] = self.hints[n] - ext[n] if signs[n] > 0 else self.hints[n] + ext[n]
-            try:
-                v = numeric.value(diff, env)
-            except numeric.NumericError:
-                return False
-            return v > 0 if strict else v >= 0
-
-        def cap(e, n):
-            return e if room[n] is None else min(e, room[n])
-        if not corner_ok(dict.fromkeys(names, 0)):
-            return None
-        even = _grow(lambda e: corner_ok({n: cap(e, n) for n in names}))
-        ext = {n: cap(even, n) for n in names}
-        for n in names:
-            base = ext[n]
-            ext[n] = cap(base + _grow(lambda e, n=n, base=base: corner_ok({**ext, n: cap(base + e, n)})), n)
         out = []
-        for n in names:
-            if ext[n] is None or ext[n] >= _GROW_LIMIT:
-                continue  # no end of this dim matters
+        for n in sorted(box, key=self.order):
+            lo, hi = box[n]
             x = self.sym(n)
-            out.append(x >= self.hints[n] - ext[n] if signs[n] > 0 else x <= self.hints[n] + ext[n])
+            if lo is not None:
+                out.append(x >= lo)
+            if hi is not None:
+                out.append(x <= hi)
         return out
+
+    def _own_extent(self, name, conds):
+        """The sizes of ``name`` its own atoms leave around the example (the widest range or
+        lattice :meth:`_decide` finds, as its ends): a box reaching past them buys nothing, and
+        counting sizes there would trade away sizes the dim keeps (``a // 4 == 1`` beside
+        ``a // 4 <= b`` leaves ``a`` in [4, 7], so ``b >= 1`` is what the box needs)."""
+        declared = self.declared.get(name, (1, None))
+        if not conds:
+            return declared
+        dec = self._decide(name, conds)
+        if dec.kind == "fail":
+            return declared
+        lo, hi = (dec.lo, dec.hi) if dec.kind == "range" else (
+            None if dec.lo is None else dec.k * dec.lo + dec.c, None if dec.hi is None else dec.k * dec.hi + dec.c)
+        return lo, hi
+
+    def _signs(self, diff):
+        """:func:`.periods.monotone_signs`, a product's factors tested >= 0 over the declared ranges."""
+        def nonnegative(e) -> bool:
+            lo = bounds(e, {n: self.declared.get(n, (1, None)) for n in (s.name for s in e.free_symbols)})[0]
+            return lo >= 0
+        return monotone_signs(diff, nonnegative)
 
     # -- per-symbol decisions ------------------------------------------------------------
     def _final(self) -> None:
@@ -1352,23 +1454,6 @@ class _Plan:
                 inside = cx is not None and cx != good and min(good, mid) <= cx <= max(good, mid)
                 bad = cx if inside else mid
         return good
-
-
-_GROW_LIMIT = 2 ** 40
-
-
-def _grow(ok) -> int:
-    """The largest ``e`` in [0, _GROW_LIMIT] with ``ok(e)``, for ``ok`` true at 0 and false past
-    some point (doubling, then bisection); _GROW_LIMIT when it never fails."""
-    good, bad = 0, 1
-    while bad < _GROW_LIMIT and ok(bad):
-        good, bad = bad, bad * 2
-    if bad >= _GROW_LIMIT:
-        return _GROW_LIMIT if ok(_GROW_LIMIT) else good
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        good, bad = (mid, bad) if ok(mid) else (good, mid)
-    return good
 
 
 def _relation(name, expr, order) -> RelationFix:

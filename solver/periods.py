@@ -20,7 +20,7 @@ Pure sympy and the solver's own evaluator and decision procedure; no arrays.
 from __future__ import annotations
 
 import random
-from typing import Mapping, Optional
+from typing import Callable, Mapping, Optional
 
 import sympy
 
@@ -131,13 +131,18 @@ def _holds_at(expr, shifted, c, name, base, q, envs) -> bool:
     return True
 
 
-def monotone_signs(expr) -> Optional[dict]:
+def monotone_signs(expr, nonnegative: Optional[Callable[[object], bool]] = None) -> Optional[dict]:
     """``{name: +1 or -1}``: ``expr`` never decreases (+1) or never increases (-1) as that dim
     grows with the others fixed; None when some dim enters both ways or through a node that is
     not monotone (``Mod``, a product of two sizes).
 
     Sums and constant multiples combine the signs; ``floor``, ``ceiling``, ``Min`` and ``Max``
-    keep them (each is non-decreasing in its arguments).
+    keep them (each is non-decreasing in its arguments).  With ``nonnegative`` (a test that an
+    expression is >= 0 wherever the caller evaluates it, e.g. over the declared ranges), a
+    product of monotone factors that are all nonnegative is monotone too, and so is a positive
+    integer power of one: ``(a // 2) * (b // 3)`` gets ``{a: 1, b: 1}`` (for ``u, v >= 0``
+    non-decreasing, ``u*v`` is: ``u'v' - uv = (u' - u)v' + u(v' - v) >= 0``).  A dim in two
+    factors needs the same sign in both.
     """
     if expr.is_Number:
         return {}
@@ -145,20 +150,46 @@ def monotone_signs(expr) -> Optional[dict]:
         return {expr.name: 1}
     if isinstance(expr, sympy.Mul):
         coeff, rest = expr.as_coeff_Mul()
-        inner = None if isinstance(rest, sympy.Mul) else monotone_signs(rest)  # a product of sizes: None
+        if isinstance(rest, sympy.Mul):  # a product of sizes: monotone when every factor is >= 0
+            if nonnegative is None:
+                return None
+            inner = _product_signs(rest.args, nonnegative)
+        else:
+            inner = monotone_signs(rest, nonnegative)
         if inner is None:
             return None
         return {n: (v if coeff > 0 else -v) for n, v in inner.items()}
+    if isinstance(expr, sympy.Pow):
+        base, exp = expr.args
+        if nonnegative is None or not exp.is_Integer or int(exp) < 1:
+            return None
+        return _product_signs([base], nonnegative)
     if isinstance(expr, (sympy.Add, sympy.Min, sympy.Max)):
-        out: dict = {}
-        for arg in expr.args:
-            part = monotone_signs(arg)
-            if part is None:
-                return None
-            for n, v in part.items():
-                if out.setdefault(n, v) != v:
-                    return None
-        return out
+        return _combined([monotone_signs(arg, nonnegative) for arg in expr.args])
     if isinstance(expr, (sympy.floor, sympy.ceiling)):
-        return monotone_signs(expr.args[0])
+        return monotone_signs(expr.args[0], nonnegative)
     return None
+
+
+def _product_signs(factors, nonnegative) -> Optional[dict]:
+    parts = []
+    for f in factors:
+        if not f.free_symbols:
+            if not f.is_nonnegative:
+                return None
+            continue
+        if not nonnegative(f):
+            return None
+        parts.append(monotone_signs(f, nonnegative))
+    return _combined(parts)
+
+
+def _combined(parts) -> Optional[dict]:
+    out: dict = {}
+    for part in parts:
+        if part is None:
+            return None
+        for n, v in part.items():
+            if out.setdefault(n, v) != v:
+                return None
+    return out

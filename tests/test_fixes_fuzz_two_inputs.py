@@ -117,7 +117,7 @@ def quarter_and_half_paired_split(x, y):
 CASES = [
     (half_slice_b_plus_two, (17, 19), (30, 60), "b = a + 2"),
     (strided_and_pooled_regrouped, (4, 15), (60, 30), "a = 6*_a + 4"),
-    (pooled_prefix, (18, 17), (100, 100), "b = Dim('b', max=17)"),
+    (pooled_prefix, (18, 17), (100, 100), "b = Dim('b', max=19)"),
     (quarter_of_b_paired, (3, 15), (100, 30), "a = 2*_a + 1"),
     (padded_cat_pooled_split, (10, 6), (60, 100), "b = 4*_b + 2"),
     (strided_plus_pooled, (8, 8), (30, 60), "b = 2*_a"),
