@@ -58,6 +58,10 @@ def violation_lines(v: Violation, *, source: bool = True) -> list[str]:
     why = f" ({v.reason})" if v.reason else ""
     if v.example is not None:
         lines = [example_outside_head(v.example)]
+    elif v.related_by is not None:
+        derived, root, line = v.related_by
+        lines = [f"The values of {sites(derived)} must always be related to the values of {sites(root)} by "
+                 f"{line}{why}"]
     elif v.specialized_to is not None:
         lines = [f"{where} was specialized to {v.specialized_to}{why}"]
     else:
@@ -139,7 +143,8 @@ def render_violations(violations: Sequence[Violation], fixes: Sequence[str], not
     its declared range, ``ConstraintsExceededError``, both print it).  What a ``Dim.DYNAMIC``
     axis's note says is the same in every violation it is part of: it is printed once.
     """
-    names = sorted({n for v in violations for n in v.names})
+    # the dims the fix changes (torch's header): a relation names its derived dim only
+    names = sorted({n for v in violations for n in ((v.related_by[0],) if v.related_by else v.names)})
     out = [f"Constraints violated ({', '.join(names)})!"]
     shown: set[str] = set()  # a Dim.DYNAMIC axis's note is said once, at its first violation
     for v in violations:

@@ -323,6 +323,10 @@ class Violation:
         example: for an example input outside its declared range (the guard is that
             range, cause ``"example_range"``): the site, its size and the range; the
             bullet then reads ``x.shape[0] = 20 is outside b in [1, 8]``.  Else None.
+        related_by: for an equality of two named dims whose fix derives one from the
+            other: ``(derived dim, root dim, fix line)``; the bullet then reads torch's
+            ``The values of dy = y.shape[0] must always be related to the values of
+            dx = x.shape[0] by dy = dx + 1``, and the header names the derived dim.
     """
 
     guard: GuardRecord
@@ -340,6 +344,7 @@ class Violation:
     unfixable: Optional[str] = None
     what_works: Optional[str] = None
     example: Optional[ExampleOutside] = None
+    related_by: Optional[tuple[str, str, str]] = None
 
     @property
     def expr(self) -> sympy.Basic:

@@ -201,6 +201,7 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         else:
             sentence = _unfixable_sentence(names, unfixable[1], record.expr, scope)
     return Violation(
+        related_by=_relation(record.expr, names, dims, fix_lines if unfixable is None and value is None else ()),
         guard=record, guard_text=guard, names=tuple(names),
         dims=tuple(dims[n] for n in names if n in dims),
         ranges=tuple(format_range(n, dims[n].lower, dims[n].upper) for n in names if n in dims),
@@ -208,6 +209,23 @@ def _violation(record: GuardRecord, dims: Mapping[str, DimInfo], verdict: Any,
         keep_dynamic=hint or None, dynamic_notes=notes,
         fix_lines=() if unfixable is not None else tuple(fix_lines),
         unfixable=sentence, what_works=advice or None)
+
+
+def _relation(expr: Any, names: list, dims: Mapping[str, DimInfo], fix_lines: Any) -> Optional[tuple]:
+    """``(derived, root, line)`` when ``expr`` ties two named dims and a fix line derives one from
+    the other (``dy = dx + 1``), else None (:attr:`records.Violation.related_by`)."""
+    if not isinstance(expr, sympy.Eq) or len(names) != 2 or any(
+            n not in dims or dims[n].kind != _NAMED for n in names):
+        return None
+    diff, syms = expr.lhs - expr.rhs, sorted(expr.free_symbols, key=str)
+    if not diff.is_polynomial(*syms) or sympy.Poly(diff, *syms).total_degree() != 1:
+        return None  # a divisibility or a product: the guard itself is the bullet
+    for line in fix_lines:
+        lhs, sep, rhs = line.partition(" = ")
+        if sep and lhs in names and _line_names(rhs) == set(names) - {lhs}:
+            root = next(n for n in names if n != lhs)
+            return lhs, root, line
+    return None
 
 
 def _dynamic_note(name: str, info: DimInfo, fixed_names: set[str], pinned: Any = None) -> str:

@@ -672,3 +672,19 @@ def test_what_works_suggests_np_where_only_for_a_branch():
     assert "np.where" in _auto_advice(guard, dims, "branch")
     text = _auto_advice(guard, dims, "reshape")
     assert "np.where" not in text and "its op requires it: a reshape's element count" in text
+
+
+def test_a_relation_between_two_named_dims_reads_as_torch_words_it():
+    """torch's test_derived_dim_basic: header names the derived dim, the bullet says the two must
+    always be related, by the fix line."""
+    import re as _re
+
+    dimx, dimy = tpe.Dim("dimx", min=3, max=6), tpe.Dim("dimy", min=4, max=7)
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(lambda x, y: x + y[1:], np.ones(5), np.ones(6), dynamic_shapes=({0: dimx}, {0: dimy}))
+    text = str(info.value)
+    assert _re.search(r"Constraints violated \(dimy\)!(.*\n)*.*The values of dimy.*must always be related to "
+                      r"the values of dimx.*by.*(.*\n)*.*Suggested fixes:(.*\n)*.*dimy = dimx \+ 1", text), text
+    spec = tpe.refine_dynamic_shapes_from_suggested_fixes(text, ({0: dimx}, {0: dimy}))
+    ep = tpe.export(lambda x, y: x + y[1:], np.ones(5), np.ones(6), dynamic_shapes=spec)
+    np.testing.assert_array_equal(ep.module()(np.ones(3), np.ones(4)), np.full(3, 2.0))
