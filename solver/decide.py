@@ -26,11 +26,12 @@ import z3
 
 from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
+from .floats import decide_box as _float_box, has_float_ops
 from .forms import linear_bound
 from .intervals import INF, symbol_range
 from .intervals import bounds as interval_bounds
-from .numeric import holds
-from .translate import Translator, check_supported
+from .numeric import holds, value as _exact_value
+from .translate import Translator, UnsupportedExpressionError, check_supported
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 
@@ -51,7 +52,8 @@ class Verdict:
             ``satisfiable``, a witness. ``None`` otherwise.
         reason: one line saying why.
         via: what decided it: ``"cache"``, ``"intervals"`` (canonical form and
-            interval arithmetic), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
+            interval arithmetic), ``"floats"`` (a guard with float operations on sizes, in
+            Python's float arithmetic: :mod:`.floats`), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
             the ranges were small enough to evaluate every point exactly).
     """
 
@@ -380,6 +382,10 @@ class ShapeSolver:
             if self._holds_with_remainders_bounded(c):
                 return Verdict(PROVED, None, "holds with each remainder Mod(x, y) anywhere in [0, y - 1]",
                                "intervals")
+            if has_float_ops(c):
+                v = self._float_verdict(kind, c)
+                if v is not None:
+                    return v
             return self._z3_implies(e, c)
         # satisfiable
         if c is sympy.false:
@@ -387,7 +393,47 @@ class ShapeSolver:
         if c is sympy.true and not self._residual:
             cex = self._corner(e.free_symbols)
             return Verdict(PROVED, cex, "every size in the ranges satisfies it", "intervals")
+        if has_float_ops(c):
+            v = self._float_verdict(kind, c)
+            if v is not None:
+                return v
         return self._z3_satisfiable(e, c)
+
+    def _float_verdict(self, kind: str, c) -> Optional[Verdict]:
+        """A guard with float operations on sizes (:mod:`.floats`), decided in Python's float
+        arithmetic: over the box by monotonicity (corners, or bisection for one size), else by
+        evaluating every point of a bounded box; None leaves it to z3's floating-point theory.
+
+        Raises:
+            UnsupportedExpressionError: neither decides it and z3 has no form for it (``**``).
+        """
+        names, assumptions = self._component(c.free_symbols)
+        implies = kind == "implies"
+        if len(assumptions) < len(self._residual) and self._assumptions_satisfiable().status != PROVED:
+            return None  # unconnected assumptions may be contradictory: z3 answers for all of them
+        got = _float_box(kind, c, names, self._bounds, assumptions, _exact_value)
+        if got is not None:
+            ok, point = got
+            if implies:
+                if ok:
+                    return Verdict(PROVED, None, "holds over the ranges in Python's float arithmetic (each "
+                                                 "operation is monotone: checked at the ends)", "floats")
+                return Verdict(REFUTED, point, f"fails at {_fmt_cex(point)} (evaluated in Python's float "
+                                               "arithmetic)", "floats")
+            if ok:
+                return Verdict(PROVED, point, f"satisfiable, e.g. {_fmt_cex(point)} (in Python's float "
+                                              "arithmetic)", "floats")
+            return Verdict(REFUTED, None, "no size in the ranges satisfies it in Python's float arithmetic",
+                           "floats")
+        counted = self._enumerated(c, names, assumptions, implies)
+        if counted is not None:
+            return counted
+        try:
+            self._tr(c)
+        except UnsupportedExpressionError:
+            raise UnsupportedExpressionError(
+                "FPow", c, "a float power of a size over a range too large to evaluate at every point") from None
+        return None
 
     def _holds_with_remainders_bounded(self, c) -> bool:
         """Whether an inequality holds for any value of its remainders ``Mod(x, y)`` in ``[0, y - 1]``.

@@ -332,6 +332,22 @@ class _PyPrinter:
     def mod(self, t: tuple) -> str:
         return self.binary(t[1], "%", t[2])
 
+    def float_op(self, t: tuple) -> str:
+        # a float operation on sizes (solver.floats) in Python's order: the right operand keeps
+        # its parentheses, float arithmetic is not associative (a + (b + c) != a + b + c)
+        op, level = _FLOAT_OPS[t[0]]
+        if t[0] == "FPow":
+            return f"{self.wrap(t[1], _POW + 1)} ** {self.wrap(t[2], _POW)}"
+        return f"{self.wrap(t[1], level)} {op} {self.wrap(t[2], level + 1)}"
+
+    def float_const(self, t: tuple) -> str:
+        return self.text(t[1])
+
+    def float_to_int(self, t: tuple) -> str:
+        x = self.text(t[1])
+        return {"FFloor": f"math_floor({x})", "FCeil": f"-math_floor(-({x}))", "FTrunc": f"int({x})",
+                "FRound": f"round({x})"}[t[0]]
+
     def minmax(self, t: tuple) -> str:
         args = sorted(t[1:], key=_arg_key)
         return f"{t[0].lower()}({', '.join(self.text(a) for a in args)})"
@@ -372,7 +388,13 @@ _PY_METHODS = {
     "Min": _PyPrinter.minmax, "Max": _PyPrinter.minmax, "Abs": _PyPrinter.abs_,
     "Piecewise": _PyPrinter.piecewise, **{h: _PyPrinter.relation for h in _REL_TEXT},
     "And": _PyPrinter.and_, "Or": _PyPrinter.or_, "Not": _PyPrinter.not_,
+    **{h: _PyPrinter.float_op for h in ("FAdd", "FSub", "FMul", "FDiv", "FPow")}, "FConst": _PyPrinter.float_const,
+    **{h: _PyPrinter.float_to_int for h in ("FFloor", "FCeil", "FTrunc", "FRound")},
 }
+
+
+_FLOAT_OPS = {"FAdd": ("+", _ADD), "FSub": ("-", _ADD), "FMul": ("*", _MUL), "FDiv": ("/", _MUL),
+              "FPow": ("**", _POW)}
 
 
 def _precedence(t: Any) -> int:
@@ -380,6 +402,12 @@ def _precedence(t: Any) -> int:
     if type(t) is int:
         return _UNARY if t < 0 else _ATOM
     head = t[0]
+    if head in _FLOAT_OPS:
+        return _FLOAT_OPS[head][1]
+    if head == "FConst":
+        return _precedence(t[1])
+    if head == "FCeil":
+        return _UNARY
     if head == "Rational":
         return _MUL
     if head == "Float":
