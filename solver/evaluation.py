@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 import sympy
 
-from .floats import NODES as _FLOAT_NODES, python_op as _float_op
+from .floats import NODES as _FLOAT_NODES, FDiv as _FDiv, python_op as _float_op
 
 __all__ = ["evaluate", "UnboundSymbolError"]
 
@@ -234,6 +234,11 @@ def _float_node(cls: type, fs: list) -> _Fn:
     op = _float_op(cls)
     if len(fs) == 2:
         f, g = fs
+        if cls is _FDiv:  # an int over an int divides exactly, then rounds (Python's int / int)
+            def divide(values: Mapping) -> float:
+                a, b = f(values), g(values)
+                return a / b if type(a) is int and type(b) is int else float(a) / float(b)
+            return divide
         return lambda values: op(float(f(values)), float(g(values)))
     (f,) = fs
     return lambda values: op(float(f(values)))

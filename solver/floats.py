@@ -8,7 +8,8 @@ per Python operation, which sympy neither reorders nor folds:
 
 - ``FAdd(a, b)``, ``FSub(a, b)``, ``FMul(a, b)``, ``FDiv(a, b)``, ``FPow(a, b)``:
   ``float(a) op float(b)``, one rounding (``FPow``: the C library's ``pow``, as
-  Python's ``**`` on floats);
+  Python's ``**`` on floats); ``FDiv`` of two integers is Python's ``int / int``,
+  the exact quotient rounded once (the same below 2**53);
 - ``FFloor(a)``, ``FCeil(a)``, ``FTrunc(a)``, ``FRound(a)``: the integer Python's
   ``math.floor``, ``math.ceil``, ``int()`` / ``math.trunc`` and ``round`` give
   (ties to even);
@@ -231,8 +232,9 @@ def _one_size(kind: str, c: Any, name: str, span: tuple, assumptions: list, valu
                 return False, {name: eq[0]}
             continue
         sub = _admitted(part, name, lo, hi, at)
-        if sub != (lo, hi):  # fails somewhere: at an end of [lo, hi] outside the admitted part
-            point = lo if sub[0] > lo or sub[0] > sub[1] else hi
+        if sub != (lo, hi):
+            # fails somewhere: the failing size next to the admitted part (where rounding decides)
+            point = lo if sub[0] > sub[1] else (sub[0] - 1 if sub[0] > lo else sub[1] + 1)
             return False, {name: point}
     return True, None
 

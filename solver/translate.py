@@ -28,7 +28,9 @@ Float operations on sizes (:mod:`.floats`: ``FAdd FSub FMul FDiv``, ``FConst``, 
 (``FPSort(11, 53)``), round to nearest ties to even, each operand converted as
 Python's ``float()`` does (``fpToFP`` of its exact value); a float meets the rest of
 a guard as its exact real value (``fpToReal``), as Python compares a float with an
-int exactly.  ``FPow`` (the C library's ``pow``) has no z3 form.  z3 is the solver's
+int exactly.  ``FPow`` (the C library's ``pow``) is an uninterpreted function: a proof
+holds for every ``pow``, and a z3 model is checked in Python's floats before it counts as a
+counterexample (``ShapeSolver``).  z3 is the solver's
 last resort for these (it is slow on them); :mod:`.floats` decides most first.
 """
 from __future__ import annotations
@@ -239,12 +241,18 @@ class Translator:
         sort, rne = z3.Float64(self.ctx), z3.RNE(self.ctx)
         ops = {_floats.FAdd: z3.fpAdd, _floats.FSub: z3.fpSub, _floats.FMul: z3.fpMul, _floats.FDiv: z3.fpDiv}
         op = ops.get(type(e))
+        if type(e) is _floats.FDiv and all(a.is_integer and not isinstance(a, _floats.NODES) for a in e.args):
+            # Python's int / int: the exact quotient, rounded once
+            return z3.fpToFP(rne, z3.ToReal(self(e.args[0])) / z3.ToReal(self(e.args[1])), sort)
         if op is not None:
             return op(rne, self.fp(e.args[0]), self.fp(e.args[1]))
         if isinstance(e, _floats.FConst):
             return self.fp(e.args[0])
         if isinstance(e, _floats.FPow):
-            raise UnsupportedExpressionError("FPow", e, "a float power (the C library's pow) has no z3 form")
+            # the C library's pow has no z3 form: an uninterpreted function, so a proof holds for
+            # any pow and the solver checks each z3 model in Python's floats before using it
+            fpow = z3.Function("fpow", sort, sort, sort)
+            return fpow(self.fp(e.args[0]), self.fp(e.args[1]))
         if isinstance(e, sympy.Float) or e.is_Rational:
             return z3.FPVal(float(e), sort, self.ctx)
         value = self(e)

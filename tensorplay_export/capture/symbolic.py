@@ -551,6 +551,49 @@ class _SymNumber:
             raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'item'")
         return type(self)(self.expr, self.env)
 
+    def _numpy_only(self, name: str) -> None:
+        if self.numpy_type is None:  # a Python number has none of numpy's scalar attributes
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute '{name}'")
+
+    @property
+    def itemsize(self) -> int:
+        """``np.int32(n).itemsize``: the type's size in bytes, the same at every size."""
+        self._numpy_only("itemsize")
+        return self.numpy_type.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        self._numpy_only("nbytes")
+        return self.numpy_type.itemsize
+
+    def tolist(self) -> Any:
+        """``np.int8(n).tolist()``: the Python number, as :meth:`item`."""
+        self._numpy_only("tolist")
+        return type(self)(self.expr, self.env)
+
+    def _bits(self, what: str) -> Any:
+        # the bytes of the value are data (another type's view, a buffer): the example's, pinned
+        return self._typed(self.env.specialize(self.expr, f"{what} (its bytes are data)", user_source(3)))
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:
+        """``np.int16(n).view(np.uint16)``: the same bits as another type.  Between integer types of
+        one width that is the value modulo ``2**bits`` in the new type's range (two's complement),
+        a size expression; any other view reads the example's bits and pins the size."""
+        self._numpy_only("view")
+        if len(args) == 1 and not kwargs and isinstance(self, SymInt):
+            try:
+                target = np.dtype(args[0])
+            except TypeError:
+                target = None
+            if target is not None and target.kind in "iu" and target.itemsize == self.numpy_type.itemsize:
+                return wrap_int(self.expr, self.env, target)
+        return self._bits("reinterpreted with .view()").view(*args, **kwargs)
+
+    def tobytes(self, *args: Any, **kwargs: Any) -> bytes:
+        """``np.int64(n).tobytes()``: the example's bytes; the size is pinned."""
+        self._numpy_only("tobytes")
+        return self._bits("converted with .tobytes()").tobytes(*args, **kwargs)
+
     def astype(self, dtype: Any) -> Any:
         """``(n + np.int32(1)).astype(np.int64)`` (a numpy scalar method): the same size, retyped."""
         if self.numpy_type is None:
@@ -1395,5 +1438,40 @@ class sym_float(metaclass=_FloatType):  # noqa: N801  (stands in for the builtin
     Python's ``float()`` must return a real float (``__float__`` cannot stay
     symbolic), so capture resolves the name ``float`` in model code to this
     class instead, like ``min``/``max``.  Anything else is the builtin:
-    ``float("1.5")``, ``isinstance(v, float)``, ``float.fromhex``.
+    ``float("1.5")``, ``isinstance(v, float)``, ``float.fromhex``.  As a dtype
+    (``np.zeros(n, dtype=float)``) it is numpy's ``float64``, as ``float`` is.
     """
+
+    dtype = np.dtype(float)  # numpy reads a type's .dtype: dtype=float in model code is float64
+
+
+class _IntType(type):
+    """Metaclass of :class:`sym_int`: instance and subclass checks, attributes are ``int``'s."""
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, int)
+
+    def __subclasscheck__(cls, sub: Any) -> bool:
+        return issubclass(sub, int)
+
+    def __getattr__(cls, name: str) -> Any:
+        return getattr(int, name)
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], SymFloat):
+            value = args[0]  # int(n * 0.5): truncation toward zero, as math.trunc (an integer size)
+            return value._to_int(trunc_exact, math.trunc, "converted with int()")
+        return int(*args, **kwargs)
+
+
+class sym_int(metaclass=_IntType):  # noqa: N801  (stands in for the builtin ``int``)
+    """``int`` as model code sees it during capture: ``int(x)`` of a float size truncates it
+    symbolically (``int(n * 0.5)`` is ``floor(n/2)``; ``int(n * 0.3)`` Python's truncation of
+    that float, ``FTrunc``), as ``math.trunc`` does.
+
+    ``int(n)`` of an integer size is the builtin's: it pins the size (``__int__``), the
+    documented way to ask for a constant.  Anything else is the builtin too (``int("7")``,
+    ``isinstance(v, int)``, ``int.from_bytes``); as a dtype it is numpy's ``int``.
+    """
+
+    dtype = np.dtype(int)  # numpy reads a type's .dtype: dtype=int in model code is numpy's int
