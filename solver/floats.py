@@ -66,6 +66,10 @@ class _FloatNode(sympy.Function):
 class _Binary(_FloatNode):
     nargs = 2
 
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        return _folded(cls, (a, b), sympy.Float)
+
 
 class FAdd(_Binary):
     _text, _level = "+", 5
@@ -93,6 +97,10 @@ class FConst(_FloatNode):
 
 class _ToInt(_FloatNode):
     nargs = 1
+
+    @classmethod
+    def eval(cls, a: Any) -> Any:
+        return _folded(cls, (a,), sympy.Integer)
 
     def _eval_is_integer(self) -> bool:
         return True
@@ -122,6 +130,22 @@ _BINARY_PY: dict = {FAdd: lambda a, b: a + b, FSub: lambda a, b: a - b, FMul: la
                     FDiv: lambda a, b: a / b, FPow: lambda a, b: _pow(a, b)}
 _UNARY_PY: dict = {FFloor: math.floor, FCeil: math.ceil, FTrunc: math.trunc, FRound: round,
                    FConst: lambda a: a}
+
+
+def _folded(cls: type, args: tuple, number: type) -> Any:
+    """The node's value once every operand is a number (sizes substituted), computed as Python
+    does; None (stay unevaluated) while a size is left or where Python raises."""
+    if not all(isinstance(a, sympy.Number) and a.is_finite for a in args):
+        return None
+    values = [float(a) if isinstance(a, sympy.Float) else (int(a) if a.is_Integer else float(a)) for a in args]
+    try:
+        if cls is FDiv and all(type(v) is int for v in values):
+            out = values[0] / values[1]
+        else:
+            out = python_op(cls)(*[float(v) for v in values])
+    except (ArithmeticError, ValueError):
+        return None
+    return number(out) if math.isfinite(out) else None
 
 
 def _pow(a: float, b: float) -> float:

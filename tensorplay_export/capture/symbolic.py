@@ -358,7 +358,8 @@ def _float_operand(value: Any) -> Any:
         if e is not None and not has_float_ops(value.expr) and (
                 _represented_exactly(e) or sympy.fraction(sympy.together(e))[1] == 1):
             return e
-        return value.expr
+        # a float only nodes compute exactly (math.sqrt(n) is n**0.5 to sympy, pow to Python): None
+        return value.expr if _node_form(value.expr) else None
     if isinstance(value, (SymInt, SymBool)):
         return to_expr(value)
     if isinstance(value, (bool, np.bool_)) or _is_int_like(value):
@@ -367,6 +368,16 @@ def _float_operand(value: Any) -> Any:
         # 53 bits: the constant's binary value (inf and nan have no place in a node: None pins)
         return sympy.Float(float(value)) if math.isfinite(value) else None
     return None
+
+
+def _node_form(e: Any) -> bool:
+    """Whether ``e`` computes as Python does: float nodes over exact size expressions, no other
+    float (a ``Float`` outside a node, a fractional power)."""
+    if isinstance(e, (FAdd, FSub, FMul, FDiv, FPow, FConst, FFloor, FCeil, FTrunc, FRound)):
+        return True
+    if isinstance(e, sympy.Float) or (isinstance(e, sympy.Pow) and not e.exp.is_Integer):
+        return False
+    return all(_node_form(a) for a in e.args)
 
 
 def _float_result(fn: Callable, left: Any, right: Any, env: Any) -> Any:
@@ -395,6 +406,10 @@ def _float_result(fn: Callable, left: Any, right: Any, env: Any) -> Any:
         pa, pb = _float_operand(left), _float_operand(right)
         if expr is None and node is not None and pa is not None and pb is not None:
             expr = node(pa, pb)
+        elif expr is None and node is not None:
+            # an operand no node computes as Python does (1 / math.sqrt(n) is n**(-0.5) to sympy):
+            # sympy's expression, as before float nodes; a guard on it pins (the solver refuses it)
+            expr = fn(a, b)
     if expr is None:
         return _pinned_float_op(fn, left, right)
     return wrap_float(bounded(expr, env), env, exact)
@@ -1229,7 +1244,8 @@ class SymFloat(_SymNumber):
         if out is not None:
             return wrap_int(out, self.env)
         node = _TO_INT_NODE.get(build)
-        if node is not None and not _rounded_narrow_float(self) and self.numpy_type is None:
+        if node is not None and not _rounded_narrow_float(self) and self.numpy_type is None \
+                and _float_operand(self) is not None:
             # Python's own rounding of the float it holds (math.floor(n * 0.3)): an integer size
             return wrap_int(bounded(node(_float_operand(self)), self.env), self.env)
         value = self.env.specialize(
@@ -1449,6 +1465,13 @@ class _IntType(type):
     """Metaclass of :class:`sym_int`: instance and subclass checks, attributes are ``int``'s."""
 
     def __instancecheck__(cls, obj: Any) -> bool:
+        # as eager: a size is a Python int, a comparison a bool; a typed size is its numpy type
+        if isinstance(obj, SymInt):
+            return obj.numpy_type is None or issubclass(obj.numpy_type.type, int)
+        if isinstance(obj, SymBool):
+            return True
+        if isinstance(obj, SymFloat):
+            return False
         return isinstance(obj, int)
 
     def __subclasscheck__(cls, sub: Any) -> bool:
