@@ -169,7 +169,7 @@ def readable(e: Any, show: Callable[[Any], str]) -> str:
     """The text of a node for messages, in Python's notation and order (``n * 0.3 / 0.1``)."""
     cls = type(e)
     if cls is FConst:
-        return show(e.args[0])
+        return repr(float(e.args[0]))
     if issubclass(cls, _ToInt):
         return f"{cls._text}({show(e.args[0])})"
     a, b = e.args
@@ -179,7 +179,8 @@ def readable(e: Any, show: Callable[[Any], str]) -> str:
 
 
 def _wrapped(arg: Any, show: Callable, level: int) -> str:
-    text = show(arg)
+    # a constant reads as Python prints the float (0.3333333333333333, not sympy's 15 digits)
+    text = repr(float(arg)) if isinstance(arg, sympy.Float) else show(arg)
     if isinstance(arg, _Binary):
         inner = type(arg)._level
     elif isinstance(arg, (sympy.Symbol, _FloatNode, sympy.Function)) or (arg.is_Number and not arg.is_negative

@@ -162,6 +162,8 @@ class Translator:
         return prod
 
     def _floor(self, e: sympy.Basic) -> z3.ExprRef:
+        if e.args[0].has(*_floats.NODES):  # of a float's exact value: z3's ToInt is floor
+            return z3.ToInt(z3.ToReal(self(e.args[0])))
         num, den = e.args[0].as_numer_denom()
         reduced = _poly_reduce(num, den)
         if reduced is not None:  # floor((q*den + r)/den) == q + floor(r/den) for an integer polynomial q
@@ -170,6 +172,8 @@ class Translator:
         return _floordiv(self(num), self(den), self.ctx)
 
     def _ceiling(self, e: sympy.Basic) -> z3.ExprRef:
+        if e.args[0].has(*_floats.NODES):
+            return -z3.ToInt(-z3.ToReal(self(e.args[0])))
         num, den = e.args[0].as_numer_denom()
         reduced = _poly_reduce(num, den)
         if reduced is not None:

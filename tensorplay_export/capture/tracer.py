@@ -184,6 +184,10 @@ class Tracer:
             return ArrayInfo(value._shape, value.dtype, value.vrange, self.value_key(value._node))
         if isinstance(value, np.ndarray):
             return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
+        if isinstance(value, SymFloat) and not value.expr.has(sympy.Float):
+            # a float the rules must see as one (n / 3 is FDiv(n, 3), no Float in it): rules tell
+            # float scalars by a Float in the expression (an int8 array times a float cannot overflow)
+            return sympy.Float(1.0) * value.expr
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
         if isinstance(value, tuple):

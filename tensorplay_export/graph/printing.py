@@ -319,6 +319,9 @@ class _PyPrinter:
 
     def floor(self, t: tuple) -> str:
         num, den = _numer_denom(t[1])
+        if _has_float_op(num):  # of a float (solver.floats): divide as a float, as the evaluator does
+            return f"math_floor({self.text(num)} / {self.wrap(den, _UNARY)})" if den != 1 \
+                else f"math_floor({self.text(num)})"
         if den != 1:
             return self.binary(num, "//", den)
         return self.text(num) if _integer(num) else f"math_floor({self.text(num)})"
@@ -327,6 +330,9 @@ class _PyPrinter:
         num, den = _numer_denom(t[1])
         if den == 1 and _integer(num):
             return self.text(num)
+        if _has_float_op(num):  # of a float (solver.floats): `//` would give a float
+            return f"-math_floor(-({self.text(num)}) / {self.wrap(den, _UNARY)})" if den != 1 \
+                else f"-math_floor(-({self.text(num)}))"
         return f"-(-{self.wrap(num, _POW)} // {self.wrap(den, _UNARY)})"
 
     def mod(self, t: tuple) -> str:
@@ -393,6 +399,14 @@ _PY_METHODS = {
 }
 
 
+def _has_float_op(t: Any) -> bool:
+    if type(t) is not tuple or not t:
+        return False
+    if type(t[0]) is str and (t[0] in _FLOAT_OPS or t[0] == "FConst"):
+        return True
+    return any(_has_float_op(a) for a in t if type(a) is tuple)  # Piecewise pairs too
+
+
 _FLOAT_OPS = {"FAdd": ("+", _ADD), "FSub": ("-", _ADD), "FMul": ("*", _MUL), "FDiv": ("/", _MUL),
               "FPow": ("**", _POW)}
 
@@ -421,6 +435,8 @@ def _precedence(t: Any) -> int:
         return _UNARY if _negative(t) else _MUL
     if head == "Pow":
         return _MUL if type(t[2]) is int and t[2] < 0 else _POW
+    if head == "floor" and _has_float_op(t[1]):
+        return _ATOM  # math_floor(...)
     if head == "floor":
         num, den = _numer_denom(t[1])
         if den != 1:
