@@ -37,7 +37,7 @@ import sympy
 
 from ..errors import CaptureError
 from .frames import is_library_file, is_user_function, user_source
-from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_int, sym_max, sym_min,
+from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_fits, sym_float, sym_max, sym_min,
                        sym_sqrt)
 from ..ops.registry import get_op
 from .stdlib import PinningType, plain, stdlib_view
@@ -501,8 +501,6 @@ class GlobalsView(dict):
                 return sym_max
             if key == "float":
                 return sym_float
-            if key == "int":
-                return sym_int
             if key == "len":
                 return sym_len
             raise

@@ -102,9 +102,9 @@ def test_the_fix_of_the_mirror_case_does_not_admit_a_size_of_the_other_branch():
         ep.module()(vec(3))
 
 
-SIZES = {
-    "int(n * 0.5)": lambda n: int(n * 0.5),
-    "int(n * 0.3)": lambda n: int(n * 0.3),
+SIZES = {  # int() of a size pins it, as int(n) does (the name int cannot be replaced: type(v) is int)
+    "math.trunc(n * 0.5)": lambda n: math.trunc(n * 0.5),
+    "math.trunc(n * 0.3)": lambda n: math.trunc(n * 0.3),
     "math.ceil(n * 1.5)": lambda n: math.ceil(n * 1.5),
     "math.ceil(n * 0.1)": lambda n: math.ceil(n * 0.1),
     "math.floor(n * 0.7 + 0.2)": lambda n: math.floor(n * 0.7 + 0.2),
@@ -167,6 +167,14 @@ def test_the_solver_decides_float_guards_in_float_arithmetic():
     product = FMul(FMul(m, sympy.Float(0.1)), sympy.Integer(3))
     v = unbounded.satisfiable(sympy.Gt(product, FConst(sympy.Float(0.9))) & sympy.Le(m, 3))
     assert v.proved and v.counterexample == {"m": 3}
+
+
+def test_int_of_a_float_size_pins_it_as_int_of_a_size_does():
+    model = lambda x: x[: int(x.shape[0] * 0.3)]  # noqa: E731
+    with pytest.raises(tpe.ConstraintViolationError, match=r"int\(\).*math.trunc"):
+        tpe.export(model, vec(9), dynamic_shapes=({0: Dim("n", max=TOP)},))
+    ep = tpe.export(model, vec(9), dynamic_shapes=({0: Dim.AUTO(max=TOP)},))
+    assert admitted(ep, model, vec) == [9]
 
 
 def test_dtype_float_and_int_in_model_code_are_numpys():
