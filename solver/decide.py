@@ -403,15 +403,19 @@ class ShapeSolver:
         """A guard with float operations on sizes (:mod:`.floats`), decided in Python's float
         arithmetic: over the box by monotonicity (corners, or bisection for one size), else by
         evaluating every point of a bounded box; None leaves it to z3's floating-point theory.
-
-        Raises:
-            UnsupportedExpressionError: neither decides it and z3 has no form for it (``**``).
-        """
+        Assumptions not connected to ``c`` matter only when they contradict each other."""
         names, assumptions = self._component(c.free_symbols)
         implies = kind == "implies"
-        if len(assumptions) < len(self._residual) and self._assumptions_satisfiable().status != PROVED:
-            return None  # unconnected assumptions may be contradictory: z3 answers for all of them
         got = _float_box(kind, c, names, self._bounds, assumptions, _exact_value)
+        if got is not None and not (implies and got[0]) and len(assumptions) < len(self._residual):
+            # a point found over the connected part is real only if the other assumptions can hold
+            state = self._assumptions_satisfiable()
+            if state.refuted:
+                if implies:
+                    return Verdict(PROVED, None, f"vacuously true: {state.reason}", "floats")
+                return Verdict(REFUTED, None, state.reason, "floats")
+            if state.unknown:
+                return None
         if got is not None:
             ok, point = got
             if implies:
@@ -425,6 +429,8 @@ class ShapeSolver:
                                               "arithmetic)", "floats")
             return Verdict(REFUTED, None, "no size in the ranges satisfies it in Python's float arithmetic",
                            "floats")
+        if len(assumptions) < len(self._residual) and self._assumptions_satisfiable().status != PROVED:
+            return None  # unconnected assumptions may be contradictory: z3 answers for all of them
         return self._enumerated(c, names, assumptions, implies)
 
     def _holds_with_remainders_bounded(self, c) -> bool:
