@@ -26,10 +26,11 @@ import z3
 
 from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
+from .floats import decide_box as _float_box, has_float_ops
 from .forms import linear_bound
 from .intervals import INF, symbol_range
 from .intervals import bounds as interval_bounds
-from .numeric import holds
+from .numeric import holds, value as _exact_value
 from .products import abstract_products
 from .translate import Translator, check_supported
 
@@ -52,7 +53,8 @@ class Verdict:
             ``satisfiable``, a witness. ``None`` otherwise.
         reason: one line saying why.
         via: what decided it: ``"cache"``, ``"intervals"`` (canonical form and
-            interval arithmetic), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
+            interval arithmetic), ``"floats"`` (a guard with float operations on sizes, in
+            Python's float arithmetic: :mod:`.floats`), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
             the ranges were small enough to evaluate every point exactly).
     """
 
@@ -381,6 +383,10 @@ class ShapeSolver:
             if self._holds_with_remainders_bounded(c):
                 return Verdict(PROVED, None, "holds with each remainder Mod(x, y) anywhere in [0, y - 1]",
                                "intervals")
+            if has_float_ops(c):
+                v = self._float_verdict(kind, c)
+                if v is not None:
+                    return v
             return self._z3_implies(e, c)
         # satisfiable
         if c is sympy.false:
@@ -388,7 +394,45 @@ class ShapeSolver:
         if c is sympy.true and not self._residual:
             cex = self._corner(e.free_symbols)
             return Verdict(PROVED, cex, "every size in the ranges satisfies it", "intervals")
+        if has_float_ops(c):
+            v = self._float_verdict(kind, c)
+            if v is not None:
+                return v
         return self._z3_satisfiable(e, c)
+
+    def _float_verdict(self, kind: str, c) -> Optional[Verdict]:
+        """A guard with float operations on sizes (:mod:`.floats`), decided in Python's float
+        arithmetic: over the box by monotonicity (corners, or bisection for one size), else by
+        evaluating every point of a bounded box; None leaves it to z3's floating-point theory.
+        Assumptions not connected to ``c`` matter only when they contradict each other."""
+        names, assumptions = self._component(c.free_symbols)
+        implies = kind == "implies"
+        got = _float_box(kind, c, names, self._bounds, assumptions, _exact_value)
+        if got is not None and not (implies and got[0]) and len(assumptions) < len(self._residual):
+            # a point found over the connected part is real only if the other assumptions can hold
+            state = self._assumptions_satisfiable()
+            if state.refuted:
+                if implies:
+                    return Verdict(PROVED, None, f"vacuously true: {state.reason}", "floats")
+                return Verdict(REFUTED, None, state.reason, "floats")
+            if state.unknown:
+                return None
+        if got is not None:
+            ok, point = got
+            if implies:
+                if ok:
+                    return Verdict(PROVED, None, "holds over the ranges in Python's float arithmetic (each "
+                                                 "operation is monotone: checked at the ends)", "floats")
+                return Verdict(REFUTED, point, f"fails at {_fmt_cex(point)} (evaluated in Python's float "
+                                               "arithmetic)", "floats")
+            if ok:
+                return Verdict(PROVED, point, f"satisfiable, e.g. {_fmt_cex(point)} (in Python's float "
+                                              "arithmetic)", "floats")
+            return Verdict(REFUTED, None, "no size in the ranges satisfies it in Python's float arithmetic",
+                           "floats")
+        if len(assumptions) < len(self._residual) and self._assumptions_satisfiable().status != PROVED:
+            return None  # unconnected assumptions may be contradictory: z3 answers for all of them
+        return self._enumerated(c, names, assumptions, implies)
 
     def _holds_with_remainders_bounded(self, c) -> bool:
         """Whether an inequality holds for any value of its remainders ``Mod(x, y)`` in ``[0, y - 1]``.
@@ -568,6 +612,9 @@ class ShapeSolver:
                 # unconnected assumptions are contradictory: the model above is no real witness
                 return Verdict(PROVED, None, f"vacuously true: {self._satisfiable_state.reason}", "z3")
             cex = self._model(s, names)
+            if not self._confirmed(c, assumptions, cex, False):
+                return Verdict(UNKNOWN, None, f"z3's model {_fmt_cex(cex)} is no counterexample in Python's floats",
+                               "z3")
             return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)}", "z3")
         if r == z3.unknown:
             counted = self._enumerated(c, names, assumptions, True)
@@ -605,6 +652,15 @@ class ShapeSolver:
         terms = ", ".join(str(m) for m in ab.products.values())
         return Verdict(PROVED, None, f"holds with each product of sizes ({terms}) taken as a size of its own", "z3")
 
+    @staticmethod
+    def _confirmed(c, assumptions: list, point: dict, want: bool) -> bool:
+        """Whether z3's model ``point`` is what it claims (``c`` is ``want`` there, the assumptions
+        hold), evaluated exactly; only checked for float operations on sizes, whose ``**`` z3
+        does not know (an uninterpreted function) and whose other operations it rounds itself."""
+        if not has_float_ops(c) and not any(has_float_ops(a) for a in assumptions):
+            return True
+        return holds(c, point) is want and all(holds(a, point) is True for a in assumptions)
+
     def _assumptions_satisfiable(self) -> Verdict:
         if self._satisfiable_state is None:
             names = sorted(self._bounds)
@@ -626,6 +682,8 @@ class ShapeSolver:
         r = self._check(s)
         if r == z3.sat:
             w = self._model(s, names)
+            if not self._confirmed(c, assumptions, w, True):
+                return Verdict(UNKNOWN, None, f"z3's model {_fmt_cex(w)} is no witness in Python's floats", "z3")
             return Verdict(PROVED, w, f"satisfiable, e.g. {_fmt_cex(w)}", "z3")
         if r == z3.unknown:
             counted = self._enumerated(c, names, assumptions, False)

@@ -8,7 +8,10 @@ shape environment's example values, the guard checks of a fix search) calls
 An expression is compiled once (cached) into nested Python closures over
 exact integer / ``Fraction`` arithmetic, so evaluating ``2*s + 1`` or
 ``floor((s + 63) / 64)`` again costs a few microseconds, not a sympy
-substitution.  Constructs it does not know (a user-defined sympy function, a
+substitution.  Float operations on sizes (:mod:`.floats`: ``FMul(n, 0.3)``) run as
+Python floats in their own order, one rounding each, as eager Python computes them;
+a comparison of a float with an int or a fraction is exact, as Python's is.
+Constructs it does not know (a user-defined sympy function, a
 non-integer power) and arithmetic corner cases (division by zero) are
 evaluated by sympy itself, so the result is always sympy's.
 """
@@ -21,6 +24,8 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping
 
 import sympy
+
+from .floats import NODES as _FLOAT_NODES, FDiv as _FDiv, python_op as _float_op
 
 __all__ = ["evaluate", "UnboundSymbolError"]
 
@@ -223,6 +228,22 @@ def _fold(parts: list, start: Any, op: Callable) -> _Fn:
     return fn
 
 
+def _float_node(cls: type, fs: list) -> _Fn:
+    """A float operation (``FMul(a, b)``): each operand as Python's ``float()`` gives it (correctly
+    rounded), then the operation on floats, so the result is eager Python's bit for bit."""
+    op = _float_op(cls)
+    if len(fs) == 2:
+        f, g = fs
+        if cls is _FDiv:  # an int over an int divides exactly, then rounds (Python's int / int)
+            def divide(values: Mapping) -> float:
+                a, b = f(values), g(values)
+                return a / b if type(a) is int and type(b) is int else float(a) / float(b)
+            return divide
+        return lambda values: op(float(f(values)), float(g(values)))
+    (f,) = fs
+    return lambda values: op(float(f(values)))
+
+
 def _pow(base: Any, n: int) -> Any:
     if n >= 0 or type(base) is float:
         return base ** n
@@ -291,6 +312,8 @@ def _compile(e: sympy.Basic) -> _Fn:
     if cls in _CALLS and len(e.args) == 1:
         f, call = _compile(e.args[0]), _CALLS[cls]
         return lambda values: call(f(values))
+    if cls in _FLOAT_NODES:
+        return _float_node(cls, [_compile(a) for a in e.args])
     if cls is sympy.Mod:
         f, g = _compile(e.args[0]), _compile(e.args[1])
         return lambda values: f(values) % g(values)

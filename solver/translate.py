@@ -22,6 +22,16 @@ naming the sympy class):
 
 A rational constant that is not an integer outside ``floor``/``ceiling``
 (``s/2 <= 3``) is translated over z3 reals, which z3 mixes with integers exactly.
+
+Float operations on sizes (:mod:`.floats`: ``FAdd FSub FMul FDiv``, ``FConst``, and
+``FFloor FCeil FTrunc FRound`` of them) go to z3's floating-point theory: binary64
+(``FPSort(11, 53)``), round to nearest ties to even, each operand converted as
+Python's ``float()`` does (``fpToFP`` of its exact value); a float meets the rest of
+a guard as its exact real value (``fpToReal``), as Python compares a float with an
+int exactly.  ``FPow`` (the C library's ``pow``) is an uninterpreted function: a proof
+holds for every ``pow``, and a z3 model is checked in Python's floats before it counts as a
+counterexample (``ShapeSolver``).  z3 is the solver's
+last resort for these (it is slow on them); :mod:`.floats` decides most first.
 """
 from __future__ import annotations
 
@@ -30,6 +40,8 @@ from typing import Callable
 import sympy
 import z3
 from sympy.logic import boolalg
+
+from . import floats as _floats
 
 
 class UnsupportedExpressionError(TypeError, NotImplementedError):
@@ -150,6 +162,8 @@ class Translator:
         return prod
 
     def _floor(self, e: sympy.Basic) -> z3.ExprRef:
+        if e.args[0].has(*_floats.NODES):  # of a float's exact value: z3's ToInt is floor
+            return z3.ToInt(z3.ToReal(self(e.args[0])))
         num, den = e.args[0].as_numer_denom()
         reduced = _poly_reduce(num, den)
         if reduced is not None:  # floor((q*den + r)/den) == q + floor(r/den) for an integer polynomial q
@@ -158,6 +172,8 @@ class Translator:
         return _floordiv(self(num), self(den), self.ctx)
 
     def _ceiling(self, e: sympy.Basic) -> z3.ExprRef:
+        if e.args[0].has(*_floats.NODES):
+            return -z3.ToInt(-z3.ToReal(self(e.args[0])))
         num, den = e.args[0].as_numer_denom()
         reduced = _poly_reduce(num, den)
         if reduced is not None:
@@ -222,6 +238,37 @@ class Translator:
         for val, cond in reversed(pairs[:-1]):
             out = z3.If(self(cond), self(val), out)
         return out
+
+    # -- float operations (binary64, round to nearest even) ------------------------------------
+    def fp(self, e: sympy.Basic) -> z3.ExprRef:
+        """``e`` as a z3 double: a float node's own rounding, else ``float()`` of its exact value."""
+        sort, rne = z3.Float64(self.ctx), z3.RNE(self.ctx)
+        ops = {_floats.FAdd: z3.fpAdd, _floats.FSub: z3.fpSub, _floats.FMul: z3.fpMul, _floats.FDiv: z3.fpDiv}
+        op = ops.get(type(e))
+        if type(e) is _floats.FDiv and all(a.is_integer and not isinstance(a, _floats.NODES) for a in e.args):
+            # Python's int / int: the exact quotient, rounded once
+            return z3.fpToFP(rne, z3.ToReal(self(e.args[0])) / z3.ToReal(self(e.args[1])), sort)
+        if op is not None:
+            return op(rne, self.fp(e.args[0]), self.fp(e.args[1]))
+        if isinstance(e, _floats.FConst):
+            return self.fp(e.args[0])
+        if isinstance(e, _floats.FPow):
+            # the C library's pow has no z3 form: an uninterpreted function, so a proof holds for
+            # any pow and the solver checks each z3 model in Python's floats before using it
+            fpow = z3.Function("fpow", sort, sort, sort)
+            return fpow(self.fp(e.args[0]), self.fp(e.args[1]))
+        if isinstance(e, sympy.Float) or e.is_Rational:
+            return z3.FPVal(float(e), sort, self.ctx)
+        value = self(e)
+        return z3.fpToFP(rne, value if z3.is_real(value) else z3.ToReal(value), sort)
+
+    def _float_node(self, e: sympy.Basic) -> z3.ExprRef:
+        return z3.fpToReal(self.fp(e))
+
+    def _float_to_int(self, e: sympy.Basic) -> z3.ExprRef:
+        mode = {_floats.FFloor: z3.RTN, _floats.FCeil: z3.RTP, _floats.FTrunc: z3.RTZ,
+                _floats.FRound: z3.RNE}[type(e)](self.ctx)
+        return z3.ToInt(z3.fpToReal(z3.fpRoundToIntegral(mode, self.fp(e.args[0]))))
 
     def _ite(self, e: boolalg.ITE) -> z3.ExprRef:
         c, a, b = e.args
@@ -339,6 +386,8 @@ _HANDLERS: dict[type, Callable[[Translator, sympy.Basic], z3.ExprRef]] = {
     sympy.Implies: Translator._implies,
     sympy.Xor: Translator._xor,
     sympy.Equivalent: Translator._equivalent,
+    **{cls: Translator._float_node for cls in _floats.FLOAT_NODES},
+    **{cls: Translator._float_to_int for cls in _floats.INT_NODES},
 }
 
 
@@ -351,7 +400,13 @@ def check_supported(expr) -> None:
     _check(sympy.sympify(expr), expr)
 
 
-def _check(e, whole) -> None:
+def _check(e, whole, in_float: bool = False) -> None:
+    if isinstance(e, _floats.NODES):
+        for a in e.args:
+            _check(a, whole, True)
+        return
+    if in_float and isinstance(e, sympy.Float):
+        return  # a float node's constant: its binary value
     if e.is_Atom:
         if isinstance(e, (sympy.Integer, sympy.Rational, sympy.Symbol)) or e in (sympy.true, sympy.false):
             return

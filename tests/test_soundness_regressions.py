@@ -366,7 +366,6 @@ def test_sizes_from_floats_and_bits_stay_symbolic_and_exact(fn):
     (lambda x: np.zeros(x.shape[0] ^ 1), "bitwise `^`"),
     (lambda x: np.zeros(int(str(x.shape[0])) + 1), "str()"),
     (lambda x: np.zeros(int(f"{x.shape[0]}")), "f-string"),
-    (lambda x: np.zeros(math.ceil(x.shape[0] * 0.1)), "math.ceil()"),
 ])
 def test_sizes_that_cannot_stay_symbolic_specialize_with_reason(fn, reason):
     with pytest.raises(ConstraintViolationError) as info:

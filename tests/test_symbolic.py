@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import sympy
-from solver import ShapeSolver
+from solver import ShapeSolver, evaluate
 
 from tensorplay_export.capture.shape_env import ShapeEnv
 from tensorplay_export.capture.symbolic import (SymBool, SymFloat, SymInt, round_half_even, sym_float, sym_max, sym_min,
@@ -142,16 +142,19 @@ def test_float_rounding_is_exact_integer_arithmetic(env):
     assert not env.violations
 
 
-def test_inexact_float_rounding_specializes_naming_the_function(env):
+def test_inexact_float_rounding_is_python_rounding_of_the_float(env):
+    # no exact form: the float nodes round as Python does (solver.floats), no specialization
     import math
+    from solver.floats import FCeil, FMul, FRound
     s = size(env, hint=10)
     assert (s * 0.1).exact is None and (s / 49 * 49).exact is None
-    assert math.ceil(s * 0.1) == 1 and round(s * 0.1) == 1
-    reasons = [r.reason for r in env.violations]
-    assert any("math.ceil()" in r for r in reasons) and all(r.kind == "specialization" for r in env.violations)
-    env2 = ShapeEnv(ShapeSolver())
-    t = size(env2, hint=10)
-    assert round(t * 0.1) == 1 and "round()" in env2.violations[0].reason
+    up, near = math.ceil(s * 0.1), round(s * 0.1)
+    assert up.expr == FCeil(FMul(s.expr, sympy.Float(0.1))) and up.hint == 1
+    assert near.expr == FRound(FMul(s.expr, sympy.Float(0.1))) and near.hint == 1
+    for n in range(1, 200):
+        assert evaluate(up.expr, {s.expr: n}) == math.ceil(n * 0.1)
+        assert evaluate(near.expr, {s.expr: n}) == round(n * 0.1)
+    assert not env.violations
 
 
 def test_bitwise_on_sizes(env):

@@ -47,9 +47,18 @@ numpy type in :attr:`SymInt.numpy_type` (None: a Python int): it is still a size
 in shapes and indexing, and the tracer hands it to ops as a numpy scalar of
 that type, so arrays promote as eager's do (numpy 2 rules).
 
+Float arithmetic on sizes whose value float rounding can change (``n * 0.3 / 0.1``,
+``n / 7``, ``n * 0.1 + n * 0.2``) is kept as the solver's float operation nodes
+(:mod:`solver.floats`: ``FDiv(FMul(n, 0.3), 0.1)``), one per Python operation in Python's
+order, so guards are decided, and programs compute, in eager's IEEE-754 arithmetic; a float
+a Python float holds exactly (``n / 4``, ``n * 0.5``) stays a sympy expression.  A
+comparison with a float compares exact values, as Python does; ``math.floor``/``ceil``/
+``trunc``/``round`` of a float the exact value does not settle are the nodes ``FFloor`` ...
+(an integer size).  Float ``//`` and ``%`` whose exact value is unknown pin their sizes.
+
 Every object holds the :class:`~tensorplay_export.shape_env.ShapeEnv` that
 created its symbols; this module imports neither z3 nor the tracer (only the frame rules of
-:mod:`.frames` and the package's errors).
+:mod:`.frames`, the package's errors and the solver's float nodes, which need sympy only).
 ``SymInt.__array_ufunc__`` (``np.sqrt(s)``) is forwarded to ``env.tracer``,
 set by capture.
 """
@@ -64,6 +73,8 @@ from typing import Any, Callable
 
 import numpy as np
 import sympy
+
+from solver.floats import FAdd, FCeil, FConst, FDiv, FFloor, FMul, FPow, FRound, FSub, FTrunc, has_float_ops
 
 from ..errors import CaptureError
 from ..graph.printing import format_guard
@@ -334,6 +345,122 @@ def _truediv(a, b):
     return a * sympy.Float(1.0) / b
 
 
+# Python's float operation of each arithmetic rule, as a solver float node (solver.floats)
+_FLOAT_NODE: dict = {operator.add: FAdd, operator.sub: FSub, operator.mul: FMul, _truediv: FDiv,
+                     operator.pow: FPow}
+
+
+def _float_operand(value: Any) -> Any:
+    """``value`` as a float node's operand: a node, a ``Float`` constant (its binary value), or an
+    exact size expression that the float holds exactly (``n``, ``n/4``); None for anything else."""
+    if isinstance(value, SymFloat):
+        e = value.exact
+        if e is not None and not has_float_ops(value.expr) and (
+                _represented_exactly(e) or sympy.fraction(sympy.together(e))[1] == 1):
+            return e
+        # a float only nodes compute exactly (math.sqrt(n) is n**0.5 to sympy, pow to Python): None
+        return value.expr if _node_form(value.expr) else None
+    if isinstance(value, (SymInt, SymBool)):
+        return to_expr(value)
+    if isinstance(value, (bool, np.bool_)) or _is_int_like(value):
+        return sympy.Integer(int(value))
+    if isinstance(value, (float, np.floating)):
+        # 53 bits: the constant's binary value (inf and nan have no place in a node: None pins)
+        return sympy.Float(float(value)) if math.isfinite(value) else None
+    return None
+
+
+def _node_form(e: Any) -> bool:
+    """Whether ``e`` computes as Python does: float nodes over exact size expressions, no other
+    float (a ``Float`` outside a node, a fractional power)."""
+    if isinstance(e, (FAdd, FSub, FMul, FDiv, FPow, FConst, FFloor, FCeil, FTrunc, FRound)):
+        return True
+    if isinstance(e, sympy.Float) or (isinstance(e, sympy.Pow) and not e.exp.is_Integer):
+        return False
+    return all(_node_form(a) for a in e.args)
+
+
+def _float_result(fn: Callable, left: Any, right: Any, env: Any) -> Any:
+    """``left fn right`` where Python computes a float (a SymFloat, or a float with no size left).
+
+    Exact when no rounding happens anywhere (``n / 4``, ``n * 0.5 + 1``): sympy's expression is
+    the value in any order.  Otherwise the float node of the operation (``FMul(n, 0.3)``), so
+    the guards, the solver and the program round as Python does, once per operation in
+    Python's order; the exact rational value is kept (:attr:`SymFloat.exact`) where one
+    rounding cannot move floor/ceil/round (see :func:`_exact_result`).  Float ``//`` and
+    ``%`` with no exact value pin their sizes.
+    """
+    a, b = to_expr(left), to_expr(right)
+    if fn is _floordiv:
+        q = _exact_result(_truediv, left, right)
+        exact = None if q is None else sympy.floor(q)  # a // b of floats is floor(a / b), an integral float
+        expr = None if exact is None else sympy.Float(1.0) * exact
+    elif fn is sym_mod:
+        (ka, ea), (kb, eb) = _exact_operand(left), _exact_operand(right)
+        exact = fn(ea, eb) if ka in ("int", "dyadic") and kb in ("int", "dyadic") and eb != 0 else None
+        expr = None if exact is None else sympy.Float(1.0) * exact
+    else:
+        exact = _exact_result(fn, left, right)
+        expr = fn(a, b) if exact is not None and _represented_exactly(exact) else None
+        node = _FLOAT_NODE.get(fn)
+        pa, pb = _float_operand(left), _float_operand(right)
+        if expr is None and node is not None and pa is not None and pb is not None:
+            expr = node(pa, pb)
+        elif expr is None and node is not None:
+            # an operand no node computes as Python does (1 / math.sqrt(n) is n**(-0.5) to sympy):
+            # sympy's expression, as before float nodes; a guard on it pins (the solver refuses it)
+            expr = fn(a, b)
+    if expr is None:
+        return _pinned_float_op(fn, left, right)
+    return wrap_float(bounded(expr, env), env, exact)
+
+
+def _pinned_float_op(fn: Callable, left: Any, right: Any) -> Any:
+    """Python's own ``fn`` on the example's values, each size pinned with the operation as reason."""
+    reason = f"float `{_OP_TEXT.get(fn, fn.__name__)}` of a size with no exact form (divide sizes by integers to stay symbolic)"
+
+    def concrete(v: Any) -> Any:
+        if isinstance(v, _SymNumber):
+            return v._typed(v.env.specialize(v.expr, reason, user_source(4)))
+        if isinstance(v, SymBool):
+            return bool(v)
+        return v
+    return _PYOP.get(fn, fn)(concrete(left), concrete(right))
+
+
+def _float_relation(rel: Callable, left: Any, right: Any) -> Any:
+    """``left rel right`` with a float on a side, as Python compares: the exact values.
+
+    The exact rational forms compare when no side was rounded (``n / 4 < 3``, ``n < 2.5``), or
+    one was rounded once and the other is an integer or half-integer (``n / 3 < 2``): a float
+    rounded from a rational with a small denominator cannot cross those (see
+    :func:`_exact_result`).  Otherwise the float's node is compared with the other side
+    (``FMul(FMul(n, 0.1), 3.0) > FConst(0.9)``): a float constant stays its binary value.
+    """
+    (ka, a), (kb, b) = _exact_operand(left), _exact_operand(right)
+    if ka is not None and kb is not None and _exact_comparable(ka, a, kb, b):
+        return rel(a, b)
+    return rel(_compared_side(left), _compared_side(right))
+
+
+def _exact_comparable(ka: str, a: Any, kb: str, b: Any) -> bool:
+    plain = ("int", "dyadic")
+    if ka in plain and kb in plain:
+        return True
+    other = b if ka == "float" else a
+    if "float" in (ka, kb) and (ka in plain or kb in plain):
+        return bool(other.is_Rational and int(sympy.Rational(other).q) <= 2)  # an integer or a half
+    return False
+
+
+def _compared_side(value: Any) -> Any:
+    if isinstance(value, (float, np.floating)):
+        # inf compares as sympy's oo (n < oo is true); a finite constant keeps its binary value
+        return FConst(sympy.Float(float(value))) if math.isfinite(value) else to_expr(value)
+    out = _float_operand(value)
+    return to_expr(value) if out is None else out
+
+
 def _require_live(env: Any, other: Any = None) -> None:
     """Refuse a size whose capture has finished, or one of another capture beside it.
 
@@ -439,6 +566,49 @@ class _SymNumber:
             raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute 'item'")
         return type(self)(self.expr, self.env)
 
+    def _numpy_only(self, name: str) -> None:
+        if self.numpy_type is None:  # a Python number has none of numpy's scalar attributes
+            raise AttributeError(f"'{self._eager_class.__name__}' object has no attribute '{name}'")
+
+    @property
+    def itemsize(self) -> int:
+        """``np.int32(n).itemsize``: the type's size in bytes, the same at every size."""
+        self._numpy_only("itemsize")
+        return self.numpy_type.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        self._numpy_only("nbytes")
+        return self.numpy_type.itemsize
+
+    def tolist(self) -> Any:
+        """``np.int8(n).tolist()``: the Python number, as :meth:`item`."""
+        self._numpy_only("tolist")
+        return type(self)(self.expr, self.env)
+
+    def _bits(self, what: str) -> Any:
+        # the bytes of the value are data (another type's view, a buffer): the example's, pinned
+        return self._typed(self.env.specialize(self.expr, f"{what} (its bytes are data)", user_source(3)))
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:
+        """``np.int16(n).view(np.uint16)``: the same bits as another type.  Between integer types of
+        one width that is the value modulo ``2**bits`` in the new type's range (two's complement),
+        a size expression; any other view reads the example's bits and pins the size."""
+        self._numpy_only("view")
+        if len(args) == 1 and not kwargs and isinstance(self, SymInt):
+            try:
+                target = np.dtype(args[0])
+            except TypeError:
+                target = None
+            if target is not None and target.kind in "iu" and target.itemsize == self.numpy_type.itemsize:
+                return wrap_int(self.expr, self.env, target)
+        return self._bits("reinterpreted with .view()").view(*args, **kwargs)
+
+    def tobytes(self, *args: Any, **kwargs: Any) -> bytes:
+        """``np.int64(n).tobytes()``: the example's bytes; the size is pinned."""
+        self._numpy_only("tobytes")
+        return self._bits("converted with .tobytes()").tobytes(*args, **kwargs)
+
     def astype(self, dtype: Any) -> Any:
         """``(n + np.int32(1)).astype(np.int64)`` (a numpy scalar method): the same size, retyped."""
         if self.numpy_type is None:
@@ -474,6 +644,8 @@ class _SymNumber:
         o = to_expr(other)
         if o is NotImplemented:
             return self._with_other_number(other, _RELATIONS[rel], False)
+        if isinstance(self, SymFloat) or isinstance(other, (float, np.floating, SymFloat)):
+            return wrap_bool(_float_relation(rel, self, other), self.env)
         return wrap_bool(rel(self.expr, o), self.env)
 
     def _with_other_number(self, other: Any, pyop: Callable, reflected: bool) -> Any:
@@ -534,11 +706,7 @@ class _SymNumber:
 
     def _float_floordiv(self, o: Any, reflected: bool) -> Any:
         """``//`` with a float result: exact when the float quotient is (``n // 2.0`` is ``floor(n/2)``)."""
-        out = self._op(o, _floordiv, reflected, result="float")
-        q = self._op(o, _truediv, reflected, result="float")
-        if isinstance(out, SymFloat) and isinstance(q, SymFloat) and q.exact is not None:
-            out.exact = sympy.floor(q.exact)  # a // b of floats is floor(a / b), an integral float
-        return out
+        return self._op(o, _floordiv, reflected, result="float")
 
 
 def _constant_exponent(e: Any) -> Any:
@@ -614,12 +782,10 @@ class SymInt(_SymNumber):
             if out is not NotImplemented:
                 return out
         a, b = (o, self.expr) if reflected else (self.expr, o)
-        out = bounded(fn(a, b), self.env)
         if result == "int" and not isinstance(other, (float, SymFloat)) and not _has_float(o):
-            out = wrap_int(out, self.env)
+            out = wrap_int(bounded(fn(a, b), self.env), self.env)
         else:
-            exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-            out = wrap_float(out, self.env, exact)
+            out = _float_result(fn, *((other, self) if reflected else (self, other)), self.env)
         return _typed_result(out, self, other, fn, reflected)
 
     def __add__(self, o): return self._op(o, operator.add)
@@ -873,6 +1039,9 @@ def _has_float(expr: Any) -> bool:
 _PYOP: dict = {_floordiv: operator.floordiv, sym_mod: operator.mod, _truediv: operator.truediv}
 _FN_UFUNC: dict = {operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply, _truediv: np.true_divide,
                    _floordiv: np.floor_divide, sym_mod: np.remainder, operator.pow: np.power}
+_OP_TEXT: dict = {operator.add: "+", operator.sub: "-", operator.mul: "*", _truediv: "/", _floordiv: "//",
+                   sym_mod: "%", operator.pow: "**"}
+_TO_INT_NODE: dict = {sympy.floor: FFloor, sympy.ceiling: FCeil, trunc_exact: FTrunc, round_half_even: FRound}
 _RELATIONS: dict = {sympy.Eq: operator.eq, sympy.Ne: operator.ne, sympy.Lt: operator.lt, sympy.Le: operator.le,
                     sympy.Gt: operator.gt, sympy.Ge: operator.ge}
 # numpy ufuncs on two scalars that are size arithmetic: (method, reflected method)
@@ -1023,9 +1192,7 @@ class SymFloat(_SymNumber):
             out = _numpy_op(self, other, fn, reflected)
             if out is not NotImplemented:
                 return out
-        a, b = (o, self.expr) if reflected else (self.expr, o)
-        exact = _exact_result(fn, other, self) if reflected else _exact_result(fn, self, other)
-        out = wrap_float(bounded(fn(a, b), self.env), self.env, exact)
+        out = _float_result(fn, *((other, self) if reflected else (self, other)), self.env)
         return _typed_result(out, self, other, fn, reflected)
 
     def __add__(self, o): return self._op(o, operator.add)
@@ -1076,6 +1243,11 @@ class SymFloat(_SymNumber):
         out = build(self.exact) if self.exact is not None else None
         if out is not None:
             return wrap_int(out, self.env)
+        node = _TO_INT_NODE.get(build)
+        if node is not None and not _rounded_narrow_float(self) and self.numpy_type is None \
+                and _float_operand(self) is not None:
+            # Python's own rounding of the float it holds (math.floor(n * 0.3)): an integer size
+            return wrap_int(bounded(node(_float_operand(self)), self.env), self.env)
         value = self.env.specialize(
             self.expr, f"{what} of a float size that float rounding makes inexact (divide sizes by "
             "integers, e.g. n / 4, to keep it symbolic)")
@@ -1282,5 +1454,8 @@ class sym_float(metaclass=_FloatType):  # noqa: N801  (stands in for the builtin
     Python's ``float()`` must return a real float (``__float__`` cannot stay
     symbolic), so capture resolves the name ``float`` in model code to this
     class instead, like ``min``/``max``.  Anything else is the builtin:
-    ``float("1.5")``, ``isinstance(v, float)``, ``float.fromhex``.
+    ``float("1.5")``, ``isinstance(v, float)``, ``float.fromhex``.  As a dtype
+    (``np.zeros(n, dtype=float)``) it is numpy's ``float64``, as ``float`` is.
     """
+
+    dtype = np.dtype(float)  # numpy reads a type's .dtype: dtype=float in model code is float64

@@ -188,6 +188,10 @@ class Tracer:
                              self.static_sites.get(value._node))
         if isinstance(value, np.ndarray):
             return ArrayInfo(tuple(value.shape), value.dtype, constant_vrange(value))
+        if isinstance(value, SymFloat) and not value.expr.has(sympy.Float):
+            # a float the rules must see as one (n / 3 is FDiv(n, 3), no Float in it): rules tell
+            # float scalars by a Float in the expression (an int8 array times a float cannot overflow)
+            return sympy.Float(1.0) * value.expr
         if isinstance(value, (SymInt, SymFloat, SymBool)):
             return value.expr
         if isinstance(value, tuple):

@@ -319,6 +319,9 @@ class _PyPrinter:
 
     def floor(self, t: tuple) -> str:
         num, den = _numer_denom(t[1])
+        if _has_float_op(num):  # of a float (solver.floats): divide as a float, as the evaluator does
+            return f"math_floor({self.text(num)} / {self.wrap(den, _UNARY)})" if den != 1 \
+                else f"math_floor({self.text(num)})"
         if den != 1:
             return self.binary(num, "//", den)
         return self.text(num) if _integer(num) else f"math_floor({self.text(num)})"
@@ -327,10 +330,29 @@ class _PyPrinter:
         num, den = _numer_denom(t[1])
         if den == 1 and _integer(num):
             return self.text(num)
+        if _has_float_op(num):  # of a float (solver.floats): `//` would give a float
+            return f"-math_floor(-({self.text(num)}) / {self.wrap(den, _UNARY)})" if den != 1 \
+                else f"-math_floor(-({self.text(num)}))"
         return f"-(-{self.wrap(num, _POW)} // {self.wrap(den, _UNARY)})"
 
     def mod(self, t: tuple) -> str:
         return self.binary(t[1], "%", t[2])
+
+    def float_op(self, t: tuple) -> str:
+        # a float operation on sizes (solver.floats) in Python's order: the right operand keeps
+        # its parentheses, float arithmetic is not associative (a + (b + c) != a + b + c)
+        op, level = _FLOAT_OPS[t[0]]
+        if t[0] == "FPow":
+            return f"{self.wrap(t[1], _POW + 1)} ** {self.wrap(t[2], _POW)}"
+        return f"{self.wrap(t[1], level)} {op} {self.wrap(t[2], level + 1)}"
+
+    def float_const(self, t: tuple) -> str:
+        return self.text(t[1])
+
+    def float_to_int(self, t: tuple) -> str:
+        x = self.text(t[1])
+        return {"FFloor": f"math_floor({x})", "FCeil": f"-math_floor(-({x}))", "FTrunc": f"int({x})",
+                "FRound": f"round({x})"}[t[0]]
 
     def minmax(self, t: tuple) -> str:
         args = sorted(t[1:], key=_arg_key)
@@ -372,7 +394,21 @@ _PY_METHODS = {
     "Min": _PyPrinter.minmax, "Max": _PyPrinter.minmax, "Abs": _PyPrinter.abs_,
     "Piecewise": _PyPrinter.piecewise, **{h: _PyPrinter.relation for h in _REL_TEXT},
     "And": _PyPrinter.and_, "Or": _PyPrinter.or_, "Not": _PyPrinter.not_,
+    **{h: _PyPrinter.float_op for h in ("FAdd", "FSub", "FMul", "FDiv", "FPow")}, "FConst": _PyPrinter.float_const,
+    **{h: _PyPrinter.float_to_int for h in ("FFloor", "FCeil", "FTrunc", "FRound")},
 }
+
+
+def _has_float_op(t: Any) -> bool:
+    if type(t) is not tuple or not t:
+        return False
+    if type(t[0]) is str and (t[0] in _FLOAT_OPS or t[0] == "FConst"):
+        return True
+    return any(_has_float_op(a) for a in t if type(a) is tuple)  # Piecewise pairs too
+
+
+_FLOAT_OPS = {"FAdd": ("+", _ADD), "FSub": ("-", _ADD), "FMul": ("*", _MUL), "FDiv": ("/", _MUL),
+              "FPow": ("**", _POW)}
 
 
 def _precedence(t: Any) -> int:
@@ -380,6 +416,12 @@ def _precedence(t: Any) -> int:
     if type(t) is int:
         return _UNARY if t < 0 else _ATOM
     head = t[0]
+    if head in _FLOAT_OPS:
+        return _FLOAT_OPS[head][1]
+    if head == "FConst":
+        return _precedence(t[1])
+    if head == "FCeil":
+        return _UNARY
     if head == "Rational":
         return _MUL
     if head == "Float":
@@ -393,6 +435,8 @@ def _precedence(t: Any) -> int:
         return _UNARY if _negative(t) else _MUL
     if head == "Pow":
         return _MUL if type(t[2]) is int and t[2] < 0 else _POW
+    if head == "floor" and _has_float_op(t[1]):
+        return _ATOM  # math_floor(...)
     if head == "floor":
         num, den = _numer_denom(t[1])
         if den != 1:

@@ -38,8 +38,38 @@ __all__ = ["SizeExpr", "sympy_tree", "tree_of", "build_sympy", "materialize", "m
 # assumptions that make a symbol integer-valued (sympy infers integer from each)
 _INTEGER_ASSUMPTIONS = frozenset({"integer", "even", "odd", "zero"})
 
+# the solver's float operations on sizes (solver.floats): built-in heads whose classes are
+# imported on first use, so loading a program without them imports neither sympy nor the solver
+FLOAT_HEADS = frozenset({"FAdd", "FSub", "FMul", "FDiv", "FPow", "FConst"})
+FLOAT_INT_HEADS = frozenset({"FFloor", "FCeil", "FTrunc", "FRound"})
+
+
+class _Heads(dict):
+    """name -> sympy Function class; the float heads register themselves when first asked for."""
+
+    def _load_floats(self, key: Any) -> bool:
+        if key not in FLOAT_HEADS and key not in FLOAT_INT_HEADS or dict.__contains__(self, key):
+            return False
+        from solver import floats  # noqa: PLC0415  (lazy: only programs with float sizes need it)
+
+        for cls in floats.NODES:
+            self.setdefault(cls.__name__, cls)
+        return True
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or (self._load_floats(key) and dict.__contains__(self, key))
+
+    def __missing__(self, key: Any) -> type:
+        if self._load_floats(key):
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self[key] if key in self else default
+
+
 # register_function (serde): name -> sympy Function class, stored as [name, args...]
-EXTRA_HEADS: dict[str, type] = {}
+EXTRA_HEADS: dict[str, type] = _Heads()
 
 
 class SizeExpr:
@@ -151,6 +181,8 @@ def integer_valued(tree: Any) -> bool:
         return type(exp) is int and exp >= 0 and integer_valued(base)
     if head == "Piecewise":
         return all(integer_valued(x) for x, _ in tree[1:])
+    if head in FLOAT_HEADS:
+        return False
     return head in EXTRA_HEADS
 
 
@@ -223,6 +255,9 @@ def _to_tree(e: Any, unknown: Callable[[Any], Any], heads: dict) -> Any:
     if isinstance(e, sympy.Piecewise):
         return ("Piecewise",) + tuple((_to_tree(x, unknown, heads), _to_tree(c, unknown, heads))
                                       for x, c in e.args)
+    name = cls.__name__
+    if (name in FLOAT_HEADS or name in FLOAT_INT_HEADS) and EXTRA_HEADS.get(name) is cls:
+        return (name,) + tuple(_to_tree(a, unknown, heads) for a in e.args)
     extra = next((n for n, c in EXTRA_HEADS.items() if cls is c), None)
     if extra is not None:
         return (extra,) + tuple(_to_tree(a, unknown, heads) for a in e.args)

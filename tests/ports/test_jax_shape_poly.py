@@ -79,9 +79,19 @@ def test_arange(case):
 
 
 def test_arange_inexact_float_bound_is_refused_clearly():
-    """b/3 as a float bound: the length would depend on float rounding; a clear refusal."""
+    """b * 0.1 as a float bound: a constant whose binary value is inexact; a clear refusal."""
     with pytest.raises(tpe.UnsupportedOpError, match="float bound or step"):
-        tpe.export(lambda x: np.arange(0, x.shape[0] / 3, 0.25), rand((6,)), dynamic_shapes={"x": {0: Dim("b", max=64)}})
+        tpe.export(lambda x: np.arange(0, x.shape[0] * 0.1, 0.25), rand((6,)), dynamic_shapes={"x": {0: Dim("b", max=64)}})
+
+
+def test_arange_of_a_rounded_float_bound_has_numpys_length_at_every_size():
+    """b/3 as a float bound: the length is numpy's ceil((b/3) / 0.25) on the rounded float b/3,
+    which the program computes the same way (solver.floats keeps b / 3 a Python division)."""
+    model = lambda x: np.arange(0, x.shape[0] / 3, 0.25)  # noqa: E731
+    ep = tpe.export(model, rand((6,)), dynamic_shapes={"x": {0: Dim("b", max=64)}})
+    for b in range(1, 65):
+        got, want = ep.module()(rand((b,))), model(rand((b,)))
+        assert got.shape == want.shape and np.array_equal(got, want), b
 
 
 def _arange_step_sign_unknown(x):
