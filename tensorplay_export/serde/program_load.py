@@ -421,7 +421,7 @@ class _Repeats:
     equal JSON.  Only results that cannot change are shared (ints, strings, dtypes,
     size expressions, source records and tuples of them); a repeat takes from the
     document's expression budget, and counts in the decoder's tallies, what decoding it
-    again would have.
+    again would have (its list and tuple items too).
     """
 
     def __init__(self, dec: Decoder) -> None:
@@ -436,19 +436,22 @@ class _Repeats:
             return dec.value(raw)
         hit = self.seen.get(key)
         if hit is not None:
-            value, nodes, exprs, dicts = hit
+            value, nodes, exprs, dicts, items = hit
             if nodes:  # what budget.take does, without a call per repeat
                 budget = dec.budget
                 budget.left -= nodes
                 if budget.left < 0:
                     budget.take(0, dec.member)
+            if items:
+                dec.take_items(items)
             dec.exprs += exprs
             dec.dicts += dicts
             return value
-        left, exprs, dicts = dec.budget.left, dec.exprs, dec.dicts
+        left, exprs, dicts, items = dec.budget.left, dec.exprs, dec.dicts, dec.items_left
         value = dec.value(raw)
         if _unchanging(value) and len(self.seen) < 4096:
-            self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts)
+            self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts,
+                              items - dec.items_left)
         return value
 
 
@@ -703,6 +706,15 @@ def _check_state_paths(sig: Any, member: str) -> None:
     (``bias`` and ``bias.weight`` cannot both be attributes: every call would fail)."""
     from ..program.exported import _STATE_KINDS, _attr_path
 
+    # a name that is a module attribute (state_dict, forward) hangs off _shadowed (_attr_path);
+    # a dunder name would reach Python's own slots of the object (__class__, __dict__)
+    for s in sig.input_specs:
+        if s.kind in _STATE_KINDS:
+            for part in str(s.target).split("."):
+                index = part.isascii() and part.isdigit()  # a ModuleList child: layers.0.weight
+                if not (part.isidentifier() or index) or (part.startswith("__") and part.endswith("__")):
+                    fail(member, f"invalid state name {s.target!r:.80}: each dotted part must be an identifier "
+                                 f"(or a list index) and no dunder name ({part!r:.40} is not)")
     paths = sorted(_attr_path(s.target) for s in sig.input_specs if s.kind in _STATE_KINDS)
     for a, b in zip(paths, paths[1:]):
         if a == b or b.startswith(a + "."):

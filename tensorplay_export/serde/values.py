@@ -55,6 +55,9 @@ from ..errors import ArchiveError
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 
 MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
+# items of the lists and tuples of one document: generated code writes them out as literals,
+# and compiling a million-item literal takes tens of seconds and gigabytes (arrays are .npy members)
+MAX_LITERAL_ITEMS = 200_000
 MAX_NDIM = 64
 MAX_DIM_TERMS = 64  # roots in one DerivedDim over several roots
 _DTYPE_RE = re.compile(r"^[<>|][biufcmMUSV][0-9]{1,6}(\[[0-9]*[a-zA-Z]{1,3}\])?$")
@@ -248,6 +251,14 @@ class Decoder:
         # same few symbols recur in every shape of a document
         self._symbols: dict[tuple, Any] = {}
         self._sources: dict[tuple, SourceLoc] = {}
+        self.items_left = MAX_LITERAL_ITEMS
+
+    def take_items(self, n: int) -> None:
+        """Count ``n`` list or tuple items against :data:`MAX_LITERAL_ITEMS` (per document)."""
+        self.items_left -= n
+        if self.items_left < 0:
+            fail(self.member, f"the document's lists and tuples hold more than {MAX_LITERAL_ITEMS} items; large "
+                              "constants belong in array members, and generated code writes these out as literals")
 
     def value(self, obj: Any, _depth: int = 0) -> Any:
         member = self.member
@@ -271,6 +282,7 @@ class Decoder:
                 fail(member, f"integer has more than {MAX_INT_BITS} bits")
             return obj
         elif t is list:
+            self.take_items(len(obj))
             return [self.value(v, _depth + 1) for v in obj]
         if t is not dict or type(obj.get("k")) is not str:
             if isinstance(obj, (bool, str)):  # subclasses from a hand-built document
@@ -388,6 +400,7 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
     items = o["v"]
     if not isinstance(items, list):
         fail(dec.member, "tuple value must hold a list")
+    dec.take_items(len(items))
     out = []
     for v in items:  # shapes, indices, module stacks: the common items need no value() call
         t = type(v)

@@ -80,9 +80,16 @@ def test_a_fullwidth_out_keyword_is_refused_at_load(plain):
         tpe.load(rebuilt(members, doc))
 
 
-def test_a_fullwidth_weight_path_reads_its_own_weight_and_nothing_else(monkeypatch):
+def test_a_dunder_part_of_a_weight_path_is_refused():
     members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
     doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".__globals__")
+    with pytest.raises(tpe.ArchiveError, match="invalid state name"):
+        tpe.load(rebuilt(members, doc))
+
+
+def test_a_fullwidth_weight_path_reads_its_own_weight_and_nothing_else(monkeypatch):
+    members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
+    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".globals")
     ep = tpe.load(rebuilt(members, doc))
     code = ep.module().code
     assert fullwidth("forward") not in code.replace(repr(fullwidth("forward")), "")  # only inside a string

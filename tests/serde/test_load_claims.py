@@ -1,5 +1,7 @@
-"""Source locations of a loaded program print the text their archive stored, never a local file's
-(an archive names any file: /proc/self/environ, a settings module)."""
+"""What a loaded archive claims is what its program does, and what it names stays its own:
+source locations print the text the archive stored, never a local file's (an archive names any
+file: /proc/self/environ, a settings module); equality constraints are ties the checks enforce;
+state names are no dunder names; literal lists stay small enough to compile."""
 from __future__ import annotations
 
 import io
@@ -118,3 +120,54 @@ def test_an_equality_no_check_enforces_is_refused():
 
     with pytest.raises(tpe.ArchiveError, match="equality constraint"):
         tpe.load(io.BytesIO(_edit_doc(_tied(), bogus_site)))
+
+
+def test_a_dunder_state_name_is_refused_and_list_indices_are_fine():
+    import pytest
+
+    from tensorplay_export import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(2, 2, rng=0), nn.Linear(2, 2, rng=1)])
+
+        def forward(self, x):
+            return self.layers[1](self.layers[0](x))
+
+    buf = io.BytesIO()
+    net = Net()
+    tpe.save(tpe.export(net, np.ones((3, 2), np.float32)), buf)
+    good = buf.getvalue()
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_allclose(tpe.load(io.BytesIO(good)).module()(x), net(x), rtol=1e-6)
+
+    def rename(doc):
+        old = doc["weights"][0]["fqn"]
+        doc["weights"][0]["fqn"] = "__class__"
+        text = json.dumps(doc).replace(json.dumps(old), json.dumps("__class__"))
+        doc.clear()
+        doc.update(json.loads(text))
+
+    with pytest.raises(tpe.ArchiveError, match="invalid state name '__class__'"):
+        tpe.load(io.BytesIO(_edit_doc(good, rename)))
+
+
+def test_a_huge_literal_list_is_refused_also_when_repeated():
+    import pytest
+
+    from tensorplay_export.serde.values import MAX_LITERAL_ITEMS
+
+    def long_arg(n_items, nodes):
+        def edit(doc):  # the scalar operands of x * 2 + 1 become one long list each
+            calls = [nd for nd in doc["graph"]["nodes"] if nd["target"] in ("numpy.multiply", "numpy.add")]
+            assert len(calls) == 2
+            for nd in calls[:nodes]:
+                nd["args"][1] = list(range(n_items))
+        return edit
+
+    with pytest.raises(tpe.ArchiveError, match=f"more than {MAX_LITERAL_ITEMS} items"):
+        tpe.load(io.BytesIO(_edit_doc(archive(), long_arg(MAX_LITERAL_ITEMS + 1, 1))))
+    # the same list in several nodes counts once per node (the decoder shares the value)
+    with pytest.raises(tpe.ArchiveError, match=f"more than {MAX_LITERAL_ITEMS} items"):
+        tpe.load(io.BytesIO(_edit_doc(archive(), long_arg(MAX_LITERAL_ITEMS // 2 + 1, 2))))
