@@ -185,16 +185,12 @@ def test_size_ops_counts_a_shared_subexpression_at_every_use():
 
 
 def test_a_too_large_size_expression_is_pinned_to_its_example_value(env):
-    import time
-
     from tensorplay_export.capture.symbolic import MAX_SIZE_OPS, size_ops
 
     s = size(env, hint=50, upper=10**6)
     small = _mix(s, 2)
     assert isinstance(small, SymInt) and size_ops(small.expr) <= MAX_SIZE_OPS and not env.violations
-    start = time.perf_counter()
-    k = _mix(s, 40)
-    assert time.perf_counter() - start < 2.0
+    k = _mix(s, 40)  # bounded: pinned once the expression is too large, then plain ints (no timing here)
     assert type(k) is int and k == _mix(50, 40)
     (rec,) = env.violations  # pinned once (the size s itself), then plain int arithmetic
     assert rec.kind == "specialization" and rec.expr == sympy.Eq(s.expr, 50)
