@@ -109,8 +109,9 @@ MUST compile the generated source at load, so no such failure waits for the
 first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
 the archive.
 
-Format changelog: 3 (2026-12-02): program schema 2: a source record stores its line's text
-(``"text"``, one printable line of at most 400 characters).  A loaded location prints only the
+Format changelog: 3 (2026-12-02): program schema 2: the graph stores the text of each source
+line its records name once, ``graph.source_lines = [[file, line, text], ...]`` (one printable
+line of at most 400 characters each).  A loaded location prints only the
 text its archive stored and never reads the file it names (an archive naming
 ``/proc/self/environ`` printed the environment); version-1 and -2 archives load, their
 locations without text.

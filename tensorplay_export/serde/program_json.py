@@ -28,10 +28,10 @@ from ..graph.ir import Node
 from ..records import ValueRange, sympy
 from .exprs import encode_expr
 from .jsonio import dumps
-from .values import Encoder, encode_dtype, encode_range
+from .values import Encoder, encode_dtype, encode_range, source_table
 
 FORMAT = "tensorplay_export.program"
-SCHEMA_VERSION = 2  # 1 (2026-11-29): first version; 2 (2026-12-02): source records carry their line's text
+SCHEMA_VERSION = 2  # 1 (2026-11-29): first version; 2 (2026-12-02): graph.source_lines, each line's text
 OPSET_NAME = "tensorplay_export"
 OPSET_VERSION = 1  # bump when an op's name, arguments or semantics change
 _TOP_KEYS = {"format", "schema_version", "opset_version", "pickle_protocol", "graph", "signature",
@@ -137,6 +137,7 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
         "pickle_protocol": protocol,
     }
     doc["graph"] = {"nodes": [_encode_node(n, enc) for n in ep.graph.nodes]}
+    doc["graph"]["source_lines"] = source_table(enc.source_lines)
     doc["signature"] = _guard("signature", lambda: _encode_signature(ep.graph_signature, enc))
     doc["range_constraints"] = _guard("range_constraints", lambda: _encode_ranges(ep.range_constraints))
     doc["equality_constraints"] = _guard("equality_constraints",

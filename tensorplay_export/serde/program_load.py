@@ -27,7 +27,7 @@ from ..records import SourceLoc, is_sympy, source_name
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
-from .values import Decoder, decode_dtype, decode_range
+from .values import Decoder, decode_dtype, decode_range, decode_source_table
 from .exprs import ExprBudget, decode_stored
 from .random_state import check_generator_states
 
@@ -270,7 +270,8 @@ _HOLDERS = (tuple, list, dict, slice, Node)
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
-    get_dict(data, member, "graph", {"nodes"})
+    if not (isinstance(data, dict) and data.keys() == {"nodes", "source_lines"}):
+        get_dict(data, member, "graph", {"nodes"})  # schema 1: no source table
     nodes = get_list(data["nodes"], member, "graph.nodes")
     expect(len(nodes) <= MAX_NODES, member, f"graph has more than {MAX_NODES} nodes")
     graph = Graph()
@@ -284,6 +285,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     # Size expressions stay stored trees (SizeExpr): checked now, printed by codegen, turned
     # into sympy only when something reads the graph (ep.graph: stored.materialize_graph).
     dec = Decoder(member, resolve, arrays, budget, stored=True)
+    if "source_lines" in data:
+        dec.source_lines = decode_source_table(data["source_lines"], member)
     value = dec.value
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed

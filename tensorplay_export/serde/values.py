@@ -32,7 +32,7 @@ DerivedDim          ``{"k": "DerivedDim", "root": Dim, "scale": int, "offset": i
 Dim.AUTO/...        ``{"k": "DimHint", "v": "AUTO" | "DYNAMIC" | "STATIC"}``, a ranged hint with ``"min"``, ``"max"``
 dataclass           ``{"k": "dataclass", "type": serialized name, "v": [[field, value], ...]}``
                     (only classes registered with ``register_dataclass``, resolved by that name)
-SourceLoc           ``{"k": "source", "file": str, "line": int, "text": str}`` (schema 1: no text)
+SourceLoc           ``{"k": "source", "file": str, "line": int}`` (its text: the graph's ``source_lines``)
 ValueRange          ``{"k": "range", "lo": int, "hi": int | null}`` (null = unbounded)
 ==================  ==============================================================
 
@@ -116,6 +116,8 @@ class Encoder:
                  store_array: Callable[[np.ndarray], str] | None = None) -> None:
         self.node_name = node_name
         self.store_array = store_array
+        # (file, line) -> the line's text, for the graph's source table (:func:`source_table`)
+        self.source_lines: dict[tuple, str] = {}
 
     def value(self, value: Any, _depth: int = 0) -> Any:
         """Encode one value (see the module table); ValueError names an unsupported type."""
@@ -160,8 +162,10 @@ class Encoder:
         if isinstance(value, np.ndarray):
             return self._array(value)
         if isinstance(value, SourceLoc):
-            return {"k": "source", "file": str(value.filename), "line": int(value.lineno),
-                    "text": source_text(value)}
+            key = (str(value.filename), int(value.lineno))
+            if key not in self.source_lines:
+                self.source_lines[key] = source_text(value)
+            return {"k": "source", "file": key[0], "line": key[1]}
         if isinstance(value, ValueRange):
             lo, hi = encode_range(value)
             return {"k": "range", "lo": lo, "hi": hi}
@@ -252,6 +256,7 @@ class Decoder:
         self._symbols: dict[tuple, Any] = {}
         self._sources: dict[tuple, SourceLoc] = {}
         self.items_left = MAX_LITERAL_ITEMS
+        self.source_lines: dict[tuple, str] = {}  # (file, line) -> stored text (the graph's table)
 
     def take_items(self, n: int) -> None:
         """Count ``n`` list or tuple items against :data:`MAX_LITERAL_ITEMS` (per document)."""
@@ -317,9 +322,9 @@ class Decoder:
                 if type(text) is str and len(obj) == 2:
                     return _DTYPES.get(text)
             elif kind == "source":
-                file, line, text = obj.get("file"), obj.get("line"), obj.get("text")
-                if type(file) is str and type(line) is int and type(text) is str and len(obj) == 4:
-                    return self._sources.get((file, line, text))
+                file, line = obj.get("file"), obj.get("line")
+                if type(file) is str and type(line) is int and len(obj) == 3:
+                    return self._sources.get((file, line))
         return None
 
 
@@ -557,16 +562,45 @@ def source_text(loc: SourceLoc) -> str:
     return text if len(text) <= MAX_SOURCE_TEXT else text[:MAX_SOURCE_TEXT - 3] + "..."
 
 
+# A stored text's ``:`` is written as U+001F (which json writes ``\u001f``): the loader proves a
+# document free of duplicate keys by counting its ``:`` bytes against the keys it parsed, which
+# colons inside strings would send to the exact (slow) count.  Stored texts are printable, so
+# U+001F never stands for itself.
+_COLON, _COLON_STAND_IN = ":", "\x1f"
+
+
+def source_table(lines: dict) -> list:
+    """The graph's ``source_lines`` member: ``[[file, line, text], ...]`` sorted, one per source
+    line the document's records name (the text is stored once, not in every node's record;
+    ``:`` written as U+001F)."""
+    return [[f, n, t.replace(_COLON, _COLON_STAND_IN)] for (f, n), t in sorted(lines.items())]
+
+
+def decode_source_table(data: Any, member: str) -> dict:
+    """``(file, line) -> text`` of a stored ``source_lines`` table (checked: one printable line of
+    at most :data:`MAX_SOURCE_TEXT` characters each)."""
+    if not isinstance(data, list):
+        fail(member, "graph.source_lines must be a list of [file, line, text] entries")
+    out = {}
+    for entry in data:
+        if not (type(entry) is list and len(entry) == 3 and type(entry[0]) is str and type(entry[1]) is int
+                and type(entry[2]) is str):
+            fail(member, f"graph.source_lines entries must be [file, line, text], got {entry!r:.80}")
+        text = entry[2].replace(_COLON_STAND_IN, _COLON)
+        if len(text) > MAX_SOURCE_TEXT or not text.isprintable():
+            fail(member, f"source text must be one printable line of at most {MAX_SOURCE_TEXT} characters")
+        out[(entry[0], entry[1])] = text
+    return out
+
+
 def _dec_source(dec: Decoder, o: dict, d: int) -> SourceLoc:
     if not isinstance(o["file"], str) or type(o["line"]) is not int:
         fail(dec.member, "source location needs a file name and an integer line")
-    text = o.get("text", "")  # schema 1 stored none: such a location prints no text
-    if type(text) is not str or len(text) > MAX_SOURCE_TEXT or not text.isprintable():
-        fail(dec.member, f"source text must be one printable line of at most {MAX_SOURCE_TEXT} characters")
-    key = (o["file"], o["line"], text)
+    key = (o["file"], o["line"])
     found = dec._sources.get(key)  # frozen records: one per source line of a document
     if found is None:
-        found = dec._sources[key] = SourceLoc(o["file"], o["line"], text)
+        # the text the document stored for it ("" when none: schema 1); never the named file's
+        found = dec._sources[key] = SourceLoc(o["file"], o["line"], dec.source_lines.get(key, ""))
     return found
 
 
@@ -611,7 +645,7 @@ _DECODERS: dict[str, tuple[Any, Callable[..., Any]]] = {  # keys: a set, or a tu
     "ellipsis": ({"k"}, lambda dec, o, d: Ellipsis),
     "sym": ({"k", "v"}, _dec_sym),
     "ndarray": ({"k", "dtype", "shape", "v"}, _dec_ndarray),
-    "source": (({"k", "file", "line", "text"}, {"k", "file", "line"}), _dec_source),
+    "source": ({"k", "file", "line"}, _dec_source),
     "range": ({"k", "lo", "hi"}, _dec_range),
     "Dim": ({"k", "name", "min", "max"}, _dec_dim),
     "DerivedDim": (({"k", "root", "scale", "offset"}, {"k", "terms", "offset"}), _dec_dim),

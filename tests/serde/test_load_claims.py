@@ -31,6 +31,7 @@ def sources(ep) -> list:
 
 
 def rewrite(data: bytes, edit) -> bytes:
+    """``edit(source_lines)`` on the graph's table of stored source texts."""
     src = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
@@ -38,9 +39,7 @@ def rewrite(data: bytes, edit) -> bytes:
             body = src.read(info.filename)
             if info.filename == PROGRAM:
                 doc = json.loads(body)
-                for node in doc["graph"]["nodes"]:
-                    if isinstance(node["meta"].get("source"), dict):
-                        edit(node["meta"]["source"])
+                edit(doc)
                 body = json.dumps(doc).encode()
             dst.writestr(info, body)
     return out.getvalue()
@@ -52,26 +51,30 @@ def test_a_saved_program_keeps_the_text_of_the_users_line():
     assert all("the line the program's nodes come from" in str(loc) for loc in locs)
 
 
+def _point_at(path, text):
+    def edit(doc):
+        for node in doc["graph"]["nodes"]:
+            if isinstance(node["meta"].get("source"), dict):
+                node["meta"]["source"].update(file=str(path), line=1)
+        if text is None:
+            doc["graph"].pop("source_lines")  # schema 1: no table
+            doc["schema_version"] = 1
+        else:
+            doc["graph"]["source_lines"] = [[str(path), 1, text]]
+    return edit
+
+
 def test_a_location_naming_a_local_file_prints_only_its_stored_text(tmp_path):
     secret = tmp_path / "settings.py"
     secret.write_text("API_KEY = 'do-not-print'\n")
-
-    def point_at_secret(src):
-        src.update(file=str(secret), line=1, text="y = x + 1")
-
-    locs = sources(tpe.load(io.BytesIO(rewrite(archive(), point_at_secret))))
+    locs = sources(tpe.load(io.BytesIO(rewrite(archive(), _point_at(secret, "y = x + 1")))))
     assert locs and all(loc.text == "y = x + 1" and "do-not-print" not in str(loc) for loc in locs)
 
 
 def test_an_older_location_without_text_reads_no_file(tmp_path):
     secret = tmp_path / "settings.py"
     secret.write_text("API_KEY = 'do-not-print'\n")
-
-    def schema_1_record(src):
-        src.pop("text")
-        src.update(file=str(secret), line=1)
-
-    locs = sources(tpe.load(io.BytesIO(rewrite(archive(), schema_1_record))))
+    locs = sources(tpe.load(io.BytesIO(rewrite(archive(), _point_at(secret, None)))))
     assert locs and all(loc.text == "" and "do-not-print" not in str(loc) for loc in locs)
 
 
@@ -79,7 +82,7 @@ def test_stored_text_that_is_no_printable_line_is_refused():
     import pytest
 
     with pytest.raises(tpe.ArchiveError, match="source text must be one printable line"):
-        tpe.load(io.BytesIO(rewrite(archive(), lambda src: src.update(text="a\nb"))))
+        tpe.load(io.BytesIO(rewrite(archive(), lambda doc: doc["graph"]["source_lines"][0].__setitem__(2, "a\nb"))))
 
 
 # -- equality constraints must be the ties the checks enforce ----------------------------------
@@ -171,3 +174,20 @@ def test_a_huge_literal_list_is_refused_also_when_repeated():
     # the same list in several nodes counts once per node (the decoder shares the value)
     with pytest.raises(tpe.ArchiveError, match=f"more than {MAX_LITERAL_ITEMS} items"):
         tpe.load(io.BytesIO(_edit_doc(archive(), long_arg(MAX_LITERAL_ITEMS // 2 + 1, 2))))
+
+
+def sliced(x):
+    return x[:, 1:] * 2  # a line with colons
+
+
+def test_stored_source_text_keeps_the_fast_duplicate_key_proof():
+    """A stored line's ':' is written as U+001F: the document's ':' bytes are its keys exactly, so the
+    loader's duplicate-key proof needs no exact count (serde/jsonio.py); the text reads back as written."""
+    from tensorplay_export.serde.jsonio import _keys_and_depth
+
+    buf = io.BytesIO()
+    tpe.save(tpe.export(sliced, np.ones((3, 4)), dynamic_shapes={"x": {0: Dim("n")}}), buf)
+    raw = zipfile.ZipFile(io.BytesIO(buf.getvalue())).read(PROGRAM)
+    assert raw.count(b":") == _keys_and_depth(json.loads(raw))[0]
+    locs = sources(tpe.load(io.BytesIO(buf.getvalue())))
+    assert locs and all(loc.text == "return x[:, 1:] * 2  # a line with colons" for loc in locs)

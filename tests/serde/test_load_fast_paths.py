@@ -238,14 +238,13 @@ def test_segment_rule_matches_its_definition():
 def test_known_answers_only_for_exact_records_decoded_before():
     dec = values.Decoder("m.json", stored=True)
     dtype = {"k": "dtype", "v": "<f4"}
-    source = {"k": "source", "file": "model.py", "line": 3, "text": "y = x + 1"}
+    source = {"k": "source", "file": "model.py", "line": 3}
     assert dec.known(source) is None  # not decoded yet by this decoder
     loc = dec.value(source)
     assert dec.known(json.loads(json.dumps(source))) is loc
     assert dec.known(dtype) is dec.value(dtype) is np.dtype("<f4")
     for odd in (dtype | {"x": 1}, {"k": "dtype", "v": ["<f4"]}, source | {"x": 1},
                 {"k": "source", "file": "model.py", "line": True}, {"k": "source", "file": "model.py", "line": 3.0},
-                {"k": "source", "file": "model.py", "line": 3},  # schema 1 (no text): decoded by value()
                 {"k": "tuple", "v": []}, [dtype], "<f4", None):
         assert dec.known(odd) is None  # then value() decodes it, with its checks
 
