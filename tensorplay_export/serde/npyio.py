@@ -109,7 +109,7 @@ def _check_header(shape: Any, dtype: np.dtype, member: str) -> None:
         fail(member, f"object dtype {dtype} refused: loading it would need pickle")
     if dtype.fields is not None or dtype.subdtype is not None:
         fail(member, f"structured dtype {dtype} is not supported")
-    if len(shape) > MAX_NDIM or any(type(n) is not int or n < 0 for n in shape):
+    if len(shape) > MAX_NDIM or any(type(n) is not int or n < 0 or n.bit_length() > 62 for n in shape):
         fail(member, f"invalid array shape {shape!r:.100}")
 
 
@@ -223,8 +223,8 @@ def npz_from_bytes(data: bytes, member: str) -> dict[str, np.ndarray]:
     """``key -> array`` from the bytes of an ``.npz`` member (see :func:`read_npz`)."""
     try:
         inner = ZipReader(io.BytesIO(data))
-    except ArchiveError as err:  # name the outer member too
-        raise ArchiveError(f"{member}: {err}") from None
+    except ArchiveError as err:  # the outer member, in the documented form, the inner problem after it
+        raise ArchiveError(f"archive member '{member}': {_inner(err)}") from None
     with inner:
         out: dict[str, np.ndarray] = {}
         for name in inner.names:
@@ -232,6 +232,16 @@ def npz_from_bytes(data: bytes, member: str) -> dict[str, np.ndarray]:
                 fail(f"{member}/{name}", "an .npz may only hold top-level .npy members")
             try:
                 out[name[:-4]] = read_npy(inner, name)
-            except ArchiveError as err:  # name the outer member too
-                raise ArchiveError(f"{member}: {err}") from None
+            except ArchiveError as err:
+                raise ArchiveError(f"archive member '{member}': {_inner(err)}") from None
         return out
+
+
+def _inner(err: ArchiveError) -> str:
+    """An error of a zip inside a member, worded from inside it: ``its array '0.npy': ...``."""
+    text = str(err)
+    prefix = "archive member '"
+    if text.startswith(prefix):
+        name, _, problem = text[len(prefix):].partition("': ")
+        return f"its array '{name}': {problem}"
+    return text[len("archive: "):] if text.startswith("archive: ") else text

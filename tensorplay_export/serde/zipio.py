@@ -316,7 +316,28 @@ class ZipReader:
             self.close()
             raise
 
+    def _check_end_record(self) -> None:
+        """The end-of-central-directory record ends the file (after its comment, if any).
+
+        zipfile looks for the last record signature in the file's tail; in an archive cut short
+        that can be the end record of a zip stored inside it (an uncompressed ``.npz`` member),
+        whose members it would then read as the archive's.
+        """
+        fh = self._fh
+        size = fh.seek(0, os.SEEK_END)
+        tail_len = min(size, 22 + 0xFFFF)
+        fh.seek(size - tail_len)
+        tail = fh.read(tail_len)
+        at = tail.rfind(b"PK\x05\x06")
+        while at >= 0:
+            if at + 22 <= len(tail) and at + 22 + int.from_bytes(tail[at + 20:at + 22], "little") == len(tail):
+                return
+            at = tail.rfind(b"PK\x05\x06", 0, at)
+        raise ArchiveError(f"archive: truncated or damaged: its last {min(size, 22)} bytes are no end-of-central-"
+                           f"directory record ({size} bytes; was the file cut short while copying?)")
+
     def _validate(self, max_members: int, max_total: int) -> None:
+        self._check_end_record()
         infos = self._zf.infolist()
         if len(infos) > max_members:
             raise ArchiveError(f"archive: {len(infos)} members exceed the limit of {max_members}")

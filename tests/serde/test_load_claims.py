@@ -191,3 +191,33 @@ def test_stored_source_text_keeps_the_fast_duplicate_key_proof():
     assert raw.count(b":") == _keys_and_depth(json.loads(raw))[0]
     locs = sources(tpe.load(io.BytesIO(buf.getvalue())))
     assert locs and all(loc.text == "return x[:, 1:] * 2  # a line with colons" for loc in locs)
+
+
+# -- messages name the damaged member --------------------------------------------------------------
+def test_an_archive_cut_short_says_so_and_not_an_inner_member():
+    import pytest
+
+    data = archive()
+    for cut in (1, 30, 200):
+        with pytest.raises(tpe.ArchiveError, match=r"^archive: (truncated or damaged|not a readable zip)") as info:
+            tpe.load(io.BytesIO(data[:-cut]))
+        assert ".npy" not in str(info.value)
+
+
+def test_an_absurd_npy_dimension_is_refused_naming_its_member():
+    import pytest
+
+    from tensorplay_export import nn
+
+    buf = io.BytesIO()
+    tpe.save(tpe.export(nn.Linear(3, 2, rng=0), np.ones((2, 3), np.float32)), buf)
+    src = zipfile.ZipFile(io.BytesIO(buf.getvalue()))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            body = src.read(info.filename)
+            if info.filename == "models/model/weights/0.npy":
+                body = body.replace(b"(2, 3)", b"(0, 100000000000000000000)")
+            dst.writestr(info, body)
+    with pytest.raises(tpe.ArchiveError, match=r"archive member 'models/model/weights/0.npy': invalid array shape"):
+        tpe.load(io.BytesIO(out.getvalue()))
