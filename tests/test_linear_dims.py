@@ -297,3 +297,14 @@ def test_a_distance_bound_between_two_dims_gets_the_widest_box():
     for n, m in [(20, 25), (9, 5), (30, 30), (1, 30), (30, 1)]:
         x, y = np.full((n, 2), 2.0), np.full((m, 2), 3.0)
         np.testing.assert_array_equal(ep.module()(x, y), model(x, y))
+
+
+def test_a_derived_dim_has_torch_fn_over_one_root():
+    import pytest
+
+    from tensorplay_export import Dim
+
+    dx, dy = Dim("dx"), Dim("dy")
+    assert (dx + 4).fn(5) == 9 and (2 * dx - 1).fn(3) == 5 and (32 - dx).fn(2) == 30
+    with pytest.raises(TypeError, match="several roots"):
+        (dx + dy).fn

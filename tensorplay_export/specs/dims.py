@@ -338,6 +338,19 @@ class _DerivedDim:
         """The derived size at root sizes ``{root name: int}``."""
         return sum(k * int(sizes[r.name]) for r, k in self.terms) + self.offset
 
+    @property
+    def fn(self):
+        """torch's ``_DerivedDim.fn``: the map from the root's size to this one's (``(dx + 4).fn(5) == 9``).
+
+        Raises:
+            TypeError: (on access) the dim derives from several roots, so no one-argument map exists.
+        """
+        root = self.root
+        if root is None:
+            raise TypeError(f"{self.name} derives from several roots ({', '.join(r.name for r in self.roots)}): "
+                            "it has no one-argument fn; use value_at({root name: size, ...})")
+        return lambda size: self.value_at({root.name: size})
+
     def __repr__(self) -> str:
         return self.name
 
