@@ -31,7 +31,7 @@ from ..specs.dims import EqualityConstraint
 from ..specs.normalize import equality_constraints_from
 from .call_binding import call_parameters
 from .exported import ExportedProgram
-from .input_checks import InputContract, InputSite, insert_input_checks
+from .input_checks import InputContract, InputSite, IntSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
     OutputKind, OutputSpec, SymBoolArgument, SymFloatArgument, SymIntArgument, TensorArgument,
@@ -112,7 +112,8 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     for s, (lo, hi) in folded.items():
         lo, hi = _admitted_extent(s, lo, hi, guards, env.hints.get(s))
         ranges[s] = ValueRange(lo, math.inf if hi is None else hi)
-    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
+    int_sites = [IntSite(path, ph, as_dim(sub(size))) for path, ph, size in result.int_sites]
+    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges}, int_sites)
     insert_input_checks(graph, contract)
     all_ranges = dict(ranges)
     checked = _checked_conditions(graph)
@@ -232,6 +233,8 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
             constants[target] = value
         elif kind == "user_input":
             input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name)))
+        elif kind == "user_input_symint":  # a dynamic int input (torch's SymInt input)
+            input_specs.append(InputSpec(InputKind.USER_INPUT, SymIntArgument(name)))
         else:
             input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value)))
     order = {n.name: i for i, n in enumerate(graph.placeholders())}

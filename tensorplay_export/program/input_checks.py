@@ -42,7 +42,7 @@ from ..graph.printing import format_guard
 from ..records import ValueRange, sympy
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)
+__all__ = ["InputSite", "IntSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)
 
 
 @dataclass
@@ -61,6 +61,19 @@ class InputSite:
 
 
 @dataclass
+class IntSite:
+    """One dynamic int input (torch's SymInt input) as the contract sees it.
+
+    ``path``: user-facing path (``"n"``); ``placeholder``: its placeholder's name;
+    ``size``: an int, a root symbol or ``k*r + c`` over one root (``sympy.Expr``).
+    """
+
+    path: str
+    placeholder: str
+    size: Any
+
+
+@dataclass
 class InputContract:
     """What every call of the program must satisfy.
 
@@ -73,6 +86,7 @@ class InputContract:
     ranges: dict = field(default_factory=dict)
     guards: list = field(default_factory=list)
     names: dict = field(default_factory=dict)
+    int_sites: list = field(default_factory=list)   # IntSite per dynamic int input
 
 
 # -- inserting the checks ----------------------------------------------------------
@@ -142,8 +156,23 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
             chk.meta["bind"] = bind
             inserted.append(chk)
             checks.append((site, chk))
-        # 2. roots seen only through k*r + c: bind r = (size - c) // k with its checks.
+        # 1b. dynamic int inputs that are a bare root: check the type, bind the root.
+        int_left: list = []
         derived_done: set[sympy.Symbol] = set()
+        for site in contract.int_sites:
+            ph = by_name.get(site.placeholder)
+            if ph is None:
+                raise ValueError(f"int input {site.path!r}: no placeholder named {site.placeholder!r}")
+            ph.meta.pop("bind", None)
+            size = sympy.sympify(site.size)
+            if isinstance(size, sympy.Symbol) and size not in bound_at:
+                inserted.append(graph.call_function(
+                    "tpe.check_int", (ph, site.path, 1, 0, None, None, disp(size), disp(size)),
+                    meta={"shape": None, "bind": {None: size}}, name_hint=f"check_{ph.name}"))
+                bound_at[size] = site.path
+            else:
+                int_left.append((site, ph, size))
+        # 2. roots seen only through k*r + c: bind r = (size - c) // k with its checks.
         for site, chk in checks:
             for axis, d in enumerate(chk.meta["shape"]):
                 if not isinstance(d, sympy.Basic) or d.is_Integer or isinstance(d, sympy.Symbol):
@@ -160,6 +189,20 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 bound_at[r] = f"{site.path}.shape[{axis}]"
                 derived_done.add(r)
                 inserted.append(node)
+        # 2b. int inputs k*r + c whose root no axis binds: bind r = (value - c) // k.
+        for site, ph, size in list(int_left):
+            aff = one_root(size) if not size.is_Integer and not isinstance(size, sympy.Symbol) else None
+            if aff is None or aff[0] in bound_at:
+                continue
+            r, k, c = aff
+            vr = contract.ranges.get(r, ValueRange(0))
+            inserted.append(graph.call_function(
+                "tpe.check_int", (ph, site.path, k, c, int(vr.lower), _bound(vr.upper), format_guard(size, names),
+                                  disp(r)),
+                meta={"shape": None, "bind": {None: r}}, name_hint=f"root_{disp(r).lstrip('_') or 'r'}"))
+            bound_at[r] = site.path
+            derived_done.add(r)
+            int_left.remove((site, ph, size))
         # 3. ranges of directly bound roots.
         for sym, vr in contract.ranges.items():
             if sym not in bound_at or sym in derived_done:
@@ -190,6 +233,22 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                                        for s in sorted(d.free_symbols, key=lambda s: s.name))
                 inserted.append(graph.call_function(
                     "tpe.assert_dim", (chk, site.path, axis, d, what, detail), meta={"shape": None}))
+        # 4b. every other int input equals its size over roots bound elsewhere (or its static value).
+        for site, ph, size in int_left:
+            missing = size.free_symbols - bound_at.keys()
+            if missing:
+                raise ValueError(f"int input {site.path}: size {size} uses {sorted(map(str, missing))}, "
+                                 "which no input binds")
+            if size.is_Integer:
+                what, detail = str(int(size)), "specialized at export"
+            elif isinstance(size, sympy.Symbol):
+                what, detail = bound_at[size], f"dim {disp(size)}"
+            else:
+                what = format_guard(size, names)
+                detail = ", ".join(f"{disp(s)} from {bound_at[s]}" for s in sorted(size.free_symbols, key=lambda s: s.name))
+            inserted.append(graph.call_function(
+                "tpe.assert_int", (ph, site.path, int(size) if size.is_Integer else size, what, detail),
+                meta={"shape": None}, name_hint=f"check_{ph.name}"))
         # 5. extra guards.
         order = list(bound_at)
         for guard in contract.guards:
