@@ -4,6 +4,7 @@ A :class:`Contract` is read from a program's runtime-check nodes (so it works
 the same for a fresh ``ExportedProgram`` and one loaded from an archive):
 
 - ``inputs``: per array input its path, dtype and symbolic shape (``(batch, seq, 8)``);
+- ``int_inputs``: per dynamic int input (torch's SymInt input) its path and size (``n``, ``n + 1``);
 - ``dims``: each root size symbol's inclusive range;
 - ``equalities``: input axes that share one dim (``x.shape[0] == y.shape[0]``);
 - ``relations``: axes that are ``k*d + c`` of another axis's dim, and guards tying dims;
@@ -83,6 +84,8 @@ class Contract:
         output_values: output index -> size expression, for outputs that are sizes.
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
+        int_inputs: ``[(path, int | sympy.Expr)]``, dynamic int inputs (torch's SymInt inputs)
+            and their sizes over the root symbols (``diff`` does not compare them yet).
         output_structure: the containers around the outputs, as
             :func:`tensorplay_export.pytree.treespec_to_json` writes the output treespec
             (``None`` entries and tuple-or-list included, which ``output_paths`` cannot
@@ -98,6 +101,7 @@ class Contract:
     output_values: dict = field(default_factory=dict)
     output_paths: list = field(default_factory=list)
     output_structure: Optional[dict] = None
+    int_inputs: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -172,6 +176,8 @@ class Contract:
         out = ["Inputs:"]
         for path, dtype, shape in self.inputs:
             out.append(f"  {path}: {_shape_text(shape)} {dtype}")
+        for path, size in self.int_inputs:
+            out.append(f"  {path}: int = {_text(size)}")
         out.append("Dims:")
         axes = _root_site_names(self)
         for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
@@ -223,6 +229,7 @@ class Contract:
                         for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
             "output_structure": self.output_structure,
+            "int_inputs": [{"path": p, "size": _text(d), "size_tree": tree(d)} for p, d in self.int_inputs],
         }
 
     def _value_json(self, i: int) -> dict:
@@ -271,13 +278,16 @@ class Contract:
             values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
                       for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
             paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+            int_inputs = [(str(item["path"]), int(item["size_tree"]) if type(item["size_tree"]) is int
+                           else decode_expr(item["size_tree"], where))
+                          for item in data.get("int_inputs", [])]  # absent before 2026-12-02: none
             structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
             if structure is not None and not isinstance(structure, dict):
                 raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
-                   structure)
+                   structure, int_inputs)
 
 
 def _shape_text(shape: Any) -> str:
@@ -292,6 +302,12 @@ def contract_of(ep: Any) -> Contract:
     sizes = read_sizes(ep, examples=False)
     inputs = [(i.path, i.dtype, i.shape) for i in sizes.inputs]
     ranges = dict(sizes.ranges)
+    int_inputs = _int_inputs(ep.graph)
+    for _path, size in int_inputs:  # a root only an int input binds: its range from range_constraints
+        for sym in getattr(size, "free_symbols", ()):
+            vr = ep.range_constraints.get(sym)
+            if sym not in ranges and vr is not None:
+                ranges[sym] = (int(vr.lower), None if vr.upper == math.inf else int(vr.upper))
     guards = list(sizes.guards)
     runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
     outputs = [(o.shape, o.dtype) for o in sizes.outputs]
@@ -299,7 +315,26 @@ def contract_of(ep: Any) -> Contract:
     named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
     return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)),
-                    _output_structure(ep))
+                    _output_structure(ep), int_inputs)
+
+
+def _int_inputs(graph: Any) -> list:
+    """``[(path, size)]`` of the dynamic int inputs, read from their runtime checks: a
+    ``tpe.check_int`` binds root ``r`` from ``value == k*r + c``, a ``tpe.assert_int`` ties the
+    value to a size over roots bound elsewhere."""
+    out = []
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target == "tpe.check_int":
+            r = (n.meta.get("bind") or {}).get(None)
+            k, c = n.args[2], n.args[3]
+            if r is not None:
+                out.append((str(n.args[1]), k * r + c))
+        elif n.target == "tpe.assert_int":
+            want = n.args[2]
+            out.append((str(n.args[1]), int(want) if isinstance(want, int) else sympy.sympify(want)))
+    return out
 
 
 def _out_spec(ep: Any) -> Any:
@@ -543,10 +578,10 @@ def _congruence_text(site: str, m: int, r: int) -> str:
 def _root_site_names(c: Contract) -> dict:
     """Root symbol -> the input axis that binds it (``x.shape[0]``, or ``(z.shape[0] - 1)/2``)."""
     names: dict = {}
-    for site, d in c.sites():
+    for site, d in [*c.sites(), *c.int_inputs]:  # an int input's site is its path
         if isinstance(d, sympy.Symbol) and d not in names:
             names[d] = site
-    for site, d in c.sites():
+    for site, d in [*c.sites(), *c.int_inputs]:
         aff = _affine(d)
         if aff is not None and aff[0] not in names:
             r, k, c0 = aff
