@@ -145,12 +145,16 @@ def check_int(value: Any, path: str, k: int, c: int, lo: Optional[int], hi: Opti
 
 
 def assert_int(value: Any, path: str, expected: int, what: str, detail: str) -> None:
-    """A dynamic int input whose size is fixed by other inputs: an int equal to ``expected``.
+    """A dynamic int input whose size is fixed by other inputs (or, ``what`` empty, specialized
+    by a guard at export): an int equal to ``expected``.
 
     Raises:
         ConstraintsExceededError: not an int, or ``n = 7 must equal x.shape[0] = 8 (dim d)``.
     """
     v = _int_value(value, path)
+    if v != expected and not what:
+        raise ConstraintsExceededError(f"{path} = {v}, but the program was exported specialized to {path} = "
+                                       f"{expected} ({detail})")
     if v != expected:
         raise ConstraintsExceededError(f"{path} = {v} must equal {what} = {expected} ({detail})")
 

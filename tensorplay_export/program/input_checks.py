@@ -240,7 +240,7 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 raise ValueError(f"int input {site.path}: size {size} uses {sorted(map(str, missing))}, "
                                  "which no input binds")
             if size.is_Integer:
-                what, detail = str(int(size)), "specialized at export"
+                what, detail = "", "a guard of the model pinned its dim to the example's value"
             elif isinstance(size, sympy.Symbol):
                 what, detail = bound_at[size], f"dim {disp(size)}"
             else:
