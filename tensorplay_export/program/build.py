@@ -287,7 +287,11 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
-        equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
+        # array axes only (torch's equality constraints tie tensor dims): an int input tied to an
+        # axis is checked by its tpe.assert_int and stated by the contract's int inputs
+        axes = tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites if a is not None)
+        if len(axes) > 1:
+            equalities.append(type(eq)(axes, eq.name))
     equalities = _with_inferred_ties(equalities, result)
     gm = GraphModule(graph, op_table=result.op_table or None)
     ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,

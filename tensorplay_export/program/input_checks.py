@@ -321,6 +321,14 @@ class SizeProbe:
                       for n in checks if n.target == "tpe.check_input"
                       for axis, d in enumerate(n.meta["shape"])
                       if isinstance(d, sympy.Basic) and not d.is_Integer}
+        # dynamic int inputs: path -> (placeholder, size over the roots), from their checks
+        self.int_sites: dict = {}
+        for n in checks:
+            if n.target == "tpe.check_int" and (n.meta.get("bind") or {}).get(None) is not None:
+                self.int_sites[n.args[1]] = (n.args[0], n.args[2] * n.meta["bind"][None] + n.args[3])
+            elif n.target == "tpe.assert_int":
+                self.int_sites[n.args[1]] = (n.args[0], sympy.sympify(n.args[2]))
+        self._int_nodes = {node: expr for node, expr in self.int_sites.values()}
         self.symbols = {str(s): s for s in program.range_constraints}
         self.ranges = dict(program.range_constraints)
         # example sizes of the symbols an input axis names directly
@@ -329,6 +337,9 @@ class SizeProbe:
         if ex and "args" in ex:
             leaves, _ = tree_flatten((tuple(ex["args"]), dict(ex["kwargs"])))
             for node, leaf in zip(self._user_nodes, leaves):
+                if isinstance(self._int_nodes.get(node), sympy.Symbol) and isinstance(leaf, (int, np.integer)):
+                    self.hints.setdefault(self._int_nodes[node], int(leaf))
+                    continue
                 shape = self._shapes.get(node, (None,))[0]
                 if shape is None or not hasattr(leaf, "shape") or len(leaf.shape) != len(shape):
                     continue
@@ -337,7 +348,8 @@ class SizeProbe:
                         self.hints.setdefault(d, int(n))
 
     def __call__(self, sizes: dict) -> Optional[ConstraintsExceededError]:
-        """``sizes``: symbol name (``"seq"``) or input axis (``"x.shape[1]"``) -> int.
+        """``sizes``: symbol name (``"seq"``), input axis (``"x.shape[1]"``) or dynamic int
+        input (``"n"``, its path) -> int.
 
         An input axis takes the size as given, so a size its contract cannot
         have (``x.shape[1] = 4*_h + 1``) reaches the checks as it would in a call.
@@ -356,6 +368,12 @@ class SizeProbe:
                 root = one_root(expr)
                 if root is not None and (int(size) - root[2]) % root[1] == 0:
                     values[root[0]] = (int(size) - root[2]) // root[1]  # the other axes over that root follow
+            elif name in self.int_sites:
+                node, expr = self.int_sites[name]
+                at_axis[(node, None)] = int(size)
+                root = one_root(expr) if not expr.is_Integer else None
+                if root is not None and (int(size) - root[2]) % root[1] == 0:
+                    values[root[0]] = (int(size) - root[2]) // root[1]
             else:
                 raise KeyError(f"no size symbol or input axis {name!r} in the program; symbols: "
                                f"{sorted(self.symbols)}, axes: {sorted(self.sites)}")
@@ -363,6 +381,10 @@ class SizeProbe:
         for node in self._user_nodes:
             if node in self._constants:
                 flat.append(self._constants[node])
+                continue
+            if node in self._int_nodes:  # a dynamic int input: its size at these values
+                flat.append(at_axis[(node, None)] if (node, None) in at_axis else
+                            int(evaluate(self._int_nodes[node], values)))
                 continue
             shape, dtype = self._shapes.get(node, ((), None))
             dims = [at_axis[(node, i)] if (node, i) in at_axis else
