@@ -344,3 +344,19 @@ def test_draft_export_with_an_int_input():
     ep = report.exported_program
     x = np.arange(9.0)
     _same(ep.module()(x, 6), f(x, 6))
+
+
+def test_contract_diff_decides_on_int_inputs():
+    from tensorplay_export.face.contract import diff_contracts
+
+    def export_with(hi):
+        return contract_of(tpe.export(prefix, np.arange(6.0), 4,
+                                      dynamic_shapes={"x": {0: Dim.AUTO}, "k": Dim("n", max=hi)}))
+
+    wide, narrow = export_with(100), export_with(50)
+    d = diff_contracts(wide, narrow)
+    assert d.narrowed is True and d.witness == {"k": 100}
+    assert any("k (n): narrowed max 100 -> 50" in c.what for c in d.changes)
+    assert diff_contracts(narrow, wide).narrowed is False
+    same = diff_contracts(wide, export_with(100))
+    assert same.narrowed is False and not same.changes

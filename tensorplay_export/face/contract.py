@@ -85,7 +85,7 @@ class Contract:
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
         int_inputs: ``[(path, int | sympy.Expr)]``, dynamic int inputs (torch's SymInt inputs)
-            and their sizes over the root symbols (``diff`` does not compare them yet).
+            and their sizes over the root symbols; ``diff`` gives each a variable of its own, as an axis.
         output_structure: the containers around the outputs, as
             :func:`tensorplay_export.pytree.treespec_to_json` writes the output treespec
             (``None`` entries and tuple-or-list included, which ``output_paths`` cannot
@@ -508,37 +508,44 @@ class ContractDiff:
                              **({"output": True} if c.output else {})} for c in self.changes]}
 
 
+def _site_keys(c: Contract) -> list:
+    """``[((path, axis), size)]``: every input axis, then every dynamic int input (axis None)."""
+    return [((p, a), d) for p, _dt, shape in c.inputs for a, d in enumerate(shape)] + \
+        [((p, None), d) for p, d in c.int_inputs]
+
+
 def _binding(c: Contract, var: dict) -> tuple[dict, list]:
     """Root symbol -> its value over the site variables, and the conditions that binding needs."""
     binding: dict = {}
     conds: list = []
-    for path, _dt, shape in c.inputs:  # bind each root at its first bare site, else at a k*r + c site
-        for axis, d in enumerate(shape):
-            if isinstance(d, sympy.Symbol) and d not in binding:
-                binding[d] = var[(path, axis)]
-    for path, _dt, shape in c.inputs:
-        for axis, d in enumerate(shape):
-            aff = _affine(d)
-            if aff is not None and aff[0] not in binding:
-                r, k, c0 = aff
-                v = var[(path, axis)]
-                binding[r] = sympy.floor((v - c0) / k)
-                conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
+    sites = [(key, d) for key, d in _site_keys(c) if key in var]
+    for key, d in sites:  # bind each root at its first bare site, else at a k*r + c site
+        if isinstance(d, sympy.Symbol) and d not in binding:
+            binding[d] = var[key]
+    for key, d in sites:
+        aff = _affine(d)
+        if aff is not None and aff[0] not in binding:
+            r, k, c0 = aff
+            v = var[key]
+            binding[r] = sympy.floor((v - c0) / k)
+            conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
     return binding, conds
 
 
 def _admits(c: Contract, var: dict) -> Any:
-    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``."""
+    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``
+    (``(path, None)``: a dynamic int input's value)."""
     binding, conds = _binding(c, var)
-    for path, _dt, shape in c.inputs:
-        for axis, d in enumerate(shape):
-            v = var[(path, axis)]
-            if not isinstance(d, sympy.Basic) or d.is_Integer:
-                conds.append(sympy.Eq(v, int(d)))
-            elif d.free_symbols <= binding.keys():
-                e = d.xreplace(binding)
-                if e != v:
-                    conds.append(sympy.Eq(v, e))
+    for key, d in _site_keys(c):
+        if key not in var:
+            continue
+        v = var[key]
+        if not isinstance(d, sympy.Basic) or d.is_Integer:
+            conds.append(sympy.Eq(v, int(d)))
+        elif d.free_symbols <= binding.keys():
+            e = d.xreplace(binding)
+            if e != v:
+                conds.append(sympy.Eq(v, e))
     for sym, (lo, hi) in c.ranges.items():
         if sym in binding:
             conds.append(binding[sym] >= lo)
@@ -552,7 +559,12 @@ def _admits(c: Contract, var: dict) -> Any:
 
 
 def _site_dims(c: Contract) -> dict:
-    return {(p, a): d for p, _dt, shape in c.inputs for a, d in enumerate(shape)}
+    return dict(_site_keys(c))
+
+
+def _site_text(key: tuple) -> str:
+    """``x.shape[1]`` for an input axis, ``n`` for a dynamic int input (axis None)."""
+    return key[0] if key[1] is None else f"{key[0]}.shape[{key[1]}]"
 
 
 def _site_congruence(c: Contract, d: Any) -> tuple[int, int]:
@@ -637,8 +649,8 @@ def _site_named(c: Contract) -> Contract:
 def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     changes = []
     od, nd = _site_dims(old), _site_dims(new)
-    old_in = {p: (dt, len(s)) for p, dt, s in old.inputs}
-    new_in = {p: (dt, len(s)) for p, dt, s in new.inputs}
+    old_in = {p: (dt, len(s)) for p, dt, s in old.inputs} | {p: ("int", 0) for p, _d in old.int_inputs}
+    new_in = {p: (dt, len(s)) for p, dt, s in new.inputs} | {p: ("int", 0) for p, _d in new.int_inputs}
     for p in old_in:
         if p not in new_in:
             changes.append(Change(f"input {p} removed", True))
@@ -652,7 +664,7 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     for key in od:
         if key not in nd:
             continue
-        site = f"{key[0]}.shape[{key[1]}]"
+        site = _site_text(key)
         o, n = od[key], nd[key]
         (olo, ohi), (nlo, nhi) = old.site_range(o), new.site_range(n)
         ostatic = not isinstance(o, sympy.Basic) or o.is_Integer
@@ -728,8 +740,9 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
 
 
 def _site_var(key: tuple) -> Any:
-    """The integer variable of one input axis, shared by both contracts of a diff."""
-    return sympy.Symbol(f"{key[0]}.shape[{key[1]}]", integer=True, nonnegative=True)
+    """The integer variable of one input axis (or dynamic int input), shared by both contracts of a diff."""
+    return sympy.Symbol(f"{key[0]}.int" if key[1] is None else f"{key[0]}.shape[{key[1]}]", integer=True,
+                        nonnegative=True)
 
 
 _SITE = re.compile(r"^(.*)\.shape\[(\d+)\]$")
@@ -742,7 +755,7 @@ def _site_eq(a: str, b: str) -> Any:
 
 def _facts(c: Contract) -> dict:
     """Relation and guard texts (as :func:`_structural_changes` lists them) -> condition over site variables."""
-    var = {(p, a): _site_var((p, a)) for p, _dt, shape in c.inputs for a in range(len(shape))}
+    var = {key: _site_var(key) for key, _d in _site_keys(c)}
     binding, _conds = _binding(c, var)
     named = _site_named(c)
     repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in _root_site_names(c).items()}
@@ -771,10 +784,8 @@ class _Holds:
 
         self.solver = ShapeSolver(timeout_ms=timeout_ms)
         var = {}
-        for p, _dt, shape in c.inputs:
-            for a in range(len(shape)):
-                v = _site_var((p, a))
-                var[(p, a)] = self.solver.declare(v.name, lower=0, upper=None)
+        for key, _d in _site_keys(c):
+            var[key] = self.solver.declare(_site_var(key).name, lower=0, upper=None)
         try:
             self.solver.assume(_admits(c, var))
             self.ok = True
@@ -892,7 +903,7 @@ def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[lis
 
 
 def _site_vars(*contracts: Contract) -> dict:
-    return {(p, a): _site_var((p, a)) for c in contracts for p, _dt, shape in c.inputs for a in range(len(shape))}
+    return {key: _site_var(key) for c in contracts for key, _d in _site_keys(c)}
 
 
 def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Change]:
@@ -929,10 +940,8 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
         changes += _structure_changes(old.output_structure, new.output_structure, "out")
     s = ShapeSolver(timeout_ms=timeout_ms)
     # one variable per input axis of either side (an input renamed, added or removed has its own)
-    var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
-           for c in (old, new) for p, _dt, shape in c.inputs for a in range(len(shape))}
-    one_sided = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} ^ \
-        {var[(p, a)] for p, _dt, shape in new.inputs for a in range(len(shape))}
+    var = {key: s.declare(_site_var(key).name, lower=0, upper=None) for c in (old, new) for key, _d in _site_keys(c)}
+    one_sided = {var[key] for key, _d in _site_keys(old)} ^ {var[key] for key, _d in _site_keys(new)}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
     pending = []
@@ -1041,12 +1050,11 @@ def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) ->
     s = ShapeSolver(timeout_ms=timeout_ms)
     var: dict = {}
     names: dict = {}
-    for path, _dt, shape in old.inputs:
-        for axis, d in enumerate(shape):
-            sym = s.declare(f"v{len(var)}", lower=0, upper=None)
-            var[(path, axis)] = sym
-            if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
-                names[sym.name] = f"{path}.shape[{axis}]"
+    for key, d in _site_keys(old):
+        sym = s.declare(f"v{len(var)}", lower=0, upper=None)
+        var[key] = sym
+        if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
+            names[sym.name] = _site_text(key)
     try:
         s.assume(_admits(old, var))
         verdict = s.implies(_admits(new, var))
