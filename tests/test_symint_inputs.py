@@ -360,3 +360,26 @@ def test_contract_diff_decides_on_int_inputs():
     assert diff_contracts(narrow, wide).narrowed is False
     same = diff_contracts(wide, export_with(100))
     assert same.narrowed is False and not same.changes
+
+
+def test_negative_example_for_a_dynamic_int_is_refused_clearly():
+    with pytest.raises(ValueError, match="dynamic int input is a size"):
+        tpe.export(mul, -3, 5, dynamic_shapes={"x": Dim.DYNAMIC})
+    # an example 0 gives a range from 0, as an axis of size 0 does
+    ep = tpe.export(lambda x, k: x * k, np.arange(3.0), 0, dynamic_shapes={"k": Dim.DYNAMIC})
+    assert [int(v.lower) for v in ep.range_constraints.values()] == [0]
+    _same(ep.module()(np.arange(3.0), 0), np.arange(3.0) * 0)
+    _same(ep.module()(np.arange(3.0), 9), np.arange(3.0) * 9)
+
+
+@pytest.mark.parametrize("spec", [{"k": Dim.DYNAMIC(max=3)}, (None, Dim.DYNAMIC(max=3)), {"k": Dim("n", max=3)}])
+def test_example_outside_a_ranged_int_dim_is_fixed_in_one_refine_step(spec):
+    with pytest.raises(ConstraintsExceededError) as info:
+        tpe.export(prefix, np.arange(6.0), 5, dynamic_shapes=spec)
+    refined = tpe.refine_dynamic_shapes_from_suggested_fixes(str(info.value), spec)
+    ep = tpe.export(prefix, np.arange(6.0), 5, dynamic_shapes=refined)
+    assert [(int(v.lower), int(v.upper)) for v in ep.range_constraints.values()] == [(1, 5)]
+    for k in (1, 5):
+        _same(ep.module()(np.arange(6.0), k), prefix(np.arange(6.0), k))
+    with pytest.raises(ConstraintsExceededError, match="k = 6 is outside"):
+        ep.module()(np.arange(6.0), 6)

@@ -203,7 +203,12 @@ def _walk(value: Any, spec: Any, path: str, out: list) -> None:
         return
     parts = pytree._children(value)
     if parts is None and not _is_static(spec) and _is_int(value):
-        out.append(LeafSpec(path, {None: _int_dim(spec, path)}))
+        dim = _int_dim(spec, path)
+        if value < 0:  # the solver's size symbols are never negative
+            raise ValueError(f"spec for '{path}' makes the int input dynamic, but its example is {int(value)}: a "
+                             f"dynamic int input is a size (>= 0, as an array axis is); give a non-negative "
+                             f"example, or None for '{path}' (static: the program is specialized to the value)")
+        out.append(LeafSpec(path, {None: dim}))
         return
     if parts is None:  # a non-array leaf (number, string, object)
         if not _is_static(spec) and isinstance(value, (float, np.floating)) and _is_dim_like(spec):
