@@ -114,6 +114,8 @@ def check_additional_inputs(program: Any, model: Any, sets: AdditionalInputs) ->
             for axis, size in enumerate(getattr(leaf, "shape", ())):
                 if f"{path}.shape[{axis}]" in probe.sites:
                     sizes[f"{path}.shape[{axis}]"] = int(size)
+            if path in probe.int_sites and not hasattr(leaf, "shape"):  # a dynamic int input
+                sizes[path] = int(leaf)
         refused = probe(sizes)
         if refused is not None:
             shown = ", ".join(f"{k} = {v}" for k, v in sizes.items())

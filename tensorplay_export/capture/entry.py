@@ -62,6 +62,7 @@ class CaptureResult:
     draft: Any = None                               # capture.draft.DraftLog in draft mode, else None
     input_mutations: list = field(default_factory=list)  # (placeholder name, traced) user inputs written
     param_mutations: list = field(default_factory=list)  # (fqn, traced) parameters written in place
+    int_sites: list = field(default_factory=list)   # (path, placeholder name, size expr) per dynamic int input
 
     @property
     def violations(self) -> list:
@@ -90,7 +91,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
             or two sites of one Dim with different example sizes.
     """
     from ..specs.dims import Dim, _DerivedDim, hint_bounds, is_auto, is_dynamic
-    from ..specs.normalize import OutsideExample, collect_dims, example_range_error, multi_root_mismatch
+    from ..specs.normalize import OutsideExample, collect_dims, example_range_error, multi_root_mismatch, site_of
     from .frames import user_source
 
     # the names export makes (s0, u0, x_dim0) must never take a user Dim's name
@@ -100,20 +101,21 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
     outside: list[OutsideExample] = []
     multi: list = []   # (shape list, axis, dim, size, site): dims over several roots, bound last
     for leaf, spec, path in zip(leaves, specs, paths):
-        if not isinstance(leaf, np.ndarray):
+        is_int = spec is not None and None in spec.axes  # a dynamic int input: one "axis", None
+        if not isinstance(leaf, np.ndarray) and not is_int:
             shapes.append(None)
             continue
         shape: list = []
-        for axis, size in enumerate(leaf.shape):
+        for axis, size in ([(None, int(leaf))] if is_int else enumerate(leaf.shape)):
             d = spec.axes.get(axis) if spec is not None else None
-            site = f"{path}.shape[{axis}]"
+            site = site_of(path, axis)
             if d is None or d is Dim.STATIC or isinstance(d, int):
                 shape.append(int(size))
                 continue
             if is_auto(d) or is_dynamic(d):
                 lo, hi = hint_bounds(d, int(size))
                 if size < lo or (hi is not None and size > hi):  # reported with the others, with a fix
-                    outside.append(OutsideExample(site, int(size), d, env.fresh_name(f"{leaf_name(path)}_dim{axis}"),
+                    outside.append(OutsideExample(site, int(size), d, env.fresh_name(_hint_name(path, axis)),
                                                   spec.top))
                     shape.append(int(size))
                     continue
@@ -121,7 +123,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
                     sym = env.auto_symbol(size, lo, hi)
                     kind = "auto"
                 else:
-                    sym = env.create_symbol(env.fresh_name(f"{leaf_name(path)}_dim{axis}"), lo, hi, size, "dynamic")
+                    sym = env.create_symbol(env.fresh_name(_hint_name(path, axis)), lo, hi, size, "dynamic")
                     kind = "dynamic"
                 dims[sym.name] = DimInfo(sym.name, lo, math.inf if hi is None else hi, int(size), [site], kind,
                                          spec.top if kind == "dynamic" else None)
@@ -163,6 +165,11 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
         dims[d.roots[0].name].sites.append(derived_site(site, d.name))
         shape[axis] = expr
     return [None if s is None else tuple(s) for s in shapes], dims
+
+
+def _hint_name(path: str, axis: Any) -> str:
+    """The symbol name of a ``Dim.DYNAMIC`` site: ``x_dim1`` for an axis, ``n`` for an int input."""
+    return leaf_name(path) if axis is None else f"{leaf_name(path)}_dim{axis}"
 
 
 def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str, kind: str = "named") -> sympy.Symbol:
@@ -254,6 +261,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
     traced_leaves: list = []
     user_arrays: list = []           # (placeholder node, traced, pristine copy) per array input
     sites: list = []
+    int_sites: list = []             # (path, placeholder name, size expression) per dynamic int input
     used_names: set = set()
     for leaf, shape, path, spec in zip(work, shapes, paths, specs):
         name = leaf_name(path)
@@ -270,6 +278,16 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
             user_arrays.append((t.node, t, pristine[len(traced_leaves) - 1]))
             sites.append((path, t.node.name, shape, leaf.dtype))
             input_kinds.append((t.node.name, "user_input", path, None, leaf))
+        elif shape is not None:  # a dynamic int input: the model gets a SymInt over its size expression
+            size = sympy.sympify(shape[0])
+            bind = {None: size} if isinstance(size, sympy.Symbol) else None
+            node = tracer.graph.placeholder(name, meta={"shape": None, "dtype": None,
+                                                        **({"bind": bind} if bind else {})})
+            if tracer.user_anchor is None:
+                tracer.user_anchor = node
+            traced_leaves.append(SymInt(size, env))
+            int_sites.append((path, node.name, size))
+            input_kinds.append((node.name, "user_input_symint", path, None, leaf))
         else:
             node = tracer.graph.placeholder(name, meta={"shape": None, "dtype": None})
             if tracer.user_anchor is None:
@@ -329,7 +347,7 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
         outputs.append(v)
     result = CaptureResult(tracer.graph, env, tracer, dims, sites, input_kinds, in_spec, out_spec,
                            outputs, mutations, calls, specs, tracer.op_table, tracer.draft, input_mutations,
-                           param_mutations)
+                           param_mutations, int_sites)
     # lift constants referenced by outputs, then finish the graph
     values: list = [traced.node for _fqn, traced in param_mutations]
     for _fqn, traced in mutations:

@@ -4,6 +4,7 @@ A :class:`Contract` is read from a program's runtime-check nodes (so it works
 the same for a fresh ``ExportedProgram`` and one loaded from an archive):
 
 - ``inputs``: per array input its path, dtype and symbolic shape (``(batch, seq, 8)``);
+- ``int_inputs``: per dynamic int input (torch's SymInt input) its path and size (``n``, ``n + 1``);
 - ``dims``: each root size symbol's inclusive range;
 - ``equalities``: input axes that share one dim (``x.shape[0] == y.shape[0]``);
 - ``relations``: axes that are ``k*d + c`` of another axis's dim, and guards tying dims;
@@ -83,6 +84,8 @@ class Contract:
         output_values: output index -> size expression, for outputs that are sizes.
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
+        int_inputs: ``[(path, int | sympy.Expr)]``, dynamic int inputs (torch's SymInt inputs)
+            and their sizes over the root symbols; ``diff`` gives each a variable of its own, as an axis.
         output_structure: the containers around the outputs, as
             :func:`tensorplay_export.pytree.treespec_to_json` writes the output treespec
             (``None`` entries and tuple-or-list included, which ``output_paths`` cannot
@@ -98,6 +101,7 @@ class Contract:
     output_values: dict = field(default_factory=dict)
     output_paths: list = field(default_factory=list)
     output_structure: Optional[dict] = None
+    int_inputs: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
@@ -172,6 +176,8 @@ class Contract:
         out = ["Inputs:"]
         for path, dtype, shape in self.inputs:
             out.append(f"  {path}: {_shape_text(shape)} {dtype}")
+        for path, size in self.int_inputs:
+            out.append(f"  {path}: int = {_text(size)}")
         out.append("Dims:")
         axes = _root_site_names(self)
         for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
@@ -223,6 +229,7 @@ class Contract:
                         for i, (s, dt) in enumerate(self.outputs)],
             "runtime_checks": list(self.runtime_checks),
             "output_structure": self.output_structure,
+            "int_inputs": [{"path": p, "size": _text(d), "size_tree": tree(d)} for p, d in self.int_inputs],
         }
 
     def _value_json(self, i: int) -> dict:
@@ -271,13 +278,16 @@ class Contract:
             values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
                       for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
             paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+            int_inputs = [(str(item["path"]), int(item["size_tree"]) if type(item["size_tree"]) is int
+                           else decode_expr(item["size_tree"], where))
+                          for item in data.get("int_inputs", [])]  # absent before 2026-12-02: none
             structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
             if structure is not None and not isinstance(structure, dict):
                 raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
-                   structure)
+                   structure, int_inputs)
 
 
 def _shape_text(shape: Any) -> str:
@@ -292,6 +302,12 @@ def contract_of(ep: Any) -> Contract:
     sizes = read_sizes(ep, examples=False)
     inputs = [(i.path, i.dtype, i.shape) for i in sizes.inputs]
     ranges = dict(sizes.ranges)
+    int_inputs = _int_inputs(ep.graph)
+    for _path, size in int_inputs:  # a root only an int input binds: its range from range_constraints
+        for sym in getattr(size, "free_symbols", ()):
+            vr = ep.range_constraints.get(sym)
+            if sym not in ranges and vr is not None:
+                ranges[sym] = (int(vr.lower), None if vr.upper == math.inf else int(vr.upper))
     guards = list(sizes.guards)
     runtime = [_text(g) if isinstance(g, sympy.Basic) else str(g) for g in sizes.runtime]
     outputs = [(o.shape, o.dtype) for o in sizes.outputs]
@@ -299,7 +315,26 @@ def contract_of(ep: Any) -> Contract:
     named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
     return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)),
-                    _output_structure(ep))
+                    _output_structure(ep), int_inputs)
+
+
+def _int_inputs(graph: Any) -> list:
+    """``[(path, size)]`` of the dynamic int inputs, read from their runtime checks: a
+    ``tpe.check_int`` binds root ``r`` from ``value == k*r + c``, a ``tpe.assert_int`` ties the
+    value to a size over roots bound elsewhere."""
+    out = []
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target == "tpe.check_int":
+            r = (n.meta.get("bind") or {}).get(None)
+            k, c = n.args[2], n.args[3]
+            if r is not None:
+                out.append((str(n.args[1]), k * r + c))
+        elif n.target == "tpe.assert_int":
+            want = n.args[2]
+            out.append((str(n.args[1]), int(want) if isinstance(want, int) else sympy.sympify(want)))
+    return out
 
 
 def _out_spec(ep: Any) -> Any:
@@ -473,37 +508,44 @@ class ContractDiff:
                              **({"output": True} if c.output else {})} for c in self.changes]}
 
 
+def _site_keys(c: Contract) -> list:
+    """``[((path, axis), size)]``: every input axis, then every dynamic int input (axis None)."""
+    return [((p, a), d) for p, _dt, shape in c.inputs for a, d in enumerate(shape)] + \
+        [((p, None), d) for p, d in c.int_inputs]
+
+
 def _binding(c: Contract, var: dict) -> tuple[dict, list]:
     """Root symbol -> its value over the site variables, and the conditions that binding needs."""
     binding: dict = {}
     conds: list = []
-    for path, _dt, shape in c.inputs:  # bind each root at its first bare site, else at a k*r + c site
-        for axis, d in enumerate(shape):
-            if isinstance(d, sympy.Symbol) and d not in binding:
-                binding[d] = var[(path, axis)]
-    for path, _dt, shape in c.inputs:
-        for axis, d in enumerate(shape):
-            aff = _affine(d)
-            if aff is not None and aff[0] not in binding:
-                r, k, c0 = aff
-                v = var[(path, axis)]
-                binding[r] = sympy.floor((v - c0) / k)
-                conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
+    sites = [(key, d) for key, d in _site_keys(c) if key in var]
+    for key, d in sites:  # bind each root at its first bare site, else at a k*r + c site
+        if isinstance(d, sympy.Symbol) and d not in binding:
+            binding[d] = var[key]
+    for key, d in sites:
+        aff = _affine(d)
+        if aff is not None and aff[0] not in binding:
+            r, k, c0 = aff
+            v = var[key]
+            binding[r] = sympy.floor((v - c0) / k)
+            conds += [sympy.Eq(sympy.Mod(v - c0, abs(k)), 0), v >= c0 if k > 0 else v <= c0]
     return binding, conds
 
 
 def _admits(c: Contract, var: dict) -> Any:
-    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``."""
+    """The contract as a quantifier-free formula over the site variables ``var[(path, axis)]``
+    (``(path, None)``: a dynamic int input's value)."""
     binding, conds = _binding(c, var)
-    for path, _dt, shape in c.inputs:
-        for axis, d in enumerate(shape):
-            v = var[(path, axis)]
-            if not isinstance(d, sympy.Basic) or d.is_Integer:
-                conds.append(sympy.Eq(v, int(d)))
-            elif d.free_symbols <= binding.keys():
-                e = d.xreplace(binding)
-                if e != v:
-                    conds.append(sympy.Eq(v, e))
+    for key, d in _site_keys(c):
+        if key not in var:
+            continue
+        v = var[key]
+        if not isinstance(d, sympy.Basic) or d.is_Integer:
+            conds.append(sympy.Eq(v, int(d)))
+        elif d.free_symbols <= binding.keys():
+            e = d.xreplace(binding)
+            if e != v:
+                conds.append(sympy.Eq(v, e))
     for sym, (lo, hi) in c.ranges.items():
         if sym in binding:
             conds.append(binding[sym] >= lo)
@@ -517,7 +559,12 @@ def _admits(c: Contract, var: dict) -> Any:
 
 
 def _site_dims(c: Contract) -> dict:
-    return {(p, a): d for p, _dt, shape in c.inputs for a, d in enumerate(shape)}
+    return dict(_site_keys(c))
+
+
+def _site_text(key: tuple) -> str:
+    """``x.shape[1]`` for an input axis, ``n`` for a dynamic int input (axis None)."""
+    return key[0] if key[1] is None else f"{key[0]}.shape[{key[1]}]"
 
 
 def _site_congruence(c: Contract, d: Any) -> tuple[int, int]:
@@ -543,10 +590,10 @@ def _congruence_text(site: str, m: int, r: int) -> str:
 def _root_site_names(c: Contract) -> dict:
     """Root symbol -> the input axis that binds it (``x.shape[0]``, or ``(z.shape[0] - 1)/2``)."""
     names: dict = {}
-    for site, d in c.sites():
+    for site, d in [*c.sites(), *c.int_inputs]:  # an int input's site is its path
         if isinstance(d, sympy.Symbol) and d not in names:
             names[d] = site
-    for site, d in c.sites():
+    for site, d in [*c.sites(), *c.int_inputs]:
         aff = _affine(d)
         if aff is not None and aff[0] not in names:
             r, k, c0 = aff
@@ -602,8 +649,8 @@ def _site_named(c: Contract) -> Contract:
 def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     changes = []
     od, nd = _site_dims(old), _site_dims(new)
-    old_in = {p: (dt, len(s)) for p, dt, s in old.inputs}
-    new_in = {p: (dt, len(s)) for p, dt, s in new.inputs}
+    old_in = {p: (dt, len(s)) for p, dt, s in old.inputs} | {p: ("int", 0) for p, _d in old.int_inputs}
+    new_in = {p: (dt, len(s)) for p, dt, s in new.inputs} | {p: ("int", 0) for p, _d in new.int_inputs}
     for p in old_in:
         if p not in new_in:
             changes.append(Change(f"input {p} removed", True))
@@ -617,7 +664,7 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     for key in od:
         if key not in nd:
             continue
-        site = f"{key[0]}.shape[{key[1]}]"
+        site = _site_text(key)
         o, n = od[key], nd[key]
         (olo, ohi), (nlo, nhi) = old.site_range(o), new.site_range(n)
         ostatic = not isinstance(o, sympy.Basic) or o.is_Integer
@@ -693,8 +740,9 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
 
 
 def _site_var(key: tuple) -> Any:
-    """The integer variable of one input axis, shared by both contracts of a diff."""
-    return sympy.Symbol(f"{key[0]}.shape[{key[1]}]", integer=True, nonnegative=True)
+    """The integer variable of one input axis (or dynamic int input), shared by both contracts of a diff."""
+    return sympy.Symbol(f"{key[0]}.int" if key[1] is None else f"{key[0]}.shape[{key[1]}]", integer=True,
+                        nonnegative=True)
 
 
 _SITE = re.compile(r"^(.*)\.shape\[(\d+)\]$")
@@ -707,7 +755,7 @@ def _site_eq(a: str, b: str) -> Any:
 
 def _facts(c: Contract) -> dict:
     """Relation and guard texts (as :func:`_structural_changes` lists them) -> condition over site variables."""
-    var = {(p, a): _site_var((p, a)) for p, _dt, shape in c.inputs for a in range(len(shape))}
+    var = {key: _site_var(key) for key, _d in _site_keys(c)}
     binding, _conds = _binding(c, var)
     named = _site_named(c)
     repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in _root_site_names(c).items()}
@@ -736,10 +784,8 @@ class _Holds:
 
         self.solver = ShapeSolver(timeout_ms=timeout_ms)
         var = {}
-        for p, _dt, shape in c.inputs:
-            for a in range(len(shape)):
-                v = _site_var((p, a))
-                var[(p, a)] = self.solver.declare(v.name, lower=0, upper=None)
+        for key, _d in _site_keys(c):
+            var[key] = self.solver.declare(_site_var(key).name, lower=0, upper=None)
         try:
             self.solver.assume(_admits(c, var))
             self.ok = True
@@ -857,7 +903,7 @@ def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[lis
 
 
 def _site_vars(*contracts: Contract) -> dict:
-    return {(p, a): _site_var((p, a)) for c in contracts for p, _dt, shape in c.inputs for a in range(len(shape))}
+    return {key: _site_var(key) for c in contracts for key, _d in _site_keys(c)}
 
 
 def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Change]:
@@ -894,10 +940,8 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
         changes += _structure_changes(old.output_structure, new.output_structure, "out")
     s = ShapeSolver(timeout_ms=timeout_ms)
     # one variable per input axis of either side (an input renamed, added or removed has its own)
-    var = {(p, a): s.declare(_site_var((p, a)).name, lower=0, upper=None)
-           for c in (old, new) for p, _dt, shape in c.inputs for a in range(len(shape))}
-    one_sided = {var[(p, a)] for p, _dt, shape in old.inputs for a in range(len(shape))} ^ \
-        {var[(p, a)] for p, _dt, shape in new.inputs for a in range(len(shape))}
+    var = {key: s.declare(_site_var(key).name, lower=0, upper=None) for c in (old, new) for key, _d in _site_keys(c)}
+    one_sided = {var[key] for key, _d in _site_keys(old)} ^ {var[key] for key, _d in _site_keys(new)}
     bind_o, _ = _binding(old, var)
     bind_n, _ = _binding(new, var)
     pending = []
@@ -1006,12 +1050,11 @@ def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) ->
     s = ShapeSolver(timeout_ms=timeout_ms)
     var: dict = {}
     names: dict = {}
-    for path, _dt, shape in old.inputs:
-        for axis, d in enumerate(shape):
-            sym = s.declare(f"v{len(var)}", lower=0, upper=None)
-            var[(path, axis)] = sym
-            if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
-                names[sym.name] = f"{path}.shape[{axis}]"
+    for key, d in _site_keys(old):
+        sym = s.declare(f"v{len(var)}", lower=0, upper=None)
+        var[key] = sym
+        if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
+            names[sym.name] = _site_text(key)
     try:
         s.assume(_admits(old, var))
         verdict = s.implies(_admits(new, var))

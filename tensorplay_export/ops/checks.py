@@ -20,7 +20,8 @@ from ..errors import ConstraintsExceededError, InputDtypeError
 from ..records import format_range_brackets
 from .registry import register_op
 
-__all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard", "check_size"]
+__all__ = ["check_input", "derived_root", "assert_range", "assert_dim", "assert_guard", "check_size", "check_int",
+           "assert_int"]
 
 
 def check_input(x: Any, path: str, static: tuple, dtype: Optional[np.dtype], shape_text: str) -> Any:
@@ -113,6 +114,51 @@ def check_size(ok: bool, text: str, where: str, names: tuple, values: tuple) -> 
         raise ConstraintsExceededError(f"tpe.check({text}) failed: {shown}, at {where}")
 
 
+def _int_value(value: Any, path: str) -> int:
+    """``value`` as a Python int: an int or a numpy integer scalar (as numpy's own integer
+    semantics take it); a bool, a float or anything else is refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ConstraintsExceededError(
+            f"{path} must be an int (a dynamic int input of the program), got {type(value).__name__} {value!r:.40}")
+    return int(value)
+
+
+def check_int(value: Any, path: str, k: int, c: int, lo: Optional[int], hi: Optional[int],
+              expr_text: str, root: str) -> int:
+    """A dynamic int input: check it is an int; bind root ``r`` from ``value == k*r + c``
+    (``k = 1, c = 0``: the value itself) and, when ``lo`` is given, check ``lo <= r <= hi``.
+
+    Returns ``r`` (a Python int).
+
+    Raises:
+        ConstraintsExceededError: not an int (a bool is refused), or not ``k*r + c`` for an
+            integer ``r`` in range (``n = 7 is not 2*m for any integer m``).
+    """
+    v = _int_value(value, path)
+    r, rem = divmod(v - c, k)
+    if rem:
+        raise ConstraintsExceededError(f"{path} = {v} is not {expr_text} for any integer {root}")
+    if lo is not None and (r < lo or (hi is not None and r > hi)):
+        raise ConstraintsExceededError(
+            f"{path} = {v} is outside {expr_text} for {root} in {format_range_brackets(lo, hi)}")
+    return r
+
+
+def assert_int(value: Any, path: str, expected: int, what: str, detail: str) -> None:
+    """A dynamic int input whose size is fixed by other inputs (or, ``what`` empty, specialized
+    by a guard at export): an int equal to ``expected``.
+
+    Raises:
+        ConstraintsExceededError: not an int, or ``n = 7 must equal x.shape[0] = 8 (dim d)``.
+    """
+    v = _int_value(value, path)
+    if v != expected and not what:
+        raise ConstraintsExceededError(f"{path} = {v}, but the program was exported specialized to {path} = "
+                                       f"{expected} ({detail})")
+    if v != expected:
+        raise ConstraintsExceededError(f"{path} = {v} must equal {what} = {expected} ({detail})")
+
+
 def _no_outputs(ctx: Any, *args: Any, **kwargs: Any) -> tuple:
     return ()
 
@@ -127,5 +173,9 @@ register_op("tpe.assert_dim", assert_dim, _no_outputs, side_effect=True,
             doc="a dynamic axis equals its expression over the roots")
 register_op("tpe.assert_guard", assert_guard, _no_outputs, side_effect=True,
             doc="an extra relation over root sizes holds")
+register_op("tpe.check_int", check_int, _no_outputs, side_effect=True,
+            doc="a dynamic int input is an int; bind its root r from value == k*r + c (range of r)")
+register_op("tpe.assert_int", assert_int, _no_outputs, side_effect=True,
+            doc="a dynamic int input is an int equal to its size over the roots bound elsewhere")
 register_op("tpe.check_size", check_size, _no_outputs, side_effect=True,
             doc="a tpe.check(cond) on data-dependent sizes holds (assumed during capture)")

@@ -31,7 +31,7 @@ from ..specs.dims import EqualityConstraint
 from ..specs.normalize import equality_constraints_from
 from .call_binding import call_parameters
 from .exported import ExportedProgram
-from .input_checks import InputContract, InputSite, insert_input_checks
+from .input_checks import InputContract, InputSite, IntSite, insert_input_checks
 from .signature import (
     ConstantArgument, ExportGraphSignature, InputKind, InputSpec, ModuleCallEntry, ModuleCallSignature,
     OutputKind, OutputSpec, SymBoolArgument, SymFloatArgument, SymIntArgument, TensorArgument,
@@ -112,7 +112,8 @@ def finish_graph(result: CaptureResult, extra_guards: tuple = ()) -> Any:
     for s, (lo, hi) in folded.items():
         lo, hi = _admitted_extent(s, lo, hi, guards, env.hints.get(s))
         ranges[s] = ValueRange(lo, math.inf if hi is None else hi)
-    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges})
+    int_sites = [IntSite(path, ph, as_dim(sub(size))) for path, ph, size in result.int_sites]
+    contract = InputContract(sites, ranges, guards, {s: env.names.get(s, s.name) for s in ranges}, int_sites)
     insert_input_checks(graph, contract)
     all_ranges = dict(ranges)
     checked = _checked_conditions(graph)
@@ -232,6 +233,8 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
             constants[target] = value
         elif kind == "user_input":
             input_specs.append(InputSpec(InputKind.USER_INPUT, TensorArgument(name)))
+        elif kind == "user_input_symint":  # a dynamic int input (torch's SymInt input)
+            input_specs.append(InputSpec(InputKind.USER_INPUT, SymIntArgument(name)))
         else:
             input_specs.append(InputSpec(InputKind.USER_INPUT, ConstantArgument(name, value)))
     order = {n.name: i for i, n in enumerate(graph.placeholders())}
@@ -284,7 +287,11 @@ def build_program(result: CaptureResult, model: Any, args: tuple, kwargs: dict, 
     placeholder_of_path = {path: ph for path, ph, _s, _d in result.sites}
     equalities = []
     for eq in equality_constraints_from(result.leaf_specs):
-        equalities.append(type(eq)(tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites), eq.name))
+        # array axes only (torch's equality constraints tie tensor dims): an int input tied to an
+        # axis is checked by its tpe.assert_int and stated by the contract's int inputs
+        axes = tuple((placeholder_of_path.get(p, p), a) for p, a in eq.sites if a is not None)
+        if len(axes) > 1:
+            equalities.append(type(eq)(axes, eq.name))
     equalities = _with_inferred_ties(equalities, result)
     gm = GraphModule(graph, op_table=result.op_table or None)
     ep = ExportedProgram(gm, signature, example_inputs=(args, kwargs), dynamic_shapes=dynamic_shapes,

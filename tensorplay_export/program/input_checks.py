@@ -42,7 +42,7 @@ from ..graph.printing import format_guard
 from ..records import ValueRange, sympy
 from solver.forms import affine as _affine
 
-__all__ = ["InputSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)
+__all__ = ["InputSite", "IntSite", "InputContract", "insert_input_checks", "SizeProbe"]  # (one_root: for the contract reader)
 
 
 @dataclass
@@ -61,6 +61,19 @@ class InputSite:
 
 
 @dataclass
+class IntSite:
+    """One dynamic int input (torch's SymInt input) as the contract sees it.
+
+    ``path``: user-facing path (``"n"``); ``placeholder``: its placeholder's name;
+    ``size``: an int, a root symbol or ``k*r + c`` over one root (``sympy.Expr``).
+    """
+
+    path: str
+    placeholder: str
+    size: Any
+
+
+@dataclass
 class InputContract:
     """What every call of the program must satisfy.
 
@@ -73,6 +86,7 @@ class InputContract:
     ranges: dict = field(default_factory=dict)
     guards: list = field(default_factory=list)
     names: dict = field(default_factory=dict)
+    int_sites: list = field(default_factory=list)   # IntSite per dynamic int input
 
 
 # -- inserting the checks ----------------------------------------------------------
@@ -142,8 +156,23 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
             chk.meta["bind"] = bind
             inserted.append(chk)
             checks.append((site, chk))
-        # 2. roots seen only through k*r + c: bind r = (size - c) // k with its checks.
+        # 1b. dynamic int inputs that are a bare root: check the type, bind the root.
+        int_left: list = []
         derived_done: set[sympy.Symbol] = set()
+        for site in contract.int_sites:
+            ph = by_name.get(site.placeholder)
+            if ph is None:
+                raise ValueError(f"int input {site.path!r}: no placeholder named {site.placeholder!r}")
+            ph.meta.pop("bind", None)
+            size = sympy.sympify(site.size)
+            if isinstance(size, sympy.Symbol) and size not in bound_at:
+                inserted.append(graph.call_function(
+                    "tpe.check_int", (ph, site.path, 1, 0, None, None, disp(size), disp(size)),
+                    meta={"shape": None, "bind": {None: size}}, name_hint=f"check_{ph.name}"))
+                bound_at[size] = site.path
+            else:
+                int_left.append((site, ph, size))
+        # 2. roots seen only through k*r + c: bind r = (size - c) // k with its checks.
         for site, chk in checks:
             for axis, d in enumerate(chk.meta["shape"]):
                 if not isinstance(d, sympy.Basic) or d.is_Integer or isinstance(d, sympy.Symbol):
@@ -160,6 +189,20 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                 bound_at[r] = f"{site.path}.shape[{axis}]"
                 derived_done.add(r)
                 inserted.append(node)
+        # 2b. int inputs k*r + c whose root no axis binds: bind r = (value - c) // k.
+        for site, ph, size in list(int_left):
+            aff = one_root(size) if not size.is_Integer and not isinstance(size, sympy.Symbol) else None
+            if aff is None or aff[0] in bound_at:
+                continue
+            r, k, c = aff
+            vr = contract.ranges.get(r, ValueRange(0))
+            inserted.append(graph.call_function(
+                "tpe.check_int", (ph, site.path, k, c, int(vr.lower), _bound(vr.upper), format_guard(size, names),
+                                  disp(r)),
+                meta={"shape": None, "bind": {None: r}}, name_hint=f"root_{disp(r).lstrip('_') or 'r'}"))
+            bound_at[r] = site.path
+            derived_done.add(r)
+            int_left.remove((site, ph, size))
         # 3. ranges of directly bound roots.
         for sym, vr in contract.ranges.items():
             if sym not in bound_at or sym in derived_done:
@@ -190,6 +233,22 @@ def insert_input_checks(graph: Graph, contract: InputContract) -> list[Node]:
                                        for s in sorted(d.free_symbols, key=lambda s: s.name))
                 inserted.append(graph.call_function(
                     "tpe.assert_dim", (chk, site.path, axis, d, what, detail), meta={"shape": None}))
+        # 4b. every other int input equals its size over roots bound elsewhere (or its static value).
+        for site, ph, size in int_left:
+            missing = size.free_symbols - bound_at.keys()
+            if missing:
+                raise ValueError(f"int input {site.path}: size {size} uses {sorted(map(str, missing))}, "
+                                 "which no input binds")
+            if size.is_Integer:
+                what, detail = "", "a guard of the model pinned its dim to the example's value"
+            elif isinstance(size, sympy.Symbol):
+                what, detail = bound_at[size], f"dim {disp(size)}"
+            else:
+                what = format_guard(size, names)
+                detail = ", ".join(f"{disp(s)} from {bound_at[s]}" for s in sorted(size.free_symbols, key=lambda s: s.name))
+            inserted.append(graph.call_function(
+                "tpe.assert_int", (ph, site.path, int(size) if size.is_Integer else size, what, detail),
+                meta={"shape": None}, name_hint=f"check_{ph.name}"))
         # 5. extra guards.
         order = list(bound_at)
         for guard in contract.guards:
@@ -262,6 +321,14 @@ class SizeProbe:
                       for n in checks if n.target == "tpe.check_input"
                       for axis, d in enumerate(n.meta["shape"])
                       if isinstance(d, sympy.Basic) and not d.is_Integer}
+        # dynamic int inputs: path -> (placeholder, size over the roots), from their checks
+        self.int_sites: dict = {}
+        for n in checks:
+            if n.target == "tpe.check_int" and (n.meta.get("bind") or {}).get(None) is not None:
+                self.int_sites[n.args[1]] = (n.args[0], n.args[2] * n.meta["bind"][None] + n.args[3])
+            elif n.target == "tpe.assert_int":
+                self.int_sites[n.args[1]] = (n.args[0], sympy.sympify(n.args[2]))
+        self._int_nodes = {node: expr for node, expr in self.int_sites.values()}
         self.symbols = {str(s): s for s in program.range_constraints}
         self.ranges = dict(program.range_constraints)
         # example sizes of the symbols an input axis names directly
@@ -270,6 +337,9 @@ class SizeProbe:
         if ex and "args" in ex:
             leaves, _ = tree_flatten((tuple(ex["args"]), dict(ex["kwargs"])))
             for node, leaf in zip(self._user_nodes, leaves):
+                if isinstance(self._int_nodes.get(node), sympy.Symbol) and isinstance(leaf, (int, np.integer)):
+                    self.hints.setdefault(self._int_nodes[node], int(leaf))
+                    continue
                 shape = self._shapes.get(node, (None,))[0]
                 if shape is None or not hasattr(leaf, "shape") or len(leaf.shape) != len(shape):
                     continue
@@ -278,7 +348,8 @@ class SizeProbe:
                         self.hints.setdefault(d, int(n))
 
     def __call__(self, sizes: dict) -> Optional[ConstraintsExceededError]:
-        """``sizes``: symbol name (``"seq"``) or input axis (``"x.shape[1]"``) -> int.
+        """``sizes``: symbol name (``"seq"``), input axis (``"x.shape[1]"``) or dynamic int
+        input (``"n"``, its path) -> int.
 
         An input axis takes the size as given, so a size its contract cannot
         have (``x.shape[1] = 4*_h + 1``) reaches the checks as it would in a call.
@@ -297,6 +368,12 @@ class SizeProbe:
                 root = one_root(expr)
                 if root is not None and (int(size) - root[2]) % root[1] == 0:
                     values[root[0]] = (int(size) - root[2]) // root[1]  # the other axes over that root follow
+            elif name in self.int_sites:
+                node, expr = self.int_sites[name]
+                at_axis[(node, None)] = int(size)
+                root = one_root(expr) if not expr.is_Integer else None
+                if root is not None and (int(size) - root[2]) % root[1] == 0:
+                    values[root[0]] = (int(size) - root[2]) // root[1]
             else:
                 raise KeyError(f"no size symbol or input axis {name!r} in the program; symbols: "
                                f"{sorted(self.symbols)}, axes: {sorted(self.sites)}")
@@ -304,6 +381,10 @@ class SizeProbe:
         for node in self._user_nodes:
             if node in self._constants:
                 flat.append(self._constants[node])
+                continue
+            if node in self._int_nodes:  # a dynamic int input: its size at these values
+                flat.append(at_axis[(node, None)] if (node, None) in at_axis else
+                            int(evaluate(self._int_nodes[node], values)))
                 continue
             shape, dtype = self._shapes.get(node, ((), None))
             dims = [at_axis[(node, i)] if (node, i) in at_axis else

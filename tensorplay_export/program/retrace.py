@@ -301,6 +301,29 @@ class _Retrace(Interpreter):
         if hi is not None:
             self.require(sympy.Le(size, hi), reason, op)
 
+    def check_int(self, value: Any, path: str, k: int, c: int, lo: Optional[int], hi: Optional[int],
+                  text: str, name: str) -> Any:
+        """A dynamic int input: the caller's int (or symbolic size) and the root it binds."""
+        root = self.concrete_check("tpe.check_int", (value, path, k, c, lo, hi, text, name), {})
+        if not isinstance(value, SymInt):
+            return root
+        size = sympy.sympify(to_expr(value))
+        if k not in (1, -1):
+            self.require(sympy.Eq(sympy.Mod(size - c, k), 0),
+                         f"the exported program called here takes {path} = {text}, a multiple "
+                         f"relation of its dim {name}", "tpe.check_int")
+        r = sympy.floor((size - c) / k) if k not in (1, -1) else (size - c) * k
+        if lo is not None:
+            self._require_range(r, lo, hi, f"{path} = {text}", name, "tpe.check_int")
+        return wrap_int(r, self.shape_env)
+
+    def assert_int(self, value: Any, path: str, expected: Any, what: str, detail: str) -> None:
+        self.concrete_check("tpe.assert_int", (value, path, expected, what, detail), {})
+        got = to_expr(value) if isinstance(value, SymInt) else value
+        want = to_expr(expected) if not isinstance(expected, int) else expected
+        self.require(sympy.Eq(sympy.sympify(got), sympy.sympify(want)),
+                     f"the exported program called here needs {path} == {what} ({detail})", "tpe.assert_int")
+
     def assert_dim(self, x: Any, path: str, axis: int, expected: Any, what: str, detail: str) -> None:
         self.concrete_check("tpe.assert_dim", (x, path, axis, expected, what, detail), {})
         got = to_expr(_shape_of(x)[axis]) if not isinstance(_shape_of(x)[axis], int) else _shape_of(x)[axis]
@@ -370,6 +393,8 @@ _SPECIAL = {
     "tpe.derived_root": _Retrace.derived_root,
     "tpe.assert_range": _Retrace.assert_range,
     "tpe.assert_dim": _Retrace.assert_dim,
+    "tpe.check_int": _Retrace.check_int,
+    "tpe.assert_int": _Retrace.assert_int,
     "tpe.assert_guard": _Retrace.assert_guard,
     "tpe.check_size": _Retrace.check_size,
     "tpe.item_size": _Retrace.item_size,

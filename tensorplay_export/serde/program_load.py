@@ -696,8 +696,10 @@ def _tensor_argument(data: Any, S: Any) -> Any:
 
 # What capture emits, and so all a loaded program may hold.  A kind joins these tables together
 # with the hostile tests of its own rules (parameter mutations, size outputs, generator state, ...).
-_INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument"), "PARAMETER": ("TensorArgument",),
+_INPUT_ARGS = {"USER_INPUT": ("TensorArgument", "ConstantArgument", "SymIntArgument"), "PARAMETER": ("TensorArgument",),
                "BUFFER": ("TensorArgument",), "CONSTANT_TENSOR": ("TensorArgument",)}
+# the runtime checks export puts on a dynamic int input (a SymIntArgument USER_INPUT)
+_INT_INPUT_CHECKS = frozenset({"tpe.check_int", "tpe.assert_int"})
 # a size output (tpe.size_value node, by its kind) and the argument record naming it
 _SIZE_OUTPUT_ARGS = {"int": "SymIntArgument", "float": "SymFloatArgument", "bool": "SymBoolArgument"}
 # output kinds in the order capture writes them (state write-backs, input write-backs, results)
@@ -772,6 +774,14 @@ def _check_specs(graph: Graph, sig: Any, member: str) -> None:
             fail(member, f"input spec {spec.arg.name!r:.80} does not match placeholder {ph.name!r}")
         if kind == "USER_INPUT" and arg_kind == "TensorArgument":
             user_inputs[ph.name] = ph
+        if arg_kind == "SymIntArgument":
+            # a dynamic int input: its placeholder, read first by the int check that binds or ties its size
+            if spec.arg.name != ph.name:
+                fail(member, f"input spec {spec.arg.name!r:.80} does not match placeholder {ph.name!r}")
+            first = next((u for u in graph.nodes if ph in getattr(u, "args", ())[:1]), None)
+            if first is None or first.op != "call_function" or first.target not in _INT_INPUT_CHECKS:
+                fail(member, f"int input {ph.name!r} must be read first by one of {sorted(_INT_INPUT_CHECKS)} "
+                             "(its runtime check), as export writes it")
         if kind == "BUFFER":
             buffers.add(spec.target)
         if kind == "PARAMETER":
@@ -872,6 +882,12 @@ def _check_ranges_enforced(graph: Graph, ranges: dict, member: str) -> None:
             sym, lo, hi = n.args[:3]
         elif n.target == "tpe.derived_root" and len(n.args) >= 7:
             sym, lo, hi = (n.meta.get("bind") or {}).get(None), n.args[5], n.args[6]
+        elif n.target == "tpe.check_int" and len(n.args) >= 6:
+            if n.args[4] is None:  # a bare int root: its range is a tpe.assert_range of its own
+                for sym in (n.meta.get("bind") or {}).values():
+                    input_bound.setdefault(sym, n.name)
+                continue
+            sym, lo, hi = (n.meta.get("bind") or {}).get(None), n.args[4], n.args[5]
         else:
             continue
         if (not is_symbol(sym) or type(lo) is not int

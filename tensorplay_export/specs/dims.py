@@ -549,6 +549,10 @@ def _same_constant(a: Any, b: Any) -> bool:
         return a is b
 
 
+def _int_input(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 class AdditionalInputs:
     """Infer dynamic axes from several representative input sets.
 
@@ -602,8 +606,10 @@ class AdditionalInputs:
         base_leaves, base_tree = pytree.tree_flatten((tuple(args), kwargs))
         paths = input_leaf_paths(model, args, kwargs)
         varies: list[set[int]] = [set() for _ in base_leaves]
-        seen: list[dict[int, list[int]]] = [
-            {ax: [int(d)] for ax, d in enumerate(b.shape)} if isinstance(b, np.ndarray) else {} for b in base_leaves]
+        # an int input is one "axis", None (its value; see LeafSpec): it varies like an axis does
+        seen: list[dict[Any, list[int]]] = [
+            {ax: [int(d)] for ax, d in enumerate(b.shape)} if isinstance(b, np.ndarray) else
+            {None: [int(b)]} if _int_input(b) else {} for b in base_leaves]
         for n, (a, k) in enumerate(self._examples):
             leaves, tree = pytree.tree_flatten((a, k))
             if tree != base_tree:
@@ -612,12 +618,17 @@ class AdditionalInputs:
             for i, (leaf, base) in enumerate(zip(leaves, base_leaves)):
                 if isinstance(base, np.ndarray) != isinstance(leaf, np.ndarray):
                     raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' is an array in one set only")
+                if _int_input(base) and _int_input(leaf) and int(leaf) >= 0 and int(base) >= 0:
+                    seen[i][None].append(int(leaf))
+                    if int(leaf) != int(base):
+                        varies[i].add(None)
+                    continue
                 if not isinstance(base, np.ndarray) and not _same_constant(base, leaf):
                     raise ValueError(
                         f"AdditionalInputs set {n}: input '{paths[i]}' is {leaf!r}, but the export example "
-                        f"has {base!r}; a non-array input is a constant of the program (only array sizes "
-                        f"can be dynamic), so export one program per value, or pass it as an array "
-                        f"(np.asarray(...)) and read it inside the model")
+                        f"has {base!r}; a non-array input is a constant of the program (only array sizes and "
+                        f"non-negative int inputs can be dynamic), so export one program per value, or pass it "
+                        f"as an array (np.asarray(...)) and read it inside the model")
                 if isinstance(base, np.ndarray):
                     if leaf.ndim != base.ndim:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
@@ -628,19 +639,22 @@ class AdditionalInputs:
         # axes varying with the same sizes in every set: one shared Dim, named after the first
         groups: dict[tuple, list[tuple[int, int]]] = {}
         for i, v in enumerate(varies):
-            for ax in sorted(v):
+            for ax in sorted(v, key=lambda a: -1 if a is None else a):
                 groups.setdefault(tuple(seen[i][ax]), []).append((i, ax))
         shared: dict[tuple[int, int], Any] = {}
         for sizes, sites in groups.items():
             if len(sites) > 1:
                 i, ax = sites[0]
-                dim = Dim(f"{leaf_name(paths[i])}_dim{ax}", min=0 if min(sizes) == 0 else None)
+                dim = Dim(leaf_name(paths[i]) if ax is None else f"{leaf_name(paths[i])}_dim{ax}",
+                          min=0 if min(sizes) == 0 else None)
                 shared.update((site, dim) for site in sites)
         self.shared = frozenset(d.name for d in shared.values())
         # a lone axis that is 0 in some set needs min 0 (a plain Dim.DYNAMIC starts at 1)
-        leaf_specs = [({ax: shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
-                        for ax in sorted(v)} or None)
-                      if isinstance(leaf, np.ndarray) else None
+        def lone(i: int, ax: Any) -> Any:
+            return shared.get((i, ax), Dim.DYNAMIC(min=0) if min(seen[i][ax]) == 0 else Dim.DYNAMIC)
+
+        leaf_specs = [({ax: lone(i, ax) for ax in sorted(v)} or None) if isinstance(leaf, np.ndarray) else
+                      lone(i, None) if None in v else None   # an int input's spec is the Dim itself
                       for i, (leaf, v) in enumerate(zip(base_leaves, varies))]
         self.spec = spec_by_argument(model, tuple(args), kwargs, leaf_specs)
         return self.spec

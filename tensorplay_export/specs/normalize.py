@@ -45,7 +45,7 @@ from .binding import _bind_inputs, input_leaf_paths, signature_target
 
 __all__ = [
     "LeafSpec", "normalize_dynamic_shapes", "input_leaf_paths", "collect_dims", "equality_constraints_from",
-    "named_dim_infos", "OutsideExample", "example_range_error",
+    "named_dim_infos", "OutsideExample", "example_range_error", "site_of",
 ]
 
 
@@ -54,7 +54,8 @@ class LeafSpec:
     """The spec of one array input: its path and its dynamic axes.
 
     ``axes`` maps an axis (non-negative) to a :class:`Dim`, a :class:`DerivedDim`,
-    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.  ``top`` is the
+    ``Dim.AUTO`` or ``Dim.DYNAMIC``; an axis not listed is static.  A dynamic int
+    input (torch's SymInt input) has the one key None: ``{None: Dim('n')}``.  ``top`` is the
     position of the top-level input holding the array (its entry in a tuple/list
     spec), None when not known.
     """
@@ -201,7 +202,19 @@ def _walk(value: Any, spec: Any, path: str, out: list) -> None:
         out.append(LeafSpec(path, _array_axes(value, spec, path)))
         return
     parts = pytree._children(value)
+    if parts is None and not _is_static(spec) and _is_int(value):
+        dim = _int_dim(spec, path)
+        if value < 0:  # the solver's size symbols are never negative
+            raise ValueError(f"spec for '{path}' makes the int input dynamic, but its example is {int(value)}: a "
+                             f"dynamic int input is a size (>= 0, as an array axis is); give a non-negative "
+                             f"example, or None for '{path}' (static: the program is specialized to the value)")
+        out.append(LeafSpec(path, {None: dim}))
+        return
     if parts is None:  # a non-array leaf (number, string, object)
+        if not _is_static(spec) and isinstance(value, (float, np.floating)) and _is_dim_like(spec):
+            raise TypeError(f"spec for '{path}' gives {spec!r}, but the input is {_kind_name(value)}: only int "
+                            f"inputs can be dynamic (a float input is static, the program specialized to its "
+                            f"value); use None for '{path}'")
         if not _is_static(spec):
             raise ValueError(f"spec for '{path}' gives dims {spec!r}, but the input is {_kind_name(value)}, "
                              f"not an array; use None")
@@ -244,6 +257,32 @@ def _walk(value: Any, spec: Any, path: str, out: list) -> None:
                          f"(it has {list(context)})")
     for k, v in zip(context, values):
         _walk(v, sub.get(k), path + pytree.key_str(kind, k), out)
+
+
+def _is_int(value: Any) -> bool:
+    """An int input that may be dynamic: a Python int or a numpy integer scalar (not a bool)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_dim_like(spec: Any) -> bool:
+    return isinstance(spec, (Dim, _DerivedDim)) or is_auto(spec) or is_dynamic(spec)
+
+
+def _int_dim(spec: Any, path: str) -> Any:
+    """The dim of a dynamic int input: the spec entry is the Dim itself (torch's SymInt input
+    spec), not a dict of axes."""
+    if _is_dim_like(spec):
+        return spec
+    if isinstance(spec, type) and issubclass(spec, Dim):
+        raise ValueError(f"spec for '{path}' is the class Dim; use Dim('name', ...)")
+    raise ValueError(f"spec for '{path}' must be a Dim, a derived dim, Dim.AUTO, Dim.DYNAMIC or None for an "
+                     f"int input (the Dim itself, not a dict of axes); got {spec!r}")
+
+
+def site_of(path: str, axis: Any) -> str:
+    """The text of an input site: ``x.shape[1]`` for an array axis, ``n`` for an int input
+    (``axis`` None)."""
+    return path if axis is None else f"{path}.shape[{axis}]"
 
 
 def _array_axes(value: np.ndarray, spec: Any, path: str) -> dict:
@@ -295,7 +334,7 @@ def _check_dim_names(leaves: list[Optional[LeafSpec]]) -> None:
             continue
         for axis, d in leaf.axes.items():
             roots = d.roots if isinstance(d, (Dim, _DerivedDim)) else ()
-            where = f"{leaf.path}.shape[{axis}]"
+            where = site_of(leaf.path, axis)
             for root in roots:
                 prev = seen.get(root.name)
                 if prev is None:
@@ -326,7 +365,7 @@ def _check_derived_nonnegative(leaves: list[Optional[LeafSpec]]) -> None:
         if leaf is None:
             continue
         for axis, d in leaf.axes.items():
-            site = f"{leaf.path}.shape[{axis}]"
+            site = site_of(leaf.path, axis)
             if isinstance(d, Dim):
                 root_sites.setdefault(d.name, []).append(site)
             elif isinstance(d, _DerivedDim) and d.root is not None and (d.min is None or d.min < 0):
@@ -447,8 +486,8 @@ def named_dim_infos(leaves: list[Optional[LeafSpec]], flat_inputs: list, *,
         if leaf is None:
             continue
         for axis, d in leaf.axes.items():
-            site = f"{leaf.path}.shape[{axis}]"
-            size = int(value.shape[axis])
+            site = site_of(leaf.path, axis)
+            size = int(value) if axis is None else int(value.shape[axis])
             if isinstance(d, Dim):
                 if check and not (d.min <= size and (d.max is None or size <= d.max)):
                     outside.append(OutsideExample(site, size, d))

@@ -347,19 +347,26 @@ def _dynamic_sites(spec: Any, auto: bool = False) -> list[_DynamicSite]:
     out: list[_DynamicSite] = []
     unknown = "R"  # stands for an argument name a positional spec does not give
 
+    def head_of(path: Optional[str], known: bool) -> str:
+        if path is None:
+            return r"[^\W\d]\w*"
+        if not known:  # any argument name, then the known rest of the path
+            return r"[^\W\d]\w*?" + re.escape(leaf_name(path)[len(unknown):])
+        return re.escape(leaf_name(path))
+
     def walk(node: Any, path: Optional[str], known: bool, loc: tuple) -> None:
-        if _is_axes(node):
+        if path is not None and (is_dynamic(node) or (auto and is_auto(node))):
+            # a dynamic int input: the hint is its whole spec, and capture names it after the input
+            out.append(_DynamicSite(loc, re.compile(f"^{head_of(path, known)}(?:_\\d+)?$"), node))
+            return
+        # a top-level tuple/list is by input position (normalize), never one array's axes
+        if _is_axes(node) and not (top and not loc and isinstance(node, (tuple, list))):
             items = node.items() if isinstance(node, dict) else enumerate(node)
             for axis, d in items:
                 if not (is_dynamic(d) or (auto and is_auto(d))):
                     continue
                 tail = rf"_dim{axis}" if axis >= 0 else r"_dim\d+"  # a negative axis needs the rank
-                if path is None:
-                    head = r"[^\W\d]\w*"
-                elif not known:  # any argument name, then the known rest of the path
-                    head = r"[^\W\d]\w*?" + re.escape(leaf_name(path)[len(unknown):])
-                else:
-                    head = re.escape(leaf_name(path))
+                head = head_of(path, known)
                 # capture adds _1, _2... when a user Dim already has the site's name
                 out.append(_DynamicSite(loc + (axis,), re.compile(f"^{head}{tail}(?:_\\d+)?$"), d))
             return
@@ -374,7 +381,8 @@ def _dynamic_sites(spec: Any, auto: bool = False) -> list[_DynamicSite]:
             for f in _spec_fields(node):
                 walk(getattr(node, f), f"{path}.{f}", known, loc + (f,))
 
-    if isinstance(spec, ShapesCollection):
+    top = not isinstance(spec, ShapesCollection)
+    if not top:
         for i, (_array, v) in enumerate(spec.items()):
             walk(v, unknown, False, (i,))
     else:

@@ -234,6 +234,8 @@ CASES = {
     "tpe.assert_dim": [c(A(n), "x", 0, n, "x.shape[0]", "dim n")],
     "tpe.assert_guard": [c(True, "x.shape[0]", n, "n >= 1", ("n",), (n,))],
     "tpe.check_size": [c(True, "u0 >= 1", "model.py:3", ("n",), (n,))],
+    "tpe.check_int": [c(n, "k", 1, 0, None, None, "n", "n"), c(2 * n, "k", 2, 0, 1, 64, "2*n", "n")],
+    "tpe.assert_int": [c(n, "k", n, "x.shape[0]", "dim n")],
     "tpe.size_value": [c(2 * n + 1, "int")],
     "tpe.item_size": [c(A(1, hi=5), "model.py:3"), c(A(hi=9), "model.py:4")],
     # -- nn composites

@@ -565,10 +565,14 @@ def test_draft_export_when_the_model_raises_on_its_example():
 
 # --- inputs that are not arrays ----------------------------------------------------------------
 
-def test_dim_on_an_int_input_is_refused_with_a_hint():
-    # torch can make an int input a SymInt; ours keeps ints as constants (README)
-    with pytest.raises(ValueError, match="use None"):
-        tpe.export(lambda x, n: x * n, arr(3), 4, dynamic_shapes={"x": {0: Dim("d")}, "n": Dim("n")})
+def test_dim_on_an_int_input_makes_it_a_symint_input():
+    # as torch makes an int input a SymInt (tests/test_symint_inputs.py has the rest)
+    model = lambda x, n: x * n  # noqa: E731
+    ep = tpe.export(model, arr(3), 4, dynamic_shapes={"x": {0: Dim("d")}, "n": Dim("n")})
+    for size, n in [(3, 4), (5, 9), (1, 1)]:
+        agrees(ep, model, arr(size), n)
+    with pytest.raises(tpe.ConstraintsExceededError, match="n must be an int"):
+        ep.module()(arr(3), 2.0)
 
 
 def test_int_input_used_as_a_size():
@@ -699,12 +703,20 @@ def test_additional_inputs_with_an_empty_set_on_a_lone_axis():
     agrees(ep, lambda x: x * 2, arr(0))
 
 
-def test_additional_inputs_with_a_varying_int_are_refused_at_export():
+def test_additional_inputs_with_a_varying_int_make_it_dynamic():
     ai = tpe.AdditionalInputs()
     ai.add((arr(2, 3), 1))
     ai.add((arr(4, 3), 2))
+    model = lambda x, k: x * k  # noqa: E731
+    ep = tpe.export(model, arr(3, 3), 1, dynamic_shapes=ai)
+    ai.verify(ep)
+    agrees(ep, model, arr(5, 3), 7)
+    # a float that varies stays refused: only int inputs can be dynamic
+    af = tpe.AdditionalInputs()
+    af.add((arr(2, 3), 1.5))
+    af.add((arr(4, 3), 2.5))
     with pytest.raises(ValueError, match="k"):
-        tpe.export(lambda x, k: x * k, arr(3, 3), 1, dynamic_shapes=ai)
+        tpe.export(model, arr(3, 3), 1.5, dynamic_shapes=af)
 
 
 def test_shapes_collection_entries_may_hold_hints_and_tuples():
