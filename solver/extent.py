@@ -14,6 +14,7 @@ from typing import Optional
 
 import sympy
 
+from .bisection import last_holding
 from .decide import ShapeSolver
 
 _FAR = 2 ** 40  # beyond any size: satisfiable here means "no upper end"
@@ -37,7 +38,7 @@ def value_extent(conds: list, name: str, lower: int, upper: Optional[int], examp
     lo = lower
     if example > lower:
         # the least m with some value in [lower, m]: example has one, lower - 1 has none
-        lo = _boundary(lambda m: some_value(lower, m), example, lower - 1)
+        lo = last_holding(lambda m: some_value(lower, m), example, lower - 1)
     if upper is None:
         if some_value(_FAR, None):
             return lo, None
@@ -47,19 +48,9 @@ def value_extent(conds: list, name: str, lower: int, upper: Optional[int], examp
     if top <= example:
         return lo, example if upper is None or example < upper else upper
     # the greatest m with some value in [m, top]: example has one, top + 1 has none
-    return lo, _boundary(lambda m: some_value(m, top), example, top + 1)
+    return lo, last_holding(lambda m: some_value(m, top), example, top + 1)
 
 
-def _boundary(holds, good: int, bad: int) -> int:
-    """The ``holds`` end next to ``bad``: binary search between a point where ``holds`` is true
-    (``good``) and one where it is false (``bad``), in either direction."""
-    while abs(bad - good) > 1:
-        mid = (good + bad) // 2
-        if holds(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def _conjunction(conds: list, sym, name: str):

@@ -39,6 +39,8 @@ from typing import Any, Callable, Mapping, Optional
 
 import sympy
 
+from .bisection import last_holding
+
 __all__ = ["FAdd", "FSub", "FMul", "FDiv", "FPow", "FFloor", "FCeil", "FTrunc", "FRound", "FConst",
            "FLOAT_NODES", "INT_NODES", "NODES", "has_float_ops", "decide_box", "SIZE_CAP"]
 
@@ -300,14 +302,8 @@ def _first(pred: Callable[[int], bool], lo: int, hi: int) -> int:
         return hi + 1
     if pred(lo):
         return lo
-    a, b = lo, hi  # pred(a) false, pred(b) true
-    while b - a > 1:
-        m = (a + b) // 2
-        if pred(m):
-            b = m
-        else:
-            a = m
-    return b
+    # the last size where pred is still false, next to hi where it holds (extent's binary search)
+    return last_holding(lambda m: not pred(m), lo, hi) + 1
 
 
 def _corners(kind: str, c: Any, names: list, box: dict, value: Callable) -> Optional[tuple]:
