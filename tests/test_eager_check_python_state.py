@@ -127,3 +127,78 @@ def test_reading_an_input_container_is_fine():
 
     ep = tpe.export(model, np.ones((2, 3)), {"base": np.ones(3)}, dynamic_shapes={"x": {0: Dim("n")}, "cache": None})
     np.testing.assert_array_equal(ep.module()(np.ones((5, 3)), {"base": np.ones(3)}), np.full((5, 3), 2.0))
+
+
+# -- shared containers keep their aliasing (the run uses the user's own, then restores them) -------
+SHARED_G = []
+
+
+class _Producer(nn.Module):
+    def __init__(self, scratch):
+        super().__init__()
+        self.scratch = scratch
+
+    def forward(self, x):
+        self.scratch.append(x.shape[0])
+        return x
+
+
+class _Consumer(nn.Module):
+    def __init__(self, scratch):
+        super().__init__()
+        self.scratch = scratch
+
+    def forward(self, x):
+        n = len(self.scratch)
+        self.scratch.clear()
+        return x * n
+
+
+class _Top(nn.Module):
+    def __init__(self):
+        super().__init__()
+        scratch = []
+        self.a, self.b = _Producer(scratch), _Consumer(scratch)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+class _Global(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = SHARED_G
+
+    def forward(self, x):
+        SHARED_G.append(1)
+        out = x * len(self.q)
+        SHARED_G.clear()
+        return out
+
+
+@pytest.mark.parametrize("cls", [_Top, _Global], ids=["two submodules", "a global"])
+def test_a_container_shared_with_others_keeps_its_aliasing(cls):
+    m = cls()
+    ep = tpe.export(m, np.ones((2, 3)), dynamic_shapes=SPEC)
+    for n in (1, 3, 8):
+        x = np.ones((n, 3))
+        np.testing.assert_array_equal(ep.module()(x), cls()(x))
+    assert SHARED_G == []
+
+
+def test_the_user_list_holds_what_it_held_after_an_export_failed_or_not():
+    m = Stash()
+    m.hist.append(7)
+    tpe.export(m, np.ones((2, 3)), dynamic_shapes=SPEC)
+    assert m.hist == [7]
+
+    class Bad(Stash):
+        def forward(self, x):
+            self.hist.append(x)
+            return np.stack(self.hist[1:]).sum(0) + x.shape[0] ** 2.5j  # fails in capture
+
+    b = Bad()
+    b.hist.append(1)
+    with pytest.raises(Exception):
+        tpe.export(b, np.ones((2, 3)), dynamic_shapes=SPEC)
+    assert b.hist == [1]

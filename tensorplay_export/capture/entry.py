@@ -33,6 +33,7 @@ from .frames import error_source
 from .patching import clone_function, patch_numpy, unpatch_numpy
 from .replay import check_replay
 from .shape_env import ShapeEnv
+from .python_state import module_roots, restore_contents, saved_contents
 from .state import RANDOM_OP_PREFIX, ModuleCalls, buffer_mutations, check_generator_state, lift_module_state, \
     make_call_hook
 from .symbolic import SymBool, SymFloat, SymInt
@@ -218,7 +219,19 @@ def capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any
 def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
              mode: str = "export", preserve_module_call_signature: tuple = (),
              draft_log: Any = None) -> CaptureResult:
-    """:func:`capture` without the BLAS thread limit."""
+    """:func:`capture` without the BLAS thread limit; the lists and dicts of the model's modules
+    hold what they held before when it returns or raises (:mod:`.python_state`)."""
+    saved = saved_contents(module_roots(model))
+    try:
+        return _capture_run(model, args, kwargs, dynamic_shapes, mode=mode,
+                            preserve_module_call_signature=preserve_module_call_signature, draft_log=draft_log)
+    finally:
+        restore_contents(saved)
+
+
+def _capture_run(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: Any = None, *,
+                 mode: str = "export", preserve_module_call_signature: tuple = (),
+                 draft_log: Any = None) -> CaptureResult:
     if mode not in ("export", "draft"):
         raise ValueError(f"capture mode must be 'export' or 'draft', got {mode!r}")
     from ..specs.dims import AdditionalInputs

@@ -12,17 +12,19 @@ names what changed after it.
 
 Snapshots compare scalars and strings by value, arrays and other objects by identity, and
 lists, tuples, dicts and sets by their items (to a bounded depth): an ``append``, a new key,
-a rebound entry or a rebound attribute all show.  :func:`copy_containers` gives a clone its own
-lists, dicts and sets, so a run on the clone (the capture's or the net's) never changes the
-user's module, and a traced value never lands in it.
+a rebound entry or a rebound attribute all show.  A run (the capture's, the net's) works on the
+user's own lists, dicts, sets and deques, so whatever shares them (two submodules, a global)
+sees what eager would; :func:`saved_contents` and :func:`restore_contents` put their items back
+after it, so an export never changes the user's module and a traced value never stays in it.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["copy_containers", "attribute_snapshot", "changed_attribute", "container_snapshot",
+__all__ = ["module_roots", "saved_contents", "restore_contents", "attribute_snapshot", "changed_attribute", "container_snapshot",
            "changed_container"]
 
 # attributes of nn.Module's own bookkeeping (the state export does carry, or none at all)
@@ -32,17 +34,53 @@ _MAX_ITEMS = 10_000
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 
 
-def copy_containers(value: Any, depth: int = 0) -> Any:
-    """``value`` with each list, dict and set in it (nested, to a bounded depth) a new one; the
-    other objects (arrays, modules, functions) are the same objects."""
-    t = type(value)
-    if depth >= _MAX_DEPTH or t not in (list, dict, set):
-        return value
-    if t is list:
-        return [copy_containers(v, depth + 1) for v in value]
-    if t is dict:
-        return {k: copy_containers(v, depth + 1) for k, v in value.items()}
-    return set(value)
+def module_roots(model: Any) -> list:
+    """The plain attribute values of every module of ``model``'s tree (none for a function)."""
+    from ..nn.module import Module
+
+    if not isinstance(model, Module):
+        owner = getattr(model, "__self__", None)
+        if not isinstance(owner, Module):
+            return []
+        model = owner
+    return [v for _fqn, m in model.named_modules() for k, v in vars(m).items() if k not in _MODULE_INTERNALS]
+
+
+def saved_contents(roots: list) -> list:
+    """``(container, its items)`` of each list, dict, set and deque reachable from ``roots``
+    through containers and tuples (each once, by identity; bounded in depth and count)."""
+    seen: set = set()
+    out: list = []
+    stack = [(v, 0) for v in roots]
+    budget = _MAX_ITEMS
+    while stack and budget > 0:
+        v, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            continue
+        if isinstance(v, (list, dict, set, deque)):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            items = list(v.items()) if isinstance(v, dict) else list(v)
+            budget -= len(items) + 1
+            out.append((v, items))
+            stack.extend((x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))
+        elif type(v) is tuple:
+            stack.extend((x, depth + 1) for x in v)
+    return out
+
+
+def restore_contents(saved: list) -> None:
+    """Put back the items :func:`saved_contents` saved, into the same objects (every alias sees it)."""
+    for obj, items in saved:
+        if isinstance(obj, dict):
+            obj.clear()
+            obj.update(items)
+        elif isinstance(obj, list):
+            obj[:] = items
+        else:  # set, deque
+            obj.clear()
+            (obj.update if isinstance(obj, set) else obj.extend)(items)
 
 
 def _fingerprint(value: Any, depth: int = 0) -> Any:

@@ -19,16 +19,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .python_state import copy_containers
 from .tracer import Tracer
 
 
 def placeholder_name(prefix: str, fqn: str) -> str:
     return f"{prefix}_{fqn.replace('.', '_')}"
-
-
-# nn.Module's own tables: made anew above (or a set of names)
-_OWN_TABLES = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
 
 
 def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
@@ -40,10 +35,8 @@ def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
     value, so a tied value stays tied; ``None`` entries stay ``None``), and ``_modules`` holds the clones of the children (a module shared by
     several parents has one clone).  Methods bound to a module of the tree and stored
     as instance attributes (``self.act = self._gelu``) are rebound to its clone.
-    Lists, dicts and sets among the attributes are the clone's own (:func:`.python_state.copy_containers`),
-    so a forward appending to one leaves the original's as it was and no traced value lands in
-    the user's module; other attribute values are shared with the original, as a shallow copy
-    shares them.
+    Other attribute values are shared with the original, as a shallow copy shares them (a run
+    restores the lists and dicts among them afterwards: :mod:`.python_state`).
     """
     originals = list(model.named_modules(remove_duplicate=True))
     clones: dict[int, Any] = {}
@@ -76,8 +69,7 @@ def clone_module_tree(model: Any, value_of: Callable[[str, Any], Any]) -> dict:
             # the method keeps its module alive, so its id cannot be a reused one
             if type(value) is types.MethodType and id(value.__self__) in clones:
                 inst[key] = types.MethodType(value.__func__, clones[id(value.__self__)])
-            elif type(value) in (list, dict, set) and key not in _OWN_TABLES:
-                inst[key] = copy_containers(value)
+
     return clones
 
 

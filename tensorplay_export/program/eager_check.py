@@ -41,7 +41,8 @@ import numpy as np
 
 from .. import pytree
 from ..capture.blas import one_blas_thread
-from ..capture.python_state import attribute_snapshot, changed_attribute, changed_container, container_snapshot
+from ..capture.python_state import (attribute_snapshot, changed_attribute, changed_container, container_snapshot,
+                                    module_roots, restore_contents, saved_contents)
 from ..capture.state import clone_module_tree
 from ..errors import EagerMismatchError
 from .exported import ExportedModule
@@ -172,14 +173,24 @@ def _attribute_effect(changed: tuple, detail: str) -> EagerMismatchError:
                "it in and return it.")
 
 
-def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
+def run_eager(model: Any, args: tuple, kwargs: dict, saved: Optional[list] = None) -> RunRecord:
     """The model run untraced on copies of the examples and of its state; the user's objects stay as they are.
+
+    ``saved``: :func:`~..capture.python_state.saved_contents` of the module's lists and dicts,
+    when the caller may call the module again on the state this run left (a changed plain
+    attribute: ``record.again``) and restores them itself; without it they are restored here.
 
     Raises:
         EagerMismatchError: the model raised when run eagerly (the traced run did not),
             with the model's error as ``__cause__``; or it changed Python state no program
             carries (a plain module attribute, an input container).
     """
+    if saved is None:
+        own = saved_contents(module_roots(model))
+        try:
+            return run_eager(model, args, kwargs, own)
+        finally:
+            restore_contents(own)
     first: Optional[BaseException] = None
     for writable in (False, True):
         call, module = _eager_model(model, writable)
@@ -191,6 +202,8 @@ def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
                 out = call(*a, **k)
         except Exception as err:  # noqa: BLE001 - retried with writable state, then reported
             first = first or err
+            if saved is not None:
+                restore_contents(saved)
             if module is None:
                 break
             continue
@@ -200,6 +213,8 @@ def run_eager(model: Any, args: tuple, kwargs: dict) -> RunRecord:
         if attributes:
             record.changed = changed_attribute(attributes, _modules_of(module))
             record.again = call
+        if record.changed is None and saved is not None:
+            restore_contents(saved)  # nothing the outputs could depend on: the next run starts afresh
         return record
     advice = None
     if isinstance(first, FloatingPointError):
@@ -415,24 +430,34 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
             also when either run raises on the user's example.
     """
+    saved = saved_contents(module_roots(model))  # the module's lists and dicts, as before the runs
+    try:
+        return _check_against_eager(ep, model, args, kwargs, saved)
+    finally:
+        restore_contents(saved)
+
+
+def _check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict, saved: list) -> NetReport:
     small, reason = small_example(ep, args, kwargs)
     if small is not None:
         s_args, s_kwargs, sizes = small
         try:
-            expected, got = run_eager(model, s_args, s_kwargs), run_program(ep, s_args, s_kwargs)
+            expected, got = run_eager(model, s_args, s_kwargs, saved), run_program(ep, s_args, s_kwargs)
         except EagerMismatchError as err:  # a run raised at these sizes: the user's example decides
             expected = None
             reason = f"a run raised on the small example {sizes}: {err.__cause__!r}"
         if expected is not None:
             on = f"a small example cut from yours ({', '.join(f'{k} = {v}' for k, v in sorted(sizes.items()))})"
             err = first_difference(expected, got) or _second_call(ep, expected, s_args, s_kwargs)
+            restore_contents(saved)
             if err is not None:
                 raise _ran_on(err, on)
             _check_on_varied_values(ep, model, s_args, s_kwargs, on)
             return NetReport(sizes)
     _LOG.info("eager check on the user's example: %s", reason)
-    expected = run_eager(model, args, kwargs)
+    expected = run_eager(model, args, kwargs, saved)
     err = first_difference(expected, run_program(ep, args, kwargs)) or _second_call(ep, expected, args, kwargs)
+    restore_contents(saved)
     if err is not None:
         raise err
     _check_on_varied_values(ep, model, args, kwargs, "the example inputs")
