@@ -101,7 +101,7 @@ def _admitted_sizes(ep, model, body) -> set:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_auto_dim_admits_exactly_the_sizes_where_eager_takes_the_except_path(name):
+def test_auto_dim_admits_exactly_the_sizes_where_eager_takes_the_except_path(name, tmp_path):
     model, n0, body = CASES[name]
     assert _eager_takes_except(body, n0)
     ep = tpe.export(model, _x(n0), dynamic_shapes={"x": {0: Dim.AUTO}})
@@ -109,6 +109,9 @@ def test_auto_dim_admits_exactly_the_sizes_where_eager_takes_the_except_path(nam
     # refused sizes are exactly where eager would take the try path instead
     assert admitted == {n for n in SIZES if _eager_takes_except(body, n)}
     assert n0 in admitted and len(admitted) < len(SIZES)
+    # the except branch's guard is part of the saved contract
+    tpe.save(ep, tmp_path / "m.tpe")
+    assert _admitted_sizes(tpe.load(tmp_path / "m.tpe"), model, body) == admitted
     # the eager safety net runs at a size the program admits, where eager also takes the except path
     report = check_against_eager(ep, model, (_x(n0),), {})
     if report.sizes is not None:
@@ -260,6 +263,21 @@ def test_errors_not_about_sizes_keep_todays_behaviour():
         with pytest.raises(CaptureError) as info:
             tpe.export(model, _x(n), dynamic_shapes={"x": {0: Dim.AUTO}})
         assert type(info.value) is CaptureError and str(info.value).startswith(start)
+
+
+def test_an_index_range_outside_the_axis_is_still_a_plain_capture_error():
+    """numpy's run stays inside (values 0..4) but clip's range reaches 10 on 6 rows: not numpy's
+    error, so no handler sees it, and it stays a plain CaptureError with its own text."""
+    def model(x, idx):
+        try:
+            return x[np.clip(idx, 0, 10)]
+        except IndexError:
+            return x[:1]
+
+    with pytest.raises(CaptureError) as info:
+        tpe.export(model, _x(6), np.array([0, 1, 4]), dynamic_shapes={"x": {0: Dim.AUTO}, "idx": None})
+    assert type(info.value) is CaptureError
+    assert str(info.value).startswith("index values may fall outside the array")
 
 
 def test_a_broad_except_records_the_branch_too():
