@@ -309,19 +309,23 @@ _NUMPY_SIZE_ERRORS: dict = {}
 def numpy_size_error(kind: type) -> Optional[type]:
     """The :class:`NumpySizeError` class that is also of ``kind``'s builtin exception kinds.
 
-    ``kind``: the class numpy raised (``ValueError``; ``numpy.exceptions.AxisError`` gives a
-    class that is a ValueError and an IndexError, as AxisError is; numpy's own classes are
-    not bases, their ``__init__``/``__str__`` take other arguments).  None when ``kind`` has
-    no builtin kind below ``Exception`` or Python cannot combine it with RuntimeError (an
-    instance lay-out conflict).
+    ``kind``: the class numpy raised.  A class of numpy's that only names a kind
+    (``numpy.linalg.LinAlgError``) is a base itself, so ``except LinAlgError:`` catches it; one
+    with its own ``__init__`` or ``__str__`` (``numpy.exceptions.AxisError``, made from an
+    axis number) is not, its builtin kinds are (for AxisError: ValueError and IndexError).
+    None when ``kind`` has no builtin kind below ``Exception`` or Python cannot combine it
+    with RuntimeError (an instance lay-out conflict).
     """
     builtin = [c for c in kind.__mro__ if c.__module__ == "builtins" and issubclass(c, Exception)
                and c is not Exception]
     bases = tuple(c for c in builtin if not any(o is not c and issubclass(o, c) for o in builtin))
     if not bases:
         return None
+    own = [c for c in kind.__mro__ if c.__module__ != "builtins"]
+    if own and not any(k in c.__dict__ for c in own for k in ("__init__", "__new__", "__str__", "__reduce__")):
+        bases = (kind,)
     if bases not in _NUMPY_SIZE_ERRORS:
-        name = "NumpySize" + "".join(b.__name__ for b in bases)
+        name = "NumpySize" + "".join(b.__name__ for b in bases)  # NumpySizeValueError, NumpySizeLinAlgError
         try:
             cls = type(name, (NumpySizeError, *bases), {
                 "__module__": NumpySizeError.__module__,

@@ -5,7 +5,9 @@ context variable :data:`CURRENT` (so patched numpy functions act only for the
 capturing call and thread).  :meth:`Tracer.call` is the single dispatch point:
 
 1. numpy runs the op's impl on the example values (errors are re-raised with
-   the op and the user's line);
+   the op and the user's line; one that a size requirement of the op's rule
+   explains is raised as numpy's own kind, a ``NumpySizeError``, with the
+   except branch a model may take recorded as a guard: :meth:`Tracer._raise_size_error`);
 2. the op's pure shape rule runs on the symbolic shapes, emitting
    requirements through a :class:`~tensorplay_export.ops.ctx.ShapeCtx`;
 3. the rule's shape with the example sizes substituted must equal numpy's
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import operator
 import sys
@@ -465,8 +468,10 @@ class Tracer:
             result = self._run_impl(op, ex_args, ex_kwargs, src)
         except CaptureError as err:
             if err.raised_by is not None and not isinstance(err, NumpySizeError):
-                self._raise_size_error(err, op, src, args, kwargs,
-                                       self._broken_requirement(op, src, info_args, info_kwargs))
+                broken = self._broken_requirement(op, src, info_args, info_kwargs)
+                if broken is None and not _size_leaves((args, kwargs)) and _static_arrays((info_args, info_kwargs)):
+                    broken = _broken_static_requirement(op, info_args, info_kwargs)
+                self._raise_size_error(err, op, src, args, kwargs, broken)
             raise
         if not op.multi_output and isinstance(result, (tuple, list)) and op.name in self.op_table:
             op = self._opaque_items(op)
@@ -975,6 +980,65 @@ def _has_int_array_arg(value: Any) -> bool:
     if isinstance(value, (tuple, list)):
         return any(_has_int_array_arg(v) for v in value)
     return False
+
+
+def _static_arrays(info: Any) -> bool:
+    """Whether every array a rule sees here has a static shape (capture's sizes are ints)."""
+    if isinstance(info, ArrayInfo):
+        return all(type(d) is int for d in info.shape)
+    if isinstance(info, (tuple, list)):
+        return all(_static_arrays(v) for v in info)
+    if isinstance(info, dict):
+        return all(_static_arrays(v) for v in info.values())
+    return not isinstance(info, sympy.Basic)
+
+
+def _broken_static_requirement(op: OpDef, info_args: Any, info_kwargs: Any) -> Optional[FalseRequirement]:
+    """(every size of the call static) A requirement on shapes numpy's error breaks, or None.
+
+    Rules leave static sizes to numpy (it checked the example); run as a pure function
+    (``ShapeCtx.bare``) with each static axis of 2 or more a symbol at that size, the rule
+    states what numpy needs of them.  One false there is false at every call (the sizes are
+    static), so the except branch a model takes needs no guard (``FalseRequirement`` of
+    ``false``).  Nothing reaches the capture's ShapeEnv.
+    """
+    hints: dict = {}
+
+    def symbolic(value: Any) -> Any:
+        if isinstance(value, ArrayInfo):
+            shape = []
+            for d in value.shape:
+                if d >= 2:
+                    sym = sympy.Symbol(f"static{len(hints)}", integer=True, positive=True)
+                    hints[sym] = d
+                    d = sym
+                shape.append(d)
+            return dataclasses.replace(value, shape=tuple(shape))
+        if isinstance(value, tuple):
+            return tuple(symbolic(v) for v in value)
+        if isinstance(value, list):
+            return [symbolic(v) for v in value]
+        if isinstance(value, dict):
+            return {k: symbolic(v) for k, v in value.items()}
+        return value
+
+    s_args, s_kwargs = symbolic(info_args), symbolic(info_kwargs)
+    if not hints:
+        return None
+    ctx = ShapeCtx.bare(hints, {s: (2, None) for s in hints}, op=op.name)
+    try:
+        op.shape_rule(ctx, *s_args, **s_kwargs)
+    except Exception:  # noqa: BLE001 - the requirements it stated before failing still count
+        pass
+    for record in ctx.recorded or ():
+        cond = record.eager if record.eager is not None else record.expr
+        try:
+            false = ctx.hint(cond) is False
+        except Exception:  # noqa: BLE001 - not a condition on these sizes alone
+            continue
+        if false:
+            return FalseRequirement(sympy.false, None, record.cause or None, record.reason)
+    return None
 
 
 def _has_array_arg(value: Any) -> bool:

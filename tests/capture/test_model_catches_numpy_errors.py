@@ -165,6 +165,38 @@ def test_the_handler_sees_numpys_kind_and_message():
     assert type(err.__cause__) is ValueError and err.raised_by == "numpy.ndarray.reshape"
 
 
+def test_numpys_own_class_is_caught_when_it_only_names_a_kind():
+    """``except np.linalg.LinAlgError`` (inv of a non-square matrix) catches it as eagerly."""
+    def model(x):
+        try:
+            return np.linalg.inv(x)
+        except np.linalg.LinAlgError:
+            return x.T @ x
+
+    ep = tpe.export(model, np.ones((3, 4)), dynamic_shapes={"x": {0: Dim.AUTO}})
+    for n in range(1, 9):
+        x = np.arange(4.0 * n).reshape(n, 4) % 5 + np.eye(n, 4)
+        if n == 4:  # eager inverts: the try path, refused
+            with pytest.raises(ConstraintsExceededError):
+                ep.module()(x)
+        else:
+            np.testing.assert_allclose(ep.module()(x), model(x))
+
+
+def test_numpy_size_error_classes():
+    from tensorplay_export.errors import numpy_size_error
+
+    axis_error = numpy_size_error(np.exceptions.AxisError)  # own __init__/__str__: its builtin kinds
+    assert issubclass(axis_error, ValueError) and issubclass(axis_error, IndexError)
+    assert not issubclass(axis_error, np.exceptions.AxisError)
+    err = numpy_size_error(np.linalg.LinAlgError)("numpy.linalg.inv raised LinAlgError: x", raised_by="numpy.linalg.inv")
+    assert isinstance(err, np.linalg.LinAlgError) and isinstance(err, CaptureError)
+    assert str(err) == "numpy.linalg.inv raised LinAlgError: x"
+    plain = err.uncaught()
+    assert type(plain) is CaptureError and str(plain) == str(err) and plain.raised_by == "numpy.linalg.inv"
+    assert numpy_size_error(IndexError) is numpy_size_error(IndexError)
+
+
 def test_a_requirement_false_at_every_size_needs_no_guard():
     """6*n elements never fill rows of 4 per n: numpy raises at every size, so the except
     branch takes no guard and a named dim stays whole."""
@@ -180,6 +212,30 @@ def test_a_requirement_false_at_every_size_needs_no_guard():
     for n in SIZES:
         x = np.arange(6.0 * n).reshape(n, 6)
         np.testing.assert_allclose(ep.module()(x), model(x))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_static_shapes_take_the_except_branch_with_no_guard(name):
+    """Rules leave static sizes to numpy; run on them as symbols they still say what numpy
+    needs, so the model's handler runs, and the static program needs no guard."""
+    model, n0, _body = CASES[name]
+    ep = tpe.export(model, _x(n0))
+    assert str(ep.range_constraints) == "{}"
+    x = np.random.default_rng(0).normal(size=n0)
+    np.testing.assert_allclose(ep.module()(x), model(x), rtol=1e-12)
+
+
+def test_static_constants_caught_by_the_model():
+    def model(x):
+        try:
+            y = np.ones(3) + B
+        except ValueError:
+            y = B
+        return x * y.sum()
+
+    ep = tpe.export(model, _x(6), dynamic_shapes={"x": {0: Dim("n", max=24)}})
+    for n in SIZES:
+        np.testing.assert_allclose(ep.module()(_x(n)), model(_x(n)))
 
 
 def test_a_deferred_op_caught_by_the_model():
@@ -260,9 +316,10 @@ def test_errors_not_about_sizes_keep_todays_behaviour():
 
     for model, n, start in [(dtype_error, 4, "numpy.bitwise_or raised TypeError: ufunc 'bitwise_or' not supported"),
                             (value_index, 5, "tpe.getitem raised IndexError: index 7 is out of bounds")]:
-        with pytest.raises(CaptureError) as info:
-            tpe.export(model, _x(n), dynamic_shapes={"x": {0: Dim.AUTO}})
-        assert type(info.value) is CaptureError and str(info.value).startswith(start)
+        for spec in ({"x": {0: Dim.AUTO}}, None):
+            with pytest.raises(CaptureError) as info:
+                tpe.export(model, _x(n), dynamic_shapes=spec)
+            assert type(info.value) is CaptureError and str(info.value).startswith(start)
 
 
 def test_an_index_range_outside_the_axis_is_still_a_plain_capture_error():
