@@ -276,6 +276,66 @@ class CaptureError(RuntimeError):
         self.raised_by = raised_by
 
 
+class NumpySizeError(CaptureError):
+    """numpy raised on the example because a size requirement of the op is false there.
+
+    ``x.reshape(-1, 4)`` at ``x.shape[0] = 6`` raises numpy's ValueError; a model written
+    EAFP-style catches it (``except ValueError:`` then pads).  The instance the model sees
+    is also of numpy's builtin kind (:func:`numpy_size_error`: a ``NumpySizeValueError`` is a
+    ValueError, a ``NumpySizeIndexError`` an IndexError), so its handler runs as eagerly,
+    and capture has recorded the branch: a guard that the requirement is false.  Raised out
+    of the model uncaught, capture turns it back into the plain :class:`CaptureError` it
+    reports for any numpy error (:meth:`uncaught`): same class and text as without a handler.
+
+    Attributes:
+        raised_by: the op whose numpy implementation raised (as for CaptureError).
+        requirement: the sympy condition on sizes numpy needs, false at the example.
+    """
+
+    def __init__(self, *args: Any, raised_by: Optional[str] = None, requirement: Any = None) -> None:
+        super().__init__(*args, raised_by=raised_by)
+        self.requirement = requirement
+
+    def uncaught(self) -> CaptureError:
+        """The plain CaptureError of this numpy error (numpy's own error stays its ``__cause__``)."""
+        err = CaptureError(*self.args, raised_by=self.raised_by)
+        err.__cause__ = self.__cause__
+        return err
+
+
+_NUMPY_SIZE_ERRORS: dict = {}
+
+
+def numpy_size_error(kind: type) -> Optional[type]:
+    """The :class:`NumpySizeError` class that is also of ``kind``'s builtin exception kinds.
+
+    ``kind``: the class numpy raised.  A class of numpy's that only names a kind
+    (``numpy.linalg.LinAlgError``) is a base itself, so ``except LinAlgError:`` catches it; one
+    with its own ``__init__`` or ``__str__`` (``numpy.exceptions.AxisError``, made from an
+    axis number) is not, its builtin kinds are (for AxisError: ValueError and IndexError).
+    None when ``kind`` has no builtin kind below ``Exception`` or Python cannot combine it
+    with RuntimeError (an instance lay-out conflict).
+    """
+    builtin = [c for c in kind.__mro__ if c.__module__ == "builtins" and issubclass(c, Exception)
+               and c is not Exception]
+    bases = tuple(c for c in builtin if not any(o is not c and issubclass(o, c) for o in builtin))
+    if not bases:
+        return None
+    own = [c for c in kind.__mro__ if c.__module__ != "builtins"]
+    if own and not any(k in c.__dict__ for c in own for k in ("__init__", "__new__", "__str__", "__reduce__")):
+        bases = (kind,)
+    if bases not in _NUMPY_SIZE_ERRORS:
+        name = "NumpySize" + "".join(b.__name__ for b in bases)  # NumpySizeValueError, NumpySizeLinAlgError
+        try:
+            cls = type(name, (NumpySizeError, *bases), {
+                "__module__": NumpySizeError.__module__,
+                "__doc__": f"A NumpySizeError that is also a {' and a '.join(b.__name__ for b in bases)}."})
+        except TypeError:  # instance lay-out conflict
+            cls = None
+        _NUMPY_SIZE_ERRORS[bases] = cls
+    return _NUMPY_SIZE_ERRORS[bases]
+
+
 class InputDtypeError(TypeError):
     """An input's dtype differs from the one the program was exported with."""
 

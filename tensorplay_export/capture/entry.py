@@ -20,7 +20,7 @@ import numpy as np
 import sympy
 
 from .. import pytree
-from ..errors import CaptureError, ConstraintsExceededError
+from ..errors import CaptureError, ConstraintsExceededError, NumpySizeError
 from ..graph.ir import Graph
 from ..nn._dispatch import _FUNCTIONAL_HOOK
 from ..nn import _composites  # noqa: F401  (registers nn.functional's composite ops: ops never imports nn)
@@ -333,6 +333,8 @@ def _capture_run(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes
             if hook_token is not None:
                 _CALL_HOOK.reset(hook_token)
             CURRENT.reset(token)
+    except NumpySizeError as err:  # numpy's error no handler of the model caught: reported as any numpy error
+        raise err.uncaught().with_traceback(err.__traceback__) from err.__cause__
     except Exception as err:  # noqa: BLE001 - re-raised unless it is capture's fault, not the model's
         fault = traced_only_error(err, model, args, kwargs)
         if fault is None:

@@ -29,6 +29,7 @@ emitting code states it; reports read that field, never the reason text.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import sympy
@@ -64,13 +65,37 @@ def _index_bounds_text(expr: Any, reason: str, sizes: str, source: Optional[Sour
             f"long as the largest index{at}")
 
 
+@dataclass(frozen=True)
+class FalseRequirement:
+    """A requirement of a shape rule that the example sizes break.
+
+    ``expr``: the requirement (canonical, replacements substituted); ``eager``: the weaker
+    condition numpy itself runs under when the rule gave one (``ShapeCtx.require``'s
+    ``eager``), else None; ``cause``: as for :meth:`ShapeEnv.guard`.  :meth:`numpy_needs`
+    is what numpy needs, so its negation is where numpy raises as it did on the example.
+    """
+
+    expr: Any
+    eager: Any
+    cause: Optional[str]
+    reason: str
+
+    def numpy_needs(self) -> Any:
+        return self.eager if self.eager is not None else self.expr
+
+
 class RequirementFalseAtExample(CaptureError):
     """An op's shape rule required something the example sizes break (``matmul`` of 3x4 by 5x2).
 
     For an op numpy has not run yet (a deferred value) numpy itself fails on the example,
     so capture runs it there and reports numpy's own error at the model's line; after
     numpy ran fine it is the rule's fault (an internal error, as its text says).
+    ``requirement``: the :class:`FalseRequirement`.
     """
+
+    def __init__(self, *args: Any, requirement: Optional[FalseRequirement] = None) -> None:
+        super().__init__(*args)
+        self.requirement = requirement
 
 
 class ShapeEnv:
@@ -222,12 +247,15 @@ class ShapeEnv:
 
     # -- guards ---------------------------------------------------------------
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,
-              op: Optional[str] = None, cause: Optional[str] = None, eager: Any = None) -> None:
+              op: Optional[str] = None, cause: Optional[str] = None, eager: Any = None,
+              note: Optional[str] = None) -> None:
         """Require ``expr`` (a sympy boolean that holds at the hints); see the module docstring.
 
         ``cause``: why (one of ``records.CAUSES``); None for the one ``kind`` implies.
         ``eager``: the weaker condition eager numpy runs under (``GuardRecord.eager``; or a
         function returning it, called only when a record is made), or None.
+        ``note``: said under the guard's bullet when it is reported (``GuardRecord.notes``),
+        where its source line does not explain it (a ``"guard"``'s reason is not printed).
 
         Raises:
             DataDependentError: in export mode, for a guard on a data-dependent size.
@@ -245,10 +273,13 @@ class ShapeEnv:
             self.stats["folded"] += 1
             return
         if expr is sympy.false or self.hint(expr) is not True:
-            if cause == "index_bounds":
-                raise CaptureError(_index_bounds_text(expr, reason, self._hint_text(expr), source))
+            failed = self._false_requirement(expr, eager, cause, reason)
+            if cause == "index_bounds":  # a plain CaptureError to whoever sees its text; the tracer reads
+                err = CaptureError(_index_bounds_text(expr, reason, self._hint_text(expr), source))
+                err.requirement = failed  # (the FalseRequirement, as RequirementFalseAtExample has it)
+                raise err
             raise RequirementFalseAtExample(f"internal error: requirement {expr} ({reason}) is false for the "
-                                            f"example sizes {self._hint_text(expr)}")
+                                            f"example sizes {self._hint_text(expr)}", requirement=failed)
         if expr in self._seen:
             return
         # seen under the form it arrives in: a float guard is rationalized below, and its next
@@ -275,6 +306,8 @@ class ShapeEnv:
         if eager is not None:
             eager = sympy.sympify(eager() if callable(eager) else eager)
             record.eager = self._substitute(eager) if self.replacements else eager
+        if note:
+            record.notes.append(note)
         if verdict.status == "unknown":
             record.notes.append(f"the solver could not decide it: {verdict.reason}")
         syms = expr.free_symbols
@@ -303,6 +336,20 @@ class ShapeEnv:
             return
         self.solver.assume(expr)
         self.violations.append(record)
+
+    def _false_requirement(self, expr: Any, eager: Any, cause: Optional[str],
+                           reason: str) -> Optional[FalseRequirement]:
+        """What a requirement false at the example broke, for the tracer to tell a model that
+        catches numpy's error there; None when numpy's own condition (``eager``) has no form
+        here: the requirement alone may be stronger than what numpy needs."""
+        if eager is None:
+            return FalseRequirement(expr, None, cause, reason)
+        try:
+            eager = sympy.sympify(eager() if callable(eager) else eager)
+            eager = self.canon(self._substitute(eager) if self.replacements else eager)
+        except Exception:  # noqa: BLE001 - no condition to branch on: the error stays as it is
+            return None
+        return FalseRequirement(expr, eager, cause, reason)
 
     def evaluate(self, expr: Any, reason: str, source: Optional[SourceLoc] = None) -> bool:
         """``bool()`` of a symbolic condition in user code: follow the example and guard it."""

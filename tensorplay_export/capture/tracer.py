@@ -5,7 +5,9 @@ context variable :data:`CURRENT` (so patched numpy functions act only for the
 capturing call and thread).  :meth:`Tracer.call` is the single dispatch point:
 
 1. numpy runs the op's impl on the example values (errors are re-raised with
-   the op and the user's line);
+   the op and the user's line; one that a size requirement of the op's rule
+   explains is raised as numpy's own kind, a ``NumpySizeError``, with the
+   except branch a model may take recorded as a guard: :meth:`Tracer._raise_size_error`);
 2. the op's pure shape rule runs on the symbolic shapes, emitting
    requirements through a :class:`~tensorplay_export.ops.ctx.ShapeCtx`;
 3. the rule's shape with the example sizes substituted must equal numpy's
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
 import operator
 import sys
@@ -26,7 +29,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 import sympy
 
-from ..errors import CaptureError, DataDependentError, UnsupportedOpError
+from ..errors import CaptureError, DataDependentError, NumpySizeError, UnsupportedOpError, numpy_size_error
 from ..graph.ir import Graph, Node
 from ..graph.printing import format_guard
 from ..ops.ctx import ShapeCtx, as_dim
@@ -35,7 +38,7 @@ from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, loo
 from ..records import SourceLoc
 from .frames import is_library_file, user_source
 from .lazy import lazy_kind, pending_in, proxy_args
-from .shape_env import RequirementFalseAtExample, ShapeEnv
+from .shape_env import FalseRequirement, RequirementFalseAtExample, ShapeEnv
 from .stdlib import plain
 from .symbolic import SymBool, SymFloat, SymInt
 from .traced import TracedArray
@@ -461,7 +464,15 @@ class Tracer:
         if self._saw_pending:  # this op runs now: its deferred arguments are computed first
             self.force_args((args, kwargs))
             ex_args, ex_kwargs = self.example(args), self.example(kwargs)
-        result = self._run_impl(op, ex_args, ex_kwargs, src)
+        try:
+            result = self._run_impl(op, ex_args, ex_kwargs, src)
+        except CaptureError as err:
+            if err.raised_by is not None and not isinstance(err, NumpySizeError):
+                broken = self._broken_requirement(op, src, info_args, info_kwargs)
+                if broken is None and not _size_leaves((args, kwargs)) and _static_arrays((info_args, info_kwargs)):
+                    broken = _broken_static_requirement(op, info_args, info_kwargs)
+                self._raise_size_error(err, op, src, args, kwargs, broken)
+            raise
         if not op.multi_output and isinstance(result, (tuple, list)) and op.name in self.op_table:
             op = self._opaque_items(op)
         outs = list(result) if op.multi_output else [result]
@@ -530,15 +541,16 @@ class Tracer:
         at ``x.shape[1] = 16``): a rule that fails runs it, so numpy's own error is the model's.
         """
         token = self.env.checkpoint() if _size_leaves((args, kwargs)) else None
+        before = self.env.checkpoint() if deferred else None
         try:
             return (*self._run_rule(op, src, concrete, info_args, info_kwargs), None)
         except UnsupportedOpError as err:
             _at_source(err, src)
             raise
-        except RequirementFalseAtExample:
+        except RequirementFalseAtExample as broken:
             if deferred:  # numpy's own error on the example, at the model's line
-                self.force_args((args, kwargs))
-                self._run_impl(op, self.example(args), self.example(kwargs), src)
+                self.env.rollback(before)
+                self._numpy_error_of(op, src, args, kwargs, broken.requirement)
             raise
         except (CaptureError, DataDependentError):
             raise
@@ -556,11 +568,72 @@ class Tracer:
                     f"compute the result with masks or np.where, or pass the values as static arguments\n"
                     f"  at {src}") from err
             if deferred:  # numpy's own error on the example, at the model's line, if it has one
-                self.force_args((args, kwargs))
-                self._run_impl(op, self.example(args), self.example(kwargs), src)
+                self._numpy_error_of(op, src, args, kwargs, None)
             also = " (also with its size arguments pinned to the example's values)" if tried else ""
             raise CaptureError(f"internal error: shape rule of {op.name} failed{also}: {type(err).__name__}: "
                                f"{err}\n  at {src}") from err
+
+    # -- numpy errors a model may catch ------------------------------------------------
+    def _numpy_error_of(self, op: OpDef, src: Any, args: tuple, kwargs: dict,
+                        broken: Optional[FalseRequirement]) -> None:
+        """Run a deferred ``op`` on the example, whose rule failed: numpy's own error is raised
+        (as :meth:`_raise_size_error` makes it, ``broken`` being the rule's false requirement or
+        None); returns when numpy runs fine."""
+        self.force_args((args, kwargs))
+        try:
+            self._run_impl(op, self.example(args), self.example(kwargs), src)
+        except CaptureError as err:
+            if err.raised_by is not None and not isinstance(err, NumpySizeError):
+                self._raise_size_error(err, op, src, args, kwargs, broken)
+            raise
+
+    def _broken_requirement(self, op: OpDef, src: Any, info_args: Any,
+                            info_kwargs: Any) -> Optional[FalseRequirement]:
+        """The requirement of ``op``'s shape rule the example sizes break (numpy has just raised
+        on the example), or None: the rule runs through, or fails otherwise (numpy raised for
+        something else than sizes: a dtype, an axis number, values).  Nothing the run emits is
+        kept (``ShapeEnv.rollback``)."""
+        token = self.env.checkpoint()
+        try:
+            self._run_rule(op, src, None, info_args, info_kwargs)
+        except CaptureError as broken:  # RequirementFalseAtExample, or the index-bounds error
+            return getattr(broken, "requirement", None)
+        except Exception:  # noqa: BLE001 - not a requirement on sizes: numpy's error stands as it is
+            return None
+        finally:
+            self.env.rollback(token)
+        return None
+
+    def _raise_size_error(self, err: CaptureError, op: OpDef, src: Any, args: tuple, kwargs: dict,
+                          broken: Optional[FalseRequirement]) -> None:
+        """Raise numpy's error ``err`` (a CaptureError whose ``__cause__`` is numpy's exception) as a
+        :class:`~tensorplay_export.errors.NumpySizeError` of numpy's kind, when numpy raised because
+        the sizes break ``broken``: the model may catch it (``except ValueError:``) as it would
+        eagerly, and its except branch is recorded as any branch on sizes is, a guard that
+        numpy's condition is false.  The program is then admitted only where eager raises too.
+
+        Returns (``err`` stands) when ``broken`` is None, its condition is not false at the example,
+        it involves a data-dependent size, or it bounds an index array's values (which may be
+        smaller at other sizes: numpy's error there is about values, not sizes).
+        """
+        if broken is None or err.__cause__ is None:
+            return
+        needs = sympy.sympify(broken.numpy_needs())
+        if not isinstance(needs, sympy.logic.boolalg.Boolean):
+            return
+        if any(self.env.is_unbacked(s) for s in needs.free_symbols) or bool(self.env.hint(needs)):
+            return
+        if broken.cause == "index_bounds" and _has_array_arg((args[1:], kwargs)):
+            return
+        kind = numpy_size_error(type(err.__cause__))
+        if kind is None:
+            return
+        if needs is not sympy.false:  # false at every size (a static shape, a derived dim): no branch
+            why = (f"the model catches the {type(err.__cause__).__name__} numpy raises here ({broken.reason}): "
+                   f"the program takes the except branch, so it is valid only at sizes where numpy raises")
+            self.env.guard(sympy.Not(needs), "guard", why, src, op.name, cause="branch", note=why)
+        raise kind(*err.args, raised_by=err.raised_by, requirement=needs).with_traceback(
+            err.__traceback__) from err.__cause__
 
     def _run_rule(self, op: OpDef, src: Any, concrete: Optional[list], info_args: Any,
                   info_kwargs: Any) -> tuple:
@@ -906,6 +979,79 @@ def _has_int_array_arg(value: Any) -> bool:
         return value.dtype.kind in "iu"
     if isinstance(value, (tuple, list)):
         return any(_has_int_array_arg(v) for v in value)
+    return False
+
+
+def _static_arrays(info: Any) -> bool:
+    """Whether every array a rule sees here has a static shape (capture's sizes are ints)."""
+    if isinstance(info, ArrayInfo):
+        return all(type(d) is int for d in info.shape)
+    if isinstance(info, (tuple, list)):
+        return all(_static_arrays(v) for v in info)
+    if isinstance(info, dict):
+        return all(_static_arrays(v) for v in info.values())
+    return not isinstance(info, sympy.Basic)
+
+
+def _broken_static_requirement(op: OpDef, info_args: Any, info_kwargs: Any) -> Optional[FalseRequirement]:
+    """(every size of the call static) A requirement on shapes numpy's error breaks, or None.
+
+    Rules leave static sizes to numpy (it checked the example); run as a pure function
+    (``ShapeCtx.bare``) with each static axis of 2 or more a symbol at that size, the rule
+    states what numpy needs of them.  One false there is false at every call (the sizes are
+    static), so the except branch a model takes needs no guard (``FalseRequirement`` of
+    ``false``).  Nothing reaches the capture's ShapeEnv.
+    """
+    hints: dict = {}
+
+    def symbolic(value: Any) -> Any:
+        if isinstance(value, ArrayInfo):
+            shape = []
+            for d in value.shape:
+                if d >= 2:
+                    sym = sympy.Symbol(f"static{len(hints)}", integer=True, positive=True)
+                    hints[sym] = d
+                    d = sym
+                shape.append(d)
+            return dataclasses.replace(value, shape=tuple(shape))
+        if isinstance(value, tuple):
+            return tuple(symbolic(v) for v in value)
+        if isinstance(value, list):
+            return [symbolic(v) for v in value]
+        if isinstance(value, dict):
+            return {k: symbolic(v) for k, v in value.items()}
+        return value
+
+    s_args, s_kwargs = symbolic(info_args), symbolic(info_kwargs)
+    if not hints:
+        return None
+    ctx = ShapeCtx.bare(hints, {s: (2, None) for s in hints}, op=op.name)
+    try:
+        op.shape_rule(ctx, *s_args, **s_kwargs)
+    except Exception:  # noqa: BLE001 - the requirements it stated before failing still count
+        pass
+    for record in ctx.recorded or ():
+        cond = record.eager if record.eager is not None else record.expr
+        try:
+            false = ctx.hint(cond) is False
+        except Exception:  # noqa: BLE001 - not a condition on these sizes alone
+            continue
+        if false:
+            return FalseRequirement(sympy.false, None, record.cause or None, record.reason)
+    return None
+
+
+def _has_array_arg(value: Any) -> bool:
+    """Whether an array (traced or not) is among these arguments (top level or in tuples,
+    lists, dicts, slices): an index taken from an array's values, not from sizes and ints."""
+    if isinstance(value, (TracedArray, np.ndarray)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_has_array_arg(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_array_arg(v) for v in value.values())
+    if isinstance(value, slice):
+        return any(_has_array_arg(v) for v in (value.start, value.stop, value.step))
     return False
 
 

@@ -339,6 +339,8 @@ class ShapeCtx:
             self.require(sympy.Eq(b, 1), lambda: f"{what}: {tb()} (size 1 in the example) with {ta()}",
                          "broadcast", eager=runs)
             return a
+        # numpy raises at the example: what it needs, for a capture whose model catches that error
+        self.require(runs(), lambda: f"{what}: {ta()} with {tb()}", "broadcast")
         raise ValueError(f"cannot broadcast sizes {a} and {b}")
 
     def sized(self, d: Any, site: Optional[str] = None) -> str:
