@@ -202,3 +202,21 @@ def test_the_user_list_holds_what_it_held_after_an_export_failed_or_not():
     with pytest.raises(Exception):
         tpe.export(b, np.ones((2, 3)), dynamic_shapes=SPEC)
     assert b.hist == [1]
+
+
+def test_an_ordered_dict_or_deque_input_changed_is_refused():
+    from collections import OrderedDict, deque
+
+    def adds(x, cache):
+        cache["k"] = x.sum(0)
+        return x * 2
+
+    def appends(x, q):
+        q.append(x.shape[0])
+        return x * 2
+
+    for model, make in ((adds, OrderedDict), (appends, deque)):
+        box = make()
+        with pytest.raises(EagerMismatchError, match="changes a container it was given"):
+            tpe.export(model, np.ones((2, 3)), box, dynamic_shapes={"x": {0: Dim("n", max=8)}, "cache" if model is adds else "q": None})
+        assert len(box) == 0

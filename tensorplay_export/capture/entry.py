@@ -220,8 +220,9 @@ def _capture(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes: An
              mode: str = "export", preserve_module_call_signature: tuple = (),
              draft_log: Any = None) -> CaptureResult:
     """:func:`capture` without the BLAS thread limit; the lists and dicts of the model's modules
-    hold what they held before when it returns or raises (:mod:`.python_state`)."""
-    saved = saved_contents(module_roots(model))
+    and of its inputs hold what they held before when it returns or raises (:mod:`.python_state`)."""
+    # the inputs' containers too: one pytree does not walk (an OrderedDict, a deque) is the caller's own
+    saved = saved_contents(module_roots(model) + list(args) + list((kwargs or {}).values()))
     try:
         return _capture_run(model, args, kwargs, dynamic_shapes, mode=mode,
                             preserve_module_call_signature=preserve_module_call_signature, draft_log=draft_log)

@@ -69,7 +69,8 @@ def check(cond: Any, message: Any = None) -> None:
             f"tpe.check({format_guard(expr)}) is false for the example inputs ({_values(env, expr)}){note}"
             f"\n  at {src}")
     if not any(env.is_unbacked(s) for s in expr.free_symbols):
-        env.guard(expr, "guard", f"tpe.check({format_guard(expr)}){note}", src, cause="check")
+        env.guard(expr, "guard", f"tpe.check({format_guard(expr)}){note}", src, cause="check",
+                  note=f"the check's message: {note[2:-1]}" if note else None)
         return
     env.solver.assume(expr)
     syms = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
@@ -86,7 +87,13 @@ def _message_text(message: Any, src: Any) -> str:
     if message is None:
         return ""
     if callable(message) and not isinstance(message, str):
-        message = message()
+        from .symbolic import PRINTING
+
+        token = PRINTING.set("screen")  # sizes in the text print as their names (n), none is pinned
+        try:
+            message = message()
+        finally:
+            PRINTING.reset(token)
     if not isinstance(message, str):
         raise TypeError(f"tpe.check's message must be a str or a function of no arguments returning one, "
                         f"got {type(message).__name__}\n  at {src}")

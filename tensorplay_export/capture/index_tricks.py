@@ -45,6 +45,17 @@ def _captured(key: Any) -> Optional[Any]:
     return None
 
 
+def _pinned(key: Any, name: str) -> Any:
+    """``key`` with its sizes pinned to their example values (numpy's own code reads them as
+    numbers; a float step or bound of a size is no slice capture follows)."""
+    from .stdlib import plain
+
+    items = key if isinstance(key, tuple) else (key,)
+    out = tuple(slice(*(plain(p, f"{name}[...] (a float or complex slice)") for p in (k.start, k.stop, k.step)))
+                if isinstance(k, slice) else k for k in items)
+    return out if isinstance(key, tuple) else out[0]
+
+
 def _int_like(v: Any) -> bool:
     """A Python int or a size without a numpy scalar type: both act as Python ints in numpy."""
     return type(v) is int or (type(v) is SymInt and v.numpy_type is None)
@@ -81,6 +92,7 @@ class GridView:
 
     def __init__(self, real: Any) -> None:
         self._real = real
+        self._name = "np.ogrid" if real.sparse else "np.mgrid"
 
     def __getitem__(self, key: Any) -> Any:
         tracer = _captured(key)
@@ -90,11 +102,11 @@ class GridView:
             # numpy's one-slice form is np.arange(start, stop, step)
             parts = _int_slice(key)
             if parts is None:
-                return self._real[key]
+                return self._real[_pinned(key, self._name)]
             return _arange(tracer, *parts)
         slices = [_int_slice(k) for k in key]
         if not slices or any(s is None for s in slices):
-            return self._real[key]
+            return self._real[_pinned(key, self._name)]
         # nd_grid's size per axis, ceil((stop - start) / step), in integer arithmetic
         sizes = tuple(-((start - stop) // step) for start, stop, step in slices)
         if self._real.sparse:

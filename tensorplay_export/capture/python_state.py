@@ -87,10 +87,10 @@ def _fingerprint(value: Any, depth: int = 0) -> Any:
     t = type(value)
     if t in _SCALARS or isinstance(value, np.generic):
         return (t, value)
-    if depth < _MAX_DEPTH and t in (list, tuple) and len(value) <= _MAX_ITEMS:
-        return (t, tuple(_fingerprint(v, depth + 1) for v in value))
-    if depth < _MAX_DEPTH and t is dict and len(value) <= _MAX_ITEMS:
-        return (t, tuple((k, _fingerprint(v, depth + 1)) for k, v in value.items()))
+    if depth < _MAX_DEPTH and isinstance(value, (list, tuple, deque)) and len(value) <= _MAX_ITEMS:
+        return (t, id(value), tuple(_fingerprint(v, depth + 1) for v in value))
+    if depth < _MAX_DEPTH and isinstance(value, dict) and len(value) <= _MAX_ITEMS:
+        return (t, id(value), tuple((k, _fingerprint(v, depth + 1)) for k, v in value.items()))
     if depth < _MAX_DEPTH and t in (set, frozenset) and len(value) <= _MAX_ITEMS:
         return (t, frozenset(_fingerprint(v, depth + 1) for v in value))
     return ("object", id(value))  # arrays and everything else: the same object or not

@@ -111,6 +111,14 @@ class TracedArray:
             raise UnsupportedOpError(f"a.shape = ... on {what}: the program cannot change that array's shape in "
                                      f"place; write a = a.reshape(...) instead\n  at {src}")
         new = tracer.call(get_op("numpy.reshape"), (self, value), {}, source=src)
+        # the reshape replaces this array (numpy changes its shape in place): no view of it
+        tracer.force_all()  # a deferred reshape is noted as a view when computed: now, then dropped
+        aliases._views.pop(id(new), None)
+        children = aliases._children.get(id(self))
+        if children is not None:
+            children[:] = [c for c in children if c is not new]
+            if not children:
+                del aliases._children[id(self)]
         example = self.example
         example.shape = new.example.shape  # eager's own check: numpy refuses a reshape that needs a copy
         new.example = example

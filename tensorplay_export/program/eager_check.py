@@ -186,7 +186,7 @@ def run_eager(model: Any, args: tuple, kwargs: dict, saved: Optional[list] = Non
             carries (a plain module attribute, an input container).
     """
     if saved is None:
-        own = saved_contents(module_roots(model))
+        own = saved_contents(module_roots(model) + list(args) + list(kwargs.values()))
         try:
             return run_eager(model, args, kwargs, own)
         finally:
@@ -430,7 +430,8 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
             also when either run raises on the user's example.
     """
-    saved = saved_contents(module_roots(model))  # the module's lists and dicts, as before the runs
+    # the module's lists and dicts, and the inputs' (a leaf pytree does not copy: an OrderedDict), as before
+    saved = saved_contents(module_roots(model) + list(args) + list(kwargs.values()))
     try:
         return _check_against_eager(ep, model, args, kwargs, saved)
     finally:

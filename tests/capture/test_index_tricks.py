@@ -140,3 +140,13 @@ def test_mgrid_beyond_the_example_sizes_needs_no_guard():
     """The grid's sizes are the slice lengths, so nothing narrows n and m: the range stays [1, 40]."""
     ep = tpe.export(grid_offset_step, example(2, 9), dynamic_shapes=SPEC)
     assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(1, 40), (1, 40)]
+
+
+def test_a_float_step_of_a_size_pins_it_and_keeps_numpy_dtype():
+    def model(x):
+        return np.mgrid[0:1:1 / x.shape[0]] + x.sum()
+
+    ep = tpe.export(model, np.ones(5), dynamic_shapes={"x": {0: Dim.AUTO}})
+    same_output(ep.module()(np.ones(5)), model(np.ones(5)), "pinned at 5")
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones(4))

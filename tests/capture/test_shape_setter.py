@@ -50,3 +50,16 @@ def test_an_array_a_view_was_taken_of_keeps_its_shape():
 
     with pytest.raises(tpe.UnsupportedOpError, match="shares memory"):
         tpe.export(model, np.ones((2, 3)))
+
+
+def test_the_shape_can_be_set_twice():
+    def model(x):
+        y = x * 1
+        y.shape = (-1,)
+        y.shape = (4, -1)
+        return y
+
+    ep = tpe.export(model, np.ones((2, 4)), dynamic_shapes={"x": {0: Dim("n", max=16)}})
+    for n in (1, 2, 6):
+        x = np.arange(n * 4.0).reshape(n, 4)
+        np.testing.assert_array_equal(ep.module()(x), model(x))

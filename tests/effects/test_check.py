@@ -193,3 +193,24 @@ def test_message_of_a_backed_check_is_in_the_violation():
 def test_a_message_that_is_no_string_is_refused():
     with pytest.raises(TypeError, match="message must be a str"):
         tpe.check(True, 42)
+
+
+def test_a_message_function_formatting_a_size_keeps_it_dynamic_and_is_shown():
+    MSG = "rows must fit the table"
+
+    def model(x):
+        n = x.shape[0]
+        tpe.check(n <= 10, lambda: f"too long: {n}")
+        tpe.check(n >= 1, MSG)
+        return x * 2
+
+    ep = tpe.export(model, np.ones(4), dynamic_shapes={"x": {0: Dim.AUTO}})
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(1, 10)]
+    np.testing.assert_array_equal(ep.module()(np.ones(7)), np.full(7, 2.0))
+
+    def model2(x):
+        tpe.check(x.shape[0] <= 10, MSG)
+        return x * 2
+
+    with pytest.raises(tpe.ConstraintViolationError, match=MSG):
+        tpe.export(model2, np.ones(4), dynamic_shapes={"x": {0: Dim("n")}})
