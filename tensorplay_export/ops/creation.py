@@ -56,8 +56,12 @@ def _exact_value(v: Any) -> Any:
         v = sympy.Float(float(v))
     if not isinstance(v, sympy.Basic):
         return None
+    # an integer-valued float operation (math.floor(n * 1.3): the solver's FFloor) is an exact
+    # integer whatever float constants it rounds: its own constants are no bound's
+    whole = {a: sympy.Dummy(integer=True) for a in v.atoms(sympy.Function)
+             if a.is_integer and a.has(sympy.Float)}
     out = {}
-    for f in v.atoms(sympy.Float):
+    for f in (v.xreplace(whole) if whole else v).atoms(sympy.Float):
         r = sympy.Rational(float(f))
         q = int(r.q)
         if q & (q - 1) or q > 2 ** 16 or abs(int(r.p)) >= 2 ** 24:

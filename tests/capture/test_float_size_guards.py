@@ -187,3 +187,24 @@ def test_dtype_float_and_int_in_model_code_are_numpys():
 
     ep = tpe.export(model, vec(4), dynamic_shapes=({0: Dim("n", max=9)},))
     assert admitted(ep, model, vec) == list(range(1, 10))
+
+
+def test_arange_of_the_floor_of_a_float_size_is_dynamic_and_exact():
+    """nn.Upsample(scale_factor=1.3) and np.arange(math.floor(n * 1.3)): the bound is an integer."""
+    import math
+
+    from tensorplay_export import nn
+
+    def f(x):
+        return np.arange(math.floor(x.shape[0] * 1.3)) + x.sum()
+
+    ep = tpe.export(f, np.ones(9), dynamic_shapes={"x": {0: tpe.Dim.AUTO}})
+    for n in range(1, 65):
+        x = np.ones(n)
+        np.testing.assert_array_equal(ep.module()(x), f(x))
+    up = nn.Upsample(scale_factor=1.3)
+    img = np.ones((1, 2, 7, 9), np.float32)
+    ep = tpe.export(up, img, dynamic_shapes={"x": {2: tpe.Dim.AUTO, 3: tpe.Dim.AUTO}})
+    for h, w in ((3, 4), (7, 9), (13, 10)):
+        x = np.random.default_rng(h).standard_normal((1, 2, h, w)).astype(np.float32)
+        np.testing.assert_array_equal(ep.module()(x), up(x))
