@@ -408,8 +408,12 @@ def _float_result(fn: Callable, left: Any, right: Any, env: Any) -> Any:
             expr = node(pa, pb)
         elif expr is None and node is not None:
             # an operand no node computes as Python does (1 / math.sqrt(n) is n**(-0.5) to sympy):
-            # sympy's expression, as before float nodes; a guard on it pins (the solver refuses it)
+            # sympy's expression, as before float nodes; a guard on it pins (the solver refuses it).
+            # But sympy's algebra is exact: math.sqrt(n) * math.sqrt(n) is n to it, where Python's
+            # product of two rounded roots is not; a result whose root sympy cancelled pins instead.
             expr = fn(a, b)
+            if not _fractional_power(expr):
+                return _pinned_float_op(fn, left, right)
     if expr is None:
         return _pinned_float_op(fn, left, right)
     return wrap_float(bounded(expr, env), env, exact)
@@ -440,7 +444,26 @@ def _float_relation(rel: Callable, left: Any, right: Any) -> Any:
     (ka, a), (kb, b) = _exact_operand(left), _exact_operand(right)
     if ka is not None and kb is not None and _exact_comparable(ka, a, kb, b):
         return rel(a, b)
+    if _rooted(left) or _rooted(right):
+        # a float only sympy's exact algebra computes (a root of a size): sympy would decide
+        # sqrt(2*n) == sqrt(2)*sqrt(n) as true, Python's rounded values need not agree; pinned
+        reason = "compared as a float computed from a root of a size (math.sqrt: Python's rounded value)"
+
+        def concrete(v: Any) -> Any:
+            if isinstance(v, _SymNumber):
+                return v._typed(v.env.specialize(v.expr, reason, user_source(4)))
+            return bool(v) if isinstance(v, SymBool) else v
+        return _RELATIONS[rel](concrete(left), concrete(right))
     return rel(_compared_side(left), _compared_side(right))
+
+
+def _fractional_power(e: Any) -> bool:
+    return any(isinstance(p, sympy.Pow) and not p.exp.is_Integer for p in sympy.preorder_traversal(e))
+
+
+def _rooted(value: Any) -> bool:
+    """A SymFloat that no float node computes as Python does (``math.sqrt(n)``, ``n ** (1/3)``)."""
+    return isinstance(value, SymFloat) and _float_operand(value) is None
 
 
 def _exact_comparable(ka: str, a: Any, kb: str, b: Any) -> bool:

@@ -208,3 +208,25 @@ def test_arange_of_the_floor_of_a_float_size_is_dynamic_and_exact():
     for h, w in ((3, 4), (7, 9), (13, 10)):
         x = np.random.default_rng(h).standard_normal((1, 2, h, w)).astype(np.float32)
         np.testing.assert_array_equal(ep.module()(x), up(x))
+
+
+@pytest.mark.parametrize("cond", [
+    lambda n: math.sqrt(n) * math.sqrt(n) < n,
+    lambda n: math.sqrt(n) ** 2 == n,
+    lambda n: math.sqrt(2 * n) == math.sqrt(2) * math.sqrt(n),
+    lambda n: n / math.sqrt(n) == math.sqrt(n),
+], ids=["product", "square", "split root", "quotient"])
+def test_roots_of_sizes_are_never_simplified_into_a_wrong_branch(cond):
+    """sympy's algebra is exact (sqrt(n)*sqrt(n) is n to it); Python's rounded roots are not: such a
+    comparison pins, and the program equals eager wherever it admits a size."""
+    def model(x):
+        return x * 2 if cond(x.shape[0]) else x - 1
+
+    ep = tpe.export(model, np.ones(11), dynamic_shapes={"x": {0: tpe.Dim.AUTO}})
+    for n in range(1, 41):
+        x = np.ones(n)
+        try:
+            got = ep.module()(x)
+        except tpe.ConstraintsExceededError:
+            continue
+        np.testing.assert_array_equal(got, model(x))
