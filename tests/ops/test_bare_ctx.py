@@ -312,6 +312,15 @@ CASES.update({
                        c(I(e, hi=n, vrange=(0, n - 1)), None, 0)],
 })
 
+def _accumulate_dtype(u):
+    """A dtype numpy has an accumulate loop for: ints for bit ops, bools for logic and comparisons."""
+    if u.startswith(("bitwise", "left_", "right_")) or u in ("gcd", "lcm"):
+        return np.int64
+    if u.startswith("logical") or u in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        return np.bool_
+    return np.float64
+
+
 CASES.update({
     # -- numpy's Python-level functions (ops/lib.py)
     "numpy.select": [c([M(n, m), M(n, 1)], [x2(), A(m)], 0.5), c([M(n)], [A(n)])],
@@ -319,10 +328,7 @@ CASES.update({
                   c(A(k, m)), c(x2(), A(k, n), rowvar=False), c(A(n, k), rowvar=False)],
     "numpy.corrcoef": [c(x2()), c(x2(), rowvar=False), c(x2(), A(2, m)), c(A(k, m))],
     "numpy.lexsort": [c((A(n), A(n))), c(A(2, n, m), axis=0), c([A(n, m)])],
-    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=np.int64 if u.startswith("bitwise") else
-                                   np.bool_ if u.startswith("logical") else np.float64), axis=1),
-                                 c(A(e, dtype=np.int64 if u.startswith("bitwise") else
-                                   np.bool_ if u.startswith("logical") else np.float64))]
+    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=_accumulate_dtype(u)), axis=1), c(A(e, dtype=_accumulate_dtype(u)))]
        for u in ACCUMULATE_UFUNCS},
     **{f"numpy.{u}.outer": [c(A(n, dtype=np.int64 if u.startswith("bitwise") else
                               np.bool_ if u.startswith("logical") else np.float64),
