@@ -279,6 +279,11 @@ class TracedArray:
             result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
             if op.writes_arg is not None:
                 return _write_back(op, inputs, result, src)
+        elif self._tracer.draft is not None and method != "at":  # ufunc.at writes in place: no opaque value
+            from .draft_log import opaque_for
+
+            op = opaque_for(self._tracer, f"{func_name(ufunc)}.{method}", getattr(ufunc, method), src)
+            result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
         else:
             raise UnsupportedOpError(f"{func_name(ufunc)}.{method} is not supported during capture"
                                      f"\n  at {src}")
