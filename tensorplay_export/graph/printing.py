@@ -10,7 +10,7 @@
   :class:`~solver.translate.UnsupportedExpressionError` naming it, and a
   symbol without a Python name with ``KeyError``.
 - the **readable form** (:func:`format_guard`) is the text messages show:
-  ``2*(n // 4) == n``, ``n % (2*m) == 0``, ``Min(3, n) != 3``,
+  ``2*(n // 4) == n``, ``n % (2*m) == 0``, ``Min(3, n) <= m``,
   ``(m != 1 and n < 3) or n == m``.  It prints any sympy expression (what it
   does not know reads as sympy's ``str``), optionally over display names; it is
   :class:`ExprPrinter`, the tree's only sympy printer, defined when first used
@@ -741,7 +741,9 @@ def _clamp_resolved(expr: Any) -> Any:
     for s, f in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
         out = _clamp_equal(s, f)
         if out is not None:
-            return out if isinstance(expr, sympy.Eq) else sympy.Not(out)
+            out = out if isinstance(expr, sympy.Eq) else sympy.Not(out)
+            # a constant on the right, as the other guards print: `s < 3`, not `3 > s`
+            return out.reversed if isinstance(out, sympy.Rel) and out.lhs.is_number else out
     return None
 
 
@@ -749,7 +751,8 @@ def _clamp_equal(s: Any, f: Any) -> Any:
     """``s == f`` without its clamps (see :func:`_clamp_resolved`), or None."""
     if isinstance(f, sympy.Max) and len(f.args) == 2 and 0 in f.args and s.is_positive:
         f = next(a for a in f.args if a != 0)
-    clamps = [(c, t) for t in sympy.Add.make_args(f) for c, t in [t.as_coeff_Mul()] if isinstance(t, (sympy.Min, sympy.Max))]
+    clamps = [(c, t) for term in sympy.Add.make_args(f) for c, t in [term.as_coeff_Mul()]
+              if isinstance(t, (sympy.Min, sympy.Max))]
     rest = f - sum(c * t for c, t in clamps)
     if rest.has(sympy.Min, sympy.Max):
         return None
