@@ -66,3 +66,4 @@ def test_the_decoder_position_slice_violation_reads_past_plus_t():
                    dynamic_shapes={"h": {0: Dim("t", max=448)}, "past_k": {0: Dim("past", min=0, max=1000)}})
     text = str(err.value)
     assert "satisfy the guard past + t <= 448" in text and "implies past + t <= 448" in text
+    assert "a slice of at most 448)" in text  # the cause names the table length too
