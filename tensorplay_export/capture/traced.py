@@ -27,6 +27,34 @@ _UFUNC_REDUCE = {"add": "numpy.sum", "multiply": "numpy.prod", "maximum": "numpy
 _UFUNC_ACCUMULATE = {"add": "numpy.cumsum", "multiply": "numpy.cumprod"}
 
 
+class _FlatReader:
+    """``x.flat`` during capture: reads ``x.flat[i]`` / ``x.flat[a:b:c]`` with static ints, as
+    ``x.ravel()[...]`` (numpy's values: C order).  Writes and iteration are refused: numpy's flatiter
+    writes through to ``x`` and yields Python scalars one by one."""
+
+    def __init__(self, array: "TracedArray") -> None:
+        self._array = array
+
+    def __getitem__(self, key: Any) -> Any:
+        parts = (key.start, key.stop, key.step) if isinstance(key, slice) else (key,)
+        if not all(p is None or (isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)))
+                   for p in parts):
+            raise UnsupportedOpError(f"ndarray.flat[...] is supported during capture with a Python int or a slice "
+                                     f"of Python ints only; index x.ravel() instead\n  at {user_source(2)}")
+        src = user_source(2)
+        flat = self._array._tracer.call(get_op("numpy.ravel"), (self._array,), {}, source=src)
+        return flat._tracer.call(get_op("tpe.getitem"), (flat, key), {}, source=src)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise UnsupportedOpError(f"a write into ndarray.flat is not supported during capture; write into "
+                                 f"x.reshape(-1) (a view of a C-contiguous x) or build the array with "
+                                 f"np.where\n  at {user_source(2)}")
+
+    def __iter__(self):
+        raise UnsupportedOpError(f"iterating over ndarray.flat is not supported during capture (one Python "
+                                 f"scalar per element); use x.ravel() and vectorized numpy\n  at {user_source(2)}")
+
+
 class TracedArray:
     """A traced value: graph node, symbolic shape, dtype, example value, value range."""
 
@@ -169,9 +197,8 @@ class TracedArray:
         return self._call("numpy.imag", (self,))
 
     @property
-    def flat(self):
-        raise UnsupportedOpError(f"ndarray.flat is not supported during capture; use ravel()\n"
-                                 f"  at {user_source(2)}")
+    def flat(self) -> "_FlatReader":
+        return _FlatReader(self)
 
     def __len__(self) -> int:
         if not self._shape:
@@ -260,6 +287,11 @@ class TracedArray:
             result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
             if op.writes_arg is not None:
                 return _write_back(op, inputs, result, src)
+        elif self._tracer.draft is not None and method != "at":  # ufunc.at writes in place: no opaque value
+            from .draft_log import opaque_for
+
+            op = opaque_for(self._tracer, f"{func_name(ufunc)}.{method}", getattr(ufunc, method), src)
+            result = self._tracer.call(op, tuple(inputs), kwargs, source=src)
         else:
             raise UnsupportedOpError(f"{func_name(ufunc)}.{method} is not supported during capture"
                                      f"\n  at {src}")

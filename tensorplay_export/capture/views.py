@@ -95,7 +95,7 @@ UNFOLLOWED_VIEW_OPS = frozenset({
     "numpy.rot90", "numpy.atleast_3d", "numpy.split", "numpy.array_split", "numpy.diagonal",
     "numpy.broadcast_to", "numpy.imag", "numpy.lib.stride_tricks.sliding_window_view", "numpy.ix_",
     "numpy.matrix_transpose", "numpy.linalg.matrix_transpose", "numpy.linalg.diagonal", "numpy.rollaxis",
-    "numpy.hsplit", "numpy.vsplit", "numpy.dsplit",
+    "numpy.hsplit", "numpy.vsplit", "numpy.dsplit", "numpy.ndarray.view",
 })
 
 

@@ -11,6 +11,9 @@ mode) and turns each problem into a :class:`FailureReport`:
   assumed as the example took it and checked at run time by the program;
 - ``unsupported_op``: a numpy function without a shape rule; the draft program
   runs it opaquely, with the sizes it sees pinned to the example's;
+- ``unsupported_call``: a call capture refuses outright (a write through an unfollowed
+  view, an unsupported ``ufunc.at``, ``x.flat`` writes...): capture stops there, no opaque
+  fallback exists for it;
 - ``random_numbers``: the model draws random numbers (``numpy.random``), which no
   program can reproduce: capture stops there, the fix is to pass them as an input;
 - ``numpy_error``: the model itself raised on its example inputs;
@@ -56,8 +59,8 @@ __all__ = ["draft_export", "DraftExportReport", "BLOCKING_KINDS", "FailureReport
 
 
 # Failure kinds that make export() raise whatever dynamic_shapes says: no fix line addresses them.
-BLOCKING_KINDS = ("data_dependent", "unsupported_op", "random_numbers", "numpy_error", "spec_error",
-                  "capture_error")
+BLOCKING_KINDS = ("data_dependent", "unsupported_op", "unsupported_call", "random_numbers", "numpy_error",
+                  "spec_error", "capture_error")
 
 
 class DraftExportReport:
@@ -132,7 +135,7 @@ class DraftExportReport:
                 f.violation for f in self.failures if f.violation is not None])
         if "data_dependent" in kinds:
             cls: type = DataDependentError
-        elif "unsupported_op" in kinds or "random_numbers" in kinds:
+        elif kinds & {"unsupported_op", "unsupported_call", "random_numbers"}:
             cls = UnsupportedOpError
         elif "example_out_of_range" in kinds:
             cls = ConstraintsExceededError
@@ -577,7 +580,9 @@ def _capture_failure(err: BaseException) -> FailureReport:
     src = error_source(err)
     text = _strip_at(str(err))
     if isinstance(err, UnsupportedOpError):
-        return FailureReport("random_numbers" if err.random_draw else "unsupported_op", text, src, None)
+        # an UnsupportedOpError reaching here stopped capture: no opaque op ran, so it is not filed
+        # under the opaque ops' heading
+        return FailureReport("random_numbers" if err.random_draw else "unsupported_call", text, src, None)
     if isinstance(err, DataDependentError):
         return FailureReport("data_dependent", text + "\n(draft_export cannot continue past this one: the model "
                              "reads array values to decide control flow)", src, None, guard=err.guard)

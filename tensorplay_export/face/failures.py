@@ -20,6 +20,7 @@ KINDS: dict[str, str] = {
     "auto_specialization": "Specialized Dim.AUTO sizes",
     "data_dependent": "Data-dependent guards",
     "unsupported_op": "Ops without shape rules (run opaquely at the example's sizes)",
+    "unsupported_call": "Unsupported calls (capture stopped there: no opaque fallback)",
     "random_numbers": "Random numbers drawn inside the model (pass them as an input)",
     "numpy_error": "Errors raised inside the model",
     "spec_error": "dynamic_shapes does not fit the inputs",

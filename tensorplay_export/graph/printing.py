@@ -10,7 +10,7 @@
   :class:`~solver.translate.UnsupportedExpressionError` naming it, and a
   symbol without a Python name with ``KeyError``.
 - the **readable form** (:func:`format_guard`) is the text messages show:
-  ``2*(n // 4) == n``, ``n % (2*m) == 0``, ``Min(3, n) != 3``,
+  ``2*(n // 4) == n``, ``n % (2*m) == 0``, ``Min(3, n) <= m``,
   ``(m != 1 and n < 3) or n == m``.  It prints any sympy expression (what it
   does not know reads as sympy's ``str``), optionally over display names; it is
   :class:`ExprPrinter`, the tree's only sympy printer, defined when first used
@@ -638,6 +638,9 @@ def _readable_class() -> type:
             return other if len(other) < len(plain) else plain
 
         def _print_Relational(self, expr: Any) -> str:
+            bound = _clamp_resolved(expr)
+            if bound is not None:
+                return self._print(bound)
             lhs, rhs = expr.lhs, expr.rhs
             plain = self._relation(expr.rel_op, lhs, rhs)
             lhs2, rhs2 = _readable_relation(expr)
@@ -717,6 +720,64 @@ def _factored(expr: Any) -> Any:
     except Exception:  # noqa: BLE001 - sympy cannot factor over these generators: print as it is
         return expr
     return out if isinstance(out, (sympy.Mul, sympy.Pow)) and out != expr else expr
+
+
+def _clamp_resolved(expr: Any) -> Any:
+    """An ``==`` / ``!=`` between a size and the clamped length of a slice, as the bound it states,
+    or None: ``t == Max(0, -Min(448, past) + Min(448, past + t))`` reads ``past + t <= 448``.
+
+    Each step is an equivalence for every value of the symbols (integer sizes), using only the
+    symbols' own assumptions (``t.is_positive``), never a declared range, so the text says what the
+    guard decides:
+
+    - ``s == Max(0, F)`` with ``s > 0``: ``s == F``;
+    - ``T == Min(A, B) + R`` (one clamp, ``R`` free of clamps): ``A <= B`` when ``T - R`` is ``A``
+      (``Max``: ``A >= B``); several arguments: ``A`` below each of the others;
+    - ``s == Min(c, X) - Min(c, Y)`` with ``s > 0`` and ``X - Y == s`` (the window ``[Y, X)`` of a
+      table of ``c`` rows): ``X <= c`` (past the end the window loses rows; ``Max`` likewise ``Y >= c``).
+    """
+    if not isinstance(expr, (sympy.Eq, sympy.Ne)) or not expr.has(sympy.Min, sympy.Max):
+        return None
+    for s, f in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        out = _clamp_equal(s, f)
+        if out is not None:
+            out = out if isinstance(expr, sympy.Eq) else sympy.Not(out)
+            # a constant on the right, as the other guards print: `s < 3`, not `3 > s`
+            return out.reversed if isinstance(out, sympy.Rel) and out.lhs.is_number else out
+    return None
+
+
+def _clamp_equal(s: Any, f: Any) -> Any:
+    """``s == f`` without its clamps (see :func:`_clamp_resolved`), or None."""
+    if isinstance(f, sympy.Max) and len(f.args) == 2 and 0 in f.args and s.is_positive:
+        f = next(a for a in f.args if a != 0)
+    clamps = [(c, t) for term in sympy.Add.make_args(f) for c, t in [term.as_coeff_Mul()]
+              if isinstance(t, (sympy.Min, sympy.Max))]
+    rest = f - sum(c * t for c, t in clamps)
+    if rest.has(sympy.Min, sympy.Max):
+        return None
+    if len(clamps) == 1 and clamps[0][0] == 1:
+        _, clamp = clamps[0]
+        target = sympy.expand(s - rest)
+        for a in clamp.args:
+            if sympy.expand(a - target) == 0:
+                rel = sympy.Le if isinstance(clamp, sympy.Min) else sympy.Ge
+                return sympy.And(*(rel(a, b) for b in clamp.args if b is not a))
+        return None
+    if len(clamps) == 2 and rest == 0 and s.is_positive and {c for c, _ in clamps} == {1, -1}:
+        (_, hi), (_, lo) = sorted(clamps, key=lambda ct: -ct[0])
+        if type(hi) is not type(lo) or len(hi.args) != 2 or len(lo.args) != 2:
+            return None
+        common = set(hi.args) & set(lo.args)
+        if len(common) != 1:
+            return None
+        (c,) = common
+        x = next(a for a in hi.args if a != c)
+        y = next(a for a in lo.args if a != c)
+        if sympy.expand(x - y - s) != 0:
+            return None
+        return sympy.Le(x, c) if isinstance(hi, sympy.Min) else sympy.Ge(y, c)
+    return None
 
 
 def _readable_relation(expr: Any) -> tuple:

@@ -44,6 +44,16 @@ def _pad_or_crop(x, before: int, after: int, axis: int):
     return x
 
 
+def _size_pair(v, name: str) -> tuple:
+    """``_pair`` keeping sizes as they are: an output_padding computed from traced sizes (a
+    ``SymInt``) must not become a Python int (that would pin it)."""
+    if isinstance(v, (tuple, list)):
+        if len(v) != 2:
+            raise ValueError(f"{name} must be an int or a pair, got {v!r}")
+        return tuple(int(o) if isinstance(o, (int, np.integer)) else o for o in v)
+    return _size_pair((v, v), name)
+
+
 def _flipped_kernel(weight, groups: int):
     """(C_in, C_out/g, kh, kw) -> (C_out, C_in/g, kh, kw), spatially flipped: the conv2d kernel."""
     c_in, og, kh, kw = weight.shape
@@ -76,18 +86,26 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
         raise ValueError(f"conv_transpose2d: input has {x.shape[1]} channels, weight {tuple(weight.shape)} "
                          f"with groups={groups} expects {c_in} (divisible by groups)")
     stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
-    out_pad, dilation = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    out_pad, dilation = _size_pair(output_padding, "output_padding"), _pair(dilation, "dilation")
     for op_, s, d in zip(out_pad, stride, dilation):
         if not 0 <= op_ < max(s, d):
             raise ValueError(f"conv_transpose2d: output_padding {output_padding} must be smaller than "
                              f"either stride {stride} or dilation {dilation}")
     c_out = og * groups
-    if (kh, kw) == stride and padding == (0, 0) and out_pad == (0, 0) and dilation == (1, 1):
+    no_out_pad = all(type(o) is int and o == 0 for o in out_pad)  # a size expression: the general path
+    if (kh, kw) == stride and padding == (0, 0) and no_out_pad and dilation == (1, 1):
         out = _non_overlapping(x, weight, groups)
     else:
         for axis, (k, s, p, o, d) in enumerate(zip((kh, kw), stride, padding, out_pad, dilation)):
             x = _insert_zeros(x, s, 2 + axis)
-            x = _pad_or_crop(x, d * (k - 1) - p, d * (k - 1) - p + o, 2 + axis)
+            edge = d * (k - 1) - p
+            if type(o) is int or edge < 0:
+                x = _pad_or_crop(x, edge, edge + o, 2 + axis)
+            else:  # output_padding from output_size, a size >= 0: zeros at the end, no branch on it
+                x = _pad_or_crop(x, edge, edge, 2 + axis)
+                widths = [(0, 0)] * x.ndim
+                widths[2 + axis] = (0, o)
+                x = np.pad(x, widths)
         out = conv2d(x, _flipped_kernel(weight, groups), None, 1, 0, dilation, groups)
     if bias is not None:
         out = out + bias.reshape(1, c_out, 1, 1)
@@ -116,7 +134,8 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     unbatched = input.ndim == 2
     x = input[None] if unbatched else input
     one = lambda v: int(v[0] if isinstance(v, (tuple, list)) else v)  # noqa: E731
+    pad = output_padding[0] if isinstance(output_padding, (tuple, list)) else output_padding
     out = conv_transpose2d(x[:, :, None, :], weight[:, :, None, :], bias, stride=(1, one(stride)),
-                           padding=(0, one(padding)), output_padding=(0, one(output_padding)), groups=groups,
+                           padding=(0, one(padding)), output_padding=(0, pad), groups=groups,
                            dilation=(1, one(dilation)))[:, :, 0, :]
     return out[0] if unbatched else out

@@ -42,10 +42,39 @@ class _ConvTransposeNd(Module):
         else:
             self.register_parameter("bias", None)
 
-    def _check_output_size(self, output_size) -> None:
-        if output_size is not None:
-            raise NotImplementedError(f"{type(self).__name__}: output_size= is not supported; pass "
-                                      "output_padding to the constructor instead")
+    def _output_padding(self, x, output_size) -> tuple:
+        """torch's ``_output_padding``: the output_padding that makes the output ``output_size``.
+
+        ``output_size`` gives the last ``dims`` sizes (or the whole shape: batch and channels are
+        dropped); each padding is ``output_size - default size`` and must lie in
+        ``[0, max(stride, dilation))``.  Sizes of traced arrays make it a size expression and that
+        requirement a guard (``0 <= h - 2*((h - 1) // 2) - 1 < 2`` for ``skip.shape`` of a stride-2
+        down/up pair).
+
+        Raises:
+            ValueError: ``output_size`` of the wrong length, or a size no output_padding reaches.
+        """
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        sizes = list(output_size)
+        if len(sizes) in (n + 1, n + 2):  # torch accepts (C, *spatial) and (N, C, *spatial)
+            sizes = sizes[-n:]
+        if len(sizes) != n:
+            raise ValueError(f"{type(self).__name__}: output_size must have {n} or {n + 2} elements (got "
+                             f"{len(output_size)})")
+        spatial = x.shape[-n:]
+        pads = []
+        for i, (size, want) in enumerate(zip(spatial, sizes)):
+            k, s, p, d = self.kernel_size[i], self.stride[i], self.padding[i], self.dilation[i]
+            default = (size - 1) * s - 2 * p + d * (k - 1) + 1
+            pad = want - default
+            if not (0 <= pad and pad < max(s, d)):
+                raise ValueError(f"{type(self).__name__}: requested an output size of {tuple(sizes)}, but valid "
+                                 f"sizes along axis {i} range from {default} to {default + max(s, d) - 1} (for an "
+                                 f"input of size {size})")
+            pads.append(pad)
+        return tuple(pads)
 
     def extra_repr(self) -> str:
         return conv_extra_repr(self, **({"output_padding": self.output_padding} if any(self.output_padding) else {}))
@@ -61,15 +90,18 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     Raises:
         ValueError: channels not divisible by groups; output_padding not smaller than stride or dilation.
-        NotImplementedError: ``forward(x, output_size=...)``.
+        ValueError (forward): an ``output_size`` no output_padding in ``[0, max(stride, dilation))``
+            reaches (torch's rule).
+
+    ``forward(x, output_size=skip.shape)`` (the U-Net idiom) picks the output_padding per axis that
+    gives that size (a size expression of the traced sizes; the range it must lie in is a guard).
     """
 
     _dims = 2
 
     def forward(self, x, output_size=None):
-        self._check_output_size(output_size)
-        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
-                                  self.groups, self.dilation)
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(x, output_size), self.groups, self.dilation)
 
 
 class ConvTranspose1d(_ConvTransposeNd):
@@ -77,12 +109,12 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     Shapes: (N, C_in, L) or (C_in, L) -> (N, C_out, L_out),
     ``L_out = (L - 1)*stride - 2*padding + dilation*(kernel_size - 1) + output_padding + 1``.
-    Parameters: weight (C_in, C_out/groups, k), bias (C_out,).
+    Parameters: weight (C_in, C_out/groups, k), bias (C_out,).  ``forward(x, output_size=...)`` as
+    :class:`ConvTranspose2d`'s.
     """
 
     _dims = 1
 
     def forward(self, x, output_size=None):
-        self._check_output_size(output_size)
         return F.conv_transpose1d(x, self.weight, self.bias, self.stride[0], self.padding[0],
-                                  self.output_padding[0], self.groups, self.dilation[0])
+                                  self._output_padding(x, output_size)[0], self.groups, self.dilation[0])

@@ -60,6 +60,11 @@ def _size_text(d: Any, text: Callable[[Any], str] = str) -> str:
         consts = [int(a) for a in d.args if a.is_Integer]
         if consts:
             return f"{text(d)}, a slice of at most {min(consts)}"
+    if isinstance(d, sympy.Max) and 0 in d.args:
+        # the clamped length of a window ``table[a: a + t]``: ``Max(0, Min(c, a + t) - Min(c, a))``
+        consts = {int(a) for m in d.atoms(sympy.Min) for a in m.args if a.is_Integer}
+        if len(consts) == 1:  # one table length bounds every clamp
+            return f"{text(d)}, a slice of at most {consts.pop()}"
     return text(d)
 
 

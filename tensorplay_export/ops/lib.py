@@ -1,6 +1,6 @@
 """numpy's Python-level functions (``numpy/lib``, ``numpy/_core/shape_base.py``) over ops we support:
 select, cov, lexsort, ufunc ``accumulate``/``outer``/``reduce``, append, delete, rot90, block, column_stack,
-dstack, atleast_3d, ediff1d, vander, polyval, trapezoid, resize.
+dstack, atleast_3d, ediff1d, vander, polyval, trapezoid, resize, insert, ``ndarray.view(dtype)``.
 
 Each impl is numpy's own function (values are numpy's at run time); each rule states the output
 shape numpy's code computes, with the guards that shape needs.  Where numpy's result shape
@@ -9,6 +9,7 @@ example's side with ``ctx.choose``.
 """
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -134,8 +135,13 @@ register_op("numpy.lexsort", np.lexsort, _lexsort_rule, numpy_funcs=(np.lexsort,
 
 # -- ufunc.accumulate / ufunc.outer ---------------------------------------------------------------
 # add/multiply.accumulate are numpy.cumsum/cumprod (capture maps them there)
+# every other binary ufunc numpy accumulates (numpy itself refuses the dtypes it has no loop for);
+# logaddexp.accumulate is logcumsumexp, the log-space scan of Heinsen / minGRU models
 ACCUMULATE_UFUNCS = ("maximum", "minimum", "fmax", "fmin", "subtract", "logical_and", "logical_or",
-                     "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor")
+                     "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "logaddexp", "logaddexp2",
+                     "divide", "floor_divide", "remainder", "fmod", "power", "float_power", "arctan2", "hypot",
+                     "copysign", "nextafter", "heaviside", "left_shift", "right_shift", "gcd", "lcm", "equal",
+                     "not_equal", "less", "less_equal", "greater", "greater_equal")
 OUTER_UFUNCS = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal",
                 "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "bitwise_and",
                 "bitwise_or", "fmax", "fmin", "arctan2", "hypot")
@@ -266,6 +272,56 @@ def _delete_rule(ctx: Any, arr: Any, obj: Any, axis: Any = None) -> tuple:
 
 
 register_op("numpy.delete", np.delete, _delete_rule, numpy_funcs=(np.delete,))
+
+
+def _insert_rule(ctx: Any, arr: Any, obj: Any, values: Any, axis: Any = None) -> tuple:
+    """numpy.insert at static positions (an int or a list of ints; numpy/lib/_function_base_impl.py):
+    the axis of size ``n`` grows by the number of inserted rows.
+
+    An int index inserts ``values`` (given at least ``arr.ndim`` dims, its first axis moved to
+    ``axis``) as ``values.shape[axis]`` rows; a list of ``k`` ints inserts ``k`` rows, ``values``
+    broadcast to them (a one-item list as numpy does: like an int without the axis move).  Every
+    index lies in ``[-n, n]`` (a bounds guard); the other axes of ``values`` stretch to ``arr``'s.
+
+    Raises:
+        UnsupportedOpError: a slice, an array or a size as the index.
+    """
+    shape = list(shape_of(arr))
+    if axis is None:
+        shape, ax = [prod(shape)], 0
+    else:
+        ax = _axis(axis, len(shape), "numpy.insert")
+    if isinstance(obj, (slice, ArrayInfo)) or isinstance(obj, (bool, np.bool_)):
+        raise UnsupportedOpError("numpy.insert with a slice, an array or a mask as the index is not supported "
+                                 "during capture; pass the positions as Python ints (an int or a list)")
+    single = not isinstance(obj, (list, tuple))
+    items = [obj] if single else list(obj)
+    if not all(is_static(i) and not isinstance(i, (bool, np.bool_)) for i in items):
+        raise UnsupportedOpError("numpy.insert with a size as the index is not supported during capture; use "
+                                 "slices (x[:i], x[i:]) and np.concatenate")
+    n = shape[ax]
+    for i in {int(i) for i in items}:
+        bound = sympy.Ge(n, i) if i >= 0 else sympy.Ge(n, -i)
+        ctx.bounds(bound, lambda i=i: f"numpy.insert: index {i} is out of bounds for axis {ax} with size "
+                                      f"{ctx.text(n)}")
+    vshape = list(_at_least(tuple(shape_of(values)), len(shape)))
+    if single:  # numpy moves the first axis of the values to ``axis`` for a scalar index
+        vshape.insert(ax, vshape.pop(0))
+        numnew = vshape[ax] if len(vshape) > ax else 1
+    else:
+        numnew = len(items)
+    target = list(shape)
+    target[ax] = numnew
+    if len(vshape) > len(target):
+        raise ValueError(f"numpy.insert: values of {len(vshape)} dims do not fit an array of {len(target)}")
+    for v, t in zip(vshape[len(vshape) - len(target):], target):
+        ctx.stretch(v, t, "numpy.insert: the values need the shape of the inserted rows",
+                    "numpy.insert: the values need size 1 or the size of the inserted rows")
+    shape[ax] = as_dim(sympy.sympify(n) + numnew)
+    return tuple(shape)
+
+
+register_op("numpy.insert", np.insert, _insert_rule, numpy_funcs=(np.insert,))
 
 
 # -- rot90 / block / column_stack / dstack / atleast_3d ----------------------------------------------
@@ -484,3 +540,29 @@ def _fill_diagonal_rule(ctx: Any, a: Any, val: Any, wrap: bool = False) -> tuple
 
 register_op("tpe.fill_diagonal", _fill_diagonal, _fill_diagonal_rule, numpy_funcs=(np.fill_diagonal,),
             writes_arg=0, doc="functional numpy.fill_diagonal(a, val, wrap): returns the updated copy")
+
+
+# -- ndarray.view(dtype) ------------------------------------------------------------------------------
+def _view(a: Any, dtype: Any = None) -> Any:
+    return a.view() if dtype is None else a.view(dtype)
+
+
+def _view_rule(ctx: Any, a: Any, dtype: Any = None, type: Any = None) -> tuple:
+    """``a.view(dtype)`` with a dtype of ``a``'s item size: the same bytes read as ``dtype``,
+    ``a``'s shape (numpy's ``ndarray.view``).
+
+    Raises:
+        UnsupportedOpError: ``type=`` (an ndarray subclass), or an item size other than ``a``'s
+            (the last axis would change by the size ratio: use astype, or bit arithmetic).
+    """
+    if type is not None or (isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray)):
+        raise UnsupportedOpError("ndarray.view(type=...) (an ndarray subclass) is not supported during capture")
+    if dtype is not None and a.dtype is not None and np.dtype(dtype).itemsize != np.dtype(a.dtype).itemsize:
+        raise UnsupportedOpError(f"ndarray.view({np.dtype(dtype)}) of a {np.dtype(a.dtype)} array changes the item "
+                                 "size, so the last axis; only a view as a dtype of the same item size is supported "
+                                 "during capture (x.view(np.uint32) of float32)")
+    return tuple(shape_of(a))
+
+
+register_op("numpy.ndarray.view", _view, _view_rule, methods=("view",),
+            doc="a.view(dtype): a's bytes reinterpreted as a dtype of the same item size, a's shape")

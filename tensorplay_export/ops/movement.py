@@ -339,7 +339,9 @@ register_op("numpy.hstack", np.hstack, _hstack_rule, numpy_funcs=(np.hstack,))
 register_op("numpy.vstack", np.vstack, _vstack_rule, numpy_funcs=(np.vstack,))
 
 
-def _split_sizes(ctx: Any, n: Any, sections: Any, equal: bool) -> list:
+def _split_sizes(ctx: Any, n: Any, sections: Any, equal: bool, axis: int = 0) -> list:
+    if isinstance(sections, ArrayInfo):
+        return _split_by_index_array(ctx, n, sections, axis)
     if isinstance(sections, (int, sympy.Basic)) and not isinstance(sections, bool):
         k = sections
         if equal:
@@ -354,11 +356,37 @@ def _split_sizes(ctx: Any, n: Any, sections: Any, equal: bool) -> list:
     return [slice_length(ctx, n, bounds[i], bounds[i + 1], None) for i in range(len(bounds) - 1)]
 
 
+def _split_by_index_array(ctx: Any, n: Any, indices: ArrayInfo, axis: int) -> list:
+    """Split points given as a traced int array (``np.split(x, np.cumsum(counts)[:-1])``, the MoE
+    dispatch): ``k`` points make ``k + 1`` pieces, each of a data-dependent length in ``[0, n]`` (an
+    unbacked size bound at run time from the piece numpy makes, as ``x[a:b]`` with ``a = c[0].item()``
+    is).  The number of pieces is the program's structure: the array must be 1-d of a static length.
+
+    Raises:
+        UnsupportedOpError: the index array is not 1-d, or its length is a symbolic size.
+        TypeError: it does not hold integers (numpy's slicing refuses other indices too).
+    """
+    shape = tuple(indices.shape)
+    if len(shape) == 1 and ctx.data_dependent(shape[0]):
+        raise UnsupportedOpError(
+            f"numpy.split by an index array of data-dependent length {ctx.text(shape[0])} is not supported during "
+            f"capture: the number of pieces is the program's structure. Give the split points a static length "
+            f"(np.bincount(ids, minlength=E)[:E] when every id is below E, then np.cumsum(counts)[:-1])")
+    if len(shape) != 1 or not is_static(shape[0]):
+        raise UnsupportedOpError(
+            f"numpy.split by an index array of shape {ctx.text(shape)} is not supported during capture: the number "
+            f"of pieces is the program's structure, so the split points must be a 1-d array of a static length "
+            f"(or Python ints)")
+    if indices.dtype is not None and np.dtype(indices.dtype).kind not in "iu":
+        raise TypeError(f"numpy.split: split points of dtype {np.dtype(indices.dtype)} are not integers")
+    return [ctx.new_unbacked(n, out=j, axis=axis) for j in range(int(shape[0]) + 1)]
+
+
 def _split_rule(equal: bool):
     def rule(ctx: Any, ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
         shape = shape_of(ary)
         ax = int(axis) % len(shape)
-        sizes = _split_sizes(ctx, shape[ax], indices_or_sections, equal)
+        sizes = _split_sizes(ctx, shape[ax], indices_or_sections, equal, ax)
         return [tuple(sz if i == ax else d for i, d in enumerate(shape)) for sz in sizes]
     return rule
 

@@ -436,8 +436,9 @@ def test_conv_transpose_parameters_follow_torch():
         nn.ConvTranspose2d(3, 4, 2, groups=2)
     with pytest.raises(ValueError, match="output_padding"):
         nn.ConvTranspose2d(3, 4, 2, stride=2, output_padding=2)
-    with pytest.raises(NotImplementedError, match="output_size"):
-        m(randn(1, 4, 2, 2), output_size=(4, 4))
+    assert m(randn(1, 4, 2, 2), output_size=(4, 4)).shape == (1, 6, 4, 4)  # stride 1: the default size only
+    with pytest.raises(ValueError, match="valid sizes along axis 0 range from 4 to 4"):
+        m(randn(1, 4, 2, 2), output_size=(5, 4))
 
 
 def test_conv_transpose_decomposes_to_primitives():

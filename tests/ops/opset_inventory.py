@@ -39,7 +39,6 @@ MISSING: dict[str, str] = {
     "numpy.i0": _LATER + " (tests/_opaque.py's example of a function without one, for draft's opaque ops)",
     **{f"numpy.{n}": "capture answers it for a traced array (the array itself, a numpy.copy or an astype node)"
        for n in ("array", "asarray", "asanyarray")},
-    "numpy.insert": _LATER + " (index forms; np.concatenate of slices covers it)",
     "numpy.unpackbits": _LATER + " (a size 8 * n, count=)",
     "numpy.diag_indices": _LATER + " (a tuple of aranges: np.arange(n) twice covers it)",
     "numpy.diag_indices_from": _LATER,
@@ -56,7 +55,7 @@ MISSING: dict[str, str] = {
     **{f"ndarray.{n}": _OBJECT for n in ("base", "ctypes", "data", "flags", "strides", "setflags")},
     **{f"ndarray.{n}": _NOT_AN_OP for n in ("dump", "dumps", "tobytes", "tofile")},
     **{f"ndarray.{n}": "reinterprets the bytes of one concrete array (a byte-level view): use astype"
-       for n in ("byteswap", "getfield", "setfield", "view")},
+       for n in ("byteswap", "getfield", "setfield")},
     "ndarray.device": "the array API device ('cpu'): not yet answered during capture",
     "ndarray.to_device": _LATER + " (the CPU is numpy's one device: drop the call)",
     "ndarray.resize": "resizes in place, refusing arrays with views: use np.resize(a, shape)",

@@ -159,8 +159,8 @@ CASES = {
     "numpy.concatenate": [c([x2(), A(2, m)]), c([x2(), A(n, 3)], axis=1), c([A(n), A(m)], axis=None)],
     "numpy.stack": [c([x2(), x2()], axis=1)],
     "numpy.hstack": [c([A(n), A(m)]), c([x2(), A(n, 2)])], "numpy.vstack": [c([A(n), A(n)]), c([x2(), A(1, m)])],
-    "numpy.split": [c(x2(), 2), c(x2(), [1, 3], axis=0)],
-    "numpy.array_split": [c(x2(), 4), c(x2(), [2, n - 1], axis=0)],
+    "numpy.split": [c(x2(), 2), c(x2(), [1, 3], axis=0), c(x2(), I(3, hi=4)), c(x2(), I(2, hi=3), axis=1)],
+    "numpy.array_split": [c(x2(), 4), c(x2(), [2, n - 1], axis=0), c(A(e), I(1, hi=2))],
     "numpy.tile": [c(A(n, 2), (2, 1)), c(A(n, 2), (m, 1)), c(A(n), 3)],
     "numpy.repeat": [c(A(n), 2), c(x2(), m, axis=1), c(A(n), I(n, hi=3)), c(A(n, 2), [1, 2], axis=1)],
     "numpy.pad": [c(x2(), ((1, 2), (0, m))), c(x2(), 1, mode="edge"), c(A(e, 2), ((0, 1), (0, 0)), mode="wrap")],
@@ -314,6 +314,15 @@ CASES.update({
                        c(I(e, hi=n, vrange=(0, n - 1)), None, 0)],
 })
 
+def _accumulate_dtype(u):
+    """A dtype numpy has an accumulate loop for: ints for bit ops, bools for logic and comparisons."""
+    if u.startswith(("bitwise", "left_", "right_")) or u in ("gcd", "lcm"):
+        return np.int64
+    if u.startswith("logical") or u in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+        return np.bool_
+    return np.float64
+
+
 CASES.update({
     # -- numpy's Python-level functions (ops/lib.py)
     "numpy.select": [c([M(n, m), M(n, 1)], [x2(), A(m)], 0.5), c([M(n)], [A(n)])],
@@ -321,10 +330,7 @@ CASES.update({
                   c(A(k, m)), c(x2(), A(k, n), rowvar=False), c(A(n, k), rowvar=False)],
     "numpy.corrcoef": [c(x2()), c(x2(), rowvar=False), c(x2(), A(2, m)), c(A(k, m))],
     "numpy.lexsort": [c((A(n), A(n))), c(A(2, n, m), axis=0), c([A(n, m)])],
-    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=np.int64 if u.startswith("bitwise") else
-                                   np.bool_ if u.startswith("logical") else np.float64), axis=1),
-                                 c(A(e, dtype=np.int64 if u.startswith("bitwise") else
-                                   np.bool_ if u.startswith("logical") else np.float64))]
+    **{f"numpy.{u}.accumulate": [c(A(n, m, dtype=_accumulate_dtype(u)), axis=1), c(A(e, dtype=_accumulate_dtype(u)))]
        for u in ACCUMULATE_UFUNCS},
     **{f"numpy.{u}.outer": [c(A(n, dtype=np.int64 if u.startswith("bitwise") else
                               np.bool_ if u.startswith("logical") else np.float64),
@@ -334,6 +340,9 @@ CASES.update({
     "numpy.append": [c(x2(), A(3)), c(x2(), A(2, m), axis=0), c(x2(), A(n, 1), 1)],
     "numpy.delete": [c(x2(), 0, axis=0), c(x2(), [0, -1], 1), c(A(n), slice(1, None, 2)), c(x2(), [1, 2]),
                      c(A(k), [0, -1]), c(A(n), [])],
+    "numpy.insert": [c(x2(), 0, 0.0, axis=0), c(x2(), -1, A(1, m), 0), c(x2(), [0, 2], A(m), 0), c(A(n), 1, 5.0),
+                     c(x2(), 2, A(2, n), axis=1), c(x2(), 1, A(n), axis=1)],
+    "numpy.ndarray.view": [c(x2(), np.int64), c(A(n, dtype=np.float32), np.uint32), c(A(e))],
     "numpy.rot90": [c(x2()), c(x2(), 2), c(A(n, m, 2), 3, (2, 0))],
     "numpy.block": [c([[x2(), A(n, 2)], [A(3, m), A(3, 2)]]), c([A(n), A(m)]), c([[A(n)], [A(n)]]),
                     c([A(2, n, m), A(2, n, 1)])],
