@@ -228,7 +228,114 @@ def decide_box(kind: str, c: Any, names: list, bounds: Mapping, assumptions: lis
             return None
         return _corners(kind, c, names, box, value)
     except (ArithmeticError, ValueError, TypeError, _NotMonotone):
+        pass
+    if len(names) == 1:
+        return _vector_sweep(kind, c, names[0], box[names[0]], assumptions, value)
+    return None
+
+
+MAX_SWEPT_POINTS = 1 << 22  # one size's range a vector sweep evaluates whole (~0.1 s)
+
+
+def _vector_sweep(kind: str, c: Any, name: str, span: tuple, assumptions: list,
+                  value: Callable) -> Optional[tuple]:
+    """Decide a one-size guard that is not monotone by evaluating it at every size of a bounded
+    range at once, with numpy's binary64 arithmetic (the operations Python's floats do, in the
+    same order: one array operation per float node); None when the range is too long or the
+    expression holds anything but float nodes over integer arithmetic of the size.
+
+    A counterexample (or witness) is confirmed with the one evaluator; a verdict that holds
+    everywhere is spot-checked with it at the ends and at sizes spread over the range.
+    """
+    import numpy as np
+
+    lo, hi = span
+    if lo < 0 or hi - lo + 1 > MAX_SWEPT_POINTS or hi >= 1 << 53:
         return None
+    points = np.arange(lo, hi + 1, dtype=np.int64)
+    try:
+        mask = np.ones(points.shape, bool)
+        for a in assumptions:
+            mask &= np.asarray(_vector_value(a, name, points), bool)
+        got = np.asarray(_vector_value(c, name, points), bool)
+    except (_NotVectorized, ArithmeticError, ValueError, TypeError, FloatingPointError):
+        return None
+    at = lambda e, v: value(e, {name: v})  # noqa: E731
+    if kind == "implies":
+        bad = np.flatnonzero(mask & ~got)
+        if bad.size:
+            v = int(points[bad[0]])
+            return (False, {name: v}) if at(c, v) is False else None
+        spread = np.flatnonzero(mask)[:: max(1, int(mask.sum()) // 64)]
+        if all(at(c, int(points[i])) is True for i in list(spread) + list(np.flatnonzero(mask)[-1:])):
+            return True, None
+        return None
+    good = np.flatnonzero(mask & got)
+    if good.size:
+        v = int(points[good[0]])
+        return (True, {name: v}) if at(c, v) is True else None
+    return False, None
+
+
+class _NotVectorized(Exception):
+    pass
+
+
+_VECTOR_NODES = {"FAdd": "add", "FSub": "subtract", "FMul": "multiply", "FDiv": "true_divide",
+                 "FFloor": "floor", "FCeil": "ceil", "FTrunc": "trunc", "FRound": "rint"}
+_VECTOR_RELS = {sympy.Eq: "equal", sympy.Ne: "not_equal", sympy.Lt: "less", sympy.Le: "less_equal",
+                sympy.Gt: "greater", sympy.Ge: "greater_equal"}
+
+
+def _vector_value(e: Any, name: str, points: Any) -> Any:
+    """``e`` at every size of ``points`` (int64): float nodes as numpy's float64 operations (IEEE
+    round to nearest even, as Python's floats), integer arithmetic exactly in int64; raises
+    ``_NotVectorized`` for anything else (an exact rational, sympy's floor, a float sum without
+    an order)."""
+    import numpy as np
+
+    if e.is_Symbol:
+        if e.name != name:
+            raise _NotVectorized
+        return points
+    if e.is_Integer:
+        return int(e)
+    if isinstance(e, sympy.Float):
+        return float(e)
+    if e is sympy.true or e is sympy.false:
+        return bool(e)
+    cls = type(e).__name__
+    if cls in _VECTOR_NODES:
+        args = [_vector_value(a, name, points) for a in e.args]
+        fn = getattr(np, _VECTOR_NODES[cls])
+        out = fn(*[np.asarray(a, dtype=np.float64) if cls not in ("FFloor", "FCeil", "FTrunc", "FRound")
+                   else a for a in args])
+        return np.asarray(out, dtype=np.int64) if cls in ("FFloor", "FCeil", "FTrunc", "FRound") else out
+    if cls == "FConst":
+        return float(e.args[0])
+    if type(e) in _VECTOR_RELS:
+        return getattr(np, _VECTOR_RELS[type(e)])(_vector_value(e.lhs, name, points),
+                                                   _vector_value(e.rhs, name, points))
+    if isinstance(e, (sympy.And, sympy.Or)):
+        parts = [np.asarray(_vector_value(a, name, points), bool) for a in e.args]
+        return np.logical_and.reduce(parts) if isinstance(e, sympy.And) else np.logical_or.reduce(parts)
+    if isinstance(e, sympy.Not):
+        return ~np.asarray(_vector_value(e.args[0], name, points), bool)
+    if isinstance(e, (sympy.Add, sympy.Mul)):
+        args = [_vector_value(a, name, points) for a in e.args]
+        floats = [a for a in args if isinstance(a, float) or getattr(a, "dtype", None) == np.float64]
+        if len(floats) > 1 or (floats and isinstance(e, sympy.Mul) and len(args) > 2):
+            raise _NotVectorized  # several float terms: sympy's sum has no Python order
+        out = args[0]
+        for a in args[1:]:
+            out = out + a if isinstance(e, sympy.Add) else out * a
+        return out
+    if isinstance(e, sympy.Pow) and e.exp.is_Integer and 0 <= int(e.exp) <= 3:
+        base = _vector_value(e.base, name, points)
+        if getattr(base, "dtype", None) == np.float64 or isinstance(base, float):
+            raise _NotVectorized
+        return base ** int(e.exp)
+    raise _NotVectorized
 
 
 class _NotMonotone(Exception):

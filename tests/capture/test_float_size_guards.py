@@ -230,3 +230,28 @@ def test_roots_of_sizes_are_never_simplified_into_a_wrong_branch(cond):
         except tpe.ConstraintsExceededError:
             continue
         np.testing.assert_array_equal(got, model(x))
+
+
+def test_a_float_guard_that_is_not_monotone_is_swept_over_a_long_range():
+    """(n + 0.1) - n > 0.05 and n / 10 * 10 == n hold at every n <= 10**6 (numpy's binary64 sweep,
+    confirmed by the one evaluator); a guard failing at a single size deep in the range is caught."""
+    def holds_everywhere(x):
+        n = x.shape[0]
+        return x * 2 if (n + 0.1) - n > 0.05 and n / 10 * 10 == n else x
+
+    ep = tpe.export(holds_everywhere, np.ones(7), dynamic_shapes={"x": {0: tpe.Dim("n", max=10**6)}})
+    assert [(v.lower, v.upper) for v in ep.range_constraints.values()] == [(1, 10**6)]
+
+    from solver import ShapeSolver
+    from solver.floats import FAdd, FConst, FMul, FSub
+
+    solver = ShapeSolver()
+    n = solver.declare("n", 1, 2 * 10**6)
+    wiggle = sympy.Ne(FMul(FSub(FAdd(n, sympy.Float(0.1)), n), sympy.Float(10.0)), FConst(sympy.Float(1.0)))
+    v = solver.implies(wiggle)
+    if v.status == "refuted":  # a size where ((n + 0.1) - n) * 10 is exactly 1.0
+        k = v.counterexample["n"]
+        assert ((k + 0.1) - k) * 10.0 == 1.0
+    else:
+        assert v.status == "proved"
+        assert all(((k + 0.1) - k) * 10.0 != 1.0 for k in range(1, 2 * 10**6 + 1, 997))
