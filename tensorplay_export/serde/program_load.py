@@ -709,17 +709,19 @@ _OUTPUT_ORDER = {"PARAMETER_MUTATION": 0, "BUFFER_MUTATION": 1, "USER_INPUT_MUTA
 def _check_state_paths(sig: Any, member: str) -> None:
     """Each lifted value gets its own attribute path on ``module()``, none inside another's
     (``bias`` and ``bias.weight`` cannot both be attributes: every call would fail)."""
-    from ..program.exported import _STATE_KINDS, _attr_path
+    from ..program.exported import _STATE_KINDS, ExportedModule, StateModule, _attr_path
 
     # a name that is a module attribute (state_dict, forward) hangs off _shadowed (_attr_path);
-    # a dunder name would reach Python's own slots of the object (__class__, __dict__)
+    # a dunder name of the module classes would reach Python's own slots (__class__, __dict__)
     for s in sig.input_specs:
         if s.kind in _STATE_KINDS:
             for part in str(s.target).split("."):
                 index = part.isascii() and part.isdigit()  # a ModuleList child: layers.0.weight
-                if not (part.isidentifier() or index) or (part.startswith("__") and part.endswith("__")):
+                dunder = part.startswith("__") and part.endswith("__") and (
+                    hasattr(StateModule, part) or hasattr(ExportedModule, part))
+                if not (part.isidentifier() or index) or dunder:
                     fail(member, f"invalid state name {s.target!r:.80}: each dotted part must be an identifier "
-                                 f"(or a list index) and no dunder name ({part!r:.40} is not)")
+                                 f"(or a list index) and none a dunder name of a module ({part!r:.40} is)")
     paths = sorted(_attr_path(s.target) for s in sig.input_specs if s.kind in _STATE_KINDS)
     for a, b in zip(paths, paths[1:]):
         if a == b or b.startswith(a + "."):

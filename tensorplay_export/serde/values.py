@@ -118,6 +118,15 @@ class Encoder:
         self.store_array = store_array
         # (file, line) -> the line's text, for the graph's source table (:func:`source_table`)
         self.source_lines: dict[tuple, str] = {}
+        self.items_left = MAX_LITERAL_ITEMS  # what a loader accepts (Decoder.take_items): saved alike
+
+    def _take_items(self, n: int) -> None:
+        self.items_left -= n
+        if self.items_left < 0:
+            raise ArchiveError(
+                f"cannot serialize: the program's lists and tuples hold more than {MAX_LITERAL_ITEMS} items (a "
+                "long Python list in the model, such as an index list): no loader accepts that; pass it as an "
+                "array instead (np.asarray(IDX)), which the archive stores as an .npy member")
 
     def value(self, value: Any, _depth: int = 0) -> Any:
         """Encode one value (see the module table); ValueError names an unsupported type."""
@@ -142,8 +151,10 @@ class Encoder:
         if isinstance(value, str):
             return str(value)
         if isinstance(value, tuple):
+            self._take_items(len(value))
             return {"k": "tuple", "v": [self.value(v, d) for v in value]}
         if isinstance(value, list):
+            self._take_items(len(value))
             return [self.value(v, d) for v in value]
         if isinstance(value, dict):
             return {"k": "dict", "v": [[self.value(k, d), self.value(v, d)] for k, v in value.items()]}

@@ -80,11 +80,22 @@ def test_a_fullwidth_out_keyword_is_refused_at_load(plain):
         tpe.load(rebuilt(members, doc))
 
 
-def test_a_dunder_part_of_a_weight_path_is_refused():
+def test_a_dunder_part_naming_a_module_slot_is_refused():
     members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
-    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".__globals__")
+    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".__class__")
     with pytest.raises(tpe.ArchiveError, match="invalid state name"):
         tpe.load(rebuilt(members, doc))
+
+
+@pytest.mark.parametrize("part", ["__globals__", "globals"])
+def test_a_fullwidth_path_with_another_part_reads_its_own_weight(part, monkeypatch):
+    members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
+    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + "." + part)
+    ep = tpe.load(rebuilt(members, doc))
+    printed = []
+    monkeypatch.setattr(builtins, "print", lambda *a, **k: printed.append(a))
+    np.testing.assert_array_equal(ep.module()(np.zeros((3, 4))), np.ones((3, 4)))
+    assert not printed
 
 
 def test_a_fullwidth_weight_path_reads_its_own_weight_and_nothing_else(monkeypatch):

@@ -221,3 +221,33 @@ def test_an_absurd_npy_dimension_is_refused_naming_its_member():
             dst.writestr(info, body)
     with pytest.raises(tpe.ArchiveError, match=r"archive member 'models/model/weights/0.npy': invalid array shape"):
         tpe.load(io.BytesIO(out.getvalue()))
+
+
+def test_what_save_writes_loads_dunder_buffer_names_and_long_lists():
+    import pytest
+
+    from tensorplay_export import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("__w__", np.ones(3))
+
+        def forward(self, x):
+            return x * getattr(self, "__w__")
+
+    buf = io.BytesIO()
+    tpe.save(tpe.export(Net(), np.ones((2, 3))), buf)
+    buf.seek(0)
+    np.testing.assert_array_equal(tpe.load(buf).module()(np.full((2, 3), 2.0)), np.full((2, 3), 2.0))
+
+    from tensorplay_export.serde.values import MAX_LITERAL_ITEMS
+
+    idx = list(range(MAX_LITERAL_ITEMS + 1))
+
+    def gather(x):
+        return np.take(x, idx)
+
+    ep = tpe.export(gather, np.arange(MAX_LITERAL_ITEMS + 2.0))
+    with pytest.raises(tpe.ArchiveError, match=r"cannot serialize.*np.asarray"):
+        tpe.save(ep, io.BytesIO())
