@@ -138,24 +138,28 @@ def _no_gufunc_axes(name: str, kwargs: dict) -> None:
 
 def _matvec_rule(ctx: Any, x1: Any, x2: Any, /, **kwargs: Any) -> tuple:
     """``(..., m, n), (..., n) -> (..., m)``: the vector's size is the matrix's columns."""
-    _no_gufunc_axes("matvec", kwargs)
-    a, v = tuple(shape_of(x1)), tuple(shape_of(x2))
-    if len(a) < 2 or len(v) < 1:
-        raise ValueError("matvec: the matrix needs 2 dimensions and the vector 1")
-    ctx.eq(a[-1], v[-1], f"numpy.matvec: the matrix's {ctx.text(a[-1])} columns and the vector's "
-                         f"{ctx.text(v[-1])} entries must match")
-    return tuple(ctx.broadcast(a[:-2], v[:-1])) + (a[-2],)
+    return _matrix_vector(ctx, "matvec", shape_of(x1), shape_of(x2), kwargs)
 
 
 def _vecmat_rule(ctx: Any, x1: Any, x2: Any, /, **kwargs: Any) -> tuple:
     """``(..., n), (..., n, m) -> (..., m)``: the vector's size is the matrix's rows."""
-    _no_gufunc_axes("vecmat", kwargs)
-    v, a = tuple(shape_of(x1)), tuple(shape_of(x2))
+    return _matrix_vector(ctx, "vecmat", shape_of(x2), shape_of(x1), kwargs)
+
+
+def _matrix_vector(ctx: Any, name: str, matrix: Any, vector: Any, kwargs: dict) -> tuple:
+    """numpy.matvec (the vector meets the matrix's last axis) or numpy.vecmat (its second to last),
+    with the stack axes broadcast, matrix first for matvec and vector first for vecmat."""
+    _no_gufunc_axes(name, kwargs)
+    a, v = tuple(matrix), tuple(vector)
     if len(a) < 2 or len(v) < 1:
-        raise ValueError("vecmat: the vector needs 1 dimension and the matrix 2")
-    ctx.eq(v[-1], a[-2], f"numpy.vecmat: the vector's {ctx.text(v[-1])} entries and the matrix's "
-                         f"{ctx.text(a[-2])} rows must match")
-    return tuple(ctx.broadcast(v[:-1], a[:-2])) + (a[-1],)
+        raise ValueError(f"{name}: the matrix needs 2 dimensions and the vector 1")
+    matvec = name == "matvec"
+    meets, keeps = (a[-1], a[-2]) if matvec else (a[-2], a[-1])
+    axis = "columns" if matvec else "rows"
+    ctx.eq(meets, v[-1], f"numpy.{name}: the matrix's {ctx.text(meets)} {axis} and the vector's "
+                         f"{ctx.text(v[-1])} entries must match")
+    stack = ctx.broadcast(a[:-2], v[:-1]) if matvec else ctx.broadcast(v[:-1], a[:-2])
+    return tuple(stack) + (keeps,)
 
 
 for _name, _rule in (("matvec", _matvec_rule), ("vecmat", _vecmat_rule)):
