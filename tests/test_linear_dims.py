@@ -308,3 +308,21 @@ def test_a_derived_dim_has_torch_fn_over_one_root():
     assert (dx + 4).fn(5) == 9 and (2 * dx - 1).fn(3) == 5 and (32 - dx).fn(2) == 30
     with pytest.raises(TypeError, match="several roots"):
         (dx + dy).fn
+
+
+def test_an_example_disagreeing_with_a_derived_dim_says_what_it_got_and_needs():
+    """torch's test_derived_dim_basic: "expected ... to be equal to 2*dimx, where dimx = 5, but got 6"."""
+    import re
+
+    import numpy as np
+    import pytest
+
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+
+    dimx = Dim("dimx", min=3, max=6)
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        tpe.export(lambda x, y: x[1:] + y[2:], np.ones(5), np.ones(6), dynamic_shapes=({0: dimx}, {0: 2 * dimx}))
+    text = str(info.value)
+    assert re.search(r"expected y.shape\[0\] to be equal to 2\*dimx, where dimx = 5, but got 6", text), text
+    assert "it would need 10" in text

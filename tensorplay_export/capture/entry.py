@@ -142,7 +142,7 @@ def make_symbols(env: ShapeEnv, leaves: list, specs: list, paths: list,
                     shape.append(int(size))
                     continue
                 rsize = (size - c) // k
-                sym = _named(env, dims, root, rsize, derived_site(site, d.name))
+                sym = _named(env, dims, root, rsize, derived_site(site, d.name), seen=(site, d, int(size)))
                 shape.append(k * sym + c)
                 continue
             if isinstance(d, Dim):
@@ -173,13 +173,24 @@ def _hint_name(path: str, axis: Any) -> str:
     return leaf_name(path) if axis is None else f"{leaf_name(path)}_dim{axis}"
 
 
-def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str, kind: str = "named") -> sympy.Symbol:
+def _named(env: ShapeEnv, dims: dict, d: Any, size: int, site: str, kind: str = "named",
+           seen: Optional[tuple] = None) -> sympy.Symbol:
+    """The symbol of the named dim ``d`` at ``site`` whose root size is ``size``; ``seen``: for a
+    derived dim's site, ``(the axis, the derived dim, the size it has)``, for the message.
+
+    Raises:
+        ConstraintsExceededError: the dim was bound to another size at an earlier site (torch's
+            words: expected y.shape[0] to be equal to 2*dimx, where dimx = 5, but got 6).
+    """
     info = dims.get(d.name)
     if info is not None:
         if info.hint != size:
+            axis, form, got = seen if seen is not None else (site, d.name, size)
+            want = form.value_at({d.name: info.hint}) if seen is not None else info.hint
+            need = f"; it would need {want}" if seen is not None else ""
             raise ConstraintsExceededError(
-                f"{site} = {size}, but {info.sites[0]} = {info.hint} and both are the dim {d.name}: "
-                f"the example inputs disagree with the declared dynamic_shapes")
+                f"expected {axis} to be equal to {form}, where {d.name} = {info.hint}, but got {got} ({d.name} is "
+                f"{info.hint} at {info.sites[0]}{need}): the example inputs disagree with the declared dynamic_shapes")
         info.sites.append(site)
         return env.create_symbol(d.name, d.min, d.max, size, info.kind)
     sym = env.create_symbol(d.name, d.min, d.max, size, kind)
