@@ -92,3 +92,48 @@ def same_output(got, want, where, rtol=None):
         np.testing.assert_array_equal(g, w, err_msg=str(where), strict=True)
     else:
         np.testing.assert_allclose(g, w, rtol=rtol, err_msg=str(where))
+
+
+# -- helpers the program tests share --------------------------------------------------------------
+
+def roundtrip(ep):
+    """``ep`` saved to an in-memory archive and loaded back (``tpe.save`` then ``tpe.load``)."""
+    import io
+
+    import tensorplay_export as tpe
+
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    buf.seek(0)
+    return tpe.load(buf)
+
+
+def refused(ep, *args) -> bool:
+    """Whether ``ep.module()`` refuses ``args`` with ``ConstraintsExceededError`` (outside its contract)."""
+    import tensorplay_export as tpe
+
+    try:
+        ep.module()(*args)
+    except tpe.ConstraintsExceededError:
+        return True
+    return False
+
+
+# -- the size-use corpora's specs and example (tests/test_size_uses_corpus.py, tests/capture/...) ---
+
+def named_spec():
+    from tensorplay_export import Dim
+
+    return {"x": {0: Dim("n", min=1, max=64), 1: Dim("m", min=1, max=64)}}
+
+
+def auto_spec():
+    from tensorplay_export import Dim
+
+    return {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
+
+
+def x_of(n, m):
+    import numpy as np
+
+    return (np.arange(n * m, dtype=np.float32).reshape(n, m) - 3.0) / 4.0

@@ -6,11 +6,12 @@ refuses sizes outside what the model needs.
 """
 from __future__ import annotations
 
-import io
 import textwrap
 
 import numpy as np
 import pytest
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -36,13 +37,6 @@ def refused(ep, *args):
 
 def ranges(ep):
     return {str(s): (v.lower, v.upper) for s, v in ep.range_constraints.items()}
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 INF = float("inf")

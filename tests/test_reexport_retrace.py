@@ -4,10 +4,10 @@ symbolic (program/retrace.py: the graph runs through the caller's capture, its i
 become the caller's requirements)."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
+
+from _shared import refused, roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -17,13 +17,6 @@ RNG = np.random.default_rng(7)
 
 def arr(*shape, dtype=np.float32):
     return RNG.standard_normal(shape).astype(dtype)
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 def same(got, want):
@@ -38,14 +31,6 @@ def same(got, want):
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-
-
-def refused(ep, *args) -> bool:
-    try:
-        ep.module()(*args)
-    except tpe.ConstraintsExceededError:
-        return True
-    return False
 
 
 def _item_model(x, k):

@@ -4,10 +4,10 @@ capture view), the safety net runs on a fresh copy of the module's state, and th
 exported is left as it was."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
@@ -17,13 +17,6 @@ RNG = np.random.default_rng(11)
 
 def arr(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 class AddInPlace(nn.Module):

@@ -4,32 +4,17 @@ gives ``u0: [4, 7]``), decided by the solver from the checks the program carries
 program and a re-export state the same."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pytest
+
+from _shared import refused, roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
 
 
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
-
-
 def ranges(ep):
     return {str(k): (v.lower, v.upper) for k, v in ep.range_constraints.items()}
-
-
-def refused(ep, *args) -> bool:
-    try:
-        ep.module()(*args)
-    except tpe.ConstraintsExceededError:
-        return True
-    return False
 
 
 def _item_between(x):

@@ -29,7 +29,7 @@ import struct
 import numpy as np
 import pytest
 
-from _shared import same_output
+from _shared import auto_spec, named_spec, same_output, x_of
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -41,18 +41,6 @@ EXAMPLE = (6, 4)
 SIZES = [(1, 1), (1, 4), (2, 3), (4, 4), (5, 4), (6, 4), (7, 5), (8, 2), (16, 8), (33, 3), (64, 64)]
 SCALE = {4: 2.0, 8: 3.0, 6: 5.0}
 ALLOWED = frozenset({4, 6, 16})
-
-
-def named_spec():
-    return {"x": {0: Dim("n", min=1, max=64), 1: Dim("m", min=1, max=64)}}
-
-
-def auto_spec():
-    return {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
-
-
-def x_of(n, m):
-    return (np.arange(n * m, dtype=np.float32).reshape(n, m) - 3.0) / 4.0
 
 
 @functools.lru_cache(maxsize=None)

@@ -42,7 +42,7 @@ from json import dumps as json_dumps
 import numpy as np
 import pytest
 
-from _shared import same_output
+from _shared import auto_spec, named_spec, same_output, x_of
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -54,18 +54,6 @@ EXAMPLE = (6, 4)
 SIZES = [(1, 1), (2, 3), (3, 4), (4, 4), (5, 4), (6, 4), (7, 5), (8, 2), (12, 6), (17, 3), (31, 8), (64, 64)]
 PROPER = (ConstraintViolationError, CaptureError, UnsupportedOpError, DataDependentError, EagerMismatchError)
 THIS_FILE = "test_size_uses_stdlib_corpus.py:"
-
-
-def named_spec():
-    return {"x": {0: Dim("n", min=1, max=64), 1: Dim("m", min=1, max=64)}}
-
-
-def auto_spec():
-    return {"x": {0: Dim.AUTO, 1: Dim.AUTO}}
-
-
-def x_of(n, m):
-    return (np.arange(n * m, dtype=np.float32).reshape(n, m) - 3.0) / 4.0
 
 
 def _loop_accumulate(x):

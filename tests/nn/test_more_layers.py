@@ -8,11 +8,12 @@ than the example; one save/load per family; state_dict names and shapes are torc
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
 import pytest
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
@@ -24,13 +25,6 @@ TOL = dict(rtol=2e-5, atol=2e-5)
 
 def randn(*shape):
     return RNG.standard_normal(shape).astype(np.float32)
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 def shapes(module):

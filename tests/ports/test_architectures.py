@@ -12,11 +12,12 @@ Known faults are strict xfails here, each recorded in /work/notes/ports_arch_fai
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 
 import numpy as np
 import pytest
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim, nn
@@ -54,13 +55,6 @@ def check_sizes(ep, model, make_args, sizes, exact=False):
     program = ep.module()
     for size in sizes:
         assert_same(program, model, make_args(*size), exact=exact)
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 def ranges(ep):

@@ -13,10 +13,11 @@ model run eagerly on the same inputs.
 from __future__ import annotations
 
 import dataclasses
-import io
 
 import numpy as np
 import pytest
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -53,13 +54,6 @@ def same(got, want):
 def agrees(ep, model, *args, **kwargs):
     """The program's module and the eager model give the same result on these inputs."""
     same(ep.module()(*args, **kwargs), model(*args, **kwargs))
-
-
-def roundtrip(ep):
-    buf = io.BytesIO()
-    tpe.save(ep, buf)
-    buf.seek(0)
-    return tpe.load(buf)
 
 
 def violation(model, *args, dynamic_shapes, **kwargs) -> tpe.ConstraintViolationError:
