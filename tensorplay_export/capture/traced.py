@@ -132,8 +132,7 @@ class TracedArray:
         tracer = self._tracer
         tracer.force_all()  # as before a write: every view made so far is noted
         aliases = tracer.aliases
-        shared = any(id(self) in table for table in (aliases._views, aliases._children, aliases._unfollowed))
-        if self.node.op != "call_function" or shared:
+        if self.node.op != "call_function" or aliases.shares_memory(self):
             what = "an input, parameter or constant of the model" if self.node.op != "call_function" \
                 else "an array that shares memory with another (a view, or one a view was taken of)"
             raise UnsupportedOpError(f"a.shape = ... on {what}: the program cannot change that array's shape in "
@@ -141,12 +140,7 @@ class TracedArray:
         new = tracer.call(get_op("numpy.reshape"), (self, value), {}, source=src)
         # the reshape replaces this array (numpy changes its shape in place): no view of it
         tracer.force_all()  # a deferred reshape is noted as a view when computed: now, then dropped
-        aliases._views.pop(id(new), None)
-        children = aliases._children.get(id(self))
-        if children is not None:
-            children[:] = [c for c in children if c is not new]
-            if not children:
-                del aliases._children[id(self)]
+        aliases.forget_view(new, self)
         example = self.example
         example.shape = new.example.shape  # eager's own check: numpy refuses a reshape that needs a copy
         new.example = example

@@ -180,6 +180,21 @@ class Aliases:
             self._unfollowed[id(result)] = (op.name, result, base)
             self._unfollowed[id(base)] = (op.name, result, base)
 
+    def shares_memory(self, array: Any) -> bool:
+        """Whether ``array`` is a view noted here, or one was taken of it (followed or not)."""
+        key = id(array)
+        return key in self._views or key in self._children or key in self._unfollowed
+
+    def forget_view(self, view: Any, base: Any) -> None:
+        """Drop the record that ``view`` is a view of ``base`` (``a.shape = ...``: the reshape
+        replaces ``base``, so no write through one must rebuild the other)."""
+        self._views.pop(id(view), None)
+        children = self._children.get(id(base))
+        if children is not None:
+            children[:] = [c for c in children if c is not view]
+            if not children:
+                del self._children[id(base)]
+
     def wrote(self, array: Any) -> None:
         """``array`` was just rebound to the node of a write: rebuild every alias of it.
 
