@@ -108,6 +108,37 @@ def roundtrip(ep):
     return tpe.load(buf)
 
 
+def program_doc(raw: bytes) -> dict:
+    """A program document (``program.json`` bytes) parsed, each node's meta spelled out in the node
+    (deep copies, so an edit reaches that node alone) and no ``graph.meta_values`` table: what
+    hostile-archive tests edit.  :func:`program_bytes` stores it again as a writer would."""
+    import copy
+    import json
+
+    doc = json.loads(raw)
+    graph = doc.get("graph")
+    if isinstance(graph, dict) and "meta_values" in graph:
+        table = graph.pop("meta_values")
+        for node in graph["nodes"]:
+            node["meta"] = {k: copy.deepcopy(table[v]) if type(v) is int else v for k, v in node["meta"].items()}
+    return doc
+
+
+def program_bytes(doc: dict) -> bytes:
+    """``doc`` (from :func:`program_doc`, perhaps edited) as document bytes, its meta values moved into
+    ``graph.meta_values`` by the writer's own rule (``intern_meta``), so the loader reads the table."""
+    import json
+
+    from tensorplay_export.serde.program_json import intern_meta
+
+    graph = doc.get("graph")
+    newer = not isinstance(doc.get("schema_version"), int) or doc["schema_version"] >= 3  # older: inline meta
+    if newer and isinstance(graph, dict) and isinstance(graph.get("nodes"), list) and "meta_values" not in graph \
+            and all(isinstance(n, dict) and isinstance(n.get("meta"), dict) for n in graph["nodes"]):
+        graph["meta_values"] = intern_meta(graph["nodes"])
+    return json.dumps(doc).encode()
+
+
 def refused(ep, *args) -> bool:
     """Whether ``ep.module()`` refuses ``args`` with ``ConstraintsExceededError`` (outside its contract)."""
     import tensorplay_export as tpe

@@ -46,9 +46,13 @@ keys ``models`` (sorted list of model names), ``opset_version`` (name -> int),
 ``pickle_protocol`` (int 0..5; recorded only, nothing is pickled),
 ``extra_files`` (name -> ``"str"`` | ``"bytes"``), ``tp_files`` and
 ``executorch_files`` (sorted name lists).  A program document has exactly the
-keys ``format`` (``"tensorplay_export.program"``), ``schema_version`` (1),
-``opset_version``, ``pickle_protocol``, ``graph`` (``{"nodes": [...]}``, each
-node ``{op, name, target, args, kwargs, meta}`` in execution order),
+keys ``format`` (``"tensorplay_export.program"``), ``schema_version`` (3),
+``opset_version``, ``pickle_protocol``, ``graph`` (``{"nodes": [...],
+"meta_values": [...], "source_lines": [...]}``, each node ``{op, name, target,
+args, kwargs, meta}`` in execution order; a node's meta maps each key to a
+string, null, or the index of its value in ``meta_values``, which holds each
+distinct value once, every entry used, in order of first use node by node and
+key by key in sorted order),
 ``signature`` (``{inputs, outputs}`` specs), ``range_constraints``
 (``[[symbol, lower, upper | null], ...]`` sorted by symbol name),
 ``equality_constraints``, ``module_call_graph``, ``dynamic_shapes``,
@@ -109,7 +113,11 @@ MUST compile the generated source at load, so no such failure waits for the
 first call.  Readers MUST NOT unpickle, ``eval`` or import anything named by
 the archive.
 
-Format changelog: 3 (2026-12-02): program schema 2: the graph stores the text of each source
+Format changelog: 4 (2026-12-02, issue 19 goal 3): program schema 3: node meta values are
+stored once each in ``graph.meta_values`` and named by index (a model's nodes share a few
+shapes, dtypes, source records and module stacks; GPT-24's document 387 -> 259 KB, and each
+value is decoded once per document instead of once per node); version 1 to 3 archives load.
+3 (2026-12-02): program schema 2: the graph stores the text of each source
 line its records name once, ``graph.source_lines = [[file, line, text], ...]`` (one printable
 line of at most 400 characters each).  A loaded location prints only the
 text its archive stored and never reads the file it names (an archive naming
@@ -159,7 +167,7 @@ __all__ = ["save", "load", "package_pt2", "load_pt2", "PT2ArchiveContents", "Arc
            "FORMAT_MARKER", "FORMAT_VERSION"]
 
 FORMAT_MARKER = b"tensorplay_export.archive\n"
-FORMAT_VERSION = 3  # see the changelog in the module docstring (versions 1 and 2 still load)
+FORMAT_VERSION = 4  # see the changelog in the module docstring (versions 1 to 3 still load)
 DEFAULT_MODEL = "model"
 MAX_EXTRA_BYTES = 1 << 31  # one extra/tp/executorch file, read into memory
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")

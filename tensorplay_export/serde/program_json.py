@@ -31,7 +31,9 @@ from .jsonio import dumps
 from .values import Encoder, encode_dtype, encode_range, source_table
 
 FORMAT = "tensorplay_export.program"
-SCHEMA_VERSION = 2  # 1 (2026-11-29): first version; 2 (2026-12-02): graph.source_lines, each line's text
+# 1 (2026-11-29): first version; 2 (2026-12-02): graph.source_lines, each line's text;
+# 3 (2026-12-02): graph.meta_values, each distinct node meta value once (:func:`intern_meta`)
+SCHEMA_VERSION = 3
 OPSET_NAME = "tensorplay_export"
 OPSET_VERSION = 1  # bump when an op's name, arguments or semantics change
 _TOP_KEYS = {"format", "schema_version", "opset_version", "pickle_protocol", "graph", "signature",
@@ -136,8 +138,8 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "opset_version": opset,
         "pickle_protocol": protocol,
     }
-    doc["graph"] = {"nodes": [_encode_node(n, enc) for n in ep.graph.nodes]}
-    doc["graph"]["source_lines"] = source_table(enc.source_lines)
+    nodes = [_encode_node(n, enc) for n in ep.graph.nodes]
+    doc["graph"] = {"nodes": nodes, "meta_values": intern_meta(nodes), "source_lines": source_table(enc.source_lines)}
     doc["signature"] = _guard("signature", lambda: _encode_signature(ep.graph_signature, enc))
     doc["range_constraints"] = _guard("range_constraints", lambda: _encode_ranges(ep.range_constraints))
     doc["equality_constraints"] = _guard("equality_constraints",
@@ -159,6 +161,37 @@ def _guard(what: str, fn: Any) -> Any:
         raise
     except (ValueError, TypeError) as err:
         raise ArchiveError(f"cannot serialize {what}: {err}") from None
+
+
+def intern_meta(nodes: list) -> list:
+    """Move each node's encoded meta values into one table, each distinct value once.
+
+    Args:
+        nodes: encoded nodes (``{op, name, target, args, kwargs, meta}``), changed in place:
+            every meta value that is not a string or null becomes the index of its entry.
+    Returns:
+        ``graph.meta_values``: the distinct values in order of first use, node by node and key by
+        key in sorted order (deterministic).
+
+    Why: a model's nodes share a few shapes, dtypes, source records and module stacks, and
+    spelling each out per node made the JSON most of a document (GPT-24: 387 -> 259 KB), its
+    parse most of a load, and made the loader decode each value once per node.
+    """
+    table: list = []
+    index: dict[bytes, int] = {}
+    for node in nodes:
+        meta = node["meta"]
+        for key in sorted(meta):  # the order the document lists them: a loaded program saves alike
+            value = meta[key]
+            if value is None or type(value) is str:
+                continue
+            text = dumps(value)  # canonical: equal JSON, equal bytes
+            at = index.get(text)
+            if at is None:
+                at = index[text] = len(table)
+                table.append(value)
+            meta[key] = at
+    return table
 
 
 def _encode_node(node: Any, enc: Encoder) -> dict:

@@ -264,13 +264,15 @@ def _fail_writing_flag(member: str, node: str, target: str, flag: str, value: An
 
 
 _NODE_KEYS = frozenset({"op", "name", "target", "args", "kwargs", "meta"})
+# the graph's keys by schema: 1, 2 (a source table), 3 (and a meta table)
+_GRAPH_KEYS = ({"nodes"}, {"nodes", "source_lines"}, {"nodes", "source_lines", "meta_values"})
 _UNRESOLVED = object()
 # values that may hold Nodes for Graph.create_node (ir._input_nodes looks inside exactly these)
 _HOLDERS = (tuple, list, dict, slice, Node)
 
 
 def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Graph:
-    if not (isinstance(data, dict) and data.keys() == {"nodes", "source_lines"}):
+    if not (isinstance(data, dict) and data.keys() in _GRAPH_KEYS):
         get_dict(data, member, "graph", {"nodes"})  # schema 1: no source table
     nodes = get_list(data["nodes"], member, "graph.nodes")
     expect(len(nodes) <= MAX_NODES, member, f"graph has more than {MAX_NODES} nodes")
@@ -290,8 +292,14 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     value = dec.value
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
-    repeated = _Repeats(dec).value
+    repeats = _Repeats(dec)
+    repeated = repeats.value
     known = dec.known  # a node's dtype and source line: most were decoded for an earlier node
+    table = None  # schema 3: the meta values, each distinct one once
+    if "meta_values" in data:
+        table = get_list(data["meta_values"], member, "graph.meta_values")
+        entry = repeats.entry
+        used: set[int] = set()
     # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
     # node may break a rule; then lint runs and words the problem as it always has.
     doubt, saw_compute, outputs = False, False, 0
@@ -348,9 +356,23 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             _check_call(call_sig, arg_values, kwarg_values, member, name, target)
             if dec.exprs != exprs:
                 _check_integer_sizes(target, arg_values, kwarg_values, member, name, dims_ok)
-        meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META
-                else hit if k in _KNOWN_META and (hit := known(v)) is not None else value(v)
-                for k, v in meta_raw.items()}
+        if table is not None:
+            meta = {}
+            for k, v in meta_raw.items():
+                if type(v) is int:
+                    if not 0 <= v < len(table):
+                        fail(member, f"meta[{k!r:.60}] of node {name!r} names entry {v} of graph.meta_values, "
+                                     f"which has {len(table)} entries")
+                    used.add(v)
+                    v = entry(v, table[v])
+                elif not (type(v) is str or v is None):
+                    fail(member, f"meta[{k!r:.60}] of node {name!r} must be a string, null or an index into "
+                                 f"graph.meta_values, got {v!r:.60}")
+                meta[k] = v
+        else:
+            meta = {k: v if type(v) is str or v is None else repeated(v) if k in _REPEATED_META
+                    else hit if k in _KNOWN_META and (hit := known(v)) is not None else value(v)
+                    for k, v in meta_raw.items()}
         _check_meta(meta, member, name, dims_ok)
         try:
             # the distinct Nodes in first-use order, what create_node would find in the arguments
@@ -374,6 +396,10 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
             doubt = doubt or len(arg_values) != 1 or not isinstance(arg_values[0], (list, tuple))
         if op != "output" and "shape" not in meta:
             doubt = True
+    if table is not None and len(used) != len(table):
+        unused = min(set(range(len(table))) - used)
+        fail(member, f"entry {unused} of graph.meta_values is not the meta of any node (a writer stores "
+                     f"each value some node uses, once)")
     if doubt or outputs != 1:
         try:
             graph.lint()
@@ -432,11 +458,16 @@ class _Repeats:
         self.seen: dict[bytes, tuple] = {}
 
     def value(self, raw: Any) -> Any:
-        dec = self.dec
         try:
             key = marshal.dumps(raw)
         except ValueError:  # not plain JSON values (a hand-built document): decode as usual
-            return dec.value(raw)
+            return self.dec.value(raw)
+        return self.entry(key, raw)
+
+    def entry(self, key: Any, raw: Any) -> Any:
+        """:meth:`value` of ``raw`` under a key the caller vouches for: equal keys, equal
+        ``raw`` (an index into the document's ``graph.meta_values``)."""
+        dec = self.dec
         hit = self.seen.get(key)
         if hit is not None:
             value, nodes, exprs, dicts, items = hit
@@ -452,7 +483,8 @@ class _Repeats:
             return value
         left, exprs, dicts, items = dec.budget.left, dec.exprs, dec.dicts, dec.items_left
         value = dec.value(raw)
-        if _unchanging(value) and len(self.seen) < 4096:
+        # a table's entries are bounded by the document; a marshal key by this cap
+        if _unchanging(value) and (type(key) is int or len(self.seen) < 4096):
             self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts,
                               items - dec.items_left)
         return value

@@ -29,6 +29,7 @@ import tensorplay_export as tpe
 from tensorplay_export import ArchiveError, Dim, nn
 
 from _rel_util import profile_name, rel_settings
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 TIME_LIMIT_S = 10.0
@@ -109,9 +110,9 @@ def pack(items, compress=zipfile.ZIP_STORED) -> bytes:
 
 def with_doc(data: bytes, edit) -> bytes:
     m = members(data)
-    doc = json.loads(m[PROGRAM])
+    doc = program_doc(m[PROGRAM])
     edit(doc)
-    m[PROGRAM] = json.dumps(doc).encode()
+    m[PROGRAM] = program_bytes(doc)
     return pack(m)
 
 
@@ -460,7 +461,7 @@ def test_code_injection_through_every_string(good, sandbox):
     source files, dtype strings) replaced by a payload: the archive is refused, or it loads
     and runs without the payload ever executing (codegen must not splice it in as code)."""
     work, canary = sandbox
-    doc = json.loads(members(good)[PROGRAM])
+    doc = program_doc(members(good)[PROGRAM])
     slots = list(_string_slots(doc))
     nightly = profile_name() == "nightly"
     if not nightly:  # one slot per (place in the document, original text): 270 of 680
@@ -475,7 +476,7 @@ def test_code_injection_through_every_string(good, sandbox):
         evil = copy.deepcopy(doc)
         _set_slot(evil, slot, payloads[i % len(payloads)])
         m = members(good)
-        m[PROGRAM] = json.dumps(evil).encode()
+        m[PROGRAM] = program_bytes(evil)
         exercise(pack(m), work, canary, full=nightly)
 
 
@@ -504,7 +505,7 @@ def test_fuzz_program_document(good, tmp_path_factory, data):
     """Structure-aware mutation: replace/delete any value of program.json, several times."""
     work = tmp_path_factory.mktemp("work")
     canary = work.parent / f"{work.name}-canary"
-    doc = json.loads(members(good)[PROGRAM])
+    doc = program_doc(members(good)[PROGRAM])
     for _ in range(data.draw(st.integers(1, 3), label="edits")):
         paths = [p for p in _all_paths(doc) if p]
         path = data.draw(st.sampled_from(paths), label="path")
@@ -522,7 +523,7 @@ def test_fuzz_program_document(good, tmp_path_factory, data):
         else:
             parent[path[-1]] = data.draw(json_values, label="value")
     m = members(good)
-    m[PROGRAM] = json.dumps(doc).encode()
+    m[PROGRAM] = program_bytes(doc)
     cwd = os.getcwd()
     os.chdir(work)
     try:
@@ -627,12 +628,12 @@ def test_fuzz_hostile_size_values(good, tmp_path_factory, data):
     refused at load or run in bounded time and memory."""
     work = tmp_path_factory.mktemp("work")
     canary = work.parent / f"{work.name}-canary"
-    doc = json.loads(members(good)[PROGRAM])
+    doc = program_doc(members(good)[PROGRAM])
     slots = list(_sym_slots(doc))
     for _ in range(data.draw(st.integers(1, 3), label="edits")):
         _at(doc, data.draw(st.sampled_from(slots), label="slot"))["v"] = data.draw(_hostile_trees(), label="tree")
     m = members(good)
-    m[PROGRAM] = json.dumps(doc).encode()
+    m[PROGRAM] = program_bytes(doc)
     exercise(pack(m), work, canary)
 
 
@@ -642,7 +643,7 @@ def test_fuzz_document_size(good, tmp_path_factory, copies, terms, where):
     """Many mid-size expressions (each within the per-expression limit) in one document."""
     work = tmp_path_factory.mktemp("work")
     canary = work.parent / f"{work.name}-canary"
-    doc = json.loads(members(good)[PROGRAM])
+    doc = program_doc(members(good)[PROGRAM])
     big = {"k": "sym", "v": ["Add", S_TREE] + [1] * terms}
     if where == "meta":
         nodes = doc["graph"]["nodes"]
@@ -653,7 +654,7 @@ def test_fuzz_document_size(good, tmp_path_factory, copies, terms, where):
     else:
         doc["example_inputs"]["leaves"] += [big] * copies
     m = members(good)
-    m[PROGRAM] = json.dumps(doc).encode()
+    m[PROGRAM] = program_bytes(doc)
     exercise(pack(m), work, canary, full=False)  # load only: each load decodes up to ~1M nodes
 
 
@@ -752,11 +753,11 @@ def test_fuzz_mutation_specs(good, expected, tmp_path_factory, data):
     caller's arrays nor its weights unless capture would have (a user input it writes back)."""
     work = tmp_path_factory.mktemp("work")
     canary = work.parent / f"{work.name}-canary"
-    doc = json.loads(members(good)[PROGRAM])
+    doc = program_doc(members(good)[PROGRAM])
     for _ in range(data.draw(st.integers(1, 2), label="edits")):
         _output_spec_edit(data, doc)
     m = members(good)
-    m[PROGRAM] = json.dumps(doc).encode()
+    m[PROGRAM] = program_bytes(doc)
     blob = pack(m)
     exercise(blob, work, canary)
     try:

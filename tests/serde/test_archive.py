@@ -77,7 +77,7 @@ def test_layout(small_program):
                      "models/model/sample_inputs.npz", "models/model/weights/0.npy",
                      "models/model/weights/1.npy", "models/model/weights/2.npy", "version"]
     members = members_of(archive_bytes(small_program))
-    assert members["format"] == b"tensorplay_export.archive\n" and members["version"] == b"3\n"
+    assert members["format"] == b"tensorplay_export.archive\n" and members["version"] == b"4\n"
     doc = json.loads(members["models/model/program.json"])
     assert [(w["fqn"], w["role"]) for w in doc["weights"]] == [
         ("weight", "parameter"), ("shift", "buffer"), ("scale", "non_persistent_buffer")]

@@ -23,7 +23,8 @@ from tensorplay_export.program.signature import InputKind
 
 FIXTURE_V1 = Path(__file__).parent.parent / "data" / "archive_v1.pt2"
 FIXTURE_V2 = Path(__file__).parent.parent / "data" / "archive_v2.pt2"
-FIXTURE_V3 = Path(__file__).parent.parent / "data" / "archive_v3.pt2"  # the current format (see archive.py)
+FIXTURE_V3 = Path(__file__).parent.parent / "data" / "archive_v3.pt2"
+FIXTURE_V4 = Path(__file__).parent.parent / "data" / "archive_v4.pt2"  # the current format (see archive.py)
 
 
 def golden_program() -> ExportedProgram:
@@ -46,7 +47,7 @@ def golden_program() -> ExportedProgram:
                            state_dict={"w": np.array([1.0, 2.0, 3.0], f4)})
 
 
-@pytest.mark.parametrize("fixture", [FIXTURE_V1, FIXTURE_V2], ids=["v1", "v2"])
+@pytest.mark.parametrize("fixture", [FIXTURE_V1, FIXTURE_V2, FIXTURE_V3], ids=["v1", "v2", "v3"])
 def test_older_fixtures_still_load_and_run(fixture):
     ep = tpe.load(fixture)
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
@@ -59,7 +60,7 @@ def test_older_fixtures_still_load_and_run(fixture):
 def test_same_program_gives_the_golden_bytes():
     buf = io.BytesIO()
     tpe.save(golden_program(), buf)
-    assert buf.getvalue() == FIXTURE_V3.read_bytes()
+    assert buf.getvalue() == FIXTURE_V4.read_bytes()
 
 
 def test_v2_differs_from_v1_only_in_the_version_member():
@@ -72,5 +73,5 @@ def test_v2_differs_from_v1_only_in_the_version_member():
 
 
 if __name__ == "__main__":  # regenerate the fixture (only for a new format version; see the docstring)
-    tpe.save(golden_program(), FIXTURE_V3)
-    print(f"wrote {FIXTURE_V3} ({FIXTURE_V3.stat().st_size} bytes)")
+    tpe.save(golden_program(), FIXTURE_V4)
+    print(f"wrote {FIXTURE_V4} ({FIXTURE_V4.stat().st_size} bytes)")

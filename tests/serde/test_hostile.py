@@ -21,6 +21,7 @@ from tensorplay_export.errors import ArchiveError
 
 from conftest import archive_bytes, members_of, repack
 from test_npyio import Canary, npy_file
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 # CI runs a bounded number of fuzz examples; a nightly run raises it (TPE_FUZZ_EXAMPLES=5000).
@@ -43,9 +44,9 @@ def edit(data: bytes, doc_fn=None, **changes) -> bytes:
     """Re-pack ``data`` with ``program.json`` edited by ``doc_fn`` and members replaced/removed."""
     members = members_of(data)
     if doc_fn is not None:
-        doc = json.loads(members[PROGRAM])
+        doc = program_doc(members[PROGRAM])
         doc_fn(doc)  # edits in place; its return value is ignored
-        members[PROGRAM] = json.dumps(doc).encode()
+        members[PROGRAM] = program_bytes(doc)
     for name, value in changes.items():
         name = name.replace("__", "/").replace("_DOT_", ".")
         if value is None:
@@ -82,7 +83,7 @@ def test_wrong_format_marker(good):
 
 
 def test_newer_format_version(good):
-    expect_error(edit(good, version=b"4\n"), "'version'", "newer")
+    expect_error(edit(good, version=f"{tpe.serde.FORMAT_VERSION + 1}\n".encode()), "'version'", "newer")
 
 
 def test_malformed_version(good):
@@ -222,7 +223,7 @@ def test_huge_shape_in_table(good):
     (lambda d: node(d, "matmul")["args"].append(
         {"k": "dict", "v": [[{"k": "sym", "v": ["Symbol", "__import__('os').system('x')", {}]}, 1]]}),
      "dict key of type Symbol"),
-    (lambda d: d.update(schema_version=3), "newer tensorplay_export"),
+    (lambda d: d.update(schema_version=4), "newer tensorplay_export"),
     (lambda d: d.update(format="other"), "format marker"),
     (lambda d: d.update(evil=1), "unknown key"),
     (lambda d: d.pop("graph"), "missing key"),
@@ -301,9 +302,9 @@ def test_symbol_names_never_reach_code_unsanitized(good, tmp_path):
 
 def test_deserialize_refuses_the_same_documents(small_program):
     art = small_program.serialize()
-    doc = json.loads(art.exported_program)
+    doc = program_doc(art.exported_program)
     node(doc, "matmul")["target"] = "subprocess.call"
-    art.exported_program = json.dumps(doc).encode()
+    art.exported_program = program_bytes(doc)
     with pytest.raises(ArchiveError, match="unknown op 'subprocess.call'"):
         tpe.ExportedProgram.deserialize(art)
 
@@ -352,7 +353,7 @@ def _load_or_archive_error(data: bytes) -> None:
 @given(data=st.data())
 def test_fuzz_program_document(good, data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    doc = json.loads(members_of(good)[PROGRAM])
+    doc = program_doc(members_of(good)[PROGRAM])
     paths = [p for p in _paths(doc) if p]
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from(paths))
@@ -360,7 +361,7 @@ def test_fuzz_program_document(good, data, tmp_path, monkeypatch):
             _set(doc, path, data.draw(_json_values))
         except (KeyError, IndexError, TypeError):
             pass  # an earlier edit removed this path
-    mutated = edit(good, models__model__program_DOT_json=json.dumps(doc).encode())
+    mutated = edit(good, models__model__program_DOT_json=program_bytes(doc))
     _load_or_archive_error(mutated)
     assert os.listdir(tmp_path) == []
 

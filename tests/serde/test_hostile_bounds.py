@@ -20,6 +20,7 @@ from tensorplay_export.serde.exprs import decode_expr, encode_expr
 
 from conftest import archive_bytes, members_of, repack
 from test_hostile import PROGRAM, edit, expect_error, load_bytes, node
+from _shared import program_bytes, program_doc
 
 HANG_CEILING_S = 30.0  # bounds a hang; the loads here take milliseconds
 S_TREE = ["Symbol", "S", {"integer": True, "positive": True}]
@@ -260,7 +261,7 @@ def _mutation(kind, arg, target, value=None, position=0):
 
 
 def test_good_archive_has_the_expected_layout(good):
-    doc = json.loads(members_of(good)[PROGRAM])
+    doc = program_doc(members_of(good)[PROGRAM])
     assert [s["kind"] for s in doc["signature"]["outputs"]] == ["USER_OUTPUT"]
     assert node(doc, "output")["args"] == [[{"k": "node", "v": "add_1"}]]
 
@@ -429,7 +430,7 @@ def test_float_in_a_reshape_refused():
         return x.reshape(x.shape[0], -1)
     ep = tpe.export(model, np.ones((4, 3, 2)), dynamic_shapes={"x": {0: tpe.Dim("n", max=64)}})
     data = archive_bytes(ep)
-    doc = json.loads(members_of(data)[PROGRAM])
+    doc = program_doc(members_of(data)[PROGRAM])
     reshape = next(n for n in doc["graph"]["nodes"] if "reshape" in n["target"])
     text = json.dumps(reshape["args"])
     assert '"Symbol", "n"' in text
@@ -521,7 +522,7 @@ def test_derived_root_bounds_cross_checked():
     ep = tpe.export(lambda x: x * 2.0, np.ones(8), dynamic_shapes={"x": {0: 2 * n}})
     data = archive_bytes(ep)
     assert load_bytes(data).range_constraints == ep.range_constraints
-    doc = json.loads(members_of(data)[PROGRAM])
+    doc = program_doc(members_of(data)[PROGRAM])
     root = next(n for n in doc["graph"]["nodes"] if n["target"] == "tpe.derived_root")
     assert root["args"][5:7] == [1, 20], root["args"]
 

@@ -14,6 +14,7 @@ import tensorplay_export as tpe
 from tensorplay_export.errors import ArchiveError
 
 from conftest import archive_bytes, members_of, repack
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 
@@ -32,10 +33,10 @@ def good() -> bytes:
 
 def _edit(data: bytes, value) -> bytes:
     members = members_of(data)
-    doc = json.loads(members[PROGRAM])
+    doc = program_doc(members[PROGRAM])
     node = next(n for n in doc["graph"]["nodes"] if "errstate" in n["meta"])
     node["meta"]["errstate"] = value
-    members[PROGRAM] = json.dumps(doc).encode()
+    members[PROGRAM] = program_bytes(doc)
     return repack(members)
 
 

@@ -12,6 +12,7 @@ from tensorplay_export import Dim, nn
 from tensorplay_export.errors import ArchiveError
 
 from conftest import archive_bytes, members_of, repack
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 
@@ -35,9 +36,9 @@ def good() -> bytes:
 
 def edit(data, doc_fn):
     members = members_of(data)
-    doc = json.loads(members[PROGRAM])
+    doc = program_doc(members[PROGRAM])
     doc_fn(doc)
-    members[PROGRAM] = json.dumps(doc).encode()
+    members[PROGRAM] = program_bytes(doc)
     return repack(members)
 
 

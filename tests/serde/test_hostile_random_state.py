@@ -19,6 +19,7 @@ from tensorplay_export import Dim, nn
 
 from conftest import archive_bytes, members_of
 from test_hostile import PROGRAM, edit, expect_error, load_bytes, node
+from _shared import program_bytes, program_doc
 
 
 class Twice(nn.Module):
@@ -53,7 +54,7 @@ def outputs(doc):
 
 
 def test_good_archive_loads_and_draws_like_eager(model, good):
-    doc = json.loads(members_of(good)[PROGRAM])
+    doc = program_doc(members_of(good)[PROGRAM])
     assert [(o["kind"], o["target"]) for o in outputs(doc)][:2] == [
         ("BUFFER_MUTATION", "drop.generator_state"), ("BUFFER_MUTATION", "other.generator_state")]
     mod, eager = load_bytes(good).module(), copy.deepcopy(model)

@@ -13,6 +13,7 @@ from tensorplay_export import Dim
 from tensorplay_export.errors import ArchiveError
 
 from conftest import archive_bytes, members_of, repack
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 
@@ -30,9 +31,9 @@ def good() -> bytes:
 
 def edit(data: bytes, doc_fn) -> bytes:
     members = members_of(data)
-    doc = json.loads(members[PROGRAM])
+    doc = program_doc(members[PROGRAM])
     doc_fn(doc)
-    members[PROGRAM] = json.dumps(doc).encode()
+    members[PROGRAM] = program_bytes(doc)
     return repack(members)
 
 

@@ -22,6 +22,7 @@ import pytest
 import tensorplay_export as tpe
 from tensorplay_export import nn
 from tensorplay_export.serde.zipio import write_zip
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 FULLWIDTH = {c: chr(ord(c) + 0xFEE0) for c in "abcdefghijklmnopqrstuvwxyz"}
@@ -82,7 +83,7 @@ def test_a_fullwidth_out_keyword_is_refused_at_load(plain):
 
 def test_a_dunder_part_naming_a_module_slot_is_refused():
     members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
-    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".__class__")
+    doc = renamed(program_doc(members[PROGRAM]), "w", fullwidth("forward") + ".__class__")
     with pytest.raises(tpe.ArchiveError, match="invalid state name"):
         tpe.load(rebuilt(members, doc))
 
@@ -90,7 +91,7 @@ def test_a_dunder_part_naming_a_module_slot_is_refused():
 @pytest.mark.parametrize("part", ["__globals__", "globals"])
 def test_a_fullwidth_path_with_another_part_reads_its_own_weight(part, monkeypatch):
     members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
-    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + "." + part)
+    doc = renamed(program_doc(members[PROGRAM]), "w", fullwidth("forward") + "." + part)
     ep = tpe.load(rebuilt(members, doc))
     printed = []
     monkeypatch.setattr(builtins, "print", lambda *a, **k: printed.append(a))
@@ -100,7 +101,7 @@ def test_a_fullwidth_path_with_another_part_reads_its_own_weight(part, monkeypat
 
 def test_a_fullwidth_weight_path_reads_its_own_weight_and_nothing_else(monkeypatch):
     members = archive(tpe.export(WithWeight(), np.ones((3, 4))))
-    doc = renamed(json.loads(members[PROGRAM]), "w", fullwidth("forward") + ".globals")
+    doc = renamed(program_doc(members[PROGRAM]), "w", fullwidth("forward") + ".globals")
     ep = tpe.load(rebuilt(members, doc))
     code = ep.module().code
     assert fullwidth("forward") not in code.replace(repr(fullwidth("forward")), "")  # only inside a string
@@ -121,7 +122,7 @@ def test_generated_source_writes_non_ascii_names_through_strings():
 def test_namedtuple_fields_equal_after_normalization_are_refused():
     P = collections.namedtuple("P", ["a", "b"])
     members = archive(tpe.export(lambda x: P(x + 1, x * 2), np.ones((3, 4))))
-    doc = json.loads(members[PROGRAM])
+    doc = program_doc(members[PROGRAM])
     spec = doc["module_call_graph"][0]["signature"]["out_spec"]
     spec["fields"], spec["name"] = ["a", fullwidth("a")], "somewhere.Q"
     with pytest.raises(tpe.ArchiveError, match="repeated field names"):

@@ -12,6 +12,7 @@ import numpy as np
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
+from _shared import program_bytes, program_doc
 
 PROGRAM = "models/model/program.json"
 
@@ -38,9 +39,9 @@ def rewrite(data: bytes, edit) -> bytes:
         for info in src.infolist():
             body = src.read(info.filename)
             if info.filename == PROGRAM:
-                doc = json.loads(body)
+                doc = program_doc(body)
                 edit(doc)
-                body = json.dumps(doc).encode()
+                body = program_bytes(doc)
             dst.writestr(info, body)
     return out.getvalue()
 

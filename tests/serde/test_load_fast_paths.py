@@ -24,6 +24,7 @@ from tensorplay_export.serde.zipio import ZipReader, check_member_name, zip_byte
 
 from conftest import archive_bytes
 from test_hostile import PROGRAM, edit, expect_error, load_bytes, node
+from _shared import program_bytes, program_doc
 
 N = {"k": "sym", "v": ["Symbol", "N", {"integer": True, "positive": True}]}
 S = {"k": "sym", "v": ["Symbol", "S", {"integer": True, "positive": True}]}
@@ -259,7 +260,7 @@ def test_known_answers_only_for_exact_records_decoded_before():
     (lambda d: node(d, "add")["args"][0].update(x=1), "value of kind 'node' must have keys"),
 ])
 def test_records_damaged_after_intact_copies_are_refused(good, doc_fn, words):
-    doc = json.loads(zipfile.ZipFile(io.BytesIO(good)).read(PROGRAM))
+    doc = program_doc(zipfile.ZipFile(io.BytesIO(good)).read(PROGRAM))
     assert node(doc, "add")["meta"].keys() >= {"dtype", "source", "module_stack"}  # the edits have targets
     expect_error(edit(good, doc_fn), PROGRAM, words)
 

@@ -17,7 +17,7 @@ def test_serialize_returns_json_and_arrays(small_program):
     art = small_program.serialize()
     assert isinstance(art, SerializedArtifact)
     doc = json.loads(art.exported_program)
-    assert doc["format"] == "tensorplay_export.program" and doc["schema_version"] == 2
+    assert doc["format"] == "tensorplay_export.program" and doc["schema_version"] == 3
     assert set(art.state_dict) == {"weight", "shift", "scale"} and set(art.constants) == {"c_TABLE"}
     assert set(art.example_inputs) == {"0"}
     assert art.exported_program == small_program.serialize().exported_program  # deterministic
