@@ -141,6 +141,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     )
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
+    _check_inputs_enforced(graph, sig, member)
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
     gm = GraphModule(graph, lint=False)  # _build_graph linted it
@@ -985,6 +986,67 @@ def _check_equalities_enforced(graph: Graph, equalities: list, member: str) -> N
         if any(_expr_text(s) != _expr_text(sizes[0]) for s in sizes[1:]):
             fail(member, f"equality constraint {eq.name or ''} ties {_sites_text(eq.sites)}, but the graph's checks "
                          f"give them the sizes {', '.join(_expr_text(s) for s in sizes)}")
+
+
+def _check_inputs_enforced(graph: Graph, sig: Any, member: str) -> None:
+    """Every array input's contract, as ``contract`` and ``diff`` report it, must be what the
+    program checks at run time.
+
+    The contract of an input is its ``tpe.check_input`` node: its path, dtype and
+    ``meta["shape"]``.  At run time that node checks the rank, the static sizes (its third
+    argument) and the dtype; a dynamic axis gets its size from the symbol the node binds
+    there first, from a ``tpe.derived_root`` on that axis (``k*r + c``, binding ``r``) or
+    from a ``tpe.assert_dim`` comparing it with an expression.  So every user input array
+    must have a check (unless no input has one: a program built by hand through the
+    ``ExportedProgram`` constructor, whose contract lists no inputs), each static size of
+    its shape must be a checked static size, and
+    each dynamic one must be enforced by one of those three nodes, with exactly that
+    expression.  An archive with a removed ``tpe.assert_dim`` (a derived relation such as
+    ``y.shape[0] == 2*dx``), a removed check, or a shape entry edited away from its
+    check would otherwise run on inputs outside the contract it reports.
+    """
+    checks: dict[str, Node] = {}  # placeholder name -> its check_input node
+    enforced: dict[tuple, list] = {}  # (check node name, axis) -> the trees checked there
+    bound: set = set()
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        args = n.args
+        if n.target == "tpe.check_input" and len(args) >= 3 and isinstance(args[0], Node):
+            checks.setdefault(args[0].name, n)
+            for axis, sym in (n.meta.get("bind") or {}).items():
+                if axis is not None and sym not in bound:  # the first binding gives the size
+                    bound.add(sym)
+                    enforced.setdefault((n.name, axis), []).append(getattr(sym, "tree", sym))
+        elif n.target == "tpe.assert_dim" and len(args) >= 4 and isinstance(args[0], Node):
+            enforced.setdefault((args[0].name, args[2]), []).append(getattr(args[3], "tree", args[3]))
+        elif n.target == "tpe.derived_root" and len(args) >= 5 and isinstance(args[0], Node):
+            r = (n.meta.get("bind") or {}).get(None)
+            k, c = args[3], args[4]
+            if type(r) is SizeExpr and type(k) is int and type(c) is int and k:
+                term = r.tree if k == 1 else ("Mul", k, r.tree)  # sympy's form of k*r + c
+                enforced.setdefault((args[0].name, args[2]), []).append(term if c == 0 else ("Add", c, term))
+    for spec in sig.input_specs:
+        if getattr(spec.kind, "name", "") != "USER_INPUT" or type(spec.arg).__name__ != "TensorArgument":
+            continue
+        check = checks.get(spec.arg.name)
+        if check is None:
+            if checks:  # a program built by hand may check nothing; an exported one checks every input
+                fail(member, f"input {spec.arg.name!r} has no tpe.check_input node, unlike the program's other "
+                             "inputs: it would run on any shape and dtype")
+            continue
+        shape, static = check.meta.get("shape"), check.args[2]
+        if not isinstance(shape, tuple) or not isinstance(static, tuple) or len(shape) != len(static):
+            fail(member, f"node {check.name!r} checks {len(static) if isinstance(static, tuple) else '?'} axes "
+                         f"of its input, but its meta['shape'] has another rank")
+        for axis, (d, want) in enumerate(zip(shape, static)):
+            if type(d) is int:
+                ok = want == d and type(want) is int
+            else:
+                ok = want is None and getattr(d, "tree", d) in enforced.get((check.name, axis), ())
+            if not ok:
+                fail(member, f"node {check.name!r} reports {check.args[1]!s:.80}.shape[{axis}] as "
+                             f"{_expr_text(d)}, but no check in the graph enforces that size")
 
 
 def _sites_text(sites: tuple) -> str:

@@ -1,0 +1,104 @@
+"""A loaded program enforces the input contract it reports (``_check_inputs_enforced``).
+
+``contract`` and ``diff`` read each input's shape from its ``tpe.check_input`` node; an archive
+whose checks were removed or edited apart from that shape is refused, so a derived relation
+(``y.shape[0] == 2*dx``) or a static size can never be reported and not kept.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import tensorplay_export as tpe
+from tensorplay_export import Dim
+
+from conftest import archive_bytes
+from test_hostile import PROGRAM, edit, expect_error, node
+
+
+def _both(x, y):
+    return x.sum() + y[::2].sum()
+
+
+def _only_y(y):
+    return y[::2].sum()
+
+
+@pytest.fixture(scope="module")
+def related() -> bytes:
+    """x: (dx, 3), y: (2*dx,): y's size is tied by a tpe.assert_dim."""
+    dx = Dim("dx", max=32)
+    ep = tpe.export(_both, np.ones((4, 3), np.float32), np.ones(8, np.float32),
+                    dynamic_shapes={"x": {0: dx}, "y": {0: 2 * dx}})
+    return archive_bytes(ep)
+
+
+@pytest.fixture(scope="module")
+def derived() -> bytes:
+    """y: (2*dx + 1,) alone: dx is bound from y by a tpe.derived_root."""
+    dx = Dim("dx", max=32)
+    ep = tpe.export(_only_y, np.ones(9, np.float32), dynamic_shapes={"y": {0: 2 * dx + 1}})
+    return archive_bytes(ep)
+
+
+def _drop(*names):
+    def fn(doc):
+        doc["graph"]["nodes"] = [n for n in doc["graph"]["nodes"] if n["name"] not in names]
+    return fn
+
+
+def _first(doc, target):
+    return next(n for n in doc["graph"]["nodes"] if n["target"] == target)
+
+
+def test_intact_archives_load_and_keep_their_relations(related, derived):
+    ep = tpe.load(io.BytesIO(related))
+    assert float(ep.module()(np.ones((4, 3), np.float32), np.ones(8, np.float32))) == 16.0
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones((4, 3), np.float32), np.ones(7, np.float32))
+    ep = tpe.load(io.BytesIO(derived))
+    assert float(ep.module()(np.ones(11, np.float32))) == 6.0
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones(10, np.float32))
+
+
+def test_a_removed_derived_relation_check_is_refused(related):
+    expect_error(edit(related, _drop("assert_dim")), PROGRAM, "reports y.shape[0] as 2 * dx,")
+
+
+def test_a_removed_input_check_is_refused(related):
+    expect_error(edit(related, _drop("check_y", "assert_dim")), PROGRAM, "input 'y' has no tpe.check_input")
+
+
+def test_a_static_size_the_check_does_not_check_is_refused(related):
+    def fn(doc):
+        node(doc, "check_x")["args"][2]["v"][1] = None  # (None, 3) -> (None, None): 3 unchecked
+    expect_error(edit(related, fn), PROGRAM, "reports x.shape[1] as 3")
+
+
+def test_a_shape_edited_apart_from_its_check_is_refused(related):
+    def fn(doc):
+        node(doc, "check_x")["meta"]["shape"]["v"][1] = 4  # reports 4, checks 3
+    expect_error(edit(related, fn), PROGRAM, "reports x.shape[1] as 4")
+
+
+def test_a_rank_edited_apart_from_its_check_is_refused(related):
+    def fn(doc):
+        node(doc, "check_x")["meta"]["shape"]["v"].append(5)
+    expect_error(edit(related, fn), PROGRAM, "another rank")
+
+
+def test_a_derived_root_checking_another_relation_is_refused(derived):
+    def fn(doc):
+        root = _first(doc, "tpe.derived_root")
+        root["args"][3] = 3  # checks 3*dx + 1, reports 2*dx + 1
+    expect_error(edit(derived, fn), PROGRAM, "reports y.shape[0] as 2 * dx + 1,")
+
+
+def test_a_program_built_without_checks_still_loads(hand_program):
+    """No input checks at all (the ExportedProgram constructor): nothing reported, nothing to enforce."""
+    loaded = tpe.load(io.BytesIO(archive_bytes(hand_program)))
+    assert not any(n.target == "tpe.check_input" for n in loaded.graph.nodes)
+    np.testing.assert_array_equal(loaded.module()(np.ones(3))[0], hand_program.module()(np.ones(3))[0])
