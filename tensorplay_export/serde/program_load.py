@@ -293,13 +293,23 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
     value = dec.value
     signatures: dict[str, Any] = {}  # target -> call signature, resolved once per load
     dims_ok: dict[int, SizeExpr] = {}  # shape entries _check_meta has passed
-    repeats = _Repeats(dec)
-    repeated = repeats.value
+    repeated = _Repeats(dec).value
     known = dec.known  # a node's dtype and source line: most were decoded for an earlier node
     table = None  # schema 3: the meta values, each distinct one once
     if "meta_values" in data:
         table = get_list(data["meta_values"], member, "graph.meta_values")
-        entry = repeats.entry
+        # Each entry is decoded once, when a node first names it, and shared by every node that
+        # names it when it cannot change (_unchanging); a list or dict is decoded per node.  A
+        # shared entry costs the expression budget once: it is built once, and what reads meta
+        # later (checks, codegen, ep.graph's sympy) converts a shared value once too.
+        resolved: list = [_UNRESOLVED] * len(table)
+
+        def entry(i: int) -> Any:
+            used.add(i)
+            v = value(table[i])
+            if _unchanging(v):
+                resolved[i] = v
+            return v
         used: set[int] = set()
     # What Graph.lint checks, for the graph built here (see _LINT_RULES): ``doubt`` when a
     # node may break a rule; then lint runs and words the problem as it always has.
@@ -364,8 +374,8 @@ def _build_graph(data: Any, member: str, arrays: dict, budget: ExprBudget) -> Gr
                     if not 0 <= v < len(table):
                         fail(member, f"meta[{k!r:.60}] of node {name!r} names entry {v} of graph.meta_values, "
                                      f"which has {len(table)} entries")
-                    used.add(v)
-                    v = entry(v, table[v])
+                    hit = resolved[v]
+                    v = hit if hit is not _UNRESOLVED else entry(v)
                 elif not (type(v) is str or v is None):
                     fail(member, f"meta[{k!r:.60}] of node {name!r} must be a string, null or an index into "
                                  f"graph.meta_values, got {v!r:.60}")
@@ -459,16 +469,11 @@ class _Repeats:
         self.seen: dict[bytes, tuple] = {}
 
     def value(self, raw: Any) -> Any:
+        dec = self.dec
         try:
             key = marshal.dumps(raw)
         except ValueError:  # not plain JSON values (a hand-built document): decode as usual
-            return self.dec.value(raw)
-        return self.entry(key, raw)
-
-    def entry(self, key: Any, raw: Any) -> Any:
-        """:meth:`value` of ``raw`` under a key the caller vouches for: equal keys, equal
-        ``raw`` (an index into the document's ``graph.meta_values``)."""
-        dec = self.dec
+            return dec.value(raw)
         hit = self.seen.get(key)
         if hit is not None:
             value, nodes, exprs, dicts, items = hit
@@ -484,8 +489,7 @@ class _Repeats:
             return value
         left, exprs, dicts, items = dec.budget.left, dec.exprs, dec.dicts, dec.items_left
         value = dec.value(raw)
-        # a table's entries are bounded by the document; a marshal key by this cap
-        if _unchanging(value) and (type(key) is int or len(self.seen) < 4096):
+        if _unchanging(value) and len(self.seen) < 4096:
             self.seen[key] = (value, left - dec.budget.left, dec.exprs - exprs, dec.dicts - dicts,
                               items - dec.items_left)
         return value

@@ -78,3 +78,22 @@ def test_a_damaged_shared_entry_is_refused(good):
         d["graph"]["meta_values"][at] = {"k": "tuple", "v": [1, {"k": "float", "v": (2.5).hex()}]}
     with pytest.raises(ArchiveError, match=r"meta\['shape'\]"):
         load_bytes(_raw_edit(good, fn))
+
+
+def test_nodes_naming_one_entry_share_its_value_unless_it_can_change(good):
+    """A shared tuple is decoded once (its nodes hold one object); a dict (``bind``) is each node's own."""
+    doc = raw_doc(good)
+    loaded = {n.name: n for n in load_bytes(good).graph_module._graph.nodes}
+    by_entry: dict = {}
+    for n in doc["graph"]["nodes"]:
+        for key, at in n["meta"].items():
+            if type(at) is int:
+                by_entry.setdefault(at, []).append((n["name"], key))
+    shared = [sites for sites in by_entry.values() if len(sites) > 1]
+    assert shared
+    for sites in shared:
+        values = [loaded[name].meta[key] for name, key in sites]
+        if isinstance(values[0], (dict, list)):
+            assert len({id(v) for v in values}) == len(values)
+        else:
+            assert all(v is values[0] for v in values)
