@@ -123,3 +123,15 @@ def test_ndarray_resize_is_refused_naming_np_resize():
     with pytest.raises(UnsupportedOpError, match=r"ndarray.resize is not supported during capture: .*"
                                                  r"np.resize\(a, new_shape\)"):
         tpe.export(lambda x: x.resize((3,)), *floats(4), dynamic_shapes=SPEC)
+
+
+def test_draft_export_reports_the_resize_refusal_instead_of_running_it_opaquely():
+    # an opaque op cannot write the array in place: draft files the refusal, with what to write
+    def fn(x):
+        y = x * 2.0
+        y.resize((3, 3))
+        return y
+
+    report = tpe.draft_export(fn, *floats(4), dynamic_shapes=SPEC)
+    assert [f.kind for f in report.failures] == ["unsupported_call"]
+    assert "np.resize(a, new_shape)" in report.failures[0].message
