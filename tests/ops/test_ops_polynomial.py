@@ -65,6 +65,17 @@ def test_polyfit_one_and_several_columns_and_weights():
     same_as_eager(fn, make, spec, 7, (4, 5, 12))
 
 
+def test_polyfit_degree_may_be_a_size():
+    # deg = n - 1: the interpolating polynomial, n coefficients
+    spec = {"x": {0: Dim("n", min=2, max=12)}, "y": {0: Dim("n", min=2, max=12)}}
+
+    def make(n):
+        x = np.linspace(-1.0, 1.0, n)
+        return x, np.sin(2 * x)
+
+    same_as_eager(lambda x, y: np.polyfit(x, y, x.shape[0] - 1), make, spec, 5, (2, 3, 8))
+
+
 def test_polyfit_needs_points_of_x_and_y_alike():
     with pytest.raises(tpe.ConstraintViolationError, match="x and y must have the same length"):
         tpe.export(lambda x, y: np.polyfit(x, y, 1), np.linspace(0, 1, 5), np.ones(5),
