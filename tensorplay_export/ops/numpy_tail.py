@@ -449,6 +449,7 @@ def _unpackbits_rule(ctx: Any, a: Any, /, axis: Any = None, count: Any = None, b
 register_op("numpy.unpackbits", np.unpackbits, _unpackbits_rule, numpy_funcs=(np.unpackbits,))
 
 
-register_refusal(np.ndarray.resize, "resizes the array in place (numpy refuses it while views of it exist): use "
-                                    "a = np.resize(a, new_shape), which returns a resized copy (it repeats a's values "
-                                    "where a.resize fills zeros: for zeros, np.pad(a.ravel(), (0, extra)).reshape(...))")
+register_refusal(np.ndarray.resize,
+                 "resizes the array in place (numpy refuses it while views of it exist): use a = np.resize(a, "
+                 "new_shape), which returns a resized copy (it repeats a's values where a.resize fills zeros: "
+                 "for zeros, np.pad(a.ravel(), (0, extra)).reshape(...))")

@@ -57,7 +57,8 @@ def test_polyfit_one_and_several_columns_and_weights():
 
     def make(n):
         x = np.linspace(-1.0, 1.0, n)
-        return x, np.stack([x ** 2 - x, np.cos(3 * x)], axis=1) + 0.01 * np.random.default_rng(n).standard_normal((n, 2))
+        noise = 0.01 * np.random.default_rng(n).standard_normal((n, 2))
+        return x, np.stack([x ** 2 - x, np.cos(3 * x)], axis=1) + noise
 
     def fn(x, y):
         return np.polyfit(x, y, 2), np.polyfit(x, y[:, 1], 3), np.polyfit(x, y[:, 0], 1, w=np.abs(x) + 1.0)
