@@ -24,7 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ..graph.printing import format_guard
-from ..ops.registry import OPAQUE_PREFIX, OpDef, func_name, get_op, make_opaque_op
+from ..ops.registry import OPAQUE_PREFIX, OpDef, func_name, get_op, make_opaque_op, refusal
 from ..records import SourceLoc
 
 __all__ = ["DraftLog", "VALUE_READS", "opaque_for", "assume_value", "insert_data_dependent_checks"]
@@ -79,9 +79,10 @@ def opaque_func(tracer: Any, func: Any, src: Optional[SourceLoc]) -> Optional[Op
 
 
 def opaque_method(tracer: Any, name: str, src: Optional[SourceLoc]) -> Optional[OpDef]:
-    """Opaque op for an ``ndarray`` method in draft mode (None: ndarray has no such method)."""
+    """Opaque op for an ``ndarray`` method in draft mode (None: ndarray has no such method, or capture
+    refuses it on purpose: ``a.resize`` writes the array in place, which an opaque op cannot)."""
     method = getattr(np.ndarray, name, None)
-    if method is None or not callable(method):
+    if method is None or not callable(method) or refusal(method) is not None:
         return None
     return opaque_for(tracer, f"numpy.ndarray.{name}", method, src)
 

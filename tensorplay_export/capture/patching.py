@@ -51,7 +51,7 @@ CREATION = ("arange", "zeros", "ones", "empty", "full", "eye", "identity", "tri"
             "sum", "max", "min", "amax", "amin", "mean", "cumsum", "cumprod", "median", "sort", "argsort",
             "argmax", "argmin", "broadcast_shapes",
             # functions of sizes only (no array argument numpy could dispatch on)
-            "logspace", "geomspace", "indices", "triu_indices", "tril_indices",
+            "logspace", "geomspace", "indices", "triu_indices", "tril_indices", "diag_indices",
             "hanning", "hamming", "blackman", "bartlett", "kaiser",
             # in numpy's submodules: "fft.fftfreq" is numpy.fft.fftfreq, registered as "numpy.fft.fftfreq"
             "fft.fftfreq", "fft.rfftfreq")

@@ -175,6 +175,16 @@ class TracedArray:
         return self.size * self.itemsize
 
     @property
+    def device(self) -> str:
+        """The array API device: numpy's one device, ``"cpu"``."""
+        return "cpu"
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> "TracedArray":
+        """The array itself, as numpy's ``to_device("cpu")`` (numpy raises its own error for another device)."""
+        np.empty(0).to_device(device, stream=stream)
+        return self
+
+    @property
     def T(self) -> "TracedArray":
         return self._call("numpy.transpose", (self,))
 
@@ -223,8 +233,10 @@ class TracedArray:
         op = lookup_method(name) or tracer.op_for_method(name, user_source(2))
         if op is None:
             if hasattr(np.ndarray, name):
-                raise UnsupportedOpError(f"ndarray.{name} has no shape rule (not supported during capture)"
-                                         f"\n  at {user_source(2)}")
+                why = refusal(getattr(np.ndarray, name))  # a documented refusal says what to write instead
+                raise UnsupportedOpError(f"ndarray.{name} is not supported during capture: {why}\n  at {user_source(2)}"
+                                         if why else f"ndarray.{name} has no shape rule (not supported during "
+                                         f"capture)\n  at {user_source(2)}")
             raise AttributeError(f"'TracedArray' (standing in for numpy.ndarray) has no attribute {name!r}")
 
         def method(*args: Any, **kwargs: Any) -> Any:

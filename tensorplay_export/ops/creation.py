@@ -1,5 +1,6 @@
 """Creation ops with (possibly symbolic) sizes: arange, zeros/ones/empty/full, *_like,
-eye/identity/tri/tril/triu, linspace, and ``tpe.shape_array`` (``np.array(x.shape)``).
+eye/identity/tri/tril/triu, linspace, indices/triu_indices/tril_indices/diag_indices (and their
+``*_from`` forms), and ``tpe.shape_array`` (``np.array(x.shape)``).
 
 During capture the numpy creation functions are patched (see
 ``capture/patching.py``) so these run even when no argument is an array.
@@ -330,3 +331,31 @@ for _fn, _upper in ((np.triu_indices, True), (np.tril_indices, False)):
 for _fn, _upper in ((np.triu_indices_from, True), (np.tril_indices_from, False)):
     register_op(f"numpy.{_fn.__name__}", _fn, _tri_indices_from_rule(_upper, f"numpy.{_fn.__name__}"),
                 numpy_funcs=(_fn,), multi_output=True)
+
+
+# -- diag_indices / diag_indices_from -------------------------------------------------------------------------
+def _diag_indices_rule(ctx: Any, n: Any, ndim: Any = 2) -> list:
+    """numpy.diag_indices: ``ndim`` copies of ``arange(n)`` (values in ``[0, n - 1]``)."""
+    require_nonneg(ctx, (n,), "numpy.diag_indices n")
+    size = as_dim(sympy.sympify(n)) if isinstance(n, sympy.Basic) else int(n)
+    for i in range(int(ndim)):
+        ctx.vrange(0, sympy.sympify(n) - 1, i)
+    return [(size,)] * int(ndim)
+
+
+def _diag_indices_from_rule(ctx: Any, arr: Any) -> list:
+    """numpy.diag_indices_from: an array of >= 2 dimensions, all of one size ``n``: ``diag_indices(n, ndim)``."""
+    shape = tuple(shape_of(arr))
+    if len(shape) < 2:
+        raise ValueError("input array must be at least 2-d")
+    for i, d in enumerate(shape[1:], 1):
+        ctx.eq(d, shape[0], f"numpy.diag_indices_from: All dimensions of input must be of equal length (axis {i} "
+                            f"has {ctx.text(d)}, axis 0 {ctx.text(shape[0])})")
+    return _diag_indices_rule(ctx, shape[0], len(shape))
+
+
+register_op("numpy.diag_indices", np.diag_indices, _diag_indices_rule, numpy_funcs=(np.diag_indices,),
+            multi_output=True, doc="numpy.diag_indices(n, ndim): a tuple of ndim aranges")
+register_op("numpy.diag_indices_from", np.diag_indices_from, _diag_indices_from_rule,
+            numpy_funcs=(np.diag_indices_from,), multi_output=True,
+            doc="numpy.diag_indices_from(arr): diag_indices(arr.shape[0], arr.ndim)")

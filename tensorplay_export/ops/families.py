@@ -8,7 +8,7 @@ import importlib
 
 FAMILIES = ("elementwise", "reduce", "movement", "indexing", "linalg", "creation", "misc", "checks", "scatter",
             "select", "grids", "signal", "stats", "random", "sizes", "fft", "matrix", "lib", "aliasing",
-            "sets", "linalg_namespace", "numpy_tail")
+            "sets", "linalg_namespace", "numpy_tail", "polynomial")
 
 for _name in FAMILIES:
     importlib.import_module(f"{__package__}.{_name}")

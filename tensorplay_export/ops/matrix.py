@@ -1,11 +1,18 @@
 """Functions of (stacks of) matrices (``numpy.linalg``): inv, solve, det, slogdet, cholesky, pinv,
-eigvalsh, eigh, matrix_power, qr, svd, svdvals (``numpy.trace`` is in misc).
+eigvalsh, eigh, matrix_power, qr, svd, svdvals, tensorinv, tensorsolve (``numpy.trace`` is in misc).
 
 numpy's linalg rules (``numpy/linalg/_linalg.py``): the last two axes are the matrix, the
 leading axes a batch; square-matrix functions need ``m == n`` (``LinAlgError: Last 2
 dimensions of the array must be square``); ``solve(a, b)`` treats ``b`` as a batch of
 vectors only when it is 1-d (numpy 2), otherwise as matrices ``(..., n, k)``, and the
 batches broadcast.  Values are numpy's own at run time (singular matrices raise there).
+
+``tensorinv(a, ind)`` and ``tensorsolve(a, b, axes)`` flatten a tensor into one square matrix
+(numpy's docs and ``_linalg.py``): ``tensorinv`` inverts ``a.reshape(P, -1)`` for ``P`` the product
+of ``a.shape[ind:]``, so that product must be >= 1 and equal the product of ``a.shape[:ind]`` (a
+guard each), and returns ``a.shape[ind:] + a.shape[:ind]``; ``tensorsolve`` moves ``axes`` to the
+end, keeps the last ``a.ndim - b.ndim`` axes as the solution's shape ``Q`` (``P`` its product),
+needs ``a.size == P ** 2`` (for ``P >= 1``: the other axes' product is ``P``) and ``b.size == P``.
 """
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..records import sympy
-from .ctx import is_static
+from .ctx import is_static, prod
 from .elementwise import shape_of
 from .registry import register_op
 
@@ -163,3 +170,47 @@ register_op("tpe.linalg.svd_values", _svd_values, _svd_values_rule,
             doc="numpy.linalg.svd(a, compute_uv=False): the singular values alone")
 register_op("numpy.linalg.svdvals", np.linalg.svdvals, lambda ctx, x: _svd_values_rule(ctx, x),
             numpy_funcs=(np.linalg.svdvals,))
+
+
+# -- tensorinv / tensorsolve: a tensor flattened into one square matrix --------------------------------------
+def _tensorinv_rule(ctx: Any, a: Any, ind: Any = 2) -> tuple:
+    """``a.shape[ind:] + a.shape[:ind]``; both products equal and nonzero (the matrix numpy inverts)."""
+    shape = tuple(shape_of(a))
+    ind = int(ind)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    rows, cols = prod(shape[:ind]), prod(shape[ind:])
+    if not is_static(cols):
+        ctx.require(sympy.Ge(cols, 1), lambda: f"numpy.linalg.tensorinv: the product of a.shape[{ind}:] "
+                                               f"({ctx.text(cols)}) must be >= 1 (numpy reshapes a to (it, -1))")
+    ctx.eq(rows, cols, f"numpy.linalg.tensorinv: the product of a.shape[:{ind}] ({ctx.text(rows)}) must equal the "
+                       f"product of a.shape[{ind}:] ({ctx.text(cols)}), a square matrix")
+    return shape[ind:] + shape[:ind]
+
+
+def _tensorsolve_rule(ctx: Any, a: Any, b: Any, axes: Any = None) -> tuple:
+    """The last ``a.ndim - b.ndim`` axes of ``a`` (after moving ``axes`` to the end), as numpy slices them."""
+    sa, sb = list(shape_of(a)), tuple(shape_of(b))
+    an = len(sa)
+    if axes is not None:
+        order = list(range(an))
+        for k in axes:
+            order.remove(k)  # numpy's own ValueError for an axis not in range(a.ndim)
+            order.insert(an, k)
+        sa = [sa[i] for i in order]
+    q = tuple(sa[-(an - len(sb)):])  # numpy's slice: a.ndim == b.ndim keeps every axis
+    lead = prod(sa[:an - len(q)])
+    p = prod(q)
+    name = "numpy.linalg.tensorsolve"
+    empty = int(p) == 0 if is_static(p) else ctx.choose(
+        sympy.Eq(p, 0), lambda: f"{name}: whether the solution is empty ({ctx.text(p)} values) decides what a must be")
+    if not empty:
+        ctx.eq(lead, p, f"{name}: Input arrays must satisfy the requirement prod(a.shape[b.ndim:]) == "
+                        f"prod(a.shape[:b.ndim]) ({ctx.text(p)} and {ctx.text(lead)})")
+    ctx.eq(prod(sb), p, f"{name}: b has {ctx.text(prod(sb))} values for {ctx.text(p)} unknowns")
+    return q
+
+
+register_op("numpy.linalg.tensorinv", np.linalg.tensorinv, _tensorinv_rule, numpy_funcs=(np.linalg.tensorinv,))
+register_op("numpy.linalg.tensorsolve", np.linalg.tensorsolve, _tensorsolve_rule,
+            numpy_funcs=(np.linalg.tensorsolve,))

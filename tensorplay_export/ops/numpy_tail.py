@@ -1,7 +1,7 @@
 """The long tail of numpy that models meet: functions of one array's shape (sinc, fix, isposinf,
-isneginf, iscomplex, isreal, angle, unwrap, sort_complex), hsplit/vsplit/dsplit, rollaxis, diagflat,
+isneginf, iscomplex, isreal, angle, unwrap, sort_complex, i0), hsplit/vsplit/dsplit, rollaxis, diagflat,
 matvec/vecmat, the array-API ``unique_*`` functions and setxor1d, the in-place put/putmask/place and
-the in-place ndarray methods fill/sort/partition/put, gradient, choose, packbits.
+the in-place ndarray methods fill/sort/partition/put, gradient, choose, packbits/unpackbits.
 
 Each runs numpy's own function (values and dtypes are eager numpy's).  Shapes, from numpy's docs
 and ``numpy/lib/_shape_base_impl.py``, ``_function_base_impl.py``, ``_arraysetops_impl.py``:
@@ -25,11 +25,14 @@ and ``numpy/lib/_shape_base_impl.py``, ``_function_base_impl.py``, ``_arraysetop
   methods writing into ``a``;
 - ``gradient``: one array of ``f``'s shape per axis (one array for a single axis), each axis
   at least ``edge_order + 1`` long; ``choose``: the broadcast of ``a`` and the choices;
-  ``packbits``: ``ceil(d / 8)`` along the axis.
+  ``packbits``: ``ceil(d / 8)`` along the axis; ``unpackbits``: ``8 * d`` along it, or ``count``
+  bits (zero-padded past ``8 * d``), or ``8 * d + count`` for a negative ``count`` (numpy's
+  ValueError below zero: a guard for a symbolic one).
 
 Refused, with what to write instead (``registry.register_refusal``): functions whose result's type or size
 is the data's (``allclose``, ``array_equal``, ``real_if_close``...), that take Python callables
-(``piecewise``, ``apply_over_axes``, ``frompyfunc``), or that read/write files.
+(``piecewise``, ``apply_over_axes``, ``frompyfunc``), that read/write files, and ``ndarray.resize``
+(it resizes the caller's array in place: ``np.resize`` returns the resized copy).
 """
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ from .scatter import require_in_range
 
 # -- functions of one array's shape ------------------------------------------------------------------
 _SAME_SHAPE = ("sinc", "fix", "isposinf", "isneginf", "iscomplex", "isreal", "angle", "unwrap",
-               "sort_complex")
+               "sort_complex", "i0")
 
 
 def _same_shape(ctx: Any, x: Any, *args: Any, **kwargs: Any) -> tuple:
@@ -404,3 +407,49 @@ def _packbits_rule(ctx: Any, a: Any, axis: Any = None, bitorder: str = "big") ->
 
 
 register_op("numpy.packbits", np.packbits, _packbits_rule, numpy_funcs=(np.packbits,))
+
+
+def _unpacked(ctx: Any, d: Any, count: Any) -> Any:
+    """The bits ``unpackbits`` keeps of ``8 * d``: ``count`` (zeros past them), or ``8 * d + count``
+    for a negative one, which numpy refuses below zero ("-count larger than number of elements")."""
+    bits = sympy.sympify(d) * 8
+    if count is None:
+        return _size_of(bits)
+    count = sympy.sympify(count)
+    if count.is_Integer:
+        negative = int(count) < 0
+    else:
+        negative = not ctx.choose(sympy.Ge(count, 0), lambda: f"numpy.unpackbits: the sign of count {ctx.text(count)} "
+                                  "decides whether it is the length or the bits trimmed off the end")
+    if not negative:
+        return _size_of(count)
+    kept = bits + count
+    if not kept.is_Integer:
+        ctx.require(sympy.Ge(kept, 0), lambda: f"numpy.unpackbits: -count ({ctx.text(-count)}) cannot be larger "
+                                               f"than the {ctx.text(bits)} bits unpacked")
+    return _size_of(kept)
+
+
+def _size_of(d: Any) -> Any:
+    return as_dim(sympy.sympify(d))
+
+
+def _unpackbits_rule(ctx: Any, a: Any, /, axis: Any = None, count: Any = None, bitorder: str = "big") -> tuple:
+    """numpy.unpackbits: 8 bits per uint8 value along ``axis`` (None: of the flattened array), trimmed
+    or zero-padded to ``count``."""
+    if isinstance(a, ArrayInfo) and np.dtype(a.dtype) != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    shape = tuple(shape_of(a))
+    if axis is None:
+        return (_unpacked(ctx, prod(shape), count),)
+    ax = norm_axes(axis, len(shape))[0]
+    return shape[:ax] + (_unpacked(ctx, shape[ax], count),) + shape[ax + 1:]
+
+
+register_op("numpy.unpackbits", np.unpackbits, _unpackbits_rule, numpy_funcs=(np.unpackbits,))
+
+
+register_refusal(np.ndarray.resize,
+                 "resizes the array in place (numpy refuses it while views of it exist): use a = np.resize(a, "
+                 "new_shape), which returns a resized copy (it repeats a's values where a.resize fills zeros: "
+                 "for zeros, np.pad(a.ravel(), (0, extra)).reshape(...))")

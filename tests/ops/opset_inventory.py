@@ -22,7 +22,6 @@ import numpy as np
 
 _NOT_AN_OP = "not an array op (configuration, printing, I/O, dtype or type queries)"
 _DATA = "the result's size or type depends on the values (data-dependent)"
-_LATER = "no shape rule yet"
 _OBJECT = "a memory-level attribute of one concrete array (no meaning for a program's symbolic array)"
 
 MISSING: dict[str, str] = {
@@ -36,29 +35,16 @@ MISSING: dict[str, str] = {
         "set_printoptions", "setbufsize", "seterr", "seterrcall", "shares_memory", "show_config", "show_runtime",
         "test", "typename", "einsum_path", "asmatrix", "bmat", "require")},
     "numpy.broadcast_shapes": "takes shapes, not arrays: it runs as Python on the symbolic sizes (no op needed)",
-    "numpy.i0": _LATER + " (tests/_opaque.py's example of a function without one, for draft's opaque ops)",
     **{f"numpy.{n}": "capture answers it for a traced array (the array itself, a numpy.copy or an astype node)"
        for n in ("array", "asarray", "asanyarray")},
-    "numpy.unpackbits": _LATER + " (a size 8 * n, count=)",
-    "numpy.diag_indices": _LATER + " (a tuple of aranges: np.arange(n) twice covers it)",
-    "numpy.diag_indices_from": _LATER,
     "numpy.mask_indices": "takes a Python function building the mask",
     "numpy.poly": "takes roots or a matrix and calls eigvals on the matrix form (value-dependent dtype)",
-    "numpy.polyadd": _LATER + " (poly1d inputs trim leading zeros)",
-    "numpy.polysub": _LATER + " (poly1d inputs trim leading zeros)",
-    "numpy.polymul": _LATER + " (np.convolve covers arrays)",
-    "numpy.polyder": _LATER, "numpy.polyint": _LATER,
-    "numpy.polyfit": _LATER + " (deg, full=, cov= change the outputs)",
     "numpy.row_stack": "removed alias of np.vstack (deprecated in numpy 2.0)",
-    "numpy.linalg.tensorinv": _LATER, "numpy.linalg.tensorsolve": _LATER,
     "numpy.linalg.test": _NOT_AN_OP, "numpy.fft.test": _NOT_AN_OP,
     **{f"ndarray.{n}": _OBJECT for n in ("base", "ctypes", "data", "flags", "strides", "setflags")},
     **{f"ndarray.{n}": _NOT_AN_OP for n in ("dump", "dumps", "tobytes", "tofile")},
     **{f"ndarray.{n}": "reinterprets the bytes of one concrete array (a byte-level view): use astype"
        for n in ("byteswap", "getfield", "setfield")},
-    "ndarray.device": "the array API device ('cpu'): not yet answered during capture",
-    "ndarray.to_device": _LATER + " (the CPU is numpy's one device: drop the call)",
-    "ndarray.resize": "resizes in place, refusing arrays with views: use np.resize(a, shape)",
 }
 
 
@@ -104,6 +90,8 @@ def inventory() -> dict[str, dict[str, str]]:
             covered[key] = op.name
         elif name in own:
             covered[key] = "capture (TracedArray)"
+        elif refusal(getattr(np.ndarray, name)) is not None:
+            refused[key] = refusal(getattr(np.ndarray, name))
         else:
             missing[key] = MISSING.get(key, "")
     return {"covered": covered, "refused": refused, "missing": missing}
