@@ -66,7 +66,7 @@ operator trees of :mod:`tensorplay_export.serde.exprs` (never text to parse).
 
 Readers SHOULD bound what they accept before reading it, so that time and
 memory stay proportional to the archive's size (this reader: 100,000 members,
-member names of 1,024 bytes, 256 MiB per program document, declared
+member names of 1,024 bytes, 64 MiB per program document, declared
 compression ratio 1000:1 per member and, for all deflated members together,
 32 times the archive's size plus 16 MiB; 64 dimensions per array; integers in
 expressions below 2**256, expressions of 10,000 nodes and 500,000 nodes in all

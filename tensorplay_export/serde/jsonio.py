@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from ..errors import ArchiveError
 
-MAX_JSON_BYTES = 256 * 1024 * 1024  # one program document, bytes
+MAX_JSON_BYTES = 64 * 1024 * 1024  # one program document, bytes (GPT-24: 259 KB)
 MAX_JSON_DEPTH = 200  # nesting of arrays/objects; the codecs recurse once per level
 
 

@@ -58,6 +58,11 @@ MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
 # items of the lists and tuples of one document: generated code writes them out as literals,
 # and compiling a million-item literal takes tens of seconds and gigabytes (arrays are .npy members)
 MAX_LITERAL_ITEMS = 200_000
+# characters of the strings of one document: generated code writes string arguments out as
+# literals too (capture's are labels and subscripts of a few dozen characters; GPT-24's
+# document holds about 30,000 in all), so 250 strings of 1 MB in a deflated 10 MB archive
+# grew a load by more than a gigabyte of source and compiler state
+MAX_LITERAL_CHARS = 4 << 20
 MAX_NDIM = 64
 MAX_DIM_TERMS = 64  # roots in one DerivedDim over several roots
 _DTYPE_RE = re.compile(r"^[<>|][biufcmMUSV][0-9]{1,6}(\[[0-9]*[a-zA-Z]{1,3}\])?$")
@@ -119,6 +124,7 @@ class Encoder:
         # (file, line) -> the line's text, for the graph's source table (:func:`source_table`)
         self.source_lines: dict[tuple, str] = {}
         self.items_left = MAX_LITERAL_ITEMS  # what a loader accepts (Decoder.take_items): saved alike
+        self.chars_left = MAX_LITERAL_CHARS
 
     def _take_items(self, n: int) -> None:
         self.items_left -= n
@@ -149,6 +155,11 @@ class Encoder:
         if isinstance(value, complex):
             return {"k": "complex", "re": value.real.hex(), "im": value.imag.hex()}
         if isinstance(value, str):
+            self.chars_left -= len(value)
+            if self.chars_left < 0:
+                raise ArchiveError(
+                    f"cannot serialize: the program's strings hold more than {MAX_LITERAL_CHARS} characters: no "
+                    "loader accepts that; pass long text as an array (np.frombuffer(text.encode(), np.uint8))")
             return str(value)
         if isinstance(value, tuple):
             self._take_items(len(value))
@@ -267,6 +278,7 @@ class Decoder:
         self._symbols: dict[tuple, Any] = {}
         self._sources: dict[tuple, SourceLoc] = {}
         self.items_left = MAX_LITERAL_ITEMS
+        self.chars_left = MAX_LITERAL_CHARS
         self.source_lines: dict[tuple, str] = {}  # (file, line) -> stored text (the graph's table)
 
     def take_items(self, n: int) -> None:
@@ -291,7 +303,13 @@ class Decoder:
                 one = _ONE_FORM.get(kind)
                 if one is not None and obj.keys() == one[0]:
                     return one[1](self, obj, _depth + 1)
-        elif t is str or obj is None or t is bool:
+        elif t is str:
+            self.chars_left -= len(obj)
+            if self.chars_left < 0:
+                fail(member, f"the document's strings hold more than {MAX_LITERAL_CHARS} characters; generated code "
+                             "writes them out as literals, and capture writes labels of a few dozen")
+            return obj
+        elif obj is None or t is bool:
             return obj
         elif t is int:
             if obj.bit_length() >= MAX_INT_BITS:  # bit_length ignores the sign

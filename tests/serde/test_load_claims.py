@@ -241,3 +241,28 @@ def test_what_save_writes_loads_dunder_buffer_names_and_long_lists():
     ep = tpe.export(gather, np.arange(MAX_LITERAL_ITEMS + 2.0))
     with pytest.raises(tpe.ArchiveError, match=r"cannot serialize.*np.asarray"):
         tpe.save(ep, io.BytesIO())
+
+
+def test_strings_past_the_documents_character_budget_are_refused_on_load_and_on_save():
+    """Generated code writes string arguments out as literals: a few long strings in a small
+    deflated archive must not grow a load by gigabytes of source, and save writes nothing a loader
+    would refuse."""
+    import pytest
+
+    from tensorplay_export.serde.values import MAX_LITERAL_CHARS, Encoder
+
+    half = "a" * (MAX_LITERAL_CHARS // 2 + 1)
+
+    def long_strings(doc):  # each scalar operand of x * 2 + 1 becomes a long string
+        calls = [nd for nd in doc["graph"]["nodes"] if nd["target"] in ("numpy.multiply", "numpy.add")]
+        assert len(calls) == 2
+        for nd in calls:
+            nd["args"][1] = half
+
+    with pytest.raises(tpe.ArchiveError, match=f"strings hold more than {MAX_LITERAL_CHARS} characters"):
+        tpe.load(io.BytesIO(_edit_doc(archive(), long_strings)))
+
+    enc = Encoder()
+    enc.value(half)
+    with pytest.raises(tpe.ArchiveError, match=r"cannot serialize.*np.frombuffer"):
+        enc.value(half)
