@@ -130,7 +130,29 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
                 inst[key] = value.copy() if writable else _read_only(value)
     root = clones[id(owner)]
     call = types.MethodType(model.__func__, root) if owner is not model else root
-    return call, root
+    return _through_clones(call, clones), root
+
+
+def _through_clones(call: Any, clones: dict) -> Any:
+    """``call`` with every module of the tree it calls run as its clone, however it is reached.
+
+    The clones share plain containers with the user's modules (``self.layers = [self.lin]``),
+    so such a call reaches the user's module itself; without this it would write the user's
+    buffers, and the net would compare the program with a run that left the clone's unchanged
+    (capture redirects the same calls: ``capture.state.make_call_hook``).
+    """
+    from ..nn.module import _CALL_HOOK
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        return clones.get(id(module), module).forward(*args, **kwargs)
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        token = _CALL_HOOK.set(hook)
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _CALL_HOOK.reset(token)
+    return run
 
 
 def _modules_of(module: Any) -> dict:
