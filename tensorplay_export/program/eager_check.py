@@ -452,12 +452,45 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
             also when either run raises on the user's example.
     """
+    _refuse_aliased_example(ep, args, kwargs)
     # the module's lists and dicts, and the inputs' (a leaf pytree does not copy: an OrderedDict), as before
     saved = saved_contents(module_roots(model) + list(args) + list(kwargs.values()))
     try:
         return _check_against_eager(ep, model, args, kwargs, saved)
     finally:
         restore_contents(saved)
+
+
+def aliased_example(ep: Any, args: tuple, kwargs: dict) -> Optional[str]:
+    """Why the example is one no program reproduces when its input leaves share memory and the
+    program writes into one of them, else None.
+
+    The inputs are flattened leaf by leaf, so the program takes each as its own array and keeps no
+    aliasing between them (torch.export flattens the same way): the same list under two keys
+    (``{"a": L, "b": L}``) or one array passed twice is fine to read, but a write through one is
+    seen through the other by eager numpy and not by the program.  The net runs both on copies
+    made leaf by leaf, so it cannot see the difference; the program itself refuses such a call.
+    """
+    module = ExportedModule(ep)
+    if not module._input_mutations:
+        return None
+    hit = module.aliased_written_input(module._user_leaves(tuple(args), dict(kwargs)))
+    if hit is None:
+        return None
+    a, b = hit
+    return (f"the example inputs {a} and {b} share memory (the same array reached twice, e.g. one list under "
+            f"two keys, or overlapping views), and the model writes into {a}: eager numpy sees that write "
+            f"through {b}, but a program takes each input leaf as its own array (inputs are flattened leaf by "
+            f"leaf, as torch.export does; aliasing between them is not kept), and it refuses such a call. "
+            f"Export with separate arrays (e.g. copy.deepcopy of the inputs, or {b}.copy()) and call the program "
+            f"with separate arrays, or write into a new array inside the model instead of into the input")
+
+
+def _refuse_aliased_example(ep: Any, args: tuple, kwargs: dict) -> None:
+    """Raises ValueError with :func:`aliased_example`'s text when it has one."""
+    why = aliased_example(ep, args, kwargs)
+    if why is not None:
+        raise ValueError(why)
 
 
 def _check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict, saved: list) -> NetReport:

@@ -777,17 +777,36 @@ class ExportedModule(GraphModule):
         Raises:
             ValueError: naming both inputs, saying to pass separate arrays (copies).
         """
+        hit = self.aliased_written_input(leaves)
+        if hit is not None:
+            a, b = hit
+            raise ValueError(f"inputs {a} and {b} share memory, and the program writes into {a}: eager numpy "
+                             f"would see that write through {b}, the program does not (it was exported "
+                             f"for separate arrays); pass separate arrays, e.g. {b}.copy()")
+
+    def aliased_written_input(self, leaves: list) -> Optional[tuple[str, str]]:
+        """``(written, other)``: the names of an input leaf the program writes into and of another
+        leaf sharing memory with it (the same array reached twice, ``{"a": L, "b": L}``, or
+        overlapping views), else None.  Inputs are flattened leaf by leaf (a pytree, as
+        torch.export flattens it), so the program keeps no aliasing between them."""
         for _, k in self._input_mutations:
             dest = leaves[k]
             if not isinstance(dest, np.ndarray):
                 continue
             for j, other in enumerate(leaves):
                 if j != k and isinstance(other, np.ndarray) and np.may_share_memory(dest, other):
-                    names = self.input_names
-                    a, b = (names[k] if k < len(names) else f"input {k}"), (names[j] if j < len(names) else f"input {j}")
-                    raise ValueError(f"inputs {a} and {b} share memory, and the program writes into {a}: eager numpy "
-                                     f"would see that write through {b}, the program does not (it was exported "
-                                     f"for separate arrays); pass separate arrays, e.g. {b}.copy()")
+                    return self._input_label(k), self._input_label(j)
+        return None
+
+    def _input_label(self, k: int) -> str:
+        """The path of user input ``k`` as its input check names it (``d['a'][0]``), else its placeholder."""
+        names = self.input_names
+        if k >= len(names):
+            return f"input {k}"
+        for node in self._program.graph.nodes:
+            if node.target == "tpe.check_input" and getattr(node.args[0], "name", None) == names[k]:
+                return str(node.args[1])
+        return names[k]
 
     def _expose_signature(self, params: list) -> None:
         """``inspect.signature(ep.module())`` (and of its ``forward``) is the exported callable's
