@@ -98,7 +98,8 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     is left as it is; ``state.root`` is the view to call.
     """
     state = LiftedState()
-    walk = list(model.named_modules(remove_duplicate=False))
+    views = _exported_submodules(model)
+    walk = list(_named_modules(model, views))
     modules = []                                 # each module once, at its first fqn
     first: dict[int, str] = {}
     for fqn, m in walk:
@@ -133,6 +134,14 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     for value, traced in [(p, t) for _f, t, p in state.params] + [(b, t) for _f, t, b, _p in state.buffers]:
         tracer.lift_state_alias(value, traced)
     clones = clone_module_tree(model, lambda _kind, value: seen[id(value)])
+    for held in views.values():
+        for key, view in held:
+            if id(view) not in clones:
+                clones.update(clone_module_tree(view, lambda _kind, value: seen[id(value)]))
+    for mid, held in views.items():  # the clone holds the view's clone where the user's holds the exported module
+        inst = clones[mid].__dict__
+        for key, view in held:
+            inst[key] = clones[id(view)]
     state.root = clones[id(model)]
     state.clone_of = tracer.module_clones = clones   # a module global of the tree reads as its clone (patching)
     methods: dict[type, list] = {}               # class -> its helper methods to clone (per capture)
@@ -157,7 +166,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     return state
 
 
-_MODULE_SLOTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"})
+_MODULE_SLOTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "_exported_submodules"})
 _MAX_CONTAINER_DEPTH = 6  # as deep as python_state's snapshots look
 
 
@@ -203,6 +212,48 @@ class _ContainerStandIns:
             new = (items if type(value) is list else tuple(items)) if changed else value
         self.copies[id(value)] = new
         return new
+
+
+def _exported_submodules(model: Any) -> dict:
+    """``{id(module): [(attribute, view)]}``: the exported modules (``ep.module()``) the tree's
+    modules hold as plain attributes, each as an ``nn.Module`` view over its state.
+
+    torch's ``ep.module()`` is an ``nn.Module``, so a model holding one as ``self.inner`` has
+    its state under ``inner.`` (``inner.linear.weight``); a re-export lifts it there.  Here an
+    exported module offers the view (``_tpe_capture_submodule``: its parameters and buffers
+    under their fqns, a forward that re-runs the program through the capture and writes its
+    updates back; :func:`~tensorplay_export.program.retrace.capture_view`), and this walk
+    places it under the attribute that holds it.  One view per exported module, so one held
+    twice is one state.
+    """
+    views: dict[int, Any] = {}
+    out: dict[int, list] = {}
+    for _fqn, m in model.named_modules():
+        held = m.__dict__.get("_exported_submodules") or ()
+        for key in held:
+            value = m.__dict__.get(key)
+            offer = getattr(type(value), "_tpe_capture_submodule", None)
+            if offer is None:
+                continue
+            view = views.get(id(value))
+            if view is None:
+                view = offer(value)
+                if view is None:
+                    continue
+                views[id(value)] = view
+            out.setdefault(id(m), []).append((key, view))
+    return out
+
+
+def _named_modules(model: Any, views: dict, prefix: str = "") -> Any:
+    """``model.named_modules(remove_duplicate=False)`` with each exported submodule's view
+    (:func:`_exported_submodules`) after the registered children, under its attribute."""
+    yield prefix, model
+    for name, child in model._modules.items():
+        if child is not None:
+            yield from _named_modules(child, views, f"{prefix}.{name}" if prefix else name)
+    for key, view in views.get(id(model), ()):
+        yield from _named_modules(view, views, f"{prefix}.{key}" if prefix else key)
 
 
 def _helper_methods(cls: type) -> list:

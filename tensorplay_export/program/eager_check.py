@@ -123,11 +123,18 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
     if not isinstance(owner, Module):
         return model, None
     clones = clone_module_tree(owner, _state_view(writable))
+    fresh: dict[int, ExportedModule] = {}
     for clone in clones.values():  # plain array attributes (lifted constants) are module state too
         inst = clone.__dict__
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 inst[key] = value.copy() if writable else _read_only(value)
+            elif isinstance(value, ExportedModule) and value._stateful:
+                # an exported submodule (self.inner = ep.module()) is module state too: a fresh
+                # copy, so the net neither sees nor advances the user's (capture lifts it the same)
+                if id(value) not in fresh:
+                    fresh[id(value)] = value._fresh_copy(_state_view(writable))
+                inst[key] = fresh[id(value)]
     root = clones[id(owner)]
     call = types.MethodType(model.__func__, root) if owner is not model else root
     return _through_clones(call, clones), root
@@ -153,6 +160,26 @@ def _through_clones(call: Any, clones: dict) -> Any:
         finally:
             _CALL_HOOK.reset(token)
     return run
+
+
+def _buffers_after(module: Any) -> dict:
+    """fqn -> value of ``module``'s buffers after a run, an exported submodule's under its
+    attribute (``inner.norm.running_mean``, as capture lifts them); empty for a function."""
+    from ..nn.module import Module
+
+    if module is None:
+        return {}
+    buffers = dict(module.named_buffers())
+    if not isinstance(module, Module):
+        return buffers
+    for fqn, m in module.named_modules():
+        for key in m.__dict__.get("_exported_submodules") or ():
+            value = m.__dict__.get(key)
+            if isinstance(value, ExportedModule) and value._stateful:
+                prefix = f"{fqn}.{key}" if fqn else key
+                for name, buf in value.named_buffers():
+                    buffers.setdefault(f"{prefix}.{name}", buf)
+    return buffers
 
 
 def _modules_of(module: Any) -> dict:
@@ -230,7 +257,7 @@ def run_eager(model: Any, args: tuple, kwargs: dict, saved: Optional[list] = Non
                 break
             continue
         _container_effect(a, k, containers)
-        buffers = dict(module.named_buffers()) if module is not None else {}
+        buffers = _buffers_after(module)
         record = RunRecord(out, buffers, _array_leaves(a, k))
         if attributes:
             record.changed = changed_attribute(attributes, _modules_of(module))
@@ -474,7 +501,7 @@ def aliased_example(ep: Any, args: tuple, kwargs: dict) -> Optional[str]:
     module = ExportedModule(ep)
     if not module._input_mutations:
         return None
-    hit = module.aliased_written_input(module._user_leaves(tuple(args), dict(kwargs)))
+    hit = module._aliased_written_input(module._user_leaves(tuple(args), dict(kwargs)))
     if hit is None:
         return None
     a, b = hit
