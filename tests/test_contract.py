@@ -5,6 +5,9 @@ import json
 
 import numpy as np
 import pytest
+import sympy
+
+from _shared import roundtrip
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
@@ -209,3 +212,46 @@ def test_contract_outputs_are_named_by_where_the_model_returns_them():
     assert c.output_paths == ["out['h']", "out['pooled']"]
     assert "out['h']: (n, 4) float64" in c.describe() and "out['pooled']: (4,) float64" in c.describe()
     assert Contract.from_json(c.to_json()).output_paths == c.output_paths
+
+
+# --- hints are labelled as declared; sizes are simplified under the final ranges -----------------
+
+T512 = np.arange(512.0)
+
+
+def sliced(x, y):
+    return x + T512[: x.shape[0]], x[:512] + y  # the table bounds x to 512, so x[:512] is all of x
+
+
+def test_a_dynamic_axis_is_labelled_dim_dynamic_and_an_auto_axis_dim_auto():
+    ep = tpe.export(pair, X(3), X(5), dynamic_shapes={"x": {0: Dim.DYNAMIC}, "y": {0: Dim.AUTO}})
+    for c in (contract_of(ep), contract_of(roundtrip(ep)), Contract.from_json(json.loads(json.dumps(
+            contract_of(ep).to_json())))):
+        lines = c.describe().splitlines()
+        assert [ln for ln in lines if "x.shape[0]" in ln][0].endswith("(x_dim0 = x.shape[0], Dim.DYNAMIC)")
+        assert [ln for ln in lines if "y.shape[0]" in ln][0].endswith(", Dim.AUTO)")
+    hints = {d["axis"]: d["hint"] for d in contract_of(ep).to_json()["dims"]}
+    assert hints == {"x.shape[0]": "DYNAMIC", "y.shape[0]": "AUTO"}
+
+
+def test_a_slice_min_the_range_decides_is_printed_simplified():
+    ep = tpe.export(sliced, np.ones(8), np.ones(8), dynamic_shapes={"x": {0: Dim.DYNAMIC}, "y": {0: Dim.AUTO}})
+    c = contract_of(roundtrip(ep))
+    text = c.describe()
+    assert "Min" not in text and "Relations" not in text
+    assert c.equalities() == [["x.shape[0]", "y.shape[0]"]]
+    assert "  x_dim0 in [1, 512]  (x_dim0 = x.shape[0], Dim.DYNAMIC)" in text.splitlines()
+    assert "  out[1]: (x_dim0,) float64" in text.splitlines()
+    # the simplified contract admits exactly what the program does
+    ep.module()(np.ones(512), np.ones(512))
+    with pytest.raises(tpe.ConstraintsExceededError):
+        ep.module()(np.ones(7), np.ones(6))
+    assert not diff_contracts(contract_of(ep), c).breaking and not diff_contracts(c, contract_of(ep)).breaking
+
+
+def test_a_min_the_ranges_do_not_decide_is_kept():
+    def head(x):
+        return x[:4]
+
+    c = contract_of(tpe.export(head, np.ones(8), dynamic_shapes={"x": {0: Dim("n")}}))
+    assert c.outputs[0][0] == (sympy.Min(4, c.inputs[0][2][0]),)

@@ -400,6 +400,20 @@ def test_draft_export_reports_an_additional_inputs_set_outside_the_contract():
     agrees(report.exported_program, add, np.arange(6.0), np.ones(6))
 
 
+def test_an_additional_inputs_set_of_another_dtype_is_refused_naming_input_and_dtypes():
+    # the program is specialized on the example's dtypes: a float64 set would pass export and
+    # then be refused by every call of the program
+    ai = tpe.AdditionalInputs()
+    ai.add((np.ones((3, 4), np.float32), np.ones(4, np.float32)))
+    ai.add((np.ones((5, 4), np.float32), np.ones(4, np.float64)))
+    with pytest.raises(TypeError, match=r"^AdditionalInputs set 1: input 'y' has dtype float64, but the export "
+                                        r"example has dtype float32; .*\.astype\(np\.float32\)"):
+        tpe.export(add, np.ones((2, 4), np.float32), np.ones(4, np.float32), dynamic_shapes=ai)
+    report = tpe.draft_export(add, np.ones((2, 4), np.float32), np.ones(4, np.float32), dynamic_shapes=ai)
+    assert [f.kind for f in report.failures] == ["spec_error"]
+    assert "'y' has dtype float64" in report.failures[0].message
+
+
 # --- the CLI ------------------------------------------------------------------------------------
 
 CLI_TARGET = textwrap.dedent('''

@@ -183,3 +183,38 @@ def test_a_hint_line_must_name_a_hint_of_its_kind():
         tpe.refine_dynamic_shapes_from_suggested_fixes(text, {"x": {0: Dim.AUTO}})
     assert tpe.refine_dynamic_shapes_from_suggested_fixes(text, {"x": {0: Dim.DYNAMIC(min=5)}}) == \
         {"x": {0: Dim.DYNAMIC(min=3)}}
+
+
+# --- sizes 0 and 1 at run time: torch.export 2.13 states [2, inf] for a Dim.AUTO / Dim.DYNAMIC axis
+# with an example >= 2 but its module() checks no lower bound, so it runs 0 and 1 unproven.  Here
+# 1 is proven (reasoned about exactly) and 0 needs min=0; the refusal says so.
+
+
+def _rows_and_sum(x, y):
+    return x + y, x.sum(0)
+
+
+@pytest.mark.parametrize("hint", [Dim.AUTO, Dim.DYNAMIC])
+def test_size_one_runs_and_size_zero_is_refused_saying_to_export_with_min_0(hint):
+    ep = tpe.export(_rows_and_sum, np.ones((3, 4)), np.ones((3, 4)), dynamic_shapes=({0: hint}, {0: hint}))
+    (vr,) = ep.range_constraints.values()
+    assert (vr.lower, vr.upper) == (1, math.inf)
+    one = np.arange(4.0).reshape(1, 4)
+    for got, want in zip(ep.module()(one, one), _rows_and_sum(one, one)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(tpe.ConstraintsExceededError, match=r"^x\.shape\[0\] = 0 is outside \w+ in \[1, inf\]; "
+                                                           r"a size-0 \(empty\) input .*export with min=0"):
+        ep.module()(np.ones((0, 4)), np.ones((0, 4)))
+    # what the message says works: the contract then covers empty inputs, proved
+    ep0 = tpe.export(_rows_and_sum, np.ones((3, 4)), np.ones((3, 4)),
+                     dynamic_shapes=({0: hint(min=0)}, {0: hint(min=0)}))
+    empty = np.ones((0, 4))
+    for got, want in zip(ep0.module()(empty, empty), _rows_and_sum(empty, empty)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_range_the_model_needs_above_one_gets_no_empty_input_advice():
+    ep = tpe.export(lambda x: x[1:] - x[:-1], np.ones(5), dynamic_shapes=({0: Dim("n", min=2)},))
+    with pytest.raises(tpe.ConstraintsExceededError) as info:
+        ep.module()(np.ones(1))
+    assert str(info.value) == "x.shape[0] = 1 is outside n in [2, inf]"

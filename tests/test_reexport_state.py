@@ -189,3 +189,57 @@ def test_an_inner_program_writing_an_intermediate_of_the_outer_model():
     for n in (2, 6, 11):
         a = arr(n, 3)
         np.testing.assert_allclose(ep.module()(a), outer(a.copy()), rtol=1e-5, atol=1e-6)
+
+
+# --- an exported module held as a submodule of another model, exported again -------------------
+# torch's ep.module() is an nn.Module: held as self.inner its state is inner.linear.weight...
+
+
+class Holder(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.head(self.inner(x))
+
+
+def _targets(ep, kind):
+    return [s.target for s in ep.graph_signature.input_specs if s.kind.name == kind]
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_an_exported_submodule_keeps_its_state_under_the_attribute_that_holds_it(loaded):
+    inner_ep = tpe.export(Mixed().eval(), arr(4, 3), dynamic_shapes=SPEC)
+    inner = (roundtrip(inner_ep) if loaded else inner_ep).module()
+    ep = tpe.export(Holder(inner), arr(4, 3), dynamic_shapes=SPEC)
+    assert _targets(ep, "PARAMETER") == ["head.weight", "head.bias"] + [
+        f"inner.{t}" for t in _targets(inner_ep, "PARAMETER")]
+    assert _targets(ep, "BUFFER") == [f"inner.{t}" for t in _targets(inner_ep, "BUFFER")]
+    assert set(ep.state_dict) == {"head.weight", "head.bias"} | {f"inner.{k}" for k in inner_ep.state_dict}
+    assert not _targets(ep, "CONSTANT_TENSOR")  # never flattened into constants (c_fc_weight)
+    # once more, one level deeper: the prefixes stack as torch's fqns do
+    outer = Holder(ep.module())
+    outer.head = nn.Linear(2, 2)
+    ep3 = tpe.export(outer, arr(4, 3), dynamic_shapes=SPEC)
+    assert "inner.inner.fc.weight" in ep3.state_dict and "inner.head.weight" in ep3.state_dict
+
+
+def test_an_exported_submodule_updating_its_buffers_is_a_buffer_mutation_of_the_new_program():
+    inner = tpe.export(Mixed().train(), arr(4, 3), dynamic_shapes=SPEC).module()
+    model = Holder(inner)
+    before = _state(inner)
+    ep = tpe.export(model, arr(4, 3), dynamic_shapes=SPEC)
+    updates = [s.target for s in ep.graph_signature.output_specs if s.kind.name == "BUFFER_MUTATION"]
+    assert sorted(updates) == sorted(f"inner.{t}" for t in ("steps", "last", "norm.running_mean",
+                                                             "norm.running_var", "norm.num_batches_tracked"))
+    for k, v in _state(inner).items():  # neither the capture nor the net advanced the user's module
+        assert np.array_equal(v, before[k]), k
+    program = ep.module()
+    for b in (2, 5, 3):  # the new program advances its own copy as the model advances the held module
+        x = arr(b, 3)
+        np.testing.assert_allclose(program(x), model(x), rtol=1e-5, atol=1e-6)
+    mine = dict([*program.named_parameters(), *program.named_buffers()])
+    for k, v in _state(inner).items():
+        np.testing.assert_allclose(mine[f"inner.{k}"], v, rtol=1e-5, atol=1e-6)

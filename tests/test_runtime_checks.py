@@ -83,7 +83,12 @@ def test_admitted_sizes_run():
 
 @pytest.mark.parametrize("x_shape, y_shape, message", [
     ((2, 513, 8), (2, 513, 8), "x.shape[1] = 513 is outside seq in [1, 512]"),
-    ((2, 0, 8), (2, 0, 8), "x.shape[1] = 0 is outside seq in [1, 512]"),
+    ((2, 0, 8), (2, 0, 8), "x.shape[1] = 0 is outside seq in [1, 512]; a size-0 (empty) input is outside every "
+                           "range that starts at 1, the default of Dim, Dim.AUTO and Dim.DYNAMIC: the program is "
+                           "proven only for the range it states, and an empty axis can change numpy's semantics "
+                           "(broadcasting, reshape(-1, ...), reductions). If the model handles empty inputs, export "
+                           "with min=0 on this axis (Dim.AUTO(min=0), Dim.DYNAMIC(min=0) or Dim('n', min=0)): the "
+                           "export then proves size 0 too, or names the guard that excludes it"),
     ((2, 5, 8), (3, 5, 8), "y.shape[0] = 3 must equal x.shape[0] = 2 (dim batch)"),
     ((2, 5, 8), (2, 4, 8), "y.shape[1] = 4 must equal x.shape[1] = 5 (dim seq)"),
     ((2, 5, 9), (2, 5, 8), "x.shape[2] = 9 must be 8 (static in (batch, seq, 8))"),

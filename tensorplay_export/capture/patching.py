@@ -671,6 +671,9 @@ def translate(tracer: Any, name: str, value: Any) -> Any:
         return _SCALAR_VIEWS[value]
     if type(value) is np.ndarray:
         return tracer.lift_constant(f"c_{name}", value)
+    clone = tracer.module_clones.get(id(value))
+    if clone is not None:  # a module of the exported tree read through a global: its lifted state
+        return clone
     trick = index_trick_view(value)  # np.mgrid, np.r_, ... read from a global (from numpy import r_)
     if trick is not None:
         return trick

@@ -28,7 +28,8 @@ __all__ = ["module_roots", "saved_contents", "restore_contents", "attribute_snap
            "changed_container"]
 
 # attributes of nn.Module's own bookkeeping (the state export does carry, or none at all)
-_MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "training"})
+_MODULE_INTERNALS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "training",
+                               "_exported_submodules"})
 _MAX_DEPTH = 6
 _MAX_ITEMS = 10_000
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))

@@ -86,6 +86,7 @@ class LiftedState:
     buffers: list = field(default_factory=list)      # (fqn, traced, value, persistent)
     fqn_of: dict = field(default_factory=dict)       # id(clone) -> fqn
     buffer_slots: dict = field(default_factory=dict)  # fqn -> (clone, name)
+    clone_of: dict = field(default_factory=dict)     # id(original module) -> its clone
 
 
 def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
@@ -97,7 +98,8 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     is left as it is; ``state.root`` is the view to call.
     """
     state = LiftedState()
-    walk = list(model.named_modules(remove_duplicate=False))
+    views = _exported_submodules(model)
+    walk = list(_named_modules(model, views))
     modules = []                                 # each module once, at its first fqn
     first: dict[int, str] = {}
     for fqn, m in walk:
@@ -126,8 +128,22 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
             traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
             seen[id(buf)] = traced
             state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
+    # a parameter or buffer is one value whatever path reaches it: read through a plain list or
+    # dict attribute (self.ws = [self.lin.weight]), a global or a module outside the tree's
+    # clones, it is its placeholder, never a constant lifted beside it
+    for value, traced in [(p, t) for _f, t, p in state.params] + [(b, t) for _f, t, b, _p in state.buffers]:
+        tracer.lift_state_alias(value, traced)
     clones = clone_module_tree(model, lambda _kind, value: seen[id(value)])
+    for held in views.values():
+        for key, view in held:
+            if id(view) not in clones:
+                clones.update(clone_module_tree(view, lambda _kind, value: seen[id(value)]))
+    for mid, held in views.items():  # the clone holds the view's clone where the user's holds the exported module
+        inst = clones[mid].__dict__
+        for key, view in held:
+            inst[key] = clones[id(view)]
     state.root = clones[id(model)]
+    state.clone_of = tracer.module_clones = clones   # a module global of the tree reads as its clone (patching)
     methods: dict[type, list] = {}               # class -> its helper methods to clone (per capture)
     for mfqn, m in modules:
         clone = clones[id(m)]
@@ -141,11 +157,103 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
             helpers = methods[cls] = _helper_methods(cls)
         if helpers:
             _bind_cloned_methods(tracer, clone, inst, helpers)
+    stand_in = _ContainerStandIns(tracer, clones)
+    for mfqn, m in modules:
+        inst = clones[id(m)].__dict__
         for key, value in list(inst.items()):
-            if type(value) is np.ndarray:
-                fqn = f"{mfqn}.{key}" if mfqn else key
-                inst[key] = tracer.lift_constant(placeholder_name("c", fqn), value)
+            if key not in _MODULE_SLOTS:
+                inst[key] = stand_in(value, f"{mfqn}.{key}" if mfqn else key)
     return state
+
+
+_MODULE_SLOTS = frozenset({"_parameters", "_buffers", "_modules", "_non_persistent_buffers_set", "_exported_submodules"})
+_MAX_CONTAINER_DEPTH = 6  # as deep as python_state's snapshots look
+
+
+class _ContainerStandIns:
+    """The capture-time value of a plain module attribute: arrays and modules inside plain containers too.
+
+    A plain ndarray attribute is a lazily lifted constant ``c_<fqn>``; inside a list, tuple or dict
+    attribute (``self.ws = [w]``) it is one too, named by its path (``c_ws_0``), so the model's
+    ``self.ws[0].T`` is traced rather than computed on the raw array and baked in.  A lifted
+    parameter or buffer inside one (``self.ws = [self.lin.weight]``) is its placeholder, and a
+    module of the tree (``self.layers = [self.lin]``) its clone, so state is lifted once by
+    identity whatever path reaches it.  A container holding none of these stays the user's own
+    object (shared, as the clone's other attributes are); one that does is copied, once per
+    container (two attributes sharing a list share its copy), so the user's is never changed.
+    """
+
+    def __init__(self, tracer: Tracer, clones: dict):
+        self.tracer, self.clones = tracer, clones
+        self.copies: dict[int, Any] = {}
+
+    def __call__(self, value: Any, path: str, depth: int = 0) -> Any:
+        from ..nn.module import Module
+
+        if isinstance(value, np.ndarray):
+            # lift_constant answers a lifted parameter or buffer with its placeholder (by identity)
+            if type(value) is np.ndarray or self.tracer.is_state_alias(value):
+                return self.tracer.lift_constant(placeholder_name("c", path), value)
+            return value
+        if isinstance(value, Module):
+            return self.clones.get(id(value), value)
+        if type(value) not in (list, tuple, dict) or depth >= _MAX_CONTAINER_DEPTH:
+            return value
+        known = self.copies.get(id(value))
+        if known is not None:
+            return known
+        if type(value) is dict:
+            items = {k: self(v, f"{path}.{k}", depth + 1) for k, v in value.items()}
+            changed = any(items[k] is not v for k, v in value.items())
+            new = items if changed else value
+        else:
+            items = [self(v, f"{path}.{i}", depth + 1) for i, v in enumerate(value)]
+            changed = any(a is not b for a, b in zip(items, value))
+            new = (items if type(value) is list else tuple(items)) if changed else value
+        self.copies[id(value)] = new
+        return new
+
+
+def _exported_submodules(model: Any) -> dict:
+    """``{id(module): [(attribute, view)]}``: the exported modules (``ep.module()``) the tree's
+    modules hold as plain attributes, each as an ``nn.Module`` view over its state.
+
+    torch's ``ep.module()`` is an ``nn.Module``, so a model holding one as ``self.inner`` has
+    its state under ``inner.`` (``inner.linear.weight``); a re-export lifts it there.  Here an
+    exported module offers the view (``_tpe_capture_submodule``: its parameters and buffers
+    under their fqns, a forward that re-runs the program through the capture and writes its
+    updates back; :func:`~tensorplay_export.program.retrace.capture_view`), and this walk
+    places it under the attribute that holds it.  One view per exported module, so one held
+    twice is one state.
+    """
+    views: dict[int, Any] = {}
+    out: dict[int, list] = {}
+    for _fqn, m in model.named_modules():
+        held = m.__dict__.get("_exported_submodules") or ()
+        for key in held:
+            value = m.__dict__.get(key)
+            offer = getattr(type(value), "_tpe_capture_submodule", None)
+            if offer is None:
+                continue
+            view = views.get(id(value))
+            if view is None:
+                view = offer(value)
+                if view is None:
+                    continue
+                views[id(value)] = view
+            out.setdefault(id(m), []).append((key, view))
+    return out
+
+
+def _named_modules(model: Any, views: dict, prefix: str = "") -> Any:
+    """``model.named_modules(remove_duplicate=False)`` with each exported submodule's view
+    (:func:`_exported_submodules`) after the registered children, under its attribute."""
+    yield prefix, model
+    for name, child in model._modules.items():
+        if child is not None:
+            yield from _named_modules(child, views, f"{prefix}.{name}" if prefix else name)
+    for key, view in views.get(id(model), ()):
+        yield from _named_modules(view, views, f"{prefix}.{key}" if prefix else key)
 
 
 def _helper_methods(cls: type) -> list:
@@ -228,6 +336,10 @@ def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
     from .patching import clone_function
 
     def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        # a module of the tree reached through a plain container (self.layers = [self.lin]; the
+        # clones share such containers with the user's modules) runs as its clone: under its
+        # fqn, over the lifted state, its buffer writes landing on the clone
+        module = state.clone_of.get(id(module), module)
         fqn = state.fqn_of.get(id(module), type(module).__name__)
         call_id = calls.next_id()
         tracer.module_stack.append((fqn, call_id))

@@ -71,6 +71,8 @@ class Tracer:
         self.constants: dict[str, np.ndarray] = {}       # placeholder name -> value
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
         self._const_keep: list = []                      # keep ids unique while tracing
+        self._state_by_id: dict[int, Any] = {}           # id(parameter or buffer) -> its placeholder
+        self.module_clones: dict[int, Any] = {}          # id(user's module) -> its capture clone (capture.state)
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
         self.static_sites: dict = {}                     # input placeholder -> ArrayInfo.sites (reasons)
         self.module_stack: list[tuple[str, int]] = []    # (fqn, call_id) of each, outermost first
@@ -137,7 +139,9 @@ class Tracer:
 
     def lift_constant(self, name: str, value: np.ndarray) -> "TracedArray":
         """A lazily lifted constant: its ``c_<name>`` placeholder appears only on first use."""
-        known = self._const_by_id.get(id(value))
+        known = self._state_by_id.get(id(value))
+        if known is None:
+            known = self._const_by_id.get(id(value))
         if known is not None:
             return known
         # an integer constant's value range gives index-bounds guards (x[IDX] on a dynamic axis)
@@ -146,6 +150,20 @@ class Tracer:
         self._const_by_id[id(value)] = traced
         self._const_keep.append(value)
         return traced
+
+    def lift_state_alias(self, value: np.ndarray, traced: "TracedArray") -> None:
+        """Make ``value`` (a lifted parameter or buffer) lift as ``traced``, its placeholder.
+
+        Whatever path reaches the array (a plain list attribute, a global, a module outside the
+        captured tree's clones), :meth:`lift_constant` then gives its placeholder: state is
+        identified by identity, so it is never lifted again as a constant beside it.
+        """
+        self._state_by_id[id(value)] = traced   # kept apart: a write into state is no constant write
+        self._const_keep.append(value)
+
+    def is_state_alias(self, value: np.ndarray) -> bool:
+        """Whether ``value`` is a lifted parameter or buffer (:meth:`lift_state_alias`)."""
+        return id(value) in self._state_by_id
 
     def materialize(self, traced: "TracedArray") -> Node:
         """Create the placeholder of a lazily lifted constant (before the user inputs)."""

@@ -34,6 +34,8 @@ from typing import Any, Optional
 
 import sympy
 
+from solver import canonicalize
+
 from ..capture.exclusive import exclusive
 from ..errors import FIXES_HEADER
 from ..graph.printing import format_guard
@@ -41,6 +43,7 @@ from ..program.input_checks import one_root as _affine  # k*r + c over one root,
 from ..program.build import fold_simple_bounds
 from ..records import format_bound, format_range_brackets
 from ..specs.dims import spec_dim_names
+from ..specs.refine import dynamic_hint_names
 
 __all__ = ["Contract", "ContractDiff", "PackageDiff", "Change", "contract_of", "diff_contracts", "diff_packages",
            "load_contract", "load_contracts", "CONTRACT_FORMAT", "CONTRACT_VERSION"]
@@ -71,7 +74,10 @@ class Contract:
     """One program's shape contract (see the module docstring).
 
     Bounds on a single root among ``guards`` (``s0 <= 512``, accepted on a
-    ``Dim.AUTO`` size) are folded into ``ranges`` when the contract is built.
+    ``Dim.AUTO`` size) are folded into ``ranges`` when the contract is built; then every
+    shape, guard and size is simplified under those ranges (``solver.canonicalize``, sound
+    for every assignment inside them): a slice ``x[:512]`` of an axis already at most 512
+    is ``seq``, not ``Min(512, seq)``, and a guard the ranges decide is dropped.
 
     Attributes:
         inputs: ``[(path, dtype str, shape tuple of int | sympy.Expr)]``, array inputs in order.
@@ -81,6 +87,8 @@ class Contract:
         runtime_checks: text of checks on data-dependent sizes (not input contract).
         auto_dims: names of the root symbols no user ``Dim`` names (``Dim.AUTO`` / ``Dim.DYNAMIC``
             axes, ``s0``...): the text names the input axis of each (``s0 = x.shape[1]``).
+        dynamic_dims: those of ``auto_dims`` that are ``Dim.DYNAMIC`` axes (the others are
+            ``Dim.AUTO``), as the text labels them.
         output_values: output index -> size expression, for outputs that are sizes.
         output_paths: per output its place in what the model returns (``out['h']``,
             ``out.pooled``, ``out[0]``), or empty when unknown (shown as ``[i]``).
@@ -102,9 +110,28 @@ class Contract:
     output_paths: list = field(default_factory=list)
     output_structure: Optional[dict] = None
     int_inputs: list = field(default_factory=list)
+    dynamic_dims: set = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.ranges, self.guards = fold_simple_bounds(self.ranges, list(self.guards))
+        # sizes were built while the ranges were still being refined: the final ranges decide
+        # Min/Max and relations that the capture could not decide at the time
+        simple = self._simplified
+        self.inputs = [(p, dt, tuple(simple(d) for d in shape)) for p, dt, shape in self.inputs]
+        self.int_inputs = [(p, simple(d)) for p, d in self.int_inputs]
+        self.guards = [g for g in (simple(g) for g in self.guards) if g is not sympy.true]
+        self.outputs = [(None if shape is None else tuple(simple(d) for d in shape), dt) for shape, dt in self.outputs]
+        self.output_values = {i: simple(v) for i, v in self.output_values.items()}
+
+    def _simplified(self, expr: Any) -> Any:
+        """``expr`` in the solver's canonical form over :attr:`ranges` (text and ints as they are)."""
+        if not isinstance(expr, sympy.Basic) or not expr.free_symbols:
+            return expr
+        return canonicalize(expr, self.ranges)
+
+    def hint_of(self, name: str) -> str:
+        """``"Dim.DYNAMIC"`` or ``"Dim.AUTO"``: the hint of an unnamed root (one of :attr:`auto_dims`)."""
+        return "Dim.DYNAMIC" if name in self.dynamic_dims else "Dim.AUTO"
 
     # -- derived views -------------------------------------------------------------------
     def sites(self) -> list[tuple[str, Any]]:
@@ -183,7 +210,7 @@ class Contract:
         for sym, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name):
             line = f"  {sym.name} in {format_range_brackets(lo, hi)}"
             if sym.name in self.auto_dims and sym in axes:  # an unnamed size: say which axis it is
-                line += f"  ({sym.name} = {axes[sym]}, Dim.AUTO)"
+                line += f"  ({sym.name} = {axes[sym]}, {self.hint_of(sym.name)})"
             out.append(line)
         for title, items in (("Equalities", [" == ".join(g) for g in self.equalities()]),
                              ("Relations", self.relations()), ("Divisibility", self.divisibility()),
@@ -216,7 +243,8 @@ class Contract:
             "inputs": [{"path": p, "dtype": dt, "shape": [_text(d) for d in shape],
                         "shape_tree": [tree(d) for d in shape]} for p, dt, shape in self.inputs],
             "dims": [{"name": s.name, "symbol": encode_expr(s), "min": lo, "max": hi,
-                      "axis": axes.get(s), "auto": s.name in self.auto_dims}
+                      "axis": axes.get(s), "auto": s.name in self.auto_dims,
+                      **({"hint": self.hint_of(s.name).removeprefix("Dim.")} if s.name in self.auto_dims else {})}
                      for s, (lo, hi) in sorted(self.ranges.items(), key=lambda kv: kv[0].name)],
             "equalities": [" == ".join(g) for g in self.equalities()],
             "relations": self.relations(),
@@ -261,12 +289,14 @@ class Contract:
             for item in data["inputs"]:
                 shape = tuple(int(t) if type(t) is int else decode_expr(t, where) for t in item["shape_tree"])
                 inputs.append((str(item["path"]), str(item["dtype"]), shape))
-            ranges, auto = {}, set()
+            ranges, auto, dynamic = {}, set(), set()
             for item in data["dims"]:
                 sym = decode_expr(item["symbol"], where)
                 ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
                 if item.get("auto"):  # absent in contracts written before the field: named
                     auto.add(sym.name)
+                if item.get("hint") == "DYNAMIC":  # absent before 2026-12-02: read as Dim.AUTO
+                    dynamic.add(sym.name)
             guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
             outputs = []
             for o in data["outputs"]:  # expressions when the operator trees are there (written since 2026-12-01)
@@ -287,7 +317,7 @@ class Contract:
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
-                   structure, int_inputs)
+                   structure, int_inputs, dynamic)
 
 
 def _shape_text(shape: Any) -> str:
@@ -315,7 +345,7 @@ def contract_of(ep: Any) -> Contract:
     named = spec_dim_names(getattr(ep, "dynamic_shapes", None))
     auto = set() if named is None else {r.name for r in ranges if r.name not in named}
     return Contract(inputs, ranges, guards, outputs, runtime, auto, values, _output_paths(ep, len(outputs)),
-                    _output_structure(ep), int_inputs)
+                    _output_structure(ep), int_inputs, dynamic_hint_names(getattr(ep, "dynamic_shapes", None), auto))
 
 
 def _int_inputs(graph: Any) -> list:
@@ -888,8 +918,8 @@ def _restoring_fixes(old: Contract, new: Contract, timeout_ms: int) -> tuple[lis
         wide = (min(lo, rlo), None if hi is None or rhi is None else max(hi, rhi))
         if wide == (lo, hi):
             continue
-        if r.name in new.auto_dims:  # no user Dim to widen: the axis is Dim.AUTO, its hint names it
-            notes.append(f"{_root_site_names(new).get(r, r.name)} (Dim.AUTO) would need the range "
+        if r.name in new.auto_dims:  # no user Dim to widen: the axis is a hint, which names it
+            notes.append(f"{_root_site_names(new).get(r, r.name)} ({new.hint_of(r.name)}) would need the range "
                          f"{format_range_brackets(*wide)}")
             continue
         ranges[r] = wide

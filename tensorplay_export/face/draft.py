@@ -51,6 +51,7 @@ from ..errors import (
     CaptureError, ConstraintsExceededError, ConstraintViolationError, DataDependentError,
     UnsupportedOpError, data_dependent_lines, unfixable_note, violation_lines,
 )
+from ..program.eager_check import aliased_example
 from ..specs.dims import AdditionalInputs
 from .failures import KINDS, FailureReport, NumericalComparison, StructuralValidation, dedupe_failures
 
@@ -556,6 +557,9 @@ def _draft(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, eager: An
     validation.ok = not validation.problems
     if not validation.ok:
         failures.append(FailureReport("validation", "\n".join(validation.problems), None, None))
+    aliased = aliased_example(ep, args, kwargs)  # export refuses it (the comparison runs on copies)
+    if aliased is not None:
+        failures.append(FailureReport("mismatch", aliased, None, None))
     comparison = _compare(ep, eager, args, kwargs)
     if not comparison.ok:
         failures.append(FailureReport("mismatch", comparison.note, None, None))

@@ -301,6 +301,15 @@ class Module:
                                 "(nn.Module or None expected)")
             modules[name] = None
             return
+        # an exported module (ep.module()) assigned here is a submodule, as torch's GraphModule
+        # is: capture lifts its state under this name (capture.state); object.__setattr__ skips it
+        held = d.get("_exported_submodules")  # name -> None, in assignment order
+        if getattr(type(value), "_tpe_capture_submodule", None) is not None:
+            if held is None:
+                held = d["_exported_submodules"] = {}
+            held[name] = None
+        elif held is not None:
+            held.pop(name, None)
         object.__setattr__(self, name, value)
 
     def _forget(self, name: str) -> None:

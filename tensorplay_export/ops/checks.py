@@ -65,19 +65,35 @@ def derived_root(x: Any, path: str, axis: int, k: int, c: int, lo: int, hi: Opti
             f"({what} must be divisible by {abs(k)})")
     if r < lo or (hi is not None and r > hi):
         raise ConstraintsExceededError(
-            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in {format_range_brackets(lo, hi)}")
+            f"{path}.shape[{axis}] = {size} is outside {expr_text} for {root} in {format_range_brackets(lo, hi)}"
+            f"{_empty_note(size, lo) if r == 0 else ''}")
     return r
+
+
+def _empty_note(value: int, lo: int) -> str:
+    """Why an empty input is refused by a range starting at 1, and what to do (else "")."""
+    if value != 0 or lo != 1:
+        return ""
+    # torch.export states [2, inf] for such an axis (0/1 specialization) but its module() checks
+    # no lower bound, so it runs sizes 0 and 1 unproven; here 1 is proven and 0 needs min=0
+    return ("; a size-0 (empty) input is outside every range that starts at 1, the default of Dim, "
+            "Dim.AUTO and Dim.DYNAMIC: the program is proven only for the range it states, and an "
+            "empty axis can change numpy's semantics (broadcasting, reshape(-1, ...), reductions). "
+            "If the model handles empty inputs, export with min=0 on this axis (Dim.AUTO(min=0), "
+            "Dim.DYNAMIC(min=0) or Dim('n', min=0)): the export then proves size 0 too, or names the "
+            "guard that excludes it")
 
 
 def assert_range(value: int, lo: int, hi: Optional[int], where: str, name: str) -> None:
     """``lo <= value <= hi`` (``hi`` None: unbounded).
 
     Raises:
-        ConstraintsExceededError: ``x.shape[1] = 513 is outside seq in [1, 512]``.
+        ConstraintsExceededError: ``x.shape[1] = 513 is outside seq in [1, 512]``; for an empty
+            input below a range starting at 1, with why and what to do (export with ``min=0``).
     """
     if value < lo or (hi is not None and value > hi):
         raise ConstraintsExceededError(
-            f"{where} = {value} is outside {name} in {format_range_brackets(lo, hi)}")
+            f"{where} = {value} is outside {name} in {format_range_brackets(lo, hi)}{_empty_note(value, lo)}")
 
 
 def assert_dim(x: Any, path: str, axis: int, expected: int, what: str, detail: str) -> None:

@@ -123,14 +123,63 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
     if not isinstance(owner, Module):
         return model, None
     clones = clone_module_tree(owner, _state_view(writable))
+    fresh: dict[int, ExportedModule] = {}
     for clone in clones.values():  # plain array attributes (lifted constants) are module state too
         inst = clone.__dict__
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 inst[key] = value.copy() if writable else _read_only(value)
+            elif isinstance(value, ExportedModule) and value._stateful:
+                # an exported submodule (self.inner = ep.module()) is module state too: a fresh
+                # copy, so the net neither sees nor advances the user's (capture lifts it the same)
+                if id(value) not in fresh:
+                    fresh[id(value)] = value._fresh_copy(_state_view(writable))
+                inst[key] = fresh[id(value)]
     root = clones[id(owner)]
     call = types.MethodType(model.__func__, root) if owner is not model else root
-    return call, root
+    return _through_clones(call, clones), root
+
+
+def _through_clones(call: Any, clones: dict) -> Any:
+    """``call`` with every module of the tree it calls run as its clone, however it is reached.
+
+    The clones share plain containers with the user's modules (``self.layers = [self.lin]``),
+    so such a call reaches the user's module itself; without this it would write the user's
+    buffers, and the net would compare the program with a run that left the clone's unchanged
+    (capture redirects the same calls: ``capture.state.make_call_hook``).
+    """
+    from ..nn.module import _CALL_HOOK
+
+    def hook(module: Any, args: tuple, kwargs: dict) -> Any:
+        return clones.get(id(module), module).forward(*args, **kwargs)
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        token = _CALL_HOOK.set(hook)
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _CALL_HOOK.reset(token)
+    return run
+
+
+def _buffers_after(module: Any) -> dict:
+    """fqn -> value of ``module``'s buffers after a run, an exported submodule's under its
+    attribute (``inner.norm.running_mean``, as capture lifts them); empty for a function."""
+    from ..nn.module import Module
+
+    if module is None:
+        return {}
+    buffers = dict(module.named_buffers())
+    if not isinstance(module, Module):
+        return buffers
+    for fqn, m in module.named_modules():
+        for key in m.__dict__.get("_exported_submodules") or ():
+            value = m.__dict__.get(key)
+            if isinstance(value, ExportedModule) and value._stateful:
+                prefix = f"{fqn}.{key}" if fqn else key
+                for name, buf in value.named_buffers():
+                    buffers.setdefault(f"{prefix}.{name}", buf)
+    return buffers
 
 
 def _modules_of(module: Any) -> dict:
@@ -208,7 +257,7 @@ def run_eager(model: Any, args: tuple, kwargs: dict, saved: Optional[list] = Non
                 break
             continue
         _container_effect(a, k, containers)
-        buffers = dict(module.named_buffers()) if module is not None else {}
+        buffers = _buffers_after(module)
         record = RunRecord(out, buffers, _array_leaves(a, k))
         if attributes:
             record.changed = changed_attribute(attributes, _modules_of(module))
@@ -430,12 +479,45 @@ def check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict) -> NetRe
             or input, expected vs got (dtype, shape, max abs diff) and what usually causes it;
             also when either run raises on the user's example.
     """
+    _refuse_aliased_example(ep, args, kwargs)
     # the module's lists and dicts, and the inputs' (a leaf pytree does not copy: an OrderedDict), as before
     saved = saved_contents(module_roots(model) + list(args) + list(kwargs.values()))
     try:
         return _check_against_eager(ep, model, args, kwargs, saved)
     finally:
         restore_contents(saved)
+
+
+def aliased_example(ep: Any, args: tuple, kwargs: dict) -> Optional[str]:
+    """Why the example is one no program reproduces when its input leaves share memory and the
+    program writes into one of them, else None.
+
+    The inputs are flattened leaf by leaf, so the program takes each as its own array and keeps no
+    aliasing between them (torch.export flattens the same way): the same list under two keys
+    (``{"a": L, "b": L}``) or one array passed twice is fine to read, but a write through one is
+    seen through the other by eager numpy and not by the program.  The net runs both on copies
+    made leaf by leaf, so it cannot see the difference; the program itself refuses such a call.
+    """
+    module = ExportedModule(ep)
+    if not module._input_mutations:
+        return None
+    hit = module._aliased_written_input(module._user_leaves(tuple(args), dict(kwargs)))
+    if hit is None:
+        return None
+    a, b = hit
+    return (f"the example inputs {a} and {b} share memory (the same array reached twice, e.g. one list under "
+            f"two keys, or overlapping views), and the model writes into {a}: eager numpy sees that write "
+            f"through {b}, but a program takes each input leaf as its own array (inputs are flattened leaf by "
+            f"leaf, as torch.export does; aliasing between them is not kept), and it refuses such a call. "
+            f"Export with separate arrays (e.g. copy.deepcopy of the inputs, or {b}.copy()) and call the program "
+            f"with separate arrays, or write into a new array inside the model instead of into the input")
+
+
+def _refuse_aliased_example(ep: Any, args: tuple, kwargs: dict) -> None:
+    """Raises ValueError with :func:`aliased_example`'s text when it has one."""
+    why = aliased_example(ep, args, kwargs)
+    if why is not None:
+        raise ValueError(why)
 
 
 def _check_against_eager(ep: Any, model: Any, args: tuple, kwargs: dict, saved: list) -> NetReport:

@@ -769,6 +769,14 @@ class ExportedModule(GraphModule):
 
         return capture_view(self)
 
+    def _tpe_capture_submodule(self) -> Any:
+        """The view :meth:`_tpe_capture_module` gives, for this module held as a plain attribute
+        of a model being exported (``self.inner = ep.module()``): its state is lifted under that
+        attribute (``inner.linear.weight``) and its updates are the new program's, as torch's
+        ``ep.module()`` is a submodule.  None for a stateless runner (``call_exported``), which
+        holds no state of its own to place: its arrays stay constants of the new program."""
+        return self._tpe_capture_module() if self._stateful else None
+
     def _refuse_aliased_written_inputs(self, leaves: list) -> None:
         """An input the program writes into may not share memory with another input: eager
         numpy would see the write through the other one (``f(x, x)``, overlapping views),
@@ -777,17 +785,36 @@ class ExportedModule(GraphModule):
         Raises:
             ValueError: naming both inputs, saying to pass separate arrays (copies).
         """
+        hit = self._aliased_written_input(leaves)
+        if hit is not None:
+            a, b = hit
+            raise ValueError(f"inputs {a} and {b} share memory, and the program writes into {a}: eager numpy "
+                             f"would see that write through {b}, the program does not (it was exported "
+                             f"for separate arrays); pass separate arrays, e.g. {b}.copy()")
+
+    def _aliased_written_input(self, leaves: list) -> Optional[tuple[str, str]]:
+        """``(written, other)``: the names of an input leaf the program writes into and of another
+        leaf sharing memory with it (the same array reached twice, ``{"a": L, "b": L}``, or
+        overlapping views), else None.  Inputs are flattened leaf by leaf (a pytree, as
+        torch.export flattens it), so the program keeps no aliasing between them."""
         for _, k in self._input_mutations:
             dest = leaves[k]
             if not isinstance(dest, np.ndarray):
                 continue
             for j, other in enumerate(leaves):
                 if j != k and isinstance(other, np.ndarray) and np.may_share_memory(dest, other):
-                    names = self.input_names
-                    a, b = (names[k] if k < len(names) else f"input {k}"), (names[j] if j < len(names) else f"input {j}")
-                    raise ValueError(f"inputs {a} and {b} share memory, and the program writes into {a}: eager numpy "
-                                     f"would see that write through {b}, the program does not (it was exported "
-                                     f"for separate arrays); pass separate arrays, e.g. {b}.copy()")
+                    return self._input_label(k), self._input_label(j)
+        return None
+
+    def _input_label(self, k: int) -> str:
+        """The path of user input ``k`` as its input check names it (``d['a'][0]``), else its placeholder."""
+        names = self.input_names
+        if k >= len(names):
+            return f"input {k}"
+        for node in self._program.graph.nodes:
+            if node.target == "tpe.check_input" and getattr(node.args[0], "name", None) == names[k]:
+                return str(node.args[1])
+        return names[k]
 
     def _expose_signature(self, params: list) -> None:
         """``inspect.signature(ep.module())`` (and of its ``forward``) is the exported callable's

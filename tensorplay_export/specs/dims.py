@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional
 import numpy as np
 
 from .. import pytree
-from ..errors import ConstraintsExceededError
+from ..errors import ConstraintsExceededError, InputDtypeError
 from .binding import input_leaf_paths, leaf_name, spec_by_argument
 
 __all__ = [
@@ -599,6 +599,8 @@ class AdditionalInputs:
         Raises:
             ValueError: no example set was added, the sets differ in structure or rank, or a
                 non-array input differs between sets (the message names it).
+            InputDtypeError: (a ``TypeError``) an array of a set has another dtype than the
+                export example's (the message names the input, the set and both dtypes).
         """
         if not self._examples:
             raise ValueError("AdditionalInputs has no example sets; call .add(args, kwargs) first")
@@ -633,6 +635,14 @@ class AdditionalInputs:
                     if leaf.ndim != base.ndim:
                         raise ValueError(f"AdditionalInputs set {n}: '{paths[i]}' has rank {leaf.ndim}, "
                                          f"the export example has rank {base.ndim}")
+                    if leaf.dtype != base.dtype:
+                        # the program is specialized on the example's dtypes (only sizes are symbolic),
+                        # so a set of another dtype would pass export and be refused by every call
+                        raise InputDtypeError(
+                            f"AdditionalInputs set {n}: input '{paths[i]}' has dtype {leaf.dtype}, but the "
+                            f"export example has dtype {base.dtype}; a program is specialized on its inputs' "
+                            f"dtypes (only sizes can be dynamic), so cast the set's array first "
+                            f"(e.g. .astype(np.{base.dtype})) or export one program per dtype")
                     varies[i] |= {ax for ax in range(base.ndim) if leaf.shape[ax] != base.shape[ax]}
                     for ax in range(base.ndim):
                         seen[i][ax].append(int(leaf.shape[ax]))

@@ -44,7 +44,7 @@ from .dims import AdditionalInputs, Dim, ShapesCollection, _DerivedDim, is_auto,
 from ..errors import DYNAMIC_ENTRY_MARK, FIXES_HEADER, NO_FIXES_HEAD, UNFIXABLE_MARK, WHAT_WORKS_MARK
 
 __all__ = ["refine_dynamic_shapes_from_suggested_fixes", "parse_suggested_fixes", "parse_fix_line",
-           "combine_fix_rounds", "dynamic_entry_lines", "RangeFix", "ConstFix", "RelationFix", "HintFix"]
+           "combine_fix_rounds", "dynamic_entry_lines", "dynamic_hint_names", "RangeFix", "ConstFix", "RelationFix", "HintFix"]
 
 HEADER = FIXES_HEADER
 _FORMS = ("name = Dim('name', min=..., max=...)", "name = 4", "dy = dx + 1", "dy = 2*dx", "dy = 2*dx - 1",
@@ -388,6 +388,22 @@ def _dynamic_sites(spec: Any, auto: bool = False) -> list[_DynamicSite]:
     else:
         walk(spec, None, True, ())
     return out
+
+
+def dynamic_hint_names(spec: Any, names: Any) -> set:
+    """Those of ``names`` (root symbols no user ``Dim`` names) that are ``Dim.DYNAMIC`` axes of ``spec``.
+
+    Capture names a ``Dim.DYNAMIC`` axis after its site (``x_dim0`` for ``x.shape[0]``) and a
+    ``Dim.AUTO`` axis ``s<n>``, so a name is DYNAMIC when a DYNAMIC site of the spec gives it
+    (the rule refine uses to place a fix).  ``spec``: the user's ``dynamic_shapes`` as the
+    program keeps it (an ``AdditionalInputs`` by the spec it inferred; None: no names).
+    """
+    if isinstance(spec, AdditionalInputs):
+        spec = spec.spec
+    if spec is None:
+        return set()
+    sites = _dynamic_sites(spec)
+    return {n for n in names if any(site.pattern.match(n) for site in sites)}
 
 
 def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
