@@ -240,7 +240,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
 # numpy scalar carries its dtype into the result.
 INDEX_PARAMS = frozenset({
     "axis", "axes", "axis1", "axis2", "axisa", "axisb", "axisc", "source", "destination",
-    "shape", "new_shape", "newshape", "dims", "dimensions", "window_shape", "s",
+    "shape", "new_shape", "newshape", "normalized_shape", "dims", "dimensions", "window_shape", "s",
     "indices_or_sections", "pad_width", "repeats", "reps", "shift", "obj",
     "k", "kth", "n", "N", "M", "ndim", "num", "count", "offset", "minlength", "ndmin",
     "decimals", "deg", "edge_order", "ddof", "bins",
