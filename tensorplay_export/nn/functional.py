@@ -334,7 +334,7 @@ def log_softmax(x, dim: int = -1):
 
 # -------------------------------------------------------------- normalization
 def _trailing_axes(normalized_shape) -> tuple[int, ...]:
-    if isinstance(normalized_shape, int):
+    if isinstance(normalized_shape, (int, np.integer)):  # np.int64(4) is 4, as torch reads it
         normalized_shape = (normalized_shape,)
     return tuple(range(-len(normalized_shape), 0))
 

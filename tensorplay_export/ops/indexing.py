@@ -143,8 +143,9 @@ def const_index_range(idx: Any) -> Any:
     flat = list(np.ravel(np.asarray(idx, dtype=object)))
     if not flat or any(isinstance(v, (bool, np.bool_, float, np.floating)) for v in flat):
         return None
-    static = [int(v) for v in flat if is_static(v)]
-    out = [(v, v) for v in dict.fromkeys(v for v in flat if not is_static(v))]
+    # a numpy integer in a list index is a constant as a Python int is
+    static = [int(v) for v in flat if is_static(v) or isinstance(v, np.integer)]
+    out = [(v, v) for v in dict.fromkeys(v for v in flat if not (is_static(v) or isinstance(v, np.integer)))]
     if static:
         out.insert(0, (min(static), max(static)))
     return out

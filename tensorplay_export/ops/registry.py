@@ -109,6 +109,7 @@ Conventions for adding an op (read before writing one):
 """
 from __future__ import annotations
 
+import functools
 import inspect
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional
@@ -216,6 +217,7 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
         raise TypeError(f"op {name!r} needs a callable impl; got {impl!r}")
     if name in _OPS:
         raise ValueError(f"op {name!r} is already registered")
+    shape_rule = _with_index_args(impl, shape_rule)
     op = OpDef(name, impl, shape_rule, decomposition, tuple(numpy_funcs), tuple(methods),
                multi_output, doc, side_effect, writes_arg, lazy, variant, out_impl, observes_layout,
                writing_flag)
@@ -229,6 +231,106 @@ def register_op(name: str, impl: Callable[..., Any], shape_rule: Callable[..., A
     for method in op.methods:
         _BY_METHOD[method] = op
     return op
+
+
+# The parameters of numpy functions that numpy reads as integers: it calls ``operator.index`` on
+# the value (or on each item of a sequence of them), so ``np.int64(2)``, ``np.uint8(2)`` and a
+# 0-d integer array holding 2 mean exactly what ``2`` means there.  Value parameters
+# (``fill_value``, ``a_min``, ufunc operands, ``arange``'s ``start``) are not listed: there a
+# numpy scalar carries its dtype into the result.
+INDEX_PARAMS = frozenset({
+    "axis", "axes", "axis1", "axis2", "axisa", "axisb", "axisc", "source", "destination",
+    "shape", "new_shape", "newshape", "normalized_shape", "dims", "dimensions", "window_shape", "s",
+    "indices_or_sections", "pad_width", "repeats", "reps", "shift", "obj",
+    "k", "kth", "n", "N", "M", "ndim", "num", "count", "offset", "minlength", "ndmin",
+    "decimals", "deg", "edge_order", "ddof", "bins",
+})
+
+
+def as_index(value: Any) -> Any:
+    """``value`` as a shape rule sees an integer parameter: what ``operator.index`` gives numpy.
+
+    A numpy integer scalar becomes the Python int it holds; a 0-d integer array whose value is
+    known exactly (its ``ArrayInfo.vrange`` is one value: a constant, or a size) becomes that
+    int or size expression; tuples and lists are converted item by item.  Anything else (None,
+    a Python int, a size, an index array, a bool) is returned as it is.
+    """
+    if value is None or type(value) is int:
+        return value
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        items = [as_index(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, ArrayInfo) and value.shape == () and value.vrange is not None \
+            and value.dtype is not None and np.dtype(value.dtype).kind in "iu":
+        lo, hi = value.vrange
+        if lo is not None and lo == hi:
+            lo = sympy.sympify(lo)
+            return int(lo) if lo.is_Integer else lo
+    return value
+
+
+def _positional_names(func: Callable[..., Any], skip: int) -> tuple[list[Optional[str]], Optional[str]]:
+    """The names of ``func``'s positional parameters after the first ``skip``, and its ``*args`` name."""
+    try:
+        params = list(inspect.signature(func).parameters.values())[skip:]
+    except (TypeError, ValueError):
+        return [], None
+    named: list[Optional[str]] = []
+    rest = None
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL:
+            rest = p.name
+            break
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            named.append(p.name)
+    return named, rest
+
+
+def _with_index_args(impl: Callable[..., Any], rule: Callable[..., Any]) -> Callable[..., Any]:
+    """``rule`` receiving every integer parameter (:data:`INDEX_PARAMS`) through :func:`as_index`.
+
+    This is the one place a call's arguments reach a numpy op's shape rule, so no rule sees a
+    numpy integer scalar where numpy reads an int (``x.reshape(np.int64(-1), 4)``,
+    ``np.split(x, np.int64(2))``).  A position's parameter is named by the rule's own signature,
+    else by the impl's (a rule taking ``*args`` for the rest).  Only the rule's view changes: the
+    impl and the graph get the argument as the model passed it.  ``tpe.*`` ops are included:
+    a variant (``tpe.linspace_retstep``) or a writing form (``tpe.add_at``) gets the model's
+    arguments too.
+    """
+    rule_named, rule_rest = _positional_names(rule, 1)
+    impl_named, impl_rest = _positional_names(impl, 0)
+    width = max(len(rule_named), len(impl_named))
+    names = [rule_named[i] if i < len(rule_named) else impl_named[i] for i in range(width)]
+    flags = tuple(n in INDEX_PARAMS for n in names)
+    tail_flag = (rule_rest if rule_rest is not None else impl_rest) in INDEX_PARAMS
+    if not (any(flags) or tail_flag or INDEX_PARAMS & (_all_names(rule) | _all_names(impl))):
+        return rule
+
+    @functools.wraps(rule)
+    def rule_on_indices(ctx: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            args = tuple(as_index(a) if (flags[i] if i < len(flags) else tail_flag) else a
+                         for i, a in enumerate(args))
+        if kwargs:
+            kwargs = {k: as_index(v) if k in INDEX_PARAMS else v for k, v in kwargs.items()}
+        return rule(ctx, *args, **kwargs)
+
+    return rule_on_indices
+
+
+def _all_names(func: Callable[..., Any]) -> set:
+    """Every parameter name of ``func``; all of :data:`INDEX_PARAMS` when it takes ``**kwargs``
+    or has no signature (any of them may arrive)."""
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set(INDEX_PARAMS)
+    return {p.name for p in params if p.kind is not p.VAR_KEYWORD} | (
+        set(INDEX_PARAMS) if any(p.kind is p.VAR_KEYWORD for p in params) else set())
 
 
 def op(name: str, impl: Callable[..., Any], **extra: Any) -> Callable[[Callable], Callable]:
