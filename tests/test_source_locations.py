@@ -92,3 +92,15 @@ def test_the_caller_prints_after_the_line_and_does_not_change_equality(tmp_path)
     called = SourceLoc(inner.filename, 4, stored="assert ok", caller=outer)
     assert str(called) == f"{inner}, called from {outer}"
     assert called == inner and hash(called) == hash(inner)
+
+
+def test_an_error_raised_inside_capture_after_the_users_line_is_placed_at_that_line():
+    # numpy.random.* is refused by capture's own code, called from the model's line: the
+    # traceback ends in capture frames after the user's one
+    def model(x):
+        return x + np.random.rand(3, 4)
+
+    with pytest.raises(tpe.UnsupportedOpError) as info:
+        tpe.export(model, np.ones((3, 4)), dynamic_shapes={"x": {0: Dim("n")}})
+    assert f"test_source_locations.py:{model.__code__.co_firstlineno + 1}" in str(info.value)
+    assert "called from" not in str(info.value)

@@ -77,14 +77,16 @@ def user_source(depth: int = 1) -> Optional[SourceLoc]:
 def error_source(err: BaseException) -> Optional[SourceLoc]:
     """The innermost user frame of ``err``'s traceback, or None (``caller`` as in :func:`user_source`)."""
     found = model = None
+    entered = True  # the next user frame is the model's own: capture just called it
     tb = err.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
         if _is_capture_frame(name):
-            model = None
+            entered = True
         elif not is_library_file(name):
             found = (name, tb.tb_lineno)
-            model = model or found
+            if entered:
+                model, entered = found, False
         tb = tb.tb_next
     return None if found is None else SourceLoc(*found, caller=_caller(found[0], *model))
 
