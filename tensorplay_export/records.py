@@ -8,6 +8,7 @@ turns the same records into report entries.  Nobody parses the text back.
 """
 from __future__ import annotations
 
+import functools
 import keyword
 import linecache
 import math
@@ -72,11 +73,16 @@ class SourceLoc:
     ran in this process).  A loaded location prints only that: an archive names any file,
     and reading it (``/proc/self/environ``, a settings module) would print a local file's
     contents; its own text is whatever it stored, nothing of this machine.
+
+    ``caller``: when the line is in another file than the model's own (a helper package
+    the model calls), the model's line that led there; printed after the line itself so
+    the reader finds both the helper's line and their own call.  None otherwise.
     """
 
     filename: str
     lineno: int
     stored: Optional[str] = field(default=None, compare=False)
+    caller: Optional["SourceLoc"] = field(default=None, compare=False)
 
     @property
     def text(self) -> str:
@@ -86,13 +92,18 @@ class SourceLoc:
 
     @property
     def where(self) -> str:
-        """``model.py:12`` (base name), or ``cell 3, line 16`` for code run in a notebook cell."""
+        """``model.py:12``, ``pkg/layers.py:4`` (see :func:`display_location`), or ``cell 3, line 16``."""
         return display_location(self.filename, self.lineno)
 
-    def __str__(self) -> str:
+    def _line(self) -> str:
         base = self.where
         text = self.text
         return f"{base}  `{text}`" if text else base
+
+    def __str__(self) -> str:
+        if self.caller is None:
+            return self._line()
+        return f"{self._line()}, called from {self.caller._line()}"
 
 
 def source_name(text: Any) -> bool:
@@ -105,14 +116,19 @@ def source_name(text: Any) -> bool:
 
 
 def display_location(filename: str, lineno: int) -> str:
-    """How a source location reads in messages and reports: ``model.py:12``.
+    """How a source location reads in messages and reports: ``model.py:12``, ``pkg/util.py:4``.
+
+    The file is named so that it is found again: a file inside a package by its path from
+    the package's root (``pkg_helper/__init__.py``: every package has an ``__init__.py``, so a
+    base name alone does not say which); any other file by its path from the ``sys.path``
+    entry it was imported from (a script's own folder is ``sys.path[0]``, so a script reads
+    ``model.py``), else from the working directory when it is under it, else in full.
 
     Code typed into a Jupyter cell runs from a temporary file
     (``/tmp/ipykernel_812/748874039.py``) whose name means nothing to the reader;
     IPython's compiler keeps the map from those names to the cell's execution
     count (the ``In [3]`` label; its own tracebacks print ``Cell In[3], line 16``),
-    so such a location reads ``cell 3, line 16``.  Outside IPython, or for a file
-    it did not compile, the base name and line.
+    so such a location reads ``cell 3, line 16``.  Pseudo-files (``<string>``) keep their name.
     """
     shell = sys.modules.get("IPython")
     if shell is not None:
@@ -120,7 +136,39 @@ def display_location(filename: str, lineno: int) -> str:
         cells = getattr(getattr(ip, "compile", None), "_filename_map", None)
         if isinstance(cells, dict) and filename in cells:
             return f"cell {cells[filename]}, line {lineno}"
-    return f"{os.path.basename(filename)}:{lineno}"
+    return f"{shown_path(filename)}:{lineno}"
+
+
+def shown_path(filename: str) -> str:
+    """The path :func:`display_location` prints for ``filename`` (see there)."""
+    if filename.startswith("<"):
+        return filename
+    path = os.path.abspath(filename)
+    root = _package_root(os.path.dirname(path))
+    if root is None:
+        roots = [os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)]
+        roots = [r for r in roots if _is_under(path, r)]
+        root = max(roots, key=len) if roots else None
+    if root is None and _is_under(path, os.getcwd()):
+        root = os.getcwd()
+    return os.path.relpath(path, root) if root is not None else path
+
+
+def _is_under(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=512)
+def _package_root(folder: str) -> Optional[str]:
+    """The folder holding the outermost package that ``folder`` is in, or None (not a package)."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return folder
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from .errors import (  # noqa: F401
 from .graph.printing import format_guard
 from .records import CAUSES, DimInfo, GuardRecord, Violation, format_range, format_range_brackets, split_site
 
-__all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error",
+__all__ = ["build_violation_error", "data_dependent_error", "format_data_dependent_error", "index_bounds_text",
            "format_guard", "format_range", "NO_FIXES_LINE", "UNFIXABLE_MARK", "specialization_reason"]
 
 # Kinds of DimInfo whose names a user can write in a fix line.
@@ -604,3 +604,50 @@ def data_dependent_error(record: GuardRecord, symbol_info: Optional[Mapping[str,
 
 
 format_data_dependent_error = data_dependent_error
+
+
+def index_bounds_text(asked: Any, holds_nowhere: bool, reason: str, sizes: str, source: Any = None,
+                      produced: Optional[Mapping[str, str]] = None) -> str:
+    """The error for index values whose known range reaches outside their axis.
+
+    numpy's own run stayed inside (this example's values were smaller), but the range the
+    program knows for the values (``np.clip(i, 0, 10)``: up to 10; ``np.searchsorted(a, v)``:
+    up to ``len(a)``) does not fit the axis, so no contract over sizes keeps every run inside.
+
+    Args:
+        asked: what staying inside needs, as the shape rule asked it, before any
+            simplification: ``hi <= n - 1`` (the largest value is at most the last
+            position) or ``lo >= -n`` (the smallest is at least the most negative index).
+        holds_nowhere: whether no sizes satisfy it (``u0 <= u0 - 1``); else it fails at
+            the example sizes ``sizes`` (``n = 6``).
+        reason: the rule's words (``integer array index: index values up to 10 on an axis of size n``).
+        source: the model's line (a ``records.SourceLoc``) or None.
+        produced: for each data-dependent size in ``asked``: the op and line that produced it.
+
+    Returns:
+        The message text, in words: what may go wrong, why no size contract helps, what to do.
+    """
+    when = "for every size" if holds_nowhere else (f"at the example sizes ({sizes})" if sizes else
+                                                    "at the example sizes")
+    longer = "longer than the largest index value"
+    if isinstance(asked, sympy.LessThan):
+        hi, last = asked.lhs, asked.rhs
+        if sympy.simplify(hi - (last + 1)) == 0:
+            what = f"the index may reach the axis size {format_guard(hi)} (its last position is {format_guard(last)})"
+        else:
+            what = f"the index may reach {format_guard(hi)}, past the axis's last position {format_guard(last)}"
+    elif isinstance(asked, sympy.GreaterThan):
+        what = (f"the index may go down to {format_guard(asked.lhs)}, below {format_guard(asked.rhs)}, the "
+                f"first position counted from the end")
+        longer = "at least as long as the largest magnitude of a negative index"
+    else:
+        what = f"staying inside needs {format_guard(asked)}, which does not hold"
+    dependent = ""
+    if produced:
+        named = "; ".join(f"{name} is the size {site} produced" for name, site in sorted(produced.items()))
+        dependent = (f" This is a data-dependent bound ({named}): the array's values decide it, so no range "
+                     f"in dynamic_shapes can keep the index inside.")
+    at = f"\n  at {source}" if source is not None else ""
+    return (f"index values may fall outside the array: {reason}. {what[0].upper()}{what[1:]} {when}; numpy's "
+            f"run stayed inside only because of this example's values.{dependent} Clamp the index to the "
+            f"axis (e.g. np.clip(i, 0, x.shape[0] - 1)) or make the axis {longer}{at}")

@@ -34,7 +34,8 @@ def model(x, y):
 
 
 @pytest.fixture
-def loc(tmp_path):
+def loc(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the user's model in the working directory reads ``model.py:7``
     path = tmp_path / "model.py"
     path.write_text(MODEL_SRC)
     return lambda line: SourceLoc(str(path), line)

@@ -56,26 +56,53 @@ def mark_library_file(filename: str) -> None:
 
 
 def user_source(depth: int = 1) -> Optional[SourceLoc]:
-    """(file, line) of the innermost user frame on the current stack, starting ``depth`` frames up."""
+    """(file, line) of the innermost user frame on the current stack, starting ``depth`` frames up.
+
+    When that frame is in another file than the model's own (a helper the model calls),
+    ``caller`` is the model's line that led there (see :func:`_is_capture_frame`)."""
     frame = sys._getframe(depth)
     while frame is not None:
         name = frame.f_code.co_filename
         if not is_library_file(name):
-            return SourceLoc(name, frame.f_lineno)
+            model, outer = frame, frame.f_back
+            while outer is not None and not _is_capture_frame(outer.f_code.co_filename):
+                if not is_library_file(outer.f_code.co_filename):
+                    model = outer
+                outer = outer.f_back
+            return SourceLoc(name, frame.f_lineno, caller=_caller(name, model.f_code.co_filename, model.f_lineno))
         frame = frame.f_back
     return None
 
 
 def error_source(err: BaseException) -> Optional[SourceLoc]:
-    """The innermost user frame of ``err``'s traceback, or None."""
-    found = None
+    """The innermost user frame of ``err``'s traceback, or None (``caller`` as in :func:`user_source`)."""
+    found = model = None
+    entered = True  # the next user frame is the model's own: capture just called it
     tb = err.__traceback__
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
-        if not is_library_file(name):
-            found = SourceLoc(name, tb.tb_lineno)
+        if _is_capture_frame(name):
+            entered = True
+        elif not is_library_file(name):
+            found = (name, tb.tb_lineno)
+            if entered:
+                model, entered = found, False
         tb = tb.tb_next
-    return found
+    return None if found is None else SourceLoc(*found, caller=_caller(found[0], *model))
+
+
+def _is_capture_frame(filename: str) -> bool:
+    """Whether the frame is this package's own machinery that runs the model (capture, export):
+    the user frame just inside the innermost such frame is the model's own.  ``nn`` layers
+    are not: the model calls them, and they call the user's submodules."""
+    return filename.startswith(PACKAGE_DIR) and not filename.startswith(_NN_DIR)
+
+
+def _caller(inner_file: str, model_file: str, model_line: int) -> Optional[SourceLoc]:
+    return SourceLoc(model_file, model_line) if model_file != inner_file else None
+
+
+_NN_DIR = os.path.join(PACKAGE_DIR, "nn") + os.sep
 
 
 # Functions defined in these modules run as they are; every other plain Python function that

@@ -39,7 +39,7 @@ from solver import UnboundSymbolError, canonicalize, evaluate
 from ..errors import CaptureError
 from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
-from ..violations import data_dependent_error
+from ..violations import data_dependent_error, index_bounds_text
 from .frames import user_source
 
 # Symbol kinds whose guards are accepted into the contract (a DYNAMIC one unless it is pinned).
@@ -48,21 +48,6 @@ _INFERRED = ("auto", "dynamic")
 
 def _canonicalize(expr: Any, ranges: dict) -> Any:
     return canonicalize(expr, ranges)
-
-
-def _index_bounds_text(expr: Any, reason: str, sizes: str, source: Optional[SourceLoc]) -> str:
-    """The error for an index whose known value range reaches outside its axis at the example.
-
-    numpy's own run stayed inside (the values this time were smaller), but the range the
-    program knows for them (``np.clip(i, 0, 10)``: up to 10) does not fit the axis, so no
-    contract over sizes can keep every run in bounds.
-    """
-    at = f"\n  at {source}" if source is not None else ""
-    example = f" at the example sizes ({sizes})" if sizes else ""
-    return (f"index values may fall outside the array: {reason}, so {expr} would be needed, which is "
-            f"false{example}. numpy's run stayed inside only because of this example's values. Bound the "
-            f"index by the axis size (e.g. np.clip(i, 0, x.shape[0] - 1)) or make the axis at least as "
-            f"long as the largest index{at}")
 
 
 @dataclass(frozen=True)
@@ -262,7 +247,7 @@ class ShapeEnv:
             CaptureError: internal error, the requirement is false for the example.
         """
         self.stats["guards"] += 1
-        expr = sympy.sympify(expr)
+        expr = asked = sympy.sympify(expr)
         if expr is sympy.true:
             self.stats["folded"] += 1
             return
@@ -275,7 +260,11 @@ class ShapeEnv:
         if expr is sympy.false or self.hint(expr) is not True:
             failed = self._false_requirement(expr, eager, cause, reason)
             if cause == "index_bounds":  # a plain CaptureError to whoever sees its text; the tracer reads
-                err = CaptureError(_index_bounds_text(expr, reason, self._hint_text(expr), source))
+                # worded from the requirement as asked: its canonical form may be a bare False
+                produced = {s.name: f"{op} at {at}" if at is not None else op
+                            for s, (op, at) in self.unbacked_source.items() if s in asked.free_symbols}
+                err = CaptureError(index_bounds_text(asked, expr is sympy.false, reason,
+                                                     self._hint_text(expr), source, produced))
                 err.requirement = failed  # (the FalseRequirement, as RequirementFalseAtExample has it)
                 raise err
             raise RequirementFalseAtExample(f"internal error: requirement {expr} ({reason}) is false for the "

@@ -179,9 +179,10 @@ def _index_bounds(ctx: Any, idx: Any, n: Any, what: str) -> None:
         return
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
-    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
+    # unevaluated: a bound no size satisfies (u0 <= u0 - 1) keeps its sides for the message
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1, evaluate=False), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
                                                            f"axis of size {ctx.text(n)}")
-    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n)), lambda: f"{what}: index values down to {ctx.text(lo)} on an "
+    ctx.bounds(sympy.Ge(lo, -sympy.sympify(n), evaluate=False), lambda: f"{what}: index values down to {ctx.text(lo)} on an "
                                                         f"axis of size {ctx.text(n)}")
 
 

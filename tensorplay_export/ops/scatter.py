@@ -55,10 +55,11 @@ def require_in_range(ctx: Any, idx: Any, n: Any, what: str, negative_ok: bool) -
     lo, hi = vr
     if is_static(lo) and is_static(hi) and is_static(n):
         return  # numpy checked the example
-    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
+    # unevaluated: a bound no size satisfies (u0 <= u0 - 1) keeps its sides for the message
+    ctx.bounds(sympy.Le(hi, sympy.sympify(n) - 1, evaluate=False), lambda: f"{what}: index values up to {ctx.text(hi)} on an "
                                                            f"axis of size {ctx.text(n)}")
     low = -sympy.sympify(n) if negative_ok else sympy.Integer(0)
-    ctx.bounds(sympy.Ge(lo, low), lambda: f"{what}: index values down to {ctx.text(lo)} on an axis of size "
+    ctx.bounds(sympy.Ge(lo, low, evaluate=False), lambda: f"{what}: index values down to {ctx.text(lo)} on an axis of size "
                                           f"{ctx.text(n)}")
 
 
