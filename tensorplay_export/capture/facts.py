@@ -32,7 +32,16 @@ from .symbolic import SymBool
 from .traced import TracedArray
 from .tracer import current
 
-__all__ = ["check"]
+__all__ = ["check", "CheckOnValuesError"]
+
+
+class CheckOnValuesError(TypeError):
+    """``tpe.check`` was given a condition on an array's values (``x.sum() > 0``) during capture.
+
+    A ``TypeError`` (the argument is of the wrong kind), raised by this package, so capture
+    reports it as it is: eager numpy accepts such a check, which would otherwise make it look
+    like a symbolic size's fault.
+    """
 
 
 def check(cond: Any, message: Any = None) -> None:
@@ -47,15 +56,20 @@ def check(cond: Any, message: Any = None) -> None:
     Raises:
         ConstraintsExceededError: ``cond`` is false (eager, or the example inputs at capture),
             naming the condition and the caller's ``file:line``.
-        TypeError: ``cond`` is an array being traced (a fact about array values, not sizes).
+        CheckOnValuesError: (a TypeError) ``cond`` is an array being traced: a fact about
+            array values, which no size contract can state.
         ConstraintViolationError: (from ``export``) a backed check narrows a named dim.
     """
     src = user_source(2)
     note = _message_text(message, src)
     tracer = current()
     if isinstance(cond, TracedArray):
-        raise TypeError(f"tpe.check takes a condition on sizes (x.shape[0] >= 2), not an array's values; "
-                        f"check values outside the exported function\n  at {src}")
+        raise CheckOnValuesError(
+            "tpe.check takes a condition on sizes (tpe.check(x.shape[0] >= 2)), not an array's values: this "
+            "condition is an array computed from data, which the program's size contract cannot state. For "
+            "values, handle them in the model with array operations (np.where(cond, a, b), np.clip), check "
+            "them before calling the program, or read a size from data and check that "
+            f"(k = idx.max().item(); tpe.check(k < n))\n  at {src}")
     if tracer is None or not isinstance(cond, SymBool):
         if not bool(cond):
             raise ConstraintsExceededError(f"tpe.check failed{note} at {src}")

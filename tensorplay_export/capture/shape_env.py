@@ -7,7 +7,8 @@ Every requirement a traced run places on sizes goes through :meth:`ShapeEnv.guar
 2. it must hold for the example sizes (otherwise capture itself is wrong: an
    internal error);
 3. AUTO replacements found so far are substituted (``s0 := dx + dy``);
-4. the solver is asked whether the assumptions imply it.  Proved -> nothing
+4. the solver is asked whether the assumptions imply it (:meth:`ShapeEnv.implies`: with
+   the implicit facts below where the first answer needs them).  Proved -> nothing
    is recorded.  Otherwise, in this order:
 
    - it involves a data-dependent (unbacked) symbol: a ``data_dependent``
@@ -22,16 +23,31 @@ Every requirement a traced run places on sizes goes through :meth:`ShapeEnv.guar
    - otherwise (named dims only): a violation, recorded and also assumed so
      capture goes on and every problem is reported at once.
 
+Facts every input that can exist satisfies, beyond the declared ranges:
+
+- every size symbol, root or unbacked, is at most ``SIZE_MAX`` (``sys.maxsize``, numpy's
+  ``npy_intp``: no axis, count or index is larger), so ``np.int64(n)`` needs no contract;
+- every input axis expression (``a - b`` of a derived dim over several roots) is a size,
+  ``>= 0`` (:meth:`ShapeEnv.assume_axis`), assumed as the roots' ranges are;
+- a value read from an integer array (``k.item()``) lies in its dtype's range
+  (:meth:`ShapeEnv.unbacked_symbol`'s ``dtype``).
+
+The first and the last are applied to a query only when the answer without them is not
+"proved" and its counterexample breaks one of them (or there is none), so they cost
+nothing on the common path and never put ``sys.maxsize`` into a counterexample.
+
 Guards are deduplicated by their canonical expression.  Each record carries
 its ``cause`` (``records.CAUSES``: broadcasting, reshape, ``len()``...) as the
 emitting code states it; reports read that field, never the reason text.
 """
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import numpy as np
 import sympy
 
 from solver import UnboundSymbolError, canonicalize, evaluate
@@ -41,6 +57,9 @@ from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
 from ..violations import data_dependent_error, index_bounds_text
 from .frames import user_source
+
+# numpy's npy_intp: the largest axis length, element count or index any array can have
+SIZE_MAX = sys.maxsize
 
 # Symbol kinds whose guards are accepted into the contract (a DYNAMIC one unless it is pinned).
 _INFERRED = ("auto", "dynamic")
@@ -109,6 +128,7 @@ class ShapeEnv:
         self._counters = {"auto": 0, "unbacked": 0}
         self._taken: set[str] = set()                         # user Dim names and every name made
         self._unbacked_by_key: dict = {}                      # same_as key -> unbacked symbol
+        self._facts: dict[sympy.Symbol, list] = {}            # implicit facts per symbol (see module doc)
         # guards: requirements received; folded: decided without the solver (sympy / canonical form);
         # queries: solver.implies calls; solver_seconds: time spent in them
         self.stats = {"guards": 0, "folded": 0, "queries": 0, "solver_seconds": 0.0}
@@ -162,8 +182,12 @@ class ShapeEnv:
         return self.create_symbol(self._next_name("s", "auto"), lower, upper, hint, "auto")
 
     def unbacked_symbol(self, upper: Any, hint: int, op: str, source: Optional[SourceLoc],
-                        lower: int = 0, same_as: Any = None) -> sympy.Symbol:
+                        lower: int = 0, same_as: Any = None, dtype: Any = None) -> sympy.Symbol:
         """A data-dependent size ``u<n>`` in ``[lower, upper]`` with the example's value as hint.
+
+        ``dtype``: the numpy dtype of the array the value was read from (``k.item()``), or
+        None.  An integer dtype's range (``np.iinfo``; ``[0, 1]`` for bool) is a fact about
+        the value, so ``np.int64(k.item())`` of an int64 ``k`` needs no guard.
 
         ``same_as``: the key of the graph value the size is a function of (the True count
         of one mask node: ``("nonzero", node)``).  The first request with a key makes the
@@ -186,9 +210,86 @@ class ShapeEnv:
         if upper_int is None and upper is not None:
             self.solver.assume(sympy.Le(sym, upper))
         self.unbacked_source[sym] = (op, source)
+        if dtype is not None:
+            self._dtype_facts(sym, np.dtype(dtype))
         if same_as is not None:
             self._unbacked_by_key[same_as] = sym
         return sym
+
+    def _dtype_facts(self, sym: sympy.Symbol, dtype: np.dtype) -> None:
+        """Record that ``sym``, a value read from an array of ``dtype``, lies in its range."""
+        if dtype == np.bool_:
+            lo, hi = 0, 1
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            lo, hi = int(info.min), int(info.max)
+        else:
+            return
+        facts = self._facts.setdefault(sym, [])
+        facts.append(sympy.Ge(sym, lo))
+        facts.append(sympy.Le(sym, hi))
+
+    def assume_axis(self, expr: Any) -> None:
+        """State that ``expr``, the size expression of an input axis, is a size: ``>= 0``.
+
+        A derived dim over one root is checked to be a size over its root's whole range
+        before capture (``specs.normalize``); over several roots (``a - b``) only the inputs
+        can say so, and every input that exists does.  An integer or a root symbol (whose
+        range says it) needs nothing.
+        """
+        expr = sympy.sympify(expr)
+        if not isinstance(expr, sympy.Expr) or expr.is_Atom:
+            return
+        fact = sympy.Ge(expr, 0)
+        if fact is sympy.true or self.solver.implies(fact).status == "proved":
+            return
+        self.solver.assume(fact)
+
+    def implies(self, expr: Any) -> Any:
+        """``solver.implies(expr)`` with the implicit facts of the module docstring.
+
+        The facts are assumed (then forgotten) only when the plain answer is not "proved"
+        and its counterexample breaks one of them or there is none: a counterexample that
+        keeps them all refutes the guard under them too.
+
+        Raises:
+            UnsupportedExpressionError: as ``solver.implies``.
+        """
+        verdict = self.solver.implies(expr)
+        if verdict.status == "proved":
+            return verdict
+        facts = self._implicit_facts(expr)
+        if not facts:
+            return verdict
+        cex = verdict.counterexample
+        if verdict.status == "refuted" and cex:
+            point = {s: cex[s.name] for f in facts for s in f.free_symbols if s.name in cex}
+            try:
+                kept = all(evaluate(f, point) is True for f in facts)
+            except Exception:  # noqa: BLE001 - a fact not evaluable at the point: ask with the facts
+                kept = False
+            if kept:
+                return verdict
+        token = self.solver.checkpoint()
+        try:
+            for fact in facts:
+                self.solver.assume(fact)
+            return self.solver.implies(expr)
+        finally:
+            self.solver.rollback(token)
+
+    def _implicit_facts(self, expr: Any) -> list:
+        """The implicit facts about the symbols of ``expr``: ``s <= SIZE_MAX`` for each size
+        symbol not declared below it, and the dtype range of each value read from data."""
+        facts = []
+        for sym in sorted(getattr(expr, "free_symbols", ()), key=lambda v: v.name):
+            if sym not in self.ranges:
+                continue
+            facts.extend(self._facts.get(sym, ()))
+            hi = self.ranges[sym][1]
+            if hi is None or hi > SIZE_MAX:
+                facts.append(sympy.Le(sym, SIZE_MAX))
+        return facts
 
     def _upper_bound(self, expr: Any) -> Optional[int]:
         """Largest value of a size expression over the ranges (monotone products/sums of sizes), or None."""
@@ -279,7 +380,7 @@ class ShapeEnv:
         started = time.perf_counter()
         try:
             self.stats["queries"] += 1
-            verdict = self.solver.implies(expr)
+            verdict = self.implies(expr)
         except Exception as err:  # an expression the solver cannot translate (s**0.5 > 3)
             if type(err).__name__ != "UnsupportedExpressionError":
                 raise

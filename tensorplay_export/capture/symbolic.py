@@ -134,7 +134,7 @@ def wrapped(expr: Any, env: Any, dtype: np.dtype) -> Any:
     lo, hi = int(info.min), int(info.max)
     if not expr.is_Integer:
         inside = sympy.And(expr >= lo, expr <= hi)
-        if inside is sympy.true or env.solver.implies(inside).status == "proved":
+        if inside is sympy.true or env.implies(inside).status == "proved":
             return expr
     return sym_mod(expr - lo, hi - lo + 1) + lo
 

@@ -130,7 +130,14 @@ class Tracer:
     # -- placeholders ----------------------------------------------------------
     def placeholder(self, name: str, value: np.ndarray, shape: tuple, meta: Optional[dict] = None,
                     vrange: Optional[tuple] = None) -> "TracedArray":
-        """A graph input carrying ``value`` with symbolic ``shape``."""
+        """A graph input carrying ``value`` with symbolic ``shape``.
+
+        Each axis expression is a size for every input that exists (``a - b >= 0`` for an
+        axis declared ``a - b``): a fact from here on (``ShapeEnv.assume_axis``).
+        """
+        for d in shape:
+            if isinstance(d, sympy.Basic):
+                self.env.assume_axis(d)
         m = {"shape": tuple(shape), "dtype": np.asarray(value).dtype, "source": None}
         if meta:
             m.update(meta)
@@ -406,7 +413,8 @@ class Tracer:
         where = str(src) if src is not None else "?"
         node = self.graph.call_function("tpe.item_size", (traced.node, where), {},
                                         meta=self.node_meta(src, shape=None, dtype=None))
-        sym = self.env.unbacked_symbol(upper, value, "tpe.item_size", src, lower=0)
+        sym = self.env.unbacked_symbol(upper, value, "tpe.item_size", src, lower=0,
+                                       dtype=np.asarray(traced.example).dtype)
         node.meta["bind"] = {None: sym}
         return SymInt(sym, self.env)
 
