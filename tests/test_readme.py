@@ -29,3 +29,24 @@ def test_first_export_example_runs_and_refuses_513(capsys):
     assert "counterexample: seq = 513" in printed and "seq = Dim('seq', max=512)" in printed
     with pytest.raises(tpe.ConstraintsExceededError, match=re.escape("x.shape[1] = 513 is outside seq in [1, 512]")):
         exec(compile(lines[last], str(README), "exec"), namespace)
+
+
+def test_the_archive_section_names_the_version_save_writes_and_the_graph_keys():
+    import io
+    import json
+    import re
+    import zipfile
+
+    import numpy as np
+
+    import tensorplay_export as tpe
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    buf = io.BytesIO()
+    tpe.save(tpe.export(lambda x: x * 2, np.zeros((2, 3), np.float32)), buf)
+    with zipfile.ZipFile(buf) as z:
+        version = z.read("version").decode().strip()
+        graph = json.loads(z.read("models/model/program.json"))["graph"]
+    assert re.search(r"^## Archive format \(version (\d+)\)$", text, re.M).group(1) == version
+    section = text[text.index("## Archive format"):text.index("## Benchmarks")]
+    assert all(f"`{key}`" in section for key in graph), sorted(graph)

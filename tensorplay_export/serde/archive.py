@@ -1,6 +1,6 @@
 """Program archives: ``save``/``load``/``package_pt2``/``load_pt2``.
 
-Archive format, version 2
+Archive format, version 4
 =========================
 
 An archive is a ZIP file (PKWARE APPNOTE; ZIP64 where sizes need it).  The
@@ -10,7 +10,7 @@ Members (``<m>`` is a model name matching ``[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}``)
 
 =====================================  ===========================================================
 ``format``                             the 26 ASCII bytes ``tensorplay_export.archive\\n``
-``version``                            the format version in ASCII decimal plus ``\\n`` (``2\\n``)
+``version``                            the format version in ASCII decimal plus ``\\n`` (``4\\n``)
 ``archive.json``                       the index (below)
 ``models/<m>/program.json``            the program document of model ``<m>``
 ``models/<m>/weights/<i>.npy``         array ``i`` of the document's ``weights`` table

@@ -10,12 +10,18 @@ Reading: the byte size is checked before decoding, the text must be UTF-8,
 deeper than :data:`MAX_JSON_DEPTH` is refused (checked without recursion, so a
 hostile document cannot exhaust the interpreter stack).  Every failure is an
 :class:`~tensorplay_export.errors.ArchiveError` naming the member.
+
+Both ways, no string holds a control character other than tab, newline and U+001F (the
+stand-in for a stored source line's ``:``, serde/values.py): archive text (check labels,
+names, source lines) is printed by errors and by the CLI, and an ESC or CSI sequence in
+it retitles, clears or hides the user's terminal (ECMA-48).
 """
 from __future__ import annotations
 
 import gc
 import itertools
 import json
+import re
 from typing import Any, NoReturn
 
 from ..errors import ArchiveError
@@ -35,10 +41,56 @@ def short_repr(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def canonical(obj: Any) -> bytes:
+    """Deterministic JSON bytes of ``obj`` (sorted keys, fixed separators, ASCII): equal JSON
+    values give equal bytes.  No check of the strings (that is :func:`dumps`)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
+
+
 def dumps(obj: Any) -> bytes:
-    """Deterministic JSON bytes of ``obj`` (sorted keys, fixed separators, ASCII)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return text.encode("ascii")
+    """:func:`canonical` bytes of a member's whole document, its strings checked.
+
+    Raises:
+        ArchiveError: a string holds a control character (see the module docstring): no
+            reader accepts it.
+    """
+    data = canonical(obj)
+    found = control_character(data)
+    if found is not None:
+        at, code = found
+        raise ArchiveError(
+            f"cannot serialize: a string holds the control character U+{code:04X} (near "
+            f"{data[max(0, at - 40):at + 8].decode('ascii')!r}); archive text is printed to terminals, so "
+            "labels, names and string arguments must not hold control characters: remove it")
+    return data
+
+
+# A JSON escape: ``\uXXXX`` or one character; an escaped backslash is consumed whole, so
+# ``\\u001b`` (a backslash, then text) is no escape.
+_ESCAPE = re.compile(rb"\\(?:u[0-9a-fA-F]{4}|.)", re.S)
+_SHORT_ESCAPES = {b"b": 0x08, b"f": 0x0C, b"n": 0x0A, b"r": 0x0D, b"t": 0x09}
+_ALLOWED_CONTROLS = frozenset({0x09, 0x0A, 0x1F})
+_RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")  # DEL, and C1 controls encoded in UTF-8
+
+
+def _is_control(code: int) -> bool:
+    return (code < 0x20 and code not in _ALLOWED_CONTROLS) or 0x7F <= code <= 0x9F
+
+
+def control_character(data: bytes) -> tuple[int, int] | None:
+    """``(byte offset, code point)`` of the first control character that a string of JSON text
+    ``data`` holds, escaped or raw (C0 other than tab, newline and U+001F; DEL; C1), else None.
+    Raw C0 bytes are no concern here: ``json`` refuses them inside strings."""
+    for m in _ESCAPE.finditer(data):
+        token = m.group()
+        code = int(token[2:], 16) if len(token) == 6 else _SHORT_ESCAPES.get(token[1:2])
+        if code is not None and _is_control(code):
+            return m.start(), code
+    if b"\x7f" in data or b"\xc2" in data:
+        m = _RAW_CONTROL.search(data)
+        if m is not None:
+            return m.start(), ord(m.group().decode("utf-8"))
+    return None
 
 
 def _reject_constant(token: str) -> NoReturn:
@@ -86,7 +138,8 @@ def loads(data: bytes, member: str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
         max_bytes: size limit checked before decoding.
     Raises:
         ArchiveError: too large, not UTF-8, not JSON, NaN/Infinity literal,
-            duplicate key, or nested deeper than ``MAX_JSON_DEPTH``.
+            duplicate key, nested deeper than ``MAX_JSON_DEPTH``, or a control
+            character in a string.
     """
     if len(data) > max_bytes:
         fail(member, f"JSON document of {len(data)} bytes exceeds the limit of {max_bytes} bytes")
@@ -95,6 +148,11 @@ def loads(data: bytes, member: str, *, max_bytes: int = MAX_JSON_BYTES) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         fail(member, f"not UTF-8 text ({err.reason} at byte {err.start})")
+    found = control_character(raw)
+    if found is not None:
+        fail(member, f"a string holds the control character U+{found[1]:04X} (byte {found[0]}); archive text is "
+                     "printed to terminals, where control characters (ESC sequences) rewrite what is shown, "
+                     "and no writer of this format stores one")
     obj = _loads_fast(raw, text)
     if obj is _UNPROVEN:
         obj = _loads_checked(text, member)

@@ -27,7 +27,7 @@ from ..errors import ArchiveError
 from ..graph.ir import Node
 from ..records import ValueRange, sympy
 from .exprs import encode_expr
-from .jsonio import dumps
+from .jsonio import canonical, dumps
 from .values import Encoder, encode_dtype, encode_range, source_table
 
 FORMAT = "tensorplay_export.program"
@@ -185,7 +185,7 @@ def intern_meta(nodes: list) -> list:
             value = meta[key]
             if value is None or type(value) is str:
                 continue
-            text = dumps(value)  # canonical: equal JSON, equal bytes
+            text = canonical(value)  # equal JSON, equal bytes
             at = index.get(text)
             if at is None:
                 at = index[text] = len(table)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import marshal
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -142,8 +143,10 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
     _check_inputs_enforced(graph, sig, member)
+    _check_input_checks_first(graph, member)
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
+    _check_input_check_args(graph, kwargs["module_call_graph"], member)
     gm = GraphModule(graph, lint=False)  # _build_graph linted it
     try:
         ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
@@ -787,6 +790,43 @@ def _check_root_specs(sig: Any, call_graph: list, member: str) -> None:
         fail(member, f"the root call's out_spec has {root.out_spec.num_leaves} leaves for {n_results} results")
 
 
+# An input's path as capture writes it (pytree.key_str): a parameter name, then [0], ['key'] (a key's
+# repr) or .field pieces.
+_INPUT_PATH = re.compile(r"""([A-Za-z_][A-Za-z0-9_]*)(\[(-?[0-9]+|'([^'\\]|\\.)*'|"([^"\\]|\\.)*"|True|False|None)\]"""
+                         r"|\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _check_input_check_args(graph: Graph, call_graph: list, member: str) -> None:
+    """Each ``tpe.check_input`` is ``(input, path, static sizes, dtype, shape text)`` with those
+    types (a dtype given as an array ran ``==`` on arrays at the first call), checks a
+    placeholder once, and names its input by a path rooted at one of the forward's
+    parameters, no two checks by the same path (errors and ``contract`` print the path: an
+    edited one named an input the signature does not have)."""
+    root = call_graph[0].signature if call_graph and call_graph[0].fqn == "" else None
+    params = set(root.forward_arg_names) if root is not None and root.forward_arg_names else None
+    seen: dict = {}
+    for n in graph.nodes:
+        if n.op != "call_function" or n.target != "tpe.check_input":
+            continue
+        args = n.args
+        ok = (len(args) == 5 and not n.kwargs and type(args[0]) is Node and args[0].op == "placeholder"
+              and type(args[1]) is str and type(args[2]) is tuple
+              and all(d is None or (type(d) is int and d >= 0) for d in args[2])
+              and (args[3] is None or isinstance(args[3], np.dtype)) and type(args[4]) is str)
+        if not ok:
+            fail(member, f"node {n.name!r}: tpe.check_input takes (input placeholder, path str, static sizes "
+                         "(int or null each), dtype or null, shape text str)")
+        match = _INPUT_PATH.fullmatch(args[1])
+        if match is None or (params is not None and match.group(1) not in params):
+            fail(member, f"node {n.name!r} names its input {args[1]!r:.80}, which is no path into the forward's "
+                         f"parameters {sorted(params) if params else []}")
+        for key in (args[1], args[0]):
+            if key in seen:
+                fail(member, f"nodes {seen[key]!r} and {n.name!r} both check input "
+                             f"{key if type(key) is str else key.name!r}")
+            seen[key] = n.name
+
+
 def _check_specs(graph: Graph, sig: Any, member: str) -> None:
     """Refuse input/output specs capture never emits (the allowlists above).
 
@@ -1051,6 +1091,63 @@ def _check_inputs_enforced(graph: Graph, sig: Any, member: str) -> None:
             if not ok:
                 fail(member, f"node {check.name!r} reports {check.args[1]!s:.80}.shape[{axis}] as "
                              f"{_expr_text(d)}, but no check in the graph enforces that size")
+
+
+# Checks of the inputs alone (their shapes, dtypes and int values, and guards over the sizes
+# these bind): export writes them all before the first computation.
+_INPUT_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int", "tpe.assert_range",
+                           "tpe.assert_dim", "tpe.assert_int", "tpe.assert_guard"})
+_BINDING_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int"})
+
+
+def _check_input_checks_first(graph: Graph, member: str) -> None:
+    """Every check of the inputs alone precedes the program's first computation.
+
+    A check of the inputs is one of :data:`_INPUT_CHECKS` that reads an input array or
+    int, or whose expressions read symbols the inputs bind and no other (a guard over a
+    data-dependent size, ``u0``, follows the op that makes it).  Export writes them first, so an input outside the contract is
+    refused before anything runs on it; moved after the ops, a refused input
+    (``n = 20000`` against ``n <= 64``) would first be computed on (``np.outer``
+    allocating gigabytes) and refused only afterwards.
+    """
+    inputs: set = set()  # names of the symbols the input checks bind
+    first = None  # the first call that computes
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target not in _INPUT_CHECKS:
+            if first is None:
+                first = n
+            continue
+        if n.target in _BINDING_CHECKS:
+            for sym in (n.meta.get("bind") or {}).values():
+                if type(sym) is SizeExpr and sym.is_symbol:
+                    inputs.add(sym.name)
+        if first is None:
+            continue
+        args = n.args
+        on_input = bool(args) and type(args[0]) is Node and args[0].op == "placeholder"
+        names = _symbol_names(n)
+        if on_input or (names and names <= inputs):
+            fail(member, f"node {n.name!r} ({n.target}) checks the inputs after node {first.name!r} "
+                         f"({first.target}) computes on them; export writes every input check before the "
+                         "first computation, so that an input outside the contract is refused before "
+                         "anything runs on it")
+
+
+def _symbol_names(n: Node) -> set:
+    """Names of the symbols in the size expressions among ``n``'s arguments."""
+    names: set = set()
+    todo: list = [n.args, n.kwargs.values()]
+    while todo:
+        for v in todo.pop():
+            if type(v) is SizeExpr:
+                names.update(t[1] for t in stored.tree_symbols(v.tree))
+            elif isinstance(v, (tuple, list)):
+                todo.append(v)
+            elif isinstance(v, dict):
+                todo.append(v.values())
+    return names
 
 
 def _sites_text(sites: tuple) -> str:

@@ -102,3 +102,69 @@ def test_a_program_built_without_checks_still_loads(hand_program):
     loaded = tpe.load(io.BytesIO(archive_bytes(hand_program)))
     assert not any(n.target == "tpe.check_input" for n in loaded.graph.nodes)
     np.testing.assert_array_equal(loaded.module()(np.ones(3))[0], hand_program.module()(np.ones(3))[0])
+
+
+# -- input checks come first --------------------------------------------------------------------
+def _move_after_compute(target):
+    """Every ``target`` node moved to just before the output: after the ops that use the input."""
+    def fn(doc):
+        nodes = doc["graph"]["nodes"]
+        moved = [n for n in nodes if n["target"] == target]
+        rest = [n for n in nodes if n["target"] != target]
+        assert moved
+        doc["graph"]["nodes"] = rest[:-1] + moved + rest[-1:]
+    return fn
+
+
+@pytest.mark.parametrize("target", ["tpe.assert_range", "tpe.assert_dim"])
+def test_an_input_check_moved_after_the_computation_is_refused(related, target):
+    expect_error(edit(related, _move_after_compute(target)), PROGRAM,
+                 f"({target}) checks the inputs after node")
+
+
+def _positive_rows(x):
+    kept = x[x > 0]  # a data-dependent size u0
+    tpe.check(kept.shape[0] <= x.shape[0])  # a check of u0: after the op that makes it
+    return kept.reshape(-1, 1) * 2
+
+
+def test_checks_of_data_dependent_sizes_follow_their_op_and_load():
+    ep = tpe.export(_positive_rows, np.array([1.0, -1.0, 2.0, 3.0]), dynamic_shapes={"x": {0: Dim("n", max=64)}})
+    calls = [n.target for n in ep.graph.nodes if n.op == "call_function"]
+    assert calls.index("tpe.check_size") > calls.index("tpe.getitem")
+    loaded = tpe.load(io.BytesIO(archive_bytes(ep)))
+    np.testing.assert_array_equal(loaded.module()(np.array([2.0, -3.0, 5.0])), [[4.0], [10.0]])
+
+
+# -- the arguments of tpe.check_input --------------------------------------------------------------
+def _set_arg(index, value, name="check_x"):
+    def fn(doc):
+        node(doc, name)["args"][index] = value
+    return fn
+
+
+@pytest.mark.parametrize("index, value", [
+    (3, {"k": "node", "v": "x"}),   # the dtype an array: the first call compared arrays
+    (1, 7),
+    (4, {"k": "node", "v": "x"}),
+])
+def test_check_input_arguments_of_the_wrong_kind_are_refused(related, index, value):
+    expect_error(edit(related, _set_arg(index, value)), PROGRAM, "tpe.check_input takes (input placeholder")
+
+
+def test_a_check_must_name_its_input_by_a_path_into_the_forwards_parameters(related):
+    # 'z' is no parameter of _both(x, y): errors and the contract would name an input that is not there
+    expect_error(edit(related, _set_arg(1, "z")), PROGRAM, "which is no path into the forward's parameters")
+    expect_error(edit(related, _set_arg(1, "x[0")), PROGRAM, "which is no path")
+    expect_error(edit(related, _set_arg(1, "y")), PROGRAM, "both check input 'y'")
+
+
+def _keyed(d):
+    return d["it's]"] * 2 + d[3]
+
+
+def test_paths_of_dict_keys_with_quotes_and_ints_load():
+    a = np.ones(3)
+    ep = tpe.export(_keyed, {"it's]": a, 3: a})
+    assert sorted(n.args[1] for n in ep.graph.nodes if n.target == "tpe.check_input") == ['d["it\'s]"]', "d[3]"]
+    np.testing.assert_array_equal(tpe.load(io.BytesIO(archive_bytes(ep))).module()({"it's]": a, 3: a}), 3 * a)
