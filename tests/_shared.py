@@ -168,3 +168,18 @@ def x_of(n, m):
     import numpy as np
 
     return (np.arange(n * m, dtype=np.float32).reshape(n, m) - 3.0) / 4.0
+
+
+def with_member(data: bytes, member: str, change) -> bytes:
+    """The archive ``data`` with ``change(member's bytes) -> bytes`` applied to one member, every
+    member re-packed with its own ZipInfo (stored, same order)."""
+    import io
+    import zipfile
+
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        for info in src.infolist():
+            body = src.read(info.filename)
+            dst.writestr(info, change(body) if info.filename == member else body)
+    return out.getvalue()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 
 import numpy as np
 import pytest
@@ -13,6 +12,8 @@ import pytest
 import tensorplay_export as tpe
 from tensorplay_export import Dim
 from tensorplay_export.serde import jsonio
+
+from _shared import with_member
 
 PROGRAM = "models/model/program.json"
 
@@ -31,17 +32,6 @@ def saved() -> bytes:
     return buf.getvalue()
 
 
-def with_program(data: bytes, change) -> bytes:
-    """The archive with ``change(program.json bytes) -> bytes`` applied (members re-packed alike)."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
-        for info in src.infolist():
-            body = src.read(info.filename)
-            dst.writestr(info, change(body) if info.filename == PROGRAM else body)
-    return out.getvalue()
-
-
 def relabel(label_json: bytes):
     """Replace the range check's label ``"x.shape[0]"`` with the raw JSON string ``label_json``."""
     def change(body: bytes) -> bytes:
@@ -57,7 +47,7 @@ def relabel(label_json: bytes):
     (b'"x\\u007f"', 0x7F),
 ])
 def test_a_control_character_in_a_check_label_is_refused_at_load(label_json, code):
-    data = with_program(saved(), relabel(label_json))
+    data = with_member(saved(), PROGRAM, relabel(label_json))
     with pytest.raises(tpe.ArchiveError, match=rf"{PROGRAM}.*control character U\+{code:04X}"):
         tpe.load(io.BytesIO(data))
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import tensorplay_export as tpe
 from tensorplay_export import Dim
-from _shared import program_bytes, program_doc
+from _shared import program_bytes, program_doc, with_member
 
 PROGRAM = "models/model/program.json"
 
@@ -32,18 +32,12 @@ def sources(ep) -> list:
 
 
 def rewrite(data: bytes, edit) -> bytes:
-    """``edit(source_lines)`` on the graph's table of stored source texts."""
-    src = zipfile.ZipFile(io.BytesIO(data))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
-        for info in src.infolist():
-            body = src.read(info.filename)
-            if info.filename == PROGRAM:
-                doc = program_doc(body)
-                edit(doc)
-                body = program_bytes(doc)
-            dst.writestr(info, body)
-    return out.getvalue()
+    """``edit(doc)`` on the program document (each node's meta spelled out, :func:`program_doc`)."""
+    def change(body: bytes) -> bytes:
+        doc = program_doc(body)
+        edit(doc)
+        return program_bytes(doc)
+    return with_member(data, PROGRAM, change)
 
 
 def test_a_saved_program_keeps_the_text_of_the_users_line():
