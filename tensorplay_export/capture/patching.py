@@ -158,7 +158,11 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return cast(_stacked(tracer, data))
         value = original(*args, **kwargs)
         if isinstance(value, np.ndarray):
-            return tracer.lift_constant("c_array", value)
+            # a new array (np.array([6, 4]), a copy of a global) is the model's own to write into;
+            # np.asarray(GLOBAL) is the global itself
+            fresh = not any(isinstance(v, np.ndarray) and np.shares_memory(v, value)
+                            for v in _leaves([list(args), list(kwargs.values())]))
+            return tracer.lift_constant("c_array", value, made_here=fresh)
         return value
     if name not in _AS_ARRAY:
         # a size argument computed from data (np.zeros(np.count_nonzero(x))): numpy reads it

@@ -338,7 +338,36 @@ def sym_mod(a: Any, b: Any) -> Any:
 
 
 def _floordiv(a, b):
-    return sympy.floor(a / b)
+    return flat_floors(sympy.floor(a / b))
+
+
+def flat_floors(expr: Any) -> Any:
+    """``expr`` with each ``floor((floor(u) + m) / k)`` written ``floor((u + m) / k)``.
+
+    The identity holds for every real ``u``, integer-valued ``m`` and integer ``k >= 1``
+    (``floor(x / k)`` for an integer ``k`` depends only on ``floor(x)``); a chain of halvings
+    (``t // 2 // 2 // 2``, a pooling pyramid) is then one floor, ``floor(t/8)``, not a tower
+    the solver's interval bounds relax one level at a time.  Bottom-up, so towers fold whole.
+    """
+    if not isinstance(expr, sympy.Basic) or not expr.has(sympy.floor):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sympy.floor), _flat_floor)
+
+
+def _flat_floor(e: Any) -> Any:
+    arg = e.args[0]
+    k = sympy.Integer(1)
+    for term in sympy.Add.make_args(arg):
+        coeff = term.as_coeff_Mul()[0]
+        if not coeff.is_Rational:
+            return e
+        k = sympy.ilcm(k, coeff.q)
+    whole = sympy.expand(arg * k)
+    inner = [t for t in sympy.Add.make_args(whole) if isinstance(t, sympy.floor)]
+    rest = whole - inner[0] if len(inner) == 1 else None
+    if rest is None or rest.is_integer is not True:
+        return e
+    return sympy.floor((inner[0].args[0] + rest) / k)
 
 
 def _truediv(a, b):
