@@ -965,7 +965,24 @@ class SymInt(_SymNumber):
         return self._op(o, operator.pow, result="float")
 
     def __rpow__(self, o):
+        if type(o) is int and o >= 2 and self.numpy_type is None and self.hint >= 0:
+            return self._power_of(o)
         return pow(o, _constant_exponent(self))
+
+    def _power_of(self, base: int) -> "SymInt":
+        """``base ** self`` for a Python int ``base >= 2``: the size ``Pow(base, n)``, computed at
+        run time, with guards at the user's line that it is an int (``n >= 0``: a negative
+        exponent gives a float) and fits numpy's int64 sizes (``n <= 62`` for base 2), so an
+        array the program sizes or scales by it is what eager numpy makes."""
+        top = 0
+        while base ** (top + 1) <= int(np.iinfo(np.int64).max):
+            top += 1
+        reason = (f"{base}**{format_guard(self.expr)} is a size only for {format_guard(self.expr)} "
+                  f"in [0, {top}] (an int that fits numpy's int64)")
+        source = user_source(3)
+        self.env.guard(sympy.Ge(self.expr, 0), "shape", reason, source, cause="shape")
+        self.env.guard(sympy.Le(self.expr, top), "shape", reason, source, cause="shape")
+        return wrap_int(sympy.Pow(base, self.expr), self.env)
 
     def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self
