@@ -264,6 +264,11 @@ def _as_size(value: Any) -> Any:
     """A one-element int traced array as the data-dependent size it stands for (``item_size``);
     tuples and lists of sizes elementwise; anything else as it is."""
     if isinstance(value, TracedArray):
+        if value.dtype.kind in "iu" and value.ndim <= 1 and all(type(d) is int for d in value._shape):
+            known = value._tracer.constant_value(value)
+            if known is not None:  # np.zeros(np.array([2, 3])): a constant shape is its values
+                # numpy scalars, so a fill value keeps its dtype (np.full(s, np.array(7, np.int8)))
+                return list(known) if known.ndim else known[()]
         if value.dtype.kind in "iu" and all(type(d) is int for d in value._shape) and value.size == 1:
             return value._read("item", "uses as a size the value")
         if value.dtype.kind in "iu" and value.ndim == 1 and type(value._shape[0]) is int:

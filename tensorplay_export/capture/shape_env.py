@@ -372,7 +372,8 @@ class ShapeEnv:
         rel = sympy.Le(a, b) if kind is sympy.Min else sympy.Ge(a, b)
         if rel is sympy.true or rel is sympy.false:
             return rel is sympy.true
-        if rel.has(sympy.Piecewise, sympy.Pow) or not rel.free_symbols:
+        if rel.has(sympy.Piecewise, sympy.Pow) or not rel.free_symbols or not all(
+                s.is_integer and s.is_nonnegative for s in rel.free_symbols):
             return False
         known = self._dominance.get(rel)
         if known is None:

@@ -342,11 +342,10 @@ class Tracer:
         Raises:
             DataDependentError: in export mode (and in draft mode for reads it cannot assume).
         """
-        if name in _SIZE_VALUE_READS and self._sizes_only(traced) == set():
-            # a constant (np.array(3), a module global): the program holds its value, so the
-            # read is that value, as eager's (no data-dependent size, nothing pinned)
-            self.force(traced)
-            return _SIZE_VALUE_READS[name](np.asarray(traced.example))
+        if name in _SIZE_VALUE_READS:
+            value = self.constant_value(traced)
+            if value is not None:
+                return _SIZE_VALUE_READS[name](value)
         if name in _INT_READS and traced.dtype.kind in "iu" and _one_element(traced._shape):
             size = self._item_size(traced, src)
             if size is not None:
@@ -366,10 +365,21 @@ class Tracer:
             f"of time (it is data, not a size): compute with the array instead (masks, np.where), or "
             f"read it outside the exported function\n  at {src}")
 
+    def constant_value(self, traced: "TracedArray") -> Optional[np.ndarray]:
+        """The value of an array numpy computed from the program's constants alone (``np.array(3)``,
+        a module global, ``TABLE[2]``), else None.  A read of it (``int(a)``, ``x[:a]``, ``a.tolist()``)
+        is that value, as eager's: no data-dependent size, nothing pinned."""
+        if self._sizes_only(traced) != set():
+            return None
+        self.force(traced)
+        return np.asarray(traced.example)
+
     def _sizes_only(self, traced: "TracedArray") -> Optional[set]:
         """The size symbols an array is computed from when numpy computed it from sizes and the
         program's constants alone (``np.sqrt(n)``, ``np.arange(n).sum()``, ``TABLE[n]``); None
         when it reads an input, a parameter or buffer, or a random draw (data)."""
+        if traced._node is None and traced._lazy:
+            return set()  # a lifted constant not used by any node yet: reading it adds no input
         syms: set = set()
         seen: set = set()
         stack = [traced.node]

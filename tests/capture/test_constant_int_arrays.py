@@ -66,8 +66,19 @@ def test_buffer_read_as_a_size_at_the_top_of_the_graph_has_its_value_in_the_prob
 def test_constant_int_array_is_its_value(name, fn):
     ep = tpe.export(fn, X)
     assert _equal_at(ep, fn, [(6, 4)])
-    # a constant's value is no data-dependent size: the program has no unbacked symbol
+    # a constant's value is no data-dependent size: the program has no unbacked symbol, and
+    # holds the value in its code rather than an input it reads at run time
     assert not [s for s in ep.range_constraints if str(s).startswith("u")]
+    assert not ep.constants
+
+
+def test_constant_fill_value_keeps_its_dtype():
+    def f(x):
+        return np.full(np.array([2, 2], np.int32), np.array(7, np.int8)) + x[:2, :2].astype(np.int8)
+
+    ep = tpe.export(f, X)
+    got = ep.module()(X)
+    assert got.dtype == f(X).dtype == np.int8 and np.array_equal(got, f(X))
 
 
 def test_constant_step_keeps_the_axis_dynamic():
