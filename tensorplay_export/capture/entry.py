@@ -600,9 +600,9 @@ def _refuse_constant_writes(tracer: Any) -> None:
     Raises:
         CaptureError: naming the array and the line of the first write.
     """
-    for traced in tracer._const_by_id.values():
+    for key, traced in tracer._const_by_id.items():
         node = traced._node
-        if node is None or node.op == "placeholder":
+        if node is None or node.op == "placeholder" or key in tracer.made_here_constants:
             continue
         name = traced._lazy or next((k for k, v in tracer.constants.items() if v is traced.example), "an array")
         where = node.meta.get("source")  # the write that rebound it

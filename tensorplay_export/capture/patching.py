@@ -158,7 +158,11 @@ def creation_call(tracer: Any, name: str, args: tuple, kwargs: dict) -> Any:
             return cast(_stacked(tracer, data))
         value = original(*args, **kwargs)
         if isinstance(value, np.ndarray):
-            return tracer.lift_constant("c_array", value)
+            # a new array (np.array([6, 4]), a copy of a global) is the model's own to write into;
+            # np.asarray(GLOBAL) is the global itself
+            fresh = not any(isinstance(v, np.ndarray) and np.shares_memory(v, value)
+                            for v in _leaves([list(args), list(kwargs.values())]))
+            return tracer.lift_constant("c_array", value, made_here=fresh)
         return value
     if name not in _AS_ARRAY:
         # a size argument computed from data (np.zeros(np.count_nonzero(x))): numpy reads it
@@ -260,6 +264,11 @@ def _as_size(value: Any) -> Any:
     """A one-element int traced array as the data-dependent size it stands for (``item_size``);
     tuples and lists of sizes elementwise; anything else as it is."""
     if isinstance(value, TracedArray):
+        if value.dtype.kind in "iu" and value.ndim <= 1 and all(type(d) is int for d in value._shape):
+            known = value._tracer.constant_value(value)
+            if known is not None:  # np.zeros(np.array([2, 3])): a constant shape is its values
+                # numpy scalars, so a fill value keeps its dtype (np.full(s, np.array(7, np.int8)))
+                return list(known) if known.ndim else known[()]
         if value.dtype.kind in "iu" and all(type(d) is int for d in value._shape) and value.size == 1:
             return value._read("item", "uses as a size the value")
         if value.dtype.kind in "iu" and value.ndim == 1 and type(value._shape[0]) is int:

@@ -50,12 +50,13 @@ from typing import Any, Optional
 import numpy as np
 import sympy
 
-from solver import UnboundSymbolError, canonicalize, evaluate
+from solver import ShapeSolver, UnboundSymbolError, canonicalize, evaluate
 
 from ..errors import CaptureError
 from ..ops.ctx import size_equality
 from ..records import GuardRecord, SourceLoc
 from ..violations import data_dependent_error, index_bounds_text
+from .symbolic import flat_floors
 from .frames import user_source
 
 # numpy's npy_intp: the largest axis length, element count or index any array can have
@@ -125,6 +126,7 @@ class ShapeEnv:
         self.tracer: Any = None                               # set by capture (for SymInt ufuncs)
         self._seen: dict = {}                                 # canonical guards met (ordered: rollback)
         self._hint_cache: dict = {}
+        self._dominance: dict = {}                            # Min/Max argument order -> proved at every size
         self._counters = {"auto": 0, "unbacked": 0}
         self._taken: set[str] = set()                         # user Dim names and every name made
         self._unbacked_by_key: dict = {}                      # same_as key -> unbacked symbol
@@ -326,10 +328,66 @@ class ShapeEnv:
         return out
 
     def canon(self, expr: Any) -> Any:
-        """Range-aware canonical form (``Max(dx - 1, 0)`` -> ``dx - 1`` when dx >= 1)."""
+        """Range-aware canonical form (``Max(dx - 1, 0)`` -> ``dx - 1`` when dx >= 1).
+
+        Towers of floors are folded first (:func:`.symbolic.flat_floors`), and a ``Min``/``Max``
+        argument that another one dominates at every size (``Min(t // 2, 2 * (t // 4))`` is
+        ``2 * (t // 4)``) is dropped even where the ranges' intervals cannot show it
+        (:meth:`_dominated_dropped`): a size built through a chain of slices and poolings
+        stays the size of one, not a tree that grows with every layer.
+        """
         if not isinstance(expr, sympy.Basic) or expr.is_Atom:
             return expr
-        return _canonicalize(expr, self.ranges)
+        out = _canonicalize(flat_floors(expr), self.ranges)
+        if isinstance(out, sympy.Basic) and out.has(sympy.Min, sympy.Max):
+            out = self._dominated_dropped(out)
+        return out
+
+    def _dominated_dropped(self, expr: Any) -> Any:
+        """``expr`` without the ``Min``/``Max`` arguments z3 proves dominated for every size.
+
+        "Every size": each symbol only at least its lower bound (0 or 1, as its sympy
+        assumptions say), never the declared ranges or accepted guards, so the form stays
+        equal at any range a fix may later choose (the ranges' own dominations are
+        ``solver.canonicalize``'s, above).  A query that is not proved keeps the argument.
+        """
+        def walk(e: Any) -> Any:
+            if e.is_Atom or not e.has(sympy.Min, sympy.Max):
+                return e
+            args = [walk(a) for a in e.args]
+            if isinstance(e, (sympy.Min, sympy.Max)):
+                kept: list = []
+                for a in args:
+                    if any(self._always(e.func, k, a) for k in kept):
+                        continue
+                    kept = [k for k in kept if not self._always(e.func, a, k)]
+                    kept.append(a)
+                return kept[0] if len(kept) == 1 else e.func(*kept, evaluate=False)
+            return e.func(*args) if any(a is not b for a, b in zip(args, e.args)) else e
+
+        return walk(expr)
+
+    def _always(self, kind: Any, a: Any, b: Any) -> bool:
+        """Whether ``a`` is the ``kind`` (Min/Max) of ``{a, b}`` for every size (see above)."""
+        rel = sympy.Le(a, b) if kind is sympy.Min else sympy.Ge(a, b)
+        if rel is sympy.true or rel is sympy.false:
+            return rel is sympy.true
+        if rel.has(sympy.Piecewise, sympy.Pow) or not rel.free_symbols or not all(
+                s.is_integer and s.is_nonnegative for s in rel.free_symbols):
+            return False
+        known = self._dominance.get(rel)
+        if known is None:
+            plain = ShapeSolver(timeout_ms=100)
+            for sym in rel.free_symbols:
+                plain.declare(sym.name, lower=1 if sym.is_positive else 0)
+            try:
+                known = plain.implies(rel).status == "proved"
+            except Exception as err:  # noqa: BLE001 - a construct the solver cannot translate: kept
+                if type(err).__name__ != "UnsupportedExpressionError":
+                    raise
+                known = False
+            self._dominance[rel] = known
+        return known
 
     # -- guards ---------------------------------------------------------------
     def guard(self, expr: Any, kind: str, reason: str, source: Optional[SourceLoc] = None,

@@ -338,7 +338,36 @@ def sym_mod(a: Any, b: Any) -> Any:
 
 
 def _floordiv(a, b):
-    return sympy.floor(a / b)
+    return flat_floors(sympy.floor(a / b))
+
+
+def flat_floors(expr: Any) -> Any:
+    """``expr`` with each ``floor((floor(u) + m) / k)`` written ``floor((u + m) / k)``.
+
+    The identity holds for every real ``u``, integer-valued ``m`` and integer ``k >= 1``
+    (``floor(x / k)`` for an integer ``k`` depends only on ``floor(x)``); a chain of halvings
+    (``t // 2 // 2 // 2``, a pooling pyramid) is then one floor, ``floor(t/8)``, not a tower
+    the solver's interval bounds relax one level at a time.  Bottom-up, so towers fold whole.
+    """
+    if not isinstance(expr, sympy.Basic) or not expr.has(sympy.floor):
+        return expr
+    return expr.replace(lambda e: isinstance(e, sympy.floor), _flat_floor)
+
+
+def _flat_floor(e: Any) -> Any:
+    arg = e.args[0]
+    k = sympy.Integer(1)
+    for term in sympy.Add.make_args(arg):
+        coeff = term.as_coeff_Mul()[0]
+        if not coeff.is_Rational:
+            return e
+        k = sympy.ilcm(k, coeff.q)
+    whole = sympy.expand(arg * k)
+    inner = [t for t in sympy.Add.make_args(whole) if isinstance(t, sympy.floor)]
+    rest = whole - inner[0] if len(inner) == 1 else None
+    if rest is None or rest.is_integer is not True:
+        return e
+    return sympy.floor((inner[0].args[0] + rest) / k)
 
 
 def _truediv(a, b):
@@ -936,7 +965,24 @@ class SymInt(_SymNumber):
         return self._op(o, operator.pow, result="float")
 
     def __rpow__(self, o):
+        if type(o) is int and o >= 2 and self.numpy_type is None and self.hint >= 0:
+            return self._power_of(o)
         return pow(o, _constant_exponent(self))
+
+    def _power_of(self, base: int) -> "SymInt":
+        """``base ** self`` for a Python int ``base >= 2``: the size ``Pow(base, n)``, computed at
+        run time, with guards at the user's line that it is an int (``n >= 0``: a negative
+        exponent gives a float) and fits numpy's int64 sizes (``n <= 62`` for base 2), so an
+        array the program sizes or scales by it is what eager numpy makes."""
+        top = 0
+        while base ** (top + 1) <= int(np.iinfo(np.int64).max):
+            top += 1
+        reason = (f"{base}**{format_guard(self.expr)} is a size only for {format_guard(self.expr)} "
+                  f"in [0, {top}] (an int that fits numpy's int64)")
+        source = user_source(3)
+        self.env.guard(sympy.Ge(self.expr, 0), "shape", reason, source, cause="shape")
+        self.env.guard(sympy.Le(self.expr, top), "shape", reason, source, cause="shape")
+        return wrap_int(sympy.Pow(base, self.expr), self.env)
 
     def __neg__(self): return wrap_int(-self.expr, self.env, self.numpy_type)
     def __pos__(self): return self

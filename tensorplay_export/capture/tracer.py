@@ -71,6 +71,7 @@ class Tracer:
         self.constants: dict[str, np.ndarray] = {}       # placeholder name -> value
         self._const_by_id: dict[int, Any] = {}           # id(ndarray) -> TracedArray
         self._const_keep: list = []                      # keep ids unique while tracing
+        self.made_here_constants: dict[int, np.ndarray] = {}  # id -> value numpy made in the call
         self._state_by_id: dict[int, Any] = {}           # id(parameter or buffer) -> its placeholder
         self.module_clones: dict[int, Any] = {}          # id(user's module) -> its capture clone (capture.state)
         self.user_anchor: Optional[Node] = None          # constants go before this placeholder
@@ -144,8 +145,13 @@ class Tracer:
         node = self.graph.placeholder(name, meta=m)
         return TracedArray(self, node, tuple(shape), value, vrange)
 
-    def lift_constant(self, name: str, value: np.ndarray) -> "TracedArray":
-        """A lazily lifted constant: its ``c_<name>`` placeholder appears only on first use."""
+    def lift_constant(self, name: str, value: np.ndarray, made_here: bool = False) -> "TracedArray":
+        """A lazily lifted constant: its ``c_<name>`` placeholder appears only on first use.
+
+        ``made_here``: numpy made ``value`` during the captured call (``np.array([6, 4])``), so
+        the model owns it and may write into it (the program's graph writes into its own copy);
+        a write into any other constant (a module global) is refused at the end of capture.
+        """
         known = self._state_by_id.get(id(value))
         if known is None:
             known = self._const_by_id.get(id(value))
@@ -155,6 +161,8 @@ class Tracer:
         traced = TracedArray(self, None, tuple(value.shape), value, constant_vrange(value))
         traced._lazy = name
         self._const_by_id[id(value)] = traced
+        if made_here:  # the program's constant is the value numpy made; the model's writes follow it
+            self.made_here_constants[id(value)] = value.copy()
         self._const_keep.append(value)
         return traced
 
@@ -180,7 +188,7 @@ class Tracer:
             node = self.graph.placeholder(base, meta={"shape": tuple(np.shape(traced.example)),
                                                       "dtype": np.asarray(traced.example).dtype,
                                                       "source": None})
-        self.constants[node.name] = traced.example
+        self.constants[node.name] = self.made_here_constants.get(id(traced.example), traced.example)
         traced._lazy = None
         return node
 
@@ -334,6 +342,10 @@ class Tracer:
         Raises:
             DataDependentError: in export mode (and in draft mode for reads it cannot assume).
         """
+        if name in _SIZE_VALUE_READS:
+            value = self.constant_value(traced)
+            if value is not None:
+                return _SIZE_VALUE_READS[name](value)
         if name in _INT_READS and traced.dtype.kind in "iu" and _one_element(traced._shape):
             size = self._item_size(traced, src)
             if size is not None:
@@ -353,10 +365,21 @@ class Tracer:
             f"of time (it is data, not a size): compute with the array instead (masks, np.where), or "
             f"read it outside the exported function\n  at {src}")
 
+    def constant_value(self, traced: "TracedArray") -> Optional[np.ndarray]:
+        """The value of an array numpy computed from the program's constants alone (``np.array(3)``,
+        a module global, ``TABLE[2]``), else None.  A read of it (``int(a)``, ``x[:a]``, ``a.tolist()``)
+        is that value, as eager's: no data-dependent size, nothing pinned."""
+        if self._sizes_only(traced) != set():
+            return None
+        self.force(traced)
+        return np.asarray(traced.example)
+
     def _sizes_only(self, traced: "TracedArray") -> Optional[set]:
         """The size symbols an array is computed from when numpy computed it from sizes and the
         program's constants alone (``np.sqrt(n)``, ``np.arange(n).sum()``, ``TABLE[n]``); None
         when it reads an input, a parameter or buffer, or a random draw (data)."""
+        if traced._node is None and traced._lazy:
+            return set()  # a lifted constant not used by any node yet: reading it adds no input
         syms: set = set()
         seen: set = set()
         stack = [traced.node]
@@ -588,6 +611,9 @@ class Tracer:
                 if done is not None:
                     return done
             if isinstance(err, (TypeError, ValueError, sympy.SympifyError)) and _has_int_array_arg(args[1:]):
+                done = self._rule_with_values(op, src, concrete, args, kwargs)
+                if done is not None:
+                    return done
                 raise DataDependentError(
                     f"data-dependent: {op.name} needs Python ints here (split points, sizes, counts) and the "
                     f"model passes the values of an array, which the program cannot know ahead of time: "
@@ -703,6 +729,39 @@ class Tracer:
                 continue
             return ctx, shapes, (pargs, pkwargs)
         return None
+
+    def _rule_with_values(self, op: OpDef, src: Any, concrete: Optional[list], args: tuple,
+                          kwargs: dict) -> Optional[tuple]:
+        """``op``'s rule run with its int array arguments (past the first) read as their values:
+        ``(ctx, shapes, (args, kwargs))``, or None when one of them is data or the rule fails anyway.
+
+        numpy takes an int array where it takes ints (``x.reshape(np.array([2, -1]))``,
+        ``np.tile(x, np.array([1, 2]))``); an array computed from constants alone is its value,
+        and one computed from sizes too (``np.array(x.shape)``) is read as
+        :meth:`_read_of_sizes` reads it (each size pinned, with the reason).  The node then
+        holds the values, as it would had the model passed them as Python ints.
+        """
+        def values(v: Any) -> Any:
+            if isinstance(v, TracedArray) and v.dtype.kind in "iu":
+                sizes = self._sizes_only(v)
+                if sizes is None:
+                    raise _IsData
+                return self._read_of_sizes(v, lambda a: a.tolist(), "uses as ints the values", sizes, src)
+            if type(v) in (tuple, list):
+                return type(v)(values(e) for e in v)
+            return v
+
+        token = self.env.checkpoint()
+        try:
+            pargs = (args[0], *(values(a) for a in args[1:])) if args else ()
+            pkwargs = {k: values(v) for k, v in kwargs.items()}
+            ctx, shapes = self._run_rule(op, src, concrete, self.info(pargs), self.info(pkwargs))
+        except (CaptureError, DataDependentError, UnsupportedOpError):
+            raise
+        except Exception:  # noqa: BLE001 - data among them, or the rule fails for another reason
+            self.env.rollback(token)
+            return None
+        return ctx, shapes, (pargs, pkwargs)
 
     def _pinned(self, value: Any, op: str, reason: str, src: Any) -> Any:
         """``value`` with each symbolic size in it specialized to its example value."""
@@ -997,6 +1056,10 @@ _INT_READS = frozenset({"item", "slice_bound"})
 
 def _one_element(shape: tuple) -> bool:
     return all(type(d) is int for d in shape) and int(np.prod(shape, dtype=np.int64)) == 1
+
+
+class _IsData(Exception):
+    """An int array argument computed from data: it has no value at capture time."""
 
 
 def _has_int_array_arg(value: Any) -> bool:

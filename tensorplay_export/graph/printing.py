@@ -313,6 +313,8 @@ class _PyPrinter:
         if type(exp) is int and exp < 0:
             return f"1 / {self.wrap(_pow(base, -exp), _POW)}"
         if not _is_num(exp):
+            if type(base) is int and base >= 2:  # 2**n of a size (capture guards n into int64's range)
+                return f"{base}**{self.wrap(exp, _ATOM)}"
             raise _unsupported()("Pow", _plain(t), message=f"power with a non-constant exponent: {_plain(t)}")
         exp_text = str(exp) if type(exp) is int else f"({self.text(exp)})"
         return f"{self.wrap(base, _POW + 1)}**{exp_text}"

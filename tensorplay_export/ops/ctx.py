@@ -60,7 +60,10 @@ def _size_text(d: Any, text: Callable[[Any], str] = str) -> str:
         consts = [int(a) for a in d.args if a.is_Integer]
         if consts:
             return f"{text(d)}, a slice of at most {min(consts)}"
-    if isinstance(d, sympy.Max) and 0 in d.args:
+    window = isinstance(d, sympy.Max) and 0 in d.args
+    if isinstance(d, sympy.Add):  # the Max(0, ...) dropped where it never applies (ShapeEnv.canon)
+        window = all(isinstance(term.as_coeff_Mul()[1], sympy.Min) for term in d.args)
+    if window:
         # the clamped length of a window ``table[a: a + t]``: ``Max(0, Min(c, a + t) - Min(c, a))``
         consts = {int(a) for m in d.atoms(sympy.Min) for a in m.args if a.is_Integer}
         if len(consts) == 1:  # one table length bounds every clamp

@@ -154,14 +154,21 @@ def _transpose_rule(ctx: Any, a: Any, axes: Any = None) -> tuple:
     return tuple(shape[i] for i in axes)
 
 
+def _one_axes_argument(axes: tuple) -> bool:
+    """``a.transpose(axes)`` with one argument holding every axis (None, a tuple, a list or a
+    1-d int array, as ndarray.transpose takes them) rather than ``a.transpose(1, 0)``."""
+    return len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))
+                               or (isinstance(axes[0], np.ndarray) and axes[0].ndim == 1))
+
+
 def _transpose_method(a: Any, *axes: Any) -> Any:
-    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+    if _one_axes_argument(axes):
         axes = axes[0]
-    return np.transpose(a, axes or None)
+    return np.transpose(a, None if axes is None or len(axes) == 0 else axes)
 
 
 def _transpose_method_rule(ctx: Any, a: Any, *axes: Any) -> tuple:
-    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+    if _one_axes_argument(axes):
         axes = axes[0]
     return _transpose_rule(ctx, a, axes or None)
 

@@ -304,6 +304,12 @@ class SizeProbe:
         self._user_nodes = [by_name[s.arg.name] for s in user if getattr(s.arg, "name", None) in by_name]
         self._constants = {by_name[s.arg.name]: s.arg.value for s in user
                            if isinstance(s.arg, ConstantArgument) and s.arg.name in by_name}
+        # lifted state (parameters, buffers, constants) keeps its value in every run: a node at
+        # the top of the graph may read one (tpe.item_size of a constant array binds a size)
+        lifted = {**program.state_dict, **program.constants}
+        self._state = {by_name[s.arg.name]: lifted[s.target] for s in specs
+                       if s.kind != InputKind.USER_INPUT and s.target in lifted
+                       and getattr(s.arg, "name", None) in by_name}
         checks: list[Node] = []
         for node in graph.nodes:
             if node.op == "placeholder":
@@ -394,7 +400,8 @@ class SizeProbe:
                 return ConstraintsExceededError(f"sizes {sizes} give the input {node.name} the shape {tuple(dims)}")
             flat.append(np.broadcast_to(np.zeros((), dtype or np.float32), tuple(dims)))
         try:
-            Interpreter(self._checks[0].graph).run(*flat, nodes=[*self._user_nodes, *self._checks])
+            Interpreter(self._checks[0].graph).run(*flat, initial_env=self._state,
+                                                   nodes=[*self._user_nodes, *self._checks])
         except ConstraintsExceededError as err:
             return err
         except (ArithmeticError, ValueError, TypeError) as err:
