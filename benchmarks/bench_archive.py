@@ -39,7 +39,8 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
   run's compiled-code cache, which the export filled (a checkout without that cache compiles).
   With ``--before CHECKOUT`` (another checkout's root, e.g. ``git worktree add`` of an
   older commit) the same process runs against that checkout too, interleaved, so the
-  before/after rows come from one run.
+  before/after rows come from one run; that checkout loads the same model exported and
+  saved by itself (an older checkout cannot read a newer archive format).
 
 MB/s = megabytes (10^6 bytes) on disk / seconds: the archive for our rows, the ``.npy``
 files for the ``np.load`` rows. Every first call's result is checked against eager,
@@ -77,6 +78,22 @@ with np.load(sys.argv[2]) as f:
 ep.module()(*inputs)
 t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2, t3 - t0, 'sympy' in sys.modules, 'z3' in sys.modules)
+"""
+
+# Run by another checkout (argv = case name, GPT layers, archive path): the same model exported and
+# saved by that checkout's own code, since an older checkout cannot read a newer archive format.
+_SAVE = """
+import sys
+from benchmarks import _common as C
+import tensorplay_export as tpe
+name, layers, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+if name == 'minilm':
+    model, inputs, spec = C.minilm_case()
+elif name == 'gpt (d32)':
+    model, inputs, spec = C.build_gpt(1, d_model=32, n_head=2), (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec()
+else:
+    model, inputs, spec = C.build_gpt(layers), (C.gpt_ids(*C.GPT_EXAMPLE),), C.gpt_spec()
+tpe.save(tpe.export(model, *inputs, dynamic_shapes=spec), path)
 """
 
 
@@ -200,8 +217,12 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
     return rows
 
 
-def cold_start(name: str, path: str, inputs: tuple, checkouts: dict[str, str], runs: int, tmp: str) -> list[list]:
-    """Rows of :data:`COLD_HEADERS`: medians over ``runs`` fresh processes per checkout, interleaved."""
+def cold_start(name: str, path: str, inputs: tuple, checkouts: dict[str, str], runs: int, tmp: str,
+               layers: int) -> list[list]:
+    """Rows of :data:`COLD_HEADERS`: medians over ``runs`` fresh processes per checkout, interleaved.
+
+    ``path`` is this checkout's archive; another checkout loads the same model exported and saved
+    by itself (:data:`_SAVE`, untimed), so each side reads the archive format it writes."""
     import subprocess
 
     import numpy as np
@@ -216,11 +237,18 @@ def cold_start(name: str, path: str, inputs: tuple, checkouts: dict[str, str], r
     for label, root in checkouts.items():
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         envs[label] = {**env, "PYTHONPATH": root, "PYTHONPYCACHEPREFIX": os.path.join(tmp, f"pycache-{label}")}
+    paths = {}
+    for label, root in checkouts.items():
+        paths[label] = path
+        if os.path.abspath(root) != str(C.ROOT):
+            paths[label] = os.path.join(tmp, f"{name}-{label}.pt2")
+            subprocess.run([sys.executable, "-c", _SAVE, name, str(layers), paths[label]], env=envs[label],
+                           capture_output=True, text=True, check=True, cwd=root)
     for round_ in range(runs + 1):
         for label in checkouts:
             # cwd: not a checkout, or `python -c` would import the package found there first
-            out = subprocess.run([sys.executable, "-c", _COLD, path, npz], env=envs[label], capture_output=True,
-                                 text=True, check=True, cwd=tmp).stdout.split()
+            out = subprocess.run([sys.executable, "-c", _COLD, paths[label], npz], env=envs[label],
+                                 capture_output=True, text=True, check=True, cwd=tmp).stdout.split()
             if round_:
                 got[label].append(out)
     rows = []
@@ -270,7 +298,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 with_jax = jax_missing is None and name.startswith("gpt")  # the jax twin is a GPT only
                 rows += bench(name, model, ex, spec, call, runs, tmp, with_jax=with_jax)
                 cold += cold_start(name, os.path.join(tmp, f"{name}.pt2"), call, checkouts,
-                                   2 if args.quick else args.cold_runs, tmp)
+                                   2 if args.quick else args.cold_runs, tmp, args.gpt)
         finally:
             if saved_cache is None:
                 os.environ.pop("TPE_CODE_CACHE", None)
