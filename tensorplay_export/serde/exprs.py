@@ -48,7 +48,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, float_value as _float_value, number_value as _num_value, sympy_tree
+from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, tree_symbols, float_value as _float_value, number_value as _num_value, sympy_tree
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
 from ..errors import ArchiveError
 
@@ -317,6 +317,11 @@ def _exponent_problem(exp: Any) -> str | None:
         return None
     if type(exp) is tuple and exp[0] == "Float" and abs(_float_value(exp)) <= MAX_POW:
         return None
+    if type(exp) is tuple and any(True for _ in tree_symbols(exp)):
+        # the value bound below is derived without the program's ranges: a size exponent has none
+        return (f"a size in a Pow exponent ({_short(_json(exp))}) cannot be stored: the format bounds every "
+                f"size expression's value without the program's ranges, and an exponent's bound needs them; "
+                f"the program runs in this process (ep.module()); to save it, make that size static")
     return (f"a Pow exponent must be a rational with |numerator|, denominator <= {MAX_POW} or a float "
             f"of at most {MAX_POW} in magnitude, got {_short(_json(exp))}")
 

@@ -153,3 +153,23 @@ def test_symbol_cache_keeps_the_assumption_checks():
     assert decode_expr(good) is decode_expr(good)
     with pytest.raises(ArchiveError, match="unsupported assumption"):
         decode_expr(["Symbol", "cache_s", {"integer": 1, "positive": True}])
+
+
+def test_a_size_exponent_is_refused_on_save_with_what_to_do():
+    """Capture keeps ``2**n`` symbolic (a guard keeps n <= 62); the format bounds expression values
+    without ranges, so save refuses it by name instead of storing a value it cannot bound."""
+    import io
+
+    import numpy as np
+    import pytest
+
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+
+    def grows(x):
+        return np.zeros(2 ** x.shape[0])
+
+    ep = tpe.export(grows, np.ones(3), dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    assert ep.module()(np.ones(5)).shape == (32,)
+    with pytest.raises(tpe.ArchiveError, match=r"a size in a Pow exponent .* make that size static"):
+        tpe.save(ep, io.BytesIO())
