@@ -187,3 +187,26 @@ def test_index_params_are_parameters_numpy_reads_as_ints():
     # value parameters stay out: there a numpy scalar's dtype reaches the result
     assert not {"fill_value", "a_min", "a_max", "x1", "x2", "values", "start", "stop", "step",
                 "constant_values"} & INDEX_PARAMS
+
+
+def test_integer_parameters_are_read_from_signatures_at_the_first_call_not_at_registration(monkeypatch):
+    """Registering the opset is on every load's import path, where no shape rule runs."""
+    import inspect
+
+    from tensorplay_export.ops import registry
+
+    read = []
+    real = inspect.signature
+    monkeypatch.setattr(registry.inspect, "signature", lambda f, *a, **k: (read.append(f), real(f, *a, **k))[1])
+
+    def rule(ctx, a, newshape):
+        return newshape
+
+    wrapped = registry._with_index_args(np.reshape, rule)
+    assert read == []
+    got = wrapped(None, np.ones(3), np.int64(3))
+    assert got == 3 and type(got) is int
+    assert read
+    before = len(read)
+    wrapped(None, np.ones(3), np.int64(3))
+    assert len(read) == before  # read once
