@@ -539,6 +539,22 @@ def tree_leaves_with_path(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
+def treespec_leaf_paths(spec: TreeSpec, prefix: str = "") -> list[str]:
+    """The path of each leaf of ``spec``, as :func:`tree_leaves_with_path` names the leaves of a tree
+    with that spec; read from the spec alone, so a spec holding a dataclass this process has not
+    registered (a loaded program's) is named too."""
+    out: list[str] = []
+    stack = [(spec, prefix)]
+    while stack:
+        s, path = stack.pop()
+        if s.kind == _LEAF:
+            out.append(path)
+            continue
+        keys = range(len(s.children)) if s.kind in (_TUPLE, _LIST) else s.context
+        stack.extend(reversed([(c, path + key_str(s.kind, k)) for k, c in zip(keys, s.children)]))
+    return out
+
+
 def _with_path(obj: Any, path: str, out: list) -> None:
     if obj is _NONE_LEAF:
         out.append((path, None))

@@ -220,3 +220,19 @@ def test_a_script_class_imported_again_by_name_registers_under_the_same_name(mon
     other.__module__ = "elsewhere"
     with pytest.raises(ValueError, match="already registered"):
         pytree.register_dataclass(other, serialized_type_name="tpe_test_script.Twice")
+
+
+def test_leaf_paths_read_from_a_spec_are_the_paths_of_its_trees_leaves():
+    import collections
+
+    from tensorplay_export.pytree import tree_flatten, tree_leaves_with_path, treespec_leaf_paths
+
+    Pair = collections.namedtuple("Pair", "a b")
+    trees = [
+        {"x": 1, "it's]": [2, (3, None)], 3: Pair(4, [5])},
+        (1, [], {}, None, ((2,),)),
+        7,
+    ]
+    for tree in trees:
+        _, spec = tree_flatten(tree)
+        assert treespec_leaf_paths(spec, "arg") == [p for p, _ in tree_leaves_with_path(tree, "arg")]

@@ -31,7 +31,12 @@ MAX_JSON_DEPTH = 200  # nesting of arrays/objects; the codecs recurse once per l
 
 
 def fail(member: str, problem: str) -> NoReturn:
-    """Raise the one error kind of this package: ``archive member '<member>': <problem>``."""
+    """Raise the one error kind of this package: ``archive member '<member>': <problem>``.
+
+    A member name is the archive's text (refused names too): its control characters, tab and
+    newline are written as escapes, so the message prints as one line of plain text."""
+    if not member.isprintable():
+        member = "".join(c if c.isprintable() else repr(c)[1:-1] for c in member)
     raise ArchiveError(f"archive member '{member}': {problem}")
 
 
@@ -75,6 +80,15 @@ _RAW_CONTROL = re.compile(rb"\x7f|\xc2[\x80-\x9f]")  # DEL, and C1 controls enco
 
 def _is_control(code: int) -> bool:
     return (code < 0x20 and code not in _ALLOWED_CONTROLS) or 0x7F <= code <= 0x9F
+
+
+def control_in_text(text: str) -> int | None:
+    """The code point of the first control character of ``text`` (the rule of
+    :func:`control_character`, for text stored in other forms: a numpy ``str_`` scalar's bytes)."""
+    for ch in text:
+        if _is_control(ord(ch)):
+            return ord(ch)
+    return None
 
 
 def control_character(data: bytes) -> tuple[int, int] | None:

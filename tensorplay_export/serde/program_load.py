@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import inspect
 import marshal
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -144,9 +143,10 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
     _check_inputs_enforced(graph, sig, member)
     _check_input_checks_first(graph, member)
+    _check_labels_one_line(graph, member)
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
-    _check_input_check_args(graph, kwargs["module_call_graph"], member)
+    _check_input_check_args(graph, sig, kwargs["module_call_graph"], member)
     gm = GraphModule(graph, lint=False)  # _build_graph linted it
     try:
         ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
@@ -790,24 +790,20 @@ def _check_root_specs(sig: Any, call_graph: list, member: str) -> None:
         fail(member, f"the root call's out_spec has {root.out_spec.num_leaves} leaves for {n_results} results")
 
 
-# An input's path as capture writes it (pytree.key_str): a parameter name, then [0], ['key'] (a key's
-# repr) or .field pieces.
-_INPUT_PATH = re.compile(r"""([A-Za-z_][A-Za-z0-9_]*)(\[(-?[0-9]+|'([^'\\]|\\.)*'|"([^"\\]|\\.)*"|True|False|None)\]"""
-                         r"|\.[A-Za-z_][A-Za-z0-9_]*)*")
-
-
-def _check_input_check_args(graph: Graph, call_graph: list, member: str) -> None:
+def _check_input_check_args(graph: Graph, sig: Any, call_graph: list, member: str) -> None:
     """Each ``tpe.check_input`` is ``(input, path, static sizes, dtype, shape text)`` with those
     types (a dtype given as an array ran ``==`` on arrays at the first call), checks a
-    placeholder once, and names its input by a path rooted at one of the forward's
-    parameters, no two checks by the same path (errors and ``contract`` print the path: an
-    edited one named an input the signature does not have)."""
-    root = call_graph[0].signature if call_graph and call_graph[0].fqn == "" else None
-    params = set(root.forward_arg_names) if root is not None and root.forward_arg_names else None
-    seen: dict = {}
-    for n in graph.nodes:
-        if n.op != "call_function" or n.target != "tpe.check_input":
-            continue
+    placeholder once, and names its input by exactly that input's path: the path of its leaf
+    in the root call's ``in_spec``, bound to the root call's parameters as Python binds the
+    export call (``specs.binding.input_leaf_paths``).  Errors and ``contract`` print the path,
+    and keyword calls bind by the parameters: a path edited or swapped with another input's,
+    or parameters reordered, made the contract name one input and the program check another.
+    """
+    checks = [n for n in graph.nodes if n.op == "call_function" and n.target == "tpe.check_input"]
+    if not checks:
+        return  # a program built by hand checks nothing (_check_inputs_enforced)
+    seen: set = set()
+    for n in checks:
         args = n.args
         ok = (len(args) == 5 and not n.kwargs and type(args[0]) is Node and args[0].op == "placeholder"
               and type(args[1]) is str and type(args[2]) is tuple
@@ -816,15 +812,52 @@ def _check_input_check_args(graph: Graph, call_graph: list, member: str) -> None
         if not ok:
             fail(member, f"node {n.name!r}: tpe.check_input takes (input placeholder, path str, static sizes "
                          "(int or null each), dtype or null, shape text str)")
-        match = _INPUT_PATH.fullmatch(args[1])
-        if match is None or (params is not None and match.group(1) not in params):
-            fail(member, f"node {n.name!r} names its input {args[1]!r:.80}, which is no path into the forward's "
-                         f"parameters {sorted(params) if params else []}")
-        for key in (args[1], args[0]):
-            if key in seen:
-                fail(member, f"nodes {seen[key]!r} and {n.name!r} both check input "
-                             f"{key if type(key) is str else key.name!r}")
-            seen[key] = n.name
+        if args[0] in seen:
+            fail(member, f"node {n.name!r} checks input {args[0].name!r}, which an earlier check_input checks")
+        seen.add(args[0])
+    paths = _input_paths(sig, call_graph, member)
+    if paths is None:  # no root call (archives of version 1): the path must give the placeholder's name
+        from ..specs.binding import leaf_name
+
+        for n in checks:
+            name, path = n.args[0].name, n.args[1]
+            if name.rstrip("_") != leaf_name(path):
+                fail(member, f"node {n.name!r} names its input {path!r:.80}, but placeholder {name!r} is no "
+                             f"input of that path (capture names it {leaf_name(path)!r})")
+        return
+    for n in checks:
+        want = paths.get(n.args[0].name)
+        if want != n.args[1]:
+            fail(member, f"node {n.name!r} names its input {n.args[1]!r:.80}, but placeholder {n.args[0].name!r} "
+                         f"is the root call's input {want!r:.80} (its leaf of in_spec, bound to the parameters)")
+
+
+def _input_paths(sig: Any, call_graph: list, member: str) -> dict | None:
+    """``{user input placeholder: its path}`` from the root call's ``in_spec`` and parameters; None
+    for an empty ``module_call_graph`` (version 1 wrote none)."""
+    import inspect
+
+    from ..program.call_binding import _KINDS
+    from ..specs.binding import spec_leaf_paths
+
+    root = call_graph[0].signature if call_graph and call_graph[0].fqn == "" else None
+    if not call_graph:
+        return None
+    if root is None or root.in_spec is None or not (root.parameters or root.forward_arg_names):
+        fail(member, "the program checks its inputs, but its module_call_graph has no root call (fqn '') with "
+                     "an in_spec and parameters naming them")
+    try:
+        params = [inspect.Parameter(p.name, _KINDS[p.kind]) for p in root.parameters] if root.parameters else \
+            [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in root.forward_arg_names]
+
+        def forward(*args: Any, **kwargs: Any) -> None:
+            return None
+        forward.__signature__ = inspect.Signature(params)
+        paths = spec_leaf_paths(forward, root.in_spec)
+    except (KeyError, ValueError, TypeError) as err:
+        fail(member, f"the root call's in_spec does not bind to its parameters: {str(err)[:200]}")
+    names = [getattr(s.arg, "name", None) for s in sig.input_specs if s.kind.name == "USER_INPUT"]
+    return dict(zip(names, paths))
 
 
 def _check_specs(graph: Graph, sig: Any, member: str) -> None:
@@ -1126,13 +1159,34 @@ def _check_input_checks_first(graph: Graph, member: str) -> None:
         if first is None:
             continue
         args = n.args
-        on_input = bool(args) and type(args[0]) is Node and args[0].op == "placeholder"
+        # an input, or the check_input that reads one (tpe.derived_root, tpe.assert_dim take that)
+        on_input = bool(args) and type(args[0]) is Node and (
+            args[0].op == "placeholder" or args[0].target in _BINDING_CHECKS)
         names = _symbol_names(n)
         if on_input or (names and names <= inputs):
             fail(member, f"node {n.name!r} ({n.target}) checks the inputs after node {first.name!r} "
                          f"({first.target}) computes on them; export writes every input check before the "
                          "first computation, so that an input outside the contract is refused before "
                          "anything runs on it")
+
+
+_CHECK_OPS = _INPUT_CHECKS | {"tpe.check_size"}
+
+
+def _check_labels_one_line(graph: Graph, member: str) -> None:
+    """The texts of the runtime checks (paths, labels, shape texts, conditions) are printable, one
+    line each: runtime errors and the ``contract``/``diff`` reports print them as lines, and a
+    label holding a newline printed a forged section (a second ``Outputs:``).  Capture writes
+    one-line texts (a ``tpe.check`` message as its repr)."""
+    for n in graph.nodes:
+        if n.op != "call_function" or n.target not in _CHECK_OPS:
+            continue
+        for a in n.args:
+            texts = [a] if isinstance(a, str) else [t for t in a if isinstance(t, str)] if type(a) is tuple else ()
+            for t in texts:
+                if not t.isprintable():
+                    fail(member, f"node {n.name!r} ({n.target}) has the text {t!r:.80}, which is not one printable "
+                                 "line; the checks' texts are printed as lines of errors and reports")
 
 
 def _symbol_names(n: Node) -> set:

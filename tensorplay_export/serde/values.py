@@ -52,7 +52,7 @@ from ..graph.stored import SizeExpr
 from ..records import SourceLoc, ValueRange, is_sympy
 from .exprs import MAX_INT_BITS, ExprBudget, decode_expr, decode_stored, encode_tree
 from ..errors import ArchiveError
-from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
+from .jsonio import MAX_JSON_DEPTH, control_in_text, fail, short_repr as _short
 
 MAX_INLINE_BYTES = 1 << 16  # inline ndarray constants in node args
 # items of the lists and tuples of one document: generated code writes them out as literals,
@@ -130,7 +130,7 @@ class Encoder:
         self.items_left -= n
         if self.items_left < 0:
             raise ArchiveError(
-                f"cannot serialize: the program's lists and tuples hold more than {MAX_LITERAL_ITEMS} items (a "
+                f"cannot serialize: the program's lists, tuples and dicts hold more than {MAX_LITERAL_ITEMS} items (a "
                 "long Python list in the model, such as an index list): no loader accepts that; pass it as an "
                 "array instead (np.asarray(IDX)), which the archive stores as an .npy member")
 
@@ -145,6 +145,12 @@ class Encoder:
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, np.generic):  # before float/str: np.float64 and np.str_ subclass them
+            if value.dtype.kind in "US":
+                text = str(value) if value.dtype.kind == "U" else bytes(value).decode("latin-1")
+                code = control_in_text(text)
+                if code is not None:
+                    raise ArchiveError(f"cannot serialize: a numpy string scalar holds the control character "
+                                       f"U+{code:04X} ({text[:40]!r}); archive text is printed to terminals: remove it")
             return {"k": "np", "dtype": encode_dtype(value.dtype), "v": value.tobytes().hex()}
         if isinstance(value, int):
             if abs(value).bit_length() >= MAX_INT_BITS:
@@ -168,6 +174,7 @@ class Encoder:
             self._take_items(len(value))
             return [self.value(v, d) for v in value]
         if isinstance(value, dict):
+            self._take_items(len(value))  # a pair counts as an item, as the loader counts it
             return {"k": "dict", "v": [[self.value(k, d), self.value(v, d)] for k, v in value.items()]}
         if isinstance(value, np.dtype):
             return {"k": "dtype", "v": encode_dtype(value)}
@@ -285,8 +292,15 @@ class Decoder:
         """Count ``n`` list or tuple items against :data:`MAX_LITERAL_ITEMS` (per document)."""
         self.items_left -= n
         if self.items_left < 0:
-            fail(self.member, f"the document's lists and tuples hold more than {MAX_LITERAL_ITEMS} items; large "
+            fail(self.member, f"the document's lists, tuples and dicts hold more than {MAX_LITERAL_ITEMS} items; large "
                               "constants belong in array members, and generated code writes these out as literals")
+
+    def take_chars(self, n: int) -> None:
+        """Count ``n`` string characters against :data:`MAX_LITERAL_CHARS` (per document)."""
+        self.chars_left -= n
+        if self.chars_left < 0:
+            fail(self.member, f"the document's strings hold more than {MAX_LITERAL_CHARS} characters; generated "
+                              "code writes them out as literals, and capture writes labels of a few dozen")
 
     def value(self, obj: Any, _depth: int = 0) -> Any:
         member = self.member
@@ -304,10 +318,7 @@ class Decoder:
                 if one is not None and obj.keys() == one[0]:
                     return one[1](self, obj, _depth + 1)
         elif t is str:
-            self.chars_left -= len(obj)
-            if self.chars_left < 0:
-                fail(member, f"the document's strings hold more than {MAX_LITERAL_CHARS} characters; generated code "
-                             "writes them out as literals, and capture writes labels of a few dozen")
+            self.take_chars(len(obj))
             return obj
         elif obj is None or t is bool:
             return obj
@@ -388,7 +399,13 @@ def _dec_np(dec: Decoder, o: dict, d: int) -> Any:
         fail(member, f"numpy scalar of dtype {dtype.str} needs {dtype.itemsize} bytes, got {len(raw)}")
     if dtype.itemsize == 0:  # np.str_(''), np.bytes_(b''), np.void(b''): no bytes to read a value from
         return dtype.type("" if dtype.kind == "U" else b"")
-    return np.frombuffer(raw, dtype=dtype)[0]
+    value = np.frombuffer(raw, dtype=dtype)[0]
+    if dtype.kind in "US":  # text printed as it is (a label): held to the JSON strings' rule
+        code = control_in_text(str(value) if dtype.kind == "U" else bytes(value).decode("latin-1"))
+        if code is not None:
+            fail(member, f"a numpy string scalar holds the control character U+{code:04X}; archive text is printed "
+                         "to terminals, and no writer of this format stores one")
+    return value
 
 
 def _dec_ndarray(dec: Decoder, o: dict, d: int) -> np.ndarray:
@@ -410,6 +427,7 @@ def _dec_dict(dec: Decoder, o: dict, d: int) -> dict:
     items = o["v"]
     if not isinstance(items, list) or any(not isinstance(p, list) or len(p) != 2 for p in items):
         fail(member, "dict value must be a list of [key, value] pairs")
+    dec.take_items(len(items))  # a pair counts as an item: a dict is decoded per node that names it
     out: dict = {}
     for k, v in items:
         key = dec.value(k, d)
@@ -443,18 +461,28 @@ def _dec_tuple(dec: Decoder, o: dict, d: int) -> tuple:
             inner = v.get("v")
             # "k" is there and "v" a list: two keys are exactly those two
             if kind == "tuple" and type(inner) is list and len(v) == 2:
-                # a tuple of plain items inside a tuple (a module stack's entries): built here
+                # a tuple of plain items inside a tuple (a module stack's entries): built here,
+                # its items and characters charged to the document's budgets as value() would
+                chars = 0
                 for x in inner:
                     tx = type(x)
-                    if not (tx is str or (tx is int and -_INT_BOUND < x < _INT_BOUND) or x is None or tx is bool):
+                    if tx is str:
+                        chars += len(x)
+                    elif not ((tx is int and -_INT_BOUND < x < _INT_BOUND) or x is None or tx is bool):
                         out.append(_dec_tuple(dec, v, d + 1))
                         break
                 else:
+                    dec.take_items(len(inner))
+                    if chars:
+                        dec.take_chars(chars)
                     out.append(tuple(inner))
                 continue
             one = _ONE_FORM.get(kind) if type(kind) is str else None
             out.append(one[1](dec, v, d + 1) if one is not None and v.keys() == one[0] else dec.value(v, d))
-        elif t is str or (t is int and -_INT_BOUND < v < _INT_BOUND) or v is None or t is bool:
+        elif t is str:
+            dec.take_chars(len(v))
+            out.append(v)
+        elif (t is int and -_INT_BOUND < v < _INT_BOUND) or v is None or t is bool:
             out.append(v)
         else:
             out.append(dec.value(v, d))
@@ -618,6 +646,8 @@ def decode_source_table(data: Any, member: str) -> dict:
         text = entry[2].replace(_COLON_STAND_IN, _COLON)
         if len(text) > MAX_SOURCE_TEXT or not text.isprintable():
             fail(member, f"source text must be one printable line of at most {MAX_SOURCE_TEXT} characters")
+        if not entry[0].isprintable():
+            fail(member, f"the file name {entry[0]!r:.80} of a source line is not printable text")
         out[(entry[0], entry[1])] = text
     return out
 

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from .. import pytree
 
-__all__ = ["signature_target", "input_leaf_paths", "leaf_name", "spec_by_argument"]
+__all__ = ["signature_target", "input_leaf_paths", "spec_leaf_paths", "leaf_name", "spec_by_argument"]
 
 
 def leaf_name(path: str) -> str:
@@ -92,6 +92,23 @@ def input_leaf_paths(model: Any, args: tuple, kwargs: Optional[dict] = None) -> 
     out = []
     for top in _bind_inputs(model, tuple(args), dict(kwargs or {})):
         out += [p for p, _ in pytree.tree_leaves_with_path(top.value, top.path)]
+    return out
+
+
+def spec_leaf_paths(model: Any, in_spec: pytree.TreeSpec) -> list[str]:
+    """The path of every leaf of an ``(args, kwargs)`` tree spec, bound to ``model``'s parameters as
+    :func:`input_leaf_paths` binds example inputs (a loaded program's ``in_spec``, whose containers
+    may be dataclasses this process has not registered).
+
+    Raises:
+        TypeError: the spec is not ``(args tuple, kwargs dict)`` or does not bind to the signature.
+    """
+    if in_spec.kind != "tuple" or len(in_spec.children) != 2:
+        raise TypeError("an in_spec is (args tuple, kwargs dict)")
+    args_spec, kwargs_spec = in_spec.children
+    out = []
+    for top in _bind_inputs(model, tuple(args_spec.children), dict(zip(kwargs_spec.context, kwargs_spec.children))):
+        out += pytree.treespec_leaf_paths(top.value, top.path)
     return out
 
 

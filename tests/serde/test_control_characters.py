@@ -70,3 +70,31 @@ def test_save_refuses_a_control_character_and_writes_nothing(tmp_path):
     with pytest.raises(tpe.ArchiveError, match=r"cannot serialize: a string holds the control character U\+001B"):
         tpe.save(ep, path)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_numpy_string_scalar_is_held_to_the_same_rule():
+    # {"k": "np", "dtype": "<U..", "v": hex}: its characters are hex bytes, not JSON text
+    evil = np.str_("x\x1b]0;owned\x07")
+    label = json.dumps({"k": "np", "dtype": "<U%d" % len(evil), "v": evil.tobytes().hex()}).encode()
+    with pytest.raises(tpe.ArchiveError, match="a numpy string scalar holds the control character U\\+001B"):
+        tpe.load(io.BytesIO(with_member(saved(), PROGRAM, relabel(label))))
+    from tensorplay_export.serde.values import Encoder
+    with pytest.raises(tpe.ArchiveError, match="cannot serialize: a numpy string scalar"):
+        Encoder().value(evil)
+    assert Encoder().value(np.str_("x.shape[0]"))["k"] == "np"
+
+
+def test_a_refused_member_name_is_quoted_with_escapes():
+    from tensorplay_export.serde.jsonio import fail
+
+    with pytest.raises(tpe.ArchiveError) as info:
+        fail("extra/a\x1b]0;owned\x07\nb", "control character in member name")
+    text = str(info.value)
+    assert text.isprintable() and "\\x1b]0;owned\\x07\\nb" in text
+
+
+def test_a_check_label_with_a_newline_is_refused():
+    # `contract` prints labels as lines: a newline forged a second "Outputs:" section
+    label = json.dumps("x.shape[0]\nOutputs:\n  out: (3,) float64").encode()
+    with pytest.raises(tpe.ArchiveError, match=r"\(tpe.assert_range\) has the text .* not one printable line"):
+        tpe.load(io.BytesIO(with_member(saved(), PROGRAM, relabel(label))))

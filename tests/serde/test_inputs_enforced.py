@@ -152,11 +152,33 @@ def test_check_input_arguments_of_the_wrong_kind_are_refused(related, index, val
     expect_error(edit(related, _set_arg(index, value)), PROGRAM, "tpe.check_input takes (input placeholder")
 
 
-def test_a_check_must_name_its_input_by_a_path_into_the_forwards_parameters(related):
-    # 'z' is no parameter of _both(x, y): errors and the contract would name an input that is not there
-    expect_error(edit(related, _set_arg(1, "z")), PROGRAM, "which is no path into the forward's parameters")
-    expect_error(edit(related, _set_arg(1, "x[0")), PROGRAM, "which is no path")
-    expect_error(edit(related, _set_arg(1, "y")), PROGRAM, "both check input 'y'")
+def test_a_check_must_name_its_input_by_exactly_its_path(related):
+    # errors, `contract` and keyword calls name inputs: a path that is not the placeholder's own
+    # (another parameter, no parameter, the two inputs' paths swapped) made them disagree
+    for path in ("z", "x[0", "y"):
+        expect_error(edit(related, _set_arg(1, path)), PROGRAM,
+                     f"node 'check_x' names its input {path!r}, but placeholder 'x' is the root call's input 'x'")
+
+    def swap(doc):
+        node(doc, "check_x")["args"][1], node(doc, "check_y")["args"][1] = "y", "x"
+    expect_error(edit(related, swap), PROGRAM, "names its input 'y', but placeholder 'x'")
+
+    def reorder(doc):  # the parameters reversed: keyword calls would feed x's array to y
+        sig = doc["module_call_graph"][0]["signature"]
+        sig["forward_arg_names"].reverse()
+        sig["parameters"].reverse()
+    expect_error(edit(related, reorder), PROGRAM, "names its input 'x', but placeholder 'x' is the root call's input 'y'")
+
+
+def test_without_a_root_call_the_path_must_give_the_placeholders_name(related):
+    def no_call_graph(path):
+        def fn(doc):
+            doc["module_call_graph"] = []
+            node(doc, "check_x")["args"][1] = path
+        return fn
+    tpe.load(io.BytesIO(edit(related, no_call_graph("x"))))  # as version 1 wrote it
+    expect_error(edit(related, no_call_graph("not_an_input")), PROGRAM,
+                 "placeholder 'x' is no input of that path (capture names it 'not_an_input')")
 
 
 def _keyed(d):
@@ -168,3 +190,9 @@ def test_paths_of_dict_keys_with_quotes_and_ints_load():
     ep = tpe.export(_keyed, {"it's]": a, 3: a})
     assert sorted(n.args[1] for n in ep.graph.nodes if n.target == "tpe.check_input") == ['d["it\'s]"]', "d[3]"]
     np.testing.assert_array_equal(tpe.load(io.BytesIO(archive_bytes(ep))).module()({"it's]": a, 3: a}), 3 * a)
+
+
+def test_a_derived_root_moved_after_the_computation_is_refused(derived):
+    # tpe.derived_root reads the check_input node (not the placeholder) and holds no size expression
+    expect_error(edit(derived, _move_after_compute("tpe.derived_root")), PROGRAM,
+                 "(tpe.derived_root) checks the inputs after node")

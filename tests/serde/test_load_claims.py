@@ -260,3 +260,30 @@ def test_strings_past_the_documents_character_budget_are_refused_on_load_and_on_
     enc.value(half)
     with pytest.raises(tpe.ArchiveError, match=r"cannot serialize.*np.frombuffer"):
         enc.value(half)
+
+
+def test_nested_plain_tuples_and_dict_pairs_count_against_the_item_budget():
+    """A tuple of plain tuples is built on a fast path, and a dict in graph.meta_values is decoded per
+    node that names it: both count every item (a 27 KB archive with a tuple of 1,000 tuples of 1,000
+    ints took 4 s and 0.9 GB to load; a 100,000-pair meta dict named by 300 nodes, 25 s and 1.6 GB)."""
+    import pytest
+
+    from tensorplay_export.serde.values import MAX_LITERAL_ITEMS
+
+    inner = {"k": "tuple", "v": list(range(1000))}
+    nested = {"k": "tuple", "v": [inner] * (MAX_LITERAL_ITEMS // 1000 + 1)}
+
+    def nest(doc):
+        calls = [nd for nd in doc["graph"]["nodes"] if nd["target"] == "numpy.multiply"]
+        calls[0]["args"][1] = nested
+    with pytest.raises(tpe.ArchiveError, match=f"hold more than {MAX_LITERAL_ITEMS} items"):
+        tpe.load(io.BytesIO(_edit_doc(archive(), nest)))
+
+    pairs = {"k": "dict", "v": [[i, i] for i in range(MAX_LITERAL_ITEMS // 3)]}
+
+    def meta_dict(doc):
+        for nd in doc["graph"]["nodes"]:
+            if nd["op"] == "call_function":
+                nd["meta"]["extra"] = pairs
+    with pytest.raises(tpe.ArchiveError, match=f"hold more than {MAX_LITERAL_ITEMS} items"):
+        tpe.load(io.BytesIO(_edit_doc(archive(), meta_dict)))
