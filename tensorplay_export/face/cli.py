@@ -36,9 +36,10 @@ programs (``package_pt2``) are diffed program by program, by name, unless
 ``--model`` picks one; a program NEW lacks breaks, one NEW adds does not.
 
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
-target function that raises, an output path that cannot be written, an archive
-or contract that cannot be read: the message names the file and, for ``diff``
-and ``compose``, its side).  Errors print one line (``error: ...``); with
+target function that raises, a target whose ``dynamic_shapes`` does not fit its
+own inputs (an argument or an axis the model lacks, a malformed entry), an output
+path that cannot be written, an archive or contract that cannot be read: the
+message names the file and, for ``diff`` and ``compose``, its side).  Errors print one line (``error: ...``); with
 ``--format json`` stdout also gets ``{"error": ..., "exit_status": 2}``;
 ``--debug`` prints the traceback before it and keeps the same exit status.
 """
@@ -104,7 +105,28 @@ def load_target(target: str) -> tuple[Any, tuple, dict, Any]:
         args = (args,)
     if not isinstance(kwargs, dict):
         raise UsageError(f"{func}(): kwargs must be a dict, got {type(kwargs).__name__}")
+    _check_spec_fits(func, model, tuple(args), dict(kwargs), dynamic_shapes)
     return model, tuple(args), dict(kwargs), dynamic_shapes
+
+
+def _check_spec_fits(func: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> None:
+    """The target's ``dynamic_shapes`` must fit its own inputs (argument names, nesting, axes,
+    ranks, the kinds of spec entries), or the target is wrong: a usage error, as a target
+    returning the wrong tuple is, never exit 1, which says the model's contract broke.
+
+    Checked by the spec normalization capture runs first (no tracing); example sizes outside
+    a declared range are not checked here: that is a contract failure with a fix, for
+    ``check`` and ``export`` to report.
+
+    Raises:
+        UsageError: the spec names an argument the model lacks, an axis the input lacks, ...
+    """
+    from ..specs.normalize import normalize_dynamic_shapes
+
+    try:
+        normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
+    except (TypeError, ValueError) as err:  # the documented errors of a spec that does not fit
+        raise UsageError(f"{func}(): dynamic_shapes does not fit the inputs: {err}") from err
 
 
 def _emit_json(obj: Any) -> None:
