@@ -25,7 +25,6 @@ changes (narrowed max, new equality, new divisibility...) explain the verdict.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -275,49 +274,88 @@ class Contract:
     def from_json(cls, data: Any, where: str = "<contract>") -> "Contract":
         """Rebuild from :meth:`to_json` output (operator trees; no text is parsed).
 
+        Every field is checked before anything is built (:mod:`.contract_schema`: JSON types,
+        required fields, the output treespec), then each expression tree as it is decoded
+        (one node budget for the document), and what it must stand for: a dim's ``symbol`` a
+        size symbol, a guard a condition, a size a number.
+
         Raises:
-            ValueError: not a contract document, or a malformed field (names it).
+            ValueError: not a contract document, or a malformed field (the message names
+                ``where``, the field, and what it must be).
         """
-        from ..serde.exprs import decode_expr
+        from ..serde.exprs import ExprBudget
+        from .contract_schema import check_contract_document
 
         if not isinstance(data, dict) or data.get("format") != CONTRACT_FORMAT:
             raise ValueError(f"{where} is not a tensorplay_export contract (format {CONTRACT_FORMAT!r} expected)")
         if data.get("version") != CONTRACT_VERSION:
             raise ValueError(f"{where}: contract version {data.get('version')!r} is not {CONTRACT_VERSION}")
-        try:
-            inputs = []
-            for item in data["inputs"]:
-                shape = tuple(int(t) if type(t) is int else decode_expr(t, where) for t in item["shape_tree"])
-                inputs.append((str(item["path"]), str(item["dtype"]), shape))
-            ranges, auto, dynamic = {}, set(), set()
-            for item in data["dims"]:
-                sym = decode_expr(item["symbol"], where)
-                ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
-                if item.get("auto"):  # absent in contracts written before the field: named
-                    auto.add(sym.name)
-                if item.get("hint") == "DYNAMIC":  # absent before 2026-12-02: read as Dim.AUTO
-                    dynamic.add(sym.name)
-            guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
-            outputs = []
-            for o in data["outputs"]:  # expressions when the operator trees are there (written since 2026-12-01)
-                trees = o.get("shape_tree")
-                shape = None if o["shape"] is None else tuple(
-                    int(t) if type(t) is int else decode_expr(t, where) for t in trees) if trees is not None \
-                    else tuple(o["shape"])
-                outputs.append((shape, o.get("dtype")))
-            values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
-                      for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
-            paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
-            int_inputs = [(str(item["path"]), int(item["size_tree"]) if type(item["size_tree"]) is int
-                           else decode_expr(item["size_tree"], where))
-                          for item in data.get("int_inputs", [])]  # absent before 2026-12-02: none
-            structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
-            if structure is not None and not isinstance(structure, dict):
-                raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
+        check_contract_document(data, where)
+        budget = ExprBudget()
+
+        def size(tree: Any, field: str) -> Any:
+            return tree if type(tree) is int else _decoded(tree, where, field, "size", budget)
+
+        inputs = [(item["path"], item["dtype"], tuple(size(t, f"inputs[{i}].shape_tree[{a}]")
+                                                    for a, t in enumerate(item["shape_tree"])))
+                  for i, item in enumerate(data["inputs"])]
+        ranges, auto, dynamic = {}, set(), set()
+        for i, item in enumerate(data["dims"]):
+            sym = _decoded(item["symbol"], where, f"dims[{i}].symbol", "symbol", budget)
+            ranges[sym] = (item["min"], item["max"])
+            if item.get("auto"):  # absent in contracts written before the field: named
+                auto.add(sym.name)
+            if item.get("hint") == "DYNAMIC":  # absent before 2026-12-02: read as Dim.AUTO
+                dynamic.add(sym.name)
+        guards = [_decoded(g["tree"], where, f"guards[{i}].tree", "condition", budget)
+                  for i, g in enumerate(data.get("guards", []))]
+        outputs = []
+        for i, o in enumerate(data["outputs"]):  # expressions when the operator trees are there (since 2026-12-01)
+            trees = o.get("shape_tree")
+            shape = None if o["shape"] is None else tuple(
+                size(t, f"outputs[{i}].shape_tree[{a}]") for a, t in enumerate(trees)) if trees is not None \
+                else tuple(o["shape"])
+            outputs.append((shape, o.get("dtype")))
+
+        def value(o: dict, i: int) -> Any:  # a returned size or bool: its tree, else (older writers) its text
+            if "value_tree" not in o:
+                return o["value"]
+            tree = o["value_tree"]
+            return tree if type(tree) is int else _decoded(tree, where, f"outputs[{i}].value_tree", "value", budget)
+
+        values = {i: value(o, i) for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
+        paths = [o["path"] for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+        int_inputs = [(item["path"], size(item["size_tree"], f"int_inputs[{i}].size_tree"))
+                      for i, item in enumerate(data.get("int_inputs", []))]  # absent before 2026-12-02: none
+        structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
                    structure, int_inputs, dynamic)
+
+
+_KIND_WORDS = {"size": "a size expression", "value": "a size expression or a condition (a returned bool)", "symbol": "a size symbol ([\"Symbol\", name, assumptions])",
+               "condition": "a condition (a relation, And, Or or Not)"}
+
+
+def _decoded(tree: Any, where: str, field: str, kind: str, budget: Any) -> Any:
+    """The expression of one field of a JSON contract, which must be of ``kind`` (see ``_KIND_WORDS``).
+
+    Raises:
+        ValueError: the tree is malformed (the decoder's reason) or stands for something else.
+    """
+    from ..errors import ArchiveError
+    from ..serde.exprs import decode_expr
+
+    try:
+        expr = decode_expr(tree, field, budget)
+    except ArchiveError as err:  # the decoder names the field (as its member) and the fault
+        raise ValueError(f"{where}: malformed contract: {err}") from None
+    ok = {"size": lambda e: isinstance(e, sympy.Expr),
+          "value": lambda e: isinstance(e, (sympy.Expr, sympy.logic.boolalg.Boolean)),
+          "symbol": lambda e: isinstance(e, sympy.Symbol),
+          "condition": lambda e: isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Symbol)}[kind]
+    if not ok(expr):
+        raise ValueError(f"{where}: malformed contract: {field} must be {_KIND_WORDS[kind]}, got {format_guard(expr)}")
+    return expr
 
 
 def _shape_text(shape: Any) -> str:
@@ -419,13 +457,12 @@ def load_contract(path: str, model: Optional[str] = None) -> Contract:
 
         with unregistered_dataclasses_as_names():
             return contract_of(load(path) if model is None else program_named(path, model))
+    from .contract_schema import read_contract_document
+
     with open(path, "rb") as fh:
-        try:
-            data = json.loads(fh.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is neither a program archive nor a JSON contract ({err})") from None
+        data = read_contract_document(fh.read(), os.path.basename(path), path)
     if isinstance(data, dict) and "contract" in data and "format" not in data:
-        data = data["contract"]
+        data = data["contract"]  # a `check --json` report holds one
     return Contract.from_json(data, os.path.basename(path))
 
 
@@ -980,8 +1017,15 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
         o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
         if (o_e.free_symbols | n_e.free_symbols) & one_sided:
             return  # a size of an input one side lacks: the signature change says it, not a size
-        if sympy.expand(o_e - n_e) != 0:
-            pending.append((what, o, n, o_e, n_e))
+        conditions = [isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Symbol)
+                      for e in (o_e, n_e)]
+        if conditions[0] != conditions[1]:  # a returned bool that became a size, or back: changed
+            pending.append((what, o, n, None))
+        elif conditions[0]:
+            if o_e != n_e:
+                pending.append((what, o, n, sympy.Equivalent(o_e, n_e)))
+        elif sympy.expand(o_e - n_e) != 0:
+            pending.append((what, o, n, sympy.Eq(o_e, n_e)))
 
     for p in po:
         if p not in at_n:
@@ -1010,11 +1054,11 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
             # equal wherever both admit the sizes: where only OLD does, NEW refuses the call (a
             # narrowing, listed as one), and NEW's sizes there mean nothing
             s.assume(sympy.And(_admits(old, var), _admits(new, var)))
-            undecided = [q for q in pending if s.implies(sympy.Eq(q[3], q[4])).status != "proved"]
+            undecided = [q for q in pending if q[3] is None or s.implies(q[3]).status != "proved"]
         except Exception:  # noqa: BLE001 - a size the solver cannot read: reported as changed
             undecided = pending
         pending = undecided
-    for what, o, n, _oe, _ne in pending:
+    for what, o, n, _same in pending:
         changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True))
     return changes
 
