@@ -334,6 +334,11 @@ class ShapeSolver:
             self.stats["cache_hits"] += 1
             self.stats["decided_without_z3"] += 1
             return Verdict(hit.status, hit.counterexample, hit.reason, "cache")
+        budget = active_budget()
+        if budget is not None and budget.spent:  # not cached: under another budget it may be decided
+            budget.refused += 1
+            self.stats["unknown"] += 1
+            return Verdict(UNKNOWN, None, budget.reason, "budget")
         c = canonicalize(e, self._bounds)
         key2 = (kind, c, self._state)
         hit = self._cache.get(key2)
@@ -342,11 +347,6 @@ class ShapeSolver:
             self.stats["decided_without_z3"] += 1
             self._cache[key] = hit
             return Verdict(hit.status, hit.counterexample, hit.reason, "cache")
-        budget = active_budget()
-        if budget is not None and budget.spent:  # not cached: under another budget it may be decided
-            budget.refused += 1
-            self.stats["unknown"] += 1
-            return Verdict(UNKNOWN, None, budget.reason, "budget")
         before = self.stats["z3_calls"]
         v = self._decide(kind, e, c)
         if v.unknown:

@@ -20,8 +20,8 @@ JSON; their operators, symbols and sizes are checked when they are decoded
 """
 from __future__ import annotations
 
+import itertools
 import json
-import re
 from typing import Any, Callable, Optional
 
 from ..serde.jsonio import MAX_JSON_BYTES, MAX_JSON_DEPTH
@@ -36,22 +36,20 @@ class ContractDocumentError(ValueError):
 
 
 # -- the text ---------------------------------------------------------------------------------------
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def nesting_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in JSON ``text``, brackets inside strings not
-    counted, found without parsing (no recursion, whatever the depth).
+def nesting_depth(source: str) -> int:
+    """The deepest nesting of arrays and objects in the JSON text ``source``, brackets inside
+    strings not counted, found without parsing (no recursion, whatever the depth).
 
-    On text that is no JSON the count may be off; ``json`` then refuses the text at the
-    point where the two readings part, before it has nested any deeper than counted.
+    Strings are cut out as :func:`tensorplay_export.serde.jsonio.loads` counts colons outside
+    them: backslash pairs dropped first, then escaped quotes, so every quote left opens or
+    closes a string.  On text that is no JSON the count may be off; ``json`` then refuses the
+    text where the two readings part, before it has nested any deeper than counted.
     """
-    depth = deepest = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+    outside = "".join(source.replace("\\\\", "").replace('\\"', "").split('"')[0::2])
+    return max(itertools.accumulate(map(_STEP.__getitem__, filter(_STEP.__contains__, outside)), initial=0))
 
 
 def read_contract_document(raw: bytes, where: str, path: Optional[str] = None) -> Any:
@@ -69,16 +67,16 @@ def read_contract_document(raw: bytes, where: str, path: Optional[str] = None) -
         raise ContractDocumentError(f"{where}: a JSON contract of {len(raw)} bytes exceeds the limit of "
                                     f"{MAX_JSON_BYTES} bytes")
     try:
-        text = raw.decode("utf-8")
+        source = raw.decode("utf-8")
     except UnicodeDecodeError as err:
         raise ContractDocumentError(f"{path} is neither a program archive nor a JSON contract (not UTF-8 text: "
                                     f"{err.reason} at byte {err.start})") from None
-    depth = nesting_depth(text)
+    depth = nesting_depth(source)
     if depth > MAX_CONTRACT_DEPTH:
         raise ContractDocumentError(f"{where}: malformed contract: arrays and objects nested {depth} levels deep, "
                                     f"at most {MAX_CONTRACT_DEPTH} expected")
     try:
-        return json.loads(text)
+        return json.loads(source)
     except json.JSONDecodeError as err:
         raise ContractDocumentError(f"{path} is neither a program archive nor a JSON contract ({err})") from None
 
