@@ -3,6 +3,7 @@ arithmetic and z3, and synthesize verified fixes for violated guards.
 
 Knows nothing of arrays, tracing or programs; imports sympy and z3 only.
 """
+from .budget import SolverBudget, active_budget, solver_budget
 from .canon import canonicalize
 from .decide import PROVED, REFUTED, UNKNOWN, ShapeSolver, Verdict, make_symbol
 from .evaluation import UnboundSymbolError, evaluate
@@ -19,5 +20,6 @@ __all__ = [
     "UnsupportedExpressionError", "evaluate", "UnboundSymbolError", "make_symbol", "RangeFix", "ConstantFix",
     "RelationFix", "Unfixable", "RELATION_FORMS", "SEARCHED_FORMS", "GuardCheck", "Translator", "to_z3", "bounds",
     "decide_by_intervals", "value_extent", "witness",
+    "SolverBudget", "solver_budget", "active_budget",
     "PROVED", "REFUTED", "UNKNOWN",
 ]

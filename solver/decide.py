@@ -24,6 +24,7 @@ from typing import Mapping, Optional
 import sympy
 import z3
 
+from .budget import active_budget
 from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
 from .floats import decide_box as _float_box, has_float_ops
@@ -54,8 +55,9 @@ class Verdict:
         reason: one line saying why.
         via: what decided it: ``"cache"``, ``"intervals"`` (canonical form and
             interval arithmetic), ``"floats"`` (a guard with float operations on sizes, in
-            Python's float arithmetic: :mod:`.floats`), ``"z3"``, or ``"enumeration"`` (z3 ran out of time and
-            the ranges were small enough to evaluate every point exactly).
+            Python's float arithmetic: :mod:`.floats`), ``"z3"``, ``"enumeration"`` (z3 ran out of time and
+            the ranges were small enough to evaluate every point exactly), or ``"budget"`` (undecided: the
+            :mod:`.budget` of the work asking was spent).
     """
 
     status: str
@@ -332,6 +334,11 @@ class ShapeSolver:
             self.stats["cache_hits"] += 1
             self.stats["decided_without_z3"] += 1
             return Verdict(hit.status, hit.counterexample, hit.reason, "cache")
+        budget = active_budget()
+        if budget is not None and budget.spent:  # not cached: under another budget it may be decided
+            budget.refused += 1
+            self.stats["unknown"] += 1
+            return Verdict(UNKNOWN, None, budget.reason, "budget")
         c = canonicalize(e, self._bounds)
         key2 = (kind, c, self._state)
         hit = self._cache.get(key2)
@@ -355,6 +362,9 @@ class ShapeSolver:
             self.stats["decided_without_z3"] += 1
         if v.unknown:
             self.stats["unknown"] += 1
+            if budget is not None and budget.spent:  # cut short by the budget, not by the query's timeout
+                budget.refused += 1
+                return Verdict(UNKNOWN, None, budget.reason, "budget")
         self._cache[key] = v
         self._cache[key2] = v
         return v
@@ -596,6 +606,9 @@ class ShapeSolver:
 
     def _check(self, s) -> z3.CheckSatResult:
         self.stats["z3_calls"] += 1
+        budget = active_budget()
+        if budget is not None:  # z3 gets what is left of the budget when that is less than its timeout
+            s.set("timeout", max(1, min(self.timeout_ms, budget.remaining_ms())))
         return s.check()
 
     def _model(self, s, names) -> dict:
@@ -702,8 +715,12 @@ class ShapeSolver:
         every size involved is bounded and the box has at most ``MAX_ENUMERATED_POINTS``
         points, each point is evaluated exactly (``numeric``: the assumptions, then the
         query), in a fixed order, which decides the query the same way on any machine.
-        None when the box is unbounded or too large, or some point cannot be evaluated.
+        None when the box is unbounded or too large, or some point cannot be evaluated, or the
+        budget of the work asking is spent (:mod:`.budget`).
         """
+        budget = active_budget()
+        if budget is not None and budget.spent:
+            return None
         axes = []
         total = 1
         for n in names:

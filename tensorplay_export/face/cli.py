@@ -19,6 +19,14 @@ Actions workflow commands (``::error file=F,line=L::message``, the message's
 and ``,`` as ``%3A`` and ``%2C``, as the workflow-commands documentation
 specifies), one per failure at the model's source line, then the plain fix block.
 
+``contract``, ``diff`` and ``compose`` share one solver budget per command
+(``--solver-budget SECONDS``, default 8, counted from the command's start): every
+solver query has its own timeout, and the budget bounds them all together (a
+contract of hundreds of hard guards asked each its full timeout).  What the budget leaves undecided is said, never
+passed: ``diff`` lists it as ``[undecided]`` and exits 1, ``compose`` reports the
+composition undecided (exit 1), ``contract`` shows expressions it had no time to
+simplify as they are; each says how to raise the budget.
+
 ``contract``, ``show``, ``diff`` and ``compose`` read archives as data: a program
 whose inputs or outputs are registered dataclasses opens without the class
 (its name is kept).  ``run`` builds instances, so it needs the class:
@@ -36,9 +44,10 @@ programs (``package_pt2``) are diffed program by program, by name, unless
 ``--model`` picks one; a program NEW lacks breaks, one NEW adds does not.
 
 Exit status 2 means a usage error (bad arguments, missing file, bad target, a
-target function that raises, an output path that cannot be written, an archive
-or contract that cannot be read: the message names the file and, for ``diff``
-and ``compose``, its side).  Errors print one line (``error: ...``); with
+target function that raises, a target whose ``dynamic_shapes`` does not fit its
+own inputs (an argument or an axis the model lacks, a malformed entry), an output
+path that cannot be written, an archive or contract that cannot be read: the
+message names the file and, for ``diff`` and ``compose``, its side).  Errors print one line (``error: ...``); with
 ``--format json`` stdout also gets ``{"error": ..., "exit_status": 2}``;
 ``--debug`` prints the traceback before it and keeps the same exit status.
 """
@@ -48,6 +57,7 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import math
 import os
 import sys
 import traceback
@@ -104,7 +114,28 @@ def load_target(target: str) -> tuple[Any, tuple, dict, Any]:
         args = (args,)
     if not isinstance(kwargs, dict):
         raise UsageError(f"{func}(): kwargs must be a dict, got {type(kwargs).__name__}")
+    _check_spec_fits(func, model, tuple(args), dict(kwargs), dynamic_shapes)
     return model, tuple(args), dict(kwargs), dynamic_shapes
+
+
+def _check_spec_fits(func: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> None:
+    """The target's ``dynamic_shapes`` must fit its own inputs (argument names, nesting, axes,
+    ranks, the kinds of spec entries), or the target is wrong: a usage error, as a target
+    returning the wrong tuple is, never exit 1, which says the model's contract broke.
+
+    Checked by the spec normalization capture runs first (no tracing); example sizes outside
+    a declared range are not checked here: that is a contract failure with a fix, for
+    ``check`` and ``export`` to report.
+
+    Raises:
+        UsageError: the spec names an argument the model lacks, an axis the input lacks, ...
+    """
+    from ..specs.normalize import normalize_dynamic_shapes
+
+    try:
+        normalize_dynamic_shapes(model, args, kwargs, dynamic_shapes)
+    except (TypeError, ValueError) as err:  # the documented errors of a spec that does not fit
+        raise UsageError(f"{func}(): dynamic_shapes does not fit the inputs: {err}") from err
 
 
 def _emit_json(obj: Any) -> None:
@@ -416,6 +447,10 @@ def cmd_contract(opts: argparse.Namespace) -> int:
         _emit_json(c.to_json())
     else:
         _console().print(c.describe(), markup=False)
+    if opts.budget.spent:  # the contract is right, only not in its simplest form
+        _console(stderr=True).print(f"note: the solver budget of {opts.solver_budget:g} s ran out: some "
+                                    f"expressions are shown unsimplified; raise it, e.g. --solver-budget "
+                                    f"{4 * opts.solver_budget:g}", markup=False)
     return EXIT_OK
 
 
@@ -449,30 +484,45 @@ def cmd_diff(opts: argparse.Namespace) -> int:
         new = next(iter(news.values())) if news else read_contract(opts.new, None, "NEW")
     d = diff_contracts(old, new)
     status = EXIT_FAIL if d.breaking else EXIT_OK
+    hint = _budget_hint(opts, len(d.undecided))
     if opts.format == "json":
-        _emit_json(dict(d.to_json(), exit_status=status))
+        _emit_json(dict(d.to_json(), exit_status=status, solver_budget=opts.solver_budget))
     elif opts.format == "github":
-        head, _, rest = str(d).partition("\n")
-        lines = [gh_annotation("error", str(d), file=opts.new, title=head)] if d.breaking else []
+        text = str(d) + (f"\n{hint}" if hint else "")
+        head, _, rest = text.partition("\n")
+        lines = [gh_annotation("error", text, file=opts.new, title=head)] if d.breaking else []
         _print_plain(lines + [head] + ([rest] if rest else []))
     else:
-        _print_headed(str(d), not d.breaking)
+        con = _print_headed(str(d), not d.breaking)
+        if hint:
+            con.print(hint, style="bold red", markup=False)
     return status
+
+
+def _budget_hint(opts: argparse.Namespace, undecided: int) -> Optional[str]:
+    """What to do when the solver budget left ``undecided`` questions (None when it left none)."""
+    if not undecided:
+        return None
+    return (f"the solver budget of {opts.solver_budget:g} s ran out with {undecided} question(s) undecided "
+            f"(listed above); this is not a pass: raise the budget, e.g. --solver-budget {4 * opts.solver_budget:g}")
 
 
 def _report_package_diff(opts: argparse.Namespace, d: Any) -> int:
     status = EXIT_FAIL if d.breaking else EXIT_OK
+    hint = _budget_hint(opts, sum(len(pd.undecided) for pd in d.programs.values()))
     if opts.format == "json":
-        _emit_json(dict(d.to_json(), exit_status=status))
+        _emit_json(dict(d.to_json(), exit_status=status, solver_budget=opts.solver_budget))
     elif opts.format == "github":
         lines = [gh_annotation("error", f"program {n!r} removed", file=opts.new, title="program removed")
                  for n in d.removed]
         lines += [gh_annotation("error", str(pd), file=opts.new,
                                 title=f"program {n!r}: {str(pd).splitlines()[0]}")
                   for n, pd in sorted(d.programs.items()) if pd.breaking]
-        _print_plain(lines + [str(d)])
+        _print_plain(lines + [str(d)] + ([hint] if hint else []))
     else:
-        _print_headed(str(d), not d.breaking)
+        con = _print_headed(str(d), not d.breaking)
+        if hint:
+            con.print(hint, style="bold red", markup=False)
     return status
 
 
@@ -622,13 +672,21 @@ def _violation_text(v: Any) -> list:
 def _report_composed(opts: argparse.Namespace, result: Any) -> int:
     ok = result.verdict == "proved"
     status = EXIT_OK if ok else EXIT_FAIL
+    refused = opts.budget.refused if not ok else 0  # queries the spent budget answered "unknown"
+    hint = None if not refused else (
+        f"the solver budget of {opts.solver_budget:g} s ran out ({refused} solver question(s) not asked); "
+        f"raise it, e.g. --solver-budget {4 * opts.solver_budget:g}")
     if opts.format == "json":
-        _emit_json(dict(result.to_json(), exit_status=status))
+        _emit_json(dict(result.to_json(), exit_status=status, solver_budget=opts.solver_budget,
+                        solver_budget_ran_out=bool(refused)))
     elif opts.format == "github":
-        lines = [] if ok else [gh_annotation("warning", result.describe(), title="composition undecided")]
-        _print_plain(lines + [result.describe()])
+        text = result.describe() + (f"\n{hint}" if hint else "")
+        lines = [] if ok else [gh_annotation("warning", text, title="composition undecided")]
+        _print_plain(lines + [text])
     else:
-        _print_headed(result.describe(), ok)
+        con = _print_headed(result.describe(), ok)
+        if hint:
+            con.print(hint, style="bold red", markup=False)
     return status
 
 
@@ -643,6 +701,20 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                         help="import MODULE (a module name or a .py file) first, e.g. to register dataclasses;"
                              " repeatable")
+
+
+DEFAULT_SOLVER_BUDGET = 8.0  # seconds, reading the archives included: a real model's diff takes well under one
+
+
+def _seconds(text: str) -> float:
+    """``--solver-budget``'s value: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds expected, got {text!r}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -685,6 +757,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a loop's first call: narrow a dim (e.g. past=0); repeatable")
     _add_format(m, ("text", "json", "github"))
     m.set_defaults(run=cmd_compose)
+    for parser in (k, d, m):
+        parser.add_argument("--solver-budget", type=_seconds, default=DEFAULT_SOLVER_BUDGET, metavar="SECONDS",
+                            help="solver time for the whole command, over all its questions; what is left "
+                                 f"undecided is reported, never passed (default {DEFAULT_SOLVER_BUDGET:g})")
     for parser in (k, d, s, r):
         parser.add_argument("--model", metavar="NAME", default=None,
                             help="the program of that name in an archive holding several (package_pt2)")
@@ -717,7 +793,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     debug = getattr(opts, "debug", False)
     # --debug only adds the traceback: the exit status is the same with and without it
     try:
-        status = opts.run(opts)
+        with _budget(opts):
+            status = opts.run(opts)
         sys.stdout.flush()  # a closed pipe fails here, inside the handler below, not at exit
         return status
     except BrokenPipeError:
@@ -733,6 +810,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as err:  # noqa: BLE001 - one clear line for CI logs; --debug for the traceback
         text = " ".join(str(err).split()) or type(err).__name__
         return _fail(opts, debug, f"{type(err).__name__}: {text}")
+
+
+@contextmanager
+def _budget(opts: argparse.Namespace) -> Iterator[None]:
+    """The command's solver budget (``opts.budget``), from its start: reading an archive
+    simplifies its guards, which on hostile input takes as long as deciding them."""
+    seconds = getattr(opts, "solver_budget", None)
+    if seconds is None:
+        yield
+        return
+    from solver import solver_budget
+
+    with solver_budget(seconds) as opts.budget:
+        yield
 
 
 def _fail(opts: argparse.Namespace, debug: bool, message: str) -> int:

@@ -25,7 +25,6 @@ changes (narrowed max, new equality, new divisibility...) explain the verdict.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -34,7 +33,7 @@ from typing import Any, Optional
 
 import sympy
 
-from solver import canonicalize
+from solver import active_budget, canonicalize
 
 from ..capture.exclusive import exclusive
 from ..errors import FIXES_HEADER
@@ -124,8 +123,9 @@ class Contract:
         self.output_values = {i: simple(v) for i, v in self.output_values.items()}
 
     def _simplified(self, expr: Any) -> Any:
-        """``expr`` in the solver's canonical form over :attr:`ranges` (text and ints as they are)."""
-        if not isinstance(expr, sympy.Basic) or not expr.free_symbols:
+        """``expr`` in the solver's canonical form over :attr:`ranges` (text and ints as they are);
+        as it is once the solver budget of the command is spent (simplifying is sound to skip)."""
+        if not isinstance(expr, sympy.Basic) or not expr.free_symbols or _budget_spent():
             return expr
         return canonicalize(expr, self.ranges)
 
@@ -275,49 +275,88 @@ class Contract:
     def from_json(cls, data: Any, where: str = "<contract>") -> "Contract":
         """Rebuild from :meth:`to_json` output (operator trees; no text is parsed).
 
+        Every field is checked before anything is built (:mod:`.contract_schema`: JSON types,
+        required fields, the output treespec), then each expression tree as it is decoded
+        (one node budget for the document), and what it must stand for: a dim's ``symbol`` a
+        size symbol, a guard a condition, a size a number.
+
         Raises:
-            ValueError: not a contract document, or a malformed field (names it).
+            ValueError: not a contract document, or a malformed field (the message names
+                ``where``, the field, and what it must be).
         """
-        from ..serde.exprs import decode_expr
+        from ..serde.exprs import ExprBudget
+        from .contract_schema import check_contract_document
 
         if not isinstance(data, dict) or data.get("format") != CONTRACT_FORMAT:
             raise ValueError(f"{where} is not a tensorplay_export contract (format {CONTRACT_FORMAT!r} expected)")
         if data.get("version") != CONTRACT_VERSION:
             raise ValueError(f"{where}: contract version {data.get('version')!r} is not {CONTRACT_VERSION}")
-        try:
-            inputs = []
-            for item in data["inputs"]:
-                shape = tuple(int(t) if type(t) is int else decode_expr(t, where) for t in item["shape_tree"])
-                inputs.append((str(item["path"]), str(item["dtype"]), shape))
-            ranges, auto, dynamic = {}, set(), set()
-            for item in data["dims"]:
-                sym = decode_expr(item["symbol"], where)
-                ranges[sym] = (int(item["min"]), None if item["max"] is None else int(item["max"]))
-                if item.get("auto"):  # absent in contracts written before the field: named
-                    auto.add(sym.name)
-                if item.get("hint") == "DYNAMIC":  # absent before 2026-12-02: read as Dim.AUTO
-                    dynamic.add(sym.name)
-            guards = [decode_expr(g["tree"], where) for g in data.get("guards", [])]
-            outputs = []
-            for o in data["outputs"]:  # expressions when the operator trees are there (written since 2026-12-01)
-                trees = o.get("shape_tree")
-                shape = None if o["shape"] is None else tuple(
-                    int(t) if type(t) is int else decode_expr(t, where) for t in trees) if trees is not None \
-                    else tuple(o["shape"])
-                outputs.append((shape, o.get("dtype")))
-            values = {i: decode_expr(o["value_tree"], where) if "value_tree" in o else str(o["value"])
-                      for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
-            paths = [str(o["path"]) for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
-            int_inputs = [(str(item["path"]), int(item["size_tree"]) if type(item["size_tree"]) is int
-                           else decode_expr(item["size_tree"], where))
-                          for item in data.get("int_inputs", [])]  # absent before 2026-12-02: none
-            structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
-            if structure is not None and not isinstance(structure, dict):
-                raise TypeError(f"output_structure must be an object, got {type(structure).__name__}")
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{where}: malformed contract ({type(err).__name__}: {err})") from None
+        check_contract_document(data, where)
+        budget = ExprBudget()
+
+        def size(tree: Any, field: str) -> Any:
+            return tree if type(tree) is int else _decoded(tree, where, field, "size", budget)
+
+        inputs = [(item["path"], item["dtype"], tuple(size(t, f"inputs[{i}].shape_tree[{a}]")
+                                                    for a, t in enumerate(item["shape_tree"])))
+                  for i, item in enumerate(data["inputs"])]
+        ranges, auto, dynamic = {}, set(), set()
+        for i, item in enumerate(data["dims"]):
+            sym = _decoded(item["symbol"], where, f"dims[{i}].symbol", "symbol", budget)
+            ranges[sym] = (item["min"], item["max"])
+            if item.get("auto"):  # absent in contracts written before the field: named
+                auto.add(sym.name)
+            if item.get("hint") == "DYNAMIC":  # absent before 2026-12-02: read as Dim.AUTO
+                dynamic.add(sym.name)
+        guards = [_decoded(g["tree"], where, f"guards[{i}].tree", "condition", budget)
+                  for i, g in enumerate(data.get("guards", []))]
+        outputs = []
+        for i, o in enumerate(data["outputs"]):  # expressions when the operator trees are there (since 2026-12-01)
+            trees = o.get("shape_tree")
+            shape = None if o["shape"] is None else tuple(
+                size(t, f"outputs[{i}].shape_tree[{a}]") for a, t in enumerate(trees)) if trees is not None \
+                else tuple(o["shape"])
+            outputs.append((shape, o.get("dtype")))
+
+        def value(o: dict, i: int) -> Any:  # a returned size or bool: its tree, else (older writers) its text
+            if "value_tree" not in o:
+                return o["value"]
+            tree = o["value_tree"]
+            return tree if type(tree) is int else _decoded(tree, where, f"outputs[{i}].value_tree", "value", budget)
+
+        values = {i: value(o, i) for i, o in enumerate(data["outputs"]) if "value" in o or "value_tree" in o}
+        paths = [o["path"] for o in data["outputs"]] if all("path" in o for o in data["outputs"]) else []
+        int_inputs = [(item["path"], size(item["size_tree"], f"int_inputs[{i}].size_tree"))
+                      for i, item in enumerate(data.get("int_inputs", []))]  # absent before 2026-12-02: none
+        structure = data.get("output_structure")  # absent in contracts written before 2026-12-02
         return cls(inputs, ranges, guards, outputs, list(data.get("runtime_checks", [])), auto, values, paths,
                    structure, int_inputs, dynamic)
+
+
+_KIND_WORDS = {"size": "a size expression", "value": "a size expression or a condition (a returned bool)", "symbol": "a size symbol ([\"Symbol\", name, assumptions])",
+               "condition": "a condition (a relation, And, Or or Not)"}
+
+
+def _decoded(tree: Any, where: str, field: str, kind: str, budget: Any) -> Any:
+    """The expression of one field of a JSON contract, which must be of ``kind`` (see ``_KIND_WORDS``).
+
+    Raises:
+        ValueError: the tree is malformed (the decoder's reason) or stands for something else.
+    """
+    from ..errors import ArchiveError
+    from ..serde.exprs import decode_expr
+
+    try:
+        expr = decode_expr(tree, field, budget)
+    except ArchiveError as err:  # the decoder names the field (as its member) and the fault
+        raise ValueError(f"{where}: malformed contract: {err}") from None
+    ok = {"size": lambda e: isinstance(e, sympy.Expr),
+          "value": lambda e: isinstance(e, (sympy.Expr, sympy.logic.boolalg.Boolean)),
+          "symbol": lambda e: isinstance(e, sympy.Symbol),
+          "condition": lambda e: isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Symbol)}[kind]
+    if not ok(expr):
+        raise ValueError(f"{where}: malformed contract: {field} must be {_KIND_WORDS[kind]}, got {format_guard(expr)}")
+    return expr
 
 
 def _shape_text(shape: Any) -> str:
@@ -419,13 +458,12 @@ def load_contract(path: str, model: Optional[str] = None) -> Contract:
 
         with unregistered_dataclasses_as_names():
             return contract_of(load(path) if model is None else program_named(path, model))
+    from .contract_schema import read_contract_document
+
     with open(path, "rb") as fh:
-        try:
-            data = json.loads(fh.read().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ValueError(f"{path} is neither a program archive nor a JSON contract ({err})") from None
+        data = read_contract_document(fh.read(), os.path.basename(path), path)
     if isinstance(data, dict) and "contract" in data and "format" not in data:
-        data = data["contract"]
+        data = data["contract"]  # a `check --json` report holds one
     return Contract.from_json(data, os.path.basename(path))
 
 
@@ -455,16 +493,20 @@ class Change:
     admits (a dropped equality the other checks still imply, decided by the
     solver); it neither narrows nor widens.  ``output``: a change of what the
     program returns (a caller of OLD may break on it), not of what it admits.
+    ``undecided``: the solver budget ran out before the question behind the change was
+    decided (whether the other side implies it, whether two sizes are equal): it is
+    listed as it would be when not implied, tagged ``[undecided]``.
     """
 
     what: str
     narrowing: bool
     same: bool = False
     output: bool = False
+    undecided: bool = False
 
     def __str__(self) -> str:
-        tag = ("[output]  " if self.output else "[same]    " if self.same else
-               "[narrows] " if self.narrowing else "[widens]  ")
+        tag = ("[undecided] " if self.undecided else "[output]  " if self.output else "[same]    " if self.same
+               else "[narrows] " if self.narrowing else "[widens]  ")
         return f"{tag}{self.what}"
 
 
@@ -485,6 +527,10 @@ class ContractDiff:
             at those sizes only a re-export says.
         notes: what else would restore OLD's sizes (an axis that became static), or why no
             fix is given.
+        undecided: the questions left undecided because the solver budget of the work
+            (:func:`solver.solver_budget`, ``--solver-budget`` on the command line) ran out,
+            in words (``whether NEW admits every size OLD admits``, ``new relation/guard: ...``);
+            the changes they concern are tagged ``[undecided]``.
     """
 
     narrowed: Optional[bool]
@@ -494,13 +540,14 @@ class ContractDiff:
     outputs_changed: bool = False
     fixes: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    undecided: list = field(default_factory=list)
 
     @property
     def breaking(self) -> bool:
         """Whether a caller of OLD may break on NEW: it refuses sizes OLD admits, the solver could
-        not decide that, or what it returns changed (count, dtype, rank or a size); a CI gate
-        fails on this."""
-        return self.narrowed is not False or self.outputs_changed
+        not decide that, what it returns changed (count, dtype, rank or a size), or the solver
+        budget ran out before every question was decided; a CI gate fails on this."""
+        return self.narrowed is not False or self.outputs_changed or bool(self.undecided)
 
     def __str__(self) -> str:
         if self.narrowed:
@@ -508,7 +555,7 @@ class ContractDiff:
         elif self.narrowed is None:
             head = "could not decide whether NEW admits every size OLD admits"
         else:
-            wider = any(not (c.same or c.output or c.narrowing) for c in self.changes)
+            wider = any(not (c.same or c.output or c.narrowing or c.undecided) for c in self.changes)
             head = "NEW admits every size OLD admits" + (
                 " (no change)" if not self.changes else "" if not wider else
                 " (wider)" if self.outputs_changed else " (wider: not breaking)")
@@ -520,6 +567,13 @@ class ContractDiff:
                        + ", ".join(f"{k} = {v}" for k, v in self.witness.items()))
         if self.reason:
             out.append(f"  {self.reason}")
+        if self.undecided:
+            marked = {c.what for c in self.changes if c.undecided}
+            out.append(f"  the solver budget ran out with {len(self.undecided)} question(s) undecided; "
+                       "a larger budget may decide them:")
+            out += [f"    {q}" for q in self.undecided if q not in marked]
+            if marked:
+                out.append(f"    and the {len(marked)} change(s) marked [undecided]")
         if self.changes:
             out.append("Changes:")
             out += [f"  {c}" for c in self.changes]
@@ -533,9 +587,31 @@ class ContractDiff:
     def to_json(self) -> dict:
         return {"narrowed": self.narrowed, "outputs_changed": self.outputs_changed, "breaking": self.breaking,
                 "witness": self.witness, "reason": self.reason, "fixes": list(self.fixes),
-                "notes": list(self.notes),
+                "notes": list(self.notes), "undecided": list(self.undecided),
                 "changes": [{"what": c.what, "narrowing": c.narrowing, "same": c.same,
-                             **({"output": True} if c.output else {})} for c in self.changes]}
+                             **({"output": True} if c.output else {}),
+                             **({"undecided": True} if c.undecided else {})} for c in self.changes]}
+
+
+class _BudgetSpent(Exception):
+    """The solver budget ran out while a formula was being built (its text: the budget's reason)."""
+
+
+def _budget_spent() -> bool:
+    budget = active_budget()
+    return budget is not None and budget.spent
+
+
+def _checkpoint() -> None:
+    """Stop building a formula once the solver budget is spent: on a contract of hundreds of hard
+    guards, substituting sizes into each takes as long as deciding (measured: 4 s for 201 Mod guards).
+
+    Raises:
+        _BudgetSpent: the budget of the work asking is spent.
+    """
+    budget = active_budget()
+    if budget is not None and budget.spent:
+        raise _BudgetSpent(budget.reason)
 
 
 def _site_keys(c: Contract) -> list:
@@ -582,6 +658,7 @@ def _admits(c: Contract, var: dict) -> Any:
             if hi is not None:
                 conds.append(binding[sym] <= hi)
     for g in c.guards:
+        _checkpoint()
         if g.free_symbols <= binding.keys():
             conds.append(g.xreplace(binding))
     conds = [x for x in conds if x is not sympy.true]
@@ -667,8 +744,8 @@ def _site_named(c: Contract) -> Contract:
     """
     repl = {r: sympy.Symbol(n, integer=True, nonnegative=True) for r, n in _root_site_names(c).items()}
 
-    def sub(e: Any) -> Any:
-        return e.xreplace(repl) if isinstance(e, sympy.Basic) else e
+    def sub(e: Any) -> Any:  # once the solver budget is spent, texts keep their dim names
+        return e.xreplace(repl) if isinstance(e, sympy.Basic) and not _budget_spent() else e
 
     inputs = [(p, dt, tuple(sub(d) for d in shape)) for p, dt, shape in c.inputs]
     ranges = {repl.get(r, r): v for r, v in c.ranges.items()}
@@ -676,9 +753,9 @@ def _site_named(c: Contract) -> Contract:
                     c.auto_dims, {i: sub(v) for i, v in c.output_values.items()})
 
 
-def _structural_changes(old: Contract, new: Contract) -> list[Change]:
+def _signature_changes(old: Contract, new: Contract) -> list[Change]:
+    """Inputs removed or added, and ranks or dtypes changed: each narrows (a call made for OLD fails)."""
     changes = []
-    od, nd = _site_dims(old), _site_dims(new)
     old_in = {p: (dt, len(s)) for p, dt, s in old.inputs} | {p: ("int", 0) for p, _d in old.int_inputs}
     new_in = {p: (dt, len(s)) for p, dt, s in new.inputs} | {p: ("int", 0) for p, _d in new.int_inputs}
     for p in old_in:
@@ -691,6 +768,21 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
     for p in new_in:
         if p not in old_in:
             changes.append(Change(f"input {p} added (calls made for OLD lack it)", True))
+    return changes
+
+
+def _asked(holds: "_Holds", cond: Any, implied: Change, otherwise: Change) -> Change:
+    """``implied`` when ``holds`` proves ``cond``, ``otherwise`` when it does not; ``otherwise``
+    tagged undecided when the solver budget ran out first."""
+    got = holds(cond)
+    if got is None:
+        return Change(otherwise.what, otherwise.narrowing, undecided=True)
+    return implied if got else otherwise
+
+
+def _structural_changes(old: Contract, new: Contract) -> list[Change]:
+    changes = _signature_changes(old, new)
+    od, nd = _site_dims(old), _site_dims(new)
     for key in od:
         if key not in nd:
             continue
@@ -747,25 +839,21 @@ def _structural_changes(old: Contract, new: Contract) -> list[Change]:
                     changes.append(Change(f"equality {a} == {b} now {now}", False, True))
                     break
     for a, b in sorted(neq - oeq):
-        if old_holds(_site_eq(a, b)):
-            changes.append(Change(f"equality {a} == {b} now shared dim (OLD implied it already)", False, True))
-        else:
-            changes.append(Change(f"new equality: {a} == {b}", True))
+        changes.append(_asked(old_holds, _site_eq(a, b),
+                              Change(f"equality {a} == {b} now shared dim (OLD implied it already)", False, True),
+                              Change(f"new equality: {a} == {b}", True)))
     for a, b in sorted(oeq - neq):
-        if new_holds(_site_eq(a, b)):
-            changes.append(Change(f"equality {a} == {b} no longer a shared dim (NEW still implies it)", False, True))
-        else:
-            changes.append(Change(f"equality dropped: {a} == {b}", False))
+        changes.append(_asked(new_holds, _site_eq(a, b),
+                              Change(f"equality {a} == {b} no longer a shared dim (NEW still implies it)", False, True),
+                              Change(f"equality dropped: {a} == {b}", False)))
     for r in sorted(set(new_facts) - set(old_facts)):
-        if old_holds(new_facts[r]):
-            changes.append(Change(f"relation/guard {r} now stated (OLD implied it already)", False, True))
-        else:
-            changes.append(Change(f"new relation/guard: {r}", True))
+        changes.append(_asked(old_holds, new_facts[r],
+                              Change(f"relation/guard {r} now stated (OLD implied it already)", False, True),
+                              Change(f"new relation/guard: {r}", True)))
     for r in sorted(set(old_facts) - set(new_facts)):
-        if new_holds(old_facts[r]):
-            changes.append(Change(f"relation/guard {r} no longer stated (NEW still implies it)", False, True))
-        else:
-            changes.append(Change(f"relation/guard dropped: {r}", False))
+        changes.append(_asked(new_holds, old_facts[r],
+                              Change(f"relation/guard {r} no longer stated (NEW still implies it)", False, True),
+                              Change(f"relation/guard dropped: {r}", False)))
     return changes
 
 
@@ -784,7 +872,11 @@ def _site_eq(a: str, b: str) -> Any:
 
 
 def _facts(c: Contract) -> dict:
-    """Relation and guard texts (as :func:`_structural_changes` lists them) -> condition over site variables."""
+    """Relation and guard texts (as :func:`_structural_changes` lists them) -> condition over site
+    variables; the condition is None for those the solver budget left no time to build (their
+    texts are then sympy's, and name dims, not input axes, when it ran out before any was built)."""
+    if _budget_spent():  # nor time to print them factored (sympy.factor: 20 ms a hard guard)
+        return {sympy.sstr(g): None for g in c.guards if _divisor(g) is None}
     var = {key: _site_var(key) for key, _d in _site_keys(c)}
     binding, _conds = _binding(c, var)
     named = _site_named(c)
@@ -802,12 +894,17 @@ def _facts(c: Contract) -> dict:
                 i += 1
     for g in named.guards:
         if _divisor(g) is None:
-            out[_text(g)] = g.xreplace(back)
+            if _budget_spent():
+                out[sympy.sstr(g)] = None
+            else:
+                out[_text(g)] = g.xreplace(back)
     return out
 
 
 class _Holds:
-    """``holds(cond)``: the solver proves ``cond`` for every size the contract admits (False when not or undecided)."""
+    """``holds(cond)``: the solver proves ``cond`` for every size the contract admits: True; False
+    when not, or undecided within the query's timeout; None when the solver budget ran out first
+    (``cond`` None: there was no time to build it)."""
 
     def __init__(self, c: Contract, timeout_ms: int = 2000) -> None:
         from solver import ShapeSolver
@@ -816,19 +913,25 @@ class _Holds:
         var = {}
         for key, _d in _site_keys(c):
             var[key] = self.solver.declare(_site_var(key).name, lower=0, upper=None)
+        self.spent = False
         try:
             self.solver.assume(_admits(c, var))
             self.ok = True
+        except _BudgetSpent:
+            self.ok, self.spent = False, True
         except Exception:  # noqa: BLE001 - an untranslatable check: nothing is claimed to hold
             self.ok = False
 
-    def __call__(self, cond: Any) -> bool:
+    def __call__(self, cond: Any) -> Optional[bool]:
+        if cond is None or self.spent:
+            return None
         if not self.ok:
             return False
         try:
-            return self.solver.implies(cond).status == "proved"
+            verdict = self.solver.implies(cond)
         except Exception:  # noqa: BLE001 - undecided: the change stays listed as a change
             return False
+        return None if verdict.via == "budget" else verdict.status == "proved"
 
 
 def _equal_pairs(c: Contract) -> set:
@@ -853,24 +956,35 @@ def diff_contracts(old: Contract, new: Contract, timeout_ms: int = 2000) -> Cont
     """Does NEW admit fewer input sizes than OLD, and does it return the same?  Decided by the
     solver (``OLD and not NEW`` satisfiable?; each output size equal wherever both admit).
 
+    The verdict is asked first, then the outputs, then what explains the changes, so under a
+    solver budget (:func:`solver.solver_budget`) the verdict gets the time first; what the
+    budget leaves undecided is listed in ``undecided`` and makes the diff breaking.
+
     Returns:
         :class:`ContractDiff` with the verdict, a witness when narrowed, the listed changes, and
         whether what the program returns changed (``outputs_changed``; ``breaking`` says either).
     """
-    changes = _structural_changes(old, new)
-    signature = [c for c in changes if c.narrowing and c.what.startswith("input ")]
-    if signature:
+    if _signature_changes(old, new):
         outputs = _output_changes(old, new, timeout_ms)
-        return ContractDiff(True, changes + outputs, None, "the input signature changed (inputs, ranks or dtypes)",
-                            bool(outputs))
-    outputs = _output_changes(old, new, timeout_ms)
-    diff = _input_diff(old, new, changes, timeout_ms)
-    if outputs:
+        diff = ContractDiff(True, _structural_changes(old, new) + outputs, None,
+                            "the input signature changed (inputs, ranks or dtypes)", any(not c.undecided for c in outputs))
+    else:
+        diff = _input_diff(old, new, timeout_ms)
+        outputs = _output_changes(old, new, timeout_ms)
+        if diff.reason != _SAME:  # the same sizes admitted: nothing to explain
+            diff.changes = _structural_changes(old, new)
         diff.changes = diff.changes + outputs
-        diff.outputs_changed = True
+        diff.outputs_changed = any(not c.undecided for c in outputs)
     if diff.narrowed:
         diff.fixes, diff.notes = _restoring_fixes(old, new, timeout_ms)
+        if not diff.fixes and _budget_spent():
+            diff.notes = ["the solver budget ran out before a range fix was proved; a larger budget may find one"]
+            diff.undecided.append("which ranges of NEW's dims admit every size OLD admits")
+    diff.undecided += [c.what for c in diff.changes if c.undecided]
     return diff
+
+
+_SAME = "proved: OLD and NEW admit exactly the same sizes"
 
 
 def _root_values(k: int, c0: int, lo: int, hi: Optional[int]) -> tuple[int, Optional[int]]:
@@ -980,8 +1094,15 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
         o_e, n_e = sympy.sympify(o).xreplace(bind_o), sympy.sympify(n).xreplace(bind_n)
         if (o_e.free_symbols | n_e.free_symbols) & one_sided:
             return  # a size of an input one side lacks: the signature change says it, not a size
-        if sympy.expand(o_e - n_e) != 0:
-            pending.append((what, o, n, o_e, n_e))
+        conditions = [isinstance(e, sympy.logic.boolalg.Boolean) and not isinstance(e, sympy.Symbol)
+                      for e in (o_e, n_e)]
+        if conditions[0] != conditions[1]:  # a returned bool that became a size, or back: changed
+            pending.append((what, o, n, None))
+        elif conditions[0]:
+            if o_e != n_e:
+                pending.append((what, o, n, sympy.Equivalent(o_e, n_e)))
+        elif sympy.expand(o_e - n_e) != 0:
+            pending.append((what, o, n, sympy.Eq(o_e, n_e)))
 
     for p in po:
         if p not in at_n:
@@ -1005,17 +1126,23 @@ def _output_changes(old: Contract, new: Contract, timeout_ms: int) -> list[Chang
             continue
         for axis, (o, n) in enumerate(zip(oshape, nshape)):
             compare(f"{p}.shape[{axis}]", o, n)
+    verdicts: dict = {}  # what -> True (equal), or "budget" (no time was left to ask)
     if pending:
         try:
             # equal wherever both admit the sizes: where only OLD does, NEW refuses the call (a
             # narrowing, listed as one), and NEW's sizes there mean nothing
             s.assume(sympy.And(_admits(old, var), _admits(new, var)))
-            undecided = [q for q in pending if s.implies(sympy.Eq(q[3], q[4])).status != "proved"]
+            for what, _o, _n, same in pending:
+                v = s.implies(same) if same is not None else None
+                verdicts[what] = "budget" if v is not None and v.via == "budget" else v is not None and v.proved
+        except _BudgetSpent:
+            verdicts = {q[0]: "budget" for q in pending}
         except Exception:  # noqa: BLE001 - a size the solver cannot read: reported as changed
-            undecided = pending
-        pending = undecided
-    for what, o, n, _oe, _ne in pending:
-        changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True))
+            pass
+    for what, o, n, _same in pending:
+        if verdicts.get(what) is not True:
+            changes.append(Change(f"{what}: {_text(o)} -> {_text(n)}", False, output=True,
+                                  undecided=verdicts.get(what) == "budget"))
     return changes
 
 
@@ -1073,8 +1200,8 @@ def _structure_changes(o: Any, n: Any, path: str) -> list[Change]:
     return out
 
 
-def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) -> ContractDiff:
-    """Whether NEW admits every input size OLD admits (the solver decides)."""
+def _input_diff(old: Contract, new: Contract, timeout_ms: int) -> ContractDiff:
+    """Whether NEW admits every input size OLD admits (the solver decides); no changes listed yet."""
     from solver import ShapeSolver
 
     s = ShapeSolver(timeout_ms=timeout_ms)
@@ -1085,21 +1212,25 @@ def _input_diff(old: Contract, new: Contract, changes: list, timeout_ms: int) ->
         var[key] = sym
         if isinstance(d, sympy.Basic) and not d.is_Integer:  # static sizes need no witness
             names[sym.name] = _site_text(key)
+    question = "whether NEW admits every size OLD admits"
     try:
         s.assume(_admits(old, var))
         verdict = s.implies(_admits(new, var))
+    except _BudgetSpent as err:
+        return ContractDiff(None, [], None, f"the solver could not decide: {err}", undecided=[question])
     except Exception as err:  # noqa: BLE001 - an untranslatable guard: say so, stay conservative
-        return ContractDiff(None, changes, None, f"the solver could not decide: {type(err).__name__}: {err}")
+        return ContractDiff(None, [], None, f"the solver could not decide: {type(err).__name__}: {err}")
     if verdict.status == "proved":
         if _admits_all(new, old, var, timeout_ms):
             # same admitted sizes (e.g. dims renamed, a bound written as a range or as a guard): no change
-            return ContractDiff(False, [], None, "proved: OLD and NEW admit exactly the same sizes")
-        return ContractDiff(False, changes, None, "proved: every size OLD admits, NEW admits")
+            return ContractDiff(False, [], None, _SAME)
+        return ContractDiff(False, [], None, "proved: every size OLD admits, NEW admits")
     if verdict.status == "refuted":
         cex = verdict.counterexample or {}
         witness = {site: int(cex[k]) for k, site in names.items() if k in cex}
-        return ContractDiff(True, changes, witness, "refuted: some sizes OLD admits, NEW refuses")
-    return ContractDiff(None, changes, None, f"the solver could not decide: {verdict.reason}")
+        return ContractDiff(True, [], witness, "refuted: some sizes OLD admits, NEW refuses")
+    return ContractDiff(None, [], None, f"the solver could not decide: {verdict.reason}",
+                        undecided=[question] if verdict.via == "budget" else [])
 
 
 def _admits_all(a: Contract, b: Contract, var: dict, timeout_ms: int) -> bool:
