@@ -847,7 +847,8 @@ def _input_paths(sig: Any, call_graph: list, member: str) -> dict | None:
         fail(member, "the program checks its inputs, but its module_call_graph has no root call (fqn '') with "
                      "an in_spec and parameters naming them")
     try:
-        params = [inspect.Parameter(p.name, _KINDS[p.kind]) for p in root.parameters] if root.parameters else \
+        params = [inspect.Parameter(p.name, _KINDS[p.kind], default=p.default if p.has_default else inspect.Parameter.empty)
+                  for p in root.parameters] if root.parameters else \
             [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD) for a in root.forward_arg_names]
 
         def forward(*args: Any, **kwargs: Any) -> None:
