@@ -98,6 +98,9 @@ _MAX_COMBOS = 16     # combinations of guard alternatives solved when the exampl
 _MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
 _MAX_FORKS = 32      # plans solved to compare the choices of a lattice step, per combination
 _MAX_LATTICE_DIMS = 4  # a lattice / specialization choice only for guards over at most this many dims
+_GRID_POINTS = 4096  # sizes evaluated to check one choice of lattices for every dim of a guard
+_GRID_CHOICES = 512  # choices of per-dim lattices tried, coarsest first
+_GRID_CHOICES_KEPT = 4  # equally wide choices that hold, each solved to the end
 _RELATIONS = (sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
 
@@ -851,7 +854,7 @@ class _Plan:
                     or not _has_lattice_ops(e):
                 continue
             kind, diff = type(e), e.lhs - e.rhs
-            options = []
+            options, periods = [], {}
             for name in sorted(at.names, key=self.order):
                 if name not in self.hints or divisor_product(diff, name) == 1:
                     continue
@@ -859,11 +862,15 @@ class _Plan:
                 if found is None or found[0] == 1:
                     continue
                 p, c = found
+                periods[name] = found
                 options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
+            if len(periods) == len(at.names) and all(c == 0 for _, c in periods.values()):
+                options = [functools.partial(_Plan._lattice_grid, at=at, steps=steps)
+                           for steps in self._grid_lattices(at, {n: p for n, (p, _) in periods.items()})] + options
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
             boxes = self._level_options(at, diff) if kind is sympy.Eq else []
-            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
+            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt, sympy.Ne):
                 found = self._box_with(at)
                 if found is not None:
                     box, also = found
@@ -876,6 +883,58 @@ class _Plan:
             if options or boxes:
                 return options + boxes
         return []
+
+    def _grid_lattices(self, at, periods: Mapping) -> list:
+        """The coarsest-first lattices ``{name: k}`` (``name = k*_name + r``, ``k`` dividing the
+        dim's period, ``r`` the example's remainder) of every dim of ``at`` at once under which
+        the guard holds: those with the least product of the ``k`` (the widest; ``a*b % 4 == 0``
+        at (2, 6) gives ``a = 2*_a, b = 2*_b``, which admits every size that ``a = 4*_a + 2,
+        b = 2*_b`` does and more).
+
+        Every dim's shift by its period leaves the guard unchanged (``periods``, proved by z3
+        from each dim's least size on), so the guard holds on the lattices exactly when it holds
+        at one size of each residue class mod the periods that they contain: checked at the least
+        such sizes of the declared ranges, at most ``_GRID_POINTS`` of them per choice."""
+        names = sorted(periods, key=self.order)
+        starts = {}
+        for n in names:
+            lo = self.declared.get(n, (1, None))[0]
+            starts[n] = self.hints[n] if lo is None else lo
+        per_dim = [_divisors_with_one(periods[n]) for n in names]
+        if math.prod(len(d) for d in per_dim) > 64 * _GRID_CHOICES:
+            return []  # too many choices to sort: the one-dim lattices remain
+        choices = sorted(itertools.product(*per_dim),
+                         key=lambda ks: (math.prod(ks), ks))
+        found, best = [], None
+        for ks in choices[:_GRID_CHOICES]:
+            width = math.prod(ks)
+            if best is not None and width > best:
+                break
+            if width == 1 or math.prod(periods[n] // k for n, k in zip(names, ks)) > _GRID_POINTS:
+                continue
+            axes = []
+            for n, k in zip(names, ks):
+                r = self.hints[n] % k
+                first = starts[n] + (r - starts[n]) % k
+                axes.append(range(first, first + periods[n], k))
+            if all(numeric.holds(at.expr, dict(zip(names, point))) is True for point in itertools.product(*axes)):
+                found.append(dict(zip(names, ks)))
+                best = width
+        return found[:_GRID_CHOICES_KEPT]
+
+    def _lattice_grid(self, at, steps: Mapping) -> None:
+        """Every dim of ``at`` on its lattice ``steps[name]`` (:meth:`_grid_lattices`): the guard
+        holds there, so it goes (the final check proves it again)."""
+        if at.forced is None:
+            self.chosen.append(at.guard)
+        self.atoms = [x for x in self.atoms if x is not at]
+        for name in sorted(steps, key=self.order):
+            k = steps[name]
+            if k == 1 or name in self.subst:
+                continue
+            h = self.hints[name]
+            root = self._new_root(name, (h - h % k) // k)
+            self.apply(name, k * self.sym(root) + h % k, at.guard, at.verdict)
 
     def _period(self, diff, name, names):
         """:func:`.periods.shift_period` under the current ranges, cached across the forks."""
@@ -1090,20 +1149,36 @@ class _Plan:
 
     def _requirement(self, rel):
         """The :class:`.boxes.Requirement` of a monotone inequality over several dims (sums of
-        floors or of dims, products of nonnegative floors); None for anything else, and for a
-        product of sizes without floors (``dx*dy <= 4096`` stays unfixable: issue 2)."""
+        floors or of dims, products of nonnegative sizes or floors: ``dx*dy <= 4096``, a
+        BatchNorm's ``b*h*w >= 2``; a disequality by the side the example takes, :meth:`_sided`);
+        None for anything else."""
+        rel = self._sided(rel)
         if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return None
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
-        if _linear_form(diff) is None and not diff.has(sympy.floor, sympy.ceiling):
-            return None
         signs = self._signs(diff)
         if not signs or len(signs) < 2 or any(n not in self.hints for n in signs):
             return None
         return Requirement(diff, tuple(sorted(signs.items())), 1, isinstance(rel, (sympy.Lt, sympy.Gt)))
 
+    def _sided(self, rel):
+        """``rel`` as an inequality a box can imply: a disequality ``l != r`` becomes the strict
+        side the example takes (``b != c`` at b = 3, c = 4 is ``b < c``), since a box of ranges
+        around the example implies ``l != r`` only by keeping one side; anything else unchanged."""
+        if not isinstance(rel, sympy.Ne):
+            return rel
+        try:
+            v = numeric.value(rel.lhs - rel.rhs, {s.name: self.hints[s.name] for s in rel.free_symbols
+                                                  if s.name in self.hints})
+        except numeric.NumericError:
+            return rel
+        if isinstance(v, bool) or v == 0:
+            return rel
+        return sympy.Gt(rel.lhs, rel.rhs) if v > 0 else sympy.Lt(rel.lhs, rel.rhs)
+
     def _box(self, rel):
         """Per-root bounds around the example implying the linear inequality ``rel``, or None."""
+        rel = self._sided(rel)
         if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return None
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
@@ -1563,6 +1638,10 @@ def _lattices(conds, h: int, nested: int = 1) -> list:
     if lcm < product <= 10 ** 6 and product not in picked:
         picked.append(product)
     return [(k, h % k) for k in sorted(picked)]
+
+
+def _divisors_with_one(n: int) -> list:
+    return [1] + _divisors(n)
 
 
 def _count(lo, hi):
