@@ -289,7 +289,7 @@ SEARCHED_FORMS = {
 
 
 def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200,
-                  relations: str = "increasing") -> FixSuggestion:
+                  relations: str = "increasing", examples=()) -> FixSuggestion:
     """Verified fixes that make the declared dims imply every guard.
 
     Args:
@@ -305,6 +305,11 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
             ``"linear"``: also over several roots (``dz = dx + dy``, a
             ``RelationFix`` with ``terms`` and ``root=None``). A guard only a
             form outside the set expresses is reported unfixable.
+        examples: further example sizes ``[{name: int}, ...]`` the fixes must admit too (the
+            sets of an ``AdditionalInputs``; a dim a set does not name is not checked).  Of the
+            combinations solved, one whose fixes admit every set wins; a fix that still refuses
+            one is dropped, with the fixes of every dim tied to it, and each guard over those
+            dims is reported unfixable saying which set and size the fix refused.
 
     Returns:
         ``FixSuggestion`` (``.lines`` to print, ``.fixes`` to apply, ``.unfixable``).
@@ -366,14 +371,93 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
         if not plan.complete and out.complete:
             out.complete = False
             out.bound = f"a combination needed more than {_MAX_STEPS} relation, lattice and pinning steps"
-        if best is None or plan.key() > best.key():
+        if best is None or _admits_all(plan.fixes(), examples) > _admits_all(best.fixes(), examples) or (
+                _admits_all(plan.fixes(), examples) == _admits_all(best.fixes(), examples) and plan.key() > best.key()):
             best = plan
     out.fixes = best.fixes()
     out.unfixable.extend(best.unfixable)
     out.boxed = list(dict.fromkeys(best.boxed))
     out.chosen = list(dict.fromkeys(best.chosen))
+    if examples:
+        _drop_fixes_refusing(out, [g for g, _, _ in violated], examples, hints)
     _verify(ctx, best, [g for g, _, _ in violated], out)
     return out
+
+
+def _refused(fixes: list, point: Mapping) -> dict:
+    """``{name: fix}`` of the fixes that refuse the sizes ``point`` (a dim it does not name is not
+    checked); a helper root takes the value its first relation gives it."""
+    roots = {f.name: f for f in fixes if isinstance(f, RangeFix) and f.new_root}
+    values = {k: int(v) for k, v in point.items()}
+    out = {}
+    for f in fixes:  # helper roots from their relations (a = 2*_a + 1 at a = 7: _a = 3)
+        if isinstance(f, RelationFix) and len(f.terms) == 1 and f.terms[0][0] in roots and f.name in point:
+            root, k = f.terms[0]
+            q, rem = divmod(point[f.name] - f.offset, k)
+            if rem or values.setdefault(root, q) != q:
+                out[f.name] = f
+    for f in fixes:
+        if f.name in out:
+            continue
+        if isinstance(f, RangeFix):
+            v = values.get(f.name)
+            if v is not None and ((f.lower is not None and v < f.lower) or (f.upper is not None and v > f.upper)):
+                out[f.name] = f
+        elif isinstance(f, ConstantFix):
+            if f.name in point and point[f.name] != f.value:
+                out[f.name] = f
+        elif f.name in values and all(r in values for r in f.roots):
+            if values[f.name] != f.offset + sum(k * values[r] for r, k in f.terms):
+                out[f.name] = f
+    return out
+
+
+def _admits_all(fixes: list, examples) -> bool:
+    return all(not _refused(fixes, point) for point in examples)
+
+
+def _drop_fixes_refusing(out: FixSuggestion, guards: list, examples, hints: Mapping) -> None:
+    """Drop each fix that refuses one of ``examples`` (with every fix tied to its dims through a
+    relation or a helper root), and report the guards over those dims unfixable, naming the set:
+    a fix line that refuses the user's own example is never printed."""
+    refusing: dict = {}
+    for n, point in enumerate(examples):
+        for name, f in _refused(out.fixes, point).items():
+            refusing.setdefault(name, (n, point, f))
+    if not refusing:
+        return
+    tied = set(refusing)
+    changed = True
+    while changed:  # every dim and root a dropped fix shares a line with
+        changed = False
+        for f in out.fixes:
+            names = {f.name, *(f.roots if isinstance(f, RelationFix) else ())}
+            if names & tied and not names <= tied:
+                tied |= names
+                changed = True
+    out.fixes = [f for f in out.fixes if f.name not in tied]
+    known = {u.guard for u in out.unfixable}
+    for g in guards:
+        over = {sym.name for sym in g.free_symbols} & tied
+        if not over or g in known:
+            continue
+        name = sorted(over & set(refusing)) or sorted(over)
+        n, point, f = refusing.get(name[0], next(iter(refusing.values())))
+        dim = name[0] if name[0] in point else f.name
+        at = {sym.name: hints[sym.name] for sym in g.free_symbols if sym.name in hints}
+        bad = next(((m, p) for m, p in enumerate(examples) if evaluate(g, {**hints, **p}) is False), None)
+        if bad is not None:
+            m, p = bad
+            sizes = ", ".join(f"{k} = {v}" for k, v in sorted(p.items()) if k in at)
+            reason = (f"example set {m} ({sizes}) violates this guard itself, so no fix admits every example "
+                      f"set")
+        else:
+            reason = (f"the fix the search found ({f.line}) refuses example set {n} ({dim} = {point.get(dim)}), "
+                      f"and no fix form it tried admits every example set (the export example has {dim} = "
+                      f"{hints.get(dim)})")
+        out.unfixable.append(Unfixable(g, at, reason))
+    out.boxed = [g for g in out.boxed if not ({s.name for s in g.free_symbols} & tied)]
+    out.chosen = [g for g in out.chosen if not ({s.name for s in g.free_symbols} & tied)]
 
 
 def _lo(lo):
