@@ -355,7 +355,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     if not violated:
         return out
 
-    ctx = _Ctx(ranges, hints, timeout_ms, relations)
+    ctx = _Ctx(ranges, hints, timeout_ms, relations, examples)
     # one symbol per name, with the assumptions of its declared range: the search substitutes
     # roots built the same way, and two symbols sharing a name would be two variables to sympy
     per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
@@ -493,9 +493,15 @@ def _combinations(per_guard: list) -> list:
 class _Ctx:
     """Inputs of one ``suggest_fixes`` call, shared by the combinations it solves."""
 
-    def __init__(self, ranges, hints, timeout_ms, relations="increasing"):
+    def __init__(self, ranges, hints, timeout_ms, relations="increasing", examples=()):
         self.ranges = dict(ranges)          # name -> (lo, hi|None), declared
         self.hints = dict(hints)
+        self.span: dict = {}                # name -> (least, largest) size of the examples and hints
+        for point in examples:
+            for n, v in point.items():
+                if n in self.hints:
+                    lo, hi = self.span.get(n, (self.hints[n], self.hints[n]))
+                    self.span[n] = (min(lo, int(v)), max(hi, int(v)))
         self.timeout_ms = timeout_ms
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
@@ -1268,6 +1274,11 @@ class _Plan:
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
+        if form is not None and any(n in self.ctx.span for n in form[0]):
+            # other example sets to contain: the corner search starts its ends at them
+            signs = self._signs(diff)
+            if signs and all(n in self.hints for n in signs):
+                return self._monotone_box([Requirement(diff, tuple(sorted(signs.items())), 1, strict)])
         if form is None and diff.has(sympy.floor, sympy.ceiling):
             signs = self._signs(diff)
             if signs and all(n in self.hints for n in signs):
@@ -1335,7 +1346,8 @@ class _Plan:
         ranges = {n: self._own_extent(n, singles.get(n, [])) for n in names}
         key = (tuple(reqs), tuple(sorted(ranges.items())), tuple((n, self.hints[n]) for n in names))
         if key not in self.ctx.boxes:  # the forks of a lattice step meet the same guard again
-            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges)
+            span = {n: self.ctx.span[n] for n in names if n in self.ctx.span}
+            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges, span=span)
         box = self.ctx.boxes[key]
         if box is None:
             return None
@@ -1381,10 +1393,15 @@ class _Plan:
                 forms = {"increasing": "dy = k*dx + c (k >= 1)", "affine": "dy = k*dx + c",
                          "linear": "dy = k*dx + c or dz = dx + dy"}[self.ctx.relations]
                 cex = at.verdict.counterexample if at.verdict is not None else None
+                spread = [f"{n} in [{self.ctx.span[n][0]}, {self.ctx.span[n][1]}]"
+                          for n in sorted(at.names, key=self.order)
+                          if self.ctx.span.get(n, (None, None))[0] != self.ctx.span.get(n, (None, None))[1]]
+                sets = (f"; a box of ranges holding every example set ({', '.join(spread)}) does not make it "
+                        "hold on the whole box") if spread else ""
                 self.unfixable.append(Unfixable(at.guard, cex, (
                     f"the guard ties {names} by `{at.expr}`; a fix can tie dims only as {forms}, or pin "
                     "the dims of a product equality to the example's sizes, and narrowing each dim "
-                    "separately would refuse sizes the model handles")))
+                    f"separately would refuse sizes the model handles{sets}")))
         singles = self._singles()
         guard_of = {}
         for at in self.atoms:
