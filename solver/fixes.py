@@ -39,14 +39,18 @@ issue 13, in this order:
    ``x``, a floor equality turns linear and then a relation); for an equality of two dims
    whose floors relax to an integer slope, the relation through the example along it
    (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
-   (``b // 2 + 3 <= a // 2``, and a product of nonnegative floors ``(a // 2)*(b // 3) <= 30``),
-   the box of ranges around the example, inside what each dim's own guards leave it, whose
+   (``b // 2 + 3 <= a // 2``, a product of nonnegative floors ``(a // 2)*(b // 3) <= 30`` or of
+   sizes ``a*b <= 30``, and a disequality by the side the example takes, ``b != c`` at b < c),
+   the box of ranges around the example (and every other example set, ``examples``), inside what each dim's own guards leave it, whose
    worst corner holds and that admits the most sizes (an exact search over the corners,
    :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``; the inequalities over the same
    dims, ``m <= n + 29`` and ``n <= m + 29``, are solved as one box); for an equality of step
    functions, its level-set box: a sum of parts over one dim each keeps each part at its
    example value (``a // 8 == (b + 8) // 12`` at (22, 18): ``a`` in [16, 23], ``b`` in
-   [16, 27]), a monotone one the widest box whose two opposite corners both hold.
+   [16, 27]), a monotone one the widest box whose two opposite corners both hold.  A remainder
+   guard whose every dim has a period (``a*b % 4 == 0``) may also put every dim on a lattice at
+   once, the steps dividing the periods with the least product that holds on each residue
+   class (``a = 2*_a, b = 2*_b`` at (2, 6), wider than ``a = 4*_a + 2`` with ``b = 2*_b``).
 6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
@@ -55,8 +59,8 @@ issue 13, in this order:
    A guard with floors or remainders that no lattice, relation or box expresses
    (``(a + b) // 3 == a % 4``) specializes one of its dims to the example's size (the widest
    choice), so one refine step still closes it.  No other kind of guard is pinned: an
-   inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
-   unfixable and says so.
+   inequality no box's corners decide (``(dx - dy)**2 <= 100``) or a relation outside the
+   caller's forms stays unfixable and says so.
 7. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found for the plain range and for lattice roots
    ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
@@ -72,7 +76,12 @@ issue 13, in this order:
    under the shortest free name.
 8. The whole fix set is verified: with every fix substituted, each guard is proved
    under the fixed ranges, and the example sizes satisfy every fix. A fix equal
-   to the current declaration is never emitted.
+   to the current declaration is never emitted, nor one refusing another example set
+   (``examples``): it is dropped and its guard reported unfixable, naming the set.
+
+Step 1's verdicts come from ``ShapeSolver.implies``, which splits a remainder or floor guard
+z3 cannot decide into the residue classes of one size, so a guard true at every size
+(``2*((a*(a + 1)) // 2) == a*(a + 1)``) needs no fix instead of a lattice keeping one class.
 """
 from __future__ import annotations
 

@@ -182,7 +182,7 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
             break
         if not again.env.violations:
             return Proof(block, True, None, later)
-        nxt = build_violation_error(again.env.violations, again.dims, example_set_sizes(sets, model, again.dims))
+        nxt = _violation_error(again.env.violations, again.dims, example_set_sizes(sets, model, again.dims))
         later += nxt.violations
         if not nxt.fixes:
             left = "; ".join(v.guard_text for v in nxt.violations)
@@ -227,6 +227,11 @@ def example_set_sizes(sets: Any, model: Any, dims: dict) -> list:
     return out
 
 
+def _violation_error(violations: list, dims: dict, points: list) -> ConstraintViolationError:
+    """:func:`build_violation_error`, given the other example sets' sizes only when there are some."""
+    return build_violation_error(violations, dims, points) if points else build_violation_error(violations, dims)
+
+
 def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, result: CaptureResult,
                            preserve: tuple = (), mode: str = "export") -> ConstraintViolationError:
     """The violation error of ``result`` with its fix block proved by exporting again (:func:`prove_fixes`).
@@ -237,8 +242,7 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
         ConstraintViolationError: the bullets of the first capture, the combined fix
         block, and ``fixes_note`` (None when one refine step is proved enough).
     """
-    err = build_violation_error(result.env.violations, result.dims,
-                                example_set_sizes(dynamic_shapes, model, result.dims))
+    err = _violation_error(result.env.violations, result.dims, example_set_sizes(dynamic_shapes, model, result.dims))
     if not err.fixes:
         return err
     user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
