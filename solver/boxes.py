@@ -84,7 +84,7 @@ def widest_monotone_box(diff, signs: Mapping[str, int], hints: Mapping[str, int]
 
 
 def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
-               budget: int = _BUDGET) -> Optional[dict]:
+               budget: int = _BUDGET, span: Optional[Mapping] = None) -> Optional[dict]:
     """Per-dim bounds ``{name: (lower or None, upper or None)}`` around ``hints`` under which
     every :class:`Requirement` holds on the whole box; None when the example's corner fails one.
 
@@ -95,6 +95,8 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
         hints: the example's size of every dim (the box contains it).
         ranges: ``{name: (lo or None, hi or None)}``, the ranges the box stays in.
         budget: corner evaluations allowed; past it, the widest box found so far.
+        span: ``{name: (lo, hi)}``, sizes the box must contain besides ``hints`` (the other
+            example sets'): each end starts there instead of at the hint.
 
     Returns:
         For each dim, ``(lo, hi)``: a bound the box adds on that side, or None where it keeps
@@ -110,9 +112,16 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
         lo, hi = ranges.get(n, (1, None))
         room[(n, -1)] = None if lo is None else max(hints[n] - lo, 0)
         room[(n, +1)] = None if hi is None else max(hi - hints[n], 0)
+    least = {}  # the extent each end needs to contain the span
+    for n in names:
+        lo, hi = (span or {}).get(n, (hints[n], hints[n]))
+        least[(n, -1)], least[(n, +1)] = max(hints[n] - lo, 0), max(hi - hints[n], 0)
+        for side in ((n, -1), (n, +1)):
+            if room[side] is not None and least[side] > room[side]:
+                return None  # a size to contain is outside the declared range
     groups = _groups(requirements)
     moving = {side for r in requirements for side in r.sides()}
-    ext = {side: 0 for side in moving}
+    ext = {side: least[side] for side in moving}
     counter = [budget]
 
     def holds(req: Requirement, side_ext: Mapping) -> bool:
@@ -121,7 +130,7 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
         counter[0] -= 1
         env = dict(hints)
         for side in req.sides():
-            env[side[0]] = hints[side[0]] + side[1] * side_ext.get(side, 0)
+            env[side[0]] = hints[side[0]] + side[1] * max(side_ext.get(side, 0), least[side])
         try:
             v = numeric.value(req.diff, env) * req.want
         except numeric.NumericError:
@@ -130,7 +139,7 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
 
     try:
         if not all(holds(r, {}) for r in requirements):
-            return None
+            return None  # the example's corner (or the span's) fails
     except _OutOfBudget:
         return None
 
@@ -139,7 +148,10 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
         # an end on one side still prefers its other end farther out (ties only)
         n_inf, logs, spare = 0, 0.0, 0
         for n in names:
-            ends = [e.get((n, d), room[(n, d)]) if (n, d) in moving else room[(n, d)] for d in (-1, +1)]
+            ends = []
+            for side in ((n, -1), (n, +1)):
+                m = e.get(side, room[side]) if side in moving else room[side]
+                ends.append(m if m is None else max(m, least[side]))
             if any(m is None or m >= GROW_LIMIT for m in ends):
                 n_inf += 1
                 spare += sum(m for m in ends if m is not None and m < GROW_LIMIT)
@@ -155,6 +167,8 @@ def widest_box(requirements: list, hints: Mapping[str, int], ranges: Mapping, *,
         bounds = []
         for d in (-1, +1):
             e = ext.get((n, d))
+            if e is not None:
+                e = max(e, least[(n, d)])
             if e is None or e >= GROW_LIMIT or room[(n, d)] is not None and e >= room[(n, d)]:
                 bounds.append(None)   # not moved by any requirement, or at the range's end
             else:

@@ -18,6 +18,7 @@ assumption state). Counters are in ``solver.stats``.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
@@ -28,7 +29,7 @@ from .budget import active_budget
 from .canon import canonicalize
 from .evaluation import evaluate  # the one size evaluator (re-exported here for solver.fixes)
 from .floats import decide_box as _float_box, has_float_ops
-from .forms import linear_bound
+from .forms import linear_bound, min_max_parts
 from .intervals import INF, symbol_range
 from .intervals import bounds as interval_bounds
 from .numeric import holds, value as _exact_value
@@ -125,6 +126,26 @@ def negated_mods_as_floors(expr):
     return out.xreplace({r: r.func(sympy.expand(r.lhs - r.rhs), 0) for r in out.atoms(sympy.core.relational.Relational)})
 
 
+MAX_RESIDUE_CLASSES = 16  # residue classes an undecided guard is split into (ShapeSolver._by_residues)
+
+
+def _divisor_lcm(expr, sym) -> int:
+    """The least common multiple of the integer divisors (``floor(u/k)``, ``ceiling(u/k)``,
+    ``Mod(u, k)``) whose argument contains ``sym``; 1 when there is none."""
+    out = 1
+    for node in sympy.preorder_traversal(expr):
+        k = None
+        if isinstance(node, sympy.Mod) and sym in node.args[0].free_symbols:
+            k = node.args[1]
+        elif isinstance(node, (sympy.floor, sympy.ceiling)) and sym in node.args[0].free_symbols:
+            k = sympy.fraction(sympy.together(node.args[0]))[1]
+        if k is not None:
+            if not k.is_Integer or int(k) < 1:
+                return 1  # a divisor that is a size: no finite set of classes
+            out = out * int(k) // math.gcd(out, int(k))
+    return out
+
+
 class ShapeSolver:
     """Holds size symbols, their ranges and assumptions; answers guard queries.
 
@@ -154,6 +175,7 @@ class ShapeSolver:
         self._satisfiable_state: Optional[Verdict] = None
         self._tr = Translator()
         self._examples: dict[str, int] = {}       # name -> example size (declare(example=...))
+        self._split_depth = 0                     # 1 inside a residue class of _by_residues
         self.stats = {"queries": 0, "cache_hits": 0, "decided_without_z3": 0,
                       "reached_z3": 0, "z3_calls": 0, "unknown": 0}
         self._update_state()
@@ -225,7 +247,7 @@ class ShapeSolver:
         self._tr(e)  # fail early on unsupported constructs
         c = canonicalize(e, self._bounds)
         self._assumptions.append(c if c not in (sympy.true,) else e)
-        for part in sympy.And.make_args(c):
+        for part in (p for conj in sympy.And.make_args(c) for p in min_max_parts(conj)):
             if part is sympy.true:
                 continue
             if not self._absorb_bound(part):
@@ -356,6 +378,10 @@ class ShapeSolver:
                 if not again.unknown:
                     v = Verdict(again.status, again.counterexample,
                                 f"{again.reason} (with each (-x) % k written as k*ceil(x/k) - x)", again.via)
+        if v.unknown and kind == "implies" and self._split_depth == 0:
+            split = self._by_residues(c)
+            if split is not None:
+                v = split
         if self.stats["z3_calls"] > before:
             self.stats["reached_z3"] += 1
         else:
@@ -409,6 +435,68 @@ class ShapeSolver:
             if v is not None:
                 return v
         return self._z3_satisfiable(e, c)
+
+    def _by_residues(self, c) -> Optional[Verdict]:
+        """The verdict z3 ran out of time on, decided one residue class of a size at a time.
+
+        A guard over remainders and floors by constants (``2*((a*(a + 1)) // 2) == a*(a + 1)``,
+        ``(a**3 - a) % 6 == 0``) is often beyond z3's nonlinear arithmetic as written, while on
+        each class ``a = P*t + r`` of the least common multiple ``P`` of the divisors ``a`` passes
+        through, sympy reduces the remainders and floors to polynomials in ``t`` (or constants).
+        Proved on every class is proved over the whole range; refuted on one class is refuted,
+        its counterexample mapped back.  Without this, a true guard would be reported as a
+        violation and a fix would keep only the example's class, refusing sizes the model
+        handles.  One size is split (the one with the least ``P``, at most ``MAX_RESIDUE_CLASSES``
+        classes), and a class is not split again; None when no split decides it.
+        """
+        candidates = []
+        for sym in c.free_symbols:
+            if sym.name not in self._bounds:
+                continue
+            period = _divisor_lcm(c, sym)
+            if 1 < period <= MAX_RESIDUE_CLASSES:
+                candidates.append((period, sym.name, sym))
+        for period, name, sym in sorted(candidates, key=lambda x: x[:2]):
+            got = self._decide_classes(c, name, sym, period)
+            if got is not None:
+                return got
+        return None
+
+    def _decide_classes(self, c, name: str, sym, period: int) -> Optional[Verdict]:
+        lo, hi = self._bounds[name]
+        fresh = f"_{name}_class"
+        while fresh in self._bounds:
+            fresh = "_" + fresh
+        undecided = False
+        for r in range(period):
+            tlo = None if lo is None else -((r - lo) // period)   # ceil((lo - r) / period)
+            thi = None if hi is None else (hi - r) // period
+            if tlo is not None and thi is not None and tlo > thi:
+                continue  # no size of the range in this class
+            sub = ShapeSolver(self.timeout_ms, cache=self._cache)
+            sub._split_depth = self._split_depth + 1
+            for n, (nlo, nhi) in self._bounds.items():
+                if n != name:
+                    sub.declare(n, nlo, nhi)
+            t = sub.declare(fresh, tlo, thi)
+            value = period * t + r
+            for a in self._residual:
+                sub.assume(sympy.expand(a.xreplace({self._symbols.get(name, sym): value, sym: value})))
+            v = sub.implies(sympy.expand(c.xreplace({sym: value})))
+            if v.refuted:
+                cex = dict(v.counterexample or {})
+                if fresh in cex:
+                    cex[name] = period * cex.pop(fresh) + r
+                if name in cex:
+                    return Verdict(REFUTED, cex, f"fails at {_fmt_cex(cex)} (decided on the sizes {name} = "
+                                                 f"{period}*t + {r})", v.via)
+                undecided = True
+            elif not v.proved:
+                undecided = True
+            if undecided:
+                return None
+        return Verdict(PROVED, None, f"holds on each of the {period} residue classes of {name} mod {period} "
+                                     "(decided one class at a time)", "residues")
 
     def _float_verdict(self, kind: str, c) -> Optional[Verdict]:
         """A guard with float operations on sizes (:mod:`.floats`), decided in Python's float

@@ -39,14 +39,18 @@ issue 13, in this order:
    ``x``, a floor equality turns linear and then a relation); for an equality of two dims
    whose floors relax to an integer slope, the relation through the example along it
    (``a // 2 == b // 2`` at a = b is ``b = a``); for a monotone inequality
-   (``b // 2 + 3 <= a // 2``, and a product of nonnegative floors ``(a // 2)*(b // 3) <= 30``),
-   the box of ranges around the example, inside what each dim's own guards leave it, whose
+   (``b // 2 + 3 <= a // 2``, a product of nonnegative floors ``(a // 2)*(b // 3) <= 30`` or of
+   sizes ``a*b <= 30``, and a disequality by the side the example takes, ``b != c`` at b < c),
+   the box of ranges around the example (and every other example set, ``examples``), inside what each dim's own guards leave it, whose
    worst corner holds and that admits the most sizes (an exact search over the corners,
    :mod:`.boxes`: ``a <= 31``, ``b <= 8`` there, not ``a = 6``; the inequalities over the same
    dims, ``m <= n + 29`` and ``n <= m + 29``, are solved as one box); for an equality of step
    functions, its level-set box: a sum of parts over one dim each keeps each part at its
    example value (``a // 8 == (b + 8) // 12`` at (22, 18): ``a`` in [16, 23], ``b`` in
-   [16, 27]), a monotone one the widest box whose two opposite corners both hold.
+   [16, 27]), a monotone one the widest box whose two opposite corners both hold.  A remainder
+   guard whose every dim has a period (``a*b % 4 == 0``) may also put every dim on a lattice at
+   once, the steps dividing the periods with the least product that holds on each residue
+   class (``a = 2*_a, b = 2*_b`` at (2, 6), wider than ``a = 4*_a + 2`` with ``b = 2*_b``).
 6. Last resort, for a polynomial equality over several dims that nothing above
    expresses (``h*w == 16``): pin the fewest dims to their example sizes that leave
    it expressible (one dim, or a relation). A dim that enters the equality through one
@@ -55,8 +59,8 @@ issue 13, in this order:
    A guard with floors or remainders that no lattice, relation or box expresses
    (``(a + b) // 3 == a % 4``) specializes one of its dims to the example's size (the widest
    choice), so one refine step still closes it.  No other kind of guard is pinned: an
-   inequality such as ``dx*dy <= 4096`` or a relation outside the caller's forms stays
-   unfixable and says so.
+   inequality no box's corners decide (``(dx - dy)**2 <= 100``) or a relation outside the
+   caller's forms stays unfixable and says so.
 7. All atoms on one symbol are conjoined. Its widest sound range containing the
    example size is found for the plain range and for lattice roots
    ``x = k*_x + c`` (k: the least common multiple of every modulus the atoms use,
@@ -72,7 +76,12 @@ issue 13, in this order:
    under the shortest free name.
 8. The whole fix set is verified: with every fix substituted, each guard is proved
    under the fixed ranges, and the example sizes satisfy every fix. A fix equal
-   to the current declaration is never emitted.
+   to the current declaration is never emitted, nor one refusing another example set
+   (``examples``): it is dropped and its guard reported unfixable, naming the set.
+
+Step 1's verdicts come from ``ShapeSolver.implies``, which splits a remainder or floor guard
+z3 cannot decide into the residue classes of one size, so a guard true at every size
+(``2*((a*(a + 1)) // 2) == a*(a + 1)``) needs no fix instead of a lattice keeping one class.
 """
 from __future__ import annotations
 
@@ -98,6 +107,9 @@ _MAX_COMBOS = 16     # combinations of guard alternatives solved when the exampl
 _MAX_STEPS = 64      # relation / lattice / pinning steps per combination (plus one per dim)
 _MAX_FORKS = 32      # plans solved to compare the choices of a lattice step, per combination
 _MAX_LATTICE_DIMS = 4  # a lattice / specialization choice only for guards over at most this many dims
+_GRID_POINTS = 4096  # sizes evaluated to check one choice of lattices for every dim of a guard
+_GRID_CHOICES = 512  # choices of per-dim lattices tried, coarsest first
+_GRID_CHOICES_KEPT = 4  # equally wide choices that hold, each solved to the end
 _RELATIONS = (sympy.Eq, sympy.Ne, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
 
@@ -286,7 +298,7 @@ SEARCHED_FORMS = {
 
 
 def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 200,
-                  relations: str = "increasing") -> FixSuggestion:
+                  relations: str = "increasing", examples=()) -> FixSuggestion:
     """Verified fixes that make the declared dims imply every guard.
 
     Args:
@@ -302,6 +314,11 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
             ``"linear"``: also over several roots (``dz = dx + dy``, a
             ``RelationFix`` with ``terms`` and ``root=None``). A guard only a
             form outside the set expresses is reported unfixable.
+        examples: further example sizes ``[{name: int}, ...]`` the fixes must admit too (the
+            sets of an ``AdditionalInputs``; a dim a set does not name is not checked).  Of the
+            combinations solved, one whose fixes admit every set wins; a fix that still refuses
+            one is dropped, with the fixes of every dim tied to it, and each guard over those
+            dims is reported unfixable saying which set and size the fix refused.
 
     Returns:
         ``FixSuggestion`` (``.lines`` to print, ``.fixes`` to apply, ``.unfixable``).
@@ -347,7 +364,7 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
     if not violated:
         return out
 
-    ctx = _Ctx(ranges, hints, timeout_ms, relations)
+    ctx = _Ctx(ranges, hints, timeout_ms, relations, examples)
     # one symbol per name, with the assumptions of its declared range: the search substitutes
     # roots built the same way, and two symbols sharing a name would be two variables to sympy
     per_guard = [alternatives(_unify_symbols(canonical, ranges), hints, ranges) for _, canonical, _ in violated]
@@ -363,14 +380,93 @@ def suggest_fixes(guards, dims: Mapping, hints: Mapping, *, timeout_ms: int = 20
         if not plan.complete and out.complete:
             out.complete = False
             out.bound = f"a combination needed more than {_MAX_STEPS} relation, lattice and pinning steps"
-        if best is None or plan.key() > best.key():
+        if best is None or _admits_all(plan.fixes(), examples) > _admits_all(best.fixes(), examples) or (
+                _admits_all(plan.fixes(), examples) == _admits_all(best.fixes(), examples) and plan.key() > best.key()):
             best = plan
     out.fixes = best.fixes()
     out.unfixable.extend(best.unfixable)
     out.boxed = list(dict.fromkeys(best.boxed))
     out.chosen = list(dict.fromkeys(best.chosen))
+    if examples:
+        _drop_fixes_refusing(out, [g for g, _, _ in violated], examples, hints)
     _verify(ctx, best, [g for g, _, _ in violated], out)
     return out
+
+
+def _refused(fixes: list, point: Mapping) -> dict:
+    """``{name: fix}`` of the fixes that refuse the sizes ``point`` (a dim it does not name is not
+    checked); a helper root takes the value its first relation gives it."""
+    roots = {f.name: f for f in fixes if isinstance(f, RangeFix) and f.new_root}
+    values = {k: int(v) for k, v in point.items()}
+    out = {}
+    for f in fixes:  # helper roots from their relations (a = 2*_a + 1 at a = 7: _a = 3)
+        if isinstance(f, RelationFix) and len(f.terms) == 1 and f.terms[0][0] in roots and f.name in point:
+            root, k = f.terms[0]
+            q, rem = divmod(point[f.name] - f.offset, k)
+            if rem or values.setdefault(root, q) != q:
+                out[f.name] = f
+    for f in fixes:
+        if f.name in out:
+            continue
+        if isinstance(f, RangeFix):
+            v = values.get(f.name)
+            if v is not None and ((f.lower is not None and v < f.lower) or (f.upper is not None and v > f.upper)):
+                out[f.name] = f
+        elif isinstance(f, ConstantFix):
+            if f.name in point and point[f.name] != f.value:
+                out[f.name] = f
+        elif f.name in values and all(r in values for r in f.roots):
+            if values[f.name] != f.offset + sum(k * values[r] for r, k in f.terms):
+                out[f.name] = f
+    return out
+
+
+def _admits_all(fixes: list, examples) -> bool:
+    return all(not _refused(fixes, point) for point in examples)
+
+
+def _drop_fixes_refusing(out: FixSuggestion, guards: list, examples, hints: Mapping) -> None:
+    """Drop each fix that refuses one of ``examples`` (with every fix tied to its dims through a
+    relation or a helper root), and report the guards over those dims unfixable, naming the set:
+    a fix line that refuses the user's own example is never printed."""
+    refusing: dict = {}
+    for n, point in enumerate(examples):
+        for name, f in _refused(out.fixes, point).items():
+            refusing.setdefault(name, (n, point, f))
+    if not refusing:
+        return
+    tied = set(refusing)
+    changed = True
+    while changed:  # every dim and root a dropped fix shares a line with
+        changed = False
+        for f in out.fixes:
+            names = {f.name, *(f.roots if isinstance(f, RelationFix) else ())}
+            if names & tied and not names <= tied:
+                tied |= names
+                changed = True
+    out.fixes = [f for f in out.fixes if f.name not in tied]
+    known = {u.guard for u in out.unfixable}
+    for g in guards:
+        over = {sym.name for sym in g.free_symbols} & tied
+        if not over or g in known:
+            continue
+        name = sorted(over & set(refusing)) or sorted(over)
+        n, point, f = refusing.get(name[0], next(iter(refusing.values())))
+        dim = name[0] if name[0] in point else f.name
+        at = {sym.name: hints[sym.name] for sym in g.free_symbols if sym.name in hints}
+        bad = next(((m, p) for m, p in enumerate(examples) if evaluate(g, {**hints, **p}) is False), None)
+        if bad is not None:
+            m, p = bad
+            sizes = ", ".join(f"{k} = {v}" for k, v in sorted(p.items()) if k in at)
+            reason = (f"example set {m} ({sizes}) violates this guard itself, so no fix admits every example "
+                      f"set")
+        else:
+            reason = (f"the fix the search found ({f.line}) refuses example set {n} ({dim} = {point.get(dim)}), "
+                      f"and no fix form it tried admits every example set (the export example has {dim} = "
+                      f"{hints.get(dim)})")
+        out.unfixable.append(Unfixable(g, at, reason))
+    out.boxed = [g for g in out.boxed if not ({s.name for s in g.free_symbols} & tied)]
+    out.chosen = [g for g in out.chosen if not ({s.name for s in g.free_symbols} & tied)]
 
 
 def _lo(lo):
@@ -406,9 +502,15 @@ def _combinations(per_guard: list) -> list:
 class _Ctx:
     """Inputs of one ``suggest_fixes`` call, shared by the combinations it solves."""
 
-    def __init__(self, ranges, hints, timeout_ms, relations="increasing"):
+    def __init__(self, ranges, hints, timeout_ms, relations="increasing", examples=()):
         self.ranges = dict(ranges)          # name -> (lo, hi|None), declared
         self.hints = dict(hints)
+        self.span: dict = {}                # name -> (least, largest) size of the examples and hints
+        for point in examples:
+            for n, v in point.items():
+                if n in self.hints:
+                    lo, hi = self.span.get(n, (self.hints[n], self.hints[n]))
+                    self.span[n] = (min(lo, int(v)), max(hi, int(v)))
         self.timeout_ms = timeout_ms
         self.relations = relations
         self.cache: dict = {}               # shared verdict cache for the range searches
@@ -851,7 +953,7 @@ class _Plan:
                     or not _has_lattice_ops(e):
                 continue
             kind, diff = type(e), e.lhs - e.rhs
-            options = []
+            options, periods = [], {}
             for name in sorted(at.names, key=self.order):
                 if name not in self.hints or divisor_product(diff, name) == 1:
                     continue
@@ -859,11 +961,15 @@ class _Plan:
                 if found is None or found[0] == 1:
                     continue
                 p, c = found
+                periods[name] = found
                 options.append(functools.partial(_Plan._lattice, at=at, name=name, p=p, c=c, kind=kind, diff=diff))
+            if len(periods) == len(at.names) and all(c == 0 for _, c in periods.values()):
+                options = [functools.partial(_Plan._lattice_grid, at=at, steps=steps)
+                           for steps in self._grid_lattices(at, {n: p for n, (p, _) in periods.items()})] + options
             if kind is sympy.Eq and len(at.names) == 2:
                 options += self._slope_options(at, diff)
             boxes = self._level_options(at, diff) if kind is sympy.Eq else []
-            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt):
+            if kind in (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt, sympy.Ne):
                 found = self._box_with(at)
                 if found is not None:
                     box, also = found
@@ -876,6 +982,58 @@ class _Plan:
             if options or boxes:
                 return options + boxes
         return []
+
+    def _grid_lattices(self, at, periods: Mapping) -> list:
+        """The coarsest-first lattices ``{name: k}`` (``name = k*_name + r``, ``k`` dividing the
+        dim's period, ``r`` the example's remainder) of every dim of ``at`` at once under which
+        the guard holds: those with the least product of the ``k`` (the widest; ``a*b % 4 == 0``
+        at (2, 6) gives ``a = 2*_a, b = 2*_b``, which admits every size that ``a = 4*_a + 2,
+        b = 2*_b`` does and more).
+
+        Every dim's shift by its period leaves the guard unchanged (``periods``, proved by z3
+        from each dim's least size on), so the guard holds on the lattices exactly when it holds
+        at one size of each residue class mod the periods that they contain: checked at the least
+        such sizes of the declared ranges, at most ``_GRID_POINTS`` of them per choice."""
+        names = sorted(periods, key=self.order)
+        starts = {}
+        for n in names:
+            lo = self.declared.get(n, (1, None))[0]
+            starts[n] = self.hints[n] if lo is None else lo
+        per_dim = [_divisors_with_one(periods[n]) for n in names]
+        if math.prod(len(d) for d in per_dim) > 64 * _GRID_CHOICES:
+            return []  # too many choices to sort: the one-dim lattices remain
+        choices = sorted(itertools.product(*per_dim),
+                         key=lambda ks: (math.prod(ks), ks))
+        found, best = [], None
+        for ks in choices[:_GRID_CHOICES]:
+            width = math.prod(ks)
+            if best is not None and width > best:
+                break
+            if width == 1 or math.prod(periods[n] // k for n, k in zip(names, ks)) > _GRID_POINTS:
+                continue
+            axes = []
+            for n, k in zip(names, ks):
+                r = self.hints[n] % k
+                first = starts[n] + (r - starts[n]) % k
+                axes.append(range(first, first + periods[n], k))
+            if all(numeric.holds(at.expr, dict(zip(names, point))) is True for point in itertools.product(*axes)):
+                found.append(dict(zip(names, ks)))
+                best = width
+        return found[:_GRID_CHOICES_KEPT]
+
+    def _lattice_grid(self, at, steps: Mapping) -> None:
+        """Every dim of ``at`` on its lattice ``steps[name]`` (:meth:`_grid_lattices`): the guard
+        holds there, so it goes (the final check proves it again)."""
+        if at.forced is None:
+            self.chosen.append(at.guard)
+        self.atoms = [x for x in self.atoms if x is not at]
+        for name in sorted(steps, key=self.order):
+            k = steps[name]
+            if k == 1 or name in self.subst:
+                continue
+            h = self.hints[name]
+            root = self._new_root(name, (h - h % k) // k)
+            self.apply(name, k * self.sym(root) + h % k, at.guard, at.verdict)
 
     def _period(self, diff, name, names):
         """:func:`.periods.shift_period` under the current ranges, cached across the forks."""
@@ -1090,25 +1248,46 @@ class _Plan:
 
     def _requirement(self, rel):
         """The :class:`.boxes.Requirement` of a monotone inequality over several dims (sums of
-        floors or of dims, products of nonnegative floors); None for anything else, and for a
-        product of sizes without floors (``dx*dy <= 4096`` stays unfixable: issue 2)."""
+        floors or of dims, products of nonnegative sizes or floors: ``dx*dy <= 4096``, a
+        BatchNorm's ``b*h*w >= 2``; a disequality by the side the example takes, :meth:`_sided`);
+        None for anything else."""
+        rel = self._sided(rel)
         if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return None
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
-        if _linear_form(diff) is None and not diff.has(sympy.floor, sympy.ceiling):
-            return None
         signs = self._signs(diff)
         if not signs or len(signs) < 2 or any(n not in self.hints for n in signs):
             return None
         return Requirement(diff, tuple(sorted(signs.items())), 1, isinstance(rel, (sympy.Lt, sympy.Gt)))
 
+    def _sided(self, rel):
+        """``rel`` as an inequality a box can imply: a disequality ``l != r`` becomes the strict
+        side the example takes (``b != c`` at b = 3, c = 4 is ``b < c``), since a box of ranges
+        around the example implies ``l != r`` only by keeping one side; anything else unchanged."""
+        if not isinstance(rel, sympy.Ne):
+            return rel
+        try:
+            v = numeric.value(rel.lhs - rel.rhs, {s.name: self.hints[s.name] for s in rel.free_symbols
+                                                  if s.name in self.hints})
+        except numeric.NumericError:
+            return rel
+        if isinstance(v, bool) or v == 0:
+            return rel
+        return sympy.Gt(rel.lhs, rel.rhs) if v > 0 else sympy.Lt(rel.lhs, rel.rhs)
+
     def _box(self, rel):
         """Per-root bounds around the example implying the linear inequality ``rel``, or None."""
+        rel = self._sided(rel)
         if not isinstance(rel, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)):
             return None
         diff = rel.lhs - rel.rhs if isinstance(rel, (sympy.Ge, sympy.Gt)) else rel.rhs - rel.lhs
         strict = isinstance(rel, (sympy.Lt, sympy.Gt))
         form = _linear_form(diff)
+        if form is not None and any(n in self.ctx.span for n in form[0]):
+            # other example sets to contain: the corner search starts its ends at them
+            signs = self._signs(diff)
+            if signs and all(n in self.hints for n in signs):
+                return self._monotone_box([Requirement(diff, tuple(sorted(signs.items())), 1, strict)])
         if form is None and diff.has(sympy.floor, sympy.ceiling):
             signs = self._signs(diff)
             if signs and all(n in self.hints for n in signs):
@@ -1176,7 +1355,8 @@ class _Plan:
         ranges = {n: self._own_extent(n, singles.get(n, [])) for n in names}
         key = (tuple(reqs), tuple(sorted(ranges.items())), tuple((n, self.hints[n]) for n in names))
         if key not in self.ctx.boxes:  # the forks of a lattice step meet the same guard again
-            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges)
+            span = {n: self.ctx.span[n] for n in names if n in self.ctx.span}
+            self.ctx.boxes[key] = widest_box(reqs, self.hints, ranges, span=span)
         box = self.ctx.boxes[key]
         if box is None:
             return None
@@ -1222,10 +1402,15 @@ class _Plan:
                 forms = {"increasing": "dy = k*dx + c (k >= 1)", "affine": "dy = k*dx + c",
                          "linear": "dy = k*dx + c or dz = dx + dy"}[self.ctx.relations]
                 cex = at.verdict.counterexample if at.verdict is not None else None
+                spread = [f"{n} in [{self.ctx.span[n][0]}, {self.ctx.span[n][1]}]"
+                          for n in sorted(at.names, key=self.order)
+                          if self.ctx.span.get(n, (None, None))[0] != self.ctx.span.get(n, (None, None))[1]]
+                sets = (f"; a box of ranges holding every example set ({', '.join(spread)}) does not make it "
+                        "hold on the whole box") if spread else ""
                 self.unfixable.append(Unfixable(at.guard, cex, (
                     f"the guard ties {names} by `{at.expr}`; a fix can tie dims only as {forms}, or pin "
                     "the dims of a product equality to the example's sizes, and narrowing each dim "
-                    "separately would refuse sizes the model handles")))
+                    f"separately would refuse sizes the model handles{sets}")))
         singles = self._singles()
         guard_of = {}
         for at in self.atoms:
@@ -1563,6 +1748,10 @@ def _lattices(conds, h: int, nested: int = 1) -> list:
     if lcm < product <= 10 ** 6 and product not in picked:
         picked.append(product)
     return [(k, h % k) for k in sorted(picked)]
+
+
+def _divisors_with_one(n: int) -> list:
+    return [1] + _divisors(n)
 
 
 def _count(lo, hi):

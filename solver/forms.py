@@ -1,7 +1,8 @@
 """Recognizers for the simple forms size expressions take (sympy in, plain ints out).
 
 - :func:`affine`: ``k*r + c`` over one root symbol (a derived size);
-- :func:`linear_bound`: a relation on one symbol as the inclusive integer bounds it states.
+- :func:`linear_bound`: a relation on one symbol as the inclusive integer bounds it states;
+- :func:`min_max_parts`: a bound on a ``Min``/``Max`` as the conjunction of bounds it is.
 
 These are the one place such forms are read: the solver's bound absorption, the
 program's input checks and the contract all call them.
@@ -12,7 +13,7 @@ from typing import Any, Optional
 
 import sympy
 
-__all__ = ["affine", "linear_bound"]
+__all__ = ["affine", "linear_bound", "min_max_parts"]
 
 _RELATIONS = (sympy.Eq, sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)
 
@@ -71,3 +72,21 @@ def linear_bound(rel: Any) -> Optional[tuple[sympy.Symbol, Optional[int], Option
         return r, None, (-b - (1 if op is sympy.Lt else 0)) // a
     bound = -b + (1 if op is sympy.Gt else 0)  # a*r >= -b  (or > -b)
     return r, -(-bound // a), None
+
+
+def min_max_parts(rel: Any) -> list:
+    """``rel`` as the conjunction it is when a ``Min`` is bounded below or a ``Max`` above:
+    ``Min(h, w) > 4`` is ``h > 4`` and ``w > 4`` (and ``Max(h, w) <= 8`` is ``h <= 8`` and
+    ``w <= 8``), so each part can tighten its size's range (a Swin block's ``min(H, W) > ws``
+    gives both ``H`` and ``W`` the lower bound); ``[rel]`` for anything else."""
+    if not isinstance(rel, (sympy.Ge, sympy.Gt, sympy.Le, sympy.Lt)):
+        return [rel]
+    big, small = (rel.lhs, rel.rhs) if isinstance(rel, (sympy.Ge, sympy.Gt)) else (rel.rhs, rel.lhs)
+    op = type(rel)
+    if isinstance(big, sympy.Min):
+        parts = [op(arg, small) if op in (sympy.Ge, sympy.Gt) else op(small, arg) for arg in big.args]
+    elif isinstance(small, sympy.Max):
+        parts = [op(big, arg) if op in (sympy.Ge, sympy.Gt) else op(arg, big) for arg in small.args]
+    else:
+        return [rel]
+    return [q for part in parts for q in min_max_parts(part)]

@@ -142,7 +142,7 @@ class Proof:
 
 
 def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, first_fixes: list, user: set,
-                preserve: tuple = (), mode: str = "export", notes: tuple = ()) -> Proof:
+                preserve: tuple = (), mode: str = "export", notes: tuple = (), sets: Any = None) -> Proof:
     """Capture again with ``first_fixes`` applied to ``dynamic_shapes``, folding in later rounds' fixes.
 
     A capture with the fixes applied can meet guards the first one could not express
@@ -159,6 +159,8 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
             them are proved too; those failures are the report's to name.
         notes: the message's lines refine reads besides the block (where each Dim.DYNAMIC
             axis of a tuple/list spec is, ``specs.refine.dynamic_entry_lines``).
+        sets: the ``AdditionalInputs`` the user exported with, or None: later rounds' fixes
+            must admit its sets too (:func:`example_set_sizes`).
     """
     notes = list(notes)
     rounds = [list(first_fixes)]
@@ -180,7 +182,7 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
             break
         if not again.env.violations:
             return Proof(block, True, None, later)
-        nxt = build_violation_error(again.env.violations, again.dims)
+        nxt = _violation_error(again.env.violations, again.dims, example_set_sizes(sets, model, again.dims))
         later += nxt.violations
         if not nxt.fixes:
             left = "; ".join(v.guard_text for v in nxt.violations)
@@ -198,6 +200,38 @@ def prove_fixes(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, firs
     return Proof(combine_fix_rounds(rounds, user), False, note, later)
 
 
+def example_set_sizes(sets: Any, model: Any, dims: dict) -> list:
+    """``[{dim name: size}]``, one per example set of an ``AdditionalInputs`` (else ``[]``): each
+    named or DYNAMIC dim's size at its first plain input site (``x.shape[0]``) in that set."""
+    if not isinstance(sets, AdditionalInputs):
+        return []
+    from .records import split_site  # noqa: PLC0415 - beside its one use; records is a leaf module
+
+    out = []
+    for set_args, set_kwargs in sets.examples():
+        leaves, _ = tree_flatten((tuple(set_args), dict(set_kwargs)))
+        sizes = {}
+        for path, leaf in zip(input_leaf_paths(model, set_args, set_kwargs), leaves):
+            for axis, size in enumerate(getattr(leaf, "shape", ())):
+                sizes[f"{path}.shape[{axis}]"] = int(size)
+        point = {}
+        for name, info in dims.items():
+            if info.kind not in ("named", "dynamic"):
+                continue
+            for entry in info.sites:
+                site, expr = split_site(entry)
+                if expr is None and site in sizes:
+                    point[name] = sizes[site]
+                    break
+        out.append(point)
+    return out
+
+
+def _violation_error(violations: list, dims: dict, points: list) -> ConstraintViolationError:
+    """:func:`build_violation_error`, given the other example sets' sizes only when there are some."""
+    return build_violation_error(violations, dims, points) if points else build_violation_error(violations, dims)
+
+
 def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any, result: CaptureResult,
                            preserve: tuple = (), mode: str = "export") -> ConstraintViolationError:
     """The violation error of ``result`` with its fix block proved by exporting again (:func:`prove_fixes`).
@@ -208,12 +242,12 @@ def proved_violation_error(model: Any, args: tuple, kwargs: dict, dynamic_shapes
         ConstraintViolationError: the bullets of the first capture, the combined fix
         block, and ``fixes_note`` (None when one refine step is proved enough).
     """
-    err = build_violation_error(result.env.violations, result.dims)
+    err = _violation_error(result.env.violations, result.dims, example_set_sizes(dynamic_shapes, model, result.dims))
     if not err.fixes:
         return err
     user = {n for n, d in result.dims.items() if d.kind in ("named", "dynamic")}
     proof = prove_fixes(model, args, kwargs, dynamic_shapes, err.fixes, user, preserve, mode,
-                        tuple(dynamic_entry_lines(str(err))))
+                        tuple(dynamic_entry_lines(str(err))), sets=dynamic_shapes)
     if proof.proved and proof.fixes == err.fixes and all(v.unfixable is None for v in err.violations):
         return err
     violations = err.violations

@@ -426,8 +426,8 @@ def _unfixable_sentence(names: list[str], reason: str = "", expr: Any = None,
             f"declare")
 
 
-def build_violation_error(violations: list[GuardRecord],
-                          dims: Mapping[str, DimInfo]) -> ConstraintViolationError:
+def build_violation_error(violations: list[GuardRecord], dims: Mapping[str, DimInfo],
+                          examples: Iterable[Mapping[str, int]] = ()) -> ConstraintViolationError:
     """Build (do not raise) the error for guards the declared ranges do not imply.
 
     Args:
@@ -435,6 +435,9 @@ def build_violation_error(violations: list[GuardRecord],
             boolean over root size symbols named as the dims.
         dims: every size symbol by name (named, dynamic and auto dims) with its
             declared range, example size and input sites.
+        examples: the sizes of further example sets (``AdditionalInputs``), ``{name: size}``
+            each: no printed fix refuses one (``solver.suggest_fixes(examples=...)``); a guard
+            whose only fix would is a bullet without a fix that names the set.
 
     Returns:
         A ``ConstraintViolationError`` whose text is the report described in the
@@ -457,7 +460,10 @@ def build_violation_error(violations: list[GuardRecord],
     hints = {n: int(info.hint) for n, info in dims.items() if info.hint is not None}
     failure = None
     try:
-        fs = api.suggest_fixes(guards, dims=solver_dims, hints=hints, relations="linear")
+        points = [{n: int(v) for n, v in p.items() if n in used} for p in examples]
+        points = [p for p in points if p]
+        fs = (api.suggest_fixes(guards, dims=solver_dims, hints=hints, relations="linear", examples=points)
+              if points else api.suggest_fixes(guards, dims=solver_dims, hints=hints, relations="linear"))
     except Exception as err:  # noqa: BLE001 - report the violations even when no fix can be computed
         fs = _NoFixes([(g, {}, f"the solver could not synthesize a fix ({type(err).__name__}: {err})")
                        for g in guards])

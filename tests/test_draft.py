@@ -337,7 +337,7 @@ def test_structural_validation_flags_a_broken_graph():
 # -- per-guard fixes, pinned AUTO sizes, random numbers ------------------------------------------------
 def fixable_and_not(x):
     row = x[1]  # L_fixable
-    if x.shape[0] * x.shape[1] <= 1000:  # L_unfixable
+    if (x.shape[0] - x.shape[1]) ** 2 <= 100:  # L_unfixable
         return row * 2.0
     return row
 

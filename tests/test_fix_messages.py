@@ -27,7 +27,7 @@ FORMS = ("Dim range", "constant", "divisibility n = k*_n + c", "dy = k*dx + c", 
 
 def table_and_product_branch(x):
     y = x + POS[: x.shape[0], : x.shape[1]]     # fixable: n <= 16, m <= 64
-    if x.shape[0] * x.shape[1] > 600:           # no fix form expresses m*n <= 600
+    if (x.shape[0] - x.shape[1]) ** 2 > 100:    # no fix form expresses (n - m)**2 <= 100 (not monotone)
         return y * 2
     return y
 
@@ -37,12 +37,13 @@ SPEC = {"x": {0: Dim("n", max=64), 1: Dim("m", max=64)}}
 
 def test_the_search_reports_every_form_it_tried():
     n, m = sympy.symbols("n m", integer=True, positive=True)
-    fs = solver.suggest_fixes([n * m <= 600], {"n": (1, 64), "m": (1, 64)}, {"n": 8, "m": 8}, relations="linear")
+    fs = solver.suggest_fixes([(n - m) ** 2 <= 100], {"n": (1, 64), "m": (1, 64)}, {"n": 8, "m": 8},
+                              relations="linear")
     assert fs.unfixable and fs.complete
     text = ", ".join(fs.searched)
     for form in FORMS:
         assert form in text, form
-    narrow = solver.suggest_fixes([n * m <= 600], {"n": (1, 64), "m": (1, 64)}, {"n": 8, "m": 8})
+    narrow = solver.suggest_fixes([(n - m) ** 2 <= 100], {"n": (1, 64), "m": (1, 64)}, {"n": 8, "m": 8})
     assert "dz = dx + dy" not in ", ".join(narrow.searched)   # "increasing" searches fewer forms
 
 
@@ -67,8 +68,8 @@ def test_unfixable_bullets_name_the_forms_and_the_block_says_one_step_is_not_eno
     err = info.value
     text = str(err)
     stuck = [v for v in err.violations if v.unfixable is not None]
-    assert [v.guard_text for v in stuck] == ["m*n <= 600"]
-    assert stuck[0].unfixable.startswith("no fix form expresses m*n <= 600 (searched: ")
+    assert [v.guard_text for v in stuck] == ["(-m + n)**2 <= 100"]
+    assert stuck[0].unfixable.startswith("no fix form expresses (-m + n)**2 <= 100 (searched: ")
     for form in FORMS:
         assert form in stuck[0].unfixable, form
     assert "no Dim range, constant or relation dy = k*dx + c expresses" not in text
@@ -80,7 +81,7 @@ def test_unfixable_bullets_name_the_forms_and_the_block_says_one_step_is_not_eno
     spec = tpe.refine_dynamic_shapes_from_suggested_fixes(text, SPEC)
     with pytest.raises(tpe.ConstraintViolationError) as again:
         tpe.export(table_and_product_branch, x, dynamic_shapes=spec)
-    assert [v.guard_text for v in again.value.violations] == ["m*n <= 600"]
+    assert [v.guard_text for v in again.value.violations] == ["(-m + n)**2 <= 100"]
 
 
 def test_the_unproved_error_says_so_too():

@@ -88,7 +88,7 @@ P32 = np.ones((32, 1))
 def table_and_product(x):
     h, w = x.shape
     x = x + P32[:h]
-    if h * w > 1000:  # product guard: no fix line expresses it
+    if (h - w) ** 2 > 100:  # not monotone in h or w: no fix line expresses it
         return x * 2
     return x + 1
 
@@ -98,7 +98,7 @@ def test_unfixable_violation_shows_no_fix_of_another_guard():
     r = draft_export(table_and_product, np.ones((8, 8)), dynamic_shapes=spec)
     text = str(r)
     fixable, product = [f for f in r.failures if f.kind == "constraint_violation"]
-    assert "h <= 32" in fixable.message and "h*w <= 1000" in product.message
+    assert "h <= 32" in fixable.message and "(h - w)**2 <= 100" in product.message
     part = text.split("  2. ")[1].split("Suggested fixes:")[0]
     assert "no suggested fix:" in part and "fix: h = " not in part
     assert "     fix: h = Dim('h', max=32)" in text.split("  2. ")[0]
@@ -111,16 +111,16 @@ def concat_add(x, y, z):
     return np.concatenate([x, y], axis=1) + z
 
 
-_POS1000 = np.ones(1000)
-
 
 def flat_pos(x):
-    return x.reshape(-1) + _POS1000[:x.shape[0] * x.shape[1]]
+    if (x.shape[0] - x.shape[1]) ** 2 > 100:
+        return x * 2
+    return x.reshape(-1) + 1
 
 
 def test_report_without_fix_lines_ends_with_the_no_fixes_line_refine_explains():
-    # h*w <= 1000 is a guard no fix form expresses (no box of ranges is the widest; the sum
-    # a + b == c this test used before now gets the fix c = a + b, issue 13 item 8)
+    # (h - w)**2 <= 100 is a guard no fix form expresses (not monotone in either dim, so no box's
+    # corners decide it; h*w <= 1000, used before, now gets a box of ranges)
     from tensorplay_export.specs.refine import refine_dynamic_shapes_from_suggested_fixes as refine
     from tensorplay_export.violations import NO_FIXES_LINE
 
@@ -133,7 +133,7 @@ def test_report_without_fix_lines_ends_with_the_no_fixes_line_refine_explains():
         refine(text, spec)
     except ValueError as err:
         assert str(err).startswith("there are no suggested fixes to apply: the message found no fix form that "
-                                   "makes h*w <= 1000 hold")
+                                   "makes (h - w)**2 <= 100 hold")
         assert "declare x.shape[1] as Dim.AUTO instead of Dim('w')" in str(err)
     else:
         raise AssertionError("refine applied something from a report without fixes")

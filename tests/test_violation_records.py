@@ -68,7 +68,7 @@ def rows_of_table(x):
 
 def product_branch(x):
     h, w = x.shape
-    if h * w > 1000:  # L_product
+    if (h - w) ** 2 > 100:  # L_product (no box's corners decide it: not monotone in h or w)
         return x * 2
     return x + 1
 
@@ -127,14 +127,14 @@ def test_unfixable_violation_fields():
     err, v = violation_of(product_branch, np.ones((8, 8)), spec={"x": {0: Dim("h", max=64), 1: Dim("w", max=64)}})
     assert (v.kind, v.cause) == ("guard", "branch")
     assert v.reason == ""  # a user `if` is explained by its source line
-    assert v.guard_text == "h*w <= 1000" and v.fix_lines == () and err.fixes == []
-    assert v.unfixable.startswith("no fix form expresses h*w <= 1000 (searched: ")
+    assert v.guard_text == "(h - w)**2 <= 100" and v.fix_lines == () and err.fixes == []
+    assert v.unfixable.startswith("no fix form expresses (h - w)**2 <= 100 (searched: ")
     # the claim names every form the search tried (issue 13, item 11)
     for form in ("Dim range", "constant", "divisibility n = k*_n + c", "dy = k*dx + c", "dy = c - dx",
                  "dz = dx + dy", "pinning"):
         assert form in v.unfixable, form
     assert "declare x.shape[1] as Dim.AUTO instead of Dim('w')" in v.what_works
-    assert v.counterexample["h"] * v.counterexample["w"] > 1000
+    assert (v.counterexample["h"] - v.counterexample["w"]) ** 2 > 100
     assert str(err).endswith(NO_FIXES_LINE)
 
 
@@ -223,12 +223,12 @@ def test_counterexample_comes_from_the_fix_search(monkeypatch):
     dims = {"seq": DimInfo("seq", 1, 1024, 16, ["x.shape[1]"]),
             "dx": DimInfo("dx", 1, 1024, 32, ["x.shape[0]"]), "dy": DimInfo("dy", 1, 1024, 32, ["y.shape[0]"])}
     err = violations.build_violation_error(
-        [GuardRecord(seq <= 512, "guard", ""), GuardRecord(dx * dy <= 4096, "guard", "")], dims)
+        [GuardRecord(seq <= 512, "guard", ""), GuardRecord((dx - dy) ** 2 <= 100, "guard", "")], dims)
     [fs] = calls
     assert [c.verdict.status for c in fs.checks] == ["refuted", "refuted"]
     a, b = err.violations
     assert a.counterexample == {"seq": 513}
-    assert b.counterexample is not None and b.counterexample["dx"] * b.counterexample["dy"] > 4096
+    assert b.counterexample is not None and (b.counterexample["dx"] - b.counterexample["dy"]) ** 2 > 100
     assert b.unfixable is not None and b.fix_lines == ()
 
 
@@ -246,7 +246,7 @@ def test_guard_record_cause_defaults_to_its_kind_and_causes_are_documented():
 def table_and_product(x):
     h, w = x.shape
     x = x + COLUMN[:h]  # L_draft_table
-    if h * w > 1000:  # L_draft_product
+    if (h - w) ** 2 > 100:  # L_draft_product
         return x * 2
     idx = np.nonzero(x[:, 0] > -1)[0]
     if idx.shape[0] > 2:  # L_draft_dd

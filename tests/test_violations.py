@@ -134,10 +134,10 @@ def test_specialization_bullet(loc):
 def test_unfixable_has_counterexample_and_sentence_no_fix_block(loc):
     dx, dy = sym("dx"), sym("dy")
     err = violations.build_violation_error(
-        [GuardRecord(dx * dy <= 4096, "guard", "", loc(11))],
+        [GuardRecord((dx - dy) ** 2 <= 100, "guard", "", loc(11))],
         {"dx": info("dx", 1, 1024, 32, "x.shape[0]"), "dy": info("dy", 1, 1024, 32, "y.shape[0]")})
     text = str(err)
-    assert "satisfy the guard dx*dy <= 4096" in text
+    assert "satisfy the guard (dx - dy)**2 <= 100" in text
     assert "counterexample: dx = " in text
     assert "no suggested fix:" in text and "change the model" in text
     assert "declare y.shape[0] as Dim.AUTO instead of Dim('dy')" in text
@@ -150,7 +150,7 @@ def test_mixed_fixable_and_unfixable(loc):
     dims = {"dx": info("dx", 1, 1024, 32, "x.shape[0]"), "dy": info("dy", 1, 1024, 32, "y.shape[0]"),
             "seq": info("seq", 1, 1024, 16, "x.shape[1]")}
     err = violations.build_violation_error(
-        [GuardRecord(dx * dy <= 4096, "guard", "", loc(11)), GuardRecord(seq <= 512, "guard", "", loc(7))], dims)
+        [GuardRecord((dx - dy) ** 2 <= 100, "guard", "", loc(11)), GuardRecord(seq <= 512, "guard", "", loc(7))], dims)
     text = str(err)
     assert text.startswith("Constraints violated (dx, dy, seq)!")
     assert text.endswith("Suggested fixes:\n  seq = Dim('seq', max=512)")
@@ -278,7 +278,7 @@ def test_mixed_case_fix_for_leaves_the_unfixable_guard_without_a_fix(loc):
     h, w = sym("h"), sym("w")
     dims = {"h": info("h", 1, 64, 8, "x.shape[2]"), "w": info("w", 1, 64, 8, "x.shape[3]")}
     err = violations.build_violation_error(
-        [GuardRecord(h >= 2, "shape", "", loc(7)), GuardRecord(h * w <= 1000, "guard", "", loc(8))], dims)
+        [GuardRecord(h >= 2, "shape", "", loc(7)), GuardRecord((h - w) ** 2 <= 100, "guard", "", loc(8))], dims)
     assert err.fixes == ["h = Dim('h', min=2, max=64)"]
     assert [v.fix_lines for v in err.violations] == [("h = Dim('h', min=2, max=64)",), ()]
     assert str(err).count(violations.UNFIXABLE_MARK) == 1

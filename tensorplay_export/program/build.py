@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from solver.forms import linear_bound
+from solver.forms import linear_bound, min_max_parts
 
 from ..capture.entry import CaptureResult
 from ..capture.symbolic import SymBool, SymFloat, SymInt
@@ -55,7 +55,10 @@ def fold_simple_bounds(ranges: dict, guards: list) -> tuple[dict, list]:
     """
     ranges = dict(ranges)
     kept = []
-    for g in guards:
+    # a bound on a Min or Max (Swin's min(H, W) > 4) is one bound per argument
+    parts = [p for g in guards for p in (min_max_parts(g) if len(min_max_parts(g)) > 1 else [g])
+             if p is not sympy.true]
+    for g in parts:
         bound = (linear_bound(g) if isinstance(g, (sympy.Le, sympy.Lt, sympy.Ge, sympy.Gt)) else None)
         if bound is None or bound[0] not in ranges:
             kept.append(g)

@@ -364,21 +364,25 @@ def test_fix_ties_a_dim_to_the_sum_of_two_others():
         ep.module()(arr(2), arr(2), arr(5))
 
 
-def test_guard_without_a_fix_form_says_what_works_instead():
-    # n*d <= 64 (a flattened input against a 64-element table) has no fix line: a box of ranges
-    # would refuse sizes the model handles; the error says so and names Dim.AUTO as what works.
-    # ((n*d) % 3 == 0 from x.reshape(3, -1) has one now: n = 3*_n, tests/test_fixes_fuzz_products.py)
+def test_a_product_bound_gets_a_box_that_closes_in_one_step_and_auto_still_works():
+    # n*d <= 64 (a flattened input against a 64-element table): a box of ranges around the
+    # example whose far corner holds (n <= 32, d <= 2 at (6, 2)); it refuses some sizes the
+    # model handles, which the bullet's note says, and Dim.AUTO keeps the guard itself instead.
+    # ((n*d) % 3 == 0 from x.reshape(3, -1) has a lattice: n = 3*_n, tests/test_fixes_fuzz_products.py)
     table = np.arange(64, dtype=np.float32)
 
     def model(x):
         return x.reshape(-1) + table[: x.size]
 
     spec = {"x": {0: Dim("n"), 1: Dim("d")}}
-    err = violation(model, arr(6, 2), dynamic_shapes=spec)
-    text = str(err)
-    assert "no suggested fix" in text.lower() and "Dim.AUTO" in text
-    with pytest.raises(ValueError):
-        tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec)
+    err, refined, ep = refine_once(model, arr(6, 2), dynamic_shapes=spec)
+    assert "one box of ranges" in str(err)
+    box = {f.split(" = ")[0]: f for f in err.fixes}
+    assert set(box) == {"n", "d"}
+    hi = {name: dim.max for name, dim in (("n", refined["x"][0]), ("d", refined["x"][1]))}
+    assert hi["n"] >= 6 and hi["d"] >= 2 and hi["n"] * hi["d"] <= 64
+    for n, d in ((1, 1), (6, 2), (hi["n"], hi["d"])):
+        agrees(ep, model, arr(n, d))
     ep = tpe.export(model, arr(6, 2), dynamic_shapes={"x": {0: Dim.AUTO, 1: Dim("d")}})
     for n, d in ((3, 1), (1, 3), (2, 6), (5, 3), (8, 8)):
         agrees(ep, model, arr(n, d))

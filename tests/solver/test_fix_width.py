@@ -95,10 +95,25 @@ def test_inequalities_over_the_same_dims_share_the_widest_box(guards, dims, hint
     assert count == widest_box_count(guards, dims, hints)
 
 
-def test_a_product_inequality_without_floors_stays_unfixable():
-    # issue 2's rule: dx*dy <= 4096 has no fix (the box is for guards over floors)
-    fs = suggest_fixes([dx * dy <= 4096], {"dx": (1, 1024), "dy": (1, 1024)}, {"dx": 32, "dy": 32})
-    assert fs.lines == [] and len(fs.unfixable) == 1
+@pytest.mark.parametrize("guards, dims, hints", [
+    ([a * b <= 30], {"a": (1, 40), "b": (1, 40)}, {"a": 6, "b": 5}),
+    ([a * b <= 60], {"a": (1, 40), "b": (1, 40)}, {"a": 3, "b": 4}),
+    ([a * b >= 12], {"a": (1, 30), "b": (1, 30)}, {"a": 5, "b": 9}),
+    ([sympy.Ne(a * b, 0)], {"a": (0, 30), "b": (0, 30)}, {"a": 4, "b": 4}),
+    ([sympy.Ne(a, b)], {"a": (1, 30), "b": (1, 30)}, {"a": 3, "b": 4}),
+])
+def test_a_product_of_sizes_or_a_disequality_gets_the_widest_box(guards, dims, hints):
+    # a product of sizes (no floors) is monotone in each size too, and a disequality holds on a
+    # box exactly when one side does: both used to have no fix at all
+    _, count = solve(guards, dims, hints)
+    assert count == widest_box_count(guards, dims, hints)
+
+
+def test_a_product_bound_over_unbounded_dims_gets_a_box_containing_the_example():
+    fs = suggest_fixes([dx * dy <= 1000], {"dx": (1, None), "dy": (1, None)}, {"dx": 6, "dy": 6})
+    assert fs.unfixable == [] and fs.verified and fs.boxed == [dx * dy <= 1000]
+    upper = {f.name: f.upper for f in fs.fixes}
+    assert upper["dx"] >= 6 and upper["dy"] >= 6 and upper["dx"] * upper["dy"] == 1000
 
 
 # -- an equality of step functions: the level-set box ------------------------------------------
