@@ -139,6 +139,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
+    _check_check_args(graph, member)
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
     _check_inputs_enforced(graph, sig, member)
@@ -790,6 +791,87 @@ def _check_root_specs(sig: Any, call_graph: list, member: str) -> None:
         fail(member, f"the root call's out_spec has {root.out_spec.num_leaves} leaves for {n_results} results")
 
 
+def _node(v: Any) -> bool:
+    return type(v) is Node
+
+
+def _text(v: Any) -> bool:
+    return type(v) is str
+
+
+def _int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _int_or_none(v: Any) -> bool:
+    return v is None or type(v) is int
+
+
+def _size(v: Any) -> bool:
+    return type(v) is int or type(v) is SizeExpr
+
+
+def _condition(v: Any) -> bool:
+    return type(v) is bool or type(v) is SizeExpr
+
+
+def _texts(v: Any) -> bool:
+    return type(v) is tuple and all(type(t) is str for t in v)
+
+
+def _sizes(v: Any) -> bool:
+    return type(v) is tuple and all(_size(t) for t in v)
+
+
+def _static(v: Any) -> bool:
+    return type(v) is tuple and all(d is None or (type(d) is int and d >= 0) for d in v)
+
+
+def _dtype(v: Any) -> bool:
+    return v is None or isinstance(v, np.dtype)
+
+
+# The runtime checks' arguments as capture writes them: positional, of these kinds, and the axis
+# (where there is one) an axis of the checked array; (argument names, kinds, axis position or None).
+_CHECK_ARGS: dict[str, tuple] = {
+    "tpe.check_input": ("input, path, static sizes, dtype, shape text", (_node, _text, _static, _dtype, _text), None),
+    "tpe.derived_root": ("input, path, axis, k, c, lo, hi, text, name",
+                         (_node, _text, _int, _int, _int, _int, _int_or_none, _text, _text), 2),
+    "tpe.assert_range": ("value, lo, hi, where, name", (_size, _int, _int_or_none, _text, _text), None),
+    "tpe.assert_dim": ("input, path, axis, expected, what, detail", (_node, _text, _int, _size, _text, _text), 2),
+    "tpe.assert_guard": ("ok, where, value, text, names, values", (_condition, _text, _size, _text, _texts, _sizes), None),
+    "tpe.check_size": ("ok, text, where, names, values", (_condition, _text, _text, _texts, _sizes), None),
+    "tpe.check_int": ("value, path, k, c, lo, hi, text, root",
+                      (_node, _text, _int, _int, _int_or_none, _int_or_none, _text, _text), None),
+    "tpe.assert_int": ("value, path, expected, what, detail", (_node, _text, _size, _text, _text), None),
+}
+
+
+def _check_check_args(graph: Graph, member: str) -> None:
+    """Every runtime check takes its arguments as capture writes them (:data:`_CHECK_ARGS`): all
+    positional (a label passed as a keyword escaped the label rules and crashed ``contract``), of
+    their kinds, a ``k`` that is no zero divisor, and an axis the checked array has (``axis=9``
+    raised IndexError at the first call, ``k=0`` ZeroDivisionError)."""
+    for n in graph.nodes:
+        if n.op != "call_function":
+            continue
+        spec = _CHECK_ARGS.get(n.target)
+        if spec is None:
+            continue
+        names, kinds, axis_at = spec
+        args = n.args
+        ok = not n.kwargs and len(args) == len(kinds) and all(kind(a) for kind, a in zip(kinds, args))
+        if ok and n.target in ("tpe.derived_root", "tpe.check_int"):
+            ok = args[3 if n.target == "tpe.derived_root" else 2] != 0
+        if ok and axis_at is not None:
+            shape = args[0].meta.get("shape")
+            ok = isinstance(shape, tuple) and 0 <= args[axis_at] < len(shape)
+        if not ok:
+            fail(member, f"node {n.name!r}: {n.target} takes the positional arguments ({names}) of their kinds "
+                         "(sizes as ints or size expressions, a nonzero k, an axis of the checked array), "
+                         f"got {len(args)} positional and {len(n.kwargs)} keyword")
+
+
 def _check_input_check_args(graph: Graph, sig: Any, call_graph: list, member: str) -> None:
     """Each ``tpe.check_input`` is ``(input, path, static sizes, dtype, shape text)`` with those
     types (a dtype given as an array ran ``==`` on arrays at the first call), checks a
@@ -803,15 +885,10 @@ def _check_input_check_args(graph: Graph, sig: Any, call_graph: list, member: st
     if not checks:
         return  # a program built by hand checks nothing (_check_inputs_enforced)
     seen: set = set()
-    for n in checks:
+    for n in checks:  # their arguments' kinds: _check_check_args
         args = n.args
-        ok = (len(args) == 5 and not n.kwargs and type(args[0]) is Node and args[0].op == "placeholder"
-              and type(args[1]) is str and type(args[2]) is tuple
-              and all(d is None or (type(d) is int and d >= 0) for d in args[2])
-              and (args[3] is None or isinstance(args[3], np.dtype)) and type(args[4]) is str)
-        if not ok:
-            fail(member, f"node {n.name!r}: tpe.check_input takes (input placeholder, path str, static sizes "
-                         "(int or null each), dtype or null, shape text str)")
+        if args[0].op != "placeholder":
+            fail(member, f"node {n.name!r}: tpe.check_input checks an input placeholder, not node {args[0].name!r}")
         if args[0] in seen:
             fail(member, f"node {n.name!r} checks input {args[0].name!r}, which an earlier check_input checks")
         seen.add(args[0])

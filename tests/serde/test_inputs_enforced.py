@@ -149,7 +149,7 @@ def _set_arg(index, value, name="check_x"):
     (4, {"k": "node", "v": "x"}),
 ])
 def test_check_input_arguments_of_the_wrong_kind_are_refused(related, index, value):
-    expect_error(edit(related, _set_arg(index, value)), PROGRAM, "tpe.check_input takes (input placeholder")
+    expect_error(edit(related, _set_arg(index, value)), PROGRAM, "tpe.check_input takes the positional arguments (input, path")
 
 
 def test_a_check_must_name_its_input_by_exactly_its_path(related):
@@ -196,3 +196,22 @@ def test_a_derived_root_moved_after_the_computation_is_refused(derived):
     # tpe.derived_root reads the check_input node (not the placeholder) and holds no size expression
     expect_error(edit(derived, _move_after_compute("tpe.derived_root")), PROGRAM,
                  "(tpe.derived_root) checks the inputs after node")
+
+
+@pytest.mark.parametrize("target, index, value", [
+    ("tpe.derived_root", 3, 0),        # k = 0: ZeroDivisionError at the first call
+    ("tpe.derived_root", 2, 9),        # an axis y does not have: IndexError
+    ("tpe.derived_root", 2, "a"),
+])
+def test_every_runtime_check_takes_its_arguments_of_their_kinds(derived, target, index, value):
+    def fn(doc):
+        _first(doc, target)["args"][index] = value
+    expect_error(edit(derived, fn), PROGRAM, f"{target} takes the positional arguments")
+
+
+def test_a_check_label_passed_as_a_keyword_is_refused(related):
+    def fn(doc):
+        check = _first(doc, "tpe.assert_range")
+        name = check["args"].pop()
+        check["kwargs"] = [["name", name + "\nFORGED LINE"]]
+    expect_error(edit(related, fn), PROGRAM, "tpe.assert_range takes the positional arguments")
