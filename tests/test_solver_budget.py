@@ -133,3 +133,34 @@ def test_contract_under_a_spent_budget_still_shows_the_contract(archives, capsys
     code, out, err = _cli(capsys, "contract", "wide.pt2", "--solver-budget", str(SPENT))
     assert code == 0 and "n in [1, 64]" in out
     assert err.startswith("note: the solver budget of 1e-06 s ran out: some expressions are shown unsimplified")
+
+
+# -- the whole command's deadline: what runs between solver queries (sympy) has no budget -----------
+def test_the_deadline_interrupts_pure_python_work():
+    from tensorplay_export.face.cli import CommandDeadline, _deadline
+
+    start = time.perf_counter()
+    with pytest.raises(CommandDeadline):
+        with _deadline(0.2):
+            while True:  # sympy building a Max of hundreds of terms, in the hostile archive's case
+                pass
+    assert time.perf_counter() - start < 30
+    with _deadline(5):  # a command within its time is untouched, and the timer is gone after it
+        pass
+    import signal
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("command, status", [("diff", 1), ("contract", 2)])
+def test_a_command_past_its_deadline_says_so_and_is_no_pass(archives, capsys, monkeypatch, command, status):
+    from tensorplay_export.face import cli
+
+    def spin(opts):
+        while True:
+            pass
+    monkeypatch.setattr(cli, f"cmd_{command}", spin)
+    args = [command, "narrow.pt2"] + (["wide.pt2"] if command == "diff" else [])
+    code, out, err = _cli(capsys, *args, "--solver-budget", "0.05", "--json")
+    assert code == status
+    assert json.loads(out) == {"error": json.loads(out)["error"], "exit_status": status}
+    assert "stopped after 5.1 s" in err and "this is not a pass: raise the budget" in err

@@ -25,7 +25,10 @@ solver query has its own timeout, and the budget bounds them all together (a
 contract of hundreds of hard guards asked each its full timeout).  What the budget leaves undecided is said, never
 passed: ``diff`` lists it as ``[undecided]`` and exits 1, ``compose`` reports the
 composition undecided (exit 1), ``contract`` shows expressions it had no time to
-simplify as they are; each says how to raise the budget.
+simplify as they are; each says how to raise the budget.  The budget bounds the solver;
+the whole command, sympy's simplification included, stops at twice the budget plus 5 s
+(a hostile archive's ``Max`` of hundreds of terms spent minutes in sympy): ``diff`` and
+``compose`` then exit 1 (not a pass), ``contract`` exits 2, each saying so.
 
 ``contract``, ``show``, ``diff`` and ``compose`` read archives as data: a program
 whose inputs or outputs are registered dataclasses opens without the class
@@ -59,7 +62,9 @@ import importlib.util
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import traceback
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional, Sequence
@@ -797,6 +802,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             status = opts.run(opts)
         sys.stdout.flush()  # a closed pipe fails here, inside the handler below, not at exit
         return status
+    except CommandDeadline as err:
+        text = (f"{opts.command} stopped after {err.seconds:g} s (twice the solver budget plus 5 s): the archives' "
+                f"size expressions cost more to reason about than the budget allows; this is not a pass: raise "
+                f"the budget, e.g. --solver-budget {4 * opts.solver_budget:g}")
+        return _fail(opts, debug, text, EXIT_USAGE if opts.command == "contract" else EXIT_FAIL)
     except BrokenPipeError:
         # the reader went away (`... | head -1`): no verdict was lost, only text; say so the way
         # a shell reports a writer stopped by SIGPIPE (128 + 13), never as "contract broken"
@@ -822,20 +832,54 @@ def _budget(opts: argparse.Namespace) -> Iterator[None]:
         return
     from solver import solver_budget
 
-    with solver_budget(seconds) as opts.budget:
+    with solver_budget(seconds) as opts.budget, _deadline(2 * seconds + 5):
         yield
 
 
-def _fail(opts: argparse.Namespace, debug: bool, message: str) -> int:
-    """Exit status 2 with ``error: message`` on stderr (after the traceback with ``--debug``);
-    with ``--format json`` stdout also gets ``{"error": message, "exit_status": 2}``, so a CI
-    step that parses stdout reads a document, not nothing."""
+class CommandDeadline(BaseException):
+    """The command ran past :func:`_deadline`'s limit (raised by its alarm; a BaseException, as
+    KeyboardInterrupt is, so no ``except Exception`` on the way turns it into a verdict)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"stopped after {seconds:g} s")
+        self.seconds = seconds
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise :class:`CommandDeadline` in the command once ``seconds`` of wall time have passed.
+
+    The solver budget bounds z3; what runs between its queries (sympy building and simplifying
+    an archive's expressions) has no budget of its own, so the whole command gets this one.
+    An interval timer's SIGALRM interrupts Python between bytecodes; where there is none (not
+    the main thread, no ``setitimer``) nothing is installed.
+    """
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise CommandDeadline(seconds)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _fail(opts: argparse.Namespace, debug: bool, message: str, status: int = EXIT_USAGE) -> int:
+    """Exit status ``status`` (2) with ``error: message`` on stderr (after the traceback with
+    ``--debug``); with ``--format json`` stdout also gets ``{"error": message, "exit_status": status}``,
+    so a CI step that parses stdout reads a document, not nothing."""
     if debug:
         traceback.print_exc(file=sys.stderr)
     if getattr(opts, "format", None) == "json":
-        _emit_json({"error": message, "exit_status": EXIT_USAGE})
+        _emit_json({"error": message, "exit_status": status})
     _console(stderr=True).print(f"error: {message}", style="red", markup=False)
-    return EXIT_USAGE
+    return status
 
 
 def run() -> None:
