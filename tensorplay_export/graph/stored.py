@@ -178,6 +178,9 @@ def integer_valued(tree: Any) -> bool:
         return all(integer_valued(a) for a in tree[1:])
     if head == "Pow":
         base, exp = tree[1:]
+        if type(base) is int and base != 0 and type(exp) is tuple and integer_valued(exp):
+            # an int to a size (2**n): capture guards the exponent >= 0, a loader checks it by the ranges
+            return True
         return type(exp) is int and exp >= 0 and integer_valued(base)
     if head == "Piecewise":
         return all(integer_valued(x) for x, _ in tree[1:])

@@ -32,7 +32,9 @@ complex infinity are never stored.
 Limits (the writer refuses what the reader refuses, so every saved tree loads):
 
 - a ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= MAX_POW``, or
-  a ``Float`` with ``|e| <= MAX_POW`` (``x / math.sqrt(n)`` stores ``n**0.5``);
+  a ``Float`` with ``|e| <= MAX_POW`` (``x / math.sqrt(n)`` stores ``n**0.5``), or,
+  in a program, to an integer base ``2 <= |b| <= MAX_POW``, a size expression whose
+  interval under the program's ranges lies in ``[0, MAX_POW]`` (:func:`size_exponent_problem`);
   a zero base takes no negative exponent, and ``Mod`` no literal zero divisor;
 - value size: generated code computes every subexpression with Python ints, so
   a bound on the bit length of each one is derived bottom-up (a symbol counts
@@ -45,8 +47,10 @@ Limits (the writer refuses what the reader refuses, so every saved tree loads):
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from typing import Any
+from typing import Any, Iterator
 
 from ..graph.stored import EXTRA_HEADS, SizeExpr, build_sympy, tree_symbols, float_value as _float_value, number_value as _num_value, sympy_tree
 from .jsonio import MAX_JSON_DEPTH, fail, short_repr as _short
@@ -114,6 +118,24 @@ def encode_tree(value: Any) -> Any:
     return encode_expr(value)
 
 
+# While a program is serialized (:func:`collecting_size_exponents`): the size exponents of its
+# expressions, which the writer bounds by the program's ranges as the reader will.
+_WRITE_EXPONENTS: contextvars.ContextVar = contextvars.ContextVar("size_exponents", default=None)
+
+
+@contextlib.contextmanager
+def collecting_size_exponents() -> Iterator[list]:
+    """Expressions encoded inside the block may hold size exponents (``2**n``); the list it
+    yields receives each exponent tree, for :func:`size_exponent_problem` against the program's
+    ranges.  Outside such a block an encoder refuses them (no ranges to bound them by)."""
+    found: list = []
+    token = _WRITE_EXPONENTS.set(found)
+    try:
+        yield found
+    finally:
+        _WRITE_EXPONENTS.reset(token)
+
+
 def _checked_on_write(expr: Any) -> Any:
     """The tree of ``expr``, checked as the reader will check it (ValueError instead of ArchiveError)."""
     tree = sympy_tree(expr, _refuse_on_write)
@@ -121,7 +143,7 @@ def _checked_on_write(expr: Any) -> Any:
         checked = _check(_json(tree), "<expr>", [MAX_NODES], MAX_JSON_DEPTH - 20)
     except ArchiveError as err:
         raise ValueError(f"cannot store {_short(expr)}: {str(err).split(': ', 1)[-1]}") from None
-    problem = _limit_problem(checked)
+    problem = _limit_problem(checked, _WRITE_EXPONENTS.get())
     if problem is not None:
         raise ValueError(f"cannot store {_short(expr)}: {problem}")
     return checked
@@ -154,6 +176,9 @@ class ExprBudget:
     def __init__(self, nodes: int = MAX_DOCUMENT_NODES) -> None:
         self.limit = nodes
         self.left = nodes
+        # exponents that are size expressions (2**n): bounded by the document's ranges once those
+        # are read (:func:`size_exponent_problem`)
+        self.size_exponents: list = []
 
     def take(self, nodes: int, member: str) -> None:
         self.left -= nodes
@@ -183,7 +208,7 @@ def decode_tree(tree: Any, member: str = "<expr>", budget: ExprBudget | None = N
     checked = _check(tree, member, left, MAX_JSON_DEPTH)
     if budget is not None:
         budget.take(MAX_NODES - left[0], member)
-    problem = _limit_problem(checked)
+    problem = _limit_problem(checked, budget.size_exponents if budget is not None else None)
     if problem is not None:
         fail(member, f"expression {_short(tree)}: {problem}")
     return checked
@@ -318,10 +343,9 @@ def _exponent_problem(exp: Any) -> str | None:
     if type(exp) is tuple and exp[0] == "Float" and abs(_float_value(exp)) <= MAX_POW:
         return None
     if type(exp) is tuple and any(True for _ in tree_symbols(exp)):
-        # the value bound below is derived without the program's ranges: a size exponent has none
-        return (f"a size in a Pow exponent ({_short(_json(exp))}) cannot be stored: the format bounds every "
-                f"size expression's value without the program's ranges, and an exponent's bound needs them; "
-                f"the program runs in this process (ep.module()); to save it, make that size static")
+        return (f"a size in a Pow exponent ({_short(_json(exp))}) is bounded by a program's ranges, and this "
+                f"expression is stored without any (an integer base from 2 to {MAX_POW} to a size is stored in "
+                f"a program, whose ranges keep the exponent within [0, {MAX_POW}])")
     return (f"a Pow exponent must be a rational with |numerator|, denominator <= {MAX_POW} or a float "
             f"of at most {MAX_POW} in magnitude, got {_short(_json(exp))}")
 
@@ -330,10 +354,50 @@ def _exponent_problem(exp: Any) -> str | None:
 
 
 
-def _limit_problem(tree: Any) -> str | None:
-    """Why the reader refuses ``tree`` (exponents, zero divisors, value bits), or None."""
+def size_exponent_problem(exp: Any, ranges: dict) -> str | None:
+    """Why size exponent ``exp`` (a tree) may leave ``[0, MAX_POW]`` under ``ranges`` (symbol name
+    -> ``(lower, upper or None)``), or None.  The exponent's interval is computed from its
+    symbols' ranges through ``Add`` and ``Mul`` (what ``2**(n - 3)`` and ``2**(2*n)`` are);
+    any other head, or a symbol without a range, is refused."""
+    def interval(t: Any) -> tuple:
+        if type(t) is int:
+            return t, t
+        head = t[0]
+        if head == "Symbol":
+            if t[1] not in ranges:
+                raise _Refused(f"symbol {t[1]!r} has no range constraint")
+            lo, hi = ranges[t[1]]
+            return lo, (math.inf if hi is None else hi)
+        parts = [interval(a) for a in t[1:]]
+        if head == "Add":
+            return sum(p[0] for p in parts), sum(p[1] for p in parts)
+        if head == "Mul":
+            lo, hi = parts[0]
+            for a, b in parts[1:]:
+                corners = [x * y for x in (lo, hi) for y in (a, b) if not (math.isinf(x) and y == 0)
+                           and not (math.isinf(y) and x == 0)] or [0]
+                lo, hi = min(corners), max(corners)
+            return lo, hi
+        raise _Refused(f"an exponent with {head} is not bounded here")
     try:
-        bits = _value_bits(tree)
+        lo, hi = interval(exp)
+    except _Refused as err:
+        return f"the size exponent {_short(_json(exp))}: {err}"
+    if lo < 0 or hi > MAX_POW:
+        return (f"the size exponent {_short(_json(exp))} ranges over [{lo}, {hi}] under the program's range "
+                f"constraints; a stored exponent stays within [0, {MAX_POW}]")
+    return None
+
+
+def _limit_problem(tree: Any, size_exponents: list | None = None) -> str | None:
+    """Why the reader refuses ``tree`` (exponents, zero divisors, value bits), or None.
+
+    ``size_exponents``: where a Pow of an integer base ``2 <= |b| <= MAX_POW`` to a size
+    expression (``2**n``) is accepted, counted at an exponent of ``MAX_POW``, its exponent is
+    appended, to be bounded by the program's ranges (:func:`size_exponent_problem`); None
+    refuses such a Pow."""
+    try:
+        bits = _value_bits(tree, size_exponents)
     except _Refused as err:
         return str(err)
     if bits > MAX_VALUE_BITS:
@@ -349,7 +413,7 @@ def _is_zero(t: Any) -> bool:
     return (type(t) is int and t == 0) or (type(t) is tuple and t[0] == "Float" and int(t[2], 16) == 0)
 
 
-def _value_bits(t: Any) -> int:
+def _value_bits(t: Any, size_exponents: list | None = None) -> int:
     """An upper bound on the bit length of the tree's value (and of every value computed for it).
 
     Symbols count :data:`SYMBOL_BITS`.  Raises :class:`_Refused` for a node the
@@ -371,15 +435,22 @@ def _value_bits(t: Any) -> int:
             bits = 1  # oo, true, false
         else:
             if head == "Piecewise":
-                kids = [_value_bits(a) for pair in t[1:] for a in pair]
+                kids = [_value_bits(a, size_exponents) for pair in t[1:] for a in pair]
             else:
-                kids = [_value_bits(a) for a in t[1:]]
+                kids = [_value_bits(a, size_exponents) for a in t[1:]]
             if head == "Add":
                 bits = max(kids) + (len(kids) - 1).bit_length()
             elif head == "Mul":
                 bits = sum(kids)
             elif head == "Pow":
                 base, exp = t[1], t[2]
+                if (size_exponents is not None and type(base) is int and 2 <= abs(base) <= MAX_POW
+                        and type(exp) is tuple and any(True for _ in tree_symbols(exp))):
+                    size_exponents.append(exp)  # at most MAX_POW once the ranges are checked
+                    bits = kids[0] * MAX_POW
+                    if bits > MAX_VALUE_BITS:
+                        raise _Refused(f"a subexpression's value may need {bits} bits (more than {MAX_VALUE_BITS})")
+                    return bits
                 problem = _exponent_problem(exp)
                 if problem is not None:
                     raise _Refused(problem)

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import ArchiveError
 from ..graph.ir import Node
 from ..records import ValueRange, sympy
-from .exprs import encode_expr
+from .exprs import collecting_size_exponents, encode_expr, size_exponent_problem
 from .jsonio import canonical, dumps
 from .values import Encoder, encode_dtype, encode_range, source_table
 
@@ -138,16 +138,24 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
         "format": FORMAT, "schema_version": SCHEMA_VERSION, "opset_version": opset,
         "pickle_protocol": protocol,
     }
-    nodes = [_encode_node(n, enc) for n in ep.graph.nodes]
-    doc["graph"] = {"nodes": nodes, "meta_values": intern_meta(nodes), "source_lines": source_table(enc.source_lines)}
-    doc["signature"] = _guard("signature", lambda: _encode_signature(ep.graph_signature, enc))
-    doc["range_constraints"] = _guard("range_constraints", lambda: _encode_ranges(ep.range_constraints))
-    doc["equality_constraints"] = _guard("equality_constraints",
-                                         lambda: [_encode_equality(c) for c in ep.equality_constraints])
-    doc["module_call_graph"] = _guard("module_call_graph",
-                                      lambda: [_encode_call_entry(e, enc) for e in ep.module_call_graph])
-    doc["dynamic_shapes"] = _encode_dynamic_shapes(ep.dynamic_shapes, enc)
-    doc["example_inputs"] = _guard("example_inputs", lambda: _encode_examples(ep.example_inputs, enc, art))
+    with collecting_size_exponents() as size_exponents:  # 2**n: bounded by the ranges, as load checks
+        nodes = [_encode_node(n, enc) for n in ep.graph.nodes]
+        doc["graph"] = {"nodes": nodes, "meta_values": intern_meta(nodes),
+                        "source_lines": source_table(enc.source_lines)}
+        doc["signature"] = _guard("signature", lambda: _encode_signature(ep.graph_signature, enc))
+        doc["range_constraints"] = _guard("range_constraints", lambda: _encode_ranges(ep.range_constraints))
+        doc["equality_constraints"] = _guard("equality_constraints",
+                                             lambda: [_encode_equality(c) for c in ep.equality_constraints])
+        doc["module_call_graph"] = _guard("module_call_graph",
+                                          lambda: [_encode_call_entry(e, enc) for e in ep.module_call_graph])
+        doc["dynamic_shapes"] = _encode_dynamic_shapes(ep.dynamic_shapes, enc)
+        doc["example_inputs"] = _guard("example_inputs", lambda: _encode_examples(ep.example_inputs, enc, art))
+    if size_exponents:
+        bounds = {entry[0][1]: (entry[1], entry[2]) for entry in doc["range_constraints"]}
+        for exp in size_exponents:
+            problem = size_exponent_problem(exp, bounds)
+            if problem is not None:
+                raise ArchiveError(f"cannot serialize: {problem}")
     doc["weights"], doc["constants"] = _guard("state", lambda: _encode_state(ep, art, len(graph_arrays)))
     art.exported_program = dumps(doc)
     art._doc = doc  # what the bytes hold, so saving need not parse them again (not a field)

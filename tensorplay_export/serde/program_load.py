@@ -27,8 +27,8 @@ from ..records import SourceLoc, is_sympy, source_name
 from .jsonio import expect, fail, get_dict, get_int, get_list, get_str, loads
 from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, SerializedArtifact,
                            check_pickle_protocol)
-from .values import Decoder, decode_dtype, decode_range, decode_source_table
-from .exprs import ExprBudget, decode_stored
+from .values import Decoder, decode_dtype, decode_range, decode_source_table, encode_range
+from .exprs import ExprBudget, decode_stored, size_exponent_problem
 from .random_state import check_generator_states
 
 MAX_NODES = 1_000_000
@@ -139,6 +139,12 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
+    if budget.size_exponents:  # 2**n: the exponent within [0, MAX_POW] under the ranges the checks enforce
+        bounds = {sym.name: tuple(encode_range(vr)) for sym, vr in kwargs["range_constraints"].items()}
+        for exp in budget.size_exponents:
+            problem = size_exponent_problem(exp, bounds)
+            if problem is not None:
+                fail(member, problem)
     _check_check_args(graph, member)
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)

@@ -155,9 +155,15 @@ def test_symbol_cache_keeps_the_assumption_checks():
         decode_expr(["Symbol", "cache_s", {"integer": 1, "positive": True}])
 
 
-def test_a_size_exponent_is_refused_on_save_with_what_to_do():
-    """Capture keeps ``2**n`` symbolic (a guard keeps n <= 62); the format bounds expression values
-    without ranges, so save refuses it by name instead of storing a value it cannot bound."""
+def _grows(x):
+    import numpy as np
+
+    return np.zeros(2 ** (x.shape[0] - 1))
+
+
+def test_a_size_exponent_saves_and_loads_bounded_by_the_programs_ranges():
+    """Capture keeps ``2**n`` symbolic (a guard keeps n <= 62); the format stores an integer base to
+    a size exponent in a program, whose range constraints keep the exponent within [0, 64]."""
     import io
 
     import numpy as np
@@ -165,11 +171,47 @@ def test_a_size_exponent_is_refused_on_save_with_what_to_do():
 
     import tensorplay_export as tpe
     from tensorplay_export import Dim
+    from tensorplay_export.serde.exprs import encode_expr
 
-    def grows(x):
-        return np.zeros(2 ** x.shape[0])
+    ep = tpe.export(_grows, np.ones(3), dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    loaded = tpe.load(io.BytesIO(buf.getvalue()))
+    assert loaded.module()(np.ones(6)).shape == (32,)
+    with pytest.raises(tpe.ConstraintsExceededError):
+        loaded.module()(np.ones(21))
+    # an expression alone has no ranges to bound its exponent by
+    n = sympy.Symbol("n", integer=True, positive=True)
+    with pytest.raises(ValueError, match="a size in a Pow exponent"):
+        encode_expr(2 ** n)
 
-    ep = tpe.export(grows, np.ones(3), dynamic_shapes={"x": {0: Dim("n", max=20)}})
-    assert ep.module()(np.ones(5)).shape == (32,)
-    with pytest.raises(tpe.ArchiveError, match=r"a size in a Pow exponent .* make that size static"):
-        tpe.save(ep, io.BytesIO())
+
+def test_a_size_exponent_beyond_its_bound_is_refused():
+    import io
+    import json
+    import zipfile
+
+    import numpy as np
+    import pytest
+
+    import tensorplay_export as tpe
+    from tensorplay_export import Dim
+    from _shared import with_member
+
+    ep = tpe.export(_grows, np.ones(3), dynamic_shapes={"x": {0: Dim("n", max=20)}})
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+
+    def widen(hi):
+        def change(body):
+            doc = json.loads(body)
+            doc["range_constraints"][0][2] = hi
+            check = next(nd for nd in doc["graph"]["nodes"] if nd["target"] == "tpe.assert_range")
+            check["args"][2] = hi  # the check enforces the widened range too
+            return json.dumps(doc).encode()
+        return change
+    for hi, words in ((100, r"ranges over \[0, 99\]"), (None, r"ranges over \[0, inf\]")):
+        data = with_member(buf.getvalue(), "models/model/program.json", widen(hi))
+        with pytest.raises(tpe.ArchiveError, match=words):
+            tpe.load(io.BytesIO(data))
+    assert zipfile.ZipFile(io.BytesIO(buf.getvalue())).testzip() is None
