@@ -150,8 +150,11 @@ def serialize_program(ep: Any, opset_version: Any = None, pickle_protocol: int =
                                           lambda: [_encode_call_entry(e, enc) for e in ep.module_call_graph])
         doc["dynamic_shapes"] = _encode_dynamic_shapes(ep.dynamic_shapes, enc)
         doc["example_inputs"] = _guard("example_inputs", lambda: _encode_examples(ep.example_inputs, enc, art))
-    if size_exponents:
-        bounds = {entry[0][1]: (entry[1], entry[2]) for entry in doc["range_constraints"]}
+    if size_exponents:  # bounded by the inputs' sizes alone, as the loader bounds them
+        from .program_load import input_symbol_names
+
+        inputs = input_symbol_names(ep.graph)
+        bounds = {entry[0][1]: (entry[1], entry[2]) for entry in doc["range_constraints"] if entry[0][1] in inputs}
         for exp in size_exponents:
             problem = size_exponent_problem(exp, bounds)
             if problem is not None:

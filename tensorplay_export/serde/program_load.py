@@ -140,7 +140,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
     if budget.size_exponents:  # 2**n: the exponent within [0, MAX_POW] under the ranges the checks enforce
-        bounds = {sym.name: tuple(encode_range(vr)) for sym, vr in kwargs["range_constraints"].items()}
+        inputs = input_symbol_names(graph)  # a data-dependent size's range is no check run before compute
+        bounds = {sym.name: tuple(encode_range(vr)) for sym, vr in kwargs["range_constraints"].items()
+                  if sym.name in inputs}
         for exp in budget.size_exponents:
             problem = size_exponent_problem(exp, bounds)
             if problem is not None:
@@ -1215,6 +1217,19 @@ def _check_inputs_enforced(graph: Graph, sig: Any, member: str) -> None:
 _INPUT_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int", "tpe.assert_range",
                            "tpe.assert_dim", "tpe.assert_int", "tpe.assert_guard"})
 _BINDING_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int"})
+
+
+def input_symbol_names(graph: Any) -> set:
+    """Names of the symbols the input checks bind (``tpe.check_input``, ``tpe.derived_root``,
+    ``tpe.check_int``): the sizes of the inputs, checked before anything runs."""
+    names = set()
+    for n in graph.nodes:
+        if n.op == "call_function" and n.target in _BINDING_CHECKS:
+            for sym in (n.meta.get("bind") or {}).values():
+                name = getattr(sym, "name", None)
+                if isinstance(name, str):
+                    names.add(name)
+    return names
 
 
 def _check_input_checks_first(graph: Graph, member: str) -> None:
