@@ -23,6 +23,10 @@ tests/solver/test_normalize.py):
    or a ``Min`` its larger side splits into the inequalities it is equivalent to
    (:func:`split_extrema`): no branch is kept, so ``Max(m, n) <= Min(m, n) + 29`` is
    ``m <= n + 29`` and ``n <= m + 29`` (a box fix may then cross the example's branch).
+   3b. Likewise an inequality with a ``Min`` making up its smaller side or a ``Max`` its larger
+   side is the ``Or`` of the inequalities of their arguments (:func:`split_extrema_or`), which
+   rule 2 resolves: ``Min(a, b) <= 12`` at (19, 3) is ``b <= 12`` with no condition on ``a``
+   (the branch ``b <= a`` kept as an atom refused (5, 3), which the guard admits).
 4. Nested floors are flattened: ``floor((floor(y) + n)/k) -> floor((y + n)/k)`` for
    an integer ``n`` and an integer ``k > 0`` (``floor(floor(h/2)/2) -> floor(h/4)``),
    ``ceiling`` likewise (``floor(y) + n == floor(y + n)`` and
@@ -135,6 +139,9 @@ def _alts(e, hints, ranges, limit) -> list:
         pairs = split_extrema(e)
         if pairs is not None:
             return _alts(sympy.to_nnf(canonicalize(sympy.And(*pairs), ranges), simplify=False), hints, ranges, limit)
+        either = split_extrema_or(e)
+        if either is not None and _holds(e, hints):
+            return _alts(sympy.Or(*either, evaluate=False), hints, ranges, limit)
         node = _innermost_branch(e)
         if node is not None and _holds(e, hints):
             out = []
@@ -177,6 +184,27 @@ def split_extrema(rel):
         return None
     strict = isinstance(rel, (sympy.Lt, sympy.Gt))
     return [(sympy.Lt if strict else sympy.Le)(a, b) for a in uppers for b in lowers]
+
+
+def split_extrema_or(rel):
+    """Rule 3b: ``A <= B`` with a ``Min`` making up ``A`` or a ``Max`` making up ``B``, as the
+    inequalities whose ``Or`` it is equivalent to, else None.
+
+    ``Min(a1, ...) + c <= B`` holds exactly when some ``ai + c <= B`` does, and ``A <= Max(b1,
+    ...) + c`` exactly when some ``A <= bi + c`` does (a negative multiple turns a ``Max`` into
+    a ``Min``).
+    """
+    if isinstance(rel, (sympy.Le, sympy.Lt)):
+        small, big = rel.lhs, rel.rhs
+    elif isinstance(rel, (sympy.Ge, sympy.Gt)):
+        small, big = rel.rhs, rel.lhs
+    else:
+        return None
+    lows, highs = _extreme_terms(small, sympy.Min), _extreme_terms(big, sympy.Max)
+    if len(lows) * len(highs) <= 1 or len(lows) * len(highs) > _MAX_PAIRS:
+        return None
+    strict = isinstance(rel, (sympy.Lt, sympy.Gt))
+    return [(sympy.Lt if strict else sympy.Le)(a, b) for a in lows for b in highs]
 
 
 def _extreme_terms(e, kind):

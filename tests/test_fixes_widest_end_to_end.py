@@ -115,3 +115,18 @@ def test_auto_dims_take_the_lower_bound_of_a_min_guard_as_their_ranges():
     same(ep, window_size, np.ones((1, 5, 12, 4), np.float32))
     with pytest.raises(tpe.ConstraintsExceededError, match=r"\[5, inf\]"):
         ep.module()(np.ones((1, 3, 9, 4), np.float32))
+
+
+def smaller_of_two(x, y):
+    tpe.check(min(x.shape[0], y.shape[0]) <= 12)
+    return x.sum() + y.sum()
+
+
+def test_a_bound_on_a_min_bounds_one_argument_only():
+    # at (19, 3) the example's branch is b; b <= 12 alone makes the guard hold (min <= b), so the
+    # fix leaves a free: (5, 3) runs (the branch condition b <= a, kept as an atom, refused it)
+    err, spec, ep = refine_once(smaller_of_two, np.ones(19), np.ones(3),
+                                dynamic_shapes={"x": {0: Dim("a", max=64)}, "y": {0: Dim("b", min=3)}})
+    assert err.fixes == ["b = Dim('b', min=3, max=12)"]
+    for a, b in ((5, 3), (64, 12), (1, 7)):
+        same(ep, smaller_of_two, np.ones(a), np.ones(b))

@@ -215,3 +215,17 @@ def test_max_and_min_inequalities_split_without_a_branch(guard, expected):
     assert_implies(alt, guard, ranges)
     assert_implies([guard], sympy.And(*alt), ranges)  # and back: an equivalence, nothing narrowed
 
+
+
+def test_a_min_on_the_smaller_side_is_the_or_of_its_arguments():
+    # Min(a, b) <= 12 at (19, 3): b <= 12 alone, no branch condition b <= a (which refused (5, 3))
+    check(sympy.Min(dx, dy) <= 12, UNBOUNDED, {"dx": 19, "dy": 3}, [[dy <= 12]])
+    # both arguments satisfy it at the example: each is an alternative
+    check(sympy.Min(dx, dy) <= 12, UNBOUNDED, {"dx": 5, "dy": 3}, [[dx <= 12], [dy <= 12]])
+    # a Min inside a sum distributes: Min(dy, 6) + dx <= 11 at (2, 17) is dx <= 5
+    check(sympy.Min(dy, 6) + dx <= 11, UNBOUNDED, {"dx": 2, "dy": 17}, [[dx <= 5]])
+
+
+def test_a_max_on_the_larger_side_is_the_or_of_its_arguments():
+    check(sympy.Max(dx, dy) >= 4, {"dx": (3, 16), "dy": (0, 20)}, {"dx": 11, "dy": 13}, [[dx >= 4], [dy >= 4]])
+    check(sympy.Max(dx, dy) > 4, UNBOUNDED, {"dx": 2, "dy": 13}, [[dy > 4]])
