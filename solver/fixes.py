@@ -699,6 +699,7 @@ class _Plan:
         self.unfixable: list = []
         self.boxed: list = []                 # input guards a box of ranges stands for (_split_step)
         self.chosen: list = []                # input guards one lattice or pinning choice stands for
+        self.floor_kept: list = []            # floor equalities left for the step-function steps (_floor_step)
         self._decided: dict = {}              # (name, conds, range) -> _Decision
         self.budget = [_MAX_FORKS]            # shared with the clones a lattice step tries
         self.atoms = [_Atom(a, g, v) for a, g, v in atoms if a is not sympy.true]
@@ -752,6 +753,11 @@ class _Plan:
     def solve(self) -> "_Plan":
         self.complete = False
         for _ in range(_MAX_STEPS + len(self.names)):
+            floors = self._floor_options()
+            if floors:
+                if self._take(floors):
+                    return self
+                continue
             if self._relation_step() or self._unlock_step() or self._multiple_step():
                 continue
             options = self._lattice_options()
@@ -773,7 +779,7 @@ class _Plan:
         twin.__dict__.update(self.__dict__)
         for k in ("declared", "hints", "subst", "decisions"):
             setattr(twin, k, dict(getattr(self, k)))
-        for k in ("names", "new_roots", "unfixable", "boxed", "chosen", "atoms"):
+        for k in ("names", "new_roots", "unfixable", "boxed", "chosen", "atoms", "floor_kept"):
             setattr(twin, k, list(getattr(self, k)))
         return twin
 
@@ -832,13 +838,32 @@ class _Plan:
     def _linearize_floor_equalities(self) -> None:
         """``a == (b + 1) // 2`` (``x[::2]`` broadcast against another dim) becomes the linear
         equality the example's remainder picks, ``b == 2*a``: it implies the guard (with
-        ``b + 1 = 2*a + r``, ``0 <= r < 2``, the floor is ``a``), and a relation fix can state it."""
+        ``b + 1 = 2*a + r``, ``0 <= r < 2``, the floor is ``a``), and a relation fix can state it.
+        Not the floor equalities :meth:`_floor_options` chose to keep."""
         for i, at in enumerate(self.atoms):
-            if len(at.names) < 2 or at.linear() is not None:
+            if len(at.names) < 2 or at.linear() is not None or at.expr in self.floor_kept:
                 continue
             eq = _floor_equality(at.expr, self.hints)
             if eq is not None:
                 self.atoms[i] = _Atom(eq, at.guard, at.verdict, at.forced)
+
+    def _floor_options(self) -> list:
+        """Two choices for the floor equalities not yet decided (``b // 8 == a``): linearized
+        into the relation the example's remainder picks (``b = 8*a + 4``), or kept whole for the
+        step-function steps (the level-set box ``a = 2``, ``b`` in [16, 20] when ``b <= 20``: five
+        sizes where the relation leaves one); :meth:`_take` keeps the wider.  [] when none."""
+        undecided = [at.expr for at in self.atoms
+                     if len(at.names) >= 2 and at.linear() is None and at.expr not in self.floor_kept
+                     and _floor_equality(at.expr, self.hints) is not None]
+        if not undecided:
+            return []
+
+        def linearize(plan: "_Plan") -> None:
+            plan._linearize_floor_equalities()
+
+        def keep(plan: "_Plan") -> None:
+            plan.floor_kept.extend(undecided)
+        return [linearize, keep]
 
     def _orient(self, coeffs: dict, const: int):
         """(derived, expr over the others) for ``sum(coeffs*x) + const == 0``; None without a +-1 coefficient."""

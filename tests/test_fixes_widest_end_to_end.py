@@ -130,3 +130,17 @@ def test_a_bound_on_a_min_bounds_one_argument_only():
     assert err.fixes == ["b = Dim('b', min=3, max=12)"]
     for a, b in ((5, 3), (64, 12), (1, 7)):
         same(ep, smaller_of_two, np.ones(a), np.ones(b))
+
+
+def eighths(x, y):
+    tpe.check(y.shape[0] // 8 == x.shape[0])
+    return x.sum() + y.sum()
+
+
+def test_a_bounded_floor_equality_gets_its_level_set_when_that_is_wider():
+    # b // 8 == a with b <= 20 at (2, 20): the relation b = 8*a + 4 leaves one size, (2, 20); the
+    # level set a = 2, b in [16, 20] holds five, and each of them runs
+    err, spec, ep = refine_once(eighths, np.ones(2), np.ones(20),
+                                dynamic_shapes={"x": {0: Dim("a", min=2)}, "y": {0: Dim("b", max=20)}})
+    for b in range(16, 21):
+        same(ep, eighths, np.ones(2), np.ones(b))
