@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import builtins
 import contextvars
+import itertools
 import math
 import numbers
 import operator
@@ -334,11 +335,56 @@ def sym_mod(a: Any, b: Any) -> Any:
     if isinstance(a, sympy.Basic) and a.has(sympy.Mod):
         a = a.replace(lambda e: isinstance(e, sympy.Mod),
                       lambda e: e.args[0] - e.args[1] * sympy.floor(e.args[0] / e.args[1]))
-    return sympy.Mod(a, b)
+    a = _expanded_product(a)
+    return _checked_fold(sympy.Mod(a, b), a, b, operator.mod, lambda: sympy.Mod(a, b, evaluate=False))
 
 
 def _floordiv(a, b):
-    return flat_floors(sympy.floor(a / b))
+    a = _expanded_product(sympy.sympify(a))
+    return _checked_fold(flat_floors(sympy.floor(a / b)), a, b, operator.floordiv,
+                         lambda: sympy.floor(sympy.Mul(a, sympy.Pow(b, -1), evaluate=False), evaluate=False))
+
+
+def _expanded_product(a: Any) -> Any:
+    """``a`` expanded when it holds a product or power of sums of sizes (``(2*t + 1)*(4*t + 2)``,
+    ``(6*k + 5)**4 + 3``) and is a polynomial of degree at most 8.
+
+    sympy 1.14 folds ``Mod`` and ``floor`` of such products wrongly: ``Mod((2*t + 1)*(4*t + 2), 6)``
+    is 0 there (50 % 6 is 2 at t = 2) and ``floor((2*n + 2)*(2*n + 6)/6)`` the fraction itself;
+    of the expanded polynomial both fold right."""
+    if not isinstance(a, sympy.Basic) or not any(
+            isinstance(n, (sympy.Mul, sympy.Pow)) and any(isinstance(f, sympy.Add) for f in n.args)
+            for n in sympy.preorder_traversal(a)):
+        return a
+    if a.is_polynomial() and sympy.total_degree(a) <= 8:
+        return sympy.expand(a)
+    return a
+
+
+_FOLD_POINTS = (1, 2, 3, 5, 8, 13)  # sizes a folded remainder or quotient is checked at
+
+
+def _checked_fold(folded: Any, a: Any, b: Any, op: Callable, unevaluated: Callable) -> Any:
+    """``folded`` (sympy's evaluated ``a % b`` or ``a // b``) when it equals Python's ``op`` at a
+    few sizes of its symbols, else the operation left unevaluated: a fold sympy gets wrong must
+    not become the program's size (it did for products of sums, :func:`_expanded_product`).
+    Only for a nonlinear dividend, where the wrong folds were seen."""
+    if not isinstance(a, sympy.Basic) or not a.free_symbols or folded.free_symbols - a.free_symbols:
+        return folded
+    if not isinstance(b, (int, sympy.Integer)) or int(b) == 0:
+        return folded
+    syms = sorted(a.free_symbols, key=lambda s: s.name)
+    if len(syms) > 3 or not a.is_polynomial(*syms) or sympy.total_degree(a, *syms) < 2:
+        return folded
+    for values in itertools.islice(itertools.product(_FOLD_POINTS, repeat=len(syms)), 64):
+        point = dict(zip(syms, values))
+        exact = a.xreplace(point)
+        if not exact.is_Integer:
+            continue
+        got = folded.xreplace(point)
+        if not got.is_Integer or int(got) != op(int(exact), int(b)):
+            return unevaluated()
+    return folded
 
 
 def flat_floors(expr: Any) -> Any:
