@@ -442,9 +442,16 @@ class ShapeEnv:
         except Exception as err:  # an expression the solver cannot translate (s**0.5 > 3)
             if type(err).__name__ != "UnsupportedExpressionError":
                 raise
-            for sym in sorted(expr.free_symbols, key=lambda v: v.name):
+            # a size exponent (2**n) is what z3 cannot translate: pinning its exponent first leaves
+            # the other sizes (a trimmed length t // 2**n * 2**n) to be reasoned about
+            exponents = {s for p in expr.atoms(sympy.Pow) for s in p.exp.free_symbols if s in self.hints}
+            pinned = exponents if exponents and exponents < expr.free_symbols else expr.free_symbols
+            for sym in sorted(pinned, key=lambda v: v.name):
                 self.guard(sympy.Eq(sym, self.hints[sym]), "specialization",
                            f"{reason}; the solver cannot reason about {expr}", source, op, cause)
+            if pinned is not expr.free_symbols:
+                self.guard(expr.xreplace({s: sympy.Integer(self.hints[s]) for s in pinned}), kind, reason,
+                           source, op, cause, eager, note)
             return
         finally:
             self.stats["solver_seconds"] += time.perf_counter() - started

@@ -406,6 +406,14 @@ def dynamic_hint_names(spec: Any, names: Any) -> set:
     return {n for n in names if any(site.pattern.match(n) for site in sites)}
 
 
+def _input_spec(old: Any, new: Any, parent: Any) -> Any:
+    """A dim that is a whole input's spec (an int input's ``Dim``, not an axis of an array's) and
+    became a constant is ``None``: an int input is static by ``None``, as the spec forms say."""
+    if isinstance(new, int) and isinstance(old, (Dim, _DerivedDim)) and not _is_axes(parent):
+        return None
+    return new
+
+
 def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = None, loc: tuple = ()) -> Any:
     """``spec`` with named dims replaced by ``repl`` and the DYNAMIC hints at ``dyn`` locations replaced."""
     dyn = dyn or {}
@@ -421,11 +429,11 @@ def _rebuild(spec: Any, repl: dict[str, Any], memo: dict, dyn: Optional[dict] = 
             memo[key] = _linear([(repl.get(r.name, r), k) for r, k in spec.terms], spec.offset)
         return memo[key]
     if isinstance(spec, dict):
-        return {k: _rebuild(v, repl, memo, dyn, loc + (k,)) for k, v in spec.items()}
+        return {k: _input_spec(v, _rebuild(v, repl, memo, dyn, loc + (k,)), spec) for k, v in spec.items()}
     if isinstance(spec, tuple) and type(spec) is tuple:
-        return tuple(_rebuild(v, repl, memo, dyn, loc + (i,)) for i, v in enumerate(spec))
+        return tuple(_input_spec(v, _rebuild(v, repl, memo, dyn, loc + (i,)), spec) for i, v in enumerate(spec))
     if isinstance(spec, list):
-        return [_rebuild(v, repl, memo, dyn, loc + (i,)) for i, v in enumerate(spec)]
+        return [_input_spec(v, _rebuild(v, repl, memo, dyn, loc + (i,)), spec) for i, v in enumerate(spec)]
     if isinstance(spec, ShapesCollection):
         out = ShapesCollection()
         for i, (array, v) in enumerate(spec.items()):

@@ -62,3 +62,24 @@ def test_generated_code_prints_the_power_of_a_size():
         text = pyexpr(expr, {n: "n"})
         for v in (3, 4, 11):
             assert eval(text, {}, {"n": v}) == expr.subs(n, v)
+
+
+def _pyramid(x, n: int):
+    b, t = x.shape
+    k = 2 ** n
+    return x[:, :t // k * k].reshape(b, -1, k).mean(-1)
+
+
+def test_a_guard_the_solver_cannot_read_pins_the_exponent_not_the_other_sizes():
+    # Mod(Min(t, 2**n*(t // 2**n)), 2**n) == 0 has a size exponent z3 cannot translate: pinning n
+    # leaves t // 8 * 8, which the solver decides, so t stays dynamic
+    spec = {"x": {0: Dim("b"), 1: Dim("t", min=64, max=4096)}, "n": Dim("n", min=0, max=6)}
+    x = np.ones((2, 64))
+    with pytest.raises(tpe.ConstraintViolationError) as info:
+        tpe.export(_pyramid, x, 3, dynamic_shapes=spec)
+    text = str(info.value)
+    assert "n = n was specialized to 3" in text and "x.shape[1] was specialized" not in text
+    ep = tpe.export(_pyramid, x, 3, dynamic_shapes=tpe.refine_dynamic_shapes_from_suggested_fixes(text, spec))
+    for t in (64, 65, 100, 4096):
+        xt = np.arange(2.0 * t).reshape(2, t)
+        np.testing.assert_allclose(ep.module()(xt, 3), _pyramid(xt, 3))
