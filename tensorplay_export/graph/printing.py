@@ -130,6 +130,25 @@ def _scale(t: Any, k: int) -> Any:
     return ("Mul", k, t)
 
 
+def _negated_exponent(e: Any) -> Any:
+    """``-e`` for a size exponent of negative form (``-n``, ``1 - n``: every size term's
+    coefficient negative), else None: ``2**(-n)`` is the denominator ``2**n``."""
+    if type(e) is not tuple:
+        return None
+    terms = e[1:] if e[0] == "Add" else (e,)
+    sized = [x for x in terms if type(x) is not int]
+    if not sized or not all(type(x) is tuple and x[0] == "Mul" and type(x[1]) is int and x[1] < 0 for x in sized):
+        return None
+
+    def neg(x: Any) -> Any:
+        if type(x) is int:
+            return -x
+        k, rest = -x[1], x[2:]
+        return rest[0] if k == 1 and len(rest) == 1 else ("Mul", k, *rest) if k != 1 else ("Mul", *rest)
+    out = tuple(neg(x) for x in terms)
+    return out[0] if len(out) == 1 else ("Add", *out)
+
+
 def _numer_denom(t: Any) -> tuple[Any, Any]:
     """``(a, b)`` with ``t == a/b`` (sympy's ``as_numer_denom`` on the trees codegen meets): the
     operands of ``floor(t)`` printed as ``a // b``."""
@@ -140,6 +159,8 @@ def _numer_denom(t: Any) -> tuple[Any, Any]:
         return t[1], t[2]
     if head == "Pow" and type(t[2]) is int and t[2] < 0:
         return 1, _pow(t[1], -t[2])
+    if head == "Pow" and _negated_exponent(t[2]) is not None:  # t / 2**n is t*2**(-n)
+        return 1, ("Pow", t[1], _negated_exponent(t[2]))
     if head == "Mul":
         coeff, den_coeff, num, den = 1, 1, [], []
         for f in t[1:]:
@@ -151,6 +172,8 @@ def _numer_denom(t: Any) -> tuple[Any, Any]:
                 coeff = f
             elif f[0] == "Pow" and type(f[2]) is int and f[2] < 0:
                 den.append(_pow(f[1], -f[2]))
+            elif f[0] == "Pow" and _negated_exponent(f[2]) is not None:
+                den.append(("Pow", f[1], _negated_exponent(f[2])))
             else:
                 num.append(f)
         return _mul(coeff, num), _mul(den_coeff, den)

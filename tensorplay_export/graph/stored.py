@@ -179,14 +179,21 @@ def integer_valued(tree: Any) -> bool:
     if head == "Pow":
         base, exp = tree[1:]
         if type(base) is int and base != 0 and type(exp) is tuple and integer_valued(exp):
-            # an int to a size (2**n): capture guards the exponent >= 0, a loader checks it by the ranges
-            return True
+            # an int to a size (2**n, 2**(n - 1)): capture guards such an exponent >= 0; a size term
+            # with a negative coefficient (t / 2**n is t*2**(-n)) makes a fraction
+            return all(not _negative_term(term) for term in (exp[1:] if exp[0] == "Add" else (exp,))
+                       if type(term) is not int)
         return type(exp) is int and exp >= 0 and integer_valued(base)
     if head == "Piecewise":
         return all(integer_valued(x) for x, _ in tree[1:])
     if head in FLOAT_HEADS:
         return False
     return head in EXTRA_HEADS
+
+
+def _negative_term(t: Any) -> bool:
+    """A product whose numeric coefficient is negative (``-n``, ``-2*n``)."""
+    return type(t) is tuple and t[0] == "Mul" and len(t) > 1 and type(t[1]) is int and t[1] < 0
 
 
 # -- sympy -> tree ------------------------------------------------------------------------------

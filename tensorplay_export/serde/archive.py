@@ -82,7 +82,7 @@ that changed since it was loaded is refused then).
 A ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= 64``, or a
 ``Float`` of magnitude at most 64 (``x / math.sqrt(n)`` stores ``n**0.5``), or, to
 an integer base ``2 <= |b| <= 64``, a size expression (``2**n``) of sums and
-products whose interval under the program's range constraints lies in ``[0, 64]``.  A
+products whose interval under the program's range constraints lies in ``[-64, 64]``.  A
 size expression used as a size (slice bounds, the shape/axis/index arguments of
 the size-taking ops, ``meta["shape"]``) has an integer value.  Writers MUST NOT
 write what these rules refuse (this writer raises ArchiveError instead), nor a

@@ -34,7 +34,7 @@ Limits (the writer refuses what the reader refuses, so every saved tree loads):
 - a ``Pow`` exponent is an integer or ``Rational`` with ``|p|, q <= MAX_POW``, or
   a ``Float`` with ``|e| <= MAX_POW`` (``x / math.sqrt(n)`` stores ``n**0.5``), or,
   in a program, to an integer base ``2 <= |b| <= MAX_POW``, a size expression whose
-  interval under the program's ranges lies in ``[0, MAX_POW]`` (:func:`size_exponent_problem`);
+  interval under the program's ranges lies in ``[-MAX_POW, MAX_POW]`` (``t / 2**n`` is ``t*2**(-n)``) (:func:`size_exponent_problem`);
   a zero base takes no negative exponent, and ``Mod`` no literal zero divisor;
 - value size: generated code computes every subexpression with Python ints, so
   a bound on the bit length of each one is derived bottom-up (a symbol counts
@@ -383,9 +383,9 @@ def size_exponent_problem(exp: Any, ranges: dict) -> str | None:
         lo, hi = interval(exp)
     except _Refused as err:
         return f"the size exponent {_short(_json(exp))}: {err}"
-    if lo < 0 or hi > MAX_POW:
+    if lo < -MAX_POW or hi > MAX_POW:
         return (f"the size exponent {_short(_json(exp))} ranges over [{lo}, {hi}] under the program's range "
-                f"constraints; a stored exponent stays within [0, {MAX_POW}]")
+                f"constraints; a stored exponent stays within [-{MAX_POW}, {MAX_POW}]")
     return None
 
 

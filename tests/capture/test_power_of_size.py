@@ -83,3 +83,28 @@ def test_a_guard_the_solver_cannot_read_pins_the_exponent_not_the_other_sizes():
     for t in (64, 65, 100, 4096):
         xt = np.arange(2.0 * t).reshape(2, t)
         np.testing.assert_allclose(ep.module()(xt, 3), _pyramid(xt, 3))
+
+
+@pytest.mark.parametrize("use", [
+    lambda x, n: np.zeros(x.shape[1] // 2 ** n + 1),
+    lambda x, n: np.arange(x.shape[1] // 2 ** n),
+    lambda x, n: x * (x.shape[1] // 2 ** n),
+    lambda x, n: np.zeros(-(-x.shape[1] // 2 ** n)),
+    lambda x, n: x[:, ::2 ** n],
+])
+def test_a_quotient_by_a_power_of_a_size_is_an_integer_and_saves(use):
+    # sympy writes t / 2**n as t*2**(-n): a fraction, never an int (the floor was dropped and the
+    # program computed float sizes); its exponent -n lies in [-64, 64], which the archive stores
+    import io
+
+    spec = {"x": {0: Dim("b"), 1: Dim("t")}, "n": Dim("n", min=0, max=6)}
+    ep = tpe.export(use, np.ones((2, 64)), 3, dynamic_shapes=spec)
+    buf = io.BytesIO()
+    tpe.save(ep, buf)
+    loaded = tpe.load(io.BytesIO(buf.getvalue()))
+    for t in (1, 7, 100, 1000):
+        for n in (0, 2, 6):
+            want = use(np.ones((2, t)), n)
+            for program in (ep, loaded):
+                got = program.module()(np.ones((2, t)), n)
+                assert got.dtype == want.dtype and np.array_equal(got, want)
