@@ -173,17 +173,7 @@ def split_extrema(rel):
     example is kept, so ``Max(m, n) <= Min(m, n) + 29`` becomes ``m <= n + 29`` and
     ``n <= m + 29``, both directions of ``|m - n| <= 29``.
     """
-    if isinstance(rel, (sympy.Le, sympy.Lt)):
-        small, big = rel.lhs, rel.rhs
-    elif isinstance(rel, (sympy.Ge, sympy.Gt)):
-        small, big = rel.rhs, rel.lhs
-    else:
-        return None
-    uppers, lowers = _extreme_terms(small, sympy.Max), _extreme_terms(big, sympy.Min)
-    if len(uppers) * len(lowers) <= 1 or len(uppers) * len(lowers) > _MAX_PAIRS:
-        return None
-    strict = isinstance(rel, (sympy.Lt, sympy.Gt))
-    return [(sympy.Lt if strict else sympy.Le)(a, b) for a in uppers for b in lowers]
+    return _pairs(rel, sympy.Max, sympy.Min)
 
 
 def split_extrema_or(rel):
@@ -194,13 +184,20 @@ def split_extrema_or(rel):
     ...) + c`` exactly when some ``A <= bi + c`` does (a negative multiple turns a ``Max`` into
     a ``Min``).
     """
+    return _pairs(rel, sympy.Min, sympy.Max)
+
+
+def _pairs(rel, small_kind, big_kind):
+    """``[a <= b]`` for ``a`` among the ``small_kind`` terms of the smaller side of inequality ``rel``
+    and ``b`` among the ``big_kind`` terms of the larger (strictness kept), or None when that is
+    one pair or more than :data:`_MAX_PAIRS`."""
     if isinstance(rel, (sympy.Le, sympy.Lt)):
         small, big = rel.lhs, rel.rhs
     elif isinstance(rel, (sympy.Ge, sympy.Gt)):
         small, big = rel.rhs, rel.lhs
     else:
         return None
-    lows, highs = _extreme_terms(small, sympy.Min), _extreme_terms(big, sympy.Max)
+    lows, highs = _extreme_terms(small, small_kind), _extreme_terms(big, big_kind)
     if len(lows) * len(highs) <= 1 or len(lows) * len(highs) > _MAX_PAIRS:
         return None
     strict = isinstance(rel, (sympy.Lt, sympy.Gt))
