@@ -473,11 +473,18 @@ def build_violation_error(violations: list[GuardRecord], dims: Mapping[str, DimI
     # refine replaces the Dim.DYNAMIC there); AUTO symbols never need one.
     lines = _writable_lines(list(getattr(fs, "lines", []) or []),
                             {n for n, info in dims.items() if info.kind in (_NAMED, _DYNAMIC)})
-    fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
     unfix = _unfixable_entries(fs)
     boxed = {str(g) for g in getattr(fs, "boxed", None) or ()}
     chosen = {str(g) for g in getattr(fs, "chosen", None) or ()}
     unfix_by_text = {str(g): (cex, reason) for g, cex, reason in unfix}
+    # a line about the dims of unfixable guards only is no proved fix: its bullet says "no
+    # suggested fix", and printing it beside that said two things (an always-true guard z3 could
+    # not decide got b = 30*_b + 3, refusing 29 of every 30 sizes)
+    fixable = set().union(*(set(_names(r.expr)) for r in records if str(r.expr) not in unfix_by_text)) \
+        if records else set()
+    if unfix_by_text and lines:
+        lines = _lines_about(fixable, lines)
+    fixed_names = set().union(*(_line_names(ln) for ln in lines)) if lines else set()
 
     out = []
     pins = {n: v for r in records for n, v in r.pins.items()}
