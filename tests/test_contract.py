@@ -255,3 +255,23 @@ def test_a_min_the_ranges_do_not_decide_is_kept():
 
     c = contract_of(tpe.export(head, np.ones(8), dynamic_shapes={"x": {0: Dim("n")}}))
     assert c.outputs[0][0] == (sympy.Min(4, c.inputs[0][2][0]),)
+
+
+def test_a_strided_conv_stacks_length_reads_as_one_floor():
+    from tensorplay_export import nn
+    from tensorplay_export.face.contract import contract_of
+
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv1d(4, 8, 3, stride=2, rng=1)
+            self.c2 = nn.Conv1d(8, 8, 3, stride=2, rng=2)
+            self.c3 = nn.Conv1d(8, 8, 3, stride=2, padding=1, rng=3)
+
+        def forward(self, x):
+            return self.c3(self.c2(self.c1(x)))
+
+    ep = tpe.export(Stack().eval(), np.ones((2, 4, 50), np.float32),
+                    dynamic_shapes={"x": {0: Dim("b"), 2: Dim("t", min=7)}})
+    text = contract_of(ep).describe()
+    assert "(b, 8, (t + 1) // 8)" in text, text  # ((t + 1) // 4) // 2 is the same size

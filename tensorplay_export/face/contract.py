@@ -34,6 +34,7 @@ from typing import Any, Optional
 import sympy
 
 from solver import active_budget, canonicalize
+from solver.normalize import flatten_floors
 
 from ..capture.exclusive import exclusive
 from ..errors import FIXES_HEADER
@@ -123,11 +124,13 @@ class Contract:
         self.output_values = {i: simple(v) for i, v in self.output_values.items()}
 
     def _simplified(self, expr: Any) -> Any:
-        """``expr`` in the solver's canonical form over :attr:`ranges` (text and ints as they are);
-        as it is once the solver budget of the command is spent (simplifying is sound to skip)."""
+        """``expr`` in the solver's canonical form over :attr:`ranges` (text and ints as they are),
+        floor towers folded (``((t + 1) // 4) // 2`` is ``(t + 1) // 8``, a strided conv stack's
+        length: ``solver.normalize.flatten_floors``, an identity); as it is once the solver budget
+        of the command is spent (simplifying is sound to skip)."""
         if not isinstance(expr, sympy.Basic) or not expr.free_symbols or _budget_spent():
             return expr
-        return canonicalize(expr, self.ranges)
+        return canonicalize(flatten_floors(expr), self.ranges)
 
     def hint_of(self, name: str) -> str:
         """``"Dim.DYNAMIC"`` or ``"Dim.AUTO"``: the hint of an unnamed root (one of :attr:`auto_dims`)."""
