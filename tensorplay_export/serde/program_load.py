@@ -139,20 +139,18 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
-    if budget.size_exponents:  # 2**n: the exponent within [0, MAX_POW] under the ranges the checks enforce
-        inputs = input_symbol_names(graph)  # a data-dependent size's range is no check run before compute
+    inputs = _check_runtime_checks(graph, member)
+    if budget.size_exponents:  # 2**n: the exponent bounded by the ranges the input checks enforce
+        # (a data-dependent size's range is no check that runs before compute)
         bounds = {sym.name: tuple(encode_range(vr)) for sym, vr in kwargs["range_constraints"].items()
                   if sym.name in inputs}
         for exp in budget.size_exponents:
             problem = size_exponent_problem(exp, bounds)
             if problem is not None:
                 fail(member, problem)
-    _check_check_args(graph, member)
     _check_ranges_enforced(graph, kwargs["range_constraints"], member)
     _check_equalities_enforced(graph, kwargs["equality_constraints"], member)
     _check_inputs_enforced(graph, sig, member)
-    _check_input_checks_first(graph, member)
-    _check_labels_one_line(graph, member)
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
     _check_input_check_args(graph, sig, kwargs["module_call_graph"], member)
@@ -855,31 +853,6 @@ _CHECK_ARGS: dict[str, tuple] = {
 }
 
 
-def _check_check_args(graph: Graph, member: str) -> None:
-    """Every runtime check takes its arguments as capture writes them (:data:`_CHECK_ARGS`): all
-    positional (a label passed as a keyword escaped the label rules and crashed ``contract``), of
-    their kinds, a ``k`` that is no zero divisor, and an axis the checked array has (``axis=9``
-    raised IndexError at the first call, ``k=0`` ZeroDivisionError)."""
-    for n in graph.nodes:
-        if n.op != "call_function":
-            continue
-        spec = _CHECK_ARGS.get(n.target)
-        if spec is None:
-            continue
-        names, kinds, axis_at = spec
-        args = n.args
-        ok = not n.kwargs and len(args) == len(kinds) and all(kind(a) for kind, a in zip(kinds, args))
-        if ok and n.target in ("tpe.derived_root", "tpe.check_int"):
-            ok = args[3 if n.target == "tpe.derived_root" else 2] != 0
-        if ok and axis_at is not None:
-            shape = args[0].meta.get("shape")
-            ok = isinstance(shape, tuple) and 0 <= args[axis_at] < len(shape)
-        if not ok:
-            fail(member, f"node {n.name!r}: {n.target} takes the positional arguments ({names}) of their kinds "
-                         "(sizes as ints or size expressions, a nonzero k, an axis of the checked array), "
-                         f"got {len(args)} positional and {len(n.kwargs)} keyword")
-
-
 def _check_input_check_args(graph: Graph, sig: Any, call_graph: list, member: str) -> None:
     """Each ``tpe.check_input`` is ``(input, path, static sizes, dtype, shape text)`` with those
     types (a dtype given as an array ran ``==`` on arrays at the first call), checks a
@@ -893,7 +866,7 @@ def _check_input_check_args(graph: Graph, sig: Any, call_graph: list, member: st
     if not checks:
         return  # a program built by hand checks nothing (_check_inputs_enforced)
     seen: set = set()
-    for n in checks:  # their arguments' kinds: _check_check_args
+    for n in checks:  # their arguments' kinds: _check_runtime_checks
         args = n.args
         if args[0].op != "placeholder":
             fail(member, f"node {n.name!r}: tpe.check_input checks an input placeholder, not node {args[0].name!r}")
@@ -925,9 +898,9 @@ def _input_paths(sig: Any, call_graph: list, member: str) -> dict | None:
     from ..program.call_binding import _KINDS
     from ..specs.binding import spec_leaf_paths
 
-    root = call_graph[0].signature if call_graph and call_graph[0].fqn == "" else None
     if not call_graph:
         return None
+    root = call_graph[0].signature if call_graph[0].fqn == "" else None
     if root is None or root.in_spec is None or not (root.parameters or root.forward_arg_names):
         fail(member, "the program checks its inputs, but its module_call_graph has no root call (fqn '') with "
                      "an in_spec and parameters naming them")
@@ -1214,93 +1187,83 @@ def _check_inputs_enforced(graph: Graph, sig: Any, member: str) -> None:
 
 # Checks of the inputs alone (their shapes, dtypes and int values, and guards over the sizes
 # these bind): export writes them all before the first computation.
-_INPUT_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int", "tpe.assert_range",
-                           "tpe.assert_dim", "tpe.assert_int", "tpe.assert_guard"})
+_INPUT_CHECKS = frozenset(_CHECK_ARGS) - {"tpe.check_size"}
 _BINDING_CHECKS = frozenset({"tpe.check_input", "tpe.derived_root", "tpe.check_int"})
+
+
+def _bound_names(n: Any) -> Iterator[str]:
+    """Names of the symbols binding check ``n`` binds (its ``meta['bind']``)."""
+    for sym in (n.meta.get("bind") or {}).values():
+        name = getattr(sym, "name", None)  # a SizeExpr that is no symbol has none
+        if isinstance(name, str):
+            yield name
 
 
 def input_symbol_names(graph: Any) -> set:
     """Names of the symbols the input checks bind (``tpe.check_input``, ``tpe.derived_root``,
     ``tpe.check_int``): the sizes of the inputs, checked before anything runs."""
-    names = set()
-    for n in graph.nodes:
-        if n.op == "call_function" and n.target in _BINDING_CHECKS:
-            for sym in (n.meta.get("bind") or {}).values():
-                name = getattr(sym, "name", None)
-                if isinstance(name, str):
-                    names.add(name)
-    return names
+    return {name for n in graph.nodes if n.op == "call_function" and n.target in _BINDING_CHECKS
+            for name in _bound_names(n)}
 
 
-def _check_input_checks_first(graph: Graph, member: str) -> None:
-    """Every check of the inputs alone precedes the program's first computation.
+def _check_runtime_checks(graph: Graph, member: str) -> set:
+    """The runtime checks are as capture writes them; returns the names of the input symbols.
 
-    A check of the inputs is one of :data:`_INPUT_CHECKS` that reads an input array or
-    int, or whose expressions read symbols the inputs bind and no other (a guard over a
-    data-dependent size, ``u0``, follows the op that makes it).  Export writes them first, so an input outside the contract is
-    refused before anything runs on it; moved after the ops, a refused input
-    (``n = 20000`` against ``n <= 64``) would first be computed on (``np.outer``
-    allocating gigabytes) and refused only afterwards.
+    - arguments: positional (a label passed as a keyword escaped the label rule and crashed
+      ``contract``), of their kinds (:data:`_CHECK_ARGS`), a ``k`` that is no zero divisor and an
+      axis the checked array has (``k=0`` raised ZeroDivisionError at the first call, ``axis=9``
+      IndexError);
+    - texts (paths, labels, shape texts, conditions): printable, one line each, since errors and
+      the ``contract``/``diff`` reports print them as lines (a newline forged a second
+      ``Outputs:``; capture writes a ``tpe.check`` message as its repr);
+    - order: every check of the inputs alone precedes the first computation.  That is one of
+      :data:`_INPUT_CHECKS` that reads an input array or int (or the check_input reading one),
+      or whose expressions read symbols the inputs bind and no other (a guard over a
+      data-dependent size, ``u0``, follows the op that makes it).  Moved after the ops, a
+      refused input (``n = 20000`` against ``n <= 64``) was computed on first (``np.outer``
+      allocating gigabytes) and refused only afterwards.
     """
-    inputs: set = set()  # names of the symbols the input checks bind
+    inputs: set = set()
     first = None  # the first call that computes
     for n in graph.nodes:
         if n.op != "call_function":
             continue
-        if n.target not in _INPUT_CHECKS:
+        spec = _CHECK_ARGS.get(n.target)
+        if spec is None:
             if first is None:
                 first = n
             continue
-        if n.target in _BINDING_CHECKS:
-            for sym in (n.meta.get("bind") or {}).values():
-                if type(sym) is SizeExpr and sym.is_symbol:
-                    inputs.add(sym.name)
-        if first is None:
-            continue
+        names, kinds, axis_at = spec
         args = n.args
+        ok = not n.kwargs and len(args) == len(kinds) and all(kind(a) for kind, a in zip(kinds, args))
+        if ok and n.target in ("tpe.derived_root", "tpe.check_int"):
+            ok = args[3 if n.target == "tpe.derived_root" else 2] != 0
+        if ok and axis_at is not None:
+            shape = args[0].meta.get("shape")
+            ok = isinstance(shape, tuple) and 0 <= args[axis_at] < len(shape)
+        if not ok:
+            fail(member, f"node {n.name!r}: {n.target} takes the positional arguments ({names}) of their kinds "
+                         "(sizes as ints or size expressions, a nonzero k, an axis of the checked array), "
+                         f"got {len(args)} positional and {len(n.kwargs)} keyword")
+        for kind, a in zip(kinds, args):
+            if (kind is _text and not a.isprintable()) or (kind is _texts and not all(t.isprintable() for t in a)):
+                fail(member, f"node {n.name!r} ({n.target}) has the text {a!r:.80}, which is not one printable "
+                             "line; the checks' texts are printed as lines of errors and reports")
+        if n.target in _BINDING_CHECKS:
+            inputs.update(_bound_names(n))
+        if first is None or n.target not in _INPUT_CHECKS:
+            continue
         # an input, or the check_input that reads one (tpe.derived_root, tpe.assert_dim take that)
-        on_input = bool(args) and type(args[0]) is Node and (
-            args[0].op == "placeholder" or args[0].target in _BINDING_CHECKS)
-        names = _symbol_names(n)
-        if on_input or (names and names <= inputs):
+        on_input = type(args[0]) is Node and (args[0].op == "placeholder" or args[0].target in _BINDING_CHECKS)
+        read = {t[1] for a in args if type(a) is SizeExpr for t in stored.tree_symbols(a.tree)}
+        read.update(t[1] for a in args if type(a) is tuple for v in a if type(v) is SizeExpr
+                    for t in stored.tree_symbols(v.tree))
+        if on_input or (read and read <= inputs):
             fail(member, f"node {n.name!r} ({n.target}) checks the inputs after node {first.name!r} "
                          f"({first.target}) computes on them; export writes every input check before the "
                          "first computation, so that an input outside the contract is refused before "
                          "anything runs on it")
-
-
-_CHECK_OPS = _INPUT_CHECKS | {"tpe.check_size"}
-
-
-def _check_labels_one_line(graph: Graph, member: str) -> None:
-    """The texts of the runtime checks (paths, labels, shape texts, conditions) are printable, one
-    line each: runtime errors and the ``contract``/``diff`` reports print them as lines, and a
-    label holding a newline printed a forged section (a second ``Outputs:``).  Capture writes
-    one-line texts (a ``tpe.check`` message as its repr)."""
-    for n in graph.nodes:
-        if n.op != "call_function" or n.target not in _CHECK_OPS:
-            continue
-        for a in n.args:
-            texts = [a] if isinstance(a, str) else [t for t in a if isinstance(t, str)] if type(a) is tuple else ()
-            for t in texts:
-                if not t.isprintable():
-                    fail(member, f"node {n.name!r} ({n.target}) has the text {t!r:.80}, which is not one printable "
-                                 "line; the checks' texts are printed as lines of errors and reports")
-
-
-def _symbol_names(n: Node) -> set:
-    """Names of the symbols in the size expressions among ``n``'s arguments."""
-    names: set = set()
-    todo: list = [n.args, n.kwargs.values()]
-    while todo:
-        for v in todo.pop():
-            if type(v) is SizeExpr:
-                names.update(t[1] for t in stored.tree_symbols(v.tree))
-            elif isinstance(v, (tuple, list)):
-                todo.append(v)
-            elif isinstance(v, dict):
-                todo.append(v.values())
-    return names
+    return inputs
 
 
 def _sites_text(sites: tuple) -> str:
