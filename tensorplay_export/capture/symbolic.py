@@ -335,27 +335,38 @@ def sym_mod(a: Any, b: Any) -> Any:
     if isinstance(a, sympy.Basic) and a.has(sympy.Mod):
         a = a.replace(lambda e: isinstance(e, sympy.Mod),
                       lambda e: e.args[0] - e.args[1] * sympy.floor(e.args[0] / e.args[1]))
-    a = _expanded_product(a)
+    if not _nonlinear(a):
+        return sympy.Mod(a, b)
+    a = _expanded(a)
     return _checked_fold(sympy.Mod(a, b), a, b, operator.mod, lambda: sympy.Mod(a, b, evaluate=False))
 
 
 def _floordiv(a, b):
-    a = _expanded_product(sympy.sympify(a))
+    a = sympy.sympify(a)
+    if not _nonlinear(a):
+        return flat_floors(sympy.floor(a / b))
+    a = _expanded(a)
     return _checked_fold(flat_floors(sympy.floor(a / b)), a, b, operator.floordiv,
                          lambda: sympy.floor(sympy.Mul(a, sympy.Pow(b, -1), evaluate=False), evaluate=False))
 
 
-def _expanded_product(a: Any) -> Any:
-    """``a`` expanded when it holds a product or power of sums of sizes (``(2*t + 1)*(4*t + 2)``,
-    ``(6*k + 5)**4 + 3``) and is a polynomial of degree at most 8.
+def _nonlinear(a: Any) -> bool:
+    """Whether ``a`` multiplies sizes (a product of two factors holding symbols, or a power of one):
+    the dividends whose ``Mod`` and ``floor`` sympy 1.14 folds wrongly (``Mod((2*t + 1)*(4*t + 2), 6)``
+    is 0 there, though 50 % 6 is 2 at t = 2; ``floor((2*n + 2)*(2*n + 6)/6)`` stays the fraction)."""
+    if not isinstance(a, sympy.Basic) or a.is_Atom:
+        return False
+    for n in sympy.preorder_traversal(a):
+        if isinstance(n, sympy.Mul) and sum(1 for f in n.args if f.free_symbols) >= 2:
+            return True
+        if isinstance(n, sympy.Pow) and n.base.free_symbols and n.exp.is_Integer and n.exp >= 2:
+            return True
+    return False
 
-    sympy 1.14 folds ``Mod`` and ``floor`` of such products wrongly: ``Mod((2*t + 1)*(4*t + 2), 6)``
-    is 0 there (50 % 6 is 2 at t = 2) and ``floor((2*n + 2)*(2*n + 6)/6)`` the fraction itself;
-    of the expanded polynomial both fold right."""
-    if not isinstance(a, sympy.Basic) or not any(
-            isinstance(n, (sympy.Mul, sympy.Pow)) and any(isinstance(f, sympy.Add) for f in n.args)
-            for n in sympy.preorder_traversal(a)):
-        return a
+
+def _expanded(a: Any) -> Any:
+    """A nonlinear dividend expanded when it is a polynomial of degree at most 8: of the expanded
+    polynomial sympy folds ``Mod`` and ``floor`` right (:func:`_nonlinear`)."""
     if a.is_polynomial() and sympy.total_degree(a) <= 8:
         return sympy.expand(a)
     return a
@@ -365,16 +376,13 @@ _FOLD_POINTS = (1, 2, 3, 5, 8, 13)  # sizes a folded remainder or quotient is ch
 
 
 def _checked_fold(folded: Any, a: Any, b: Any, op: Callable, unevaluated: Callable) -> Any:
-    """``folded`` (sympy's evaluated ``a % b`` or ``a // b``) when it equals Python's ``op`` at a
-    few sizes of its symbols, else the operation left unevaluated: a fold sympy gets wrong must
-    not become the program's size (it did for products of sums, :func:`_expanded_product`).
-    Only for a nonlinear dividend, where the wrong folds were seen."""
-    if not isinstance(a, sympy.Basic) or not a.free_symbols or folded.free_symbols - a.free_symbols:
-        return folded
-    if not isinstance(b, (int, sympy.Integer)) or int(b) == 0:
+    """``folded`` (sympy's evaluated ``a % b`` or ``a // b`` of a nonlinear ``a``) when it equals
+    Python's ``op`` at a few sizes of its symbols, else the operation left unevaluated: a fold
+    sympy gets wrong must not become the program's size (:func:`_nonlinear`)."""
+    if folded.free_symbols - a.free_symbols or not isinstance(b, (int, sympy.Integer)) or int(b) == 0:
         return folded
     syms = sorted(a.free_symbols, key=lambda s: s.name)
-    if len(syms) > 3 or not a.is_polynomial(*syms) or sympy.total_degree(a, *syms) < 2:
+    if len(syms) > 3 or not a.is_polynomial(*syms):
         return folded
     for values in itertools.islice(itertools.product(_FOLD_POINTS, repeat=len(syms)), 64):
         point = dict(zip(syms, values))
