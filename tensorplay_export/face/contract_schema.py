@@ -24,7 +24,7 @@ import itertools
 import json
 from typing import Any, Callable, Optional
 
-from ..serde.jsonio import MAX_JSON_BYTES, MAX_JSON_DEPTH
+from ..serde.jsonio import MAX_JSON_BYTES, MAX_JSON_DEPTH, outside_strings
 
 __all__ = ["ContractDocumentError", "read_contract_document", "check_contract_document", "MAX_CONTRACT_DEPTH"]
 
@@ -44,11 +44,11 @@ def nesting_depth(source: str) -> int:
     strings not counted, found without parsing (no recursion, whatever the depth).
 
     Strings are cut out as :func:`tensorplay_export.serde.jsonio.loads` counts colons outside
-    them: backslash pairs dropped first, then escaped quotes, so every quote left opens or
-    closes a string.  On text that is no JSON the count may be off; ``json`` then refuses the
-    text where the two readings part, before it has nested any deeper than counted.
+    them (:func:`~tensorplay_export.serde.jsonio.outside_strings`).  On text that is no JSON the
+    count may be off; ``json`` then refuses the text where the two readings part, before it has
+    nested any deeper than counted.
     """
-    outside = "".join(source.replace("\\\\", "").replace('\\"', "").split('"')[0::2])
+    outside = outside_strings(source.encode("utf-8")).decode("utf-8")
     return max(itertools.accumulate(map(_STEP.__getitem__, filter(_STEP.__contains__, outside)), initial=0))
 
 
