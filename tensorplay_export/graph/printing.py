@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from ..records import sympy
-from .stored import SizeExpr, float_value as _float_value, number_value as _num_value, symbol_key, sympy_tree
+from .stored import (SizeExpr, exponent_sign, float_value as _float_value, number_value as _num_value, symbol_key,
+                     sympy_tree)
 
 __all__ = ["pyexpr", "tree_text", "format_guard", "UnsupportedExpressionError"]
 
@@ -133,12 +134,9 @@ def _scale(t: Any, k: int) -> Any:
 def _negated_exponent(e: Any) -> Any:
     """``-e`` for a size exponent of negative form (``-n``, ``1 - n``: every size term's
     coefficient negative), else None: ``2**(-n)`` is the denominator ``2**n``."""
-    if type(e) is not tuple:
+    if exponent_sign(e) != -1:
         return None
     terms = e[1:] if e[0] == "Add" else (e,)
-    sized = [x for x in terms if type(x) is not int]
-    if not sized or not all(type(x) is tuple and x[0] == "Mul" and type(x[1]) is int and x[1] < 0 for x in sized):
-        return None
 
     def neg(x: Any) -> Any:
         if type(x) is int:

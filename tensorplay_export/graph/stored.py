@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Optional
 from ..records import is_sympy, sympy
 
 __all__ = ["SizeExpr", "sympy_tree", "tree_of", "build_sympy", "materialize", "materialize_graph",
-           "mark_stored", "holds_stored", "symbol_key", "tree_symbols", "integer_valued", "is_symbol",
+           "mark_stored", "holds_stored", "symbol_key", "tree_symbols", "integer_valued", "exponent_sign", "is_symbol",
            "is_number_tree", "EXTRA_HEADS"]
 
 # assumptions that make a symbol integer-valued (sympy infers integer from each)
@@ -181,8 +181,7 @@ def integer_valued(tree: Any) -> bool:
         if type(base) is int and base != 0 and type(exp) is tuple and integer_valued(exp):
             # an int to a size (2**n, 2**(n - 1)): capture guards such an exponent >= 0; a size term
             # with a negative coefficient (t / 2**n is t*2**(-n)) makes a fraction
-            return all(not _negative_term(term) for term in (exp[1:] if exp[0] == "Add" else (exp,))
-                       if type(term) is not int)
+            return exponent_sign(exp) == 1
         return type(exp) is int and exp >= 0 and integer_valued(base)
     if head == "Piecewise":
         return all(integer_valued(x) for x, _ in tree[1:])
@@ -191,9 +190,15 @@ def integer_valued(tree: Any) -> bool:
     return head in EXTRA_HEADS
 
 
-def _negative_term(t: Any) -> bool:
-    """A product whose numeric coefficient is negative (``-n``, ``-2*n``)."""
-    return type(t) is tuple and t[0] == "Mul" and len(t) > 1 and type(t[1]) is int and t[1] < 0
+def exponent_sign(e: Any) -> int:
+    """The sign of a size exponent's size terms (an ``Add``'s constant aside): 1 when every one
+    has a positive coefficient (``n``, ``n - 1``), -1 when every one a negative (``-n``, ``1 - n``:
+    sympy's ``t / 2**n`` is ``t*2**(-n)``), 0 when they differ or there are none."""
+    terms = [x for x in ((e[1:] if e[0] == "Add" else (e,)) if type(e) is tuple else ()) if type(x) is not int]
+    negative = [type(x) is tuple and x[0] == "Mul" and len(x) > 1 and type(x[1]) is int and x[1] < 0 for x in terms]
+    if not terms or (any(negative) and not all(negative)):
+        return 0
+    return -1 if negative[0] else 1
 
 
 # -- sympy -> tree ------------------------------------------------------------------------------
