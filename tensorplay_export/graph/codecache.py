@@ -42,7 +42,7 @@ import time
 import types
 from typing import Optional
 
-__all__ = ["compile_source", "cache_dir", "MAX_ENTRY_BYTES", "MIN_SOURCE_CHARS", "MAX_SOURCE_CHARS", "MAX_ENTRIES"]
+__all__ = ["compile_source", "cache_dir", "usable_dir", "read_entry", "write_entry", "MAX_ENTRY_BYTES", "MIN_SOURCE_CHARS", "MAX_SOURCE_CHARS", "MAX_ENTRIES"]
 
 # bumped when the entry layout changes; part of the key and of the header
 _FORMAT = b"tpe-code-cache 1"
@@ -97,9 +97,9 @@ def _key(src: bytes) -> str:
     return h.hexdigest()
 
 
-def _header(key: str) -> bytes:
-    """The entry's first line pair; the third line is the SHA-256 of the marshal data."""
-    return _FORMAT + b"\n" + key.encode("ascii") + b"\n"
+def _header(fmt: bytes, key: str) -> bytes:
+    """The entry's first line pair; the third line is the SHA-256 of the payload."""
+    return fmt + b"\n" + key.encode("ascii") + b"\n"
 
 
 _DIGEST_LINE = 65  # 64 hex digits and a newline
@@ -110,7 +110,7 @@ def _private(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _usable_dir(path: str) -> bool:
+def usable_dir(path: str) -> bool:
     """Create the directory (mode 0o700) if absent; True when it is a private directory whose
     path holds no symlink and whose parents nobody else can change (ssh's StrictModes rule:
     each is owned by root or the current user and not writable by others, unless sticky, as
@@ -135,7 +135,10 @@ def _usable_dir(path: str) -> bool:
         return False
 
 
-def _read(path: str, key: str) -> Optional[types.CodeType]:
+def read_entry(path: str, fmt: bytes, key: str) -> Optional[memoryview]:
+    """The payload of the entry at ``path`` when it passes the trust rules (module docstring):
+    a private regular file, at most :data:`MAX_ENTRY_BYTES`, headed by ``fmt`` and ``key``, whose
+    payload's SHA-256 matches the header's; else None (never raises)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     # O_NONBLOCK: a FIFO planted under the entry's name must not block the open
     flags |= getattr(os, "O_NONBLOCK", 0)
@@ -159,17 +162,23 @@ def _read(path: str, key: str) -> Optional[types.CodeType]:
         return None
     finally:
         os.close(fd)
-    header = _header(key)
+    header = _header(fmt, key)
     start = len(header) + _DIGEST_LINE
     if not data.startswith(header):
         return None
     payload = memoryview(data)[start:]
-    # a damaged payload (a torn write survived a crash, a flipped bit) never reaches marshal,
-    # which is not written for malformed input
+    # a damaged payload (a torn write survived a crash, a flipped bit) is never decoded
     if data[len(header):start] != hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n":
         return None
+    return payload
+
+
+def _read(path: str, key: str) -> Optional[types.CodeType]:
+    payload = read_entry(path, _FORMAT, key)
+    if payload is None:
+        return None
     try:
-        code = marshal.loads(payload)
+        code = marshal.loads(payload)  # marshal is not written for malformed input: checked above
     except (EOFError, ValueError, TypeError):  # truncated or not marshal data
         return None
     return code if isinstance(code, types.CodeType) else None
@@ -179,12 +188,19 @@ def _write(folder: str, path: str, key: str, code: types.CodeType) -> None:
     try:
         # stored under a fixed filename: an entry's bytes depend on its key alone
         payload = marshal.dumps(_with_filename(code, _STORED_FILENAME))
-        data = _header(key) + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload
     except ValueError:  # a constant marshal cannot write
         return
+    write_entry(folder, path, _FORMAT, key, payload, _SUFFIX)
+
+
+def write_entry(folder: str, path: str, fmt: bytes, key: str, payload: bytes, suffix: str) -> None:
+    """Write ``payload`` under the header ``fmt``/``key`` to ``path`` atomically (a temporary in
+    ``folder``, then ``os.replace``), after tidying the ``suffix`` entries of ``folder``; an
+    entry above :data:`MAX_ENTRY_BYTES` or any ``OSError`` writes nothing (never raises one)."""
+    data = _header(fmt, key) + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n" + payload
     if len(data) > MAX_ENTRY_BYTES:
         return
-    _tidy(folder)
+    _tidy(folder, suffix)
     tmp = os.path.join(folder, f".{key[:16]}.{os.getpid()}.{threading.get_ident()}.{next(_tmp_counter)}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
@@ -208,9 +224,9 @@ def _write(folder: str, path: str, key: str, code: types.CodeType) -> None:
             raise
 
 
-def _tidy(folder: str) -> None:
+def _tidy(folder: str, suffix: str) -> None:
     """Before a write: remove temporaries a killed writer left (older than a minute) and keep
-    the ``MAX_ENTRIES - 1`` entries used last.  Best effort: another process may be tidying too."""
+    the ``MAX_ENTRIES - 1`` entries named ``*suffix`` used last.  Best effort: another process may be tidying too."""
     try:
         entries, now = [], time.time()
         with os.scandir(folder) as it:
@@ -220,7 +236,7 @@ def _tidy(folder: str) -> None:
                 st = e.stat(follow_symlinks=False)
                 if e.name.endswith(".tmp") and e.name.startswith(".") and now - st.st_mtime > _STALE_TMP_SECONDS:
                     os.unlink(e.path)
-                elif e.name.endswith(_SUFFIX):
+                elif e.name.endswith(suffix):
                     entries.append((st.st_mtime, e.path))
         if len(entries) >= MAX_ENTRIES:
             for _mtime, old in sorted(entries)[: len(entries) - MAX_ENTRIES + 1]:
@@ -252,7 +268,7 @@ def compile_source(src: str, filename: str) -> types.CodeType:
         on a miss; a source compiled before compiled without error.
     """
     folder = cache_dir() if MIN_SOURCE_CHARS <= len(src) <= MAX_SOURCE_CHARS and hasattr(os, "geteuid") else None
-    if folder is None or not _usable_dir(folder):
+    if folder is None or not usable_dir(folder):
         return compile(src, filename, "exec", dont_inherit=True)
     try:
         raw = src.encode("utf-8")

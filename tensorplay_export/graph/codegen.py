@@ -54,18 +54,26 @@ from .ir import _RESERVED, Graph, Namespace, Node
 from .printing import python_tree, tree_text
 from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
 
-__all__ = ["python_code", "GraphModule", "PythonCode", "attr_text"]
+__all__ = ["python_code", "GraphModule", "PythonCode", "attr_text", "compile_python_code", "make_global"]
 
 
 # -- source generation ----------------------------------------------------------
 
 class PythonCode:
-    """Result of :func:`python_code`: ``src`` text and the ``globals`` it needs."""
+    """Result of :func:`python_code`: ``src`` text and the ``globals`` it needs.
 
-    def __init__(self, src: str, globals_: dict[str, Any], fn_name: str) -> None:
+    ``recipes``: global name -> how to make that global again in another process, a tuple
+    of plain values (``("np",)``, ``("math_floor",)``, ``("op", target)``, ``("op_out", target)``,
+    ``("dtype", dtype.str)``, ``("attrgetter", *paths)``); None when some global is an object
+    only this process holds (an array, a class), so the code cannot be kept across processes.
+    """
+
+    def __init__(self, src: str, globals_: dict[str, Any], fn_name: str,
+                 recipes: Optional[dict[str, tuple]] = None) -> None:
         self.src = src
         self.globals = globals_
         self.fn_name = fn_name
+        self.recipes = recipes
 
 
 class _Emitter:
@@ -87,6 +95,7 @@ class _Emitter:
         # Global/variable names must not collide with node names either.
         self.ns = Namespace(_RESERVED | {n.name for n in nodes})
         self.globals: dict[str, Any] = {"np": np, "math_floor": math.floor}
+        self.recipes: Optional[dict[str, tuple]] = {"np": ("np",), "math_floor": ("math_floor",)}
         self.ns.add("math_floor")
         self.op_names: dict[Any, str] = {}
         self.dtype_names: dict[np.dtype, str] = {}
@@ -100,9 +109,13 @@ class _Emitter:
         self.attr_texts: dict[str, str] = {}  # attribute path -> its source text (:meth:`attr_text`)
 
     # values ---------------------------------------------------------------
-    def glob(self, hint: str, value: Any) -> str:
+    def glob(self, hint: str, value: Any, recipe: Optional[tuple] = None) -> str:
         name = self.ns.create(hint)
         self.globals[name] = value
+        if recipe is None:
+            self.recipes = None  # a global only this process can make
+        elif self.recipes is not None:
+            self.recipes[name] = recipe
         return name
 
     def const(self, value: Any, hint: str) -> str:
@@ -136,7 +149,8 @@ class _Emitter:
         if isinstance(v, np.dtype):
             if v not in self.dtype_names:
                 hint = str(v) if v.fields is None else "dtype"
-                self.dtype_names[v] = self.glob(hint, v)
+                simple = v.fields is None and v.subdtype is None and v.metadata is None
+                self.dtype_names[v] = self.glob(hint, v, ("dtype", v.str) if simple else None)
             return self.dtype_names[v]
         if type(v) is SizeExpr or is_sympy(v):
             return self.expr(v, node)
@@ -198,9 +212,11 @@ class _Emitter:
         if variant and not isinstance(self.resolve(n.target), np.ufunc):
             key = (n.target, "out")
             if key not in self.op_names:
-                self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target))
+                self.op_names[key] = self.glob(n.target.replace(".", "_") + "_out", self.resolve_out(n.target),
+                                               ("op_out", n.target))
         elif n.target not in self.op_names:
-            self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target))
+            self.op_names[n.target] = self.glob(n.target.replace(".", "_"), self.resolve(n.target),
+                                                ("op", n.target))
         call_args = [a.name if type(a) is Node else self.arg(a, n) for a in n._args]
         for k, v in n._kwargs.items():
             if type(k) is not str:
@@ -354,7 +370,8 @@ class _Emitter:
         if len(reads) == 1:
             body.append(f"{reads[0].name} = {attr_text(self.attrs[reads[0]])}")
         elif reads:
-            getter = self.glob("read_attrs", operator.attrgetter(*(self.attrs[n] for n in reads)))
+            paths = tuple(self.attrs[n] for n in reads)
+            getter = self.glob("read_attrs", operator.attrgetter(*paths), ("attrgetter",) + paths)
             body.append("(")
             body.extend(f"    {n.name},  # {self.attr_text(self.attrs[n])}" for n in reads)
             body.append(f") = {getter}(self)")
@@ -460,7 +477,7 @@ class _Emitter:
             body.append("return []")
         header = f"def {fn_name}({', '.join(['self'] + params)}):"
         src = header + "\n    " + "\n    ".join(body) + "\n"  # each statement indented
-        return PythonCode(src, self.globals, fn_name)
+        return PythonCode(src, self.globals, fn_name, self.recipes)
 
 
 # registry name -> (operator, commutative, the ufunc the registry must resolve it to)
@@ -643,6 +660,47 @@ def python_code(graph: Graph, resolve: Callable[[str], Callable], fn_name: str =
 _COUNTER = [0]
 
 
+def make_global(recipe: tuple) -> Any:
+    """The global a :attr:`PythonCode.recipes` entry names, made in this process (ops through
+    the registry, as generation resolves them).
+
+    Raises:
+        KeyError: a recipe kind this version does not know, or an op without an out-variant.
+        UnsupportedOpError: the registry has no op of that name.
+    """
+    kind = recipe[0]
+    if kind == "np":
+        return np
+    if kind == "math_floor":
+        return math.floor
+    if kind == "op":
+        return resolve_op(recipe[1]).impl
+    if kind == "op_out":
+        impl = resolve_op(recipe[1]).out_impl
+        if impl is None:
+            raise KeyError(recipe[1])
+        return impl
+    if kind == "dtype":
+        return np.dtype(recipe[1])
+    if kind == "attrgetter" and len(recipe) > 1 and all(type(p) is str for p in recipe[1:]):
+        return operator.attrgetter(*recipe[1:])
+    raise KeyError(kind)
+
+
+def compile_python_code(code: PythonCode) -> Callable:
+    """The function ``code`` defines, compiled (through :mod:`.codecache`) and run in a fresh
+    namespace of its globals; its source is registered with ``linecache`` so tracebacks show
+    the generated line.  Raises what ``compile()`` raises."""
+    from .codecache import compile_source
+
+    _COUNTER[0] += 1
+    filename = f"<tpe-graph-{_COUNTER[0]}>"
+    linecache.cache[filename] = (len(code.src), None, code.src.splitlines(True), filename)
+    namespace = dict(code.globals)
+    exec(compile_source(code.src, filename), namespace)  # cached across processes
+    return namespace[code.fn_name]
+
+
 class GraphModule:
     """Runs a :class:`Graph` through generated Python source.
 
@@ -722,16 +780,7 @@ class GraphModule:
                            resolve_out=lambda t: resolve_op(t, table).out_impl, attrs=attrs)
 
     def _compile(self) -> Callable:
-        from .codecache import compile_source  # imported here: this diff stays inside _compile
-
-        code = self._generate()
-        _COUNTER[0] += 1
-        filename = f"<tpe-graph-{_COUNTER[0]}>"
-        # Registered with linecache so tracebacks show the generated line.
-        linecache.cache[filename] = (len(code.src), None, code.src.splitlines(True), filename)
-        namespace = dict(code.globals)
-        exec(compile_source(code.src, filename), namespace)  # cached across processes
-        self._fn = namespace[code.fn_name]
+        self._fn = compile_python_code(self._generate())
         return self._fn
 
     @property

@@ -475,7 +475,8 @@ def _load_model_unpaused(zr: ZipReader, name: str, expected_opset: Any, mmap: bo
     member = f"{base}/program.json"
     from .jsonio import MAX_JSON_BYTES
 
-    doc = parse_document(zr.read(member, MAX_JSON_BYTES), member)
+    document = zr.read(member, MAX_JSON_BYTES)
+    doc = parse_document(document, member)
     check_opset(doc["opset_version"], expected_opset, member)
     counts = {t: len(doc[t]) if isinstance(doc[t], list) else 0 for t in ("weights", "constants")}
     expected = {member} | {f"{base}/{t}/{i}.npy" for t, n in counts.items() for i in range(n)}
@@ -508,7 +509,7 @@ def _load_model_unpaused(zr: ZipReader, name: str, expected_opset: Any, mmap: bo
 
         def samples() -> dict:
             return npz_from_bytes(source.read(npz, MAX_NPZ_BYTES), npz)
-    return build_program(doc, member, fetch, samples, lazy_examples=True)
+    return build_program(doc, member, fetch, samples, lazy_examples=True, document=document)
 
 
 def _open(f: Any) -> ZipReader:

@@ -29,6 +29,7 @@ from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, Serial
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range, decode_source_table, encode_range
 from .exprs import ExprBudget, decode_stored, size_exponent_problem
+from .forward_cache import cached_forward, store_forward
 from .random_state import check_generator_states
 
 MAX_NODES = 1_000_000
@@ -89,7 +90,7 @@ def build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Cal
 
 def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Callable[[], dict] | None,
                    *, state_dict: Any = None, constants: Any = None, example_inputs: Any = None,
-                   lazy_examples: bool = False) -> Any:
+                   lazy_examples: bool = False, document: bytes | None = None) -> Any:
     """The ExportedProgram of a parsed document.
 
     Args:
@@ -102,6 +103,8 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         example_inputs: override of the example inputs (``{"args", "kwargs"}`` or ``(args, kwargs)``).
         lazy_examples: call ``example_arrays`` when the example inputs are first used
             (archives: :class:`LazyExamples`), not now.
+        document: the bytes ``doc`` was parsed from: ``module()``'s forward is then taken from,
+            or kept in, the per-machine cache of :mod:`.forward_cache`.
     """
     from ..graph.codegen import GraphModule
     from ..program.exported import ExportedProgram
@@ -166,7 +169,14 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         # source Python cannot compile) fails here, as ArchiveError, not at the first call.
         # The module built for that is the program's cached module(): its state is the
         # program's own values, as a first module() call would make it.
+        cached = None
+        if document is not None and gm.op_table is None:
+            cached = cached_forward(document)
+            if cached is not None:
+                gm.derived_code = cached
         ep.module()
+        if document is not None and cached is None and gm.derived_code is not None and gm.op_table is None:
+            store_forward(document, gm.derived_code[0])
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
             KeyError, MemoryError) as err:
         fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
