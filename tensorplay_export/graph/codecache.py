@@ -115,6 +115,8 @@ def usable_dir(path: str) -> bool:
     path holds no symlink and whose parents nobody else can change (ssh's StrictModes rule:
     each is owned by root or the current user and not writable by others, unless sticky, as
     ``/tmp`` is)."""
+    if not hasattr(os, "geteuid"):  # no owner to compare with (Windows): never trusted
+        return False
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.lstat(path)
@@ -267,7 +269,7 @@ def compile_source(src: str, filename: str) -> types.CodeType:
         What ``compile()`` raises (``SyntaxError``, ``RecursionError``, ``ValueError``, ...),
         on a miss; a source compiled before compiled without error.
     """
-    folder = cache_dir() if MIN_SOURCE_CHARS <= len(src) <= MAX_SOURCE_CHARS and hasattr(os, "geteuid") else None
+    folder = cache_dir() if MIN_SOURCE_CHARS <= len(src) <= MAX_SOURCE_CHARS else None
     if folder is None or not usable_dir(folder):
         return compile(src, filename, "exec", dont_inherit=True)
     try:

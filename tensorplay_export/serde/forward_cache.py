@@ -32,7 +32,7 @@ import numpy as np
 from ..graph import codecache, codegen
 from ..graph.codegen import PythonCode, compile_python_code, make_global
 
-__all__ = ["cached_forward", "store_forward"]
+__all__ = ["forward_slot", "cached_forward", "store_forward"]
 
 _FORMAT = b"tpe-forward-cache 1"
 _SUFFIX = ".forward"
@@ -44,8 +44,7 @@ def _package_fingerprint() -> bytes:
         h = hashlib.sha256()
         top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         for package in ("tensorplay_export", "solver"):
-            for folder, dirs, files in sorted(os.walk(os.path.join(top, package))):
-                dirs.sort()
+            for folder, _dirs, files in sorted(os.walk(os.path.join(top, package))):
                 for name in sorted(files):
                     if name.endswith(".py"):
                         path = os.path.join(folder, name)
@@ -69,9 +68,11 @@ def _key(document: bytes) -> str:
     return h.hexdigest()
 
 
-def _where(document: bytes) -> Optional[tuple[str, str, str]]:
-    """(folder, entry path, key), or None when the cache is off or its directory untrusted."""
-    folder = codecache.cache_dir() if hasattr(os, "geteuid") else None
+def forward_slot(document: bytes) -> Optional[tuple[str, str, str]]:
+    """Where the forward of ``document`` (a program member's bytes) is kept: ``(folder, entry
+    path, key)``, or None when the cache is off or its directory is not to be trusted.  Made
+    once per load, for the look-up and, on a miss, the write."""
+    folder = codecache.cache_dir()
     if folder is None or not codecache.usable_dir(folder):
         return None
     key = _key(document)
@@ -87,13 +88,10 @@ def _same(a: Any, b: Any) -> bool:
     return a is b
 
 
-def cached_forward(document: bytes) -> Optional[tuple[PythonCode, Callable]]:
-    """``(PythonCode, function)`` of the forward stored for ``document`` (the program member's
-    bytes), as :meth:`ExportedProgram.module` would generate and compile it; None on a miss."""
-    where = _where(document)
-    if where is None:
-        return None
-    _folder, path, key = where
+def cached_forward(slot: tuple[str, str, str]) -> Optional[tuple[PythonCode, Callable]]:
+    """``(PythonCode, function)`` of the forward kept in ``slot`` (:func:`forward_slot`), as
+    :meth:`ExportedProgram.module` would generate and compile it; None on a miss."""
+    _folder, path, key = slot
     payload = codecache.read_entry(path, _FORMAT, key)
     if payload is None:
         return None
@@ -114,8 +112,8 @@ def cached_forward(document: bytes) -> Optional[tuple[PythonCode, Callable]]:
     return code, fn
 
 
-def store_forward(document: bytes, code: PythonCode) -> None:
-    """Keep ``code`` (the forward generated for ``document``) when every global has a recipe
+def store_forward(slot: tuple[str, str, str], code: PythonCode) -> None:
+    """Keep ``code`` (the forward generated for the slot's document) in ``slot`` when every global has a recipe
     that makes the same object again, and the source is within the code cache's bounds."""
     if code.recipes is None or not (codecache.MIN_SOURCE_CHARS <= len(code.src) <= codecache.MAX_SOURCE_CHARS):
         return
@@ -129,6 +127,5 @@ def store_forward(document: bytes, code: PythonCode) -> None:
                              ensure_ascii=True).encode("ascii")
     except Exception:  # noqa: BLE001 - an op the registry no longer resolves: not kept
         return
-    where = _where(document)
-    if where is not None:
-        codecache.write_entry(*where[:2], _FORMAT, where[2], payload, _SUFFIX)
+    folder, path, key = slot
+    codecache.write_entry(folder, path, _FORMAT, key, payload, _SUFFIX)

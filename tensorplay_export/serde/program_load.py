@@ -29,7 +29,7 @@ from .program_json import (_ARG_KINDS, _TOP_KEYS, FORMAT, SCHEMA_VERSION, Serial
                            check_pickle_protocol)
 from .values import Decoder, decode_dtype, decode_range, decode_source_table, encode_range
 from .exprs import ExprBudget, decode_stored, size_exponent_problem
-from .forward_cache import cached_forward, store_forward
+from .forward_cache import cached_forward, forward_slot, store_forward
 from .random_state import check_generator_states
 
 MAX_NODES = 1_000_000
@@ -169,14 +169,12 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         # source Python cannot compile) fails here, as ArchiveError, not at the first call.
         # The module built for that is the program's cached module(): its state is the
         # program's own values, as a first module() call would make it.
-        cached = None
-        if document is not None and gm.op_table is None:
-            cached = cached_forward(document)
-            if cached is not None:
-                gm.derived_code = cached
+        slot = forward_slot(document) if document is not None else None
+        cached = cached_forward(slot) if slot is not None else None
+        gm.derived_code = cached  # None: module() generates the forward, kept below
         ep.module()
-        if document is not None and cached is None and gm.derived_code is not None and gm.op_table is None:
-            store_forward(document, gm.derived_code[0])
+        if slot is not None and cached is None:
+            store_forward(slot, gm.derived_code[0])
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
             KeyError, MemoryError) as err:
         fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")

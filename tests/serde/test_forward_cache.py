@@ -140,16 +140,17 @@ def _code(globals_, recipes, lines=80):
 def test_a_forward_with_a_global_no_recipe_makes_is_not_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("TPE_CODE_CACHE", str(tmp_path / "cache"))
     doc = b'{"a program": 1}'
+    slot = forward_cache.forward_slot(doc)
     # an array constant: only this process holds it
-    forward_cache.store_forward(doc, _code({"np": np, "c": np.zeros(3)}, None))
+    forward_cache.store_forward(slot, _code({"np": np, "c": np.zeros(3)}, None))
     # a recipe that makes another object than the global it stands for
-    forward_cache.store_forward(doc, _code({"np": np, "d": np.dtype("<i8")}, {"np": ("np",), "d": ("dtype", "<i4")}))
+    forward_cache.store_forward(slot, _code({"np": np, "d": np.dtype("<i8")}, {"np": ("np",), "d": ("dtype", "<i4")}))
     # a global without a recipe entry
-    forward_cache.store_forward(doc, _code({"np": np, "e": np.dtype("<i8")}, {"np": ("np",)}))
-    assert forward_cache.cached_forward(doc) is None
+    forward_cache.store_forward(slot, _code({"np": np, "e": np.dtype("<i8")}, {"np": ("np",)}))
+    assert forward_cache.cached_forward(slot) is None
     folder = tmp_path / "cache"
     assert not folder.exists() or not _forward_entries(folder)
-    forward_cache.store_forward(doc, _code({"np": np, "d": np.dtype("<i8")}, {"np": ("np",), "d": ("dtype", "<i8")}))
-    code, fn = forward_cache.cached_forward(doc)
+    forward_cache.store_forward(slot, _code({"np": np, "d": np.dtype("<i8")}, {"np": ("np",), "d": ("dtype", "<i8")}))
+    code, fn = forward_cache.cached_forward(slot)
     assert code.globals["d"] == np.dtype("<i8") and fn(None, 1) == [1 + sum(range(80))]
-    assert forward_cache.cached_forward(doc + b" ") is None
+    assert forward_cache.cached_forward(forward_cache.forward_slot(doc + b" ")) is None
