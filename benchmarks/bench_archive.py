@@ -9,9 +9,12 @@ Exports MiniLM (real weights, batch <= 64, seq <= 512) and GPT-``--gpt`` (d 128,
 - ``load_pt2 mmap``: ``load_pt2(path, load_weights_from_disk=True)``: weights memory-mapped,
   so pages are read on first use; the table also shows the first call after it.  The
   compiled-code cache (``graph/codecache.py``) is a fresh folder in the temporary directory,
-  filled by the export, so these loads hit it, as every load after the first of a program
-  on a machine does; ``load_pt2 mmap, code cache off`` is the same load with
-  ``TPE_CODE_CACHE=0`` (``compile()`` at every load, as a first load does), interleaved;
+  filled by the first load, so these loads hit it (the program's forward and its compiled
+  code, and the graph deferred), as every load after the first of an archive on a machine
+  does; ``load_pt2 mmap, code cache off`` is the same load with ``TPE_CODE_CACHE=0`` (every
+  node decoded and checked, the forward generated and compiled at every load), and ``first
+  on the machine`` the same load into a new, empty cache (that work plus writing both
+  entries), interleaved;
 - ``load``: ``tensorplay_export.load(path)``: weights read into memory;
 - ``np.load``: the same weights saved as one ``.npy`` file each (named by state_dict key),
   loaded with ``np.load`` (read, and ``mmap_mode="r"``);
@@ -185,7 +188,18 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
         finally:
             os.environ["TPE_CODE_CACHE"] = cache
 
-    load_fns = {"mmap": load_mmap, "mmap uncached": load_mmap_uncached, "read": lambda: tpe.load(path)}
+    def load_mmap_first() -> Any:
+        # the first load of this archive on a machine: a new, empty cache (decode and check every
+        # node, generate the forward, compile it, write both entries)
+        cache = os.environ.get("TPE_CODE_CACHE")
+        os.environ["TPE_CODE_CACHE"] = tempfile.mkdtemp(prefix="first-load-", dir=tmp)
+        try:
+            return load_mmap()
+        finally:
+            os.environ["TPE_CODE_CACHE"] = cache
+
+    load_fns = {"mmap": load_mmap, "mmap uncached": load_mmap_uncached, "mmap first": load_mmap_first,
+                "read": lambda: tpe.load(path)}
     first_fns = {"ours": ours_first_call}
     jax_mb = None
     if with_jax:
@@ -201,7 +215,9 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
     numpy_loads = C.interleaved({"read": lambda: [np.load(f) for f in files.values()],
                                  "mmap": lambda: [np.load(f, mmap_mode="r") for f in files.values()]}, runs)
     steps = [("save", mb, save), ("load_pt2 mmap", mb, loads["mmap"]),
-             ("load_pt2 mmap, code cache off", mb, loads["mmap uncached"]), ("load (read)", mb, loads["read"]),
+             ("load_pt2 mmap, code cache off", mb, loads["mmap uncached"]),
+             ("load_pt2 mmap, first on the machine (empty cache)", mb, loads["mmap first"]),
+             ("load (read)", mb, loads["read"]),
              ("load_pt2 mmap + first call", mb, firsts["ours"])]
     if with_jax:
         steps += [(f"jax deserialize + np.load {len(files)} .npy (read)", jax_mb, loads["jax read"]),

@@ -37,6 +37,7 @@ same operations, each pass after the first in place), bit-identical to eager (is
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import linecache
 import math
@@ -54,7 +55,8 @@ from .ir import _RESERVED, Graph, Namespace, Node
 from .printing import python_tree, tree_text
 from .stored import SizeExpr, holds_stored, materialize_graph, symbol_key, tree_symbols
 
-__all__ = ["python_code", "GraphModule", "PythonCode", "attr_text", "compile_python_code", "make_global"]
+__all__ = ["python_code", "GraphModule", "GraphOutline", "PythonCode", "attr_text", "compile_python_code",
+           "make_global"]
 
 
 # -- source generation ----------------------------------------------------------
@@ -701,6 +703,15 @@ def compile_python_code(code: PythonCode) -> Callable:
     return namespace[code.fn_name]
 
 
+@dataclasses.dataclass(frozen=True)
+class GraphOutline:
+    """What a program checks of its graph's structure before running it: the placeholder names
+    in graph order, and how many values the output node returns."""
+
+    placeholders: tuple[str, ...]
+    n_outputs: int
+
+
 class GraphModule:
     """Runs a :class:`Graph` through generated Python source.
 
@@ -727,6 +738,8 @@ class GraphModule:
     def __init__(self, graph: Graph, op_table: Optional[Mapping[str, Any]] = None, *,
                  lint: bool = True, generate: bool = False) -> None:
         self._graph = graph
+        self._build: Optional[Callable[[], Graph]] = None  # a deferred graph's builder (:meth:`deferred`)
+        self._outline: Optional[GraphOutline] = None
         self.op_table = op_table
         self._fn: Optional[Callable] = None
         self._pycode: Optional[PythonCode] = None
@@ -738,11 +751,41 @@ class GraphModule:
         if generate:
             self.compile()
 
+    @classmethod
+    def deferred(cls, build: Callable[[], Graph], outline: GraphOutline) -> GraphModule:
+        """A module whose graph ``build()`` makes when something first reads it (:attr:`graph`,
+        :attr:`code`, a call); until then :meth:`outline` answers from ``outline``.
+
+        A program loaded from a document this machine loaded before runs from its cached
+        forward (issue 19) and needs no graph until someone inspects it.  ``build`` raises
+        what building raises, at that first read, and again at the next one.
+        """
+        gm = cls(None, lint=False)
+        gm._build, gm._outline = build, outline
+        return gm
+
+    def _built_graph(self) -> Graph:
+        """The graph as it is (a loaded one keeps its stored expressions), built now if deferred."""
+        graph = self._graph
+        if graph is None and self._build is not None:
+            graph = self._graph = self._build()
+            self._build = self._outline = None
+        return graph
+
+    def outline(self) -> GraphOutline:
+        """The placeholder names and the output count, without building a deferred graph."""
+        if self._build is not None and self._outline is not None:
+            return self._outline
+        graph = self._built_graph()
+        out = graph.output_node
+        return GraphOutline(tuple(n.name for n in graph.placeholders()),
+                            len(out.args[0]) if out is not None else 0)
+
     @property
     def graph(self) -> Graph:
         """The graph; a loaded graph's stored size expressions become sympy expressions on first
         read (:func:`~.stored.materialize_graph`), since whoever reads it may reason about them."""
-        graph = self._graph
+        graph = self._built_graph()
         if holds_stored(graph):
             materialize_graph(graph)
         return graph
@@ -750,6 +793,7 @@ class GraphModule:
     @graph.setter
     def graph(self, graph: Graph) -> None:
         self._graph = graph
+        self._build = self._outline = None
 
     def compile(self) -> GraphModule:
         """Generate and compile the source now, if not done yet (the eager hook for load/save).
@@ -763,14 +807,14 @@ class GraphModule:
 
     def recompile(self) -> None:
         """Re-lint, re-generate and re-compile now, after the graph changed."""
-        self._graph.lint()
+        self._built_graph().lint()
         self._fn = self._pycode = None
         self.derived_code = None
         self._compile()
 
     def _generate(self) -> PythonCode:
         if self._pycode is None:
-            self._pycode = self._python_code(self._graph)
+            self._pycode = self._python_code(self._built_graph())
         return self._pycode
 
     def _python_code(self, graph: Graph, attrs: Optional[Mapping[Node, str]] = None) -> PythonCode:

@@ -78,8 +78,8 @@ class ExportedProgram:
                  verifier: Any = None, *, state_dict: Optional[Mapping[str, Any]] = None,
                  constants: Optional[Mapping[str, Any]] = None) -> None:
         self._graph_module = graph_module
-        graph = _raw_graph(graph_module)  # as it is: a loaded graph's names are all this reads
         if isinstance(graph_signature, GraphSignature):
+            graph = _raw_graph(graph_module)  # as it is: a loaded graph's names are all this reads
             outs = graph.output_node.args[0] if graph.output_node is not None else []
             graph_signature = graph_signature.to_export_signature(
                 [n.name for n in graph.placeholders()],
@@ -103,21 +103,21 @@ class ExportedProgram:
             verifier.check(self)
 
     def _validate(self) -> None:
-        graph = _raw_graph(self._graph_module)  # read as stored: checking names materializes nothing
-        placeholders = graph.placeholders()
+        # names and counts only: neither materializes a loaded graph nor builds a deferred one
+        outline = self._graph_module.outline()
+        placeholders = outline.placeholders
         specs = self._graph_signature.input_specs
         if len(specs) != len(placeholders):
             raise ValueError(f"graph signature lists {len(specs)} inputs but the graph has "
                              f"{len(placeholders)} placeholders")
-        for spec, node in zip(specs, placeholders):
+        for spec, placeholder in zip(specs, placeholders):
             name = getattr(spec.arg, "name", None)
-            if name is not None and not isinstance(spec.arg, ConstantArgument) and name != node.name:
-                raise ValueError(f"input spec {name!r} does not match placeholder {node.name!r}")
+            if name is not None and not isinstance(spec.arg, ConstantArgument) and name != placeholder:
+                raise ValueError(f"input spec {name!r} does not match placeholder {placeholder!r}")
             if spec.kind in _STATE_KINDS and self._lookup_state(spec) is _MISSING:
                 raise ValueError(f"no value for lifted {spec.kind.name.lower()} {spec.target!r} "
                                  "(pass it in state_dict= or constants=)")
-        out = graph.output_node
-        n_out = len(out.args[0]) if out is not None else 0
+        n_out = outline.n_outputs
         if len(self._graph_signature.output_specs) != n_out:
             raise ValueError(f"graph signature lists {len(self._graph_signature.output_specs)} outputs "
                              f"but the graph returns {n_out} values")
@@ -382,9 +382,9 @@ _MISSING = object()
 
 def _raw_graph(gm: Any) -> Graph:
     """``gm``'s graph without materializing a loaded graph's stored expressions (for readers of
-    names and structure only; everything else reads ``gm.graph``)."""
-    graph = getattr(gm, "_graph", None)
-    return graph if graph is not None else gm.graph
+    names and structure, and codegen, which prints them; everything else reads ``gm.graph``)."""
+    built = getattr(gm, "_built_graph", None)
+    return built() if built is not None else gm.graph
 
 
 def _owned(value: Any) -> Any:
@@ -497,11 +497,12 @@ class ExportedModule(GraphModule):
         specs = list(sig.input_specs)
         state_specs = [s for s in specs if s.kind in _STATE_KINDS]
         paths = {s.target: _attr_path(s.target) for s in state_specs}
-        # the program's graph as it is (a loaded one keeps its stored expressions: codegen
-        # prints them); this view's own graph is a copy made when first read (:attr:`_graph`)
-        self._source = _raw_graph(program.graph_module)
-        by_name = {s.arg.name: paths[s.target] for s in state_specs}
-        self._reads = {n: by_name[n.name] for n in self._source.placeholders() if n.name in by_name}
+        # placeholder name -> attribute path of each state input; the program's graph is read
+        # only when this view's source or own graph is (:attr:`_source`): a loaded program's
+        # may not be built yet
+        self._read_paths = {s.arg.name: paths[s.target] for s in state_specs}
+        self._reads_of: Optional[dict[Node, str]] = None
+        self._program = program
         owner = program.graph_module
         if owner.derived_code is None:
             # The first view of this program generates and compiles its forward; the
@@ -512,7 +513,6 @@ class ExportedModule(GraphModule):
         else:
             super().__init__(None, owner.op_table, lint=False)
             self._pycode, self._fn = owner.derived_code
-        self._program = program
         self._specs = specs
         self._stateful = stateful
         self._paths = paths
@@ -555,6 +555,20 @@ class ExportedModule(GraphModule):
             self._fast = (len(spec.children[0].children), tuple(spec.children[1].context))
 
     # -- the view's graph ---------------------------------------------------------
+    @property
+    def _source(self) -> Graph:
+        """The program's graph as it is (a loaded one keeps its stored expressions: codegen
+        prints them), built now if it was deferred."""
+        return _raw_graph(self._program.graph_module)
+
+    @property
+    def _reads(self) -> dict[Node, str]:
+        """Each state placeholder of :attr:`_source` -> the attribute path it is read from."""
+        if self._reads_of is None:
+            by_name = self._read_paths
+            self._reads_of = {n: by_name[n.name] for n in self._source.placeholders() if n.name in by_name}
+        return self._reads_of
+
     @property
     def _graph(self) -> Graph:
         """This view's own graph: a copy of the program's where each state placeholder is an

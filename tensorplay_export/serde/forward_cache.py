@@ -14,9 +14,11 @@ An entry is JSON: the function's name, its source and one recipe per global
 (:attr:`~..graph.codegen.PythonCode.recipes`); a program with a global no recipe can make (an
 array constant, a user class) is not kept.  A hit makes the globals again (ops through the
 registry, so an op whose implementation changed since is the new one) and compiles the source
-through the code cache.  Every check of the load still runs on a hit; what a hit skips is
-the generation, which the same bytes passed when the entry was written.  The cache never
-raises: any unreadable or unexpected entry is a miss.
+through the code cache.  An entry is written only after every check of the load passed, so a
+hit also stands for those checks: the loader skips the ones that depend on the document alone
+and builds the graph when it is first read (:func:`..serde.program_load._build_program`);
+the arrays are checked on every load.  The cache never raises: any unreadable or unexpected
+entry is a miss.
 """
 from __future__ import annotations
 

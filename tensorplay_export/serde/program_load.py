@@ -20,6 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ArchiveError, UnsupportedOpError
+from ..graph.codegen import GraphOutline
 from ..graph.ir import FUNCTIONAL_OPCODES, Graph, Node
 from ..graph import stored
 from ..graph.stored import SizeExpr, is_number_tree, is_symbol, mark_stored
@@ -107,6 +108,10 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             or kept in, the per-machine cache of :mod:`.forward_cache`.
     """
     from ..graph.codegen import GraphModule
+    # nn.functional's composite ops are registered by nn (ops never imports nn; capture imports
+    # it): a program loaded without any capture in the process names them too, in its nodes and
+    # in a cached forward's recipes (looked up before any node is decoded)
+    from ..nn import _composites  # noqa: F401
     from ..program.exported import ExportedProgram
 
     budget = ExprBudget()  # one for every expression of the document
@@ -116,14 +121,28 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     for i, entry in enumerate(consts_tab):
         if entry["role"] == "graph_constant":
             graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
-    graph = _build_graph(doc["graph"], member, graph_arrays, budget)
+    slot = forward_slot(document) if document is not None else None
+    cached = cached_forward(slot) if slot is not None else None
+    # A hit means these exact bytes passed every check below, with this package's code, when the
+    # entry was written (the key covers both; an entry is written only after them): what depends
+    # on the document alone is not checked again, and the graph is built when first read.  What
+    # depends on the arrays still runs: _array checks each against its table entry, and the entry
+    # matched its placeholder's shape and dtype when the entry was written.
+    hit = cached is not None
+    graph = None
+    if hit:
+        gm = GraphModule.deferred(lambda: _deferred_graph(document, member, graph_arrays),
+                                  _outline(doc["graph"]))
+    else:
+        graph = _build_graph(doc["graph"], member, graph_arrays, budget)
     sig = _signature(doc["signature"], member, budget)
-    _check_specs(graph, sig, member)
-    check_generator_states(graph, sig, member)
-    placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
-    specs_by_target: dict[Any, list] = {}  # one pass over the specs, not one per array
-    for spec in sig.input_specs:
-        specs_by_target.setdefault(spec.target, []).append(spec)
+    if graph is not None:
+        _check_specs(graph, sig, member)
+        check_generator_states(graph, sig, member)
+        placeholders = {n.name: n for n in graph.nodes if n.op == "placeholder"}
+        specs_by_target: dict[Any, list] = {}  # one pass over the specs, not one per array
+        for spec in sig.input_specs:
+            specs_by_target.setdefault(spec.target, []).append(spec)
     state: dict[str, np.ndarray] = {}
     lifted: dict[str, np.ndarray] = {}
     for table, tab, overrides, out in (("weights", weights_tab, state_dict, state),
@@ -132,7 +151,9 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
             if entry["role"] == "graph_constant":
                 continue
             array = _array(entry, i, table, fetch, overrides, member)
-            _check_against_placeholder(entry, array, specs_by_target.get(entry["fqn"], ()), placeholders, member)
+            if graph is not None:
+                _check_against_placeholder(entry, array, specs_by_target.get(entry["fqn"], ()), placeholders,
+                                           member)
             out[entry["fqn"]] = array
     kwargs = dict(
         example_inputs=_examples(doc["example_inputs"], member, example_arrays, example_inputs, budget,
@@ -142,6 +163,32 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         range_constraints=_ranges(doc["range_constraints"], member, budget),
         equality_constraints=_equalities(doc["equality_constraints"], member),
     )
+    if graph is not None:
+        _check_graph(graph, sig, kwargs, budget, member)
+        gm = GraphModule(graph, lint=False)  # _build_graph linted it
+    try:
+        ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
+    except (ValueError, TypeError, KeyError) as err:
+        if isinstance(err, ArchiveError):
+            raise
+        fail(member, f"inconsistent program: {err}")
+    try:
+        # The forward module() runs is generated and compiled now, so hostile content (or
+        # source Python cannot compile) fails here, as ArchiveError, not at the first call.
+        # The module built for that is the program's cached module(): its state is the
+        # program's own values, as a first module() call would make it.
+        gm.derived_code = cached  # None: module() generates the forward, kept below
+        ep.module()
+        if slot is not None and not hit:
+            store_forward(slot, gm.derived_code[0])
+    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
+            KeyError, MemoryError) as err:
+        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
+    return ep
+
+
+def _check_graph(graph: Graph, sig: Any, kwargs: dict, budget: ExprBudget, member: str) -> None:
+    """The checks that relate the graph to the signature, the ranges and the call graph."""
     inputs = _check_runtime_checks(graph, member)
     if budget.size_exponents:  # 2**n: the exponent bounded by the ranges the input checks enforce
         # (a data-dependent size's range is no check that runs before compute)
@@ -157,37 +204,32 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
     _check_state_paths(sig, member)
     _check_root_specs(sig, kwargs["module_call_graph"], member)
     _check_input_check_args(graph, sig, kwargs["module_call_graph"], member)
-    gm = GraphModule(graph, lint=False)  # _build_graph linted it
-    try:
-        ep = ExportedProgram(gm, sig, state_dict=state, constants=lifted, **kwargs)
-    except (ValueError, TypeError, KeyError) as err:
-        if isinstance(err, ArchiveError):
-            raise
-        fail(member, f"inconsistent program: {err}")
-    try:
-        # The forward module() runs is generated and compiled now, so hostile content (or
-        # source Python cannot compile) fails here, as ArchiveError, not at the first call.
-        # The module built for that is the program's cached module(): its state is the
-        # program's own values, as a first module() call would make it.
-        slot = forward_slot(document) if document is not None else None
-        cached = cached_forward(slot) if slot is not None else None
-        gm.derived_code = cached  # None: module() generates the forward, kept below
-        ep.module()
-        if slot is not None and cached is None:
-            store_forward(slot, gm.derived_code[0])
-    except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
-            KeyError, MemoryError) as err:
-        fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
-    return ep
 
 
 # -- graph ----------------------------------------------------------------------------
 
+def _outline(data: dict) -> GraphOutline:
+    """The placeholder names and output count of a document's graph that passed every check
+    before (a forward-cache hit), read off the JSON without decoding a node."""
+    nodes = data["nodes"]
+    return GraphOutline(tuple(raw["name"] for raw in nodes if raw["op"] == "placeholder"),
+                        len(nodes[-1]["args"][0]))
+
+
+def _deferred_graph(document: bytes, member: str, graph_arrays: dict) -> Graph:
+    """The graph of ``document``, decoded when a program loaded from a forward-cache hit is
+    first inspected (``ep.graph``, ``ep.graph_module.code``)."""
+    try:
+        return _build_graph(parse_document(document, member)["graph"], member, graph_arrays, ExprBudget())
+    except ArchiveError:
+        raise
+    except _UNEXPECTED as err:
+        fail(member, f"malformed program (unanticipated {type(err).__name__}: {str(err)[:200]})")
+
+
 def _resolve_target(target: str, member: str, node: str) -> tuple:
-    """``(call signature or None when it has none to check against, OpDef.writing_flag)`` of the op."""
-    # nn.functional's composite ops are registered by nn (ops never imports nn); capture
-    # imports it, but a program loaded without any capture in the process needs them too.
-    from ..nn import _composites  # noqa: F401
+    """``(call signature or None when it has none to check against, OpDef.writing_flag)`` of the op
+    (the op registry is complete: :func:`_build_program` registered nn's composites)."""
     from ..ops.registry import get_op
 
     try:
