@@ -43,6 +43,7 @@ import linecache
 import math
 import operator
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
@@ -762,14 +763,19 @@ class GraphModule:
         """
         gm = cls(None, lint=False)
         gm._build, gm._outline = build, outline
+        gm._build_lock = threading.Lock()  # threads reading it first share one build
         return gm
 
     def _built_graph(self) -> Graph:
         """The graph as it is (a loaded one keeps its stored expressions), built now if deferred."""
         graph = self._graph
         if graph is None and self._build is not None:
-            graph = self._graph = self._build()
-            self._build = self._outline = None
+            with self._build_lock:
+                graph = self._graph
+                if graph is None:
+                    graph = self._build()
+                    self._graph = graph  # before the builder goes: a reader sees one or the other
+                    self._build = self._outline = None
         return graph
 
     def outline(self) -> GraphOutline:

@@ -504,6 +504,9 @@ class ExportedModule(GraphModule):
         self._reads_of: Optional[dict[Node, str]] = None
         self._program = program
         owner = program.graph_module
+        # the graph this view is of, taken now when it exists: a graph the program is given
+        # later is not this view's (its forward is this one's)
+        self._source_graph: Optional[Graph] = owner._graph if owner._build is None else None
         if owner.derived_code is None:
             # The first view of this program generates and compiles its forward; the
             # others (module() after invalidate_unlifted, runners, the eager check)
@@ -558,8 +561,11 @@ class ExportedModule(GraphModule):
     @property
     def _source(self) -> Graph:
         """The program's graph as it is (a loaded one keeps its stored expressions: codegen
-        prints them), built now if it was deferred."""
-        return _raw_graph(self._program.graph_module)
+        prints them), built now if it was deferred; the same graph for this view's life."""
+        graph = self._source_graph
+        if graph is None:
+            graph = self._source_graph = _raw_graph(self._program.graph_module)
+        return graph
 
     @property
     def _reads(self) -> dict[Node, str]:
@@ -576,8 +582,9 @@ class ExportedModule(GraphModule):
         it (the forward is generated from the program's graph, :meth:`_generate`)."""
         graph = self._own_graph
         if graph is None:
-            graph, mapping = self._source.copy()
-            if holds_stored(self._source):
+            source = self._source
+            graph, mapping = source.copy()
+            if holds_stored(source):
                 mark_stored(graph)
             for node, path in self._reads.items():  # the state placeholder becomes an attribute read
                 mapping[node].op, mapping[node].target = "get_attr", path

@@ -17,7 +17,9 @@ registry, so an op whose implementation changed since is the new one) and compil
 through the code cache.  An entry is written only after every check of the load passed, so a
 hit also stands for those checks: the loader skips the ones that depend on the document alone
 and builds the graph when it is first read (:func:`..serde.program_load._build_program`);
-the arrays are checked on every load.  The cache never raises: any unreadable or unexpected
+the arrays are checked on every load.  What else those checks read (each op's call signature
+and writing flag: an op registered from outside this package can change without its code
+changing) is kept as the entry's ``facts`` and must still hold for a hit.  The cache never raises: any unreadable or unexpected
 entry is a miss.
 """
 from __future__ import annotations
@@ -36,7 +38,7 @@ from ..graph.codegen import PythonCode, compile_python_code, make_global
 
 __all__ = ["forward_slot", "cached_forward", "store_forward"]
 
-_FORMAT = b"tpe-forward-cache 1"
+_FORMAT = b"tpe-forward-cache 2"
 _SUFFIX = ".forward"
 _fingerprint: list[bytes] = []
 
@@ -90,17 +92,24 @@ def _same(a: Any, b: Any) -> bool:
     return a is b
 
 
-def cached_forward(slot: tuple[str, str, str]) -> Optional[tuple[PythonCode, Callable]]:
+def cached_forward(slot: tuple[str, str, str],
+                   facts_hold: Callable[[dict[str, str]], bool] = lambda facts: True,
+                   ) -> Optional[tuple[PythonCode, Callable]]:
     """``(PythonCode, function)`` of the forward kept in ``slot`` (:func:`forward_slot`), as
-    :meth:`ExportedProgram.module` would generate and compile it; None on a miss."""
+    :meth:`ExportedProgram.module` would generate and compile it; None on a miss, which
+    includes ``facts_hold(facts)`` being false for the facts :func:`store_forward` kept."""
     _folder, path, key = slot
     payload = codecache.read_entry(path, _FORMAT, key)
     if payload is None:
         return None
     try:
         entry = json.loads(bytes(payload))
-        src, fn_name, recipes = entry["src"], entry["fn_name"], entry["globals"]
+        src, fn_name, recipes, facts = entry["src"], entry["fn_name"], entry["globals"], entry["facts"]
         if type(src) is not str or type(fn_name) is not str or type(recipes) is not dict:
+            return None
+        if type(facts) is not dict or not all(type(k) is str and type(v) is str for k, v in facts.items()):
+            return None
+        if not facts_hold(facts):
             return None
         made = {name: make_global(tuple(recipe)) for name, recipe in recipes.items()}
         code = PythonCode(src, made, fn_name, {n: tuple(r) for n, r in recipes.items()})
@@ -114,9 +123,13 @@ def cached_forward(slot: tuple[str, str, str]) -> Optional[tuple[PythonCode, Cal
     return code, fn
 
 
-def store_forward(slot: tuple[str, str, str], code: PythonCode) -> None:
+def store_forward(slot: tuple[str, str, str], code: PythonCode, facts: Optional[dict[str, str]] = None) -> None:
     """Keep ``code`` (the forward generated for the slot's document) in ``slot`` when every global has a recipe
-    that makes the same object again, and the source is within the code cache's bounds."""
+    that makes the same object again, and the source is within the code cache's bounds.
+
+    ``facts``: what the loader read from outside the document and the package's code while
+    checking it (name -> text), given to ``facts_hold`` at each look-up (:func:`cached_forward`).
+    """
     if code.recipes is None or not (codecache.MIN_SOURCE_CHARS <= len(code.src) <= codecache.MAX_SOURCE_CHARS):
         return
     if set(code.recipes) != set(code.globals):
@@ -125,7 +138,7 @@ def store_forward(slot: tuple[str, str, str], code: PythonCode) -> None:
         if not all(_same(code.globals[name], make_global(recipe)) for name, recipe in code.recipes.items()):
             return
         payload = json.dumps({"fn_name": code.fn_name, "src": code.src,
-                              "globals": {n: list(r) for n, r in code.recipes.items()}},
+                              "globals": {n: list(r) for n, r in code.recipes.items()}, "facts": facts or {}},
                              ensure_ascii=True).encode("ascii")
     except Exception:  # noqa: BLE001 - an op the registry no longer resolves: not kept
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import marshal
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Callable
 
@@ -122,7 +123,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         if entry["role"] == "graph_constant":
             graph_arrays[entry["fqn"]] = _array(entry, i, "constants", fetch, constants, member)
     slot = forward_slot(document) if document is not None else None
-    cached = cached_forward(slot) if slot is not None else None
+    cached = cached_forward(slot, _op_facts_hold) if slot is not None else None
     # A hit means these exact bytes passed every check below, with this package's code, when the
     # entry was written (the key covers both; an entry is written only after them): what depends
     # on the document alone is not checked again, and the graph is built when first read.  What
@@ -180,7 +181,7 @@ def _build_program(doc: dict, member: str, fetch: ArrayFetch, example_arrays: Ca
         gm.derived_code = cached  # None: module() generates the forward, kept below
         ep.module()
         if slot is not None and not hit:
-            store_forward(slot, gm.derived_code[0])
+            store_forward(slot, gm.derived_code[0], _op_facts(graph))
     except (UnsupportedOpError, RuntimeError, ValueError, TypeError, SyntaxError, NotImplementedError,
             KeyError, MemoryError) as err:
         fail(member, f"cannot build the graph module: {type(err).__name__}: {str(err)[:300]}")
@@ -225,6 +226,43 @@ def _deferred_graph(document: bytes, member: str, graph_arrays: dict) -> Graph:
         raise
     except _UNEXPECTED as err:
         fail(member, f"malformed program (unanticipated {type(err).__name__}: {str(err)[:200]})")
+
+
+def _op_fact(target: str) -> str:
+    """What the node checks read of op ``target`` (:func:`_resolve_target`), as text; an address
+    in a default's repr (``<object at 0x...>``) is dropped, as it differs between processes.
+    Kept per process for as long as the registry holds the same OpDef."""
+    from ..ops.registry import get_op
+
+    try:
+        op = get_op(target)
+    except UnsupportedOpError:
+        fail("", f"unknown op {target!r:.100}")
+    known = _FACTS.get(target)
+    if known is not None and known[0] is op:
+        return known[1]
+    call, flag = _resolve_target(target, "", target)
+    text = _ADDRESS.sub("", f"{call}|{flag!r}")
+    _FACTS[target] = (op, text)
+    return text
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_FACTS: dict[str, tuple] = {}
+
+
+def _op_facts(graph: Graph) -> dict[str, str]:
+    """``target -> _op_fact(target)`` of every op the graph calls: kept with its cached forward,
+    since an op registered from outside this package can change while the package does not."""
+    return {t: _op_fact(t) for t in {n.target for n in graph.nodes if n.op == "call_function"}}
+
+
+def _op_facts_hold(facts: dict[str, str]) -> bool:
+    """Each op of a cached forward's facts still reads as it did when they were kept."""
+    try:
+        return all(_op_fact(target) == fact for target, fact in facts.items())
+    except ArchiveError:  # no longer in the registry
+        return False
 
 
 def _resolve_target(target: str, member: str, node: str) -> tuple:

@@ -199,3 +199,60 @@ def test_a_fresh_process_loads_an_archive_loaded_before_from_the_cache(tmp_path)
         said.append(run.stdout.split()[-1])
         np.testing.assert_allclose(np.load(tmp_path / f"out{k}.npy"), model(x), rtol=1e-5, atol=1e-6)
     assert said == ["built", "deferred"]
+
+
+def test_threads_reading_a_deferred_graph_first_share_one_build():
+    import threading
+    import time
+
+    calls = []
+
+    def build() -> Graph:
+        calls.append(1)
+        time.sleep(0.05)  # wide enough for every thread to arrive while the first builds
+        graph = Graph()
+        x = graph.placeholder("x")
+        graph.output([graph.call_function("numpy.negative", (x,))])
+        return graph
+
+    gm = GraphModule.deferred(build, GraphOutline(("x",), 1))
+    seen, barrier = [], threading.Barrier(8)
+
+    def read() -> None:
+        barrier.wait()
+        seen.append(gm.graph)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(seen) == 8 and all(g is seen[0] for g in seen)
+
+
+def test_a_module_keeps_the_graph_it_was_made_from_when_the_program_gets_another():
+    ep = tpe.export(_Net().eval(), _x(3), dynamic_shapes={"x": {0: tpe.Dim("b", min=2, max=64)}})
+    other = tpe.export(lambda x: x + 1, np.ones((3, 4), np.float32))
+    m = ep.module()
+    n_nodes = len(ep.graph.nodes)
+    ep.graph_module.graph = other.graph_module.graph
+    assert len(m.graph.nodes) == n_nodes  # the view of the graph its forward runs
+    assert sum(n.op == "get_attr" for n in m.graph.nodes) == len(ep.state_dict)
+
+
+def test_an_op_whose_signature_changed_since_the_entry_was_written_is_a_miss(saved, monkeypatch):
+    from dataclasses import replace
+
+    from tensorplay_export.ops import registry
+    from tensorplay_export.serde import program_load
+
+    _model, data = saved
+    _load(data)  # the entry is written with the registry as shipped
+    registry.get_op("numpy.tanh")  # the registry is loaded
+    tanh = registry._OPS["numpy.tanh"]
+    # an op registered from outside the package, at another version: its code is not the package's
+    monkeypatch.setitem(registry._OPS, "numpy.tanh", replace(tanh, impl=lambda x, *, mode: np.tanh(x)))
+    monkeypatch.setattr(program_load, "_SIGNATURES", {})  # as in a fresh process
+    monkeypatch.setattr(program_load, "_CALL_FORMS", {})
+    with pytest.raises(tpe.ArchiveError, match="do not fit numpy.tanh"):
+        _load(data)  # a miss: the node checks run and refuse it
