@@ -30,7 +30,9 @@ def require_nonneg(ctx: Any, sizes: Any, what: str) -> None:
     the example; sizes sympy already knows are >= 0 fold without the solver.
     """
     for d in sizes:
-        if isinstance(d, sympy.Basic) and not d.is_Integer:
+        # a size sympy's assumptions already call nonnegative (a product of positive symbols)
+        # needs no relation built: Ge would fold to true
+        if isinstance(d, sympy.Basic) and not d.is_Integer and d.is_nonnegative is not True:
             ctx.require(sympy.Ge(d, 0), lambda d=d: f"{what}: size {ctx.text(d)} must be >= 0")
 
 
