@@ -27,6 +27,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .symbolic import SymBool, SymFloat, SymInt
+from .traced import TracedArray
 
 # ops whose output dtype a proxy run gives exactly (nn composites: pure numpy over their inputs)
 _PROXY = ("tpe.nn.gelu", "tpe.nn.layer_norm", "tpe.nn.linear", "tpe.nn.log_softmax", "tpe.nn.softmax",
@@ -54,9 +55,9 @@ def lazy_kind(op: Any, is_ufunc: bool) -> str:
 
 
 def _arrays(value: Any, out: list) -> list:
-    from .traced import TracedArray
-
-    if isinstance(value, (TracedArray, np.ndarray)):
+    """The arrays (traced or not) and random generators in an args pytree, in order: one walk
+    answers both what :func:`proxy_args` asks of the arguments."""
+    if isinstance(value, _COLLECTED):
         out.append(value)
     elif isinstance(value, (tuple, list)):
         for v in value:
@@ -67,22 +68,16 @@ def _arrays(value: Any, out: list) -> list:
     return out
 
 
+_RNG = (np.random.Generator, np.random.RandomState)
+_COLLECTED = (TracedArray, np.ndarray) + _RNG
+
+
 def _basic_key(key: Any) -> bool:
     if isinstance(key, tuple):
         return all(_basic_key(k) for k in key)
     if isinstance(key, slice):
         return all(v is None or isinstance(v, (int, SymInt)) for v in (key.start, key.stop, key.step))
     return isinstance(key, _BASIC_KEY) and not isinstance(key, bool)
-
-
-def _has_rng(value: Any) -> bool:
-    if isinstance(value, (np.random.Generator, np.random.RandomState)):
-        return True
-    if isinstance(value, (tuple, list)):
-        return any(_has_rng(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_rng(v) for v in value.values())
-    return False
 
 
 def proxy_args(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Optional[tuple]:
@@ -96,11 +91,9 @@ def proxy_args(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
     shape at the example sizes; otherwise symbolic axes are made 1 (their shape rules
     check broadcasting and contraction sizes).
     """
-    if _has_rng((args, kwargs)) or kwargs.get("dropout_p") or (len(args) > 4 and op.name.endswith("attention")
-                                                                and args[4]):
-        return None
     arrays = _arrays((args, kwargs), [])
-    if not arrays:
+    if (not arrays or any(isinstance(a, _RNG) for a in arrays) or kwargs.get("dropout_p")
+            or (len(args) > 4 and op.name.endswith("attention") and args[4])):
         return None
     if kind == "same":
         if op.name == "tpe.getitem" and not (len(args) == 2 and _basic_key(args[1])):
@@ -116,8 +109,6 @@ def proxy_args(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
 def _proxy(tracer: Any, value: Any, full: bool) -> Any:
     """Arguments for a proxy run: traced arrays as zeros with their symbolic axes made 1, or
     (``full``) as zero-strided views of their whole example shape."""
-    from .traced import TracedArray
-
     t = type(value)
     if t is TracedArray:
         shape = value._shape
@@ -142,8 +133,6 @@ def _proxy(tracer: Any, value: Any, full: bool) -> Any:
 
 def pending_in(value: Any, out: list) -> list:
     """The traced arrays in ``value`` (args pytree) whose values are not computed yet."""
-    from .traced import TracedArray
-
     t = type(value)
     if t is TracedArray:
         if value._thunk is not None:

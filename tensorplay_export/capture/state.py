@@ -12,6 +12,7 @@ reassigns or writes in place is a buffer mutation.
 """
 from __future__ import annotations
 
+import functools
 import types
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .patching import clone_function
 from .tracer import Tracer
 
 
@@ -188,8 +190,7 @@ class _ContainerStandIns:
         self.copies: dict[int, Any] = {}
 
     def __call__(self, value: Any, path: str, depth: int = 0) -> Any:
-        from ..nn.module import Module
-
+        Module = _module_class()
         if isinstance(value, np.ndarray):
             # lift_constant answers a lifted parameter or buffer with its placeholder (by identity)
             if type(value) is np.ndarray or self.tracer.is_state_alias(value):
@@ -273,6 +274,15 @@ def _helper_methods(cls: type) -> list:
     return out
 
 
+@functools.cache
+def _module_class() -> type:
+    """nn's Module class, imported on first use (not at import: this module stays importable
+    without nn), once, not at each of the many values a capture walks."""
+    from ..nn.module import Module
+
+    return Module
+
+
 def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, helpers: list) -> None:
     """Helper methods of the model's classes (``self._attn(x)``) run as clones over a globals view.
 
@@ -280,8 +290,6 @@ def _bind_cloned_methods(tracer: Tracer, module: Any, inst: dict, helpers: list)
     constants they read are lifted like the forward's.  ``helpers``: :func:`_helper_methods`
     of the module's class; each function is cloned once per capture (``clone_function``).
     """
-    from .patching import clone_function
-
     for name, fn in helpers:
         if name in inst:
             continue  # an instance attribute, or a method a subclass (earlier in the MRO) bound already
@@ -333,8 +341,6 @@ class ModuleCalls:
 
 def make_call_hook(tracer: Tracer, state: LiftedState, calls: ModuleCalls):
     """The ``_CALL_HOOK`` of a capture: module path stack, cloned forwards, call records."""
-    from .patching import clone_function
-
     def hook(module: Any, args: tuple, kwargs: dict) -> Any:
         # a module of the tree reached through a plain container (self.layers = [self.lin]; the
         # clones share such containers with the user's modules) runs as its clone: under its
