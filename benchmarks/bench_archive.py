@@ -180,23 +180,21 @@ def bench(name: str, model: Any, args: tuple, spec: Any, call_args: tuple, runs:
             raise AssertionError(f"{name}: the loaded program disagrees with eager")
         return seconds + call_s
 
-    def load_mmap_uncached() -> Any:
+    def load_mmap_with_cache(setting: str) -> Any:
         cache = os.environ.get("TPE_CODE_CACHE")
-        os.environ["TPE_CODE_CACHE"] = "0"
+        os.environ["TPE_CODE_CACHE"] = setting
         try:
             return load_mmap()
         finally:
             os.environ["TPE_CODE_CACHE"] = cache
 
+    def load_mmap_uncached() -> Any:
+        return load_mmap_with_cache("0")
+
     def load_mmap_first() -> Any:
         # the first load of this archive on a machine: a new, empty cache (decode and check every
         # node, generate the forward, compile it, write both entries)
-        cache = os.environ.get("TPE_CODE_CACHE")
-        os.environ["TPE_CODE_CACHE"] = tempfile.mkdtemp(prefix="first-load-", dir=tmp)
-        try:
-            return load_mmap()
-        finally:
-            os.environ["TPE_CODE_CACHE"] = cache
+        return load_mmap_with_cache(tempfile.mkdtemp(prefix="first-load-", dir=tmp))
 
     load_fns = {"mmap": load_mmap, "mmap uncached": load_mmap_uncached, "mmap first": load_mmap_first,
                 "read": lambda: tpe.load(path)}

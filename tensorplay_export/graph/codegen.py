@@ -780,7 +780,7 @@ class GraphModule:
 
     def outline(self) -> GraphOutline:
         """The placeholder names and the output count, without building a deferred graph."""
-        if self._build is not None and self._outline is not None:
+        if self._build is not None:  # deferred(): set with its outline, cleared with it
             return self._outline
         graph = self._built_graph()
         out = graph.output_node

@@ -231,19 +231,16 @@ def _deferred_graph(document: bytes, member: str, graph_arrays: dict) -> Graph:
 def _op_fact(target: str) -> str:
     """What the node checks read of op ``target`` (:func:`_resolve_target`), as text; an address
     in a default's repr (``<object at 0x...>``) is dropped, as it differs between processes.
-    Kept per process for as long as the registry holds the same OpDef."""
-    from ..ops.registry import get_op
 
-    try:
-        op = get_op(target)
-    except UnsupportedOpError:
-        fail("", f"unknown op {target!r:.100}")
-    known = _FACTS.get(target)
-    if known is not None and known[0] is op:
-        return known[1]
+    Raises:
+        ArchiveError: the op is not in the registry.
+    """
     call, flag = _resolve_target(target, "", target)
+    known = _FACTS.get(target)
+    if known is not None and known[0] is call and known[1] == flag:
+        return known[2]
     text = _ADDRESS.sub("", f"{call}|{flag!r}")
-    _FACTS[target] = (op, text)
+    _FACTS[target] = (call, flag, text)  # str(signature) once per process, as _SIGNATURES
     return text
 
 

@@ -8,6 +8,13 @@ depends on the arrays is still checked on a hit.
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +23,8 @@ import tensorplay_export as tpe
 from tensorplay_export import nn
 from tensorplay_export.graph.codegen import GraphModule, GraphOutline
 from tensorplay_export.graph.ir import Graph
+from tensorplay_export.ops import registry
+from tensorplay_export.serde import program_load
 from _shared import with_member
 
 
@@ -177,11 +186,6 @@ print('built' if built else 'deferred')
 
 
 def test_a_fresh_process_loads_an_archive_loaded_before_from_the_cache(tmp_path):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     model = _Composites().eval()
     ep = tpe.export(model, np.ones((3, 8), np.float32), dynamic_shapes={"x": {0: tpe.Dim("b", min=2, max=64)}})
     path = tmp_path / "net.pt2"
@@ -202,9 +206,6 @@ def test_a_fresh_process_loads_an_archive_loaded_before_from_the_cache(tmp_path)
 
 
 def test_threads_reading_a_deferred_graph_first_share_one_build():
-    import threading
-    import time
-
     calls = []
 
     def build() -> Graph:
@@ -241,11 +242,6 @@ def test_a_module_keeps_the_graph_it_was_made_from_when_the_program_gets_another
 
 
 def test_an_op_whose_signature_changed_since_the_entry_was_written_is_a_miss(saved, monkeypatch):
-    from dataclasses import replace
-
-    from tensorplay_export.ops import registry
-    from tensorplay_export.serde import program_load
-
     _model, data = saved
     _load(data)  # the entry is written with the registry as shipped
     registry.get_op("numpy.tanh")  # the registry is loaded
