@@ -2,15 +2,18 @@
 
 Run:  python benchmarks/bench_example_size.py [--layers 24] [--runs 1] [--before /path/to/checkout]
                                               [--sizes 2x16,8x128,16x256,32x512] [--quick]
+                                              [--draft-rounds N]
 
 Exports the same GPT (batch 2..64, seq 2..512) from examples of growing size and prints
 seconds per export and the ratio to the (2, 16) export.  Capture defers numpy's run on the
 example (values are computed only when read) and the eager safety net runs on a small
 example cut from the user's, so the ratio should stay near 1.
 
-Then draft_export from (2, 16) (median of 5; issue 19 goal 2).  ``--before DIR`` runs the same measurement in a subprocess on another checkout (for example
+Then draft_export from (2, 16) (median of ``max(5, --runs)``; issue 19 goal 2).  ``--before DIR`` runs the same measurement in a subprocess on another checkout (for example
 the main branch) in the same run, for a before/after table.  torch.export rows appear when
-torch is installed (optional).  Each size: one warm-up export at (2, 16) in the process
+torch is installed (optional).  ``--draft-rounds N`` (with ``--before``) adds N rounds of
+draft_export timings in fresh processes, the two checkouts interleaved (single-process medians
+move by 10-20% between runs on a shared machine).  Each size: one warm-up export at (2, 16) in the process
 first (imports, caches), then ``--runs`` exports at that size (median).  No timing is
 asserted anywhere.
 """
@@ -50,6 +53,19 @@ def measure(layers: int, sizes: list, runs: int, d_model: int = 128, n_head: int
     return out
 
 
+def measure_draft(layers: int, runs: int, d_model: int = 128, n_head: int = 4) -> dict:
+    """``{"draft 2x16": median seconds}`` of ``draft_export`` from (2, 16), in this process: one
+    export and three drafts first (imports, caches, the allocator's high-water mark)."""
+    import tensorplay_export as tpe
+
+    model, spec, ids = C.build_gpt(layers, d_model=d_model, n_head=n_head), C.gpt_spec(), C.gpt_ids(2, 16)
+    tpe.export(model, ids, dynamic_shapes=spec)
+    for _ in range(3):
+        tpe.draft_export(model, ids, dynamic_shapes=spec)
+    return {"draft 2x16": C.median([C.timed(lambda: tpe.draft_export(model, ids, dynamic_shapes=spec))[0]
+                                    for _ in range(max(5, runs))])}
+
+
 def measure_torch(layers: int, sizes: list, runs: int, d_model: int = 128, n_head: int = 4) -> dict:
     """The same with torch.export (strict=False) on the torch twin of the model."""
     import torch
@@ -76,7 +92,8 @@ def measure_torch(layers: int, sizes: list, runs: int, d_model: int = 128, n_hea
 
 def _before(checkout: str, argv: list) -> dict:
     """Run this script's measurement on ``checkout``'s package in a subprocess (imported first, so
-    the script's own checkout only supplies the benchmark helpers and the GPT definition)."""
+    the script's own checkout only supplies the benchmark helpers and the GPT definition); also
+    used for this checkout's own side of the draft rounds."""
     code = (f"import sys, runpy; sys.path.insert(0, {str(Path(checkout).resolve())!r}); import tensorplay_export; "
             f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
     proc = subprocess.run([sys.executable, "-c", code, "--json", *argv], capture_output=True, text=True,
@@ -90,7 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--sizes", default=SIZES, help="comma-separated BxS examples; the first is the baseline")
     ap.add_argument("--before", default=None, help="another checkout to measure in the same run (e.g. main)")
+    ap.add_argument("--draft-rounds", type=int, default=0,
+                    help="with --before: that many rounds of draft_export timings, each a fresh process per "
+                         "checkout, the two interleaved (before first)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--draft-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--quick", action="store_true", help="2 small layers, sizes 2x16,4x32 (a smoke test)")
     args = ap.parse_args(argv)
     small = {"d_model": 32, "n_head": 2} if args.quick else {}
@@ -98,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         args.layers, args.sizes = 2, "2x16,4x32"
     sizes = _sizes(args.sizes)
     if args.json:
-        print(json.dumps(measure(args.layers, sizes, args.runs, **small)))
+        print(json.dumps(measure_draft(args.layers, args.runs, **small) if args.draft_only
+                         else measure(args.layers, sizes, args.runs, **small)))
         return 0
     passed = [a for a in (argv if argv is not None else sys.argv[1:])]
     before = None
@@ -134,10 +156,29 @@ def main(argv: list[str] | None = None) -> int:
     print(C.table(headers, rows))
     print(f"draft_export from (2, 16): {after['draft 2x16']:.4g} s"
           + (f", before {before['draft 2x16']:.4g} s ({before['draft 2x16'] / after['draft 2x16']:.2f}x)"
-             if before is not None and "draft 2x16" in before else "") + " (median of 5)")
+             if before is not None and "draft 2x16" in before else "") + f" (median of {max(5, args.runs)})")
     if args.before:
         print(f"before: the package of {args.before}, measured in a subprocess first")
+    if args.before and args.draft_rounds:
+        _draft_rounds(args, rest)
     return 0
+
+
+def _draft_rounds(args: argparse.Namespace, rest: list) -> None:
+    """Print draft_export medians of fresh processes, before and this checkout interleaved round by round."""
+    here = str(Path(__file__).resolve().parent.parent)
+    flags = []
+    for i, a in enumerate(rest):
+        if not (a.startswith("--draft-rounds") or (i and rest[i - 1] == "--draft-rounds")):
+            flags.append(a)
+    flags.append("--draft-only")
+    rows = []
+    for r in range(args.draft_rounds):
+        then = _before(args.before, flags)["draft 2x16"]
+        now = _before(here, flags)["draft 2x16"]
+        rows.append([r + 1, then, now, then / now, f"{100 * (1 - now / then):.0f}%"])
+    print(C.table(["round", "before s", "ours s", "before / ours", "time saved"], rows))
+    print(f"draft_export from (2, 16), median of {max(5, args.runs)} per process after 1 export and 3 drafts")
 
 
 if __name__ == "__main__":

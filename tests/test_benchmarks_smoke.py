@@ -122,3 +122,14 @@ def test_bench_example_size_quick(capsys):
     assert "command: python benchmarks/bench_example_size.py --quick" in out
     rows = [ln.split("|")[1].strip() for ln in out.splitlines() if ln.startswith("|")]
     assert rows[2:] == ["(2, 16)", "(4, 32)"]
+
+
+def test_bench_example_size_draft_rounds_against_a_checkout(capsys):
+    """--before with --draft-rounds: this repository against itself, one round of fresh processes."""
+    from pathlib import Path
+
+    here = str(Path(C.__file__).resolve().parent.parent)
+    out = _run("bench_example_size", ["--quick", "--sizes", "2x16", "--before", here, "--draft-rounds", "1"], capsys)
+    tables = [ln for ln in out.splitlines() if ln.startswith("|")]
+    assert tables[-3].split("|")[1].strip() == "round" and tables[-1].split("|")[1].strip() == "1"
+    assert tables[-1].rstrip(" |").endswith("%")

@@ -274,9 +274,6 @@ def _capture_run(model: Any, args: tuple, kwargs: Optional[dict], dynamic_shapes
     input_kinds: list = []
     if state is not None:
         for fqn, traced, value in state.params:
-            # an in-place update in forward (out=self.w) writes into the example: a copy, so the
-            # caller's parameter stays as it was (the program returns the update instead)
-            traced.example = traced.example.copy()
             input_kinds.append((traced.node.name, "parameter", fqn, None, np.asarray(value)))
         for fqn, traced, value, persistent in state.buffers:
             input_kinds.append((traced.node.name, "buffer", fqn, persistent, np.asarray(value)))

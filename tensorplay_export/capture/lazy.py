@@ -40,6 +40,7 @@ _SAME = ("numpy.ndarray.reshape", "numpy.reshape", "numpy.transpose", "numpy.nda
          "numpy.swapaxes", "numpy.expand_dims", "numpy.squeeze", "tpe.getitem")
 LAZY_KINDS: dict[str, str] = {**{n: "proxy" for n in _PROXY}, **{n: "same" for n in _SAME}}
 
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 _BASIC_KEY = (int, slice, type(None), type(Ellipsis), SymInt)
 
 
@@ -56,8 +57,24 @@ def lazy_kind(op: Any, is_ufunc: bool) -> str:
 
 def _arrays(value: Any, out: list) -> list:
     """The arrays (traced or not) and random generators in an args pytree, in order: one walk
-    answers both what :func:`proxy_args` asks of the arguments."""
-    if isinstance(value, _COLLECTED):
+    answers both what :func:`proxy_args` asks of the arguments.
+
+    Exact types are tested first: ``isinstance`` of anything against TracedArray's classes
+    falls back to its ``__class__`` property, a Python call per test, on every argument of
+    every op.
+    """
+    t = type(value)
+    if t is TracedArray or t is np.ndarray:
+        out.append(value)
+    elif t is tuple or t is list:
+        for v in value:
+            _arrays(v, out)
+    elif t is dict:
+        for v in value.values():
+            _arrays(v, out)
+    elif t in _PLAIN:
+        pass
+    elif isinstance(value, _COLLECTED):
         out.append(value)
     elif isinstance(value, (tuple, list)):
         for v in value:
@@ -92,7 +109,7 @@ def proxy_args(tracer: Any, op: Any, kind: str, args: tuple, kwargs: dict) -> Op
     check broadcasting and contraction sizes).
     """
     arrays = _arrays((args, kwargs), [])
-    if (not arrays or any(isinstance(a, _RNG) for a in arrays) or kwargs.get("dropout_p")
+    if (not arrays or any(type(a) is not TracedArray and isinstance(a, _RNG) for a in arrays) or kwargs.get("dropout_p")
             or (len(args) > 4 and op.name.endswith("attention") and args[4])):
         return None
     if kind == "same":
@@ -114,21 +131,67 @@ def _proxy(tracer: Any, value: Any, full: bool) -> Any:
         shape = value._shape
         if full:
             hint = tracer.env.hint
-            return np.broadcast_to(np.zeros((), value.dtype), tuple(d if type(d) is int else int(hint(d))
-                                                                   for d in shape))
-        if all(type(d) is int for d in shape) and value._thunk is None:
+            key = (tuple(d if type(d) is int else int(hint(d)) for d in shape), value.dtype, True)
+        elif all(type(d) is int for d in shape) and value._thunk is None:
             return value._value
-        small = tuple(d if type(d) is int else 1 for d in shape)
-        return np.zeros(small, value.dtype)
+        else:
+            key = (tuple(d if type(d) is int else 1 for d in shape), value.dtype, False)
+        # one read-only proxy per shape and dtype for the whole capture: only dtypes are read off
+        # a proxy run, and an impl writing into its argument raises (that op then runs eagerly)
+        proxy = tracer.proxies.get(key)
+        if proxy is None:
+            proxy = tracer.proxies[key] = _zeros(*key)
+        return proxy
     if t is tuple:
-        return tuple(_proxy(tracer, v, full) for v in value)
+        return tuple([_proxy(tracer, v, full) for v in value])
     if t is list:
         return [_proxy(tracer, v, full) for v in value]
     if t is dict:
         return {k: _proxy(tracer, v, full) for k, v in value.items()}
+    if t in _PLAIN:
+        return value
     if isinstance(value, (SymInt, SymFloat, SymBool, slice)):
         return tracer.example(value)
     return value
+
+
+def proxy_run_key(op: Any, args: tuple, kwargs: dict) -> Optional[tuple]:
+    """A hashable form of a proxy run (``op`` and the proxies of :func:`proxy_args`, not
+    ``full``), or None when some argument has none.
+
+    Arrays count by shape and dtype only: under numpy 2's promotion rules the result's dtype
+    does not depend on values, and none of the ops that defer this way (:data:`LAZY_KINDS`,
+    float and bool ufuncs) raises on values (their floating-point errors are ignored there).
+    Scalars count by type and value (``axis=1``, ``eps``, a Python float's weak type).
+    """
+    try:
+        return (id(op), _run_key(args), _run_key(kwargs))  # the registry keeps the OpDef alive
+    except TypeError:  # an unhashable argument: this run is not kept
+        return None
+
+
+def _run_key(value: Any) -> Any:
+    t = type(value)
+    if t is np.ndarray:
+        return (t, value.shape, value.dtype)
+    if t is tuple or t is list:
+        return (t, tuple([_run_key(v) for v in value]))
+    if t is dict:
+        return (t, tuple([(k, _run_key(v)) for k, v in value.items()]))
+    if t is slice:
+        return (t, _run_key(value.start), _run_key(value.stop), _run_key(value.step))
+    hash(value)
+    return (t, value)
+
+
+def _zeros(shape: tuple, dtype: Any, strided: bool) -> np.ndarray:
+    """Read-only zeros of ``shape``: zero-strided over one element when ``strided`` (no memory
+    for a whole example shape), else allocated (symbolic axes are 1 there: small)."""
+    if strided:
+        return np.broadcast_to(np.zeros((), dtype), shape)
+    out = np.zeros(shape, dtype)
+    out.flags.writeable = False
+    return out
 
 
 def pending_in(value: Any, out: list) -> list:

@@ -73,7 +73,17 @@ _LOCK = threading.Lock()
 _ACTIVE = 0
 
 
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
 def _any_symbolic(value: Any) -> bool:
+    t = type(value)
+    if t is TracedArray:
+        return True
+    if t in _SCALARS:  # before isinstance, which asks TracedArray's __class__ property per class
+        return False
+    if t is tuple or t is list:
+        return any(_any_symbolic(v) for v in value)
     if isinstance(value, (SymInt, TracedArray)):
         return True
     if isinstance(value, (tuple, list)):

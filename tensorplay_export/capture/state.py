@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .borrowed import Borrowed
 from .patching import clone_function
 from .tracer import Tracer
 
@@ -100,6 +101,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
     is left as it is; ``state.root`` is the view to call.
     """
     state = LiftedState()
+    tracer.borrowed = borrowed = Borrowed()
     views = _exported_submodules(model)
     walk = list(_named_modules(model, views))
     modules = []                                 # each module once, at its first fqn
@@ -115,6 +117,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                 continue
             fqn = f"{mfqn}.{name}" if mfqn else name
             traced = tracer.placeholder(placeholder_name("p", fqn), np.asarray(param), tuple(param.shape))
+            borrowed.borrow(traced)  # an in-place update in forward (out=self.w) writes into a copy
             seen[id(param)] = traced
             state.params.append((fqn, traced, param))
     non_persistent = set()
@@ -127,7 +130,8 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                 continue
             fqn = f"{mfqn}.{name}" if mfqn else name
             value = np.asarray(buf)
-            traced = tracer.placeholder(placeholder_name("b", fqn), value.copy(), tuple(value.shape))
+            traced = tracer.placeholder(placeholder_name("b", fqn), value, tuple(value.shape))
+            borrowed.borrow(traced)
             seen[id(buf)] = traced
             state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
     # a parameter or buffer is one value whatever path reaches it: read through a plain list or

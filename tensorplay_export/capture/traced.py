@@ -72,6 +72,8 @@ class TracedArray:
         self._dtype: Any = None   # the value's dtype while it is not computed
         self.vrange = vrange
         self._lazy: Optional[str] = None
+        if tracer.borrowed is not None:
+            tracer.borrowed.note(self, example)
 
     @property
     def example(self) -> Any:
@@ -83,6 +85,8 @@ class TracedArray:
     @example.setter
     def example(self, value: Any) -> None:
         self._value, self._thunk, self._dtype = value, None, None
+        if self._tracer.borrowed is not None:
+            self._tracer.borrowed.note(self, value)
 
     # -- identity ------------------------------------------------------------
     @property
@@ -374,7 +378,7 @@ class TracedArray:
         self._tracer.force_all()  # writes follow eager order: every deferred value is computed first
         new = self._tracer.call(get_op("tpe.setitem"), (self, key, value), {}, source=src)
         # eager semantics: write into the example (views of it see the write)
-        self.example[self._tracer.example(key)] = self._tracer.example(value)
+        self._tracer.writable_example(self)[self._tracer.example(key)] = self._tracer.example(value)
         new.example = self.example
         self._rebind(new)
         self._tracer.writes.append(("setitem", src))
@@ -384,7 +388,7 @@ class TracedArray:
         replay check's message names it)."""
         self._tracer.force_all()
         new = self._tracer.call(get_op("tpe.setitem"), (self, Ellipsis, value), {}, source=src)
-        np.copyto(self.example, self._tracer.example(value), casting="same_kind")
+        np.copyto(self._tracer.writable_example(self), self._tracer.example(value), casting="same_kind")
         new.example = self.example
         self._rebind(new)
         self._tracer.writes.append((what, src))
@@ -516,7 +520,7 @@ def _write_back(op: Any, args: Any, result: "TracedArray", src: Any) -> None:
         raise UnsupportedOpError(f"{op.name}: the array written in place must be a traced array during "
                                  f"capture (create it inside the model or pass it as an input)\n  at {src}")
     if isinstance(target.example, np.ndarray):
-        np.copyto(target.example, result.example, casting="unsafe")
+        np.copyto(target._tracer.writable_example(target), result.example, casting="unsafe")
         result.example = target.example
     target._rebind(result)
     target._tracer.writes.append((op.name, src))

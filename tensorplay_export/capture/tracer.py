@@ -36,8 +36,9 @@ from ..ops.ctx import ShapeCtx, as_dim
 from ..ops.indexing import constant_vrange
 from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, lookup_method, resolve_op
 from ..records import SourceLoc
+from .borrowed import Borrowed
 from .frames import is_library_file, user_source
-from .lazy import lazy_kind, pending_in, proxy_args
+from .lazy import LAZY_KINDS, lazy_kind, pending_in, proxy_args, proxy_run_key
 from .shape_env import FalseRequirement, RequirementFalseAtExample, ShapeEnv
 from .stdlib import plain
 from .symbolic import SymBool, SymFloat, SymInt
@@ -91,7 +92,10 @@ class Tracer:
         self._value_numbers: dict = {}
         self._same_value: dict = {}                       # node -> the first node of its value
         self.aliases = Aliases(self)                      # views, rebuilt after writes (capture.views)
+        self.borrowed: Optional[Borrowed] = None          # state read in place (capture.borrowed)
         self.pending: list = []                          # weakrefs of traced arrays not computed yet
+        self.proxies: dict = {}                          # (shape, dtype, strided) -> proxy zeros (capture.lazy)
+        self.proxy_runs: dict = {}                       # proxy_run_key -> (dtype, None) or None (_proxy_run)
         self._saw_pending = False                        # views() met a value not computed yet
         self._unguarded_bools = 0                        # > 0: SymBool operands of a ufunc (see call)
         self._entry_errstate = np.geterr()               # the caller's floating-point error handling
@@ -216,6 +220,11 @@ class Tracer:
         if isinstance(value, slice):
             return slice(self.example(value.start), self.example(value.stop), self.example(value.step))
         return value
+
+    def writable_example(self, traced: "TracedArray") -> Any:
+        """``traced``'s example, to be written in place: a copy by then where it shared a
+        parameter's or buffer's memory with the caller (:mod:`.borrowed`)."""
+        return traced.example if self.borrowed is None else self.borrowed.writable(traced)
 
     def info(self, value: Any) -> Any:
         """What a shape rule sees: ArrayInfo for arrays, sympy for symbolic ints."""
@@ -790,18 +799,25 @@ class Tracer:
         if proxies is None:
             return None
         pargs, pkwargs, full = proxies
+        # A repeated layer makes the same proxy run again and again: the package's own ops give
+        # the same dtype (or the same refusal) for the same proxies, so it is run once per capture
+        key = None if full or op.name not in LAZY_KINDS and kind != "ufunc" else proxy_run_key(op, pargs, pkwargs)
+        if key is not None and key in self.proxy_runs:
+            return self.proxy_runs[key]
         self.in_impl = True
         try:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 out = op.impl(*pargs, **pkwargs)
         except Exception:  # noqa: BLE001 - the proxy does not fit this call: run eagerly
-            return None
+            out = None
         finally:
             self.in_impl = False
-        if not isinstance(out, (np.ndarray, np.generic)):
-            return None
-        return out.dtype, (tuple(out.shape) if full else None)
+        found = (out.dtype, (tuple(out.shape) if full else None)) if isinstance(out, (np.ndarray, np.generic)) \
+            else None
+        if key is not None:
+            self.proxy_runs[key] = found
+        return found
 
     def _deferred(self, op: OpDef, args: tuple, kwargs: dict, src: Any, proxy: tuple, info_args: Any,
                   info_kwargs: Any, node_args: Any, node_kwargs: Any, defer_args: bool,
@@ -884,6 +900,8 @@ class Tracer:
             raise CaptureError(f"internal error: {op.name} was recorded with dtype {t._dtype}, but numpy "
                                f"gives {_dtype_of(result)}\n  at {src}")
         t._value, t._thunk, t._dtype = result, None, None
+        if self.borrowed is not None:
+            self.borrowed.note(t, result)
         # Whether numpy made a view is known only now; every deferred value is computed before
         # any write (force_all), so the aliases a write must rebuild are all noted by then.
         self.aliases.note(op, args, kwargs, t)
@@ -1176,8 +1194,16 @@ def _arg_text(op: OpDef, key: Any) -> str:
     return f"argument {key + 1}"
 
 
+_SCALARS = frozenset({int, float, bool, str, type(None)})
+
+
 def _frozen(value: Any, key: Any) -> Any:
     """A hashable form of node args (nodes by their value number ``key(node)``; exact types kept)."""
+    t = type(value)
+    if t in _SCALARS:  # the common leaves first: this runs on every op's arguments
+        return (t, value)
+    if t is tuple or t is list:
+        return (t.__name__, tuple([_frozen(v, key) for v in value]))
     if isinstance(value, Node):
         return ("node", key(value))
     if isinstance(value, (tuple, list)):

@@ -100,15 +100,17 @@ def reshape_rule_for(ctx: Any, shape: tuple, target: Any) -> tuple:
         if den == 1:
             inferred = num
         else:
-            ctx.require(sympy.Eq(sympy.Mod(num, den), 0),
-                        f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})", "reshape")
+            ctx.require(sympy.Eq(sympy.Mod(num, den), 0), lambda: f"reshape of {ctx.text(numel)} elements into "
+                        f"({', '.join(ctx.text(d) for d in target)})", "reshape")
             inferred = sympy.floor(num / den)
         target[minus[0]] = as_dim(sympy.sympify(inferred))
     else:
         require_nonneg(ctx, target, "reshape")
         total = prod(target)
         if not (is_static(numel) and is_static(total)):
-            what = f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})"
+            def what() -> str:  # printed only for a guard that does not fold (most reshapes print none)
+                return f"reshape of {ctx.text(numel)} elements into ({', '.join(ctx.text(d) for d in target)})"
+
             split = _per_factor_guards(*_without_common_factors(numel, total))
             if split is None:
                 num, den = _quotient(numel, total)

@@ -173,3 +173,53 @@ def test_draft_export_runs_numpy_twice_and_computes_no_capture_value(monkeypatch
     assert report.comparison.ok
     xs = np.random.default_rng(3).standard_normal((5, 8))
     np.testing.assert_allclose(report.exported_program.module()(xs), model(xs), rtol=1e-12)
+
+
+class Repeated(nn.Module):
+    """Eight identical blocks, then the same ufunc with scalars of three kinds: weak Python
+    floats keep float32, a numpy float64 scalar promotes, a float16 array stays float16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        rng = np.random.default_rng(4)
+        self.blocks = nn.ModuleList([nn.Linear(6, 6, rng=rng, dtype=np.float32) for _ in range(8)])
+        self.norm = nn.LayerNorm(6, dtype=np.float32)
+
+    def forward(self, x, h):
+        for block in self.blocks:
+            x = self.norm(block(x)) * 0.5
+        return x * 2.0, x * np.float64(2.0), h * 2.0, np.tanh(h) + h
+
+
+def test_one_proxy_run_per_op_and_argument_kinds_with_each_calls_dtype(monkeypatch):
+    """Repeated layers share a proxy run (``Tracer.proxy_runs``); what tells calls apart (a
+    scalar's type, an array's dtype or shape) gives a run of its own, so each output keeps
+    numpy's dtype."""
+    import tensorplay_export.nn._composites  # noqa: F401 - registers the composites as ops
+    from tensorplay_export.ops.registry import get_op
+
+    calls: list = []
+    op = get_op("tpe.nn.layer_norm")
+    real_impl = op.impl
+
+    def impl(*args, **kwargs):
+        calls.append(type(args[0]).__name__)  # proxies are ndarrays; nothing else runs it in capture
+        return real_impl(*args, **kwargs)
+    monkeypatch.setattr(op, "impl", impl)
+    model = Repeated()
+    x = np.random.default_rng(5).standard_normal((3, 6)).astype(np.float32)
+    h = np.ones((3, 5), np.float16)
+    spec = {"x": {0: Dim("n", max=16)}, "h": {0: Dim("n", max=16)}}
+    ep = tpe.export(model, x, h, dynamic_shapes=spec)
+    assert calls == ["ndarray"]  # eight layer_norm calls of the same kinds, one proxy run
+    eager = model(x, h)
+    for got, ref in zip(ep.module()(x, h), eager):
+        assert got.dtype == ref.dtype
+        np.testing.assert_allclose(got, ref, rtol=1e-6)
+    assert [r.dtype for r in eager] == [np.float32, np.float64, np.float16, np.float16]
+    for n in (1, 9):
+        xs = np.random.default_rng(n).standard_normal((n, 6)).astype(np.float32)
+        hs = np.full((n, 5), 0.25, np.float16)
+        for got, ref in zip(ep.module()(xs, hs), model(xs, hs)):
+            assert got.dtype == ref.dtype
+            np.testing.assert_allclose(got, ref, rtol=1e-3)
