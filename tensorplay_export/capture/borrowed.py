@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedOpError
+from .frames import user_source
+
 
 class Borrowed:
     """The arrays one capture reads in place, and the traced arrays whose examples may view them."""
@@ -30,9 +33,10 @@ class Borrowed:
         self._roots: list = []     # (traced, its read-only view of the caller's array), while borrowed
         self._readers: list = []   # weakrefs of traced arrays whose example is read-only
 
-    def borrow(self, traced: Any) -> None:
-        """Make ``traced``'s example a read-only view of the array it holds (a C-contiguous
-        ndarray), or a copy of it otherwise (the copy's layout is all :func:`_rebased` moves onto)."""
+    def borrow(self, traced: Any, fqn: str) -> None:
+        """Make ``traced``'s example (the state at ``fqn``) a read-only view of the array it holds
+        (a C-contiguous ndarray), or a copy of it otherwise (the copy's layout is all
+        :func:`_rebased` moves onto)."""
         value = traced.example
         if not value.flags.c_contiguous:
             traced.example = value.copy()
@@ -40,7 +44,7 @@ class Borrowed:
         view = value.view()
         view.flags.writeable = False
         traced.example = view
-        self._roots.append((traced, view))
+        self._roots.append((traced, view, fqn))
 
     def note(self, traced: Any, value: Any) -> None:
         """``value`` became ``traced``'s example: kept track of when it is read-only (it may
@@ -56,13 +60,26 @@ class Borrowed:
         then raises numpy's error, as it does in eager.
         """
         example = target.example
-        if type(example) is not np.ndarray or example.flags.writeable:
+        if type(example) is not np.ndarray or not self._roots:
             return example
-        for root in [r for r in self._roots if np.may_share_memory(example, r[1])]:
-            self._unshare(*root)
+        # not only read-only examples: a view made writable (v.setflags(write=True), allowed over
+        # the caller's writable array) still shares the caller's memory
+        hit = [r for r in self._roots if _shares(example, r[1])]
+        if not hit:
+            return example
+        # by identity: == on these tuples would compare traced arrays (a traced op)
+        others = [r for r in self._roots if not any(r is h for h in hit) and any(_shares(r[1], h[1]) for h in hit)]
+        if len(hit) > 1 or others:
+            names = ", ".join(r[2] for r in hit + others)
+            raise UnsupportedOpError(
+                f"a write into state that shares memory with other state ({names}): numpy's arrays see each "
+                f"other's writes, the program keeps each parameter and buffer as its own array; give each "
+                f"one its own memory (nn.Parameter(w.copy()))"
+                f"\n  at {user_source(2)}")
+        self._unshare(*hit[0])
         return target.example
 
-    def _unshare(self, root: Any, view: np.ndarray) -> None:
+    def _unshare(self, root: Any, view: np.ndarray, _fqn: str) -> None:
         own = view.copy()
         self._roots = [r for r in self._roots if r[1] is not view]
         live = []
@@ -72,10 +89,26 @@ class Borrowed:
                 continue
             live.append(ref)
             value = t._value
-            if t is not root and type(value) is np.ndarray and np.may_share_memory(value, view):
+            if t is not root and type(value) is np.ndarray and _shares(value, view):
                 t._value = _rebased(value, view, own)
         self._readers = live
         root.example = own
+
+
+def _owner(a: np.ndarray) -> Any:
+    """The object that holds ``a``'s memory: the ndarray at the end of its ``.base`` chain, or
+    what that one views (a memory map, bytes)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a if a.base is None else a.base
+
+
+def _shares(value: np.ndarray, view: np.ndarray) -> bool:
+    """Memory shared, or (an empty array shares no bytes, yet ``w[2:2] += 1`` writes through
+    one) a view of the same owner."""
+    if np.may_share_memory(value, view):
+        return True
+    return (value.size == 0 or view.size == 0) and _owner(value) is _owner(view)
 
 
 def _rebased(value: np.ndarray, old: np.ndarray, new: np.ndarray) -> np.ndarray:

@@ -117,7 +117,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
                 continue
             fqn = f"{mfqn}.{name}" if mfqn else name
             traced = tracer.placeholder(placeholder_name("p", fqn), np.asarray(param), tuple(param.shape))
-            borrowed.borrow(traced)  # an in-place update in forward (out=self.w) writes into a copy
+            borrowed.borrow(traced, fqn)  # an in-place update in forward (out=self.w) writes into a copy
             seen[id(param)] = traced
             state.params.append((fqn, traced, param))
     non_persistent = set()
@@ -131,7 +131,7 @@ def lift_module_state(tracer: Tracer, model: Any) -> LiftedState:
             fqn = f"{mfqn}.{name}" if mfqn else name
             value = np.asarray(buf)
             traced = tracer.placeholder(placeholder_name("b", fqn), value, tuple(value.shape))
-            borrowed.borrow(traced)
+            borrowed.borrow(traced, fqn)
             seen[id(buf)] = traced
             state.buffers.append((fqn, traced, buf, fqn not in non_persistent))
     # a parameter or buffer is one value whatever path reaches it: read through a plain list or

@@ -143,3 +143,77 @@ def test_a_read_only_view_of_a_parameter_is_no_write_target_in_eager_either():
     with pytest.raises(Exception, match="read-only"):
         tpe.export(model, _x(2, 4), dynamic_shapes={"x": {0: Dim("n", min=2, max=2)}})
     np.testing.assert_array_equal(model.w, 1.0)
+
+
+class EmptyWrites(nn.Module):
+    """Writes of zero elements: an empty buffer, an empty slice of a parameter, and a slice that
+    is empty only at the example's size.  numpy's empty arrays share no bytes with anything, so
+    they are matched to the state they view by their owner."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("hist", np.zeros((0, 4), np.float32))
+        self.register_buffer("seen", np.zeros(16, np.float32))
+        self.w = nn.Parameter(np.ones((4, 4), np.float32))
+
+    def forward(self, x):
+        self.hist *= 0.5
+        self.w[2:2] += 1.0
+        self.seen[: x.shape[0] - 3] += 1.0
+        return x @ self.w
+
+
+def test_writes_of_zero_elements_into_state():
+    model = EmptyWrites()
+    before = {k: v.copy() for k, v in model.state_dict().items()}
+    ep = tpe.export_for_training(model, _x(3, 4), dynamic_shapes={"x": {0: Dim("n", min=3, max=16)}})
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v, before[k])
+    run, eager = ep.module(), EmptyWrites()
+    for step, n in enumerate((3, 7, 16)):
+        x = _x(n, 4, seed=step)
+        np.testing.assert_allclose(run(x), eager(x), rtol=1e-6)
+        np.testing.assert_array_equal(run.state_dict()["seen"], eager.seen)
+
+
+def test_a_view_made_writable_again_is_still_the_callers_memory(monkeypatch):
+    """``v.setflags(write=True)`` is allowed over the caller's writable array; capture's write
+    still goes to its own copy.  (The eager run's views are made copies here, so only capture
+    could reach the caller's array.)"""
+    from tensorplay_export.program import eager_check
+
+    monkeypatch.setattr(eager_check, "_read_only", lambda v: np.array(v, copy=True))
+
+    class Unlock(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(np.ones((4, 4), np.float32))
+
+        def forward(self, x):
+            v = self.w[0]
+            v.setflags(write=True)
+            v[0] = 42.0
+            return x @ self.w
+
+    model = Unlock()
+    report = tpe.draft_export(model, _x(3, 4), dynamic_shapes=SPEC)
+    assert report.exported_program is not None
+    np.testing.assert_array_equal(model.w, 1.0)
+
+
+def test_a_write_into_state_that_shares_memory_with_other_state_is_refused():
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Parameter(np.ones((4, 4), np.float32))
+            self.b = nn.Parameter(self.a)  # the same memory: numpy's a sees b's writes
+
+        def forward(self, x):
+            self.b[0] = 9.0
+            return x @ self.a
+
+    model = Shared()
+    with pytest.raises(tpe.UnsupportedOpError,
+                       match=r"shares memory with other state \(a, b\)"):
+        tpe.export_for_training(model, _x(2, 4), dynamic_shapes=SPEC)
+    np.testing.assert_array_equal(model.a, 1.0)
