@@ -193,3 +193,31 @@ def test_the_eager_run_keeps_the_examples_memory_order():
     for b in (1, 3, 7):
         x = np.asfortranarray(np.arange(b * 4.0).reshape(b, 4))
         np.testing.assert_array_equal(ep.module()(x), model(x))
+
+
+class ListHeldWeight(nn.Module):
+    """A parameter also held in a plain list and written through it: the net's run must write
+    into its own view of the weight, not through the list into the caller's array."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(np.zeros((4, 4), np.float32))
+        self.lst = [self.w]
+
+    def forward(self, x):
+        self.lst[0] += 1.0
+        return x @ self.w
+
+
+@pytest.mark.parametrize("entry", ["export_for_training", "draft_export"])
+def test_a_parameter_held_in_a_list_is_not_written_by_the_net(entry):
+    model = ListHeldWeight()
+    result = getattr(tpe, entry)(model, np.ones((3, 4), np.float32), dynamic_shapes={"x": {0: Dim("n", max=32)}})
+    np.testing.assert_array_equal(model.w, 0.0)
+    assert model.lst[0] is model.w
+    ep = result if entry == "export_for_training" else result.exported_program
+    run, eager = ep.module(), ListHeldWeight()
+    for n in (2, 5):
+        x = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        np.testing.assert_allclose(run(x), eager(x), rtol=1e-6)
+        np.testing.assert_allclose(run.state_dict()["w"], eager.w, rtol=1e-6)

@@ -202,21 +202,30 @@ class _ContainerStandIns:
             return value
         if isinstance(value, Module):
             return self.clones.get(id(value), value)
-        if type(value) not in (list, tuple, dict) or depth >= _MAX_CONTAINER_DEPTH:
-            return value
-        known = self.copies.get(id(value))
-        if known is not None:
-            return known
-        if type(value) is dict:
-            items = {k: self(v, f"{path}.{k}", depth + 1) for k, v in value.items()}
-            changed = any(items[k] is not v for k, v in value.items())
-            new = items if changed else value
-        else:
-            items = [self(v, f"{path}.{i}", depth + 1) for i, v in enumerate(value)]
-            changed = any(a is not b for a, b in zip(items, value))
-            new = (items if type(value) is list else tuple(items)) if changed else value
-        self.copies[id(value)] = new
-        return new
+        return rebuilt_container(value, lambda v, p: self(v, p, depth + 1), self.copies, path, depth)
+
+
+def rebuilt_container(value: Any, item: Callable[[Any, str], Any], copies: dict, path: str = "",
+                      depth: int = 0) -> Any:
+    """``value`` with each item of a plain list, tuple or dict mapped by ``item(v, its path)``:
+    the same object when no item changed, else one copy per container (``copies``, by id: two
+    attributes sharing a list share its copy).  Anything else, or deeper than
+    :data:`_MAX_CONTAINER_DEPTH`, is returned as it is."""
+    if type(value) not in (list, tuple, dict) or depth >= _MAX_CONTAINER_DEPTH:
+        return value
+    known = copies.get(id(value))
+    if known is not None:
+        return known
+    if type(value) is dict:
+        items = {k: item(v, f"{path}.{k}") for k, v in value.items()}
+        changed = any(items[k] is not v for k, v in value.items())
+        new = items if changed else value
+    else:
+        seq = [item(v, f"{path}.{i}") for i, v in enumerate(value)]
+        changed = any(a is not b for a, b in zip(seq, value))
+        new = (seq if type(value) is list else tuple(seq)) if changed else value
+    copies[id(value)] = new
+    return new
 
 
 def _exported_submodules(model: Any) -> dict:

@@ -43,7 +43,7 @@ from .. import pytree
 from ..capture.blas import one_blas_thread
 from ..capture.python_state import (attribute_snapshot, changed_attribute, changed_container, container_snapshot,
                                     module_roots, restore_contents, saved_contents)
-from ..capture.state import clone_module_tree
+from ..capture.state import _MODULE_SLOTS, clone_module_tree, rebuilt_container
 from ..errors import EagerMismatchError
 from .exported import ExportedModule
 
@@ -124,11 +124,14 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
         return model, None
     clones = clone_module_tree(owner, _state_view(writable))
     fresh: dict[int, ExportedModule] = {}
+    in_containers = _ContainedState(owner, clones)
     for clone in clones.values():  # plain array attributes (lifted constants) are module state too
         inst = clone.__dict__
         for key, value in list(inst.items()):
             if type(value) is np.ndarray:
                 inst[key] = value.copy() if writable else _read_only(value)
+            elif type(value) in (list, tuple, dict) and key not in _MODULE_SLOTS:
+                inst[key] = in_containers(value)
             elif isinstance(value, ExportedModule) and value._stateful:
                 # an exported submodule (self.inner = ep.module()) is module state too: a fresh
                 # copy, so the net neither sees nor advances the user's (capture lifts it the same)
@@ -138,6 +141,29 @@ def _eager_model(model: Any, writable: bool) -> tuple[Any, Any]:
     root = clones[id(owner)]
     call = types.MethodType(model.__func__, root) if owner is not model else root
     return _through_clones(call, clones), root
+
+
+class _ContainedState:
+    """A plain container attribute of the tree's clones (``self.ws = [self.lin.weight]``) as the
+    run sees it: a copy holding the clone's parameter and buffer views where the user's holds
+    the user's arrays, so a write through it (``self.ws[0] += 1``) never reaches the caller's
+    parameter; one copy per container (two attributes sharing a list share its copy), and a
+    container holding no state is the user's own (as capture's ``state._ContainerStandIns``)."""
+
+    def __init__(self, owner: Any, clones: dict) -> None:
+        self.state: dict[int, Any] = {}  # id(user's parameter or buffer) -> the clone's value
+        for _fqn, m in owner.named_modules():
+            clone = clones.get(id(m))
+            for store in ("_parameters", "_buffers"):
+                for key, value in (m.__dict__.get(store) or {}).items():
+                    if value is not None and clone is not None:
+                        self.state[id(value)] = clone.__dict__[store][key]
+        self.copies: dict[int, Any] = {}
+
+    def __call__(self, value: Any, depth: int = 0) -> Any:
+        if isinstance(value, np.ndarray):
+            return self.state.get(id(value), value)
+        return rebuilt_container(value, lambda v, _path: self(v, depth + 1), self.copies, "", depth)
 
 
 def _through_clones(call: Any, clones: dict) -> Any:
