@@ -30,8 +30,9 @@ class Borrowed:
     """The arrays one capture reads in place, and the traced arrays whose examples may view them."""
 
     def __init__(self) -> None:
-        self._roots: list = []     # (traced, its read-only view of the caller's array), while borrowed
+        self._roots: list = []     # (traced, its read-only view of the caller's array, fqn), while borrowed
         self._readers: list = []   # weakrefs of traced arrays whose example is read-only
+        self._owners: set = set()  # id(_owner(view)) of every root ever borrowed (the caller's arrays)
 
     def borrow(self, traced: Any, fqn: str) -> None:
         """Make ``traced``'s example (the state at ``fqn``) a read-only view of the array it holds
@@ -45,6 +46,7 @@ class Borrowed:
         view.flags.writeable = False
         traced.example = view
         self._roots.append((traced, view, fqn))
+        self._owners.add(id(_owner(view)))  # the caller's array, kept alive by its module
 
     def note(self, traced: Any, value: Any) -> None:
         """``value`` became ``traced``'s example: kept track of when it is read-only (it may
@@ -62,8 +64,11 @@ class Borrowed:
         example = target.example
         if type(example) is not np.ndarray or not self._roots:
             return example
-        # not only read-only examples: a view made writable (v.setflags(write=True), allowed over
-        # the caller's writable array) still shares the caller's memory
+        # a writable example over memory of its own (an activation written in place, the common
+        # write) is let through without a test per root; a read-only one, or a view made writable
+        # again over the caller's array (v.setflags(write=True) is allowed there), is matched
+        if example.flags.writeable and id(_owner(example)) not in self._owners:
+            return example
         hit = [r for r in self._roots if _shares(example, r[1])]
         if not hit:
             return example
@@ -76,10 +81,10 @@ class Borrowed:
                 f"other's writes, the program keeps each parameter and buffer as its own array; give each "
                 f"one its own memory (nn.Parameter(w.copy()))"
                 f"\n  at {user_source(2)}")
-        self._unshare(*hit[0])
+        self._unshare(hit[0][0], hit[0][1])
         return target.example
 
-    def _unshare(self, root: Any, view: np.ndarray, _fqn: str) -> None:
+    def _unshare(self, root: Any, view: np.ndarray) -> None:
         own = view.copy()
         self._roots = [r for r in self._roots if r[1] is not view]
         live = []

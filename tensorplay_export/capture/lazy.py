@@ -40,7 +40,11 @@ _SAME = ("numpy.ndarray.reshape", "numpy.reshape", "numpy.transpose", "numpy.nda
          "numpy.swapaxes", "numpy.expand_dims", "numpy.squeeze", "tpe.getitem")
 LAZY_KINDS: dict[str, str] = {**{n: "proxy" for n in _PROXY}, **{n: "same" for n in _SAME}}
 
-_PLAIN = frozenset({int, float, bool, str, type(None)})
+# argument types every walk of an op's arguments passes through as they are (no walk, no
+# conversion): tested by exact type first, since isinstance on a TracedArray calls its
+# __class__ property once per class tested
+PLAIN_ARGS = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
+                        np.int64, np.int32, np.bool_})
 _BASIC_KEY = (int, slice, type(None), type(Ellipsis), SymInt)
 
 
@@ -57,31 +61,21 @@ def lazy_kind(op: Any, is_ufunc: bool) -> str:
 
 def _arrays(value: Any, out: list) -> list:
     """The arrays (traced or not) and random generators in an args pytree, in order: one walk
-    answers both what :func:`proxy_args` asks of the arguments.
-
-    Exact types are tested first: ``isinstance`` of anything against TracedArray's classes
-    falls back to its ``__class__`` property, a Python call per test, on every argument of
-    every op.
-    """
+    answers both what :func:`proxy_args` asks of the arguments (exact types first: see
+    :data:`PLAIN_ARGS`)."""
     t = type(value)
     if t is TracedArray or t is np.ndarray:
         out.append(value)
-    elif t is tuple or t is list:
-        for v in value:
-            _arrays(v, out)
-    elif t is dict:
-        for v in value.values():
-            _arrays(v, out)
-    elif t in _PLAIN:
+    elif t in PLAIN_ARGS:
         pass
-    elif isinstance(value, _COLLECTED):
-        out.append(value)
     elif isinstance(value, (tuple, list)):
         for v in value:
             _arrays(v, out)
     elif isinstance(value, dict):
         for v in value.values():
             _arrays(v, out)
+    elif isinstance(value, _COLLECTED):
+        out.append(value)
     return out
 
 
@@ -148,7 +142,7 @@ def _proxy(tracer: Any, value: Any, full: bool) -> Any:
         return [_proxy(tracer, v, full) for v in value]
     if t is dict:
         return {k: _proxy(tracer, v, full) for k, v in value.items()}
-    if t in _PLAIN:
+    if t in PLAIN_ARGS:
         return value
     if isinstance(value, (SymInt, SymFloat, SymBool, slice)):
         return tracer.example(value)

@@ -42,6 +42,7 @@ from .symbolic import (PRINTING, SymBool, SymFloat, SymInt, as_type_of, require_
 from ..ops.registry import get_op
 from .index_tricks import INDEX_TRICKS, view_of as index_trick_view
 from .stdlib import PinningType, plain, stdlib_view
+from .lazy import PLAIN_ARGS
 from .traced import TracedArray
 from .tracer import CURRENT
 
@@ -73,14 +74,11 @@ _LOCK = threading.Lock()
 _ACTIVE = 0
 
 
-_SCALARS = frozenset({int, float, bool, str, type(None)})
-
-
 def _any_symbolic(value: Any) -> bool:
     t = type(value)
     if t is TracedArray:
         return True
-    if t in _SCALARS:  # before isinstance, which asks TracedArray's __class__ property per class
+    if t in PLAIN_ARGS:  # before isinstance, which asks TracedArray's __class__ property per class
         return False
     if t is tuple or t is list:
         return any(_any_symbolic(v) for v in value)

@@ -38,7 +38,7 @@ from ..ops.registry import ArrayInfo, OpDef, func_name, get_op, lookup_func, loo
 from ..records import SourceLoc
 from .borrowed import Borrowed
 from .frames import is_library_file, user_source
-from .lazy import LAZY_KINDS, lazy_kind, pending_in, proxy_args, proxy_run_key
+from .lazy import LAZY_KINDS, PLAIN_ARGS as _PLAIN, lazy_kind, pending_in, proxy_args, proxy_run_key
 from .shape_env import FalseRequirement, RequirementFalseAtExample, ShapeEnv
 from .stdlib import plain
 from .symbolic import SymBool, SymFloat, SymInt
@@ -801,7 +801,7 @@ class Tracer:
         pargs, pkwargs, full = proxies
         # A repeated layer makes the same proxy run again and again: the package's own ops give
         # the same dtype (or the same refusal) for the same proxies, so it is run once per capture
-        key = None if full or op.name not in LAZY_KINDS and kind != "ufunc" else proxy_run_key(op, pargs, pkwargs)
+        key = None if full or (op.name not in LAZY_KINDS and kind != "ufunc") else proxy_run_key(op, pargs, pkwargs)
         if key is not None and key in self.proxy_runs:
             return self.proxy_runs[key]
         self.in_impl = True
@@ -1030,9 +1030,6 @@ class Tracer:
         return self.call(op, tuple(inputs), kwargs, source=src)
 
 
-# argument types that are the same in all three views (no walk, no conversion)
-_PLAIN = frozenset({int, float, bool, str, type(None), type(Ellipsis), np.dtype, np.float32, np.float64,
-                    np.int64, np.int32, np.bool_})
 
 
 def _typed_sizes_as_scalars(args: tuple, infos: tuple) -> tuple:
@@ -1194,13 +1191,10 @@ def _arg_text(op: OpDef, key: Any) -> str:
     return f"argument {key + 1}"
 
 
-_SCALARS = frozenset({int, float, bool, str, type(None)})
-
-
 def _frozen(value: Any, key: Any) -> Any:
     """A hashable form of node args (nodes by their value number ``key(node)``; exact types kept)."""
     t = type(value)
-    if t in _SCALARS:  # the common leaves first: this runs on every op's arguments
+    if t in _PLAIN:  # the common leaves first: this runs on every op's arguments
         return (t, value)
     if t is tuple or t is list:
         return (t.__name__, tuple([_frozen(v, key) for v in value]))

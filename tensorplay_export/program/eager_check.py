@@ -151,18 +151,24 @@ class _ContainedState:
     container holding no state is the user's own (as capture's ``state._ContainerStandIns``)."""
 
     def __init__(self, owner: Any, clones: dict) -> None:
-        self.state: dict[int, Any] = {}  # id(user's parameter or buffer) -> the clone's value
-        for _fqn, m in owner.named_modules():
-            clone = clones.get(id(m))
-            for store in ("_parameters", "_buffers"):
-                for key, value in (m.__dict__.get(store) or {}).items():
-                    if value is not None and clone is not None:
-                        self.state[id(value)] = clone.__dict__[store][key]
+        self.owner, self.clones = owner, clones
+        self.state: Optional[dict] = None  # id(user's parameter or buffer) -> the clone's value, on first use
         self.copies: dict[int, Any] = {}
+
+    def _state(self) -> dict:
+        if self.state is None:  # most trees hold no container attribute: no walk for them
+            self.state = {}
+            for _fqn, m in self.owner.named_modules():
+                clone = self.clones.get(id(m))
+                for store in ("_parameters", "_buffers"):
+                    for key, value in (m.__dict__.get(store) or {}).items():
+                        if value is not None and clone is not None:
+                            self.state[id(value)] = clone.__dict__[store][key]
+        return self.state
 
     def __call__(self, value: Any, depth: int = 0) -> Any:
         if isinstance(value, np.ndarray):
-            return self.state.get(id(value), value)
+            return self._state().get(id(value), value)
         return rebuilt_container(value, lambda v, _path: self(v, depth + 1), self.copies, "", depth)
 
 
